@@ -1,0 +1,42 @@
+#include "compiler/driver/Pipeline.h"
+
+#include "compiler/ir/Printer.h"
+#include "compiler/ir/Verifier.h"
+#include "passes/PassRegistry.h"
+
+#include <iostream>
+
+namespace genc {
+
+llvm::Error runPipeline(Module &m, const std::vector<std::string> &passes,
+                        const PipelineOptions &opts) {
+  for (const auto &name : opts.printAfter)
+    if (!lookupPass(name))
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "--print-ir-after: unknown pass '%s'", name.c_str());
+  for (const auto &name : passes) {
+    const PassInfo *p = lookupPass(name);
+    if (!p) {
+      std::string known;
+      for (const auto &q : allPasses())
+        known += std::string(known.empty() ? "" : ", ") + q.name;
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "unknown pass '%s' (known: %s)", name.c_str(), known.c_str());
+    }
+    if (auto e = p->run(m))
+      return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s: %s", name.c_str(),
+                                     llvm::toString(std::move(e)).c_str());
+    if (auto e = verifyModule(m))
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "after pass %s: %s", name.c_str(),
+                                     llvm::toString(std::move(e)).c_str());
+    if (opts.printAfterAll || opts.printAfter.count(name)) {
+      std::ostream &os = opts.printStream ? *opts.printStream : std::cerr;
+      os << "// ----- IR after " << name << " -----\n";
+      printModule(m, os);
+    }
+  }
+  return llvm::Error::success();
+}
+
+} // namespace genc

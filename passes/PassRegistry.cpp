@@ -1,0 +1,26 @@
+#include "passes/PassRegistry.h"
+
+#include "passes/Passes.h"
+
+namespace genc {
+
+const std::vector<PassInfo> &allPasses() {
+  static const std::vector<PassInfo> passes = {
+      {"infer-shapes", "infer result types with symbolic dims; unify equal symbols", inferShapesPass},
+      {"fold-shapes", "fold shape arithmetic into constants and symbolic shape attributes",
+       foldShapesPass},
+      {"dce", "erase ops whose results are unused, and unused weights", dcePass},
+  };
+  return passes;
+}
+
+const PassInfo *lookupPass(const std::string &name) {
+  for (const auto &p : allPasses())
+    if (name == p.name)
+      return &p;
+  return nullptr;
+}
+
+std::vector<std::string> defaultPipeline() { return {"infer-shapes", "fold-shapes", "dce"}; }
+
+} // namespace genc

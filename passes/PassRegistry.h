@@ -1,0 +1,25 @@
+// The one list of passes. A pass is a named function over a module; the
+// pipeline driver runs them by name (`--passes=a,b`).
+#pragma once
+#include "compiler/ir/IR.h"
+
+#include "llvm/Support/Error.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace genc {
+
+struct PassInfo {
+  const char *name;
+  const char *summary;
+  std::function<llvm::Error(Module &)> run;
+};
+
+const std::vector<PassInfo> &allPasses();
+const PassInfo *lookupPass(const std::string &name);
+/// What `genc compile` runs by default, in order.
+std::vector<std::string> defaultPipeline();
+
+} // namespace genc

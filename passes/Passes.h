@@ -1,0 +1,13 @@
+// Entry points of the passes, one per file in passes/.
+#pragma once
+#include "compiler/ir/IR.h"
+
+#include "llvm/Support/Error.h"
+
+namespace genc {
+
+llvm::Error inferShapesPass(Module &m);
+llvm::Error foldShapesPass(Module &m);
+llvm::Error dcePass(Module &m);
+
+} // namespace genc

@@ -1,0 +1,33 @@
+# lit configuration for genc. Run on the build folder (ctest does):
+#   lit -sv build/tests [--filter REGEX]
+import os
+import shutil
+import subprocess
+
+import lit.formats
+
+if not hasattr(config, "genc_bin_dir"):
+    lit_config.fatal("run lit on the build's tests folder (ctest does): lit -sv BUILD/tests")
+
+config.name = "genc"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".gir", ".test", ".onnxtxt", ".cu"]
+config.excludes = ["lit.cfg.py", "lit.site.cfg.py.in", "Inputs", "fixtures", "unit", "CMakeLists.txt"]
+config.test_source_root = os.path.join(config.genc_src_dir, "tests")
+
+config.substitutions.append(("%genc", os.path.join(config.genc_bin_dir, "genc")))
+config.substitutions.append(("%genrun", os.path.join(config.genc_bin_dir, "genrun")))
+config.substitutions.append(("%python", config.python))
+config.substitutions.append(("%fixtures", os.path.join(config.genc_src_dir, "tests", "fixtures")))
+config.substitutions.append(("%testtools", os.path.join(config.genc_src_dir, "tests", "tools")))
+config.substitutions.append(("%onnx_proto_dir", "/usr/include"))
+config.substitutions.append(("FileCheck", config.filecheck))
+# %not: like not, but a crash fails the test (tests/tools/not.py).
+config.substitutions.append(("%not", config.python + " " + os.path.join(config.genc_src_dir, "tests", "tools", "not.py")))
+
+# GPU tests say `REQUIRES: cuda`; CI has no GPU and skips them.
+try:
+    if shutil.which("nvidia-smi") and subprocess.run(["nvidia-smi", "-L"], capture_output=True, timeout=20).returncode == 0:
+        config.available_features.add("cuda")
+except Exception:
+    pass

@@ -1,0 +1,193 @@
+// genc: the compiler driver. A thin main over the compiler libraries.
+//
+//   genc compile model.onnx -o model.plan [--emit=ir] [--passes=a,b] [--print-ir-after=P]
+//   genc opt input.gir [--passes=a,b] [-o out.gir]
+//   genc eval model.onnx --input input_ids=ids.npy ... --output-dir DIR
+#include "compiler/driver/Pipeline.h"
+#include "compiler/interp/Interpreter.h"
+#include "compiler/interp/Npy.h"
+#include "compiler/ir/Parser.h"
+#include "compiler/ir/Printer.h"
+#include "compiler/ir/Verifier.h"
+#include "compiler/onnx/Importer.h"
+#include "passes/PassRegistry.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+using namespace llvm;
+using namespace genc;
+
+static cl::SubCommand CompileCmd("compile", "Compile an ONNX model (or .gir) into a plan");
+static cl::SubCommand OptCmd("opt", "Run passes over IR text (.gir) and print the result");
+static cl::SubCommand EvalCmd("eval", "Run a model in the reference interpreter");
+
+static cl::OptionCategory GencCat("genc options");
+
+static cl::list<std::string> Inputs(cl::Positional, cl::OneOrMore, cl::desc("<input files>"),
+                                    cl::sub(CompileCmd), cl::sub(OptCmd), cl::sub(EvalCmd),
+                                    cl::cat(GencCat));
+static cl::opt<std::string> OutputFile("o", cl::desc("Output file ('-' for stdout)"),
+                                       cl::value_desc("file"), cl::init("-"),
+                                       cl::sub(CompileCmd), cl::sub(OptCmd), cl::cat(GencCat));
+enum class EmitKind { IR };
+static cl::opt<EmitKind> Emit("emit", cl::desc("What to write"), cl::init(EmitKind::IR),
+                              cl::values(clEnumValN(EmitKind::IR, "ir", "the IR text after the pipeline")),
+                              cl::sub(CompileCmd), cl::cat(GencCat));
+static cl::list<std::string> Passes("passes", cl::CommaSeparated,
+                                    cl::desc("Passes to run, in order (default: the standard pipeline for compile and eval, none for opt)"),
+                                    cl::sub(CompileCmd), cl::sub(OptCmd), cl::sub(EvalCmd),
+                                    cl::cat(GencCat));
+static cl::list<std::string> PrintAfter("print-ir-after", cl::CommaSeparated,
+                                        cl::desc("Print the IR after these passes (to stderr)"),
+                                        cl::sub(CompileCmd), cl::sub(OptCmd), cl::cat(GencCat));
+static cl::opt<bool> PrintAfterAll("print-ir-after-all", cl::desc("Print the IR after every pass"),
+                                   cl::sub(CompileCmd), cl::sub(OptCmd), cl::cat(GencCat));
+static cl::opt<bool> NoLocations("no-locations", cl::desc("Omit loc(...) when printing IR"),
+                                 cl::sub(CompileCmd), cl::sub(OptCmd), cl::cat(GencCat));
+static cl::list<std::string> EvalInputs("input", cl::desc("NAME=FILE.npy for each graph input"),
+                                        cl::value_desc("name=file"), cl::sub(EvalCmd),
+                                        cl::cat(GencCat));
+static cl::opt<std::string> OutputDir("output-dir", cl::desc("Folder for the outputs (NAME.npy)"),
+                                      cl::value_desc("dir"), cl::sub(EvalCmd), cl::cat(GencCat));
+static cl::opt<bool> ListPasses("list-passes", cl::desc("List the known passes and exit"),
+                                cl::sub(*cl::AllSubCommands), cl::cat(GencCat));
+
+[[noreturn]] static void fail(const std::string &msg) {
+  errs() << "genc: error: " << msg << "\n";
+  errs().flush();
+  std::exit(1);
+}
+
+static void check(Error e) {
+  if (e)
+    fail(toString(std::move(e)));
+}
+
+template <typename T> static T check(Expected<T> v) {
+  if (!v)
+    fail(toString(v.takeError()));
+  return std::move(*v);
+}
+
+static std::unique_ptr<Module> loadModel(const std::vector<std::string> &paths) {
+  const std::string &path = paths[0];
+  if (StringRef(path).endswith(".gir")) {
+    if (paths.size() != 1)
+      fail("a .gir input stands alone");
+    auto buf = MemoryBuffer::getFile(path);
+    if (!buf)
+      fail("cannot read '" + path + "': " + buf.getError().message());
+    auto m = check(parseModule((*buf)->getBuffer().str(), path));
+    check(verifyModule(*m));
+    return m;
+  }
+  if (paths.size() != 1)
+    fail("expected one ONNX model (encoder-decoder pairs come with the plan issue)");
+  auto m = check(importOnnxFile(path));
+  check(verifyModule(*m));
+  return m;
+}
+
+static std::vector<std::string> pipelineFor(bool defaultStandard) {
+  if (Passes.getNumOccurrences())
+    return {Passes.begin(), Passes.end()};
+  return defaultStandard ? defaultPipeline() : std::vector<std::string>{};
+}
+
+static void runPasses(Module &m, bool defaultStandard) {
+  PipelineOptions opts;
+  opts.printAfter.insert(PrintAfter.begin(), PrintAfter.end());
+  opts.printAfterAll = PrintAfterAll;
+  opts.printStream = &std::cerr;
+  check(runPipeline(m, pipelineFor(defaultStandard), opts));
+}
+
+static void writeText(const std::string &text) {
+  if (OutputFile == "-") {
+    std::cout << text;
+    return;
+  }
+  std::ofstream os(OutputFile, std::ios::binary);
+  if (!os)
+    fail("cannot write '" + OutputFile + "'");
+  os << text;
+  if (!os)
+    fail("cannot write '" + OutputFile + "'");
+}
+
+static int runCompileOrOpt(bool isCompile) {
+  auto m = loadModel({Inputs.begin(), Inputs.end()});
+  runPasses(*m, isCompile);
+  PrintOptions po;
+  po.locations = !NoLocations;
+  writeText(moduleToString(*m, po));
+  return 0;
+}
+
+static int runEval() {
+  if (OutputDir.empty())
+    fail("eval needs --output-dir");
+  auto m = loadModel({Inputs.begin(), Inputs.end()});
+  runPasses(*m, /*defaultStandard=*/false);
+  const Function &f = *m->functions().front();
+  std::map<std::string, Tensor> given;
+  for (const auto &spec : EvalInputs) {
+    auto eq = spec.find('=');
+    if (eq == std::string::npos)
+      fail("--input expects NAME=FILE.npy, got '" + spec + "'");
+    std::string name = spec.substr(0, eq), file = spec.substr(eq + 1);
+    if (!f.argument(name))
+      fail("--input " + name + ": the model has no input named '" + name + "'");
+    auto t = readNpy(file);
+    if (!t)
+      fail("--input " + name + ": " + toString(t.takeError()));
+    given[name] = std::move(*t);
+  }
+  std::vector<Tensor> inputs;
+  for (auto &a : f.arguments()) {
+    auto it = given.find(a->name());
+    if (it == given.end())
+      fail("missing --input for graph input '" + a->name() + "' (" + a->type().str() + ")");
+    inputs.push_back(it->second);
+  }
+  auto outputs = check(interpret(*m, f, inputs));
+  if (auto ec = sys::fs::create_directories(OutputDir))
+    fail("cannot create '" + OutputDir + "': " + ec.message());
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    SmallString<256> path(OutputDir);
+    std::string fileName = f.outputs()[i].name;
+    for (char &c : fileName)
+      if (c == '/' || c == '\\')
+        c = '_';
+    sys::path::append(path, fileName + ".npy");
+    check(writeNpy(path.str().str(), outputs[i]));
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  cl::HideUnrelatedOptions(GencCat);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "genc: ahead-of-time compiler for Transformer text generation\n");
+  if (ListPasses) {
+    for (const auto &p : allPasses())
+      outs() << p.name << "\t" << p.summary << "\n";
+    return 0;
+  }
+  if (CompileCmd)
+    return runCompileOrOpt(true);
+  if (OptCmd)
+    return runCompileOrOpt(false);
+  if (EvalCmd)
+    return runEval();
+  errs() << "genc: error: expected a command: compile, opt or eval (see genc --help)\n";
+  return 1;
+}

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs what a fresh Debian 12 machine lacks to build and test genc/genrun.
+# Safe to run twice: every step checks before it installs.
+set -euo pipefail
+
+need_apt=()
+for pkg in cmake ninja-build g++ libonnx-dev libprotobuf-dev protobuf-compiler \
+           llvm-14-dev llvm-14-tools zlib1g-dev libzstd-dev libtinfo-dev python3; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
+done
+if [ ${#need_apt[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  echo "setup: installing ${need_apt[*]}"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${need_apt[@]}"
+fi
+
+# Python helpers used by the tests (numpy reads the fixtures' .npz; lit runs the
+# lit suites when llvm-14-tools' copy is absent).
+PY=${PYTHON:-python3}
+for mod in numpy lit; do
+  if ! "$PY" -c "import $mod" >/dev/null 2>&1; then
+    echo "setup: pip installing $mod"
+    "$PY" -m pip install -q "$mod" || "$PY" -m pip install -q --break-system-packages "$mod"
+  fi
+done
+
+if [ -x /usr/local/cuda/bin/nvcc ]; then
+  echo "setup: CUDA found at /usr/local/cuda ($(/usr/local/cuda/bin/nvcc --version | tail -n 2 | head -n 1))"
+else
+  echo "setup: no CUDA toolkit under /usr/local/cuda; building the CPU-only configuration"
+fi
+echo "setup: done"
