@@ -42,12 +42,12 @@ const std::vector<OpDef> &allOps() {
       {"gelu", 1, 1, 1, 1, P::Elementwise},       // {approximate = "none"|"tanh"}
       {"silu", 1, 1, 1, 1, P::Elementwise},
       // Injective: data movement.
-      {"reshape", 1, 2, 1, 1, P::Injective},      // (x, shape) or {shape = shape<...>}
+      {"reshape", 2, 2, 1, 1, P::Injective},      // (x, shape) {allowzero}
       {"flatten", 1, 1, 1, 1, P::Injective},      // {axis}
       {"squeeze", 1, 1, 1, 1, P::Injective},      // {axes}
       {"unsqueeze", 1, 1, 1, 1, P::Injective},    // {axes}
       {"transpose", 1, 1, 1, 1, P::Injective},    // {perm}
-      {"expand", 1, 2, 1, 1, P::Injective},       // (x, shape) or {shape}
+      {"expand", 2, 2, 1, 1, P::Injective},       // (x, shape)
       {"concat", 1, -1, 1, 1, P::Injective},      // {axis}
       {"split", 1, 1, 1, -1, P::Injective},       // {axis, split}
       {"slice", 3, 5, 1, 1, P::Injective},        // (x, starts, ends[, axes[, steps]])
@@ -66,8 +66,9 @@ const std::vector<OpDef> &allOps() {
       // Values from shapes.
       {"constant", 0, 0, 1, 1, P::Shape},         // {value = dense<...>}
       {"shape", 1, 1, 1, 1, P::Shape},            // {start, end}
-      {"constant_of_shape", 0, 1, 1, 1, P::Shape},// (shape) or {shape}; {value}
-      {"range", 0, 3, 1, 1, P::Shape},            // (start, limit, delta) or {start, limit, delta}
+      {"constant_of_shape", 1, 1, 1, 1, P::Shape},// (shape) {value}
+      {"range", 3, 3, 1, 1, P::Shape},            // (start, limit, delta)
+      {"dims", 0, 0, 1, 1, P::Shape},             // {value = shape<...>}: i64 of symbolic dims
   };
   return ops;
 }
