@@ -10,6 +10,8 @@ const std::vector<PassInfo> &allPasses() {
       {"fold-shapes", "fold shape arithmetic into constants and symbolic shape attributes",
        foldShapesPass},
       {"dce", "erase ops whose results are unused, and unused weights", dcePass},
+      {"canonicalize", "drop no-ops; gemm -> matmul + add; recognise gelu, silu, rms_norm",
+       canonicalizePass},
   };
   return passes;
 }
@@ -21,6 +23,6 @@ const PassInfo *lookupPass(const std::string &name) {
   return nullptr;
 }
 
-std::vector<std::string> defaultPipeline() { return {"infer-shapes", "fold-shapes", "dce"}; }
+std::vector<std::string> defaultPipeline() { return {"infer-shapes", "fold-shapes", "dce", "canonicalize"}; }
 
 } // namespace genc

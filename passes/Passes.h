@@ -9,5 +9,6 @@ namespace genc {
 llvm::Error inferShapesPass(Module &m);
 llvm::Error foldShapesPass(Module &m);
 llvm::Error dcePass(Module &m);
+llvm::Error canonicalizePass(Module &m);
 
 } // namespace genc

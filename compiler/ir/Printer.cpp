@@ -70,7 +70,12 @@ static std::string tensorStr(const Tensor &t) {
 std::string attributeStr(const Attribute &a) {
   struct V {
     std::string operator()(int64_t v) { return std::to_string(v); }
-    std::string operator()(double v) { return formatFloat(v, false); }
+    // Attributes read from ONNX are float32; print those at float precision so
+    // 1e-5 reads as 1e-05, not 9.99999974737875e-06.
+    static std::string fmt(double v) {
+      return formatFloat(v, static_cast<double>(static_cast<float>(v)) == v);
+    }
+    std::string operator()(double v) { return fmt(v); }
     std::string operator()(const std::string &s) { return quoteString(s); }
     std::string operator()(const std::vector<int64_t> &v) {
       std::string s = "[";
@@ -81,7 +86,7 @@ std::string attributeStr(const Attribute &a) {
     std::string operator()(const std::vector<double> &v) {
       std::string s = "[";
       for (size_t i = 0; i < v.size(); ++i)
-        s += (i ? ", " : "") + formatFloat(v[i], false);
+        s += (i ? ", " : "") + fmt(v[i]);
       // An empty list reads back as ints; keep floats distinguishable.
       return v.empty() ? "floats[]" : s + "]";
     }
