@@ -1,0 +1,70 @@
+// The interface between the search loop and an executor (CPU or CUDA).
+//
+// An executor owns the model's weights and a KV cache of `maxSlots()` slots,
+// each holding up to `maxLength()` tokens of one sequence (one beam). The
+// search loop decides which tokens run in which slot; the executor runs them
+// as one packed batch (no padding) and returns the logits of the last token
+// of each chunk.
+#pragma once
+#include "runtime/Status.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace genrt {
+
+/// Generation facts and defaults a plan carries (from config.json /
+/// generation_config.json at compile time).
+struct ModelInfo {
+  int64_t vocabSize = 0;
+  std::vector<int64_t> eosTokenIds;
+  int64_t padTokenId = 0;
+  int64_t bosTokenId = -1;
+  int64_t decoderStartTokenId = -1; // encoder-decoder models only
+  bool encoderDecoder = false;
+  int64_t maxBatch = 0;  // sequences per batch the plan was sized for
+  int64_t maxBeams = 0;  // beams per sequence
+  int64_t maxLength = 0; // prompt + generated tokens per sequence
+};
+
+/// Tokens to append to one slot's sequence.
+struct Chunk {
+  int32_t slot;
+  std::vector<int64_t> tokens;
+};
+
+class Decoder {
+public:
+  virtual ~Decoder() = default;
+  virtual const ModelInfo &info() const = 0;
+  /// Number of cache slots (= maxBatch * maxBeams).
+  virtual int32_t maxSlots() const = 0;
+
+  /// Empties a slot (its sequence length becomes 0).
+  virtual void resetSlot(int32_t slot) = 0;
+  /// Current length (tokens cached) of a slot.
+  virtual int64_t slotLength(int32_t slot) const = 0;
+
+  /// Runs every chunk's tokens (appended after the slot's cached tokens, at
+  /// positions slotLength..), and writes the logits of each chunk's last token
+  /// to logits[i * vocabSize .. (i+1) * vocabSize). `logits` has room for
+  /// chunks.size() rows. Fails (without changing any slot) if a slot would
+  /// exceed maxLength or a token id is out of range.
+  virtual Status forward(const std::vector<Chunk> &chunks, float *logits) = 0;
+
+  /// Beam reordering: for each k, slot dst[k] takes the cached contents (and
+  /// length) that slot src[k] had before the call. Slots not named in dst are
+  /// unchanged. A src may appear several times.
+  virtual Status reorderSlots(const std::vector<int32_t> &dst, const std::vector<int32_t> &src) = 0;
+
+  /// Encoder-decoder models: encodes one source sentence for all the slots
+  /// listed (its beams); their cross-attention reads it. Decoder-only: unused.
+  virtual Status encode(const std::vector<int64_t> &sourceIds, const std::vector<int32_t> &slots) {
+    return Status::error("this model has no encoder");
+  }
+
+  /// Bytes of device/host memory the executor holds (weights, caches, arena).
+  virtual int64_t memoryBytes() const = 0;
+};
+
+} // namespace genrt
