@@ -1,0 +1,94 @@
+#include "runtime/JsonLines.h"
+#include "runtime/Json.h"
+
+namespace genrt {
+
+static Status readIdArray(const json::Value &v, const char *field, std::vector<int64_t> &out) {
+  if (!v.isArray())
+    return Status::error(std::string("field \"") + field + "\": expected an array of integers, found " +
+                         json::Value::kindName(v.kind()));
+  out.clear();
+  out.reserve(v.items().size());
+  for (size_t k = 0; k < v.items().size(); ++k) {
+    const json::Value &e = v.items()[k];
+    if (!e.isInteger())
+      return Status::error(std::string("field \"") + field + "\": element " + std::to_string(k) +
+                           " is not an integer (found " +
+                           (e.isNumber() ? std::string("a non-integer number") : json::Value::kindName(e.kind())) +
+                           ")");
+    out.push_back(e.asInt());
+  }
+  return Status::ok();
+}
+
+static Status readPrompt(const json::Value &v, Prompt &p) {
+  if (!v.isObject())
+    return Status::error(std::string("expected a JSON object {\"input_ids\": [...]}, found ") +
+                         json::Value::kindName(v.kind()));
+  bool haveIds = false;
+  for (const auto &m : v.members()) {
+    if (m.first == "input_ids") {
+      haveIds = true;
+      if (Status s = readIdArray(m.second, "input_ids", p.inputIds); !s)
+        return s;
+    } else if (m.first == "attention_mask") {
+      if (Status s = readIdArray(m.second, "attention_mask", p.attentionMask); !s)
+        return s;
+    } else {
+      // Strict on purpose: a misspelt "attention_mask" must not be ignored.
+      return Status::error("field \"" + m.first + "\": unknown field (expected \"input_ids\" and optionally \"attention_mask\")");
+    }
+  }
+  if (!haveIds)
+    return Status::error("field \"input_ids\": missing");
+  return Status::ok();
+}
+
+Status readPromptLines(const std::string &text, const std::string &name, std::vector<Prompt> &prompts,
+                       std::vector<int64_t> &lineNumbers) {
+  prompts.clear();
+  lineNumbers.clear();
+  size_t pos = 0;
+  int64_t lineNo = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos)
+      end = text.size();
+    std::string line = text.substr(pos, end - pos);
+    pos = end + 1;
+    ++lineNo;
+    if (!line.empty() && line.back() == '\r')
+      line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos)
+      continue;
+    json::Value v;
+    if (Status s = json::parse(line, v); !s) {
+      // The parser counts lines within this one line: "1:COL: msg".
+      std::string msg = s.message();
+      if (msg.compare(0, 2, "1:") == 0)
+        msg = msg.substr(2);
+      return Status::error(name + ":" + std::to_string(lineNo) + ":" + msg);
+    }
+    Prompt p;
+    if (Status s = readPrompt(v, p); !s)
+      return Status::error(name + ":" + std::to_string(lineNo) + ": " + s.message());
+    prompts.push_back(std::move(p));
+    lineNumbers.push_back(lineNo);
+  }
+  return Status::ok();
+}
+
+std::string resultLine(const GenerationResult &result) {
+  std::vector<json::Value> seqs;
+  for (const GeneratedSequence &s : result.sequences) {
+    std::vector<json::Value> ids;
+    ids.reserve(s.outputIds.size());
+    for (int64_t id : s.outputIds)
+      ids.push_back(json::Value::integer(id));
+    seqs.push_back(json::Value::object({{"output_ids", json::Value::array(std::move(ids))},
+                                        {"score", json::Value::number(s.score)}}));
+  }
+  return json::write(json::Value::object({{"sequences", json::Value::array(std::move(seqs))}}));
+}
+
+} // namespace genrt

@@ -1,0 +1,251 @@
+// Beam search exactly as Hugging Face's vectorized `_beam_search`
+// (transformers 5.x), one item at a time where HF works on tensors:
+//
+// - scores: log_softmax(logits), then the logits processors, plus the
+//   running beam score; all float32 as in torch. Running scores start at
+//   [0, -1e9, ...] so the first step expands beam 0 only.
+// - top K = max(2, 1 + #eos) * num_beams candidates over beams * vocab.
+// - a candidate "hits the stopping criteria" if its token is an eos id or it
+//   reaches max_new_tokens. Only hits among the first num_beams candidates
+//   finish, with score logprob / generated_len ** length_penalty.
+// - the next running beams are the best num_beams candidates after hits get
+//   -1e9; the finished set is the best num_beams of (old finished + new
+//   finished candidates), with -1e9 masks for items that are full
+//   (early_stopping=True) or can no longer improve.
+// - the batch stops when no item can improve, or every item is full with
+//   early_stopping=True, or every candidate hit the stopping criteria.
+//
+// Ties are broken towards the lower index, which is what torch.topk does on
+// the CPU in practice (it does not promise it).
+#include "runtime/search/LogitsProcessors.h"
+#include "runtime/search/SlotBatch.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace genrt {
+namespace search {
+
+namespace {
+
+// HF's mask value for "not a candidate": added, not assigned, so masked
+// scores keep their order among themselves exactly as in torch.
+constexpr float kMask = -1.0e9f;
+
+struct Candidate {
+  float score;
+  int64_t beam;
+  int64_t token;
+  int64_t flat; // beam * vocab + token: torch.topk's index
+};
+
+bool before(const Candidate &a, const Candidate &b) {
+  return a.score > b.score || (a.score == b.score && a.flat < b.flat);
+}
+
+struct Hyp {
+  std::vector<int64_t> tokens; // generated tokens, eos included
+  float score = kMask;
+  bool finished = false; // HF's is_sent_finished for this slot
+};
+
+struct ItemState {
+  std::vector<std::vector<int64_t>> running; // generated tokens per running beam
+  std::vector<float> runningScore;           // best first after the first step
+  std::vector<int64_t> cameFrom;             // beam each running beam extends (this step)
+  std::vector<Hyp> finished;                 // best first
+  bool canImprove = true;                    // HF's is_early_stop_heuristic_unsatisfied
+};
+
+// Appends the best k candidates of one beam's accumulated scores: any global
+// top-k candidate is among its own beam's top k.
+void topOfRow(const std::vector<float> &acc, int64_t beam, int64_t k, std::vector<int64_t> &idx,
+              std::vector<Candidate> &out) {
+  int64_t vocab = int64_t(acc.size());
+  k = std::min(k, vocab);
+  idx.resize(vocab);
+  std::iota(idx.begin(), idx.end(), 0);
+  auto cmp = [&](int64_t a, int64_t b) { return acc[a] > acc[b] || (acc[a] == acc[b] && a < b); };
+  std::nth_element(idx.begin(), idx.begin() + (k - 1), idx.end(), cmp);
+  for (int64_t n = 0; n < k; ++n)
+    out.push_back(Candidate{acc[idx[n]], beam, idx[n], beam * vocab + idx[n]});
+}
+
+bool isEos(int64_t token, const std::vector<int64_t> &eos) {
+  return std::find(eos.begin(), eos.end(), token) != eos.end();
+}
+
+// `x ** length_penalty` as HF computes it (Python float), then used as a
+// float32 divisor by torch.
+float lengthDivisor(int64_t len, double lengthPenalty) {
+  return float(std::pow(double(len), lengthPenalty));
+}
+
+} // namespace
+
+Status runBeamSearch(SlotBatch &batch, const GenerationConfig &cfg, const std::vector<int64_t> &eos,
+                     std::vector<GenerationResult> &out) {
+  const int64_t V = batch.vocab();
+  const int64_t N = cfg.numBeams;
+  const int64_t B = batch.numItems();
+  const int64_t K = std::max<int64_t>(2, 1 + int64_t(eos.size())) * N;
+  const double lp = cfg.lengthPenalty;
+  if (K > N * V)
+    return Status::error("--num-beams " + std::to_string(N) + " is too large for a vocabulary of " +
+                         std::to_string(V) + " tokens (beam search keeps " + std::to_string(K) +
+                         " candidates per step)");
+
+  std::vector<float> itemLogits;
+  if (Status s = batch.prefill(itemLogits); !s)
+    return s;
+  // All beams of an item start from the same prompt: same logits.
+  std::vector<float> logits(static_cast<size_t>(B * N * V));
+  for (int64_t i = 0; i < B; ++i)
+    for (int64_t j = 0; j < N; ++j)
+      std::copy(itemLogits.begin() + i * V, itemLogits.begin() + (i + 1) * V,
+                logits.begin() + (i * N + j) * V);
+
+  std::vector<ItemState> items(static_cast<size_t>(B));
+  for (ItemState &st : items) {
+    st.running.assign(size_t(N), {});
+    st.runningScore.assign(size_t(N), kMask);
+    st.runningScore[0] = 0.f;
+    st.cameFrom.assign(size_t(N), 0);
+    st.finished.assign(size_t(N), Hyp{});
+  }
+
+  std::vector<float> acc(static_cast<size_t>(V));
+  std::vector<int64_t> idx;
+  std::vector<Candidate> cands;
+  std::vector<int64_t> history;
+  for (int64_t t = 0;; ++t) {
+    bool allHit = true;
+    for (int64_t i = 0; i < B; ++i) {
+      ItemState &st = items[size_t(i)];
+      cands.clear();
+      for (int64_t j = 0; j < N; ++j) {
+        float *row = logits.data() + (i * N + j) * V;
+        logSoftmax(row, V);
+        history = batch.item(i).history;
+        history.insert(history.end(), st.running[j].begin(), st.running[j].end());
+        applyLogitsProcessors(row, V, history, t, cfg, eos);
+        for (int64_t v = 0; v < V; ++v)
+          acc[v] = row[v] + st.runningScore[j];
+        topOfRow(acc, j, K, idx, cands);
+      }
+      std::sort(cands.begin(), cands.end(), before);
+      cands.resize(size_t(K));
+
+      std::vector<char> hits(static_cast<size_t>(K));
+      for (int64_t k = 0; k < K; ++k) {
+        hits[k] = isEos(cands[k].token, eos) || t + 1 >= cfg.maxNewTokens;
+        allHit = allHit && hits[k];
+      }
+
+      // Finished set first: it reads the running beams before they move.
+      bool full = cfg.earlyStopping == EarlyStopping::True &&
+                  std::all_of(st.finished.begin(), st.finished.end(), [](const Hyp &h) { return h.finished; });
+      float divisor = lengthDivisor(t + 1, lp);
+      std::vector<float> mergedScore(static_cast<size_t>(N + K));
+      for (int64_t n = 0; n < N; ++n)
+        mergedScore[n] = st.finished[n].score;
+      for (int64_t k = 0; k < K; ++k) {
+        float f = cands[k].score / divisor;
+        if (full)
+          f += kMask;
+        if (!st.canImprove)
+          f += kMask;
+        if (!(hits[k] && k < N))
+          f += kMask;
+        mergedScore[N + k] = f;
+      }
+      std::vector<int64_t> order(static_cast<size_t>(N + K));
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(),
+                       [&](int64_t a, int64_t b) { return mergedScore[a] > mergedScore[b]; });
+      std::vector<Hyp> finished(static_cast<size_t>(N));
+      for (int64_t n = 0; n < N; ++n) {
+        int64_t m = order[n];
+        if (m < N) {
+          finished[n] = st.finished[m];
+        } else {
+          const Candidate &c = cands[m - N];
+          finished[n].tokens = st.running[c.beam];
+          finished[n].tokens.push_back(c.token);
+          finished[n].score = mergedScore[m];
+          finished[n].finished = hits[m - N] && (m - N) < N;
+        }
+      }
+      st.finished.swap(finished);
+
+      // Next running beams: the best N candidates once hits are masked.
+      std::vector<float> runScore(static_cast<size_t>(K));
+      for (int64_t k = 0; k < K; ++k)
+        runScore[k] = hits[k] ? cands[k].score + kMask : cands[k].score;
+      std::vector<int64_t> korder(static_cast<size_t>(K));
+      std::iota(korder.begin(), korder.end(), 0);
+      std::stable_sort(korder.begin(), korder.end(),
+                       [&](int64_t a, int64_t b) { return runScore[a] > runScore[b]; });
+      std::vector<std::vector<int64_t>> running(static_cast<size_t>(N));
+      for (int64_t j = 0; j < N; ++j) {
+        const Candidate &c = cands[korder[j]];
+        running[j] = st.running[c.beam];
+        running[j].push_back(c.token);
+        st.runningScore[j] = runScore[korder[j]];
+        st.cameFrom[j] = c.beam;
+      }
+      st.running.swap(running);
+    }
+    batch.tokensChosen();
+
+    // HF's _check_early_stop_heuristic, after cur_len += 1.
+    const int64_t generated = t + 1;
+    bool anyCanImprove = false, allFull = true;
+    for (ItemState &st : items) {
+      int64_t bestLen = (cfg.earlyStopping == EarlyStopping::Never && lp > 0) ? cfg.maxNewTokens : generated;
+      float bestPossible = st.runningScore[0] / lengthDivisor(bestLen, lp);
+      float worstFinished = st.finished[0].score;
+      for (const Hyp &h : st.finished)
+        worstFinished = std::min(worstFinished, h.score);
+      bool beats = false;
+      for (const Hyp &h : st.finished)
+        beats = beats || bestPossible > (h.finished ? worstFinished : kMask);
+      st.canImprove = st.canImprove && beats;
+      anyCanImprove = anyCanImprove || st.canImprove;
+      for (const Hyp &h : st.finished)
+        allFull = allFull && h.finished;
+    }
+    bool existsOpenBeam = !(allFull && cfg.earlyStopping == EarlyStopping::True);
+    if (!anyCanImprove || !existsOpenBeam || allHit)
+      break;
+
+    // Move the caches behind the new running beams, then feed their tokens.
+    std::vector<int32_t> dst, src, slots;
+    std::vector<int64_t> tokens;
+    for (int64_t i = 0; i < B; ++i) {
+      const ItemState &st = items[size_t(i)];
+      for (int64_t j = 0; j < N; ++j) {
+        dst.push_back(batch.slot(i, j));
+        src.push_back(batch.slot(i, st.cameFrom[j]));
+        slots.push_back(batch.slot(i, j));
+        tokens.push_back(st.running[j].back());
+      }
+    }
+    if (Status s = batch.reorder(dst, src); !s)
+      return s;
+    if (Status s = batch.step(slots, tokens, logits); !s)
+      return s;
+  }
+
+  for (ItemState &st : items) {
+    GenerationResult res;
+    for (int64_t n = 0; n < cfg.numReturnSequences; ++n)
+      res.sequences.push_back(GeneratedSequence{std::move(st.finished[n].tokens), st.finished[n].score});
+    out.push_back(std::move(res));
+  }
+  return Status::ok();
+}
+
+} // namespace search
+} // namespace genrt

@@ -1,0 +1,121 @@
+#include "runtime/search/Generate.h"
+#include "runtime/search/SlotBatch.h"
+
+#include <algorithm>
+#include <string>
+
+namespace genrt {
+
+using search::BatchItem;
+using search::SlotBatch;
+
+Status validatePrompt(const Prompt &p, const ModelInfo &info, const GenerationConfig &cfg) {
+  if (p.inputIds.empty())
+    return Status::error("field \"input_ids\": the prompt is empty");
+  for (size_t k = 0; k < p.inputIds.size(); ++k) {
+    int64_t id = p.inputIds[k];
+    if (id < 0 || id >= info.vocabSize)
+      return Status::error("field \"input_ids\": element " + std::to_string(k) + " is " + std::to_string(id) +
+                           ", outside the vocabulary [0, " + std::to_string(info.vocabSize) + ")");
+  }
+  int64_t seen = int64_t(p.inputIds.size());
+  if (!p.attentionMask.empty()) {
+    if (p.attentionMask.size() != p.inputIds.size())
+      return Status::error("field \"attention_mask\": has " + std::to_string(p.attentionMask.size()) +
+                           " elements but \"input_ids\" has " + std::to_string(p.inputIds.size()));
+    seen = 0;
+    for (size_t k = 0; k < p.attentionMask.size(); ++k) {
+      int64_t m = p.attentionMask[k];
+      if (m != 0 && m != 1)
+        return Status::error("field \"attention_mask\": element " + std::to_string(k) + " is " +
+                             std::to_string(m) + ", expected 0 or 1");
+      seen += m;
+    }
+    if (seen == 0)
+      return Status::error("field \"attention_mask\": masks out every token, the prompt is empty");
+  }
+  // The decoder's cache holds the unmasked prompt (or, for an encoder-decoder,
+  // the decoder start token) plus every generated token.
+  int64_t decoderPromptLen = info.encoderDecoder ? 1 : seen;
+  if (info.maxLength > 0 && decoderPromptLen + cfg.maxNewTokens > info.maxLength)
+    return Status::error("the prompt (" + std::to_string(decoderPromptLen) + " tokens) plus --max-new-tokens " +
+                         std::to_string(cfg.maxNewTokens) + " exceeds the plan's maximum length " +
+                         std::to_string(info.maxLength));
+  return Status::ok();
+}
+
+static BatchItem makeItem(const Prompt &p, const ModelInfo &info, uint64_t index) {
+  BatchItem item;
+  item.promptIndex = index;
+  std::vector<int64_t> unmasked;
+  for (size_t k = 0; k < p.inputIds.size(); ++k)
+    if (p.attentionMask.empty() || p.attentionMask[k] != 0)
+      unmasked.push_back(p.inputIds[k]);
+  if (info.encoderDecoder) {
+    // HF's processors see the decoder's input_ids: the start token onwards.
+    item.sourceIds = std::move(unmasked);
+    item.decoderPrompt = {info.decoderStartTokenId};
+    item.history = item.decoderPrompt;
+  } else {
+    item.decoderPrompt = std::move(unmasked);
+    item.history = p.inputIds;
+  }
+  return item;
+}
+
+Status generate(Decoder &decoder, const GenerationConfig &cfg, const std::vector<Prompt> &prompts,
+                std::vector<GenerationResult> &results, GenerationStats *statsOut) {
+  auto start = SlotBatch::Clock::now();
+  const ModelInfo &info = decoder.info();
+  if (info.vocabSize <= 0)
+    return Status::error("the model reports no vocabulary");
+  if (Status s = cfg.validateFor(info); !s)
+    return s;
+  for (size_t n = 0; n < prompts.size(); ++n)
+    if (Status s = validatePrompt(prompts[n], info, cfg); !s)
+      return Status::error("prompt " + std::to_string(n) + ": " + s.message());
+
+  const int64_t rows = cfg.rowsPerPrompt();
+  int64_t maxItems = decoder.maxSlots() / rows;
+  if (info.maxBatch > 0)
+    maxItems = std::min(maxItems, info.maxBatch);
+  if (maxItems < 1)
+    return Status::error("one prompt needs " + std::to_string(rows) + " cache slots (beams or samples) but the plan has " +
+                         std::to_string(decoder.maxSlots()));
+  if (cfg.batchSize > maxItems)
+    return Status::error("--batch-size " + std::to_string(cfg.batchSize) + " needs more than the plan allows: at most " +
+                         std::to_string(maxItems) + " prompts of " + std::to_string(rows) +
+                         " rows each (max batch " + std::to_string(info.maxBatch) + ", " +
+                         std::to_string(decoder.maxSlots()) + " cache slots)");
+  const int64_t batchSize = cfg.batchSize > 0 ? cfg.batchSize : maxItems;
+  const std::vector<int64_t> eos = cfg.effectiveEos(info);
+
+  GenerationStats stats;
+  stats.firstTokenSeconds = -1; // not yet
+  std::vector<GenerationResult> out;
+  out.reserve(prompts.size());
+  for (size_t first = 0; first < prompts.size(); first += size_t(batchSize)) {
+    size_t last = std::min(prompts.size(), first + size_t(batchSize));
+    std::vector<BatchItem> items;
+    for (size_t n = first; n < last; ++n)
+      items.push_back(makeItem(prompts[n], info, n));
+    SlotBatch batch(decoder, std::move(items), rows, stats, start);
+    ++stats.batches;
+    Status s = cfg.numBeams > 1 ? search::runBeamSearch(batch, cfg, eos, out)
+                                : search::runGreedyOrSample(batch, cfg, eos, out);
+    if (!s)
+      return s;
+  }
+  for (const GenerationResult &r : out)
+    for (const GeneratedSequence &seq : r.sequences)
+      stats.generatedTokens += int64_t(seq.outputIds.size());
+  stats.totalSeconds = std::chrono::duration<double>(SlotBatch::Clock::now() - start).count();
+  if (stats.firstTokenSeconds < 0)
+    stats.firstTokenSeconds = 0;
+  if (statsOut)
+    *statsOut = stats;
+  results = std::move(out);
+  return Status::ok();
+}
+
+} // namespace genrt

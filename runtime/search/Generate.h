@@ -1,0 +1,68 @@
+// Text generation with Hugging Face `generate` semantics (transformers 5.x):
+// greedy search, sampling and beam search, driven through a genrt::Decoder.
+//
+// Prompts are grouped into batches; each batch is prefilled in one packed
+// forward call (no padding), then decoded one token per live row per step.
+// The items of a batch run in lockstep like HF's batched generate; for beam
+// search that makes the stopping of the whole batch depend on every item
+// (HF's "any item can still improve" loop condition). An item that can no
+// longer improve is frozen by HF's own -1e9 masking, so in practice each
+// item's result does not depend on its batch companions, but bit-for-bit
+// parity with HF is only claimed for the same batch composition.
+#pragma once
+#include "runtime/Decoder.h"
+#include "runtime/Status.h"
+#include "runtime/search/GenerationConfig.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace genrt {
+
+struct Prompt {
+  std::vector<int64_t> inputIds;
+  /// Empty, or one 0/1 per input id. Masked (0) positions are not fed to the
+  /// model, but they stay in the history that repetition_penalty and
+  /// no_repeat_ngram_size look at: HF's padded input_ids hold the pad tokens
+  /// and its processors see them. So a left-padded HF batch row reproduces
+  /// HF exactly when passed with its attention_mask.
+  std::vector<int64_t> attentionMask;
+};
+
+struct GeneratedSequence {
+  /// Generated tokens only (no prompt), ending with eos if one was produced.
+  std::vector<int64_t> outputIds;
+  /// Beam search: HF's sequences_scores (sum of processed log-probs divided
+  /// by generated_length ** length_penalty). Greedy and sampling: the sum of
+  /// the chosen tokens' log-probs under the processed (and, when sampling,
+  /// warped) distribution they were picked from.
+  double score = 0;
+};
+
+struct GenerationResult {
+  /// num_return_sequences entries: best first for beam search, in draw
+  /// order for sampling.
+  std::vector<GeneratedSequence> sequences;
+};
+
+struct GenerationStats {
+  double firstTokenSeconds = 0; // from generate() start to the first token of the first batch
+  double totalSeconds = 0;
+  int64_t promptTokens = 0;     // tokens prefilled (masked positions excluded)
+  int64_t generatedTokens = 0;  // tokens in all returned sequences
+  int64_t decodeSteps = 0;      // search steps, over all batches
+  int64_t forwardCalls = 0;
+  int64_t batches = 0;
+};
+
+/// Checks one prompt against the model and config: token ids inside the
+/// vocabulary, mask shape and values, something left after masking, room for
+/// max_new_tokens within the plan's maximum length. Messages name the field.
+Status validatePrompt(const Prompt &prompt, const ModelInfo &info, const GenerationConfig &cfg);
+
+/// Generates for every prompt; `results` gets one entry per prompt, in order.
+/// Validates the config and every prompt before running anything.
+Status generate(Decoder &decoder, const GenerationConfig &cfg, const std::vector<Prompt> &prompts,
+                std::vector<GenerationResult> &results, GenerationStats *stats = nullptr);
+
+} // namespace genrt

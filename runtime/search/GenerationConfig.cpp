@@ -1,0 +1,81 @@
+#include "runtime/search/GenerationConfig.h"
+
+#include <cmath>
+#include <string>
+
+namespace genrt {
+
+static std::string num(double d) {
+  std::string s = std::to_string(d);
+  // to_string gives 6 decimals; trim the zeros so messages read naturally.
+  if (s.find('.') != std::string::npos) {
+    while (!s.empty() && s.back() == '0')
+      s.pop_back();
+    if (!s.empty() && s.back() == '.')
+      s.pop_back();
+  }
+  return s;
+}
+
+Status GenerationConfig::validate() const {
+  if (maxNewTokens < 1)
+    return Status::error("--max-new-tokens must be at least 1, got " + std::to_string(maxNewTokens));
+  if (minNewTokens < 0)
+    return Status::error("--min-new-tokens must not be negative, got " + std::to_string(minNewTokens));
+  if (numBeams < 1)
+    return Status::error("--num-beams must be at least 1, got " + std::to_string(numBeams));
+  if (numReturnSequences < 1)
+    return Status::error("--num-return-sequences must be at least 1, got " +
+                         std::to_string(numReturnSequences));
+  if (numBeams > 1 && numReturnSequences > numBeams)
+    return Status::error("--num-return-sequences (" + std::to_string(numReturnSequences) +
+                         ") must not exceed --num-beams (" + std::to_string(numBeams) + ")");
+  if (numBeams == 1 && !doSample && numReturnSequences > 1)
+    return Status::error("greedy search returns one sequence: --num-return-sequences " +
+                         std::to_string(numReturnSequences) +
+                         " needs --num-beams >= it or --do-sample");
+  if (doSample && numBeams > 1)
+    return Status::error("beam sampling (--do-sample with --num-beams > 1) is not supported");
+  if (!std::isfinite(lengthPenalty))
+    return Status::error("--length-penalty must be finite");
+  if (noRepeatNgramSize < 0)
+    return Status::error("--no-repeat-ngram-size must not be negative, got " +
+                         std::to_string(noRepeatNgramSize));
+  if (!(repetitionPenalty > 0) || !std::isfinite(repetitionPenalty))
+    return Status::error("--repetition-penalty must be a positive number, got " + num(repetitionPenalty));
+  if (!(temperature > 0) || !std::isfinite(temperature))
+    return Status::error("--temperature must be a positive number, got " + num(temperature));
+  if (topK < 0)
+    return Status::error("--top-k must not be negative, got " + std::to_string(topK));
+  if (!(topP >= 0 && topP <= 1))
+    return Status::error("--top-p must be in [0, 1], got " + num(topP));
+  if (!(minP >= 0 && minP <= 1))
+    return Status::error("--min-p must be in [0, 1], got " + num(minP));
+  if (batchSize < 0)
+    return Status::error("--batch-size must not be negative, got " + std::to_string(batchSize));
+  return Status::ok();
+}
+
+Status GenerationConfig::validateFor(const ModelInfo &info) const {
+  if (Status s = validate(); !s)
+    return s;
+  for (int64_t e : eosTokenIds)
+    if (e < 0 || e >= info.vocabSize)
+      return Status::error("--eos-token-id " + std::to_string(e) + " is outside the vocabulary (size " +
+                           std::to_string(info.vocabSize) + ")");
+  if (info.encoderDecoder && info.decoderStartTokenId < 0)
+    return Status::error("the model is an encoder-decoder but its plan has no decoder_start_token_id");
+  return Status::ok();
+}
+
+std::vector<int64_t> GenerationConfig::effectiveEos(const ModelInfo &info) const {
+  return eosTokenIds.empty() ? info.eosTokenIds : eosTokenIds;
+}
+
+int64_t GenerationConfig::rowsPerPrompt() const {
+  if (numBeams > 1)
+    return numBeams;
+  return doSample ? numReturnSequences : 1;
+}
+
+} // namespace genrt

@@ -1,0 +1,47 @@
+// What to generate: the Hugging Face `generate` arguments genrun supports,
+// with HF's meaning and (where it has one) HF's default.
+#pragma once
+#include "runtime/Decoder.h"
+#include "runtime/Status.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace genrt {
+
+enum class EarlyStopping { False, True, Never };
+
+struct GenerationConfig {
+  // HF's default is max_length=20 counting the prompt; genrun counts new
+  // tokens only, so its default is 20 new tokens.
+  int64_t maxNewTokens = 20;
+  int64_t minNewTokens = 0;
+  int64_t numBeams = 1;
+  double lengthPenalty = 1.0;
+  EarlyStopping earlyStopping = EarlyStopping::False;
+  int64_t numReturnSequences = 1;
+  int64_t noRepeatNgramSize = 0;
+  double repetitionPenalty = 1.0;
+  bool doSample = false;
+  double temperature = 1.0;
+  int64_t topK = 50; // HF's default; 0 turns top-k off
+  double topP = 1.0;
+  double minP = 0.0; // 0: off (HF: None)
+  uint64_t seed = 0;
+  /// Empty: the model's eos ids (ModelInfo::eosTokenIds).
+  std::vector<int64_t> eosTokenIds;
+  /// Prompts per batch; 0: as many as the plan's slots allow.
+  int64_t batchSize = 0;
+
+  /// Checks ranges and combinations of the options alone. Messages name the
+  /// option as genrun spells it.
+  Status validate() const;
+  /// validate(), then the checks that need the model (eos ids in range, ...).
+  Status validateFor(const ModelInfo &info) const;
+  /// The eos ids in effect: eosTokenIds, or the model's.
+  std::vector<int64_t> effectiveEos(const ModelInfo &info) const;
+  /// Cache rows (slots) one prompt occupies: beams, or samples returned.
+  int64_t rowsPerPrompt() const;
+};
+
+} // namespace genrt

@@ -1,0 +1,105 @@
+// Greedy search and multinomial sampling (HF's _sample, which does both):
+// one row per returned sequence, processors on the raw logits, then the
+// warpers when sampling. A finished row (eos) stops and is not run again.
+#include "runtime/search/LogitsProcessors.h"
+#include "runtime/search/Sampler.h"
+#include "runtime/search/SlotBatch.h"
+
+#include <algorithm>
+
+namespace genrt {
+namespace search {
+
+namespace {
+struct Row {
+  std::vector<int64_t> history; // prompt (as processors see it) + generated
+  std::vector<int64_t> generated;
+  double score = 0;
+  bool done = false;
+  std::mt19937_64 rng;
+};
+
+int64_t argmaxFirst(const float *row, int64_t vocab) {
+  // torch.argmax returns the first index of the maximum.
+  int64_t best = 0;
+  for (int64_t v = 1; v < vocab; ++v)
+    if (row[v] > row[best])
+      best = v;
+  return best;
+}
+} // namespace
+
+Status runGreedyOrSample(SlotBatch &batch, const GenerationConfig &cfg, const std::vector<int64_t> &eos,
+                         std::vector<GenerationResult> &out) {
+  const int64_t V = batch.vocab();
+  const int64_t R = batch.rowsPerItem();
+  const int64_t B = batch.numItems();
+
+  std::vector<float> logits;
+  if (Status s = batch.prefill(logits); !s)
+    return s;
+
+  std::vector<Row> rows(static_cast<size_t>(B * R));
+  // liveRows[k] is the row whose logits are logits[k * V ..).
+  std::vector<int64_t> liveRows;
+  std::vector<float> rowLogits(static_cast<size_t>(B * R * V));
+  for (int64_t i = 0; i < B; ++i)
+    for (int64_t r = 0; r < R; ++r) {
+      Row &row = rows[size_t(i * R + r)];
+      row.history = batch.item(i).history;
+      row.rng = seededRng(cfg.seed, batch.item(i).promptIndex, uint64_t(r));
+      std::copy(logits.begin() + i * V, logits.begin() + (i + 1) * V, rowLogits.begin() + (i * R + r) * V);
+      liveRows.push_back(i * R + r);
+    }
+  logits.swap(rowLogits);
+
+  std::vector<float> scores(V);
+  for (int64_t t = 0; t < cfg.maxNewTokens; ++t) {
+    std::vector<int32_t> slots;
+    std::vector<int64_t> tokens;
+    std::vector<int64_t> stillLive;
+    for (size_t k = 0; k < liveRows.size(); ++k) {
+      Row &row = rows[size_t(liveRows[k])];
+      std::copy(logits.begin() + k * V, logits.begin() + (k + 1) * V, scores.begin());
+      applyLogitsProcessors(scores.data(), V, row.history, t, cfg, eos);
+      int64_t token;
+      if (cfg.doSample) {
+        applyWarpers(scores.data(), V, cfg);
+        token = sampleToken(scores.data(), V, row.rng);
+      } else {
+        token = argmaxFirst(scores.data(), V);
+      }
+      logSoftmax(scores.data(), V);
+      row.score += double(scores[token]);
+      row.history.push_back(token);
+      row.generated.push_back(token);
+      if (std::find(eos.begin(), eos.end(), token) != eos.end()) {
+        row.done = true;
+        continue;
+      }
+      int64_t item = liveRows[k] / R, r = liveRows[k] % R;
+      slots.push_back(batch.slot(item, r));
+      tokens.push_back(token);
+      stillLive.push_back(liveRows[k]);
+    }
+    batch.tokensChosen();
+    liveRows.swap(stillLive);
+    if (liveRows.empty() || t + 1 == cfg.maxNewTokens)
+      break;
+    if (Status s = batch.step(slots, tokens, logits); !s)
+      return s;
+  }
+
+  for (int64_t i = 0; i < B; ++i) {
+    GenerationResult res;
+    for (int64_t r = 0; r < R; ++r) {
+      Row &row = rows[size_t(i * R + r)];
+      res.sequences.push_back(GeneratedSequence{std::move(row.generated), row.score});
+    }
+    out.push_back(std::move(res));
+  }
+  return Status::ok();
+}
+
+} // namespace search
+} // namespace genrt

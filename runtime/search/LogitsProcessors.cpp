@@ -1,0 +1,158 @@
+#include "runtime/search/LogitsProcessors.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+namespace genrt {
+namespace search {
+
+static constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+void logSoftmax(float *row, int64_t vocab) {
+  float mx = kNegInf;
+  for (int64_t v = 0; v < vocab; ++v)
+    mx = std::max(mx, row[v]);
+  if (mx == kNegInf)
+    return; // every token banned: leave -inf rather than NaN
+  double sum = 0;
+  for (int64_t v = 0; v < vocab; ++v)
+    sum += std::exp(double(row[v] - mx));
+  float lse = float(std::log(sum));
+  for (int64_t v = 0; v < vocab; ++v)
+    row[v] = (row[v] - mx) - lse;
+}
+
+void softmax(const float *row, int64_t vocab, std::vector<float> &probs) {
+  probs.resize(vocab);
+  float mx = kNegInf;
+  for (int64_t v = 0; v < vocab; ++v)
+    mx = std::max(mx, row[v]);
+  if (mx == kNegInf) {
+    std::fill(probs.begin(), probs.end(), 0.f);
+    return;
+  }
+  double sum = 0;
+  for (int64_t v = 0; v < vocab; ++v)
+    sum += std::exp(double(row[v] - mx));
+  for (int64_t v = 0; v < vocab; ++v)
+    probs[v] = float(std::exp(double(row[v] - mx)) / sum);
+}
+
+void applyRepetitionPenalty(float *row, int64_t vocab, const std::vector<int64_t> &history,
+                            float penalty) {
+  // HF gathers, penalises and scatters back, so a repeated token is
+  // penalised once: dedupe first.
+  std::vector<int64_t> ids(history);
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  for (int64_t id : ids) {
+    if (id < 0 || id >= vocab)
+      continue;
+    float s = row[id];
+    row[id] = s < 0 ? s * penalty : s / penalty;
+  }
+}
+
+void applyNoRepeatNgram(float *row, int64_t vocab, const std::vector<int64_t> &history, int64_t n) {
+  int64_t len = int64_t(history.size());
+  if (n <= 0 || len + 1 < n)
+    return;
+  // The n-gram being completed starts with the last n-1 tokens; every earlier
+  // n-gram with that prefix bans its last token.
+  const int64_t *prefix = history.data() + (len - (n - 1));
+  for (int64_t start = 0; start + n <= len; ++start) {
+    if (std::equal(prefix, prefix + (n - 1), history.data() + start)) {
+      int64_t banned = history[start + n - 1];
+      if (banned >= 0 && banned < vocab)
+        row[banned] = kNegInf;
+    }
+  }
+}
+
+void applyMinNewTokens(float *row, int64_t vocab, int64_t generated, int64_t minNewTokens,
+                       const std::vector<int64_t> &eos) {
+  if (generated >= minNewTokens)
+    return;
+  for (int64_t e : eos)
+    if (e >= 0 && e < vocab)
+      row[e] = kNegInf;
+}
+
+void applyLogitsProcessors(float *row, int64_t vocab, const std::vector<int64_t> &history,
+                           int64_t generated, const GenerationConfig &cfg,
+                           const std::vector<int64_t> &eos) {
+  if (cfg.repetitionPenalty != 1.0)
+    applyRepetitionPenalty(row, vocab, history, float(cfg.repetitionPenalty));
+  if (cfg.noRepeatNgramSize > 0)
+    applyNoRepeatNgram(row, vocab, history, cfg.noRepeatNgramSize);
+  if (cfg.minNewTokens > 0 && !eos.empty())
+    applyMinNewTokens(row, vocab, generated, cfg.minNewTokens, eos);
+}
+
+void applyTemperature(float *row, int64_t vocab, float temperature) {
+  for (int64_t v = 0; v < vocab; ++v)
+    row[v] = row[v] / temperature;
+}
+
+void applyTopK(float *row, int64_t vocab, int64_t topK, int64_t minTokensToKeep) {
+  int64_t k = std::min(std::max(topK, minTokensToKeep), vocab);
+  if (k <= 0 || k >= vocab)
+    return;
+  std::vector<float> sorted(row, row + vocab);
+  std::nth_element(sorted.begin(), sorted.begin() + (k - 1), sorted.end(), std::greater<float>());
+  float kth = sorted[k - 1];
+  for (int64_t v = 0; v < vocab; ++v)
+    if (row[v] < kth)
+      row[v] = kNegInf;
+}
+
+void applyTopP(float *row, int64_t vocab, double topP, int64_t minTokensToKeep) {
+  std::vector<int64_t> order(vocab);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return row[a] < row[b]; });
+  std::vector<float> probs;
+  softmax(row, vocab, probs);
+  // torch's CPU cumsum accumulates float in double and stores float; the
+  // threshold 1 - top_p is a Python double compared as float32.
+  float threshold = float(1.0 - topP);
+  int64_t keepFrom = std::max<int64_t>(0, vocab - minTokensToKeep);
+  double cum = 0;
+  std::vector<int64_t> removed;
+  for (int64_t i = 0; i < vocab; ++i) {
+    cum += probs[order[i]];
+    if (float(cum) <= threshold && i < keepFrom)
+      removed.push_back(order[i]);
+  }
+  for (int64_t id : removed)
+    row[id] = kNegInf;
+}
+
+void applyMinP(float *row, int64_t vocab, float minP, int64_t minTokensToKeep) {
+  std::vector<float> probs;
+  softmax(row, vocab, probs);
+  float top = *std::max_element(probs.begin(), probs.end());
+  float scaled = minP * top;
+  // The minTokensToKeep highest-scoring tokens always stay.
+  std::vector<int64_t> order(vocab);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return row[a] > row[b]; });
+  for (int64_t i = std::min(minTokensToKeep, vocab); i < vocab; ++i)
+    if (probs[order[i]] < scaled)
+      row[order[i]] = kNegInf;
+}
+
+void applyWarpers(float *row, int64_t vocab, const GenerationConfig &cfg) {
+  if (cfg.temperature != 1.0)
+    applyTemperature(row, vocab, float(cfg.temperature));
+  if (cfg.topK != 0)
+    applyTopK(row, vocab, cfg.topK);
+  if (cfg.topP < 1.0)
+    applyTopP(row, vocab, cfg.topP);
+  if (cfg.minP > 0.0)
+    applyMinP(row, vocab, float(cfg.minP));
+}
+
+} // namespace search
+} // namespace genrt

@@ -1,0 +1,59 @@
+// Hugging Face logits processors and sampling warpers, on one row of scores.
+//
+// Each function edits `row[0 .. vocab)` in place, in float32 like HF does.
+// `history` is everything HF's `input_ids` holds for that row: the prompt
+// (including any positions the attention mask hides: HF's padded input_ids
+// carry the pad tokens too) followed by the tokens generated so far.
+//
+// In beam search HF applies the processors to log-softmax scores; in greedy
+// search and sampling to the raw logits. The warpers only run when sampling.
+#pragma once
+#include "runtime/search/GenerationConfig.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace genrt {
+namespace search {
+
+/// row := log_softmax(row).
+void logSoftmax(float *row, int64_t vocab);
+
+/// RepetitionPenaltyLogitsProcessor: each distinct token of the history gets
+/// score < 0 ? score * penalty : score / penalty (once, however often it occurs).
+void applyRepetitionPenalty(float *row, int64_t vocab, const std::vector<int64_t> &history,
+                            float penalty);
+
+/// NoRepeatNGramLogitsProcessor: bans (-inf) every token that would complete
+/// an n-gram already present in the history.
+void applyNoRepeatNgram(float *row, int64_t vocab, const std::vector<int64_t> &history, int64_t n);
+
+/// MinNewTokensLengthLogitsProcessor: eos ids -> -inf while fewer than
+/// `minNewTokens` tokens have been generated.
+void applyMinNewTokens(float *row, int64_t vocab, int64_t generated, int64_t minNewTokens,
+                       const std::vector<int64_t> &eos);
+
+/// The processors in HF's order (repetition penalty, no-repeat n-gram,
+/// min new tokens). `generated` = tokens generated so far in this row.
+void applyLogitsProcessors(float *row, int64_t vocab, const std::vector<int64_t> &history,
+                           int64_t generated, const GenerationConfig &cfg,
+                           const std::vector<int64_t> &eos);
+
+void applyTemperature(float *row, int64_t vocab, float temperature);
+/// TopKLogitsWarper: removes scores below the k-th largest (ties survive).
+void applyTopK(float *row, int64_t vocab, int64_t topK, int64_t minTokensToKeep = 1);
+/// TopPLogitsWarper: sort ascending, remove tokens whose cumulative
+/// probability is <= 1 - top_p, always keeping the `minTokensToKeep` largest.
+void applyTopP(float *row, int64_t vocab, double topP, int64_t minTokensToKeep = 1);
+/// MinPLogitsWarper: removes tokens with probability < min_p * max probability.
+void applyMinP(float *row, int64_t vocab, float minP, int64_t minTokensToKeep = 1);
+
+/// The warpers HF adds for sampling, in its order: temperature (if != 1),
+/// top-k (if != 0), top-p (if < 1), min-p (if set).
+void applyWarpers(float *row, int64_t vocab, const GenerationConfig &cfg);
+
+/// softmax(row) into probs (float, like torch).
+void softmax(const float *row, int64_t vocab, std::vector<float> &probs);
+
+} // namespace search
+} // namespace genrt

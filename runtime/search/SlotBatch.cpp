@@ -1,0 +1,81 @@
+#include "runtime/search/SlotBatch.h"
+
+namespace genrt {
+namespace search {
+
+SlotBatch::SlotBatch(Decoder &decoder, std::vector<BatchItem> items, int64_t rowsPerItem,
+                     GenerationStats &stats, Clock::time_point start)
+    : dec_(decoder), items_(std::move(items)), rows_(rowsPerItem), vocab_(decoder.info().vocabSize),
+      stats_(stats), start_(start) {}
+
+Status SlotBatch::prefill(std::vector<float> &logits) {
+  for (int64_t i = 0; i < numItems(); ++i)
+    for (int64_t r = 0; r < rows_; ++r)
+      dec_.resetSlot(slot(i, r));
+
+  if (dec_.info().encoderDecoder) {
+    for (int64_t i = 0; i < numItems(); ++i) {
+      std::vector<int32_t> slots;
+      for (int64_t r = 0; r < rows_; ++r)
+        slots.push_back(slot(i, r));
+      if (Status s = dec_.encode(items_[i].sourceIds, slots); !s)
+        return s;
+    }
+  }
+
+  std::vector<Chunk> chunks;
+  chunks.reserve(items_.size());
+  for (int64_t i = 0; i < numItems(); ++i) {
+    chunks.push_back(Chunk{slot(i, 0), items_[i].decoderPrompt});
+    stats_.promptTokens += int64_t(items_[i].decoderPrompt.size());
+  }
+  logits.assign(size_t(numItems() * vocab_), 0.f);
+  ++stats_.forwardCalls;
+  if (Status s = dec_.forward(chunks, logits.data()); !s)
+    return s;
+
+  // Every row of an item starts from the same prompt cache.
+  if (rows_ > 1) {
+    std::vector<int32_t> dst, src;
+    for (int64_t i = 0; i < numItems(); ++i)
+      for (int64_t r = 1; r < rows_; ++r) {
+        dst.push_back(slot(i, r));
+        src.push_back(slot(i, 0));
+      }
+    if (Status s = dec_.reorderSlots(dst, src); !s)
+      return s;
+  }
+  return Status::ok();
+}
+
+Status SlotBatch::step(const std::vector<int32_t> &slots, const std::vector<int64_t> &tokens,
+                       std::vector<float> &logits) {
+  std::vector<Chunk> chunks;
+  chunks.reserve(slots.size());
+  for (size_t k = 0; k < slots.size(); ++k)
+    chunks.push_back(Chunk{slots[k], {tokens[k]}});
+  logits.assign(slots.size() * size_t(vocab_), 0.f);
+  ++stats_.forwardCalls;
+  return dec_.forward(chunks, logits.data());
+}
+
+Status SlotBatch::reorder(const std::vector<int32_t> &dst, const std::vector<int32_t> &src) {
+  std::vector<int32_t> d, s;
+  for (size_t k = 0; k < dst.size(); ++k)
+    if (dst[k] != src[k]) {
+      d.push_back(dst[k]);
+      s.push_back(src[k]);
+    }
+  if (d.empty())
+    return Status::ok();
+  return dec_.reorderSlots(d, s);
+}
+
+void SlotBatch::tokensChosen() {
+  ++stats_.decodeSteps;
+  if (stats_.firstTokenSeconds < 0)
+    stats_.firstTokenSeconds = std::chrono::duration<double>(Clock::now() - start_).count();
+}
+
+} // namespace search
+} // namespace genrt

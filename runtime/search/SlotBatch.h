@@ -1,0 +1,68 @@
+// One batch of prompts mapped onto decoder cache slots, and the search
+// strategies that run over it. Internal to runtime/search.
+//
+// Item i, row r lives in slot i * rowsPerItem + r. A row is a beam (beam
+// search) or one of the returned samples (sampling).
+#pragma once
+#include "runtime/Decoder.h"
+#include "runtime/search/Generate.h"
+
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+namespace genrt {
+namespace search {
+
+struct BatchItem {
+  std::vector<int64_t> sourceIds;     // encoder-decoder: the encoder's input
+  std::vector<int64_t> decoderPrompt; // what the decoder is prefilled with
+  std::vector<int64_t> history;       // the prompt as the logits processors see it
+  uint64_t promptIndex = 0;           // position in the caller's prompt list
+};
+
+class SlotBatch {
+public:
+  using Clock = std::chrono::steady_clock;
+
+  SlotBatch(Decoder &decoder, std::vector<BatchItem> items, int64_t rowsPerItem,
+            GenerationStats &stats, Clock::time_point start);
+
+  int64_t numItems() const { return int64_t(items_.size()); }
+  int64_t rowsPerItem() const { return rows_; }
+  int64_t vocab() const { return vocab_; }
+  const BatchItem &item(int64_t i) const { return items_[i]; }
+  int32_t slot(int64_t item, int64_t row) const { return int32_t(item * rows_ + row); }
+
+  /// Empties the batch's slots, encodes the sources (encoder-decoder),
+  /// prefills every item's prompt in one packed forward into its row 0 and
+  /// copies that cache to its other rows. logits: one row per item.
+  Status prefill(std::vector<float> &logits);
+  /// Appends tokens[k] to slots[k] (one forward call); logits: row k.
+  Status step(const std::vector<int32_t> &slots, const std::vector<int64_t> &tokens,
+              std::vector<float> &logits);
+  /// Decoder::reorderSlots, skipping entries that would not move anything.
+  Status reorder(const std::vector<int32_t> &dst, const std::vector<int32_t> &src);
+
+  /// Call when a step has chosen tokens: records time to first token once.
+  void tokensChosen();
+  GenerationStats &stats() { return stats_; }
+
+private:
+  Decoder &dec_;
+  std::vector<BatchItem> items_;
+  int64_t rows_;
+  int64_t vocab_;
+  GenerationStats &stats_;
+  Clock::time_point start_;
+};
+
+/// Greedy search (cfg.doSample false) or multinomial sampling.
+Status runGreedyOrSample(SlotBatch &batch, const GenerationConfig &cfg, const std::vector<int64_t> &eos,
+                         std::vector<GenerationResult> &out);
+/// HF's vectorized beam search (_beam_search).
+Status runBeamSearch(SlotBatch &batch, const GenerationConfig &cfg, const std::vector<int64_t> &eos,
+                     std::vector<GenerationResult> &out);
+
+} // namespace search
+} // namespace genrt
