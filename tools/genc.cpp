@@ -97,8 +97,13 @@ static std::unique_ptr<Module> loadModel(const std::vector<std::string> &paths) 
 }
 
 static std::vector<std::string> pipelineFor(bool defaultStandard) {
-  if (Passes.getNumOccurrences())
-    return {Passes.begin(), Passes.end()};
+  if (Passes.getNumOccurrences()) { // `--passes=` (empty) runs none
+    std::vector<std::string> names;
+    for (const auto &p : Passes)
+      if (!p.empty())
+        names.push_back(p);
+    return names;
+  }
   return defaultStandard ? defaultPipeline() : std::vector<std::string>{};
 }
 
@@ -149,6 +154,10 @@ static int runEval() {
     auto t = readNpy(file);
     if (!t)
       fail("--input " + name + ": " + toString(t.takeError()));
+    if (auto e = checkArgumentType(*f.argument(name), *t))
+      fail("--input " + name + ": " + toString(std::move(e)));
+    if (given.count(name))
+      fail("--input " + name + ": given twice");
     given[name] = std::move(*t);
   }
   std::vector<Tensor> inputs;
@@ -158,6 +167,9 @@ static int runEval() {
       fail("missing --input for graph input '" + a->name() + "' (" + a->type().str() + ")");
     inputs.push_back(it->second);
   }
+  // Symbols shared between inputs (batch, seq) must agree: say which input is off.
+  check(bindArguments(f, inputs, [](const Value &a) { return "--input " + a.name(); })
+            .takeError());
   auto outputs = check(interpret(*m, f, inputs));
   if (auto ec = sys::fs::create_directories(OutputDir))
     fail("cannot create '" + OutputDir + "': " + ec.message());

@@ -1,54 +1,74 @@
 #include "runtime/cpu/Kernels.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
 namespace genrt::cpu {
 
-void matmul(const float *a, const float *b, float *c, int64_t M, int64_t N, int64_t K, bool transB) {
-  for (int64_t m = 0; m < M; ++m) {
-    float *crow = c + m * N;
-    for (int64_t n = 0; n < N; ++n)
-      crow[n] = 0.f;
-    if (transB) {
-      for (int64_t n = 0; n < N; ++n) {
-        const float *brow = b + n * K;
-        float acc = 0.f;
-        for (int64_t k = 0; k < K; ++k)
-          acc += a[m * K + k] * brow[k];
-        crow[n] = acc;
-      }
-    } else {
-      // i-k-j order: contiguous inner loop over b's rows.
-      for (int64_t k = 0; k < K; ++k) {
-        float av = a[m * K + k];
-        const float *brow = b + k * N;
-        for (int64_t n = 0; n < N; ++n)
-          crow[n] += av * brow[n];
+// c[M,N] = a[M,K] · b[K,N], c zeroed here. Panels of b (KB x NB floats,
+// 128 KiB) are reused by all M rows before moving on; the innermost loop runs
+// over contiguous n and vectorises.
+static void matmulNN(const float *a, const float *b, float *c, int64_t M, int64_t N, int64_t K) {
+  constexpr int64_t NB = 256, KB = 128;
+  std::fill(c, c + M * N, 0.f);
+  for (int64_t n0 = 0; n0 < N; n0 += NB) {
+    int64_t n1 = std::min(N, n0 + NB);
+    for (int64_t k0 = 0; k0 < K; k0 += KB) {
+      int64_t k1 = std::min(K, k0 + KB);
+      for (int64_t m = 0; m < M; ++m) {
+        const float *arow = a + m * K;
+        float *crow = c + m * N;
+        for (int64_t k = k0; k < k1; ++k) {
+          const float av = arow[k];
+          const float *brow = b + k * N;
+          for (int64_t n = n0; n < n1; ++n)
+            crow[n] += av * brow[n];
+        }
       }
     }
   }
 }
 
-void softmaxRows(float *x, int64_t rows, int64_t n) {
-  for (int64_t r = 0; r < rows; ++r) {
-    float *row = x + r * n;
-    float mx = -INFINITY;
-    for (int64_t i = 0; i < n; ++i)
-      mx = std::fmax(mx, row[i]);
-    if (mx == -INFINITY) { // fully masked row: ONNX gives NaN; keep uniform zeros-safe
-      for (int64_t i = 0; i < n; ++i)
-        row[i] = std::nanf("");
-      continue;
-    }
-    float sum = 0.f;
-    for (int64_t i = 0; i < n; ++i) {
-      row[i] = std::exp(row[i] - mx);
-      sum += row[i];
-    }
-    for (int64_t i = 0; i < n; ++i)
-      row[i] /= sum;
+void matmul(const float *a, const float *b, float *c, int64_t M, int64_t N, int64_t K,
+            bool transB) {
+  if (!transB) {
+    matmulNN(a, b, c, M, N, K);
+    return;
   }
+  // b[N,K] -> bt[K,N] once (O(NK)), so both layouts share one loop nest and
+  // one summation order.
+  std::vector<float> bt(static_cast<size_t>(N * K));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t k = 0; k < K; ++k)
+      bt[k * N + n] = b[n * K + k];
+  matmulNN(a, bt.data(), c, M, N, K);
+}
+
+// One softmax over n elements spaced `stride` apart.
+static void softmaxStrided(float *x, int64_t n, int64_t stride) {
+  float mx = -INFINITY;
+  for (int64_t i = 0; i < n; ++i)
+    mx = std::fmax(mx, x[i * stride]);
+  if (mx == -INFINITY) { // every logit masked out: 0/0, as ONNX and PyTorch give
+    for (int64_t i = 0; i < n; ++i)
+      x[i * stride] = NAN;
+    return;
+  }
+  float sum = 0.f;
+  for (int64_t i = 0; i < n; ++i) {
+    float e = std::exp(x[i * stride] - mx);
+    x[i * stride] = e;
+    sum += e;
+  }
+  for (int64_t i = 0; i < n; ++i)
+    x[i * stride] /= sum;
+}
+
+void softmax(float *x, int64_t outer, int64_t n, int64_t inner) {
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < inner; ++j)
+      softmaxStrided(x + o * n * inner + j, n, inner);
 }
 
 void layerNormRows(const float *x, const float *scale, const float *bias, float *y, int64_t rows,
@@ -56,17 +76,45 @@ void layerNormRows(const float *x, const float *scale, const float *bias, float 
   for (int64_t r = 0; r < rows; ++r) {
     const float *xr = x + r * n;
     float *yr = y + r * n;
-    double mean = 0;
+    float mean = 0.f;
     for (int64_t i = 0; i < n; ++i)
       mean += xr[i];
-    mean /= n;
-    double var = 0;
+    mean /= static_cast<float>(n);
+    float var = 0.f;
     for (int64_t i = 0; i < n; ++i)
       var += (xr[i] - mean) * (xr[i] - mean);
-    var /= n;
-    float inv = static_cast<float>(1.0 / std::sqrt(var + eps));
+    var /= static_cast<float>(n);
+    const float inv = 1.f / std::sqrt(var + eps);
     for (int64_t i = 0; i < n; ++i)
-      yr[i] = static_cast<float>(xr[i] - mean) * inv * scale[i] + (bias ? bias[i] : 0.f);
+      yr[i] = (xr[i] - mean) * inv * scale[i] + (bias ? bias[i] : 0.f);
+  }
+}
+
+void rmsNormRows(const float *x, const float *scale, float *y, int64_t rows, int64_t n,
+                 float eps) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *xr = x + r * n;
+    float *yr = y + r * n;
+    float ss = 0.f;
+    for (int64_t i = 0; i < n; ++i)
+      ss += xr[i] * xr[i];
+    const float inv = 1.f / std::sqrt(ss / static_cast<float>(n) + eps);
+    for (int64_t i = 0; i < n; ++i)
+      yr[i] = xr[i] * inv * scale[i];
+  }
+}
+
+void meanAxis(const float *x, float *y, int64_t outer, int64_t n, int64_t inner) {
+  for (int64_t o = 0; o < outer; ++o) {
+    float *yo = y + o * inner;
+    std::fill(yo, yo + inner, 0.f);
+    for (int64_t i = 0; i < n; ++i) {
+      const float *xi = x + (o * n + i) * inner;
+      for (int64_t j = 0; j < inner; ++j)
+        yo[j] += xi[j];
+    }
+    for (int64_t j = 0; j < inner; ++j)
+      yo[j] /= static_cast<float>(n);
   }
 }
 

@@ -1,19 +1,44 @@
 // Reference CPU kernels in float32, shared by the compiler's interpreter and
-// the CPU executor. Plain loops over row-major buffers; shapes in comments.
+// the CPU executor, so that both compute bit-identical results. Plain loops
+// over row-major buffers, fp32 accumulation; each kernel states its shapes.
 #pragma once
+#include <cmath>
 #include <cstdint>
 
 namespace genrt::cpu {
 
-// c[M,N] = a[M,K] · b[K,N]   (row-major; b transposed when transB: b[N,K])
+// c[M,N] = a[M,K] · b[K,N]   (row-major; b given as b[N,K] when transB)
+// Blocked over N and K so a panel of b stays in cache while every row of a
+// streams past it; each c[m,n] still sums over k in increasing order.
 void matmul(const float *a, const float *b, float *c, int64_t M, int64_t N, int64_t K,
             bool transB = false);
 
-// x[rows, n] -> softmax along n, in place (max-subtracted, fp32 accumulation)
-void softmaxRows(float *x, int64_t rows, int64_t n);
+// x[outer, n, inner] -> softmax along n, in place (max-subtracted, fp32 sums).
+// A row that is all -inf becomes NaN, as in ONNX and PyTorch.
+void softmax(float *x, int64_t outer, int64_t n, int64_t inner);
+// x[rows, n] -> softmax along n, in place.
+inline void softmaxRows(float *x, int64_t rows, int64_t n) { softmax(x, rows, n, 1); }
 
-// y[rows, n] = (x - mean) / sqrt(var + eps) * scale[n] + bias[n]  (bias may be null)
+// y[rows, n] = (x - mean) / sqrt(var + eps) * scale[n] + bias[n]  (bias may be null;
+// biased variance, two passes)
 void layerNormRows(const float *x, const float *scale, const float *bias, float *y, int64_t rows,
                    int64_t n, float eps);
+
+// y[rows, n] = x * (1 / sqrt(mean(x²) + eps)) * scale[n]   (T5 / Llama RMSNorm)
+void rmsNormRows(const float *x, const float *scale, float *y, int64_t rows, int64_t n, float eps);
+
+// x[outer, n, inner] -> mean along n: y[outer, inner]
+void meanAxis(const float *x, float *y, int64_t outer, int64_t n, int64_t inner);
+
+// Scalar activations, written the way PyTorch's CPU kernels write them.
+inline float sigmoid(float x) { return 1.f / (1.f + std::exp(-x)); }
+inline float silu(float x) { return x / (1.f + std::exp(-x)); }
+// gelu(x) = x/2 · (1 + erf(x/√2))
+inline float geluErf(float x) { return 0.5f * x * (1.f + std::erf(x * 0.70710678118654752f)); }
+// gelu(x) ≈ x/2 · (1 + tanh(√(2/π) · (x + 0.044715 x³)))
+inline float geluTanh(float x) {
+  const float kBeta = 0.79788456080286536f, kKappa = 0.044715f;
+  return 0.5f * x * (1.f + std::tanh(kBeta * (x + kKappa * x * x * x)));
+}
 
 } // namespace genrt::cpu

@@ -1,0 +1,126 @@
+// Matrix products: matmul (numpy semantics) and gemm (ONNX Gemm), both on
+// genrt::cpu::matmul so the CPU executor shares the arithmetic.
+#include "compiler/interp/OpKernels.h"
+#include "runtime/cpu/Kernels.h"
+
+namespace genc::interp {
+namespace {
+
+using llvm::Error;
+using Ins = std::vector<Tensor>;
+using Outs = std::vector<Tensor>;
+
+// a[A..., M, K] · b[B..., K, N] -> y[broadcast(A, B)..., M, N]. A 1-D a is
+// [1, K] and a 1-D b is [K, 1], and that dim is dropped from the result.
+Error matmulKernel(const EvalContext &, const Op &, const Ins &ins, Outs &outs) {
+  const Tensor &a = ins[0], &b = ins[1];
+  if (auto e = expectDType(a, DType::F32, "operand 0"))
+    return e;
+  if (auto e = expectDType(b, DType::F32, "operand 1"))
+    return e;
+  if (a.rank() < 1 || b.rank() < 1)
+    return kernelError("operands must have rank >= 1, got " + dimsStr(a.shape()) + " and " +
+                       dimsStr(b.shape()));
+  std::vector<int64_t> as = a.shape(), bs = b.shape();
+  if (a.rank() == 1)
+    as.insert(as.begin(), 1);
+  if (b.rank() == 1)
+    bs.push_back(1);
+  const int64_t M = as[as.size() - 2], K = as.back(), N = bs.back();
+  if (bs[bs.size() - 2] != K)
+    return kernelError("inner dims differ: " + dimsStr(a.shape()) + " · " + dimsStr(b.shape()));
+  std::vector<int64_t> batchA(as.begin(), as.end() - 2), batchB(bs.begin(), bs.end() - 2);
+  auto batch = broadcastShapes(batchA, batchB);
+  if (!batch)
+    return kernelError("batch dims do not broadcast: " + dimsStr(a.shape()) + " · " +
+                       dimsStr(b.shape()) + " (" + llvm::toString(batch.takeError()) + ")");
+  std::vector<int64_t> outShape = *batch;
+  if (a.rank() > 1)
+    outShape.push_back(M);
+  if (b.rank() > 1)
+    outShape.push_back(N);
+  auto y = newTensor(DType::F32, outShape);
+  if (!y)
+    return y.takeError();
+  const float *pa = a.data<float>(), *pb = b.data<float>();
+  float *py = y->data<float>();
+  if (product(batchB) == 1 && product(*batch) == product(batchA)) {
+    // One shared b (x[..., K] · W[K, N]): stack every batch of a into one
+    // tall matrix so each panel of W is loaded once.
+    genrt::cpu::matmul(pa, pb, py, product(batchA) * M, N, K);
+  } else {
+    forEachBroadcast<2>(*batch, {&batchA, &batchB},
+                        [&](int64_t o, const std::array<int64_t, 2> &off) {
+                          genrt::cpu::matmul(pa + off[0] * M * K, pb + off[1] * K * N,
+                                             py + o * M * N, M, N, K);
+                        });
+  }
+  outs[0] = std::move(*y);
+  return Error::success();
+}
+
+// a[M, K] (a[K, M] if trans_a), b[K, N] (b[N, K] if trans_b), c broadcast to [M, N]
+//   -> y[M, N] = alpha · a·b + beta · c
+Error gemmKernel(const EvalContext &, const Op &op, const Ins &ins, Outs &outs) {
+  const Tensor &a = ins[0], &b = ins[1];
+  if (auto e = expectDType(a, DType::F32, "operand 0"))
+    return e;
+  if (auto e = expectDType(b, DType::F32, "operand 1"))
+    return e;
+  if (a.rank() != 2 || b.rank() != 2)
+    return kernelError("operands must be 2-D, got " + dimsStr(a.shape()) + " and " +
+                       dimsStr(b.shape()));
+  const bool ta = op.intAttr("trans_a", 0) != 0, tb = op.intAttr("trans_b", 0) != 0;
+  const float alpha = static_cast<float>(op.floatAttr("alpha", 1.0));
+  const float beta = static_cast<float>(op.floatAttr("beta", 1.0));
+  const int64_t M = a.shape()[ta ? 1 : 0], K = a.shape()[ta ? 0 : 1];
+  const int64_t N = b.shape()[tb ? 0 : 1], Kb = b.shape()[tb ? 1 : 0];
+  if (K != Kb)
+    return kernelError("inner dims differ: " + dimsStr(a.shape()) + (ta ? "ᵀ" : "") + " · " +
+                       dimsStr(b.shape()) + (tb ? "ᵀ" : ""));
+  const float *pa = a.data<float>();
+  std::vector<float> at;
+  if (ta) { // a[K, M] -> [M, K]
+    at.resize(static_cast<size_t>(M * K));
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t m = 0; m < M; ++m)
+        at[m * K + k] = pa[k * M + m];
+    pa = at.data();
+  }
+  auto y = newTensor(DType::F32, {M, N});
+  if (!y)
+    return y.takeError();
+  float *py = y->data<float>();
+  genrt::cpu::matmul(pa, b.data<float>(), py, M, N, K, tb);
+  if (alpha != 1.f)
+    for (int64_t i = 0; i < M * N; ++i)
+      py[i] *= alpha;
+  if (ins.size() > 2) {
+    const Tensor &c = ins[2];
+    if (auto e = expectDType(c, DType::F32, "operand 2"))
+      return e;
+    const std::vector<int64_t> mn = {M, N};
+    auto bs = broadcastShapes(c.shape(), mn);
+    if (!bs || *bs != mn) {
+      if (!bs)
+        llvm::consumeError(bs.takeError());
+      return kernelError("c of shape " + dimsStr(c.shape()) + " does not broadcast to " +
+                         dimsStr(mn));
+    }
+    const float *pc = c.data<float>();
+    forEachBroadcast<1>(mn, {&c.shape()}, [&](int64_t o, const std::array<int64_t, 1> &off) {
+      py[o] += beta == 1.f ? pc[off[0]] : beta * pc[off[0]];
+    });
+  }
+  outs[0] = std::move(*y);
+  return Error::success();
+}
+
+} // namespace
+
+void addLinalgKernels(KernelTable &t) {
+  t["matmul"] = matmulKernel;
+  t["gemm"] = gemmKernel;
+}
+
+} // namespace genc::interp
