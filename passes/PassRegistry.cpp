@@ -12,6 +12,8 @@ const std::vector<PassInfo> &allPasses() {
       {"dce", "erase ops whose results are unused, and unused weights", dcePass},
       {"canonicalize", "drop no-ops; gemm -> matmul + add; recognise gelu, silu, rms_norm",
        canonicalizePass},
+      {"raise-attention", "softmax(q.k^T*scale + mask).v -> attention, mask classified by evaluation",
+       raiseAttentionPass},
   };
   return passes;
 }

@@ -10,5 +10,6 @@ llvm::Error inferShapesPass(Module &m);
 llvm::Error foldShapesPass(Module &m);
 llvm::Error dcePass(Module &m);
 llvm::Error canonicalizePass(Module &m);
+llvm::Error raiseAttentionPass(Module &m);
 
 } // namespace genc

@@ -165,6 +165,12 @@ Function *Module::function(const std::string &name) const {
   return nullptr;
 }
 
+void Module::removeFunction(Function *f) {
+  functions_.erase(std::remove_if(functions_.begin(), functions_.end(),
+                                  [&](auto &p) { return p.get() == f; }),
+                   functions_.end());
+}
+
 Value *Module::addWeight(const std::string &name, Type type, std::shared_ptr<const Tensor> data) {
   assert(!weightIndex_.count(name) && "duplicate weight name");
   weights_.push_back(std::make_unique<Value>(Value::Kind::Weight, std::move(type), name));

@@ -173,6 +173,8 @@ class Module {
 public:
   Function *addFunction(const std::string &name);
   Function *function(const std::string &name) const;
+  /// Removes (and destroys) a function.
+  void removeFunction(Function *f);
   const std::vector<std::unique_ptr<Function>> &functions() const { return functions_; }
 
   /// Weights are kept in insertion order; names are unique.

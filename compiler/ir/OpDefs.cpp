@@ -63,6 +63,8 @@ const std::vector<OpDef> &allOps() {
       // Matrix products.
       {"matmul", 2, 2, 1, 1, P::Gemm},
       {"gemm", 2, 3, 1, 1, P::Gemm},              // {alpha, beta, trans_a, trans_b}
+      // Raised attention (passes/RaiseAttention.cpp; semantics in docs/ir-ops.md).
+      {"attention", 3, 4, 1, 1, P::Attention},    // (q, k, v[, key_mask])
       // Values from shapes.
       {"constant", 0, 0, 1, 1, P::Shape},         // {value = dense<...>}
       {"shape", 1, 1, 1, 1, P::Shape},            // {start, end}

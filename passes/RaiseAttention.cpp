@@ -1,0 +1,180 @@
+// raise-attention: softmax(q·kᵀ·scale + mask)·v  ->  attention(q, k, v[, key_mask])
+//
+// The structure (two matmuls around a softmax, the scale, the head layout) is
+// matched; the mask is classified by evaluation (analysis/MaskClassifier), so
+// however the exporter built it, we learn "causal, window 8, key padding from
+// attention_mask". GQA/MQA head repeats (unsqueeze -> expand -> reshape) are
+// peeled so the op reads the kv_heads-sized K and V a cache will hold.
+#include "passes/Passes.h"
+#include "passes/analysis/Match.h"
+#include "passes/analysis/MaskClassifier.h"
+
+#include <cmath>
+#include <cstdlib>
+
+namespace genc {
+namespace {
+
+llvm::Error failAt(const Op *op, const std::string &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), "raise-attention: %s '%s': %s",
+                                 op->kind().c_str(), op->loc().c_str(), msg.c_str());
+}
+
+class Raiser {
+public:
+  Raiser(Module &m, Function &f) : m_(m), f_(f) {
+    auto it = m.metadata().find("config.sliding_window");
+    if (it != m.metadata().end())
+      windowHint_ = std::atoll(it->second.c_str());
+  }
+
+  llvm::Error run() {
+    std::vector<Op *> softmaxes;
+    for (auto &op : f_.ops())
+      if (op->is("softmax"))
+        softmaxes.push_back(op.get());
+    for (Op *s : softmaxes)
+      if (auto e = raise(s))
+        return e;
+    f_.eraseDeadOps();
+    return llvm::Error::success();
+  }
+
+private:
+  Value *insert(Op *before, const char *kind, std::vector<Value *> operands, Type type,
+                std::map<std::string, Attribute> attrs = {}) {
+    auto op = std::make_unique<Op>(kind, std::move(operands), std::vector<Type>{std::move(type)},
+                                   before->loc());
+    for (auto &[k, a] : attrs)
+      op->setAttr(k, a);
+    return f_.insertBefore(f_.find(before), std::move(op))->result();
+  }
+
+  // The value K[b, h, s, d] given Kᵀ[b, h, d, s].
+  Value *untranspose(Value *kt, Op *at) {
+    if (Op *t = defOf(kt, "transpose")) {
+      auto p = t->intsAttr("perm");
+      if (p.size() == 4) {
+        std::vector<int64_t> r = {p[0], p[1], p[3], p[2]};
+        if (r == std::vector<int64_t>{0, 1, 2, 3})
+          return t->operand(0);
+        Value *src = t->operand(0);
+        Shape s;
+        for (int64_t i : r)
+          s.push_back(src->shape()[i]);
+        return insert(at, "transpose", {src}, Type{src->dtype(), s}, {{"perm", r}});
+      }
+    }
+    Shape s = {kt->shape()[0], kt->shape()[1], kt->shape()[3], kt->shape()[2]};
+    return insert(at, "transpose", {kt}, Type{kt->dtype(), s},
+                  {{"perm", std::vector<int64_t>{0, 1, 3, 2}}});
+  }
+
+  // K[b, kvh*rep, s, d] = reshape(expand(unsqueeze(Kkv, 2))) -> Kkv[b, kvh, s, d].
+  Value *unrepeat(Value *k) {
+    Op *r = defOf(k, "reshape");
+    Op *e = r ? defOf(r->operand(0), "expand") : nullptr;
+    Op *u = e ? defOf(e->operand(0), "unsqueeze") : nullptr;
+    if (!u || u->intsAttr("axes") != std::vector<int64_t>{2})
+      return k;
+    Value *kv = u->operand(0);
+    if (kv->rank() != 4 || e->result()->rank() != 5 || e->result()->shape()[1] != kv->shape()[1])
+      return k;
+    return kv;
+  }
+
+  llvm::Error raise(Op *softmax) {
+    Value *x = softmax->operand(0);
+    int64_t axis = softmax->intAttr("axis", -1);
+    if (x->rank() != 4 || (axis != -1 && axis != 3))
+      return llvm::Error::success();
+    auto users = f_.users(softmax->result());
+    if (users.size() != 1 || !users[0]->is("matmul") || users[0]->operand(0) != softmax->result())
+      return llvm::Error::success();
+    Op *pv = users[0];
+    // scores [+ mask]
+    Value *scores = x, *mask = nullptr;
+    if (Op *add = defOf(x, "add")) {
+      for (int i = 0; i < 2 && !mask; ++i)
+        if (leadsToQK(add->operand(i))) {
+          scores = add->operand(i);
+          mask = add->operand(1 - i);
+        }
+    }
+    double scale = 1.0;
+    Op *qk = defOf(scores, "matmul");
+    if (!qk) {
+      Op *s = scores->definingOp();
+      auto c = s && (s->is("mul") || s->is("div")) ? splitConstOperand(s) : std::nullopt;
+      if (!c || (s->is("div") && c->other != s->operand(0)))
+        return llvm::Error::success();
+      scale = s->is("mul") ? c->value : 1.0 / c->value;
+      qk = defOf(c->other, "matmul");
+    }
+    if (!qk || qk->operand(0)->rank() != 4 || qk->operand(1)->rank() != 4)
+      return llvm::Error::success();
+    Value *q = qk->operand(0);
+    Value *k = unrepeat(untranspose(qk->operand(1), pv));
+    Value *v = unrepeat(pv->operand(1));
+    const Shape &qs = q->shape();
+    if (k->rank() != 4 || v->rank() != 4 || !qs[1].isConstant() || !qs[3].isConstant() ||
+        !k->shape()[1].isConstant())
+      return failAt(softmax, "attention heads must have constant counts and sizes");
+    int64_t heads = qs[1].constant(), kvHeads = k->shape()[1].constant();
+    if (kvHeads == 0 || heads % kvHeads)
+      return failAt(softmax, "query heads are not a multiple of key/value heads");
+
+    MaskKind kind;
+    if (mask) {
+      auto mk = classifyMask(m_, f_, mask, windowHint_);
+      if (!mk)
+        return failAt(mask->definingOp() ? mask->definingOp() : softmax,
+                      "cannot classify the attention mask: " + llvm::toString(mk.takeError()));
+      kind = *mk;
+    }
+    std::vector<Value *> operands = {q, k, v};
+    if (!kind.keyPadding.empty())
+      operands.push_back(f_.argument(kind.keyPadding));
+    Value *out = insert(pv, "attention", operands, pv->result()->type(),
+                        {{"num_heads", heads},
+                         {"num_kv_heads", kvHeads},
+                         {"head_dim", qs[3].constant()},
+                         {"scale", scale},
+                         {"causal", int64_t(kind.causal)},
+                         {"window", kind.window}});
+    f_.replaceAllUses(pv->result(), out);
+    ++raised_;
+    return llvm::Error::success();
+  }
+
+  // Whether v is (a constant multiple of) a rank-4 matmul: the scores side.
+  bool leadsToQK(Value *v) {
+    if (defOf(v, "matmul"))
+      return true;
+    Op *s = v->definingOp();
+    if (s && (s->is("mul") || s->is("div")))
+      if (auto c = splitConstOperand(s))
+        return defOf(c->other, "matmul") != nullptr;
+    return false;
+  }
+
+  Module &m_;
+  Function &f_;
+  int64_t windowHint_ = 0;
+  int raised_ = 0;
+};
+
+} // namespace
+
+llvm::Error raiseAttentionPass(Module &m) {
+  std::vector<Function *> fs;
+  for (auto &f : m.functions())
+    fs.push_back(f.get());
+  for (Function *f : fs)
+    if (auto e = Raiser(m, *f).run())
+      return e;
+  m.eraseUnusedWeights();
+  return llvm::Error::success();
+}
+
+} // namespace genc

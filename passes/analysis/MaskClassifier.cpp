@@ -1,0 +1,118 @@
+#include "passes/analysis/MaskClassifier.h"
+
+#include "passes/analysis/Probe.h"
+
+#include <cmath>
+
+namespace genc {
+
+std::string MaskKind::describe() const {
+  std::string s = causal ? "causal" : "bidirectional";
+  if (window)
+    s += ", window " + std::to_string(window);
+  s += keyPadding.empty() ? ", no key padding" : ", key padding from " + keyPadding;
+  return s;
+}
+
+namespace {
+// Reads t[b, h, i, j] with size-1 (broadcast) dims; t has rank <= 4.
+struct Mask4 {
+  const Tensor &t;
+  std::vector<int64_t> dims, strides;
+  explicit Mask4(const Tensor &t) : t(t) {
+    dims.assign(4 - t.rank(), 1);
+    dims.insert(dims.end(), t.shape().begin(), t.shape().end());
+    strides.assign(4, 0);
+    int64_t s = 1;
+    for (int i = 3; i >= 0; --i) {
+      strides[i] = dims[i] == 1 ? 0 : s;
+      s *= dims[i];
+    }
+  }
+  double at(int64_t b, int64_t h, int64_t i, int64_t j) const {
+    return t.getDouble(b * strides[0] + h * strides[1] + i * strides[2] + j * strides[3]);
+  }
+};
+
+llvm::Error fail(const std::string &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s", msg.c_str());
+}
+
+bool isMasked(double v) { return v <= -1e30 || std::isinf(v); }
+} // namespace
+
+llvm::Expected<MaskKind> classifyMask(Module &m, Function &f, const Value *mask,
+                                      int64_t windowHint) {
+  ProbeSpec spec;
+  spec.length = std::max<int64_t>(12, windowHint + 5);
+  auto probe = makeProbe(f, spec);
+  if (!probe)
+    return probe.takeError();
+  auto vals = evaluateOnProbe(m, f, {mask}, *probe);
+  if (!vals)
+    return vals.takeError();
+  // The same probe with other token ids: a mask must not depend on them.
+  ProbeSpec other = spec;
+  other.seed = 7;
+  auto probe2 = makeProbe(f, other);
+  if (!probe2)
+    return probe2.takeError();
+  auto vals2 = evaluateOnProbe(m, f, {mask}, *probe2);
+  if (!vals2)
+    return vals2.takeError();
+  const Tensor &t = (*vals)[0];
+  if (t.rank() > 4 || !isFloat(t.dtype()))
+    return fail("the mask is not a float tensor of rank <= 4");
+  for (int64_t i = 0; i < t.numElements(); ++i)
+    if (t.getDouble(i) != (*vals2)[0].getDouble(i) &&
+        !(std::isnan(t.getDouble(i)) && std::isnan((*vals2)[0].getDouble(i))))
+      return fail("the mask depends on the token ids");
+
+  Mask4 m4(t);
+  int64_t L = spec.length;
+  if (m4.dims[2] != L || m4.dims[3] != L)
+    return fail("the mask is not [.., seq, seq] on the probe");
+  // Which mask argument (if any) pads keys: the first whose padded keys are masked.
+  MaskKind kind;
+  const std::vector<std::vector<int64_t>> *pad = nullptr;
+  for (auto &[name, rows] : probe->masks) {
+    bool padsKeys = true;
+    for (int64_t b = 0; b < (int64_t)rows.size() && padsKeys; ++b)
+      for (int64_t j = 0; j < L; ++j)
+        if (!rows[b][j] && rows[b][L - 1] && !isMasked(m4.at(b % m4.dims[0], 0, L - 1, j)))
+          padsKeys = false;
+    if (padsKeys) {
+      kind.keyPadding = name;
+      pad = &rows;
+      break;
+    }
+  }
+  // Causality and window from the unpadded row 0.
+  kind.causal = isMasked(m4.at(0, 0, 0, L - 1));
+  if (kind.causal) {
+    int64_t jmin = 0;
+    while (jmin < L && isMasked(m4.at(0, 0, L - 1, jmin)))
+      ++jmin;
+    if (jmin > 0)
+      kind.window = L - jmin;
+  }
+  // Now every valid query row must match the hypothesis exactly.
+  for (int64_t b = 0; b < std::max<int64_t>(m4.dims[0], pad ? (int64_t)pad->size() : 1); ++b)
+    for (int64_t h = 0; h < m4.dims[1]; ++h)
+      for (int64_t i = 0; i < L; ++i) {
+        if (pad && !(*pad)[b][i])
+          continue; // padded query rows: their outputs are never used
+        for (int64_t j = 0; j < L; ++j) {
+          bool allowed = (!kind.causal || j <= i) && (!kind.window || i - j < kind.window) &&
+                         (!pad || (*pad)[b][j]);
+          double v = m4.at(b % m4.dims[0], h, i, j);
+          if (allowed ? v != 0.0 : !isMasked(v))
+            return fail("the mask is not " + kind.describe() + " (row " + std::to_string(i) +
+                        ", key " + std::to_string(j) + " of batch " + std::to_string(b) +
+                        " is " + std::to_string(v) + ")");
+        }
+      }
+  return kind;
+}
+
+} // namespace genc
