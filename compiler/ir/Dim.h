@@ -45,6 +45,11 @@ public:
 
   /// Canonical text: terms by descending degree then name, e.g. `2*seq+1`.
   std::string str() const;
+  /// The terms as (sorted symbol names, coefficient); the constant term has no
+  /// names. Lets analyses reason about signs and coefficient sizes.
+  std::vector<std::pair<std::vector<std::string>, int64_t>> terms() const {
+    return {terms_.begin(), terms_.end()};
+  }
 
 private:
   using Monomial = std::vector<std::string>; // sorted symbol names, repeats = powers
