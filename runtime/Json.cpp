@@ -338,8 +338,8 @@ private:
         continue; // pos_ is already past the escape
       }
       default:
-        return failHere("invalid escape \\" + (atEnd() ? std::string() : std::string(1, e)) +
-                        " in string");
+        return fail(pos_ - 1, "invalid escape \\" + (atEnd() ? std::string() : std::string(1, e)) +
+                                  " in string");
       }
       ++pos_;
     }

@@ -1,0 +1,160 @@
+// Input checking: prompt lines, prompts against the model, options.
+#include "FakeDecoder.h"
+#include "runtime/JsonLines.h"
+#include "runtime/search/Generate.h"
+
+#include <gtest/gtest.h>
+
+using namespace genrt;
+using fake::FakeDecoder;
+using fake::FakeModel;
+
+namespace {
+std::string readError(const std::string &text) {
+  std::vector<Prompt> prompts;
+  std::vector<int64_t> lines;
+  Status s = readPromptLines(text, "in.jsonl", prompts, lines);
+  return s.isOk() ? "OK" : s.message();
+}
+} // namespace
+
+TEST(PromptLines, ReadsPromptsAndLineNumbers) {
+  std::vector<Prompt> prompts;
+  std::vector<int64_t> lines;
+  ASSERT_TRUE(readPromptLines("{\"input_ids\": [1, 2]}\n\n  \r\n{\"input_ids\": [3], \"attention_mask\": [1]}\r\n",
+                              "x", prompts, lines)
+                  .isOk());
+  ASSERT_EQ(prompts.size(), 2u);
+  EXPECT_EQ(lines[0], 1);
+  EXPECT_EQ(lines[1], 4);
+  EXPECT_EQ(prompts[1].inputIds, std::vector<int64_t>{3});
+  EXPECT_EQ(prompts[1].attentionMask, std::vector<int64_t>{1});
+  EXPECT_TRUE(prompts[0].attentionMask.empty());
+}
+
+TEST(PromptLines, ErrorsNameLineAndField) {
+  EXPECT_EQ(readError("{\"input_ids\": [1]}\n{\"input_ids\": [1,]}\n"), "in.jsonl:2:18: trailing comma in array");
+  EXPECT_EQ(readError("{\"input_ids\": [1]}\n\n{\"input_ids\": [1, \"a\"]}"),
+            "in.jsonl:3: field \"input_ids\": element 1 is not an integer (found a string)");
+  EXPECT_EQ(readError("{\"input_ids\": [1.5]}"),
+            "in.jsonl:1: field \"input_ids\": element 0 is not an integer (found a non-integer number)");
+  EXPECT_EQ(readError("{\"input_ids\": 3}"), "in.jsonl:1: field \"input_ids\": expected an array of integers, found a number");
+  EXPECT_EQ(readError("{\"attention_mask\": [1]}"), "in.jsonl:1: field \"input_ids\": missing");
+  EXPECT_EQ(readError("{\"input_ids\": [1], \"atention_mask\": [1]}"),
+            "in.jsonl:1: field \"atention_mask\": unknown field (expected \"input_ids\" and optionally \"attention_mask\")");
+  EXPECT_EQ(readError("[1, 2]"), "in.jsonl:1: expected a JSON object {\"input_ids\": [...]}, found an array");
+  EXPECT_EQ(readError("{\"input_ids\": [1]} {}"), "in.jsonl:1:20: unexpected text after the JSON value: '{'");
+}
+
+TEST(PromptLines, ResultLineFormat) {
+  GenerationResult r;
+  r.sequences.push_back({{5, 6, 2}, -1.25});
+  r.sequences.push_back({{}, -3.0});
+  EXPECT_EQ(resultLine(r), R"({"sequences":[{"output_ids":[5,6,2],"score":-1.25},{"output_ids":[],"score":-3}]})");
+}
+
+TEST(ValidatePrompt, RejectsBadPrompts) {
+  ModelInfo info;
+  info.vocabSize = 100;
+  info.maxLength = 10;
+  GenerationConfig cfg;
+  cfg.maxNewTokens = 5;
+  auto err = [&](Prompt p) {
+    Status s = validatePrompt(p, info, cfg);
+    return s.isOk() ? "OK" : s.message();
+  };
+  EXPECT_EQ(err({{1, 2, 3}, {}}), "OK");
+  EXPECT_EQ(err({{}, {}}), "field \"input_ids\": the prompt is empty");
+  EXPECT_EQ(err({{1, 100}, {}}), "field \"input_ids\": element 1 is 100, outside the vocabulary [0, 100)");
+  EXPECT_EQ(err({{-1}, {}}), "field \"input_ids\": element 0 is -1, outside the vocabulary [0, 100)");
+  EXPECT_EQ(err({{1, 2}, {1}}), "field \"attention_mask\": has 1 elements but \"input_ids\" has 2");
+  EXPECT_EQ(err({{1, 2}, {1, 2}}), "field \"attention_mask\": element 1 is 2, expected 0 or 1");
+  EXPECT_EQ(err({{1, 2}, {0, 0}}), "field \"attention_mask\": masks out every token, the prompt is empty");
+  EXPECT_EQ(err({{1, 2, 3, 4, 5, 6}, {}}),
+            "the prompt (6 tokens) plus --max-new-tokens 5 exceeds the plan's maximum length 10");
+  // Masked positions do not take cache room.
+  EXPECT_EQ(err({{0, 0, 0, 4, 5}, {0, 0, 0, 1, 1}}), "OK");
+}
+
+TEST(GenerationConfig, RejectsBadOptions) {
+  auto err = [](GenerationConfig c) {
+    Status s = c.validate();
+    return s.isOk() ? "OK" : s.message();
+  };
+  GenerationConfig c;
+  EXPECT_EQ(err(c), "OK");
+  c.numBeams = 2;
+  c.numReturnSequences = 3;
+  EXPECT_EQ(err(c), "--num-return-sequences (3) must not exceed --num-beams (2)");
+  c = {};
+  c.numReturnSequences = 2;
+  EXPECT_EQ(err(c), "greedy search returns one sequence: --num-return-sequences 2 needs --num-beams >= it or --do-sample");
+  c.doSample = true;
+  EXPECT_EQ(err(c), "OK");
+  c = {};
+  c.doSample = true;
+  c.numBeams = 2;
+  EXPECT_EQ(err(c), "beam sampling (--do-sample with --num-beams > 1) is not supported");
+  c = {};
+  c.maxNewTokens = 0;
+  EXPECT_EQ(err(c), "--max-new-tokens must be at least 1, got 0");
+  c = {};
+  c.temperature = 0;
+  EXPECT_EQ(err(c), "--temperature must be a positive number, got 0");
+  c = {};
+  c.topP = 1.5;
+  EXPECT_EQ(err(c), "--top-p must be in [0, 1], got 1.5");
+  c = {};
+  c.repetitionPenalty = -1;
+  EXPECT_EQ(err(c), "--repetition-penalty must be a positive number, got -1");
+
+  ModelInfo info;
+  info.vocabSize = 10;
+  c = {};
+  c.eosTokenIds = {3, 10};
+  Status s = c.validateFor(info);
+  EXPECT_EQ(s.message(), "--eos-token-id 10 is outside the vocabulary (size 10)");
+}
+
+TEST(Generate, ChecksSlotsAndBatchSize) {
+  FakeModel m;
+  FakeDecoder dec(m, /*maxBatch=*/2, /*maxBeams=*/2, 32);
+  std::vector<Prompt> prompts = {{{5, 6}, {}}, {{7}, {}}, {{8, 9, 10}, {}}};
+  std::vector<GenerationResult> out;
+  GenerationConfig c;
+  c.numBeams = 5;
+  EXPECT_EQ(generate(dec, c, prompts, out).message(),
+            "one prompt needs 5 cache slots (beams or samples) but the plan has 4");
+  c = {};
+  c.batchSize = 3;
+  EXPECT_EQ(generate(dec, c, prompts, out).message(),
+            "--batch-size 3 needs more than the plan allows: at most 2 prompts of 1 rows each (max batch 2, 4 cache slots)");
+  c = {};
+  prompts[2].inputIds[1] = 1000;
+  EXPECT_EQ(generate(dec, c, prompts, out).message(),
+            "prompt 2: field \"input_ids\": element 1 is 1000, outside the vocabulary [0, 40)");
+  EXPECT_TRUE(dec.calls.empty()) << "nothing may run before every prompt is checked";
+  prompts[2].inputIds[1] = 9;
+  c.maxNewTokens = 5;
+  GenerationStats stats;
+  ASSERT_TRUE(generate(dec, c, prompts, out, &stats).isOk());
+  EXPECT_EQ(out.size(), 3u);
+  EXPECT_EQ(stats.batches, 2); // the plan's max batch of 2
+  EXPECT_EQ(stats.promptTokens, 6);
+  EXPECT_GT(stats.generatedTokens, 0);
+}
+
+TEST(Generate, DecoderErrorsPropagate) {
+  FakeModel m;
+  // The plan says 100 tokens but the executor fails at 4: the error must
+  // reach the caller.
+  FakeDecoder dec(m, 2, 1, 100);
+  dec.lengthLimit = 4;
+  std::vector<GenerationResult> out;
+  GenerationConfig c;
+  c.maxNewTokens = 10;
+  c.minNewTokens = 10;
+  Status s = generate(dec, c, {{{5, 6, 7}, {}}}, out);
+  EXPECT_FALSE(s.isOk());
+  EXPECT_NE(s.message().find("would exceed max length"), std::string::npos) << s.message();
+}

@@ -1,0 +1,119 @@
+// The processors and warpers on hand-made rows, against values worked out
+// from HF's definitions.
+#include "runtime/search/LogitsProcessors.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+using namespace genrt;
+using namespace genrt::search;
+
+static const float kInf = std::numeric_limits<float>::infinity();
+
+TEST(LogitsProcessors, RepetitionPenaltyDividesPositivesMultipliesNegatives) {
+  std::vector<float> row = {2.0f, -2.0f, 1.0f, -1.0f};
+  applyRepetitionPenalty(row.data(), 4, {0, 1, 1, 1}, 2.0f); // repeats count once
+  EXPECT_FLOAT_EQ(row[0], 1.0f);
+  EXPECT_FLOAT_EQ(row[1], -4.0f);
+  EXPECT_FLOAT_EQ(row[2], 1.0f);
+  EXPECT_FLOAT_EQ(row[3], -1.0f);
+}
+
+TEST(LogitsProcessors, NoRepeatNgramBansCompletions) {
+  // history 5 6 7 5 6 : the 3-grams (5,6,7),(6,7,5),(7,5,6); prefix (5,6) -> ban 7
+  std::vector<float> row(10, 0.f);
+  applyNoRepeatNgram(row.data(), 10, {5, 6, 7, 5, 6}, 3);
+  for (int v = 0; v < 10; ++v)
+    EXPECT_EQ(row[v], v == 7 ? -kInf : 0.f) << v;
+  // Bigrams: prefix (6) was followed by 7 -> ban 7 only.
+  std::vector<float> row2(10, 0.f);
+  applyNoRepeatNgram(row2.data(), 10, {5, 6, 7, 5, 6}, 2);
+  for (int v = 0; v < 10; ++v)
+    EXPECT_EQ(row2[v], v == 7 ? -kInf : 0.f) << v;
+  // n = 1 bans every token seen.
+  std::vector<float> row3(10, 0.f);
+  applyNoRepeatNgram(row3.data(), 10, {1, 3}, 1);
+  EXPECT_EQ(row3[1], -kInf);
+  EXPECT_EQ(row3[3], -kInf);
+  EXPECT_EQ(row3[2], 0.f);
+  // Too short a history for an n-gram: nothing.
+  std::vector<float> row4(10, 0.f);
+  applyNoRepeatNgram(row4.data(), 10, {1}, 3);
+  for (float f : row4)
+    EXPECT_EQ(f, 0.f);
+}
+
+TEST(LogitsProcessors, MinNewTokens) {
+  std::vector<float> row(6, 1.f);
+  applyMinNewTokens(row.data(), 6, 2, 3, {2, 4});
+  EXPECT_EQ(row[2], -kInf);
+  EXPECT_EQ(row[4], -kInf);
+  EXPECT_EQ(row[0], 1.f);
+  std::vector<float> row2(6, 1.f);
+  applyMinNewTokens(row2.data(), 6, 3, 3, {2, 4});
+  EXPECT_EQ(row2[2], 1.f);
+}
+
+TEST(LogitsProcessors, LogSoftmaxNormalises) {
+  std::vector<float> row = {1.f, 2.f, 3.f, -kInf};
+  logSoftmax(row.data(), 4);
+  double s = 0;
+  for (float f : row)
+    s += std::exp(double(f));
+  EXPECT_NEAR(s, 1.0, 1e-6);
+  EXPECT_NEAR(row[2] - row[1], 1.0, 1e-6);
+  EXPECT_EQ(row[3], -kInf);
+}
+
+TEST(Warpers, TopKKeepsTies) {
+  std::vector<float> row = {1.f, 3.f, 2.f, 3.f, 0.f};
+  applyTopK(row.data(), 5, 2);
+  EXPECT_EQ(row[0], -kInf);
+  EXPECT_EQ(row[1], 3.f);
+  EXPECT_EQ(row[2], -kInf);
+  EXPECT_EQ(row[3], 3.f);
+  std::vector<float> row2 = {1.f, 3.f, 2.f, 3.f, 0.f};
+  applyTopK(row2.data(), 5, 3); // the 3rd largest is 2: keeps 3, 3, 2
+  EXPECT_EQ(row2[2], 2.f);
+  EXPECT_EQ(row2[0], -kInf);
+}
+
+TEST(Warpers, TopPKeepsTheNucleusAndAtLeastOne) {
+  // probs ~ 0.5, 0.3, 0.2
+  std::vector<float> row = {std::log(0.5f), std::log(0.3f), std::log(0.2f)};
+  std::vector<float> a = row;
+  applyTopP(a.data(), 3, 0.7); // tail with cum <= 0.3: {0.2} only (0.2+0.3 = 0.5 > 0.3)
+  EXPECT_EQ(a[2], -kInf);
+  EXPECT_NE(a[1], -kInf);
+  std::vector<float> b = row;
+  applyTopP(b.data(), 3, 0.4); // remove cum <= 0.6: 0.2 (cum .2), 0.3 (cum .5)
+  EXPECT_EQ(b[1], -kInf);
+  EXPECT_EQ(b[2], -kInf);
+  EXPECT_NE(b[0], -kInf);
+  std::vector<float> c = row;
+  applyTopP(c.data(), 3, 0.0); // everything is <= 1: the top one stays anyway
+  EXPECT_NE(c[0], -kInf);
+  EXPECT_EQ(c[1], -kInf);
+}
+
+TEST(Warpers, MinP) {
+  std::vector<float> row = {std::log(0.6f), std::log(0.3f), std::log(0.1f)};
+  applyMinP(row.data(), 3, 0.25f); // threshold 0.15
+  EXPECT_NE(row[0], -kInf);
+  EXPECT_NE(row[1], -kInf);
+  EXPECT_EQ(row[2], -kInf);
+}
+
+TEST(Warpers, OrderAndDefaults) {
+  // Temperature before top-p: at T=0.5 the probabilities sharpen to
+  // ~0.66/0.24/0.11, so top_p=0.6 keeps only the first.
+  std::vector<float> row = {std::log(0.5f), std::log(0.3f), std::log(0.2f)};
+  GenerationConfig cfg;
+  cfg.temperature = 0.5;
+  cfg.topP = 0.6;
+  applyWarpers(row.data(), 3, cfg);
+  EXPECT_NE(row[0], -kInf);
+  EXPECT_EQ(row[1], -kInf);
+}
