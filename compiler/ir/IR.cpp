@@ -80,6 +80,12 @@ Value *Function::argument(const std::string &name) const {
   return nullptr;
 }
 
+void Function::removeArgument(Value *arg) {
+  assert(!hasUses(arg) && "removing a used argument");
+  args_.erase(std::remove_if(args_.begin(), args_.end(), [&](auto &p) { return p.get() == arg; }),
+              args_.end());
+}
+
 Op *Function::append(std::unique_ptr<Op> op) {
   op->parent_ = this;
   ops_.push_back(std::move(op));

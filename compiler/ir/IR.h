@@ -136,6 +136,8 @@ public:
   Value *addArgument(const std::string &name, Type type);
   const std::vector<std::unique_ptr<Value>> &arguments() const { return args_; }
   Value *argument(const std::string &name) const;
+  /// Removes an argument; it must be unused.
+  void removeArgument(Value *arg);
 
   /// Appends an op (or inserts before `before`) and takes ownership.
   Op *append(std::unique_ptr<Op> op);
