@@ -14,6 +14,8 @@ const std::vector<PassInfo> &allPasses() {
        canonicalizePass},
       {"raise-attention", "softmax(q.k^T*scale + mask).v -> attention, mask classified by evaluation",
        raiseAttentionPass},
+      {"derive-plan", "split into @prefill / @decode_step with KV caches and position tables",
+       derivePlanPass},
   };
   return passes;
 }

@@ -11,5 +11,6 @@ llvm::Error foldShapesPass(Module &m);
 llvm::Error dcePass(Module &m);
 llvm::Error canonicalizePass(Module &m);
 llvm::Error raiseAttentionPass(Module &m);
+llvm::Error derivePlanPass(Module &m);
 
 } // namespace genc

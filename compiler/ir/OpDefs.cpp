@@ -65,6 +65,7 @@ const std::vector<OpDef> &allOps() {
       {"gemm", 2, 3, 1, 1, P::Gemm},              // {alpha, beta, trans_a, trans_b}
       // Raised attention (passes/RaiseAttention.cpp; semantics in docs/ir-ops.md).
       {"attention", 3, 4, 1, 1, P::Attention},    // (q, k, v[, key_mask])
+      {"kv_attention", 3, 3, 1, 1, P::Attention}, // (q, k, v) {layer, ...}: reads/appends a KV cache
       // Values from shapes.
       {"constant", 0, 0, 1, 1, P::Shape},         // {value = dense<...>}
       {"shape", 1, 1, 1, 1, P::Shape},            // {start, end}

@@ -1,0 +1,310 @@
+// derive-plan: turns a decoder-only forward graph into generation functions.
+//
+//   @main(input_ids[batch, seq], attention_mask[batch, seq]) -> logits[batch, seq, V]
+// becomes
+//   @prefill(input_ids[1, tokens], positions[1, tokens], logit_rows[rows]) -> logits[1, rows, V]
+//   @decode_step(input_ids[1, tokens], positions[1, tokens]) -> logits[1, tokens, V]
+//
+// The runtime packs the new tokens of many sequences along `tokens` (no
+// padding): batch is 1. Self-attention becomes kv_attention, which appends to
+// and reads a per-layer KV cache. Values that depend on positions only (learned
+// position embeddings, RoPE cos/sin, whatever the exporter computed) are found
+// by taint analysis, evaluated on probes, checked to be a function of the
+// position alone, and replaced by a lookup in a table over positions. What is
+// left must be position-wise, which analysis/PositionWise proves op by op;
+// otherwise the model is refused with the op that mixes tokens.
+#include "compiler/ir/Clone.h"
+#include "compiler/ir/Symbols.h"
+#include "passes/Passes.h"
+#include "passes/analysis/Match.h"
+#include "passes/analysis/PlanOptions.h"
+#include "passes/analysis/PositionWise.h"
+#include "passes/analysis/Probe.h"
+
+#include <set>
+
+namespace genc {
+namespace {
+
+llvm::Error fail(const std::string &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), "derive-plan: %s", msg.c_str());
+}
+
+std::string where(const Op *op) { return "'" + op->kind() + "' at \"" + op->loc() + "\""; }
+
+class PlanDeriver {
+public:
+  PlanDeriver(Module &m, Function &f, const PlanOptions &opts) : m_(m), f_(f), opts_(opts) {}
+
+  llvm::Error run() {
+    Value *ids = f_.argument("input_ids");
+    if (!ids || ids->rank() != 2 || !ids->shape()[0].isSymbol() || !ids->shape()[1].isSymbol())
+      return fail("expected an input input_ids[batch, sequence]");
+    if (f_.outputs().empty() || f_.outputs()[0].value->rank() != 3)
+      return fail("expected logits[batch, sequence, vocab] as the first output");
+    while (f_.outputs().size() > 1) // only logits matter for generation
+      return fail("expected one output (logits); the model has " +
+                  std::to_string(f_.outputs().size()));
+    if (auto e = lowerAttention())
+      return e;
+    substituteSymbols(f_, {{ids->shape()[0].symbolName(), Dim(1)},
+                           {ids->shape()[1].symbolName(), Dim::symbol("tokens")}});
+    positions_ = f_.addArgument("positions", Type{DType::I64, {Dim(1), Dim::symbol("tokens")}});
+    if (auto e = replacePositionValues())
+      return e;
+    f_.eraseDeadOps();
+    for (auto &a : std::vector<Value *>(argPtrs()))
+      if (a != ids && a != positions_) {
+        if (f_.hasUses(a))
+          return fail("input '" + a->name() + "' is used by " + where(f_.users(a)[0]) +
+                      " outside attention masks and positions");
+        f_.removeArgument(a);
+      }
+    if (auto e = checkPositionWise(f_, "tokens"))
+      return fail(llvm::toString(std::move(e)));
+    return split();
+  }
+
+private:
+  std::vector<Value *> argPtrs() {
+    std::vector<Value *> r;
+    for (auto &a : f_.arguments())
+      r.push_back(a.get());
+    return r;
+  }
+
+  Value *insert(Op *before, const char *kind, std::vector<Value *> operands, Type type,
+                std::map<std::string, Attribute> attrs = {}) {
+    auto op = std::make_unique<Op>(kind, std::move(operands), std::vector<Type>{std::move(type)},
+                                   before ? before->loc() : "derive-plan");
+    for (auto &[k, a] : attrs)
+      op->setAttr(k, a);
+    auto it = before ? f_.find(before) : f_.ops().begin();
+    return f_.insertBefore(it, std::move(op))->result();
+  }
+
+  llvm::Error lowerAttention() {
+    int64_t layer = 0;
+    std::vector<Op *> atts;
+    for (auto &op : f_.ops())
+      if (op->is("attention"))
+        atts.push_back(op.get());
+    if (atts.empty())
+      return fail("no attention was raised; the model's attention is not recognised");
+    for (Op *a : atts) {
+      if (!a->intAttr("causal", 0))
+        return fail("attention " + where(a) + " is not causal; a decoder-only plan needs causal "
+                    "self-attention");
+      Value *out = insert(a, "kv_attention", {a->operand(0), a->operand(1), a->operand(2)},
+                          a->result()->type(),
+                          {{"layer", layer++},
+                           {"num_heads", a->intAttr("num_heads", 0)},
+                           {"num_kv_heads", a->intAttr("num_kv_heads", 0)},
+                           {"head_dim", a->intAttr("head_dim", 0)},
+                           {"scale", a->floatAttr("scale", 1.0)},
+                           {"window", a->intAttr("window", 0)}});
+      f_.replaceAllUses(a->result(), out);
+      f_.erase(a);
+    }
+    m_.metadata()["plan.layers"] = std::to_string(layer);
+    return llvm::Error::success();
+  }
+
+  // Taint: which values depend on token data, and which on positions (the
+  // arguments' shapes or the attention mask) without token data.
+  llvm::Error replacePositionValues() {
+    Value *ids = f_.argument("input_ids");
+    std::set<const Value *> data, pos;
+    data.insert(ids);
+    for (auto &a : f_.arguments())
+      if (a.get() != ids && a.get() != positions_)
+        pos.insert(a.get());
+    for (auto &op : f_.ops()) {
+      bool d = false, p = op->is("dims");
+      if (op->is("shape")) {
+        p = true; // reads only the operand's shape
+      } else {
+        for (Value *v : op->operands()) {
+          d |= data.count(v) != 0;
+          p |= pos.count(v) != 0;
+        }
+      }
+      for (Value *r : op->results()) {
+        if (d)
+          data.insert(r);
+        else if (p)
+          pos.insert(r);
+      }
+    }
+    // The frontier: position values consumed by token-data ops, except values
+    // that only describe shapes (small integer vectors).
+    std::vector<Value *> frontier;
+    std::set<const Value *> seen;
+    for (auto &op : f_.ops()) {
+      bool isData = false;
+      for (Value *r : op->results())
+        isData |= data.count(r) != 0;
+      if (!isData)
+        continue;
+      for (Value *v : op->operands()) {
+        if (!pos.count(v) || seen.count(v) || v->isArgument())
+          continue;
+        bool shapeLike = !isFloat(v->dtype()) && v->rank() <= 1;
+        if (shapeLike)
+          continue;
+        seen.insert(v);
+        frontier.push_back(v);
+      }
+    }
+    int n = 0;
+    for (Value *v : frontier)
+      if (auto e = replaceWithTable(v, n++))
+        return e;
+    return llvm::Error::success();
+  }
+
+  llvm::Error replaceWithTable(Value *v, int index) {
+    Op *def = v->definingOp();
+    std::string at = def ? where(def) : "an argument";
+    int64_t axis = -1;
+    for (size_t i = 0; i < v->shape().size(); ++i) {
+      const Dim &d = v->shape()[i];
+      if (d == Dim::symbol("tokens"))
+        axis = axis == -1 ? static_cast<int64_t>(i) : -2;
+      else if (!d.isConstant())
+        return fail("the position-dependent value of " + at + " has a dim " + d.str() +
+                    " that is neither the sequence nor a constant");
+    }
+    if (axis < 0)
+      return fail("the position-dependent value of " + at + " is not indexed by position once");
+    for (int64_t i = 0; i < axis; ++i)
+      if (v->shape()[i] != Dim(1))
+        return fail("the position-dependent value of " + at + " has a non-unit dim before "
+                    "the sequence axis");
+    // Evaluate over every position the plan can reach, then on a short
+    // sequence: the value at position p must not depend on the length.
+    ProbeSpec spec;
+    spec.batch = 1;
+    spec.length = opts_.maxLength;
+    spec.padded = false;
+    auto probe = makeProbe(f_, spec);
+    if (!probe)
+      return probe.takeError();
+    auto full = evaluateOnProbe(m_, f_, {v}, *probe);
+    if (!full)
+      return fail("evaluating the position-dependent value of " + at + " over " +
+                  std::to_string(opts_.maxLength) + " positions: " +
+                  llvm::toString(full.takeError()));
+    spec.length = std::min<int64_t>(5, opts_.maxLength);
+    auto shortProbe = makeProbe(f_, spec);
+    if (!shortProbe)
+      return shortProbe.takeError();
+    auto part = evaluateOnProbe(m_, f_, {v}, *shortProbe);
+    if (!part)
+      return part.takeError();
+    const Tensor &t = (*full)[0];
+    int64_t inner = 1;
+    for (size_t i = axis + 1; i < t.shape().size(); ++i)
+      inner *= t.shape()[i];
+    for (int64_t i = 0; i < (*part)[0].numElements(); ++i)
+      if ((*part)[0].getDouble(i) != t.getDouble(i))
+        return fail("the value of " + at + " at a position depends on the sequence length; it "
+                    "is not a table over positions");
+    // The table: [max_length, inner dims...].
+    std::vector<int64_t> tshape = {opts_.maxLength};
+    Shape tdims = {Dim(opts_.maxLength)};
+    for (size_t i = axis + 1; i < t.shape().size(); ++i) {
+      tshape.push_back(t.shape()[i]);
+      tdims.push_back(Dim(t.shape()[i]));
+    }
+    auto table = std::make_shared<Tensor>(t.reshaped(tshape).castTo(v->dtype()));
+    std::string name = "position_table." + std::to_string(index);
+    while (m_.weight(name))
+      name += "_";
+    Value *w = m_.addWeight(name, Type{v->dtype(), tdims}, table);
+    Shape gshape = {Dim(1), Dim::symbol("tokens")};
+    gshape.insert(gshape.end(), tdims.begin() + 1, tdims.end());
+    Op *first = f_.ops().front().get();
+    Value *g = insert(first, "gather", {w, positions_}, Type{v->dtype(), gshape},
+                      {{"axis", int64_t(0)}});
+    Value *r = g;
+    if (gshape != v->shape()) {
+      Value *shape = insert(first, "dims", {}, Type{DType::I64, {Dim(v->rank())}},
+                            {{"value", DimList{v->shape()}}});
+      r = insert(first, "reshape", {g, shape}, v->type());
+    }
+    // gather/dims/reshape were put first: their operands are weights and args.
+    f_.replaceAllUses(v, r);
+    return llvm::Error::success();
+  }
+
+  // @main -> @prefill (+ logit_rows) and @decode_step.
+  llvm::Error split() {
+    Value *logits = f_.outputs()[0].value;
+    Function *decode = cloneFunction(m_, f_, "decode_step");
+    (void)decode;
+    f_.setName("prefill");
+    // Logits for the last token of each sequence only: gather the rows of the
+    // lm_head matmul's input, so the vocabulary projection runs `rows` times.
+    Op *head = logits->definingOp();
+    while (head && !head->is("matmul") && head->numOperands() >= 1 &&
+           (head->is("add") || head->is("reshape") || head->is("cast") || head->is("mul")))
+      head = head->operand(0)->definingOp();
+    if (!head || !head->is("matmul"))
+      return fail("cannot find the vocabulary projection (matmul) producing the logits");
+    Value *x = head->operand(0);
+    int64_t axis = -1;
+    for (size_t i = 0; i < x->shape().size(); ++i)
+      if (x->shape()[i] == Dim::symbol("tokens"))
+        axis = i;
+    if (axis < 0)
+      return fail("the vocabulary projection's input has no token axis");
+    Value *rows = f_.addArgument("logit_rows", Type{DType::I64, {Dim::symbol("rows")}});
+    Shape gs = x->shape();
+    gs[axis] = Dim::symbol("rows");
+    Value *g = insert(head, "gather", {x, rows}, Type{x->dtype(), gs}, {{"axis", axis}});
+    head->setOperand(0, g);
+    // Downstream types: tokens -> rows from the head on.
+    bool after = false;
+    for (auto &op : f_.ops()) {
+      if (op.get() == head)
+        after = true;
+      if (!after)
+        continue;
+      for (Value *r : op->results()) {
+        Type t = r->type();
+        for (Dim &d : t.shape)
+          d = d.substitute({{"tokens", Dim::symbol("rows")}});
+        r->setType(t);
+      }
+      for (auto &[name, attr] : op->attrs())
+        if (std::holds_alternative<DimList>(attr)) {
+          DimList dl = std::get<DimList>(attr);
+          for (Dim &d : dl.dims)
+            d = d.substitute({{"tokens", Dim::symbol("rows")}});
+          op->setAttr(name, dl);
+        }
+    }
+    return llvm::Error::success();
+  }
+
+  Module &m_;
+  Function &f_;
+  const PlanOptions &opts_;
+  Value *positions_ = nullptr;
+};
+
+} // namespace
+
+llvm::Error derivePlanPass(Module &m) {
+  Function *f = m.function("main");
+  if (!f)
+    return fail("expected a function @main (the imported forward graph)");
+  PlanOptions opts = planOptions(m);
+  if (auto e = PlanDeriver(m, *f, opts).run())
+    return e;
+  m.eraseUnusedWeights();
+  return llvm::Error::success();
+}
+
+} // namespace genc

@@ -1,0 +1,28 @@
+#include "passes/analysis/PlanOptions.h"
+
+#include <cstdlib>
+
+namespace genc {
+
+static int64_t get(const Module &m, const char *key, int64_t dflt) {
+  auto it = m.metadata().find(key);
+  return it == m.metadata().end() ? dflt : std::atoll(it->second.c_str());
+}
+
+PlanOptions planOptions(const Module &m) {
+  PlanOptions o;
+  o.maxBatch = get(m, "plan.max_batch", o.maxBatch);
+  o.maxBeams = get(m, "plan.max_beams", o.maxBeams);
+  o.maxLength = get(m, "plan.max_length", o.maxLength);
+  o.maxTokens = get(m, "plan.max_tokens", o.maxTokens);
+  return o;
+}
+
+void setPlanOptions(Module &m, const PlanOptions &o) {
+  m.metadata()["plan.max_batch"] = std::to_string(o.maxBatch);
+  m.metadata()["plan.max_beams"] = std::to_string(o.maxBeams);
+  m.metadata()["plan.max_length"] = std::to_string(o.maxLength);
+  m.metadata()["plan.max_tokens"] = std::to_string(o.maxTokens);
+}
+
+} // namespace genc

@@ -1,0 +1,20 @@
+// The maximum shapes a plan is built for. genc's flags write them into the
+// module's metadata (`plan.*`), so passes read them without extra plumbing.
+#pragma once
+#include "compiler/ir/IR.h"
+
+namespace genc {
+
+struct PlanOptions {
+  int64_t maxBatch = 8;    // sequences generated together
+  int64_t maxBeams = 4;    // beams per sequence
+  int64_t maxLength = 256; // prompt + new tokens per sequence
+  int64_t maxTokens = 0;   // tokens per prefill forward (0: maxBatch * maxLength)
+  int64_t slots() const { return maxBatch * maxBeams; }
+  int64_t prefillTokens() const { return maxTokens ? maxTokens : maxBatch * maxLength; }
+};
+
+PlanOptions planOptions(const Module &m);
+void setPlanOptions(Module &m, const PlanOptions &o);
+
+} // namespace genc
