@@ -146,6 +146,7 @@ public:
       for (size_t r = 0; r < outs.size(); ++r) {
         if (!outs[r].valid())
           return fail(op, "kernel produced no value for result " + std::to_string(r));
+        wrapNarrowInts(op.result(r)->dtype(), outs[r]);
         if (opts_.checkResultTypes)
           if (auto e = checkResult(*op.result(r), outs[r]))
             return fail(op, "result " + std::to_string(r) + ": " + llvm::toString(std::move(e)));
@@ -207,6 +208,18 @@ private:
       return kernelError("operand is not computed yet (or was freed): a value used before "
                          "its definition");
     return it->second;
+  }
+
+  /// i32 / i8 / u8 results are held as i64 but must overflow like their
+  /// declared type (ONNX integer arithmetic wraps).
+  static void wrapNarrowInts(DType declared, Tensor &t) {
+    if (t.dtype() != DType::I64 || declared == DType::I64 || !isInteger(declared))
+      return;
+    int64_t *p = t.data<int64_t>();
+    for (int64_t i = 0, n = t.numElements(); i < n; ++i)
+      p[i] = declared == DType::I32  ? static_cast<int32_t>(static_cast<uint32_t>(p[i]))
+             : declared == DType::I8 ? static_cast<int8_t>(static_cast<uint8_t>(p[i]))
+                                     : static_cast<uint8_t>(p[i]);
   }
 
   /// The result's declared type must describe what the kernel computed: same

@@ -100,10 +100,13 @@ Error reshapeKernel(const EvalContext &, const Op &op, const Ins &ins, Outs &out
 // x[d0, ..., dn] -> y[d0·…·d(axis-1), d(axis)·…·dn]
 Error flattenKernel(const EvalContext &, const Op &op, const Ins &ins, Outs &outs) {
   const Tensor &x = ins[0];
-  auto axis = normalizeAxis(op.intAttr("axis", 1), x.rank() + 1);
-  if (!axis)
-    return axis.takeError();
-  outs[0] = x.reshaped({product(x.shape(), 0, *axis), product(x.shape(), *axis)});
+  int64_t axis = op.intAttr("axis", 1);
+  if (axis < -x.rank() || axis > x.rank())
+    return kernelError("axis " + std::to_string(axis) + " is out of range [-" +
+                       std::to_string(x.rank()) + ", " + std::to_string(x.rank()) + "]");
+  if (axis < 0)
+    axis += x.rank();
+  outs[0] = x.reshaped({product(x.shape(), 0, axis), product(x.shape(), axis)});
   return Error::success();
 }
 

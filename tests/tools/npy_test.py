@@ -6,14 +6,16 @@ the test file itself, as Python lines after `// GEN:` and `// REF:`.
   npy_test.py check TEST PREFIX OUTDIR run GEN (again, same seed) then REF; every
                                        array REF defines must equal OUTDIR/NAME.npy
 
-GEN/REF lines see `np` and `rng` (np.random.default_rng(0), fresh per run).
+GEN/REF lines (after `//` or `#`) see `np` and `rng` (np.random.default_rng(0), fresh per run).
 Floats pass when max|diff| <= tol (`// TOL: 1e-5`, default 1e-6) with NaNs in
 the same places; integers and bools must match exactly. One line per output:
-  NAME: f32 (2, 3) max|diff| = 1.19e-07
+  NAME: float32 (2, 3) max|diff| = 1.19e-07
 """
 import os
 import re
 import sys
+
+import warnings
 
 import numpy as np
 
@@ -22,7 +24,7 @@ def blocks(test, tag):
     lines = []
     with open(test) as f:
         for line in f:
-            m = re.match(r"\s*//\s*" + tag + r":\s?(.*)$", line)
+            m = re.match(r"\s*(?://|#)\s*" + tag + r":\s?(.*)$", line)
             if m:
                 lines.append(m.group(1).rstrip())
     return "\n".join(lines)
@@ -48,6 +50,7 @@ def kind(a):
 
 
 def main():
+    warnings.simplefilter("ignore")  # overflow in reference casts is often the point
     mode, test, prefix = sys.argv[1:4]
     ns = run_gen(test)
     inputs = arrays(ns)
@@ -72,9 +75,9 @@ def main():
             ok = False
             continue
         got = np.load(path)
-        head = f"{name}: {got.dtype.str[1:]} {tuple(got.shape)}"
+        head = f"{name}: {got.dtype.name} {tuple(got.shape)}"
         if got.shape != ref.shape or kind(got) != kind(ref):
-            print(f"{head} FAIL: expected {ref.dtype.str[1:]} {tuple(ref.shape)}")
+            print(f"{head} FAIL: expected {ref.dtype.name} {tuple(ref.shape)}")
             ok = False
             continue
         if kind(ref) != "float":
