@@ -13,6 +13,7 @@ const KernelTable &kernelTable() {
     addReductionKernels(t);
     addLinalgKernels(t);
     addShapeKernels(t);
+    addAttentionKernels(t);
     return t;
   }();
   return table;

@@ -37,6 +37,7 @@ void addMovementKernels(KernelTable &t);
 void addReductionKernels(KernelTable &t);
 void addLinalgKernels(KernelTable &t);
 void addShapeKernels(KernelTable &t);
+void addAttentionKernels(KernelTable &t); // Attention.cpp: the raised `attention` op
 /// All kernels, built once.
 const KernelTable &kernelTable();
 
