@@ -16,6 +16,8 @@ config.excludes = ["lit.cfg.py", "lit.site.cfg.py.in", "Inputs", "fixtures", "un
 config.test_source_root = os.path.join(config.genc_src_dir, "tests")
 
 config.substitutions.append(("%genc", os.path.join(config.genc_bin_dir, "genc")))
+# %genrun_fake before %genrun, which is its prefix.
+config.substitutions.append(("%genrun_fake", os.path.join(config.genc_bin_dir, "genrun_fake")))
 config.substitutions.append(("%genrun", os.path.join(config.genc_bin_dir, "genrun")))
 config.substitutions.append(("%python", config.python))
 config.substitutions.append(("%fixtures", os.path.join(config.genc_src_dir, "tests", "fixtures")))
