@@ -81,6 +81,7 @@ struct ShapeRules {
 
   // ---- data movement (ShapeRulesMovement.cpp)
   llvm::Error reshape();
+  bool unifyViewDims(const Shape &x, const Shape &target, std::optional<size_t> inferred) const;
   llvm::Error flatten();
   llvm::Error squeeze();
   llvm::Error unsqueeze();

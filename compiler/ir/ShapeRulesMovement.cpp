@@ -7,6 +7,26 @@
 
 namespace genc {
 
+// The element counts of a reshape must agree for every input, so when they
+// only agree if symbols are equal, those symbols are equal: a dynamo export's
+// attention_mask.view(batch, -1) of an i64[s43, s53] mask, with batch = s72
+// from input_ids, needs s43*s53 / s72 to be an extent, which (as polynomials)
+// means s72 is s43 or s53. A view that keeps the rank pairs them by position.
+bool ShapeRules::unifyViewDims(const Shape &x, const Shape &target,
+                               std::optional<size_t> inferred) const {
+  if (x.size() != target.size())
+    return false;
+  bool any = false;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (inferred && i == *inferred)
+      continue;
+    Dim a = si.canonical(x[i]), b = si.canonical(target[i]);
+    if (a != b && a.isSymbol() && b.isSymbol())
+      any |= si.unify(a, b);
+  }
+  return any;
+}
+
 llvm::Error ShapeRules::reshape() {
   Shape x = shapeOf(0);
   auto len = shapeOperandLength(1);
@@ -49,6 +69,16 @@ llvm::Error ShapeRules::reshape() {
     known = known * d;
   }
   Dim total = numElements(x);
+  bool counted = inferred ? total.divExact(known).has_value() : total == known;
+  if (!counted && unifyViewDims(x, out, inferred)) {
+    x = si.canonical(x);
+    out = si.canonical(out);
+    total = numElements(x);
+    known = Dim(1);
+    for (size_t i = 0; i < out.size(); ++i)
+      if (!inferred || i != *inferred)
+        known = known * out[i];
+  }
   if (inferred) {
     if (auto q = total.divExact(known))
       out[*inferred] = *q;
