@@ -96,8 +96,10 @@ Status runBeamSearch(SlotBatch &batch, const GenerationConfig &cfg, const std::v
                          std::to_string(V) + " tokens (beam search keeps " + std::to_string(K) +
                          " candidates per step)");
 
+  // Only beam 0's slot is prefilled: until the first reorder every beam is
+  // the prompt, so the first reorder copies from beam 0 whatever the parent.
   std::vector<float> itemLogits;
-  if (Status s = batch.prefill(itemLogits); !s)
+  if (Status s = batch.prefill(itemLogits, /*copyToAllRows=*/false); !s)
     return s;
   // All beams of an item start from the same prompt: same logits.
   std::vector<float> logits(static_cast<size_t>(B * N * V));
@@ -227,7 +229,7 @@ Status runBeamSearch(SlotBatch &batch, const GenerationConfig &cfg, const std::v
       const ItemState &st = items[size_t(i)];
       for (int64_t j = 0; j < N; ++j) {
         dst.push_back(batch.slot(i, j));
-        src.push_back(batch.slot(i, st.cameFrom[j]));
+        src.push_back(batch.slot(i, t == 0 ? 0 : st.cameFrom[j]));
         slots.push_back(batch.slot(i, j));
         tokens.push_back(st.running[j].back());
       }

@@ -36,7 +36,7 @@ Status runGreedyOrSample(SlotBatch &batch, const GenerationConfig &cfg, const st
   const int64_t B = batch.numItems();
 
   std::vector<float> logits;
-  if (Status s = batch.prefill(logits); !s)
+  if (Status s = batch.prefill(logits, /*copyToAllRows=*/true); !s)
     return s;
 
   std::vector<Row> rows(static_cast<size_t>(B * R));

@@ -8,7 +8,7 @@ SlotBatch::SlotBatch(Decoder &decoder, std::vector<BatchItem> items, int64_t row
     : dec_(decoder), items_(std::move(items)), rows_(rowsPerItem), vocab_(decoder.info().vocabSize),
       stats_(stats), start_(start) {}
 
-Status SlotBatch::prefill(std::vector<float> &logits) {
+Status SlotBatch::prefill(std::vector<float> &logits, bool copyToAllRows) {
   for (int64_t i = 0; i < numItems(); ++i)
     for (int64_t r = 0; r < rows_; ++r)
       dec_.resetSlot(slot(i, r));
@@ -35,7 +35,7 @@ Status SlotBatch::prefill(std::vector<float> &logits) {
     return s;
 
   // Every row of an item starts from the same prompt cache.
-  if (rows_ > 1) {
+  if (copyToAllRows && rows_ > 1) {
     std::vector<int32_t> dst, src;
     for (int64_t i = 0; i < numItems(); ++i)
       for (int64_t r = 1; r < rows_; ++r) {

@@ -34,10 +34,12 @@ public:
   const BatchItem &item(int64_t i) const { return items_[i]; }
   int32_t slot(int64_t item, int64_t row) const { return int32_t(item * rows_ + row); }
 
-  /// Empties the batch's slots, encodes the sources (encoder-decoder),
-  /// prefills every item's prompt in one packed forward into its row 0 and
-  /// copies that cache to its other rows. logits: one row per item.
-  Status prefill(std::vector<float> &logits);
+  /// Empties the batch's slots, encodes the sources (encoder-decoder) and
+  /// prefills every item's prompt in one packed forward into its row 0.
+  /// With copyToAllRows, row 0's cache is then copied to the item's other
+  /// rows; without, the caller must treat row 0 as every row's source at its
+  /// first reorder. logits: one row per item.
+  Status prefill(std::vector<float> &logits, bool copyToAllRows);
   /// Appends tokens[k] to slots[k] (one forward call); logits: row k.
   Status step(const std::vector<int32_t> &slots, const std::vector<int64_t> &tokens,
               std::vector<float> &logits);

@@ -260,3 +260,26 @@ TEST(BeamSearch, CachesFollowBeams) {
       EXPECT_EQ(ch.tokens.size(), 1u);
   }
 }
+
+// A vocabulary smaller than the candidate count: the first step must take
+// candidates from beams that still have their -1e9 start score (and whose
+// slots hold nothing but the prompt).
+TEST(BeamSearch, TinyVocabulary) {
+  for (int seed = 0; seed < 10; ++seed) {
+    FakeModel m;
+    // Three tokens for four beams: beam 0 alone cannot fill the running
+    // beams (ties at -1e9 otherwise favour beam 0's masked candidates).
+    m.vocab = seed % 2 ? 3 : 4;
+    m.seed = uint64_t(40 + seed);
+    m.eos = seed % 2 ? std::vector<int64_t>{2} : std::vector<int64_t>{2, 3};
+    GenerationConfig cfg;
+    cfg.numBeams = 4;
+    cfg.numReturnSequences = 4;
+    cfg.maxNewTokens = 6;
+    cfg.earlyStopping = EarlyStopping(seed % 3);
+    testutil::Prompts p;
+    p.prompts = {{{1, 2}, {}}, {{0}, {}}};
+    p.inputs = {{{1, 2}, {1, 2}, {}}, {{0}, {0}, {}}};
+    checkAgainstReference(m, p, cfg);
+  }
+}

@@ -67,6 +67,7 @@ public:
     lengthLimit = maxLength;
     slots_.assign(size_t(maxBatch * maxBeams), {});
     sources_.assign(slots_.size(), {});
+    copiedEmpty_.assign(slots_.size(), false);
   }
 
   const genrt::ModelInfo &info() const override { return info_; }
@@ -74,6 +75,7 @@ public:
   void resetSlot(int32_t slot) override {
     slots_.at(size_t(slot)).clear();
     sources_.at(size_t(slot)).clear();
+    copiedEmpty_.at(size_t(slot)) = false;
   }
   int64_t slotLength(int32_t slot) const override { return int64_t(slots_.at(size_t(slot)).size()); }
 
@@ -90,6 +92,12 @@ public:
           return genrt::Status::error("fake: token out of range");
       if (info_.encoderDecoder && sources_[c.slot].empty())
         return genrt::Status::error("fake: slot " + std::to_string(c.slot) + " was never encoded");
+      // Copying an empty slot is legal, but decoding on top of it means the
+      // search lost track of where its prompt is (the junk it computes
+      // might never reach the output, so the results alone cannot tell).
+      if (slots_[c.slot].empty() && copiedEmpty_[c.slot])
+        return genrt::Status::error("fake: slot " + std::to_string(c.slot) +
+                                    " runs on a cache that was copied from an empty slot");
     }
     for (size_t a = 0; a < chunks.size(); ++a)
       for (size_t b = a + 1; b < chunks.size(); ++b)
@@ -114,6 +122,7 @@ public:
         return genrt::Status::error("fake: bad slot in reorder");
       slots_[dst[k]] = before[src[k]];
       sources_[dst[k]] = beforeSrc[src[k]];
+      copiedEmpty_[dst[k]] = before[src[k]].empty();
     }
     ++reorders;
     return genrt::Status::ok();
@@ -140,6 +149,7 @@ private:
   genrt::ModelInfo info_;
   std::vector<std::vector<int64_t>> slots_;
   std::vector<std::vector<int64_t>> sources_;
+  std::vector<bool> copiedEmpty_;
 };
 
 } // namespace fake
