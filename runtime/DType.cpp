@@ -1,6 +1,6 @@
-#include "compiler/ir/DType.h"
+#include "runtime/DType.h"
 
-namespace genc {
+namespace genrt {
 
 namespace {
 struct DTypeInfo {
@@ -32,4 +32,4 @@ bool isInteger(DType t) {
   return t == DType::I64 || t == DType::I32 || t == DType::I8 || t == DType::U8;
 }
 
-} // namespace genc
+} // namespace genrt

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-namespace genc {
+namespace genrt {
 
 enum class DType : uint8_t { F32, F16, BF16, F64, I64, I32, I8, U8, Bool };
 
@@ -17,4 +17,4 @@ size_t dtypeSize(DType t);
 bool isFloat(DType t);
 bool isInteger(DType t);
 
-} // namespace genc
+} // namespace genrt

@@ -1,10 +1,10 @@
-#include "compiler/ir/Dim.h"
+#include "runtime/Dim.h"
 
 #include <algorithm>
 #include <cassert>
 #include <set>
 
-namespace genc {
+namespace genrt {
 
 Dim Dim::symbol(const std::string &name) {
   Dim d;
@@ -183,4 +183,4 @@ std::optional<std::vector<int64_t>> constantShape(const Shape &s) {
   return r;
 }
 
-} // namespace genc
+} // namespace genrt

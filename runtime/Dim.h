@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace genc {
+namespace genrt {
 
 class Dim {
 public:
@@ -64,4 +64,4 @@ Dim numElements(const Shape &s);
 /// Converts a shape whose dims are all constant to integers.
 std::optional<std::vector<int64_t>> constantShape(const Shape &s);
 
-} // namespace genc
+} // namespace genrt

@@ -1,9 +1,9 @@
-#include "compiler/ir/Tensor.h"
+#include "runtime/Tensor.h"
 
 #include <cmath>
 #include <cstring>
 
-namespace genc {
+namespace genrt {
 
 Tensor::Tensor(DType dtype, std::vector<int64_t> shape) : dtype_(dtype), shape_(std::move(shape)) {
   size_t n = numBytes();
@@ -170,4 +170,4 @@ uint16_t floatToBf16(float f) {
   return static_cast<uint16_t>(x >> 16);
 }
 
-} // namespace genc
+} // namespace genrt

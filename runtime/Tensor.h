@@ -1,6 +1,6 @@
 // A dense host tensor: constants in the IR and values in the interpreter.
 #pragma once
-#include "compiler/ir/DType.h"
+#include "runtime/DType.h"
 
 #include <cassert>
 #include <cstdint>
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace genc {
+namespace genrt {
 
 class Tensor {
 public:
@@ -66,4 +66,4 @@ uint16_t floatToHalf(float f);
 float bf16ToFloat(uint16_t h);
 uint16_t floatToBf16(float f);
 
-} // namespace genc
+} // namespace genrt

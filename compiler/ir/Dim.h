@@ -1,0 +1,12 @@
+// Symbolic dims live in the runtime (runtime/Dim.h): plans carry shapes as dims.
+#pragma once
+#include "compiler/ir/DType.h"
+#include "runtime/Dim.h"
+
+namespace genc {
+using genrt::constantShape;
+using genrt::Dim;
+using genrt::numElements;
+using genrt::Shape;
+using genrt::shapeStr;
+} // namespace genc
