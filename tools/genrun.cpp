@@ -18,7 +18,6 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -221,14 +220,21 @@ Args parseArgs(int argc, char **argv) {
 }
 
 std::string readFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
+  std::FILE *f = std::fopen(path.c_str(), "rb");
+  if (!f)
     fail("cannot open input '" + path + "': " + std::strerror(errno));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad())
-    fail("cannot read input '" + path + "'");
-  return ss.str();
+  std::string text;
+  char buf[1 << 16];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0)
+    text.append(buf, n);
+  // A directory opens fine and fails here (EISDIR).
+  bool bad = std::ferror(f);
+  int readErrno = errno;
+  std::fclose(f);
+  if (bad)
+    fail("cannot read input '" + path + "': " + std::strerror(readErrno));
+  return text;
 }
 
 } // namespace
