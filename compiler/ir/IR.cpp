@@ -31,42 +31,15 @@ const Attribute *Op::attr(const std::string &n) const {
   return it == attrs_.end() ? nullptr : &it->second;
 }
 
-int64_t Op::intAttr(const std::string &n, int64_t dflt) const {
-  auto *a = attr(n);
-  if (a && std::holds_alternative<int64_t>(*a))
-    return std::get<int64_t>(*a);
-  return dflt;
-}
-
-double Op::floatAttr(const std::string &n, double dflt) const {
-  auto *a = attr(n);
-  if (a && std::holds_alternative<double>(*a))
-    return std::get<double>(*a);
-  if (a && std::holds_alternative<int64_t>(*a))
-    return static_cast<double>(std::get<int64_t>(*a));
-  return dflt;
-}
-
+int64_t Op::intAttr(const std::string &n, int64_t dflt) const { return genrt::attrInt(attrs_, n, dflt); }
+double Op::floatAttr(const std::string &n, double dflt) const { return genrt::attrFloat(attrs_, n, dflt); }
 std::string Op::strAttr(const std::string &n, const std::string &dflt) const {
-  auto *a = attr(n);
-  if (a && std::holds_alternative<std::string>(*a))
-    return std::get<std::string>(*a);
-  return dflt;
+  return genrt::attrStr(attrs_, n, dflt);
 }
-
 std::vector<int64_t> Op::intsAttr(const std::string &n, std::vector<int64_t> dflt) const {
-  auto *a = attr(n);
-  if (a && std::holds_alternative<std::vector<int64_t>>(*a))
-    return std::get<std::vector<int64_t>>(*a);
-  return dflt;
+  return genrt::attrInts(attrs_, n, std::move(dflt));
 }
-
-const Tensor *Op::tensorAttr(const std::string &n) const {
-  auto *a = attr(n);
-  if (a && std::holds_alternative<Tensor>(*a))
-    return &std::get<Tensor>(*a);
-  return nullptr;
-}
+const Tensor *Op::tensorAttr(const std::string &n) const { return genrt::attrTensor(attrs_, n); }
 
 Value *Function::addArgument(const std::string &name, Type type) {
   args_.push_back(std::make_unique<Value>(Value::Kind::Argument, std::move(type), name));

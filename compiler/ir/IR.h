@@ -7,6 +7,7 @@
 #pragma once
 #include "compiler/ir/Dim.h"
 #include "compiler/ir/Tensor.h"
+#include "runtime/Attr.h"
 
 #include <list>
 #include <map>
@@ -29,14 +30,10 @@ struct Type {
   std::string str() const; // e.g. f32[batch, seq, 64]
 };
 
-/// Attribute values. Integer and float lists stay distinct from symbolic
-/// shapes (`shape<batch, 64>`) so that the text form is unambiguous.
-struct DimList {
-  Shape dims;
-  bool operator==(const DimList &o) const { return dims == o.dims; }
-};
-using Attribute = std::variant<int64_t, double, std::string, std::vector<int64_t>,
-                               std::vector<double>, DimList, Tensor>;
+/// Attribute values (runtime/Attr.h): integer and float lists stay distinct
+/// from symbolic shapes (`shape<batch, 64>`) so that the text form is unambiguous.
+using genrt::DimList;
+using Attribute = genrt::Attr;
 std::string attributeStr(const Attribute &a);
 
 class Value {
