@@ -4,6 +4,7 @@
 #include "compiler/interp/Interpreter.h"
 
 #include "compiler/interp/OpKernels.h"
+#include "compiler/ir/OpDefs.h"
 
 #include <unordered_map>
 
@@ -140,6 +141,15 @@ public:
       auto it = kernels.find(op.kind());
       if (it == kernels.end())
         return fail(op, "the interpreter has no kernel for this op");
+      // Kernels index their operands and results by position: an unverified
+      // module (a pass mid-rewrite) must not make them read out of bounds.
+      if (const OpDef *def = lookupOp(op.kind())) {
+        const int n = static_cast<int>(op.numOperands()), r = static_cast<int>(op.numResults());
+        if (n < def->minOperands || (def->maxOperands >= 0 && n > def->maxOperands) ||
+            r < def->minResults || (def->maxResults >= 0 && r > def->maxResults))
+          return fail(op, "has " + std::to_string(n) + " operands and " + std::to_string(r) +
+                              " results, which its definition does not allow");
+      }
       std::vector<Tensor> outs(op.numResults());
       if (auto e = it->second(ctx, op, ins, outs))
         return fail(op, llvm::toString(std::move(e)));

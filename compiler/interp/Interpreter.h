@@ -5,8 +5,9 @@
 //
 // Inside, every value is f32, i64 or bool: f16/bf16/f64 weights and inputs are
 // widened or rounded to f32 on entry, narrower integers widened to i64; a cast
-// to f16 rounds to half precision but keeps the value as f32 (likewise i32
-// wraps to 32 bits, held as i64). Outputs come back in those three types.
+// to f16 rounds to half precision but keeps the value as f32; a result
+// declared i32 / i8 / u8 wraps to that width but is held as i64. Outputs come
+// back in those three types.
 #pragma once
 #include "compiler/ir/IR.h"
 
