@@ -102,6 +102,8 @@ public:
   /// The size of dim `axis` of input i (negative counts from the end), from
   /// its IR type or else the exporter's value_info; nullopt when unknown.
   std::optional<Dim> inputDim(size_t i, int64_t axis);
+  /// The rank of input i when known.
+  std::optional<int64_t> inputRank(size_t i);
   /// The length of a 1-D input i when known.
   std::optional<int64_t> inputLength(size_t i);
 

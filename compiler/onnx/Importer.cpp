@@ -38,8 +38,13 @@ static llvm::Expected<std::shared_ptr<onnx::ModelProto>> readModel(const std::st
   google::protobuf::io::ArrayInputStream in(bytes.data(), static_cast<int>(bytes.size()));
   google::protobuf::io::CodedInputStream coded(&in);
   coded.SetTotalBytesLimit(INT_MAX);
-  if (!model->ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage())
-    return fail(path + ": not an ONNX model, or the file is truncated (protobuf parse failed)");
+  if (!model->ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage()) {
+    // Every exporter writes ir_version (field 1, varint: tag 0x08) first, so
+    // a file that starts like that is a damaged model rather than another file.
+    if (static_cast<uint8_t>(bytes[0]) == 0x08)
+      return fail(path + ": truncated or corrupt ONNX file (protobuf parse failed)");
+    return fail(path + ": not an ONNX model (protobuf parse failed)");
+  }
   // Arbitrary bytes sometimes parse as a message of unknown fields.
   if (!model->has_graph() || model->ir_version() <= 0)
     return fail(path + ": not an ONNX model (no " +
@@ -252,9 +257,11 @@ llvm::Error importOnnxFileInto(Module &m, const std::string &path, const ImportO
       opset = o.version();
   if (opset < 0)
     return fail(path + ": the model imports no opset of the default ONNX domain");
-  if (opset < 13)
+  // Opsets 11 and 12 differ from 13 only in forms the converters normalise
+  // (axes / split attributes, Softmax's flattening); older ones are rare.
+  if (opset < 11)
     return fail(path + ": opset " + llvm::Twine(opset) +
-                " is not supported (genc reads opset 13 and newer)");
+                " is not supported (genc reads opset 11 and newer)");
   if (m.function(opts.functionName))
     return fail(path + ": the module already has a function @" + opts.functionName);
 

@@ -175,6 +175,24 @@ std::optional<Dim> NodeContext::inputDim(size_t i, int64_t axis) {
   return symbolic;
 }
 
+std::optional<int64_t> NodeContext::inputRank(size_t i) {
+  if (!hasInput(i))
+    return std::nullopt;
+  const std::string &name = inputName(i);
+  auto known = state_.knownTensors.find(name);
+  if (known != state_.knownTensors.end())
+    return known->second->rank();
+  auto it = state_.values.find(name);
+  // Rank 0 may be the placeholder of a result not typed yet; ask value_info.
+  if (it != state_.values.end() && (it->second->rank() > 0 || !it->second->definingOp()))
+    return it->second->rank();
+  auto vi = state_.valueInfo.find(name);
+  if (vi != state_.valueInfo.end() && vi->second->has_tensor_type() &&
+      vi->second->tensor_type().has_shape())
+    return vi->second->tensor_type().shape().dim_size();
+  return std::nullopt;
+}
+
 std::optional<int64_t> NodeContext::inputLength(size_t i) {
   auto known = state_.knownTensors.find(inputName(i));
   if (hasInput(i) && known != state_.knownTensors.end())

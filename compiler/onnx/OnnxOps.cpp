@@ -109,8 +109,17 @@ static Results convertDropout(NodeContext &ctx) {
 
 static Results convertSoftmax(NodeContext &ctx) {
   GENC_ASSIGN_OR_RETURN(Value * x, ctx.input(0));
-  // Opset 13 made softmax per-axis with default -1 (it used to flatten from 1).
-  GENC_ASSIGN_OR_RETURN(Value * r, ctx.emit1("softmax", {x}, {{"axis", ctx.intAttr("axis", -1)}}));
+  int64_t axis = ctx.intAttr("axis", ctx.opset() >= 13 ? -1 : 1);
+  // Before opset 13 Softmax normalised over all dims from `axis` on together;
+  // that is the IR's per-axis softmax only when `axis` is the last dim.
+  if (ctx.opset() < 13 && axis != -1) {
+    std::optional<int64_t> rank = ctx.inputRank(0);
+    if (!rank || axis != *rank - 1)
+      return ctx.error("softmax over the dims from axis " + llvm::Twine(axis) +
+                       " on together (opset < 13) is only supported on the last axis");
+    axis = -1;
+  }
+  GENC_ASSIGN_OR_RETURN(Value * r, ctx.emit1("softmax", {x}, {{"axis", axis}}));
   return std::vector<Value *>{r};
 }
 
