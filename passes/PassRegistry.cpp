@@ -16,6 +16,8 @@ const std::vector<PassInfo> &allPasses() {
        raiseAttentionPass},
       {"derive-plan", "split into @prefill / @decode_step with KV caches and position tables",
        derivePlanPass},
+      {"plan-memory", "liveness at the maximum shapes; one arena per function, greedy by size",
+       planMemoryPass},
   };
   return passes;
 }
@@ -27,6 +29,7 @@ const PassInfo *lookupPass(const std::string &name) {
   return nullptr;
 }
 
-std::vector<std::string> defaultPipeline() { return {"infer-shapes", "fold-shapes", "dce", "canonicalize"}; }
+std::vector<std::string> defaultPipeline() { return {"infer-shapes", "fold-shapes", "dce", "canonicalize", "raise-attention",
+          "derive-plan", "dce", "plan-memory"}; }
 
 } // namespace genc

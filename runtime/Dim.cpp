@@ -1,6 +1,7 @@
 #include "runtime/Dim.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cassert>
 #include <set>
 
@@ -157,6 +158,59 @@ std::string Dim::str() const {
       out += std::to_string(a) + "*" + mono;
   }
   return out;
+}
+
+std::optional<Dim> parseDim(const std::string &text) {
+  // sum of terms; term = ['-'] factor ('*' factor)*; factor = integer | identifier
+  Dim total;
+  size_t i = 0, n = text.size();
+  bool expectTerm = true;
+  int sign = 1;
+  while (i < n) {
+    if (expectTerm) {
+      if (text[i] == '-') {
+        sign = -sign;
+        ++i;
+        continue;
+      }
+      Dim term(sign);
+      sign = 1;
+      while (true) {
+        size_t start = i;
+        if (i < n && std::isdigit(static_cast<unsigned char>(text[i]))) {
+          while (i < n && std::isdigit(static_cast<unsigned char>(text[i])))
+            ++i;
+          term = term * Dim(std::stoll(text.substr(start, i - start)));
+        } else if (i < n && (std::isalpha(static_cast<unsigned char>(text[i])) || text[i] == '_')) {
+          while (i < n && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_'))
+            ++i;
+          term = term * Dim::symbol(text.substr(start, i - start));
+        } else {
+          return std::nullopt;
+        }
+        if (i < n && text[i] == '*') {
+          ++i;
+          continue;
+        }
+        break;
+      }
+      total = total + term;
+      expectTerm = false;
+    } else {
+      if (text[i] == '+') {
+        expectTerm = true;
+      } else if (text[i] == '-') {
+        expectTerm = true;
+        sign = -1;
+      } else {
+        return std::nullopt;
+      }
+      ++i;
+    }
+  }
+  if (expectTerm)
+    return std::nullopt;
+  return total;
 }
 
 std::string shapeStr(const Shape &s) {

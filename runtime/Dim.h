@@ -57,6 +57,9 @@ private:
   void addTerm(const Monomial &m, int64_t c);
 };
 
+/// Reads the text Dim::str() writes (`2*seq+1`, `batch*seq`, `64`); nullopt if malformed.
+std::optional<Dim> parseDim(const std::string &text);
+
 using Shape = std::vector<Dim>;
 std::string shapeStr(const Shape &s);
 /// Product of all dims.

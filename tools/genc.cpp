@@ -3,7 +3,10 @@
 //   genc compile model.onnx -o model.plan [--emit=ir] [--passes=a,b] [--print-ir-after=P]
 //   genc opt input.gir [--passes=a,b] [-o out.gir]
 //   genc eval model.onnx --input input_ids=ids.npy ... --output-dir DIR
+#include "codegen/PlanWriter.h"
+#include "compiler/driver/ModelConfig.h"
 #include "compiler/driver/Pipeline.h"
+#include "passes/analysis/PlanOptions.h"
 #include "compiler/interp/Interpreter.h"
 #include "compiler/interp/Npy.h"
 #include "compiler/ir/Parser.h"
@@ -37,10 +40,27 @@ static cl::list<std::string> Inputs(cl::Positional, cl::OneOrMore, cl::desc("<in
 static cl::opt<std::string> OutputFile("o", cl::desc("Output file ('-' for stdout)"),
                                        cl::value_desc("file"), cl::init("-"),
                                        cl::sub(CompileCmd), cl::sub(OptCmd), cl::cat(GencCat));
-enum class EmitKind { IR };
-static cl::opt<EmitKind> Emit("emit", cl::desc("What to write"), cl::init(EmitKind::IR),
-                              cl::values(clEnumValN(EmitKind::IR, "ir", "the IR text after the pipeline")),
+enum class EmitKind { Plan, IR };
+static cl::opt<EmitKind> Emit("emit", cl::desc("What to write"), cl::init(EmitKind::Plan),
+                              cl::values(clEnumValN(EmitKind::Plan, "plan", "the generation plan (default)"),
+                                         clEnumValN(EmitKind::IR, "ir", "the IR text after the pipeline")),
                               cl::sub(CompileCmd), cl::cat(GencCat));
+static cl::opt<int64_t> MaxBatch("max-batch", cl::desc("Sequences generated together (default 8)"),
+                                 cl::init(8), cl::sub(CompileCmd), cl::cat(GencCat));
+static cl::opt<int64_t> MaxBeams("max-beams", cl::desc("Beams per sequence (default 4)"),
+                                 cl::init(4), cl::sub(CompileCmd), cl::cat(GencCat));
+static cl::opt<int64_t> MaxLength("max-length",
+                                  cl::desc("Prompt + generated tokens per sequence (default: the "
+                                           "model's maximum positions, at most 2048)"),
+                                  cl::init(0), cl::sub(CompileCmd), cl::cat(GencCat));
+static cl::opt<int64_t> MaxTokens("max-tokens",
+                                  cl::desc("Prompt tokens per prefill step (default max-batch x max-length)"),
+                                  cl::init(0), cl::sub(CompileCmd), cl::cat(GencCat));
+static cl::opt<std::string> WeightDType("dtype", cl::desc("Weight storage: f32 (default), f16 or bf16"),
+                                        cl::init("f32"), cl::sub(CompileCmd), cl::cat(GencCat));
+static cl::opt<std::string> StatsJson("stats-json",
+                                      cl::desc("Write weights/KV-cache/arena bytes for the maximum shapes"),
+                                      cl::value_desc("file"), cl::sub(CompileCmd), cl::cat(GencCat));
 static cl::list<std::string> Passes("passes", cl::CommaSeparated,
                                     cl::desc("Passes to run, in order (default: the standard pipeline for compile and eval, none for opt)"),
                                     cl::sub(CompileCmd), cl::sub(OptCmd), cl::sub(EvalCmd),
@@ -128,9 +148,71 @@ static void writeText(const std::string &text) {
     fail("cannot write '" + OutputFile + "'");
 }
 
+static void setPlanOptionsFromFlags(Module &m) {
+  PlanOptions o;
+  auto positive = [](const char *flag, int64_t v) {
+    if (v <= 0 || v > (int64_t(1) << 24))
+      fail(std::string("--") + flag + " must be a positive integer (got " + std::to_string(v) + ")");
+    return v;
+  };
+  o.maxBatch = positive("max-batch", MaxBatch);
+  o.maxBeams = positive("max-beams", MaxBeams);
+  int64_t modelMax = 0;
+  for (const char *k : {"config.max_position_embeddings", "config.n_positions"})
+    if (auto it = m.metadata().find(k); it != m.metadata().end() && !modelMax)
+      modelMax = std::atoll(it->second.c_str());
+  if (MaxLength.getNumOccurrences()) {
+    o.maxLength = positive("max-length", MaxLength);
+  } else {
+    o.maxLength = modelMax > 0 ? std::min<int64_t>(modelMax, 2048) : 2048;
+  }
+  o.maxTokens = MaxTokens.getNumOccurrences() ? positive("max-tokens", MaxTokens) : 0;
+  setPlanOptions(m, o);
+}
+
+static void castWeights(Module &m) {
+  auto dt = parseDType(WeightDType);
+  if (!dt || (*dt != DType::F32 && *dt != DType::F16 && *dt != DType::BF16))
+    fail("--dtype must be f32, f16 or bf16 (got '" + WeightDType + "')");
+  if (*dt == DType::F32)
+    return;
+  for (auto &w : m.weights())
+    if (w->data() && isFloat(w->dtype()) && w->dtype() != *dt) {
+      w->setData(std::make_shared<Tensor>(w->data()->castTo(*dt)));
+      Type t = w->type();
+      t.dtype = *dt;
+      w->setType(t);
+    }
+}
+
 static int runCompileOrOpt(bool isCompile) {
   auto m = loadModel({Inputs.begin(), Inputs.end()});
+  if (isCompile) {
+    check(loadModelConfig(sys::path::parent_path(Inputs[0]).str(), *m));
+    setPlanOptionsFromFlags(*m);
+  }
   runPasses(*m, isCompile);
+  if (isCompile && Emit == EmitKind::Plan) {
+    if (OutputFile == "-")
+      fail("a plan is binary: give -o FILE (or --emit=ir to print the IR)");
+    castWeights(*m);
+    auto stats = check(writePlan(*m, OutputFile));
+    if (!StatsJson.empty()) {
+      std::ofstream os(StatsJson);
+      os << "{\"weights_bytes\": " << stats.weightsBytes << ", \"kv_cache_bytes\": "
+         << stats.kvCacheBytes << ", \"arena_bytes\": " << stats.arenaBytes
+         << ", \"arena_bytes_by_function\": {";
+      bool first = true;
+      for (auto &[k, v] : stats.arenaBytesByFunction) {
+        os << (first ? "" : ", ") << "\"" << k << "\": " << v;
+        first = false;
+      }
+      os << "}}\n";
+      if (!os)
+        fail("cannot write '" + StatsJson + "'");
+    }
+    return 0;
+  }
   PrintOptions po;
   po.locations = !NoLocations;
   writeText(moduleToString(*m, po));

@@ -1,0 +1,325 @@
+#include "codegen/PlanWriter.h"
+
+#include "passes/analysis/PlanOptions.h"
+#include "runtime/PlanFormat.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <unordered_map>
+
+namespace genc {
+namespace {
+
+llvm::Error fail(const std::string &m) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), "plan writer: %s", m.c_str());
+}
+
+class Writer {
+public:
+  explicit Writer(const Module &m) : m_(m) {}
+
+  llvm::Expected<PlanStats> write(const std::string &path) {
+    PlanOptions opts = planOptions(m_);
+    const Function *prefill = m_.function("prefill"), *decode = m_.function("decode_step");
+    if (!prefill || !decode)
+      return fail("the module has no @prefill / @decode_step (run derive-plan)");
+    llvm::json::Object root;
+    llvm::json::Object model;
+    const Value *logits = prefill->outputs()[0].value;
+    if (!logits->shape().back().isConstant())
+      return fail("the vocabulary size is not constant");
+    int64_t vocab = logits->shape().back().constant();
+    model["vocab_size"] = vocab;
+    llvm::json::Array eos;
+    for (int64_t e : metaInts("config.eos_token_id"))
+      eos.push_back(e);
+    model["eos_token_ids"] = std::move(eos);
+    model["pad_token_id"] = metaInt("config.pad_token_id", -1);
+    model["bos_token_id"] = metaInt("config.bos_token_id", -1);
+    model["decoder_start_token_id"] = metaInt("config.decoder_start_token_id", -1);
+    model["encoder_decoder"] = false;
+    model["max_batch"] = opts.maxBatch;
+    model["max_beams"] = opts.maxBeams;
+    model["max_length"] = opts.maxLength;
+    root["model"] = std::move(model);
+    root["max_tokens"] = opts.prefillTokens();
+
+    // KV cache layout from the kv_attention ops.
+    std::map<int64_t, const Op *> layers;
+    for (auto &op : prefill->ops())
+      if (op->is("kv_attention"))
+        layers[op->intAttr("layer", 0)] = op.get();
+    llvm::json::Array kv;
+    PlanStats stats;
+    int64_t slots = opts.slots();
+    for (auto &[i, op] : layers) {
+      if (i != static_cast<int64_t>(kv.size()))
+        return fail("kv_attention layers are not numbered 0..n-1");
+      int64_t window = op->intAttr("window", 0);
+      kv.push_back(llvm::json::Object{{"kv_heads", op->intAttr("num_kv_heads", 0)},
+                                      {"head_dim", op->intAttr("head_dim", 0)},
+                                      {"window", window}});
+      int64_t cap = window > 0 && window < opts.maxLength ? window : opts.maxLength;
+      stats.kvCacheBytes += 2 * slots * cap * op->intAttr("num_kv_heads", 0) *
+                            op->intAttr("head_dim", 0) * int64_t(sizeof(float));
+    }
+    root["kv_cache"] = std::move(kv);
+
+    llvm::json::Array weights;
+    for (auto &w : m_.weights()) {
+      if (!w->data())
+        return fail("weight @" + w->name() + " has no data (IR parsed from text?)");
+      weightIndex_[w.get()] = weights.size();
+      auto ref = addBlob(*w->data());
+      ref["name"] = w->name();
+      weights.push_back(std::move(ref));
+      stats.weightsBytes += static_cast<int64_t>(w->data()->numBytes());
+    }
+    root["weights"] = std::move(weights);
+
+    llvm::json::Array programs;
+    for (const Function *f : {prefill, decode}) {
+      auto p = program(*f);
+      if (!p)
+        return p.takeError();
+      int64_t bytes = metaInt("arena." + f->name() + ".bytes", -1);
+      stats.arenaBytesByFunction[f->name()] = bytes;
+      stats.arenaBytes = std::max(stats.arenaBytes, bytes);
+      programs.push_back(std::move(*p));
+    }
+    root["programs"] = std::move(programs);
+
+    std::string json;
+    llvm::raw_string_ostream js(json);
+    js << llvm::json::Value(std::move(root));
+    js.flush();
+    return emit(path, json, stats);
+  }
+
+private:
+  int64_t metaInt(const std::string &k, int64_t dflt) const {
+    auto it = m_.metadata().find(k);
+    return it == m_.metadata().end() || it->second.empty() ? dflt : std::atoll(it->second.c_str());
+  }
+  std::vector<int64_t> metaInts(const std::string &k) const {
+    std::vector<int64_t> r;
+    auto it = m_.metadata().find(k);
+    if (it == m_.metadata().end())
+      return r;
+    std::string s = it->second; // "2" or "[2, 3]"
+    for (char &c : s)
+      if (c == '[' || c == ']' || c == ',')
+        c = ' ';
+    char *p = s.data(), *end;
+    while (true) {
+      long long v = std::strtoll(p, &end, 10);
+      if (end == p)
+        break;
+      r.push_back(v);
+      p = end;
+    }
+    return r;
+  }
+
+  llvm::json::Object addBlob(const Tensor &t) {
+    uint64_t off = (blob_.size() + genrt::kPlanAlignment - 1) / genrt::kPlanAlignment *
+                   genrt::kPlanAlignment;
+    blob_.resize(off + t.numBytes());
+    if (t.numBytes())
+      std::memcpy(blob_.data() + off, t.rawData(), t.numBytes());
+    llvm::json::Array shape;
+    for (int64_t d : t.shape())
+      shape.push_back(d);
+    return llvm::json::Object{{"dtype", dtypeName(t.dtype())},
+                              {"shape", std::move(shape)},
+                              {"offset", static_cast<int64_t>(off)},
+                              {"bytes", static_cast<int64_t>(t.numBytes())}};
+  }
+
+  static llvm::json::Array dimsJson(const Shape &s) {
+    llvm::json::Array a;
+    for (const Dim &d : s) {
+      if (d.isConstant())
+        a.push_back(d.constant());
+      else
+        a.push_back(d.str());
+    }
+    return a;
+  }
+
+  llvm::json::Value attrJson(const Attribute &a) {
+    struct V {
+      Writer &w;
+      llvm::json::Value operator()(int64_t v) { return llvm::json::Object{{"int", v}}; }
+      llvm::json::Value operator()(double v) {
+        if (std::isfinite(v))
+          return llvm::json::Object{{"float", v}};
+        return llvm::json::Object{{"float", std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf"}};
+      }
+      llvm::json::Value operator()(const std::string &s) { return llvm::json::Object{{"str", s}}; }
+      llvm::json::Value operator()(const std::vector<int64_t> &v) {
+        llvm::json::Array a;
+        for (int64_t x : v)
+          a.push_back(x);
+        return llvm::json::Object{{"ints", std::move(a)}};
+      }
+      llvm::json::Value operator()(const std::vector<double> &v) {
+        llvm::json::Array a;
+        for (double x : v)
+          a.push_back(x);
+        return llvm::json::Object{{"floats", std::move(a)}};
+      }
+      llvm::json::Value operator()(const DimList &d) {
+        return llvm::json::Object{{"dims", dimsJson(d.dims)}};
+      }
+      llvm::json::Value operator()(const Tensor &t) {
+        return llvm::json::Object{{"tensor", w.addBlob(t)}};
+      }
+    };
+    return std::visit(V{*this}, a);
+  }
+
+  llvm::Expected<llvm::json::Object> program(const Function &f) {
+    std::unordered_map<const Value *, int64_t> ids;
+    llvm::json::Array values, ops, args, argNames, outs, outNames;
+    auto valueId = [&](const Value *v) -> llvm::Expected<int64_t> {
+      auto it = ids.find(v);
+      if (it != ids.end())
+        return it->second;
+      if (!v->isWeight())
+        return fail("@" + f.name() + " uses a value before it is defined");
+      int64_t id = values.size();
+      values.push_back(llvm::json::Object{{"dtype", dtypeName(v->dtype())},
+                                          {"shape", dimsJson(v->shape())},
+                                          {"storage", "weight"},
+                                          {"index", static_cast<int64_t>(weightIndex_.at(v))}});
+      ids[v] = id;
+      return id;
+    };
+    for (size_t i = 0; i < f.arguments().size(); ++i) {
+      const Value *a = f.arguments()[i].get();
+      ids[a] = values.size();
+      args.push_back(static_cast<int64_t>(values.size()));
+      argNames.push_back(a->name());
+      values.push_back(llvm::json::Object{{"dtype", dtypeName(a->dtype())},
+                                          {"shape", dimsJson(a->shape())},
+                                          {"storage", "argument"},
+                                          {"index", static_cast<int64_t>(i)}});
+    }
+    std::map<std::string, int64_t> maxSyms;
+    std::string prefix = "arena." + f.name() + ".max.";
+    for (auto &[k, v] : m_.metadata())
+      if (k.compare(0, prefix.size(), prefix) == 0)
+        maxSyms[k.substr(prefix.size())] = std::atoll(v.c_str());
+    for (auto &opPtr : f.ops()) {
+      const Op &op = *opPtr;
+      llvm::json::Array operands, results;
+      for (const Value *v : op.operands()) {
+        auto id = valueId(v);
+        if (!id)
+          return id.takeError();
+        operands.push_back(*id);
+      }
+      auto offs = op.intsAttr("arena_offsets");
+      if (offs.size() != op.numResults())
+        return fail("op '" + op.kind() + "' in @" + f.name() + " has no arena offsets (run plan-memory)");
+      for (size_t i = 0; i < op.numResults(); ++i) {
+        const Value *r = op.result(i);
+        int64_t n = 1;
+        for (const Dim &d : r->shape()) {
+          auto v = d.evaluate(maxSyms);
+          if (!v)
+            return fail("unbounded result shape in @" + f.name());
+          n *= *v;
+        }
+        ids[r] = values.size();
+        results.push_back(static_cast<int64_t>(values.size()));
+        values.push_back(llvm::json::Object{
+            {"dtype", dtypeName(r->dtype())},
+            {"shape", dimsJson(r->shape())},
+            {"storage", "arena"},
+            {"offset", offs[i]},
+            {"max_bytes", n * static_cast<int64_t>(dtypeSize(r->dtype()))}});
+      }
+      llvm::json::Object attrs;
+      for (auto &[k, a] : op.attrs())
+        if (k != "arena_offsets")
+          attrs[k] = attrJson(a);
+      ops.push_back(llvm::json::Object{{"kind", op.kind()},
+                                       {"operands", std::move(operands)},
+                                       {"results", std::move(results)},
+                                       {"attrs", std::move(attrs)},
+                                       {"loc", op.loc()}});
+    }
+    for (auto &o : f.outputs()) {
+      auto id = valueId(o.value);
+      if (!id)
+        return id.takeError();
+      outs.push_back(*id);
+      outNames.push_back(o.name);
+    }
+    llvm::json::Object syms;
+    for (auto &[k, v] : maxSyms)
+      syms[k] = v;
+    return llvm::json::Object{{"name", f.name()},
+                              {"values", std::move(values)},
+                              {"ops", std::move(ops)},
+                              {"arguments", std::move(args)},
+                              {"argument_names", std::move(argNames)},
+                              {"outputs", std::move(outs)},
+                              {"output_names", std::move(outNames)},
+                              {"max_symbols", std::move(syms)},
+                              {"arena_bytes", metaInt("arena." + f.name() + ".bytes", 0)}};
+  }
+
+  llvm::Expected<PlanStats> emit(const std::string &path, const std::string &json,
+                                 const PlanStats &stats) {
+    uint64_t jsonOff = genrt::kPlanHeaderBytes;
+    uint64_t blobOff = (jsonOff + json.size() + genrt::kPlanAlignment - 1) /
+                       genrt::kPlanAlignment * genrt::kPlanAlignment;
+    std::string header(genrt::kPlanHeaderBytes, '\0');
+    std::memcpy(&header[0], genrt::kPlanMagic, 8);
+    uint32_t version = genrt::kPlanFormatVersion;
+    std::memcpy(&header[8], &version, 4);
+    uint64_t fields[4] = {jsonOff, json.size(), blobOff, blob_.size()};
+    std::memcpy(&header[16], fields, sizeof fields);
+    // Write to a temporary file and rename: no partial plan on failure.
+    std::string tmp = path + ".tmp";
+    std::error_code ec;
+    {
+      llvm::raw_fd_ostream os(tmp, ec, llvm::sys::fs::OF_None);
+      if (ec)
+        return fail("cannot write '" + path + "': " + ec.message());
+      os << header << json;
+      os << std::string(blobOff - jsonOff - json.size(), '\0');
+      os.write(reinterpret_cast<const char *>(blob_.data()), blob_.size());
+      os.close();
+      if (os.has_error()) {
+        llvm::sys::fs::remove(tmp);
+        return fail("cannot write '" + path + "'");
+      }
+    }
+    if (auto e = llvm::sys::fs::rename(tmp, path)) {
+      llvm::sys::fs::remove(tmp);
+      return fail("cannot write '" + path + "': " + e.message());
+    }
+    return stats;
+  }
+
+  const Module &m_;
+  std::vector<uint8_t> blob_;
+  std::unordered_map<const Value *, size_t> weightIndex_;
+};
+
+} // namespace
+
+llvm::Expected<PlanStats> writePlan(const Module &m, const std::string &path) {
+  return Writer(m).write(path);
+}
+
+} // namespace genc

@@ -1,0 +1,22 @@
+// Serialises a derived, memory-planned module into a .plan file
+// (runtime/PlanFormat.h): JSON metadata plus one aligned blob of weights and
+// tensor attributes.
+#pragma once
+#include "compiler/ir/IR.h"
+
+#include "llvm/Support/Error.h"
+
+#include <string>
+
+namespace genc {
+
+struct PlanStats {
+  int64_t weightsBytes = 0, kvCacheBytes = 0, arenaBytes = 0;
+  std::map<std::string, int64_t> arenaBytesByFunction;
+};
+
+/// Writes `m` (after derive-plan and plan-memory) to `path`. Nothing is
+/// written on error.
+llvm::Expected<PlanStats> writePlan(const Module &m, const std::string &path);
+
+} // namespace genc

@@ -1,0 +1,64 @@
+#include "compiler/driver/ModelConfig.h"
+
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+namespace genc {
+
+static std::string scalarText(const llvm::json::Value &v) {
+  if (auto i = v.getAsInteger())
+    return std::to_string(*i);
+  if (auto d = v.getAsNumber()) {
+    char buf[64];
+    snprintf(buf, sizeof buf, "%.17g", *d);
+    return buf;
+  }
+  if (auto b = v.getAsBoolean())
+    return *b ? "true" : "false";
+  if (auto s = v.getAsString())
+    return s->str();
+  if (const auto *a = v.getAsArray()) {
+    std::string r = "[";
+    for (size_t i = 0; i < a->size(); ++i) {
+      auto x = (*a)[i].getAsInteger();
+      if (!x)
+        return "";
+      r += (i ? ", " : "") + std::to_string(*x);
+    }
+    return r + "]";
+  }
+  return "";
+}
+
+static llvm::Error loadOne(const std::string &path, Module &m) {
+  auto buf = llvm::MemoryBuffer::getFile(path);
+  if (!buf)
+    return llvm::Error::success(); // optional
+  auto v = llvm::json::parse((*buf)->getBuffer());
+  if (!v)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s: %s", path.c_str(),
+                                   llvm::toString(v.takeError()).c_str());
+  const auto *obj = v->getAsObject();
+  if (!obj)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s: not a JSON object",
+                                   path.c_str());
+  for (const auto &[k, val] : *obj) {
+    std::string text = scalarText(val);
+    if (!text.empty() || val.kind() == llvm::json::Value::Null)
+      m.metadata()["config." + k.str()] = text;
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error loadModelConfig(const std::string &dir, Module &m) {
+  for (const char *name : {"config.json", "generation_config.json"}) {
+    llvm::SmallString<256> p(dir);
+    llvm::sys::path::append(p, name);
+    if (auto e = loadOne(p.str().str(), m))
+      return e;
+  }
+  return llvm::Error::success();
+}
+
+} // namespace genc

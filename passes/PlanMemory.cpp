@@ -1,0 +1,115 @@
+// plan-memory: one arena per function from liveness at the maximum shapes.
+//
+// Each op result gets a buffer live from its op to its last use (function
+// outputs to the end). Buffers are placed largest first, each into the
+// smallest gap that fits among the already-placed buffers it is live with
+// (greedy by size, best gap; LightSeq / TFLite style). Offsets go on the ops
+// as `arena_offsets` (one per result); the arena size and the maximum symbol
+// values go into the module metadata for the plan writer.
+#include "compiler/ir/Symbols.h"
+#include "passes/Passes.h"
+#include "passes/analysis/PlanOptions.h"
+
+#include <algorithm>
+#include <map>
+
+namespace genc {
+namespace {
+
+constexpr int64_t kAlign = 64;
+
+struct Buffer {
+  Value *value;
+  int64_t bytes, first, last, offset = -1;
+};
+
+llvm::Error planFunction(Module &m, Function &f, const std::map<std::string, int64_t> &maxSyms) {
+  std::vector<Buffer> bufs;
+  std::map<const Value *, size_t> index;
+  int64_t pos = 0;
+  for (auto &op : f.ops()) {
+    for (Value *v : op->operands())
+      if (auto it = index.find(v); it != index.end())
+        bufs[it->second].last = pos;
+    for (Value *r : op->results()) {
+      auto shape = evaluateShape(r->shape(), maxSyms);
+      if (!shape)
+        return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                       "plan-memory: @%s: the size of a result of '%s' at \"%s\" "
+                                       "(%s) is not bounded by the plan's maximum shapes",
+                                       f.name().c_str(), op->kind().c_str(), op->loc().c_str(),
+                                       r->type().str().c_str());
+      int64_t n = 1;
+      for (int64_t d : *shape)
+        n *= d;
+      int64_t bytes = (n * static_cast<int64_t>(dtypeSize(r->dtype())) + kAlign - 1) / kAlign * kAlign;
+      index[r] = bufs.size();
+      bufs.push_back({r, std::max<int64_t>(bytes, kAlign), pos, pos});
+    }
+    ++pos;
+  }
+  for (auto &o : f.outputs())
+    if (auto it = index.find(o.value); it != index.end())
+      bufs[it->second].last = pos;
+
+  std::vector<size_t> order(bufs.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return bufs[a].bytes > bufs[b].bytes; });
+  int64_t arena = 0;
+  std::vector<size_t> placed;
+  for (size_t i : order) {
+    Buffer &b = bufs[i];
+    std::vector<std::pair<int64_t, int64_t>> busy; // [offset, end) of overlapping live buffers
+    for (size_t j : placed) {
+      const Buffer &o = bufs[j];
+      if (o.first <= b.last && b.first <= o.last)
+        busy.push_back({o.offset, o.offset + o.bytes});
+    }
+    std::sort(busy.begin(), busy.end());
+    int64_t best = -1, bestGap = INT64_MAX, cursor = 0;
+    for (auto [start, end] : busy) {
+      if (start - cursor >= b.bytes && start - cursor < bestGap) {
+        best = cursor;
+        bestGap = start - cursor;
+      }
+      cursor = std::max(cursor, end);
+    }
+    b.offset = best >= 0 ? best : cursor;
+    arena = std::max(arena, b.offset + b.bytes);
+    placed.push_back(i);
+  }
+  for (auto &op : f.ops()) {
+    if (!op->numResults())
+      continue;
+    std::vector<int64_t> offs;
+    for (Value *r : op->results())
+      offs.push_back(bufs[index[r]].offset);
+    op->setAttr("arena_offsets", offs);
+  }
+  m.metadata()["arena." + f.name() + ".bytes"] = std::to_string(arena);
+  for (auto &[s, v] : maxSyms)
+    m.metadata()["arena." + f.name() + ".max." + s] = std::to_string(v);
+  return llvm::Error::success();
+}
+
+} // namespace
+
+llvm::Error planMemoryPass(Module &m) {
+  PlanOptions o = planOptions(m);
+  for (auto &f : m.functions()) {
+    std::map<std::string, int64_t> maxSyms;
+    if (f->name() == "prefill")
+      maxSyms = {{"tokens", o.prefillTokens()}, {"rows", o.slots()}};
+    else if (f->name() == "decode_step")
+      maxSyms = {{"tokens", o.slots()}};
+    else
+      continue;
+    if (auto e = planFunction(m, *f, maxSyms))
+      return e;
+  }
+  return llvm::Error::success();
+}
+
+} // namespace genc

@@ -1,0 +1,24 @@
+// The .plan file layout, shared by the compiler's writer and the runtime's
+// loader (the compiler includes this header, never the other way round).
+//
+//   [0, 8)    magic "GENCPLAN"
+//   [8, 12)   u32 format version (kPlanFormatVersion)
+//   [12, 16)  u32 reserved (0)
+//   [16, 24)  u64 offset of the JSON metadata     [24, 32) u64 its size
+//   [32, 40)  u64 offset of the binary blob        [40, 48) u64 its size
+//   JSON: model facts and generation defaults, KV cache layout, weights
+//         (name, dtype, shape, blob offset, bytes), programs (values, ops,
+//         attributes; tensor attributes point into the blob).
+//   blob: every weight and tensor attribute, each kPlanAlignment-aligned.
+// Little-endian throughout.
+#pragma once
+#include <cstdint>
+
+namespace genrt {
+
+constexpr char kPlanMagic[8] = {'G', 'E', 'N', 'C', 'P', 'L', 'A', 'N'};
+constexpr uint32_t kPlanFormatVersion = 1;
+constexpr uint64_t kPlanHeaderBytes = 48;
+constexpr uint64_t kPlanAlignment = 64;
+
+} // namespace genrt

@@ -1,0 +1,401 @@
+// Loads a .plan file: maps it, parses the JSON metadata and checks every
+// offset, size, index and shape before anything uses them. A plan is
+// untrusted input: a bad one gives a Status error, never a crash.
+#include "runtime/Json.h"
+#include "runtime/PlanFormat.h"
+#include "runtime/Program.h"
+
+#include <cmath>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace genrt {
+
+int64_t Plan::weightBytes() const {
+  int64_t n = 0;
+  for (const auto &w : weights)
+    n += static_cast<int64_t>(w.numBytes());
+  return n;
+}
+
+int64_t Plan::kvCacheBytes() const {
+  int64_t slots = model.maxBatch * model.maxBeams, n = 0;
+  for (const auto &l : kvLayers)
+    n += 2 * slots * kvCapacity(l) * l.kvHeads * l.headDim * static_cast<int64_t>(sizeof(float));
+  return n;
+}
+
+int64_t Plan::arenaBytes() const {
+  int64_t n = 0;
+  for (const auto &[name, p] : programs)
+    n = std::max(n, p.arenaBytes);
+  return n;
+}
+
+namespace {
+
+struct Mapping {
+  void *addr = nullptr;
+  size_t size = 0;
+  ~Mapping() {
+    if (addr && addr != MAP_FAILED)
+      munmap(addr, size);
+  }
+};
+
+class Loader {
+public:
+  Loader(const std::string &path, Plan &plan) : path_(path), plan_(plan) {}
+
+  Status run() {
+    int fd = ::open(path_.c_str(), O_RDONLY);
+    if (fd < 0)
+      return err("cannot open the plan file");
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd);
+      return err("not a regular file");
+    }
+    auto map = std::make_shared<Mapping>();
+    map->size = static_cast<size_t>(st.st_size);
+    if (map->size < kPlanHeaderBytes) {
+      ::close(fd);
+      return err("too small to be a plan (" + std::to_string(map->size) + " bytes)");
+    }
+    map->addr = mmap(nullptr, map->size, PROT_READ, MAP_PRIVATE, fd, 0);
+    ::close(fd);
+    if (map->addr == MAP_FAILED)
+      return err("cannot map the file");
+    base_ = static_cast<const uint8_t *>(map->addr);
+    size_ = map->size;
+    plan_.mapping = map;
+
+    if (std::memcmp(base_, kPlanMagic, 8) != 0)
+      return err("not a genc plan (bad magic)");
+    uint32_t version;
+    std::memcpy(&version, base_ + 8, 4);
+    if (version != kPlanFormatVersion)
+      return err("plan format version " + std::to_string(version) + ", this genrun reads version " +
+                 std::to_string(kPlanFormatVersion) + "; recompile the model with a matching genc");
+    uint64_t jsonOff, jsonSize;
+    std::memcpy(&jsonOff, base_ + 16, 8);
+    std::memcpy(&jsonSize, base_ + 24, 8);
+    std::memcpy(&blobOff_, base_ + 32, 8);
+    std::memcpy(&blobSize_, base_ + 40, 8);
+    if (!inFile(jsonOff, jsonSize) || !inFile(blobOff_, blobSize_))
+      return err("header offsets point outside the file (truncated?)");
+    json::Value root;
+    Status s = json::parse(std::string(reinterpret_cast<const char *>(base_ + jsonOff), jsonSize), root);
+    if (!s)
+      return err("metadata: " + s.message());
+    return readRoot(root);
+  }
+
+private:
+  Status err(const std::string &m) const { return Status::error("plan '" + path_ + "': " + m); }
+  bool inFile(uint64_t off, uint64_t n) const { return off <= size_ && n <= size_ - off; }
+
+  Status need(const json::Value &obj, const char *key, const json::Value *&out, json::Value::Kind k) {
+    out = obj.isObject() ? obj.find(key) : nullptr;
+    if (!out || out->kind() != k)
+      return err(std::string("metadata: missing or mistyped field '") + key + "'");
+    return Status::ok();
+  }
+  Status needInt(const json::Value &obj, const char *key, int64_t &out, int64_t lo = 0) {
+    const json::Value *v = obj.isObject() ? obj.find(key) : nullptr;
+    if (!v || !v->isInteger() || v->asInt() < lo)
+      return err(std::string("metadata: field '") + key + "' must be an integer >= " +
+                 std::to_string(lo));
+    out = v->asInt();
+    return Status::ok();
+  }
+
+  Status readTensorRef(const json::Value &v, Tensor &out) {
+    const json::Value *dt, *shape;
+    if (Status s = need(v, "dtype", dt, json::Value::Kind::String); !s)
+      return s;
+    if (Status s = need(v, "shape", shape, json::Value::Kind::Array); !s)
+      return s;
+    auto dtype = parseDType(dt->asString());
+    if (!dtype)
+      return err("metadata: unknown dtype '" + dt->asString() + "'");
+    std::vector<int64_t> dims;
+    int64_t numel = 1;
+    for (const auto &d : shape->items()) {
+      if (!d.isInteger() || d.asInt() < 0 || d.asInt() > (int64_t(1) << 40))
+        return err("metadata: bad tensor dim");
+      dims.push_back(d.asInt());
+      if (numel > (int64_t(1) << 40) / std::max<int64_t>(1, d.asInt()))
+        return err("metadata: tensor too large");
+      numel *= d.asInt();
+    }
+    int64_t off, bytes;
+    if (Status s = needInt(v, "offset", off); !s)
+      return s;
+    if (Status s = needInt(v, "bytes", bytes); !s)
+      return s;
+    if (bytes != numel * static_cast<int64_t>(dtypeSize(*dtype)))
+      return err("metadata: tensor bytes do not match its shape");
+    if (static_cast<uint64_t>(off) > blobSize_ || static_cast<uint64_t>(bytes) > blobSize_ - off)
+      return err("a tensor lies outside the data blob (truncated file?)");
+    out = Tensor(*dtype, dims, plan_.mapping, base_ + blobOff_ + off);
+    return Status::ok();
+  }
+
+  Status readRoot(const json::Value &root) {
+    const json::Value *model, *weights, *programs, *kv;
+    if (Status s = need(root, "model", model, json::Value::Kind::Object); !s)
+      return s;
+    ModelInfo &mi = plan_.model;
+    Status s = Status::ok();
+    if (!(s = needInt(*model, "vocab_size", mi.vocabSize, 1)) ||
+        !(s = needInt(*model, "pad_token_id", mi.padTokenId, -1)) ||
+        !(s = needInt(*model, "bos_token_id", mi.bosTokenId, -1)) ||
+        !(s = needInt(*model, "decoder_start_token_id", mi.decoderStartTokenId, -1)) ||
+        !(s = needInt(*model, "max_batch", mi.maxBatch, 1)) ||
+        !(s = needInt(*model, "max_beams", mi.maxBeams, 1)) ||
+        !(s = needInt(*model, "max_length", mi.maxLength, 1)) ||
+        !(s = needInt(root, "max_tokens", plan_.maxTokens, 1)))
+      return s;
+    const json::Value *eos;
+    if (!(s = need(*model, "eos_token_ids", eos, json::Value::Kind::Array)))
+      return s;
+    for (const auto &e : eos->items()) {
+      if (!e.isInteger() || e.asInt() < 0 || e.asInt() >= mi.vocabSize)
+        return err("metadata: eos_token_ids out of range");
+      mi.eosTokenIds.push_back(e.asInt());
+    }
+    if (const json::Value *ed = model->find("encoder_decoder"))
+      mi.encoderDecoder = ed->isBool() && ed->asBool();
+
+    if (!(s = need(root, "kv_cache", kv, json::Value::Kind::Array)))
+      return s;
+    for (const auto &l : kv->items()) {
+      KvLayer layer;
+      if (!(s = needInt(l, "kv_heads", layer.kvHeads, 1)) ||
+          !(s = needInt(l, "head_dim", layer.headDim, 1)) ||
+          !(s = needInt(l, "window", layer.window, 0)))
+        return s;
+      plan_.kvLayers.push_back(layer);
+    }
+
+    if (!(s = need(root, "weights", weights, json::Value::Kind::Array)))
+      return s;
+    for (const auto &w : weights->items()) {
+      const json::Value *name;
+      if (!(s = need(w, "name", name, json::Value::Kind::String)))
+        return s;
+      Tensor t;
+      if (!(s = readTensorRef(w, t)))
+        return s;
+      plan_.weightNames.push_back(name->asString());
+      plan_.weights.push_back(std::move(t));
+    }
+
+    if (!(s = need(root, "programs", programs, json::Value::Kind::Array)))
+      return s;
+    for (const auto &p : programs->items())
+      if (!(s = readProgram(p)))
+        return s;
+    for (const char *required : {"prefill", "decode_step"})
+      if (!plan_.program(required))
+        return err(std::string("metadata: no program '") + required + "'");
+    return Status::ok();
+  }
+
+  Status readShape(const json::Value &arr, Shape &out) {
+    if (!arr.isArray())
+      return err("metadata: a shape must be an array");
+    for (const auto &d : arr.items()) {
+      std::optional<Dim> dim = d.isInteger() ? std::optional<Dim>(Dim(d.asInt()))
+                                             : d.isString() ? parseDim(d.asString()) : std::nullopt;
+      if (!dim)
+        return err("metadata: bad dim in a shape");
+      out.push_back(*dim);
+    }
+    return Status::ok();
+  }
+
+  Status readAttr(const json::Value &v, Attr &out) {
+    if (!v.isObject() || v.members().size() != 1)
+      return err("metadata: an attribute must be an object with one member");
+    const auto &[tag, x] = v.members()[0];
+    if (tag == "int" && x.isInteger()) {
+      out = x.asInt();
+    } else if (tag == "float" && (x.isNumber() || x.isString())) {
+      out = x.isNumber() ? x.asDouble()
+            : x.asString() == "inf" ? INFINITY
+            : x.asString() == "-inf" ? -INFINITY : NAN;
+    } else if (tag == "str" && x.isString()) {
+      out = x.asString();
+    } else if (tag == "ints" && x.isArray()) {
+      std::vector<int64_t> r;
+      for (const auto &i : x.items()) {
+        if (!i.isInteger())
+          return err("metadata: bad int list attribute");
+        r.push_back(i.asInt());
+      }
+      out = r;
+    } else if (tag == "floats" && x.isArray()) {
+      std::vector<double> r;
+      for (const auto &i : x.items()) {
+        if (!i.isNumber())
+          return err("metadata: bad float list attribute");
+        r.push_back(i.asDouble());
+      }
+      out = r;
+    } else if (tag == "dims") {
+      DimList dl;
+      if (Status s = readShape(x, dl.dims); !s)
+        return s;
+      out = dl;
+    } else if (tag == "tensor") {
+      Tensor t;
+      if (Status s = readTensorRef(x, t); !s)
+        return s;
+      out = t;
+    } else {
+      return err("metadata: unknown attribute kind '" + tag + "'");
+    }
+    return Status::ok();
+  }
+
+  Status readIndexList(const json::Value &arr, size_t limit, std::vector<int32_t> &out) {
+    if (!arr.isArray())
+      return err("metadata: expected an index list");
+    for (const auto &i : arr.items()) {
+      if (!i.isInteger() || i.asInt() < 0 || static_cast<size_t>(i.asInt()) >= limit)
+        return err("metadata: an index is out of range");
+      out.push_back(static_cast<int32_t>(i.asInt()));
+    }
+    return Status::ok();
+  }
+
+  Status readProgram(const json::Value &p) {
+    Program prog;
+    const json::Value *name, *values, *ops, *maxSyms;
+    Status s = Status::ok();
+    if (!(s = need(p, "name", name, json::Value::Kind::String)) ||
+        !(s = need(p, "values", values, json::Value::Kind::Array)) ||
+        !(s = need(p, "ops", ops, json::Value::Kind::Array)) ||
+        !(s = need(p, "max_symbols", maxSyms, json::Value::Kind::Object)) ||
+        !(s = needInt(p, "arena_bytes", prog.arenaBytes)))
+      return s;
+    prog.name = name->asString();
+    for (const auto &[sym, v] : maxSyms->members()) {
+      if (!v.isInteger() || v.asInt() < 0)
+        return err("metadata: bad max_symbols");
+      prog.maxSymbols[sym] = v.asInt();
+    }
+    for (const auto &v : values->items()) {
+      ValueInfo vi;
+      const json::Value *dt, *shape, *storage;
+      if (!(s = need(v, "dtype", dt, json::Value::Kind::String)) ||
+          !(s = need(v, "shape", shape, json::Value::Kind::Array)) ||
+          !(s = need(v, "storage", storage, json::Value::Kind::String)))
+        return s;
+      auto dtype = parseDType(dt->asString());
+      if (!dtype)
+        return err("metadata: unknown dtype '" + dt->asString() + "'");
+      vi.dtype = *dtype;
+      if (!(s = readShape(*shape, vi.shape)))
+        return s;
+      const std::string &st = storage->asString();
+      if (st == "arena") {
+        vi.storage = Storage::Arena;
+        if (!(s = needInt(v, "offset", vi.offset)) || !(s = needInt(v, "max_bytes", vi.maxBytes)))
+          return s;
+        if (vi.offset > prog.arenaBytes || vi.maxBytes > prog.arenaBytes - vi.offset)
+          return err("metadata: a buffer of " + prog.name + " lies outside its arena");
+        // The buffer must hold the value at the maximum shapes the plan promises.
+        std::optional<int64_t> n = numElements(vi.shape).evaluate(prog.maxSymbols);
+        if (!n || *n < 0 || *n * static_cast<int64_t>(dtypeSize(vi.dtype)) > vi.maxBytes)
+          return err("metadata: a buffer of " + prog.name + " is smaller than its maximum shape");
+      } else if (st == "weight") {
+        vi.storage = Storage::Weight;
+        int64_t idx;
+        if (!(s = needInt(v, "index", idx)))
+          return s;
+        if (idx >= static_cast<int64_t>(plan_.weights.size()))
+          return err("metadata: a weight index is out of range");
+        vi.index = static_cast<int32_t>(idx);
+      } else if (st == "argument") {
+        vi.storage = Storage::Argument;
+        int64_t idx;
+        if (!(s = needInt(v, "index", idx)))
+          return s;
+        vi.index = static_cast<int32_t>(idx);
+      } else {
+        return err("metadata: unknown storage '" + st + "'");
+      }
+      prog.values.push_back(std::move(vi));
+    }
+    for (const auto &o : ops->items()) {
+      OpInfo op;
+      const json::Value *kind, *operands, *results;
+      if (!(s = need(o, "kind", kind, json::Value::Kind::String)) ||
+          !(s = need(o, "operands", operands, json::Value::Kind::Array)) ||
+          !(s = need(o, "results", results, json::Value::Kind::Array)))
+        return s;
+      op.kind = kind->asString();
+      if (!(s = readIndexList(*operands, prog.values.size(), op.operands)) ||
+          !(s = readIndexList(*results, prog.values.size(), op.results)))
+        return s;
+      for (int32_t r : op.results)
+        if (prog.values[r].storage != Storage::Arena)
+          return err("metadata: an op of " + prog.name + " writes a weight or an argument");
+      if (const json::Value *loc = o.find("loc"); loc && loc->isString())
+        op.loc = loc->asString();
+      if (const json::Value *attrs = o.find("attrs")) {
+        if (!attrs->isObject())
+          return err("metadata: attrs must be an object");
+        for (const auto &[k, a] : attrs->members())
+          if (!(s = readAttr(a, op.attrs[k])))
+            return s;
+      }
+      prog.ops.push_back(std::move(op));
+    }
+    const json::Value *args, *outs, *argNames, *outNames;
+    if (!(s = need(p, "arguments", args, json::Value::Kind::Array)) ||
+        !(s = need(p, "outputs", outs, json::Value::Kind::Array)) ||
+        !(s = need(p, "argument_names", argNames, json::Value::Kind::Array)) ||
+        !(s = need(p, "output_names", outNames, json::Value::Kind::Array)) ||
+        !(s = readIndexList(*args, prog.values.size(), prog.arguments)) ||
+        !(s = readIndexList(*outs, prog.values.size(), prog.outputs)))
+      return s;
+    for (const auto &n : argNames->items())
+      prog.argumentNames.push_back(n.isString() ? n.asString() : "");
+    for (const auto &n : outNames->items())
+      prog.outputNames.push_back(n.isString() ? n.asString() : "");
+    if (prog.argumentNames.size() != prog.arguments.size() ||
+        prog.outputNames.size() != prog.outputs.size())
+      return err("metadata: argument/output names do not match");
+    for (size_t i = 0; i < prog.arguments.size(); ++i) {
+      const ValueInfo &v = prog.values[prog.arguments[i]];
+      if (v.storage != Storage::Argument || v.index != static_cast<int32_t>(i))
+        return err("metadata: argument " + std::to_string(i) + " of " + prog.name + " is malformed");
+    }
+    if (plan_.programs.count(prog.name))
+      return err("metadata: duplicate program '" + prog.name + "'");
+    plan_.programs[prog.name] = std::move(prog);
+    return Status::ok();
+  }
+
+  std::string path_;
+  Plan &plan_;
+  const uint8_t *base_ = nullptr;
+  size_t size_ = 0;
+  uint64_t blobOff_ = 0, blobSize_ = 0;
+};
+
+} // namespace
+
+Status loadPlan(const std::string &path, Plan &out) {
+  out = Plan();
+  return Loader(path, out).run();
+}
+
+} // namespace genrt

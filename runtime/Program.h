@@ -1,0 +1,79 @@
+// A compiled plan as the runtime holds it: weights, KV cache layout and the
+// programs (@prefill, @decode_step) as lists of ops over planned buffers.
+//
+// The file format (runtime/PlanFormat.h) is JSON metadata plus one aligned
+// binary blob; the loader (PlanLoader.cpp) checks every offset and size.
+#pragma once
+#include "runtime/Attr.h"
+#include "runtime/Decoder.h"
+#include "runtime/Dim.h"
+#include "runtime/Status.h"
+#include "runtime/Tensor.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace genrt {
+
+enum class Storage : uint8_t { Argument, Weight, Arena };
+
+struct ValueInfo {
+  DType dtype = DType::F32;
+  Shape shape;                    // over the program's symbols (tokens, rows)
+  Storage storage = Storage::Arena;
+  int32_t index = -1;             // argument or weight index
+  int64_t offset = 0;             // arena byte offset
+  int64_t maxBytes = 0;           // bytes at the program's maximum symbols
+};
+
+struct OpInfo {
+  std::string kind;
+  std::vector<int32_t> operands, results; // indexes into Program::values
+  AttrMap attrs;
+  std::string loc;
+};
+
+struct Program {
+  std::string name;
+  std::vector<ValueInfo> values;
+  std::vector<OpInfo> ops;
+  std::vector<int32_t> arguments, outputs;
+  std::vector<std::string> argumentNames, outputNames;
+  std::map<std::string, int64_t> maxSymbols; // symbol -> largest value the arena allows
+  int64_t arenaBytes = 0;
+};
+
+struct KvLayer {
+  int64_t kvHeads = 0, headDim = 0;
+  int64_t window = 0; // 0: full length; else a rolling buffer of `window` positions
+};
+
+struct Plan {
+  ModelInfo model;
+  std::vector<std::string> weightNames;
+  std::vector<Tensor> weights;       // views into the mapped file
+  std::map<std::string, Program> programs;
+  std::vector<KvLayer> kvLayers;
+  int64_t maxTokens = 0;             // tokens per prefill forward
+  std::shared_ptr<const void> mapping;
+
+  const Program *program(const std::string &n) const {
+    auto it = programs.find(n);
+    return it == programs.end() ? nullptr : &it->second;
+  }
+  int64_t weightBytes() const;
+  /// Cached positions per slot of a layer (rolling buffers hold `window`).
+  int64_t kvCapacity(const KvLayer &l) const {
+    return l.window > 0 && l.window < model.maxLength ? l.window : model.maxLength;
+  }
+  int64_t kvCacheBytes() const;
+  int64_t arenaBytes() const; // one arena serves every program (they never overlap)
+};
+
+/// Loads and verifies a plan file. Errors name what is wrong (bad magic,
+/// other format version, an offset outside the file, ...).
+Status loadPlan(const std::string &path, Plan &out);
+
+} // namespace genrt
