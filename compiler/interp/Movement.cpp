@@ -15,6 +15,17 @@ using llvm::Error;
 using Ins = std::vector<Tensor>;
 using Outs = std::vector<Tensor>;
 
+/// dst[o + j] = src[off + j * stride] for j < n, elements of type T (a typed
+/// loop: per-element memcpy calls made transposes several times slower).
+template <typename T>
+void gatherRun(const char *src, int64_t off, int64_t stride, char *dst, int64_t o, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) {
+    T v;
+    std::memcpy(&v, src + (off + j * stride) * sizeof(T), sizeof(T));
+    std::memcpy(dst + (o + j) * sizeof(T), &v, sizeof(T));
+  }
+}
+
 /// dst[outShape] (row-major, contiguous) = src[base + Σ i_d · srcStrides[d]]
 /// (strides in elements, may be 0 or negative). Runs of the innermost dim
 /// with stride 1 are memcpy'd.
@@ -32,12 +43,14 @@ void copyStrided(const char *src, int64_t base, const std::vector<int64_t> &srcS
   std::vector<int64_t> idx(R, 0);
   int64_t off = base;
   for (int64_t o = 0; o < total; o += inner) {
-    if (innerStride == 1) {
+    if (innerStride == 1)
       std::memcpy(dst + o * es, src + off * es, inner * es);
-    } else {
-      for (int64_t j = 0; j < inner; ++j)
-        std::memcpy(dst + (o + j) * es, src + (off + j * innerStride) * es, es);
-    }
+    else if (es == 4)
+      gatherRun<uint32_t>(src, off, innerStride, dst, o, inner);
+    else if (es == 8)
+      gatherRun<uint64_t>(src, off, innerStride, dst, o, inner);
+    else
+      gatherRun<uint8_t>(src, off, innerStride, dst, o, inner);
     for (int64_t d = static_cast<int64_t>(R) - 2; d >= 0; --d) {
       ++idx[d];
       off += srcStrides[d];
