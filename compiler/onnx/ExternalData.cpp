@@ -1,5 +1,6 @@
 #include "compiler/onnx/ExternalData.h"
 
+#include "compiler/onnx/ImportContext.h"
 #include "compiler/onnx/OnnxTensor.h"
 
 #include "llvm/Support/Path.h"
@@ -41,18 +42,17 @@ ExternalDataReader::open(const std::string &location) {
   // The ONNX checker allows only paths inside the model's folder; so do we, so
   // that a model cannot make us read arbitrary files.
   if (llvm::sys::path::is_absolute(location))
-    return fail("external data location '" + location +
-                "' must be relative to the model's folder");
+    return fail("external data location " + quoted(location) +
+                " must be relative to the model's folder");
   for (auto c = llvm::sys::path::begin(location), e = llvm::sys::path::end(location); c != e; ++c)
     if (*c == "..")
-      return fail("external data location '" + location +
-                  "' must not leave the model's folder");
+      return fail("external data location " + quoted(location) +
+                  " must not leave the model's folder");
   std::string path = fullPath(location);
   auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                          /*RequiresNullTerminator=*/false);
   if (!buf)
-    return fail("cannot read external data file '" +
-                path + "': " + buf.getError().message());
+    return fail("cannot read external data file " + quoted(path) + ": " + buf.getError().message());
   std::shared_ptr<llvm::MemoryBuffer> shared(std::move(*buf));
   files_[location] = shared;
   return shared;
@@ -68,10 +68,10 @@ llvm::Expected<Tensor> ExternalDataReader::read(const onnx::TensorProto &t, DTyp
       location = kv.value();
     } else if (kv.key() == "offset") {
       if (!parseU64(kv.value(), offset))
-        return fail("bad external data offset '" + kv.value() + "'");
+        return fail("bad external data offset " + quoted(kv.value()));
     } else if (kv.key() == "length") {
       if (!parseU64(kv.value(), length))
-        return fail("bad external data length '" + kv.value() + "'");
+        return fail("bad external data length " + quoted(kv.value()));
       hasLength = true;
     }
   }
@@ -92,8 +92,8 @@ llvm::Expected<Tensor> ExternalDataReader::read(const onnx::TensorProto &t, DTyp
   std::shared_ptr<llvm::MemoryBuffer> buf = *file;
   uint64_t size = buf->getBufferSize();
   if (offset > size || size - offset < need)
-    return fail("external data file '" + fullPath(location) +
-                "' is too short (" +
+    return fail("external data file " + quoted(fullPath(location)) +
+                " is too short (" +
                 std::to_string(size) + " bytes; the tensor needs bytes " +
                 std::to_string(offset) + ".." + std::to_string(offset + need) + ")");
 

@@ -21,6 +21,11 @@
 
 namespace genc {
 
+/// A name from the file for a one-line message: in single quotes (unless
+/// `quote` is false), control characters escaped as \xNN, since a damaged
+/// file can put anything in a name.
+std::string quoted(const std::string &name, bool quote = true);
+
 /// One graph being imported into one function.
 struct ImportState {
   ImportState(Module &m, Function &f, std::string file, const ImportOptions &opts,

@@ -128,10 +128,10 @@ private:
       if (name.empty())
         return fail(s_.file + ": initializer " + llvm::Twine(i) + " has no name");
       if (s_.knownTensors.count(name))
-        return fail(s_.file + ": initializer '" + name + "' is defined twice");
+        return fail(s_.file + ": initializer " + quoted(name) + " is defined twice");
       auto tensor = decodeGraphTensor(s_, t);
       if (!tensor)
-        return fail(s_.file + ": initializer '" + name + "': " +
+        return fail(s_.file + ": initializer " + quoted(name) + ": " +
                     llvm::toString(tensor.takeError()));
       auto shared = std::make_shared<const Tensor>(std::move(*tensor));
       s_.knownTensors[name] = shared;
@@ -155,7 +155,7 @@ private:
       if (s_.knownTensors.count(name))
         continue;
       auto where = [&](const llvm::Twine &msg) {
-        return fail(s_.file + ": graph input '" + name + "' " + msg);
+        return fail(s_.file + ": graph input " + quoted(name) + " " + msg);
       };
       if (name.empty())
         return fail(s_.file + ": a graph input has no name");
@@ -191,13 +191,13 @@ private:
                                           : node.name();
     NodeContext ctx(s_, node, loc);
     if (!isDefaultDomain(node.domain()))
-      return ctx.error("unsupported op domain '" + node.domain() + "'");
+      return ctx.error("unsupported op domain " + quoted(node.domain()));
     const ConvertFn *convert = lookupConverter(node.op_type());
     if (!convert)
       return ctx.error("unsupported op");
     for (const auto &out : node.output())
       if (!out.empty() && s_.isDefined(out))
-        return ctx.error("output '" + out + "' is already defined");
+        return ctx.error("output " + quoted(out) + " is already defined");
 
     auto results = (*convert)(ctx);
     // An attribute error is the root cause of whatever followed from it.
@@ -216,8 +216,8 @@ private:
       if (i < results->size() && (*results)[i])
         s_.values[name] = (*results)[i];
       else if (ctx.outputUsed(i) && !s_.isDefined(name))
-        return ctx.error("output " + llvm::Twine(i) + " ('" + name +
-                         "') is used, but the importer does not produce it");
+        return ctx.error("output " + llvm::Twine(i) + " (" + quoted(name) +
+                         ") is used, but the importer does not produce it");
     }
     return llvm::Error::success();
   }
@@ -226,11 +226,11 @@ private:
     for (const auto &out : g_.output()) {
       auto v = s_.lookup(out.name());
       if (!v)
-        return fail(s_.file + ": graph output '" + out.name() + "': " +
+        return fail(s_.file + ": graph output " + quoted(out.name()) + ": " +
                     llvm::toString(v.takeError()));
       if (!*v)
-        return fail(s_.file + ": graph output '" + out.name() +
-                    "' is not defined by any node, graph input or initializer");
+        return fail(s_.file + ": graph output " + quoted(out.name()) +
+                    " is not defined by any node, graph input or initializer");
       s_.func.addOutput(out.name(), *v);
     }
     return llvm::Error::success();

@@ -4,12 +4,27 @@
 #include "compiler/ir/Printer.h"
 #include "compiler/onnx/OnnxTensor.h"
 
+#include <cstdio>
 #include <cstdlib>
 
 namespace genc {
 
 static llvm::Error fail(const llvm::Twine &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), msg.str());
+}
+
+std::string quoted(const std::string &name, bool quote) {
+  std::string out = quote ? "'" : "";
+  for (unsigned char c : name) {
+    if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return quote ? out + "'" : out;
 }
 
 // ---------------------------------------------------------------- ImportState
@@ -33,7 +48,7 @@ llvm::Expected<Value *> ImportState::lookup(const std::string &name) {
   op->setAttr("value", t);
   Op *made = nullptr;
   if (auto e = appendAndInfer(std::move(op), made))
-    return fail("constant '" + name + "': " + llvm::toString(std::move(e)));
+    return fail("constant " + quoted(name) + ": " + llvm::toString(std::move(e)));
   pending.erase(p);
   values[name] = made->result();
   return made->result();
@@ -56,7 +71,7 @@ llvm::Expected<Tensor> decodeGraphTensor(ImportState &state, const onnx::TensorP
 // ---------------------------------------------------------------- NodeContext
 
 llvm::Error NodeContext::error(const llvm::Twine &msg) const {
-  return fail(state_.file + ": node '" + loc_ + "' (op " + node_.op_type() + ", opset " +
+  return fail(state_.file + ": node " + quoted(loc_) + " (op " + quoted(node_.op_type(), false) + ", opset " +
               llvm::Twine(state_.opset) + "): " + msg);
 }
 
@@ -76,8 +91,8 @@ llvm::Expected<Value *> NodeContext::input(size_t i) {
   if (!v)
     return error(llvm::toString(v.takeError()));
   if (!*v)
-    return error("input '" + inputName(i) +
-                 "' is not defined (no graph input, initializer or earlier node output has that name)");
+    return error("input " + quoted(inputName(i)) +
+                 " is not defined (no graph input, initializer or earlier node output has that name)");
   return *v;
 }
 
@@ -129,10 +144,10 @@ llvm::Expected<std::vector<int64_t>> NodeContext::intsInput(size_t i, const char
     return error(llvm::Twine("the ") + what + " input is missing");
   auto t = constantInput(i);
   if (!t)
-    return error(llvm::Twine("the ") + what + " input '" + inputName(i) +
-                 "' is not a constant (only constant " + what + " are supported)");
+    return error(llvm::Twine("the ") + what + " input " + quoted(inputName(i)) +
+                 " is not a constant (only constant " + what + " are supported)");
   if (!isInteger(t->dtype()))
-    return error(llvm::Twine("the ") + what + " input '" + inputName(i) + "' is " +
+    return error(llvm::Twine("the ") + what + " input " + quoted(inputName(i)) + " is " +
                  dtypeName(t->dtype()) + ", expected integers");
   std::vector<int64_t> out;
   for (int64_t k = 0; k < t->numElements(); ++k)

@@ -127,7 +127,7 @@ static Results convertLayerNorm(NodeContext &ctx) {
   for (size_t i = 1; i < 3; ++i)
     if (ctx.outputUsed(i))
       return ctx.error("only the first output is supported, but output " + llvm::Twine(i) +
-                       " ('" + ctx.node().output(static_cast<int>(i)) + "') is used");
+                       " (" + quoted(ctx.node().output(static_cast<int>(i))) + ") is used");
   GENC_ASSIGN_OR_RETURN(Value * x, ctx.input(0));
   GENC_ASSIGN_OR_RETURN(Value * scale, ctx.input(1));
   GENC_ASSIGN_OR_RETURN(Value * bias, ctx.optionalInput(2));

@@ -105,8 +105,8 @@ static Results convertSplit(NodeContext &ctx) {
                        llvm::Twine(n) + " outputs");
     std::optional<Dim> d = ctx.inputDim(0, axis);
     if (!d || !d->isConstant())
-      return ctx.error("cannot split dim " + llvm::Twine(axis) + " of '" + ctx.inputName(0) +
-                       "' into equal parts: its size is " +
+      return ctx.error("cannot split dim " + llvm::Twine(axis) + " of " + quoted(ctx.inputName(0)) +
+                       " into equal parts: its size is " +
                        (d ? "symbolic (" + d->str() + ")" : std::string("unknown")) +
                        " and no split sizes are given");
     int64_t total = d->constant();
@@ -143,8 +143,8 @@ static Results convertSlice(NodeContext &ctx) {
     if (!n)
       n = ctx.inputLength(2);
     if (!n)
-      return ctx.error("cannot supply the default axes / steps: the length of starts ('" +
-                       ctx.inputName(1) + "') is unknown");
+      return ctx.error("cannot supply the default axes / steps: the length of starts (" +
+                       quoted(ctx.inputName(1)) + ") is unknown");
   }
   auto range = [&](bool ones) {
     std::vector<int64_t> v(static_cast<size_t>(*n));
