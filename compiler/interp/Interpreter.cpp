@@ -160,7 +160,9 @@ public:
         if (opts_.checkResultTypes)
           if (auto e = checkResult(*op.result(r), outs[r]))
             return fail(op, "result " + std::to_string(r) + ": " + llvm::toString(std::move(e)));
-        values_[op.result(r)] = std::move(outs[r]);
+        const Value *res = op.result(r);
+        if (lastUse_.count(res) || isOutput_.count(res)) // dead results are dropped at once
+          values_[res] = std::move(outs[r]);
       }
       ins.clear();
       for (const Value *v : op.operands()) // free what no later op reads
