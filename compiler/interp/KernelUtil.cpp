@@ -40,6 +40,16 @@ DType domainOf(DType t) {
 
 Tensor toDomain(const Tensor &t) {
   DType d = domainOf(t.dtype());
+  if (d == DType::Bool) { // kernels compare bools bytewise: make every true a 1
+    const uint8_t *p = t.data<uint8_t>();
+    const int64_t n = t.numElements();
+    if (std::all_of(p, p + n, [](uint8_t b) { return b <= 1; }))
+      return t;
+    Tensor r(DType::Bool, t.shape());
+    for (int64_t i = 0; i < n; ++i)
+      r.data<uint8_t>()[i] = p[i] != 0;
+    return r;
+  }
   if (d == t.dtype())
     return t;
   if (t.dtype() == DType::F16 || t.dtype() == DType::BF16) {
