@@ -6,6 +6,7 @@
 #include "runtime/Program.h"
 
 #include <cmath>
+#include <cerrno>
 #include <cstring>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -53,7 +54,7 @@ public:
   Status run() {
     int fd = ::open(path_.c_str(), O_RDONLY);
     if (fd < 0)
-      return err("cannot open the plan file");
+      return Status::error("cannot open plan '" + path_ + "': " + std::strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
       ::close(fd);

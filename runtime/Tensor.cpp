@@ -25,7 +25,7 @@ int64_t Tensor::numElements() const {
 }
 
 void Tensor::makeUnique() {
-  if (mutable_ && owner_.use_count() == 1)
+  if (mutable_ && (!owner_ || owner_.use_count() == 1)) // owned alone, or a view
     return;
   size_t n = numBytes();
   auto buf = std::shared_ptr<uint8_t>(new uint8_t[n ? n : 1](), std::default_delete<uint8_t[]>());

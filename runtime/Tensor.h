@@ -19,6 +19,17 @@ public:
   Tensor(DType dtype, std::vector<int64_t> shape, std::shared_ptr<const void> owner,
          const void *bytes);
 
+  /// A writable view of memory someone else owns (an arena buffer). Copies of a
+  /// view write through to the same memory.
+  static Tensor view(DType dtype, std::vector<int64_t> shape, void *bytes) {
+    Tensor t;
+    t.dtype_ = dtype;
+    t.shape_ = std::move(shape);
+    t.bytes_ = bytes;
+    t.mutable_ = bytes;
+    return t;
+  }
+
   template <typename T>
   static Tensor fromVector(DType dtype, std::vector<int64_t> shape, const std::vector<T> &v) {
     Tensor t(dtype, std::move(shape));

@@ -3,15 +3,18 @@
 // models run in bounded memory. Kernels live in the family files.
 #include "compiler/interp/Interpreter.h"
 
-#include "compiler/interp/OpKernels.h"
+#include "runtime/cpu/ops/OpKernels.h"
 #include "compiler/ir/OpDefs.h"
 
 #include <unordered_map>
 
 namespace genc {
 
-using interp::dimsStr;
-using interp::kernelError;
+using genrt::cpu::dimsStr;
+
+static llvm::Error kernelError(const std::string &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+}
 
 static std::string typeOf(const Tensor &t) {
   return std::string(dtypeName(t.dtype())) + dimsStr(t.shape());
@@ -122,11 +125,14 @@ public:
                                          llvm::toString(env.takeError()));
     symbols_ = std::move(*env);
     for (size_t i = 0; i < inputs.size(); ++i)
-      values_[f_.arguments()[i].get()] = interp::toDomain(inputs[i]);
+      values_[f_.arguments()[i].get()] = genrt::cpu::toDomain(inputs[i]);
     computeLastUses();
 
-    const interp::KernelTable &kernels = interp::kernelTable();
-    interp::EvalContext ctx{symbols_};
+    const genrt::cpu::KernelTable &kernels = genrt::cpu::kernelTable();
+    genrt::cpu::KernelContext ctx;
+    ctx.symbols = &symbols_;
+    std::vector<int64_t> resultRanks;
+    ctx.resultRanks = &resultRanks;
     size_t index = 0;
     for (const auto &opPtr : f_.ops()) {
       const Op &op = *opPtr;
@@ -151,8 +157,11 @@ public:
                               " results, which its definition does not allow");
       }
       std::vector<Tensor> outs(op.numResults());
-      if (auto e = it->second(ctx, op, ins, outs))
-        return fail(op, llvm::toString(std::move(e)));
+      resultRanks.clear();
+      for (const Value *r : op.results())
+        resultRanks.push_back(r->rank());
+      if (auto e = it->second(ctx, op.attrs(), ins, outs))
+        return fail(op, e.message());
       for (size_t r = 0; r < outs.size(); ++r) {
         if (!outs[r].valid())
           return fail(op, "kernel produced no value for result " + std::to_string(r));
@@ -213,7 +222,7 @@ private:
         return kernelError("weight @" + v->name() +
                            " has no data (IR parsed from text keeps only names and shapes; "
                            "use constant ops)");
-      return weights_[v] = interp::toDomain(*data); // converted once per run
+      return weights_[v] = genrt::cpu::toDomain(*data); // converted once per run
     }
     auto it = values_.find(v);
     if (it == values_.end())
@@ -238,7 +247,7 @@ private:
   /// dtype class, rank, and dims wherever they evaluate under the bindings.
   llvm::Error checkResult(const Value &v, const Tensor &t) {
     const Type &ty = v.type();
-    bool ok = interp::domainOf(ty.dtype) == t.dtype() && ty.rank() == t.rank();
+    bool ok = genrt::cpu::domainOf(ty.dtype) == t.dtype() && ty.rank() == t.rank();
     for (int64_t i = 0; ok && i < t.rank(); ++i) {
       auto d = ty.shape[i].evaluate(symbols_);
       ok = !d || *d == t.shape()[i];

@@ -1,18 +1,17 @@
 // Matrix products: matmul (numpy semantics) and gemm (ONNX Gemm), both on
 // genrt::cpu::matmul so the CPU executor shares the arithmetic.
-#include "compiler/interp/OpKernels.h"
+#include "runtime/cpu/ops/OpKernels.h"
 #include "runtime/cpu/Kernels.h"
 
-namespace genc::interp {
+namespace genrt::cpu {
 namespace {
 
-using llvm::Error;
 using Ins = std::vector<Tensor>;
 using Outs = std::vector<Tensor>;
 
 // a[A..., M, K] · b[B..., K, N] -> y[broadcast(A, B)..., M, N]. A 1-D a is
 // [1, K] and a 1-D b is [K, 1], and that dim is dropped from the result.
-Error matmulKernel(const EvalContext &, const Op &, const Ins &ins, Outs &outs) {
+Error matmulKernel(KernelContext &, const AttrMap &, const Ins &ins, Outs &outs) {
   const Tensor &a = ins[0], &b = ins[1];
   if (auto e = expectDType(a, DType::F32, "operand 0"))
     return e;
@@ -33,7 +32,7 @@ Error matmulKernel(const EvalContext &, const Op &, const Ins &ins, Outs &outs) 
   auto batch = broadcastShapes(batchA, batchB);
   if (!batch)
     return kernelError("batch dims do not broadcast: " + dimsStr(a.shape()) + " · " +
-                       dimsStr(b.shape()) + " (" + llvm::toString(batch.takeError()) + ")");
+                       dimsStr(b.shape()) + " (" + batch.takeError().message() + ")");
   std::vector<int64_t> outShape = *batch;
   if (a.rank() > 1)
     outShape.push_back(M);
@@ -61,7 +60,7 @@ Error matmulKernel(const EvalContext &, const Op &, const Ins &ins, Outs &outs) 
 
 // a[M, K] (a[K, M] if trans_a), b[K, N] (b[N, K] if trans_b), c broadcast to [M, N]
 //   -> y[M, N] = alpha · a·b + beta · c
-Error gemmKernel(const EvalContext &, const Op &op, const Ins &ins, Outs &outs) {
+Error gemmKernel(KernelContext &, const AttrMap &attrs, const Ins &ins, Outs &outs) {
   const Tensor &a = ins[0], &b = ins[1];
   if (auto e = expectDType(a, DType::F32, "operand 0"))
     return e;
@@ -70,9 +69,9 @@ Error gemmKernel(const EvalContext &, const Op &op, const Ins &ins, Outs &outs) 
   if (a.rank() != 2 || b.rank() != 2)
     return kernelError("operands must be 2-D, got " + dimsStr(a.shape()) + " and " +
                        dimsStr(b.shape()));
-  const bool ta = op.intAttr("trans_a", 0) != 0, tb = op.intAttr("trans_b", 0) != 0;
-  const float alpha = static_cast<float>(op.floatAttr("alpha", 1.0));
-  const float beta = static_cast<float>(op.floatAttr("beta", 1.0));
+  const bool ta = attrInt(attrs, "trans_a", 0) != 0, tb = attrInt(attrs, "trans_b", 0) != 0;
+  const float alpha = static_cast<float>(attrFloat(attrs, "alpha", 1.0));
+  const float beta = static_cast<float>(attrFloat(attrs, "beta", 1.0));
   const int64_t M = a.shape()[ta ? 1 : 0], K = a.shape()[ta ? 0 : 1];
   const int64_t N = b.shape()[tb ? 0 : 1], Kb = b.shape()[tb ? 1 : 0];
   if (K != Kb)
@@ -103,7 +102,7 @@ Error gemmKernel(const EvalContext &, const Op &op, const Ins &ins, Outs &outs) 
     auto bs = broadcastShapes(c.shape(), mn);
     if (!bs || *bs != mn) {
       if (!bs)
-        llvm::consumeError(bs.takeError());
+        (void)(bs.takeError());
       return kernelError("c of shape " + dimsStr(c.shape()) + " does not broadcast to " +
                          dimsStr(mn));
     }
@@ -123,4 +122,4 @@ void addLinalgKernels(KernelTable &t) {
   t["gemm"] = gemmKernel;
 }
 
-} // namespace genc::interp
+} // namespace genrt::cpu

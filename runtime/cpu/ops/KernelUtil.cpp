@@ -1,9 +1,9 @@
 // Helpers shared by the interpreter's kernels, and the kernel table.
-#include "compiler/interp/OpKernels.h"
+#include "runtime/cpu/ops/OpKernels.h"
 
 #include <algorithm>
 
-namespace genc::interp {
+namespace genrt::cpu {
 
 const KernelTable &kernelTable() {
   static const KernelTable table = [] {
@@ -19,8 +19,14 @@ const KernelTable &kernelTable() {
   return table;
 }
 
-llvm::Error kernelError(const std::string &msg) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+Kernel findKernel(const std::string &kind) {
+  const KernelTable &t = kernelTable();
+  auto it = t.find(kind);
+  return it == t.end() ? nullptr : it->second;
+}
+
+Error kernelError(const std::string &msg) {
+  return Error::make(msg);
 }
 
 std::string dimsStr(const std::vector<int64_t> &shape) {
@@ -64,7 +70,7 @@ Tensor toDomain(const Tensor &t) {
   return t.castTo(d); // f64 -> f32 rounds; narrow ints widen exactly
 }
 
-llvm::Expected<int64_t> checkedNumElements(const std::vector<int64_t> &shape, DType dt) {
+Expected<int64_t> checkedNumElements(const std::vector<int64_t> &shape, DType dt) {
   int64_t n = 1;
   const int64_t limit = kMaxTensorBytes / static_cast<int64_t>(dtypeSize(dt));
   bool tooBig = false;
@@ -84,21 +90,21 @@ llvm::Expected<int64_t> checkedNumElements(const std::vector<int64_t> &shape, DT
   return n;
 }
 
-llvm::Expected<Tensor> newTensor(DType dt, std::vector<int64_t> shape) {
+Expected<Tensor> newTensor(DType dt, std::vector<int64_t> shape) {
   auto n = checkedNumElements(shape, dt);
   if (!n)
     return n.takeError();
   return Tensor(dt, std::move(shape));
 }
 
-llvm::Expected<int64_t> normalizeAxis(int64_t axis, int64_t rank) {
+Expected<int64_t> normalizeAxis(int64_t axis, int64_t rank) {
   if (axis < -rank || axis >= rank)
     return kernelError("axis " + std::to_string(axis) + " is out of range for rank " +
                        std::to_string(rank));
   return axis < 0 ? axis + rank : axis;
 }
 
-llvm::Expected<std::vector<int64_t>> broadcastShapes(const std::vector<int64_t> &a,
+Expected<std::vector<int64_t>> broadcastShapes(const std::vector<int64_t> &a,
                                                      const std::vector<int64_t> &b) {
   size_t r = std::max(a.size(), b.size());
   std::vector<int64_t> out(r);
@@ -112,7 +118,7 @@ llvm::Expected<std::vector<int64_t>> broadcastShapes(const std::vector<int64_t> 
   return out;
 }
 
-llvm::Expected<std::vector<int64_t>> intList(const Tensor &t, const char *what) {
+Expected<std::vector<int64_t>> intList(const Tensor &t, const char *what) {
   if (t.rank() > 1)
     return kernelError(std::string(what) + " must be a 1-D tensor, got shape " +
                        dimsStr(t.shape()));
@@ -122,7 +128,7 @@ llvm::Expected<std::vector<int64_t>> intList(const Tensor &t, const char *what) 
   return std::vector<int64_t>(p, p + t.numElements());
 }
 
-llvm::Expected<int64_t> intScalar(const Tensor &t, const char *what) {
+Expected<int64_t> intScalar(const Tensor &t, const char *what) {
   if (t.numElements() != 1 || t.rank() > 1)
     return kernelError(std::string(what) + " must be a scalar, got shape " + dimsStr(t.shape()));
   if (t.dtype() != DType::I64)
@@ -130,7 +136,7 @@ llvm::Expected<int64_t> intScalar(const Tensor &t, const char *what) {
   return t.data<int64_t>()[0];
 }
 
-llvm::Expected<float> floatScalar(const Tensor &t, const char *what) {
+Expected<float> floatScalar(const Tensor &t, const char *what) {
   if (t.numElements() != 1 || t.rank() > 1)
     return kernelError(std::string(what) + " must be a scalar, got shape " + dimsStr(t.shape()));
   return static_cast<float>(t.getDouble(0));
@@ -150,9 +156,9 @@ int64_t product(const std::vector<int64_t> &shape, size_t from, size_t to) {
   return n;
 }
 
-llvm::Error expectDType(const Tensor &t, DType want, const char *what) {
+Error expectDType(const Tensor &t, DType want, const char *what) {
   if (t.dtype() == want)
-    return llvm::Error::success();
+    return Error::success();
   return kernelError(std::string(what) + " must be " + dtypeName(want) + ", got " +
                      dtypeName(t.dtype()));
 }
@@ -167,4 +173,4 @@ std::vector<int64_t> broadcastStrides(const std::vector<int64_t> &in,
   return st;
 }
 
-} // namespace genc::interp
+} // namespace genrt::cpu

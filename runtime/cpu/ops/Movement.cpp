@@ -1,17 +1,16 @@
 // Data-movement kernels: reshape family, transpose, expand, concat, split,
 // slice, gather, gather_nd, trilu. They move bytes, so each works for every
 // domain type (f32, i64, bool) through the element size.
-#include "compiler/interp/OpKernels.h"
+#include "runtime/cpu/ops/OpKernels.h"
 
 #include <algorithm>
 #include <cstring>
 #include <limits>
 #include <set>
 
-namespace genc::interp {
+namespace genrt::cpu {
 namespace {
 
-using llvm::Error;
 using Ins = std::vector<Tensor>;
 using Outs = std::vector<Tensor>;
 
@@ -68,12 +67,12 @@ const char *bytes(const Tensor &t) { return static_cast<const char *>(t.rawData(
 
 // x[...] , shape[k] (i64) -> y[shape'], where 0 copies x's dim (unless
 // allowzero) and one -1 takes what is left.
-Error reshapeKernel(const EvalContext &, const Op &op, const Ins &ins, Outs &outs) {
+Error reshapeKernel(KernelContext &, const AttrMap &attrs, const Ins &ins, Outs &outs) {
   const Tensor &x = ins[0];
   auto spec = intList(ins[1], "shape");
   if (!spec)
     return spec.takeError();
-  const bool allowZero = op.intAttr("allowzero", 0) != 0;
+  const bool allowZero = attrInt(attrs, "allowzero", 0) != 0;
   std::vector<int64_t> out = *spec, known = *spec;
   int64_t inferred = -1;
   for (size_t i = 0; i < out.size(); ++i) {
@@ -111,9 +110,9 @@ Error reshapeKernel(const EvalContext &, const Op &op, const Ins &ins, Outs &out
 }
 
 // x[d0, ..., dn] -> y[d0·…·d(axis-1), d(axis)·…·dn]
-Error flattenKernel(const EvalContext &, const Op &op, const Ins &ins, Outs &outs) {
+Error flattenKernel(KernelContext &, const AttrMap &attrs, const Ins &ins, Outs &outs) {
   const Tensor &x = ins[0];
-  int64_t axis = op.intAttr("axis", 1);
+  int64_t axis = attrInt(attrs, "axis", 1);
   if (axis < -x.rank() || axis > x.rank())
     return kernelError("axis " + std::to_string(axis) + " is out of range [-" +
                        std::to_string(x.rank()) + ", " + std::to_string(x.rank()) + "]");
@@ -123,11 +122,11 @@ Error flattenKernel(const EvalContext &, const Op &op, const Ins &ins, Outs &out
   return Error::success();
 }
 
-Error squeezeKernel(const EvalContext &, const Op &op, const Ins &ins, Outs &outs) {
+Error squeezeKernel(KernelContext &, const AttrMap &attrs, const Ins &ins, Outs &outs) {
   const Tensor &x = ins[0];
   std::set<int64_t> drop;
-  if (op.hasAttr("axes")) {
-    for (int64_t a : op.intsAttr("axes")) {
+  if (attrs.count("axes")) {
+    for (int64_t a : attrInts(attrs, "axes")) {
       auto ax = normalizeAxis(a, x.rank());
       if (!ax)
         return ax.takeError();
@@ -150,11 +149,11 @@ Error squeezeKernel(const EvalContext &, const Op &op, const Ins &ins, Outs &out
 }
 
 // axes index the output: x[2, 3] {axes = [0, -1]} -> y[1, 2, 3, 1]
-Error unsqueezeKernel(const EvalContext &, const Op &op, const Ins &ins, Outs &outs) {
+Error unsqueezeKernel(KernelContext &, const AttrMap &attrs, const Ins &ins, Outs &outs) {
   const Tensor &x = ins[0];
-  if (!op.hasAttr("axes"))
+  if (!attrs.count("axes"))
     return kernelError("missing attribute 'axes'");
-  std::vector<int64_t> axes = op.intsAttr("axes");
+  std::vector<int64_t> axes = attrInts(attrs, "axes");
   const int64_t outRank = x.rank() + static_cast<int64_t>(axes.size());
   std::vector<bool> isNew(outRank, false);
   for (int64_t a : axes) {
@@ -176,11 +175,11 @@ Error unsqueezeKernel(const EvalContext &, const Op &op, const Ins &ins, Outs &o
 // ---- transpose, expand -----------------------------------------------------
 
 // x[d0..dn] {perm} -> y[d(perm[0]), ..., d(perm[n])]
-Error transposeKernel(const EvalContext &, const Op &op, const Ins &ins, Outs &outs) {
+Error transposeKernel(KernelContext &, const AttrMap &attrs, const Ins &ins, Outs &outs) {
   const Tensor &x = ins[0];
   const int64_t r = x.rank();
-  std::vector<int64_t> perm = op.intsAttr("perm");
-  if (!op.hasAttr("perm"))
+  std::vector<int64_t> perm = attrInts(attrs, "perm");
+  if (!attrs.count("perm"))
     for (int64_t i = r - 1; i >= 0; --i)
       perm.push_back(i);
   if (static_cast<int64_t>(perm.size()) != r)
@@ -190,8 +189,8 @@ Error transposeKernel(const EvalContext &, const Op &op, const Ins &ins, Outs &o
     auto ax = normalizeAxis(p, r);
     if (!ax || seen[*ax]) {
       if (!ax)
-        llvm::consumeError(ax.takeError());
-      return kernelError("perm " + dimsStr(op.intsAttr("perm")) + " is not a permutation");
+        (void)(ax.takeError());
+      return kernelError("perm " + dimsStr(attrInts(attrs, "perm")) + " is not a permutation");
     }
     seen[*ax] = true;
     p = *ax;
@@ -208,7 +207,7 @@ Error transposeKernel(const EvalContext &, const Op &op, const Ins &ins, Outs &o
 }
 
 // x[...], shape[k] -> y[broadcast(x.shape, shape)] (ONNX Expand broadcasts both ways)
-Error expandKernel(const EvalContext &, const Op &, const Ins &ins, Outs &outs) {
+Error expandKernel(KernelContext &, const AttrMap &, const Ins &ins, Outs &outs) {
   const Tensor &x = ins[0];
   auto spec = intList(ins[1], "shape");
   if (!spec)
@@ -231,9 +230,9 @@ Error expandKernel(const EvalContext &, const Op &, const Ins &ins, Outs &outs) 
 // ---- concat, split ---------------------------------------------------------
 
 // x_i[..., a_i, ...] along axis -> y[..., Σ a_i, ...]
-Error concatKernel(const EvalContext &, const Op &op, const Ins &ins, Outs &outs) {
+Error concatKernel(KernelContext &, const AttrMap &attrs, const Ins &ins, Outs &outs) {
   const Tensor &first = ins[0];
-  auto axis = normalizeAxis(op.intAttr("axis", 0), first.rank());
+  auto axis = normalizeAxis(attrInt(attrs, "axis", 0), first.rank());
   if (!axis)
     return axis.takeError();
   std::vector<int64_t> outShape = first.shape();
@@ -268,14 +267,14 @@ Error concatKernel(const EvalContext &, const Op &op, const Ins &ins, Outs &outs
 
 // x[..., Σ s_i, ...] -> y_i[..., s_i, ...]; without `split`, equal parts
 // (the last one smaller when the dim does not divide, as ONNX num_outputs).
-Error splitKernel(const EvalContext &, const Op &op, const Ins &ins, Outs &outs) {
+Error splitKernel(KernelContext &, const AttrMap &attrs, const Ins &ins, Outs &outs) {
   const Tensor &x = ins[0];
-  auto axis = normalizeAxis(op.intAttr("axis", 0), x.rank());
+  auto axis = normalizeAxis(attrInt(attrs, "axis", 0), x.rank());
   if (!axis)
     return axis.takeError();
   const int64_t dim = x.shape()[*axis], n = static_cast<int64_t>(outs.size());
-  std::vector<int64_t> sizes = op.intsAttr("split");
-  if (!op.hasAttr("split")) {
+  std::vector<int64_t> sizes = attrInts(attrs, "split");
+  if (!attrs.count("split")) {
     int64_t part = (dim + n - 1) / n;
     for (int64_t i = 0, left = dim; i < n; ++i, left -= part)
       sizes.push_back(std::max<int64_t>(0, std::min(part, left)));
@@ -311,7 +310,7 @@ Error splitKernel(const EvalContext &, const Op &op, const Ins &ins, Outs &outs)
 // x[...], starts[k], ends[k], axes[k], steps[k] -> y. ONNX rules: negative
 // starts/ends count from the end; then clamp to [0, d] (step > 0) or
 // [-1, d-1] (step < 0); INT64_MAX / INT64_MIN mean "to the end".
-Error sliceKernel(const EvalContext &, const Op &op, const Ins &ins, Outs &outs) {
+Error sliceKernel(KernelContext &, const AttrMap &attrs, const Ins &ins, Outs &outs) {
   const Tensor &x = ins[0];
   const int64_t r = x.rank();
   auto starts = intList(ins[1], "starts");
@@ -390,11 +389,11 @@ Error sliceKernel(const EvalContext &, const Op &op, const Ins &ins, Outs &outs)
 // ---- gather, gather_nd -----------------------------------------------------
 
 // data[a..., n, b...], indices[i...] -> y[a..., i..., b...]; indices in [-n, n).
-Error gatherKernel(const EvalContext &, const Op &op, const Ins &ins, Outs &outs) {
+Error gatherKernel(KernelContext &, const AttrMap &attrs, const Ins &ins, Outs &outs) {
   const Tensor &data = ins[0], &idx = ins[1];
   if (auto e = expectDType(idx, DType::I64, "indices"))
     return e;
-  auto axis = normalizeAxis(op.intAttr("axis", 0), data.rank());
+  auto axis = normalizeAxis(attrInt(attrs, "axis", 0), data.rank());
   if (!axis)
     return axis.takeError();
   const int64_t n = data.shape()[*axis], count = idx.numElements();
@@ -424,11 +423,11 @@ Error gatherKernel(const EvalContext &, const Op &op, const Ins &ins, Outs &outs
 
 // data[B..., D...], indices[B..., T..., m] {batch_dims = |B|}
 //   -> y[B..., T..., D[m:]...]: each m-tuple picks a slice of data within its batch.
-Error gatherNDKernel(const EvalContext &, const Op &op, const Ins &ins, Outs &outs) {
+Error gatherNDKernel(KernelContext &, const AttrMap &attrs, const Ins &ins, Outs &outs) {
   const Tensor &data = ins[0], &idx = ins[1];
   if (auto e = expectDType(idx, DType::I64, "indices"))
     return e;
-  const int64_t b = op.intAttr("batch_dims", 0), r = data.rank(), q = idx.rank();
+  const int64_t b = attrInt(attrs, "batch_dims", 0), r = data.rank(), q = idx.rank();
   if (q < 1)
     return kernelError("indices must have rank >= 1");
   const int64_t m = idx.shape()[q - 1];
@@ -477,7 +476,7 @@ Error gatherNDKernel(const EvalContext &, const Op &op, const Ins &ins, Outs &ou
 
 // x[..., N, M] [, k] {upper} -> y: keeps x[i, j] where j - i >= k (upper) or
 // j - i <= k (lower), zero elsewhere.
-Error triluKernel(const EvalContext &, const Op &op, const Ins &ins, Outs &outs) {
+Error triluKernel(KernelContext &, const AttrMap &attrs, const Ins &ins, Outs &outs) {
   const Tensor &x = ins[0];
   if (x.rank() < 2)
     return kernelError("input must have rank >= 2, got " + dimsStr(x.shape()));
@@ -488,7 +487,7 @@ Error triluKernel(const EvalContext &, const Op &op, const Ins &ins, Outs &outs)
       return kv.takeError();
     k = *kv;
   }
-  const bool upper = op.intAttr("upper", 1) != 0;
+  const bool upper = attrInt(attrs, "upper", 1) != 0;
   const int64_t N = x.shape()[x.rank() - 2], M = x.shape()[x.rank() - 1];
   const int64_t mats = product(x.shape(), 0, x.rank() - 2);
   const size_t es = dtypeSize(x.dtype());
@@ -525,4 +524,4 @@ void addMovementKernels(KernelTable &t) {
   t["trilu"] = triluKernel;
 }
 
-} // namespace genc::interp
+} // namespace genrt::cpu

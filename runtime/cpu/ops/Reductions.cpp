@@ -1,17 +1,16 @@
 // Reductions and normalisations: reduce_mean, softmax, layer_norm, rms_norm,
 // cumsum. Float math runs in runtime/cpu/Kernels (fp32 accumulation), so the
 // CPU executor computes exactly what the interpreter does.
-#include "compiler/interp/OpKernels.h"
+#include "runtime/cpu/ops/OpKernels.h"
 #include "runtime/cpu/Kernels.h"
 
 #include <algorithm>
 #include <cstring>
 #include <set>
 
-namespace genc::interp {
+namespace genrt::cpu {
 namespace {
 
-using llvm::Error;
 using Ins = std::vector<Tensor>;
 using Outs = std::vector<Tensor>;
 
@@ -24,12 +23,12 @@ Tensor copyOf(const Tensor &x) {
 }
 
 // x[...] {axes (default all), keepdims} -> mean over axes.
-Error reduceMeanKernel(const EvalContext &, const Op &op, const Ins &ins, Outs &outs) {
+Error reduceMeanKernel(KernelContext &, const AttrMap &attrs, const Ins &ins, Outs &outs) {
   const Tensor &x = ins[0];
   if (auto e = expectDType(x, DType::F32, "operand"))
     return e;
   const int64_t r = x.rank();
-  std::vector<int64_t> axes = op.intsAttr("axes");
+  std::vector<int64_t> axes = attrInts(attrs, "axes");
   std::vector<bool> reduced(r, axes.empty()); // no axes: reduce all (noop_with_empty_axes = 0)
   for (int64_t a : axes) {
     auto ax = normalizeAxis(a, r);
@@ -46,7 +45,7 @@ Error reduceMeanKernel(const EvalContext &, const Op &op, const Ins &ins, Outs &
     else
       outShape.push_back(x.shape()[d]);
   }
-  if (op.intAttr("keepdims", 1))
+  if (attrInt(attrs, "keepdims", 1))
     outShape = keepShape;
   Tensor y(DType::F32, outShape);
   float *py = y.data<float>();
@@ -73,11 +72,11 @@ Error reduceMeanKernel(const EvalContext &, const Op &op, const Ins &ins, Outs &
 }
 
 // x[outer, n, inner] {axis} -> softmax along axis
-Error softmaxKernel(const EvalContext &, const Op &op, const Ins &ins, Outs &outs) {
+Error softmaxKernel(KernelContext &, const AttrMap &attrs, const Ins &ins, Outs &outs) {
   const Tensor &x = ins[0];
   if (auto e = expectDType(x, DType::F32, "operand"))
     return e;
-  auto axis = normalizeAxis(op.intAttr("axis", -1), x.rank());
+  auto axis = normalizeAxis(attrInt(attrs, "axis", -1), x.rank());
   if (!axis)
     return axis.takeError();
   Tensor y = copyOf(x);
@@ -89,14 +88,14 @@ Error softmaxKernel(const EvalContext &, const Op &op, const Ins &ins, Outs &out
 
 /// `p` (scale or bias) as a flat [n] array over the normalised dims `norm`;
 /// ONNX lets it be anything that broadcasts to them.
-llvm::Expected<Tensor> paramOver(const Tensor &p, const std::vector<int64_t> &norm,
+Expected<Tensor> paramOver(const Tensor &p, const std::vector<int64_t> &norm,
                                  const char *what) {
   if (auto e = expectDType(p, DType::F32, what))
     return std::move(e);
   auto b = broadcastShapes(norm, p.shape());
   if (!b || *b != norm) {
     if (!b)
-      llvm::consumeError(b.takeError());
+      (void)(b.takeError());
     return kernelError(std::string(what) + " of shape " + dimsStr(p.shape()) +
                        " does not broadcast to the normalised dims " + dimsStr(norm));
   }
@@ -112,24 +111,24 @@ llvm::Expected<Tensor> paramOver(const Tensor &p, const std::vector<int64_t> &no
 
 // x[rows..., norm...], scale[norm...] [, bias[norm...]] {axis, epsilon}
 //   -> y: normalised over dims axis..rank-1
-template <bool IsRms> Error normKernel(const EvalContext &, const Op &op, const Ins &ins, Outs &outs) {
+template <bool IsRms> Error normKernel(KernelContext &, const AttrMap &attrs, const Ins &ins, Outs &outs) {
   const Tensor &x = ins[0];
   if (auto e = expectDType(x, DType::F32, "operand"))
     return e;
-  auto axis = normalizeAxis(op.intAttr("axis", -1), x.rank());
+  auto axis = normalizeAxis(attrInt(attrs, "axis", -1), x.rank());
   if (!axis)
     return axis.takeError();
   std::vector<int64_t> norm(x.shape().begin() + *axis, x.shape().end());
   auto scale = paramOver(ins[1], norm, "scale");
   if (!scale)
     return scale.takeError();
-  const float eps = static_cast<float>(op.floatAttr("epsilon", 1e-5));
+  const float eps = static_cast<float>(attrFloat(attrs, "epsilon", 1e-5));
   const int64_t rows = product(x.shape(), 0, *axis), n = product(norm);
   Tensor y(DType::F32, x.shape());
   if (IsRms) {
     genrt::cpu::rmsNormRows(x.data<float>(), scale->data<float>(), y.data<float>(), rows, n, eps);
   } else {
-    llvm::Expected<Tensor> bias = Tensor();
+    Expected<Tensor> bias = Tensor();
     if (ins.size() > 2) {
       bias = paramOver(ins[2], norm, "bias");
       if (!bias)
@@ -163,12 +162,12 @@ template <typename T> void cumsum(const T *x, T *y, int64_t outer, int64_t n, in
     }
 }
 
-Error cumsumKernel(const EvalContext &, const Op &op, const Ins &ins, Outs &outs) {
+Error cumsumKernel(KernelContext &, const AttrMap &attrs, const Ins &ins, Outs &outs) {
   const Tensor &x = ins[0];
-  auto axis = normalizeAxis(op.intAttr("axis", 0), x.rank());
+  auto axis = normalizeAxis(attrInt(attrs, "axis", 0), x.rank());
   if (!axis)
     return axis.takeError();
-  const bool excl = op.intAttr("exclusive", 0) != 0, rev = op.intAttr("reverse", 0) != 0;
+  const bool excl = attrInt(attrs, "exclusive", 0) != 0, rev = attrInt(attrs, "reverse", 0) != 0;
   const int64_t outer = product(x.shape(), 0, *axis), n = x.shape()[*axis],
                 inner = product(x.shape(), *axis + 1);
   Tensor y(x.dtype(), x.shape());
@@ -192,4 +191,4 @@ void addReductionKernels(KernelTable &t) {
   t["cumsum"] = cumsumKernel;
 }
 
-} // namespace genc::interp
+} // namespace genrt::cpu

@@ -1,20 +1,19 @@
 // Values made from attributes and shapes: constant, dims, shape,
 // constant_of_shape, range.
-#include "compiler/interp/OpKernels.h"
+#include "runtime/cpu/ops/OpKernels.h"
 
 #include <cmath>
 #include <cstring>
 #include <limits>
 
-namespace genc::interp {
+namespace genrt::cpu {
 namespace {
 
-using llvm::Error;
 using Ins = std::vector<Tensor>;
 using Outs = std::vector<Tensor>;
 
-Error constantKernel(const EvalContext &, const Op &op, const Ins &, Outs &outs) {
-  const Tensor *v = op.tensorAttr("value");
+Error constantKernel(KernelContext &, const AttrMap &attrs, const Ins &, Outs &outs) {
+  const Tensor *v = attrTensor(attrs, "value");
   if (!v)
     return kernelError("missing attribute 'value' (a dense<...> tensor)");
   outs[0] = toDomain(*v);
@@ -23,25 +22,24 @@ Error constantKernel(const EvalContext &, const Op &op, const Ins &, Outs &outs)
 
 // {value = shape<d0, d1, ...>} -> i64[k] (or i64[] for a rank-0 result) of the
 // dims evaluated under the argument bindings.
-Error dimsKernel(const EvalContext &ctx, const Op &op, const Ins &, Outs &outs) {
-  const Attribute *a = op.attr("value");
-  const DimList *dl = a ? std::get_if<DimList>(a) : nullptr;
+Error dimsKernel(KernelContext &ctx, const AttrMap &attrs, const Ins &, Outs &outs) {
+  const DimList *dl = attrDims(attrs, "value");
   if (!dl)
     return kernelError("missing attribute 'value' (a shape<...> list)");
   std::vector<int64_t> vals;
   for (const Dim &d : dl->dims) {
-    auto v = d.evaluate(ctx.symbols);
+    auto v = d.evaluate(*ctx.symbols);
     if (!v) {
       std::string unbound;
       for (const auto &s : d.symbols())
-        if (!ctx.symbols.count(s))
+        if (!ctx.symbols->count(s))
           unbound += (unbound.empty() ? "'" : ", '") + s + "'";
       return kernelError("dim " + d.str() + " uses " + unbound +
                          ", which no function argument binds");
     }
     vals.push_back(*v);
   }
-  const bool scalar = op.numResults() == 1 && op.result()->rank() == 0;
+  const bool scalar = ctx.resultRanks && ctx.resultRanks->size() == 1 && (*ctx.resultRanks)[0] == 0;
   if (scalar && vals.size() != 1)
     return kernelError("a rank-0 result needs exactly one dim, got " +
                        std::to_string(vals.size()));
@@ -52,14 +50,14 @@ Error dimsKernel(const EvalContext &ctx, const Op &op, const Ins &, Outs &outs) 
 }
 
 // x[d0..dn] {start, end} -> i64[end - start]: ONNX Shape with clamped bounds.
-Error shapeKernel(const EvalContext &, const Op &op, const Ins &ins, Outs &outs) {
+Error shapeKernel(KernelContext &, const AttrMap &attrs, const Ins &ins, Outs &outs) {
   const int64_t r = ins[0].rank();
   auto clampBound = [r](int64_t v) {
     if (v < 0)
       v += r;
     return std::max<int64_t>(0, std::min(v, r));
   };
-  int64_t s = clampBound(op.intAttr("start", 0)), e = clampBound(op.intAttr("end", r));
+  int64_t s = clampBound(attrInt(attrs, "start", 0)), e = clampBound(attrInt(attrs, "end", r));
   std::vector<int64_t> dims;
   for (int64_t i = s; i < e; ++i)
     dims.push_back(ins[0].shape()[i]);
@@ -68,12 +66,12 @@ Error shapeKernel(const EvalContext &, const Op &op, const Ins &ins, Outs &outs)
 }
 
 // shape[k] {value = dense<T[1]: [v]>} -> T[shape] filled with v (default f32 0)
-Error constantOfShapeKernel(const EvalContext &, const Op &op, const Ins &ins, Outs &outs) {
+Error constantOfShapeKernel(KernelContext &, const AttrMap &attrs, const Ins &ins, Outs &outs) {
   auto shape = intList(ins[0], "shape");
   if (!shape)
     return shape.takeError();
   Tensor v = Tensor::scalarF32(0.f);
-  if (const Tensor *attr = op.tensorAttr("value")) {
+  if (const Tensor *attr = attrTensor(attrs, "value")) {
     if (attr->numElements() != 1)
       return kernelError("value must have one element, got shape " + dimsStr(attr->shape()));
     v = toDomain(*attr);
@@ -90,7 +88,7 @@ Error constantOfShapeKernel(const EvalContext &, const Op &op, const Ins &ins, O
 }
 
 // start, limit, delta (scalars) -> T[max(ceil((limit - start) / delta), 0)]
-Error rangeKernel(const EvalContext &, const Op &, const Ins &ins, Outs &outs) {
+Error rangeKernel(KernelContext &, const AttrMap &, const Ins &ins, Outs &outs) {
   const DType t = ins[0].dtype();
   for (size_t i = 1; i < 3; ++i)
     if (ins[i].dtype() != t)
@@ -154,4 +152,4 @@ void addShapeKernels(KernelTable &t) {
   t["range"] = rangeKernel;
 }
 
-} // namespace genc::interp
+} // namespace genrt::cpu

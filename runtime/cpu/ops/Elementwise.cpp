@@ -4,22 +4,21 @@
 //   binary:  a[...], b[...] -> y[broadcast(a, b)]
 //   where:   cond[...], x[...], y[...] -> out[broadcast(cond, x, y)]
 //   unary:   x[...] -> y[...]
-#include "compiler/interp/OpKernels.h"
+#include "runtime/cpu/ops/OpKernels.h"
 #include "runtime/cpu/Kernels.h"
 
 #include <cmath>
 #include <limits>
 
-namespace genc::interp {
+namespace genrt::cpu {
 namespace {
 
-using llvm::Error;
 using Ins = std::vector<Tensor>;
 using Outs = std::vector<Tensor>;
 
 /// y = f(a, b) over the broadcast shape; A, B are the input element types.
 template <typename A, typename B, typename R, typename F>
-llvm::Expected<Tensor> binaryMap(const Tensor &a, const Tensor &b, DType rt, F f) {
+Expected<Tensor> binaryMap(const Tensor &a, const Tensor &b, DType rt, F f) {
   auto shape = broadcastShapes(a.shape(), b.shape());
   if (!shape)
     return shape.takeError();
@@ -47,7 +46,7 @@ Error sameDTypes(const Tensor &a, const Tensor &b) {
 
 enum class Arith { Add, Sub, Mul, Div, Max, Min };
 
-template <Arith K> llvm::Expected<Tensor> arith(const Tensor &a, const Tensor &b) {
+template <Arith K> Expected<Tensor> arith(const Tensor &a, const Tensor &b) {
   if (auto e = sameDTypes(a, b))
     return std::move(e);
   if (a.dtype() == DType::F32)
@@ -93,7 +92,7 @@ template <Arith K> llvm::Expected<Tensor> arith(const Tensor &a, const Tensor &b
   });
 }
 
-template <Arith K> Error arithKernel(const EvalContext &, const Op &op, const Ins &ins, Outs &outs) {
+template <Arith K> Error arithKernel(KernelContext &, const AttrMap &attrs, const Ins &ins, Outs &outs) {
   // max/min are variadic: fold left to right.
   auto acc = arith<K>(ins[0], ins.size() > 1 ? ins[1] : ins[0]);
   if (!acc)
@@ -107,9 +106,9 @@ template <Arith K> Error arithKernel(const EvalContext &, const Op &op, const In
   return Error::success();
 }
 
-Error powKernel(const EvalContext &, const Op &, const Ins &ins, Outs &outs) {
+Error powKernel(KernelContext &, const AttrMap &, const Ins &ins, Outs &outs) {
   const Tensor &a = ins[0], &b = ins[1];
-  llvm::Expected<Tensor> y = Tensor();
+  Expected<Tensor> y = Tensor();
   if (a.dtype() == DType::F32) {
     Tensor bf = b.dtype() == DType::F32 ? b : b.castTo(DType::F32);
     y = binaryMap<float, float, float>(a, bf, DType::F32,
@@ -144,11 +143,11 @@ template <Cmp K, typename T> bool compare(T x, T y) {
   return false;
 }
 
-template <Cmp K> Error cmpKernel(const EvalContext &, const Op &, const Ins &ins, Outs &outs) {
+template <Cmp K> Error cmpKernel(KernelContext &, const AttrMap &, const Ins &ins, Outs &outs) {
   const Tensor &a = ins[0], &b = ins[1];
   if (auto e = sameDTypes(a, b))
     return e;
-  llvm::Expected<Tensor> y = Tensor();
+  Expected<Tensor> y = Tensor();
   if (a.dtype() == DType::F32)
     y = binaryMap<float, float, uint8_t>(a, b, DType::Bool, compare<K, float>);
   else if (a.dtype() == DType::I64)
@@ -161,7 +160,7 @@ template <Cmp K> Error cmpKernel(const EvalContext &, const Op &, const Ins &ins
   return Error::success();
 }
 
-template <bool IsAnd> Error logicKernel(const EvalContext &, const Op &, const Ins &ins, Outs &outs) {
+template <bool IsAnd> Error logicKernel(KernelContext &, const AttrMap &, const Ins &ins, Outs &outs) {
   if (auto e = expectDType(ins[0], DType::Bool, "operand 0"))
     return e;
   if (auto e = expectDType(ins[1], DType::Bool, "operand 1"))
@@ -176,7 +175,7 @@ template <bool IsAnd> Error logicKernel(const EvalContext &, const Op &, const I
   return Error::success();
 }
 
-Error notKernel(const EvalContext &, const Op &, const Ins &ins, Outs &outs) {
+Error notKernel(KernelContext &, const AttrMap &, const Ins &ins, Outs &outs) {
   if (auto e = expectDType(ins[0], DType::Bool, "operand 0"))
     return e;
   Tensor y(DType::Bool, ins[0].shape());
@@ -188,7 +187,7 @@ Error notKernel(const EvalContext &, const Op &, const Ins &ins, Outs &outs) {
   return Error::success();
 }
 
-Error whereKernel(const EvalContext &, const Op &, const Ins &ins, Outs &outs) {
+Error whereKernel(KernelContext &, const AttrMap &, const Ins &ins, Outs &outs) {
   const Tensor &c = ins[0], &x = ins[1], &y = ins[2];
   if (auto e = expectDType(c, DType::Bool, "condition"))
     return e;
@@ -232,7 +231,7 @@ template <typename F> Error floatUnary(const Ins &ins, Outs &outs, F f) {
 }
 
 #define GENC_FLOAT_UNARY(NAME, EXPR)                                                           \
-  Error NAME##Kernel(const EvalContext &, const Op &, const Ins &ins, Outs &outs) {           \
+  Error NAME##Kernel(KernelContext &, const AttrMap &, const Ins &ins, Outs &outs) {           \
     return floatUnary(ins, outs, [](float x) { return EXPR; });                              \
   }
 GENC_FLOAT_UNARY(exp, std::exp(x))
@@ -248,8 +247,8 @@ GENC_FLOAT_UNARY(cos, std::cos(x))
 GENC_FLOAT_UNARY(silu, genrt::cpu::silu(x))
 #undef GENC_FLOAT_UNARY
 
-Error geluKernel(const EvalContext &, const Op &op, const Ins &ins, Outs &outs) {
-  std::string approx = op.strAttr("approximate", "none");
+Error geluKernel(KernelContext &, const AttrMap &attrs, const Ins &ins, Outs &outs) {
+  std::string approx = attrStr(attrs, "approximate", "none");
   if (approx == "none")
     return floatUnary(ins, outs, genrt::cpu::geluErf);
   if (approx == "tanh")
@@ -258,7 +257,7 @@ Error geluKernel(const EvalContext &, const Op &op, const Ins &ins, Outs &outs) 
 }
 
 // abs and neg also apply to integers.
-template <bool IsAbs> Error signKernel(const EvalContext &, const Op &, const Ins &ins, Outs &outs) {
+template <bool IsAbs> Error signKernel(KernelContext &, const AttrMap &, const Ins &ins, Outs &outs) {
   const Tensor &x = ins[0];
   if (x.dtype() == DType::F32)
     return floatUnary(ins, outs, [](float v) { return IsAbs ? std::fabs(v) : -v; });
@@ -275,13 +274,13 @@ template <bool IsAbs> Error signKernel(const EvalContext &, const Op &, const In
   return Error::success();
 }
 
-Error identityKernel(const EvalContext &, const Op &, const Ins &ins, Outs &outs) {
+Error identityKernel(KernelContext &, const AttrMap &, const Ins &ins, Outs &outs) {
   outs[0] = ins[0]; // shares the bytes: values are immutable
   return Error::success();
 }
 
 // Inference dropout: y = x, and an all-true mask if asked for.
-Error dropoutKernel(const EvalContext &, const Op &op, const Ins &ins, Outs &outs) {
+Error dropoutKernel(KernelContext &, const AttrMap &attrs, const Ins &ins, Outs &outs) {
   outs[0] = ins[0];
   if (outs.size() > 1) {
     Tensor mask(DType::Bool, ins[0].shape());
@@ -330,8 +329,8 @@ float roundFloat(float v, DType to) {
 
 // Casts to the value domain: a cast to f16 rounds to half precision but the
 // result is held as f32, a cast to i32 wraps to 32 bits but is held as i64.
-Error castKernel(const EvalContext &, const Op &op, const Ins &ins, Outs &outs) {
-  std::string toName = op.strAttr("to", "");
+Error castKernel(KernelContext &, const AttrMap &attrs, const Ins &ins, Outs &outs) {
+  std::string toName = attrStr(attrs, "to", "");
   auto to = parseDType(toName);
   if (!to)
     return kernelError("unknown target type to = \"" + toName + "\"");
@@ -398,4 +397,4 @@ void addElementwiseKernels(KernelTable &t) {
   t["dropout"] = dropoutKernel;
 }
 
-} // namespace genc::interp
+} // namespace genrt::cpu

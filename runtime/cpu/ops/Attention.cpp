@@ -1,13 +1,13 @@
 // The `attention` op in the interpreter (full-sequence form; semantics in
 // docs/ir-ops.md). Plain fp32 loops: it is the reference, not the fast path.
-#include "compiler/interp/OpKernels.h"
+#include "runtime/cpu/ops/OpKernels.h"
 
 #include <cmath>
 
-namespace genc::interp {
+namespace genrt::cpu {
 
 // q[b,h,sq,d] k[b,kvh,sk,d] v[b,kvh,sk,d] key_mask[b,sk]? -> out[b,h,sq,d]
-static llvm::Error attentionKernel(const EvalContext &, const Op &op,
+static Error attentionKernel(KernelContext &, const AttrMap &attrs,
                                    const std::vector<Tensor> &ins, std::vector<Tensor> &outs) {
   const Tensor &q = ins[0], &k = ins[1], &v = ins[2];
   if (q.rank() != 4 || k.rank() != 4 || v.rank() != 4)
@@ -23,9 +23,9 @@ static llvm::Error attentionKernel(const EvalContext &, const Op &op,
                        ", " + std::to_string(Sk) + "]");
   if (q.dtype() != DType::F32 || k.dtype() != DType::F32 || v.dtype() != DType::F32)
     return kernelError("q, k, v must be f32");
-  float scale = static_cast<float>(op.floatAttr("scale", 1.0 / std::sqrt(double(D))));
-  bool causal = op.intAttr("causal", 0) != 0;
-  int64_t window = op.intAttr("window", 0);
+  float scale = static_cast<float>(attrFloat(attrs, "scale", 1.0 / std::sqrt(double(D))));
+  bool causal = attrInt(attrs, "causal", 0) != 0;
+  int64_t window = attrInt(attrs, "window", 0);
   auto out = newTensor(DType::F32, {B, H, Sq, D});
   if (!out)
     return out.takeError();
@@ -77,9 +77,9 @@ static llvm::Error attentionKernel(const EvalContext &, const Op &op,
       }
     }
   outs[0] = std::move(*out);
-  return llvm::Error::success();
+  return Error::success();
 }
 
 void addAttentionKernels(KernelTable &t) { t["attention"] = attentionKernel; }
 
-} // namespace genc::interp
+} // namespace genrt::cpu

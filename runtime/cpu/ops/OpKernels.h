@@ -1,4 +1,4 @@
-// The interpreter's kernels, one function per op kind, grouped by family
+// The CPU kernels (shared by the runtime's executor and the compiler's interpreter), one function per op kind, grouped by family
 // (Elementwise.cpp, Movement.cpp, Reductions.cpp, Linalg.cpp, ShapeOps.cpp),
 // and the helpers they share.
 //
@@ -9,9 +9,7 @@
 // recomputed from the operands, and every shape or index coming from data is
 // checked, so a bad graph gives an error instead of a crash.
 #pragma once
-#include "compiler/ir/IR.h"
-
-#include "llvm/Support/Error.h"
+#include "runtime/cpu/OpLibrary.h"
 
 #include <array>
 #include <map>
@@ -19,17 +17,8 @@
 #include <unordered_map>
 #include <vector>
 
-namespace genc::interp {
+namespace genrt::cpu {
 
-/// What kernels may read besides their operands.
-struct EvalContext {
-  const std::map<std::string, int64_t> &symbols; // symbolic dim -> size
-};
-
-/// Computes `outs` (pre-sized to op.numResults()) from `ins`. Errors carry a
-/// plain message; the interpreter adds the op kind and location.
-using Kernel = llvm::Error (*)(const EvalContext &ctx, const Op &op,
-                               const std::vector<Tensor> &ins, std::vector<Tensor> &outs);
 using KernelTable = std::unordered_map<std::string, Kernel>;
 
 void addElementwiseKernels(KernelTable &t);
@@ -43,7 +32,7 @@ const KernelTable &kernelTable();
 
 // ---- helpers ---------------------------------------------------------------
 
-llvm::Error kernelError(const std::string &msg);
+Error kernelError(const std::string &msg);
 
 /// "[2, 3]"
 std::string dimsStr(const std::vector<int64_t> &shape);
@@ -56,25 +45,25 @@ Tensor toDomain(const Tensor &t);
 /// bug in the graph rather than tried (and failed) as an allocation.
 constexpr int64_t kMaxTensorBytes = int64_t(1) << 36;
 /// Element count of `shape`; an error for negative dims or an absurd size.
-llvm::Expected<int64_t> checkedNumElements(const std::vector<int64_t> &shape, DType dt);
+Expected<int64_t> checkedNumElements(const std::vector<int64_t> &shape, DType dt);
 /// A zero-filled tensor after checkedNumElements.
-llvm::Expected<Tensor> newTensor(DType dt, std::vector<int64_t> shape);
+Expected<Tensor> newTensor(DType dt, std::vector<int64_t> shape);
 
 /// axis in [-rank, rank) -> [0, rank); `rank` is rank+1 for insert positions.
-llvm::Expected<int64_t> normalizeAxis(int64_t axis, int64_t rank);
+Expected<int64_t> normalizeAxis(int64_t axis, int64_t rank);
 /// Numpy broadcast of two shapes.
-llvm::Expected<std::vector<int64_t>> broadcastShapes(const std::vector<int64_t> &a,
+Expected<std::vector<int64_t>> broadcastShapes(const std::vector<int64_t> &a,
                                                      const std::vector<int64_t> &b);
 /// Elements of a rank-0 or rank-1 integer tensor (shape, axes, starts, ...).
-llvm::Expected<std::vector<int64_t>> intList(const Tensor &t, const char *what);
+Expected<std::vector<int64_t>> intList(const Tensor &t, const char *what);
 /// The one element of a rank-0 or single-element tensor, as int64 / float.
-llvm::Expected<int64_t> intScalar(const Tensor &t, const char *what);
-llvm::Expected<float> floatScalar(const Tensor &t, const char *what);
+Expected<int64_t> intScalar(const Tensor &t, const char *what);
+Expected<float> floatScalar(const Tensor &t, const char *what);
 /// Row-major strides (in elements).
 std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape);
 int64_t product(const std::vector<int64_t> &shape, size_t from = 0, size_t to = SIZE_MAX);
 /// An error unless t has dtype `want` (named as the operand `what`).
-llvm::Error expectDType(const Tensor &t, DType want, const char *what);
+Error expectDType(const Tensor &t, DType want, const char *what);
 
 /// Strides of `in` read as if broadcast to `out` (0 along broadcast dims),
 /// aligned to out's rank. Assumes the shapes are broadcast-compatible.
@@ -135,4 +124,4 @@ void forEachBroadcast(const std::vector<int64_t> &out,
   }
 }
 
-} // namespace genc::interp
+} // namespace genrt::cpu

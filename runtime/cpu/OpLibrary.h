@@ -1,0 +1,34 @@
+// The CPU kernels, one per op kind: the runtime's CPU executor runs plans with
+// them and the compiler's reference interpreter runs IR with them, so every
+// op's semantics (docs/ir-ops.md) has one implementation.
+//
+// Value domain: every tensor a kernel sees is f32, i64 or bool (callers widen
+// f16/bf16/f64 and narrow integers first). Kernels recompute result shapes
+// from their operands and check every shape and index that comes from data.
+#pragma once
+#include "runtime/Attr.h"
+#include "runtime/Tensor.h"
+#include "runtime/cpu/KernelError.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace genrt::cpu {
+
+struct KernelContext {
+  /// Sizes of the symbolic dims in force (for `dims` ops).
+  const std::map<std::string, int64_t> *symbols = nullptr;
+  /// Declared ranks of the op's results (a `dims` op yields a scalar for rank 0).
+  const std::vector<int64_t> *resultRanks = nullptr;
+};
+
+/// Computes `outs` (sized to the op's result count) from `ins`. Errors are a
+/// plain message; callers add the op kind and location.
+using Kernel = Error (*)(KernelContext &ctx, const AttrMap &attrs, const std::vector<Tensor> &ins,
+                         std::vector<Tensor> &outs);
+
+/// The kernel for `kind`, or null.
+Kernel findKernel(const std::string &kind);
+
+} // namespace genrt::cpu

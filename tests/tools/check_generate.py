@@ -1,0 +1,88 @@
+"""Generation parity with Hugging Face: genc compile + genrun vs a fixture's golden.json.
+
+usage: check_generate.py GENC GENRUN FIXTURE_DIR MODEL_FILE WORKDIR MODE...
+MODE: greedy | beam | beam_reppen (the golden.json sections).
+
+Prompts go in exactly as HF's batch had them: the padded input_ids with their
+attention_mask (pad tokens then count in repetition-penalty/n-gram history, as
+in HF), in one batch of the same size. Tokens must be identical, except in
+greedy where the recorded top-2 margin at a step is under 1e-4 (a float32
+runtime may then legitimately pick the other token, and the rest of that row
+is not compared). Beam scores must agree within 1e-4.
+"""
+import json
+import os
+import subprocess
+import sys
+
+genc, genrun, fixture, model, work = sys.argv[1:6]
+modes = sys.argv[6:]
+golden = json.load(open(os.path.join(fixture, "golden.json")))
+os.makedirs(work, exist_ok=True)
+plan = os.path.join(work, "model.plan")
+batch = len(golden["input_ids"])
+subprocess.run([genc, "compile", os.path.join(fixture, model), "-o", plan,
+                "--max-batch", str(batch), "--max-beams", "4", "--max-length", "64"], check=True)
+
+prompts = os.path.join(work, "prompts.jsonl")
+with open(prompts, "w") as f:
+    for ids, mask in zip(golden["input_ids"], golden["attention_mask"]):
+        f.write(json.dumps({"input_ids": ids, "attention_mask": mask}) + "\n")
+prompt_len = len(golden["input_ids"][0])
+pad = golden["pad_token_id"]
+eos = golden["eos_token_id"]
+
+
+def generated(row):
+    out = row[prompt_len:]
+    if eos in out:
+        out = out[: out.index(eos) + 1]
+    return out
+
+
+failures = 0
+for mode in modes:
+    sec = golden[mode]
+    args = sec["args"]
+    cmd = [genrun, plan, "--input", prompts, "--device", "cpu", "--batch-size", str(batch)]
+    flag = {"max_new_tokens": "--max-new-tokens", "num_beams": "--num-beams",
+            "no_repeat_ngram_size": "--no-repeat-ngram-size", "length_penalty": "--length-penalty",
+            "early_stopping": "--early-stopping", "num_return_sequences": "--num-return-sequences",
+            "repetition_penalty": "--repetition-penalty", "min_new_tokens": "--min-new-tokens"}
+    for k, v in args.items():
+        if k not in flag:
+            sys.exit(f"check_generate: unknown golden argument {k}")
+        cmd += [flag[k], str(v).lower() if isinstance(v, bool) else str(v)]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode != 0:
+        print(f"{mode}: genrun failed:\n{res.stderr}")
+        failures += 1
+        continue
+    lines = [json.loads(l) for l in res.stdout.splitlines() if l.strip()]
+    nret = args.get("num_return_sequences", 1)
+    want_rows = [generated(r) for r in sec["sequences"]]
+    got_rows = [s["output_ids"] for line in lines for s in line["sequences"][:nret]]
+    got_scores = [s["score"] for line in lines for s in line["sequences"][:nret]]
+    if len(got_rows) != len(want_rows):
+        print(f"{mode}: {len(got_rows)} sequences, expected {len(want_rows)}")
+        failures += 1
+        continue
+    mismatched, max_score_diff = 0, 0.0
+    for i, (got, want) in enumerate(zip(got_rows, want_rows)):
+        if mode == "greedy":
+            margins = [step[i] for step in sec["top2_margin"]]
+            n = next((s for s, m in enumerate(margins) if m < 1e-4), len(margins))
+            ok = got[:n] == want[:n]
+        else:
+            ok = got == want
+        if not ok:
+            mismatched += 1
+            print(f"{mode} row {i}: got {got}\n{' ' * len(mode)}  want {want}")
+    if "sequences_scores" in sec:
+        for g, w in zip(got_scores, sec["sequences_scores"]):
+            max_score_diff = max(max_score_diff, abs(g - w))
+    status = "ok" if mismatched == 0 and max_score_diff <= 1e-4 else "FAILED"
+    print(f"{mode}: {len(want_rows)} sequences, {mismatched} differ, "
+          f"max |score diff| {max_score_diff:.2e}: {status}")
+    failures += status != "ok"
+sys.exit(1 if failures else 0)
