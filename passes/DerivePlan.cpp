@@ -27,7 +27,7 @@ namespace genc {
 namespace {
 
 llvm::Error fail(const std::string &msg) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), "derive-plan: %s", msg.c_str());
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s", msg.c_str());
 }
 
 std::string where(const Op *op) { return "'" + op->kind() + "' at \"" + op->loc() + "\""; }

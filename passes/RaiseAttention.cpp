@@ -16,7 +16,7 @@ namespace genc {
 namespace {
 
 llvm::Error failAt(const Op *op, const std::string &msg) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), "raise-attention: %s '%s': %s",
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s '%s': %s",
                                  op->kind().c_str(), op->loc().c_str(), msg.c_str());
 }
 
