@@ -29,6 +29,16 @@ const PassInfo *lookupPass(const std::string &name) {
   return nullptr;
 }
 
+std::vector<std::string> graphPipeline() {
+  std::vector<std::string> all = defaultPipeline(), graph;
+  for (const auto &p : all) {
+    if (p == "derive-plan")
+      break;
+    graph.push_back(p);
+  }
+  return graph;
+}
+
 std::vector<std::string> defaultPipeline() { return {"infer-shapes", "fold-shapes", "dce", "canonicalize", "raise-attention",
           "derive-plan", "dce", "plan-memory"}; }
 

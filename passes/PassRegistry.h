@@ -21,5 +21,9 @@ const std::vector<PassInfo> &allPasses();
 const PassInfo *lookupPass(const std::string &name);
 /// What `genc compile` runs by default, in order.
 std::vector<std::string> defaultPipeline();
+/// The graph-level prefix of the default pipeline (everything before the plan
+/// is derived): what `genc compile --emit=ir` shows by default, and what works
+/// on any forward graph, generation model or not.
+std::vector<std::string> graphPipeline();
 
 } // namespace genc
