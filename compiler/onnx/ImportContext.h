@@ -129,7 +129,8 @@ public:
   std::string stringAttr(const char *name, const std::string &dflt = "");
   std::vector<int64_t> intsAttr(const char *name);
   std::vector<double> floatsAttr(const char *name);
-  /// A TENSOR attribute decoded; null (with the error recorded) on failure.
+  /// A TENSOR attribute decoded; nullopt when absent or on failure (with the
+  /// error recorded).
   std::optional<Tensor> tensorAttr(const char *name);
   /// The first attribute error, if any.
   const std::string &attrError() const { return attrError_; }

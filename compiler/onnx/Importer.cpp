@@ -272,7 +272,12 @@ llvm::Error importOnnxFileInto(Module &m, const std::string &path, const ImportO
   state.weightPrefix = weightPrefix;
   state.owner = *model;
   state.external = &external;
-  return GraphImporter(state, proto.graph()).run();
+  if (auto e = GraphImporter(state, proto.graph()).run()) {
+    // Leave no half-built function behind (weights it added stay, unused).
+    m.removeFunction(f);
+    return e;
+  }
+  return llvm::Error::success();
 }
 
 llvm::Expected<std::unique_ptr<Module>> importOnnxFile(const std::string &path,

@@ -26,7 +26,8 @@ struct ImportOptions {
 llvm::Expected<std::unique_ptr<Module>> importOnnxFile(const std::string &path,
                                                        const ImportOptions &opts = {});
 /// Imports into an existing module (for encoder + decoder pairs); weight names
-/// are prefixed with `weightPrefix` when they would clash.
+/// are prefixed with `weightPrefix` when they would clash. On error no
+/// function is added (weights read before the error stay, unused).
 llvm::Error importOnnxFileInto(Module &m, const std::string &path, const ImportOptions &opts,
                                const std::string &weightPrefix);
 

@@ -245,6 +245,19 @@ TEST(OnnxImporter, SecondImportPrefixesClashingWeights) {
   ASSERT_TRUE(static_cast<bool>(again));
   EXPECT_NE(llvm::toString(std::move(again)).find("already has a function @decode"),
             std::string::npos);
+
+  // A failed import leaves no function behind.
+  ModelBuilder bad;
+  bad.initializer("v", onnx::TensorProto::FLOAT, {20})
+      ->set_raw_data(bytesOf(std::vector<float>(20, 1.0f)));
+  bad.model.mutable_graph()->mutable_node(0)->set_op_type("NoSuchOp");
+  ImportOptions third;
+  third.functionName = "third";
+  llvm::Error failed = importOnnxFileInto(m, bad.write(dir.file("bad.onnx")), third, "");
+  ASSERT_TRUE(static_cast<bool>(failed));
+  llvm::consumeError(std::move(failed));
+  EXPECT_EQ(m.function("third"), nullptr);
+  EXPECT_EQ(m.functions().size(), 2u);
 }
 
 /// A small model touching the interesting paths: arguments, initializers,
