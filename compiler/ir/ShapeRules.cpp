@@ -98,6 +98,16 @@ llvm::Error ShapeRules::error(const std::string &msg) const {
                                  msg.c_str());
 }
 
+std::string valueStr(const SymbolicValue &v) {
+  std::string out = "[";
+  for (size_t i = 0; i < v.size(); ++i) {
+    out += i ? ", " : "";
+    // Constants print themselves (INT64_MIN included); huge polynomials do not.
+    out += v[i].isConstant() ? std::to_string(v[i].constant()) : isSmallDim(v[i]) ? v[i].str() : "?";
+  }
+  return out + "]";
+}
+
 std::string ShapeRules::typeStr(size_t i) const {
   return std::string(dtypeName(in(i)->dtype())) + shapeStr(shapeOf(i));
 }
@@ -243,7 +253,7 @@ llvm::Expected<Shape> ShapeRules::shapeOperand(size_t i, bool *known) const {
   if (v && static_cast<int64_t>(v->size()) == *len) {
     for (auto &d : *v)
       if (d.isConstant() && d.constant() < 0)
-        return error("negative extent " + d.str() + " in the shape operand");
+        return error("negative extent " + std::to_string(d.constant()) + " in the shape operand");
     return *v;
   }
   Shape s;
@@ -442,7 +452,8 @@ llvm::Error ShapeRules::attention() {
                                             " differ in head_dim");
       !d)
     return d.takeError();
-  if (op.numOperands() > 3) {
+  size_t maskOperands = op.numOperands() - (op.intAttr("bias_max_distance", 0) > 0 ? 1 : 0);
+  if (maskOperands > 3) {
     Shape m = shapeOf(3);
     if (m.size() != 2)
       return error("key_mask must be [batch, keys], got " + typeStr(3));

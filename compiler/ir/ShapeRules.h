@@ -21,6 +21,8 @@ struct DimSign {
   bool geZero = false, gtZero = false, leZero = false, ltZero = false;
 };
 DimSign dimSign(const Dim &d);
+/// A value's elements as text, safe for any int64 (Dim::str is for extents).
+std::string valueStr(const SymbolicValue &v);
 /// True when the dim's coefficients are small enough that arithmetic on it
 /// cannot overflow int64.
 bool isSmallDim(const Dim &d);

@@ -3,6 +3,7 @@
 #include "compiler/ir/ShapeRules.h"
 
 #include <algorithm>
+#include <limits>
 #include <set>
 
 namespace genc {
@@ -48,23 +49,23 @@ llvm::Error ShapeRules::reshape() {
       int64_t c = d.constant();
       if (c == -1) {
         if (inferred)
-          return error("more than one -1 in the target shape " + shapeStr(*target));
+          return error("more than one -1 in the target shape " + valueStr(*target));
         inferred = i;
         out.push_back(Dim(0)); // filled in below
         continue;
       }
       if (c == 0 && !allowZero) {
         if (i >= x.size())
-          return error("target " + shapeStr(*target) + " copies dim " + std::to_string(i) +
+          return error("target " + valueStr(*target) + " copies dim " + std::to_string(i) +
                        " (a 0) of " + typeStr(0) + ", which has no such dim");
         d = x[i];
       } else if (c < 0) {
         return error("invalid extent " + std::to_string(c) + " in the target shape " +
-                     shapeStr(*target));
+                     valueStr(*target));
       }
     }
     if (!isSmallDim(d) || !isSmallDim(known))
-      return error("target shape " + shapeStr(*target) + " is too large");
+      return error("target shape " + valueStr(*target) + " is too large");
     out.push_back(d);
     known = known * d;
   }
@@ -83,7 +84,7 @@ llvm::Error ShapeRules::reshape() {
     if (auto q = total.divExact(known))
       out[*inferred] = *q;
     else if (total.isConstant() && known.isConstant())
-      return error("cannot reshape " + typeStr(0) + " to " + shapeStr(*target) + ": " +
+      return error("cannot reshape " + typeStr(0) + " to " + valueStr(*target) + ": " +
                    total.str() + " elements do not divide by " + known.str());
     else
       out[*inferred] = si.freshSymbol();
@@ -273,31 +274,52 @@ llvm::Error ShapeRules::split() {
 
 // ---- slice
 
+// A step longer than the extent picks at most one element; clamping it keeps
+// the index arithmetic below inside int64.
+static int64_t clampStep(int64_t step, int64_t d) {
+  int64_t lim = d < std::numeric_limits<int64_t>::max() ? d + 1 : d;
+  return std::clamp<int64_t>(step, -lim, lim);
+}
+
+// ONNX Slice bounds: negative counts from the end, then clamp to [lo, hi].
+static int64_t sliceBound(int64_t v, int64_t d, int64_t lo, int64_t hi) {
+  if (v < 0)
+    v = v < -d ? lo - 1 : v + d;
+  return std::clamp<int64_t>(v, lo, hi);
+}
+
 std::vector<int64_t> sliceIndices(int64_t d, int64_t start, int64_t end, int64_t step) {
-  // ONNX Slice: negative bounds count from the end, then clamp.
-  if (start < 0)
-    start += d;
-  if (end < 0)
-    end += d;
   std::vector<int64_t> r;
+  if (d <= 0 || step == 0)
+    return r;
+  step = clampStep(step, d);
   if (step > 0) {
-    start = std::clamp<int64_t>(start, 0, d);
-    end = std::clamp<int64_t>(end, 0, d);
-    for (int64_t i = start; i < end; i += step)
+    for (int64_t i = sliceBound(start, d, 0, d), e = sliceBound(end, d, 0, d); i < e; i += step)
       r.push_back(i);
-  } else if (step < 0 && d > 0) {
-    start = std::clamp<int64_t>(start, 0, d - 1);
-    end = std::clamp<int64_t>(end, -1, d - 1);
-    for (int64_t i = start; i > end; i += step)
+  } else {
+    for (int64_t i = sliceBound(start, d, 0, d - 1), e = sliceBound(end, d, -1, d - 1); i > e;
+         i += step)
       r.push_back(i);
   }
   return r;
 }
 
+// How many indices sliceIndices() picks, without listing them (d may be huge).
+static int64_t sliceCount(int64_t d, int64_t start, int64_t end, int64_t step) {
+  if (d <= 0 || step == 0)
+    return 0;
+  step = clampStep(step, d);
+  if (step > 0) {
+    int64_t s = sliceBound(start, d, 0, d), e = sliceBound(end, d, 0, d);
+    return e > s ? (e - s - 1) / step + 1 : 0;
+  }
+  int64_t s = sliceBound(start, d, 0, d - 1), e = sliceBound(end, d, -1, d - 1);
+  return s > e ? (s - e - 1) / -step + 1 : 0;
+}
+
 std::optional<Dim> sliceExtent(const Dim &d, const Dim &start, const Dim &end, int64_t step) {
   if (d.isConstant() && start.isConstant() && end.isConstant())
-    return Dim(static_cast<int64_t>(
-        sliceIndices(d.constant(), start.constant(), end.constant(), step).size()));
+    return Dim(sliceCount(d.constant(), start.constant(), end.constant(), step));
   // Symbolic: bounds are taken to lie inside [0, d] (a model slicing
   // x[:, :seq] means seq <= d), except the exporters' "to the end" sentinels.
   auto bound = [&](const Dim &b) -> Dim {
@@ -317,6 +339,8 @@ std::optional<Dim> sliceExtent(const Dim &d, const Dim &start, const Dim &end, i
     }
     return c < 0 ? d + c : Dim(c);
   };
+  if (step <= -kSliceSentinel || step >= kSliceSentinel)
+    return std::nullopt;
   Dim lo = bound(start), hi = bound(end);
   if (!isSmallDim(lo) || !isSmallDim(hi))
     return std::nullopt;
