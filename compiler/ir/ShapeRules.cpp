@@ -86,9 +86,14 @@ static const std::map<std::string, Rule> &ruleTable() {
 
 llvm::Error ShapeRules::inferTypes() {
   auto it = ruleTable().find(op.kind());
-  if (it == ruleTable().end())
-    return error("no shape rule for this op");
-  return (this->*(it->second))();
+  if (it != ruleTable().end())
+    return (this->*(it->second))();
+  // Ops that later passes introduce (kv_attention, fused, ...) keep the types
+  // their pass gave them; only the symbols are brought up to date.
+  for (Value *r : op.results())
+    if (auto e = setResult(r->resultIndex(), r->dtype(), r->shape()))
+      return e;
+  return llvm::Error::success();
 }
 
 // ---- helpers
