@@ -40,13 +40,14 @@ bool isConstantValue(const SymbolicValue &v) {
 
 class Folder {
 public:
-  Folder(Module &m, Function &f) : m_(m), f_(f), bindable_(bindableSymbols(f)) {}
+  Folder(Module &m, Function &f) : m_(m), f_(f) {}
 
   /// One round of both steps; returns whether the function changed.
   llvm::Expected<bool> round() {
     ShapeInference si(m_);
     if (auto e = si.run(f_))
       return std::move(e);
+    bindable_ = bindableSymbols(f_); // after run() renamed unified symbols
     bool changed = foldSymbolicValues(si);
     changed |= foldConstantOps();
     eraseDead();
