@@ -10,6 +10,7 @@
 //
 // LayerNormalization is imported as layer_norm already. Each rewrite replaces
 // the root value only; the operands it no longer needs die and are erased.
+#include "compiler/ir/Builder.h"
 #include "passes/Passes.h"
 #include "passes/analysis/Match.h"
 
@@ -41,11 +42,7 @@ public:
 private:
   Value *insert(Op *before, const char *kind, std::vector<Value *> operands, Type type,
                 std::map<std::string, Attribute> attrs = {}) {
-    auto op = std::make_unique<Op>(kind, std::move(operands), std::vector<Type>{std::move(type)},
-                                   before->loc());
-    for (auto &[k, a] : attrs)
-      op->setAttr(k, a);
-    return f_.insertBefore(f_.find(before), std::move(op))->result();
+    return insertOp(f_, before, kind, std::move(operands), std::move(type), std::move(attrs));
   }
 
   void replace(Value *from, Value *to) {
