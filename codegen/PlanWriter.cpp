@@ -1,5 +1,7 @@
 #include "codegen/PlanWriter.h"
 
+#include "codegen/LaunchCount.h"
+
 #include "passes/analysis/PlanOptions.h"
 #include "runtime/PlanFormat.h"
 
@@ -93,6 +95,17 @@ public:
       programs.push_back(std::move(*p));
     }
     root["programs"] = std::move(programs);
+    // Bodies of the fused ops (passes/Fuse.cpp), run op by op on the CPU.
+    llvm::json::Array bodies;
+    for (auto &f : m_.functions())
+      if (isFusedBody(*f)) {
+        auto p = program(*f);
+        if (!p)
+          return p.takeError();
+        bodies.push_back(std::move(*p));
+      }
+    root["functions"] = std::move(bodies);
+    stats.decodeStepLaunches = countLaunches(*decode);
 
     std::string json;
     llvm::raw_string_ostream js(json);
@@ -185,6 +198,7 @@ private:
   }
 
   llvm::Expected<llvm::json::Object> program(const Function &f) {
+    const bool body = isFusedBody(f);
     std::unordered_map<const Value *, int64_t> ids;
     llvm::json::Array values, ops, args, argNames, outs, outNames;
     auto valueId = [&](const Value *v) -> llvm::Expected<int64_t> {
@@ -226,9 +240,18 @@ private:
         operands.push_back(*id);
       }
       auto offs = op.intsAttr("arena_offsets");
-      if (offs.size() != op.numResults())
+      if (body) { // values local to a fused kernel: no arena
+        for (size_t i = 0; i < op.numResults(); ++i) {
+          const Value *r = op.result(i);
+          ids[r] = values.size();
+          results.push_back(static_cast<int64_t>(values.size()));
+          values.push_back(llvm::json::Object{{"dtype", dtypeName(r->dtype())},
+                                              {"shape", dimsJson(r->shape())},
+                                              {"storage", "local"}});
+        }
+      } else if (offs.size() != op.numResults())
         return fail("op '" + op.kind() + "' in @" + f.name() + " has no arena offsets (run plan-memory)");
-      for (size_t i = 0; i < op.numResults(); ++i) {
+      for (size_t i = 0; i < op.numResults() && !body; ++i) {
         const Value *r = op.result(i);
         int64_t n = 1;
         for (const Dim &d : r->shape()) {

@@ -13,6 +13,8 @@ namespace genc {
 struct PlanStats {
   int64_t weightsBytes = 0, kvCacheBytes = 0, arenaBytes = 0;
   std::map<std::string, int64_t> arenaBytesByFunction;
+  /// Kernel launches of one @decode_step: gemm, attention, fused, other.
+  std::map<std::string, int64_t> decodeStepLaunches;
 };
 
 /// Writes `m` (after derive-plan and plan-memory) to `path`. Nothing is

@@ -16,6 +16,8 @@ const std::vector<PassInfo> &allPasses() {
        raiseAttentionPass},
       {"derive-plan", "split into @prefill / @decode_step with KV caches and position tables",
        derivePlanPass},
+      {"fuse", "QKV/gate-up GEMM merging; elementwise/injective/norm chains between GEMMs -> fused",
+       fusePass},
       {"plan-memory", "liveness at the maximum shapes; one arena per function, greedy by size",
        planMemoryPass},
   };
@@ -40,6 +42,6 @@ std::vector<std::string> graphPipeline() {
 }
 
 std::vector<std::string> defaultPipeline() { return {"infer-shapes", "fold-shapes", "dce", "canonicalize", "raise-attention",
-          "derive-plan", "dce", "plan-memory"}; }
+          "derive-plan", "fuse", "dce", "plan-memory"}; }
 
 } // namespace genc

@@ -12,6 +12,7 @@ llvm::Error dcePass(Module &m);
 llvm::Error canonicalizePass(Module &m);
 llvm::Error raiseAttentionPass(Module &m);
 llvm::Error derivePlanPass(Module &m);
+llvm::Error fusePass(Module &m);
 llvm::Error planMemoryPass(Module &m);
 
 } // namespace genc

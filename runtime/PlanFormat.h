@@ -8,7 +8,8 @@
 //   [32, 40)  u64 offset of the binary blob        [40, 48) u64 its size
 //   JSON: model facts and generation defaults, KV cache layout, weights
 //         (name, dtype, shape, blob offset, bytes), programs (values, ops,
-//         attributes; tensor attributes point into the blob).
+//         attributes; tensor attributes point into the blob), functions
+//         (bodies of `fused` ops: values, ops; no arena).
 //   blob: every weight and tensor attribute, each kPlanAlignment-aligned.
 // Little-endian throughout.
 #pragma once
@@ -17,7 +18,8 @@
 namespace genrt {
 
 constexpr char kPlanMagic[8] = {'G', 'E', 'N', 'C', 'P', 'L', 'A', 'N'};
-constexpr uint32_t kPlanFormatVersion = 1;
+// 2: `functions` (bodies of fused ops, values with storage "local").
+constexpr uint32_t kPlanFormatVersion = 2;
 constexpr uint64_t kPlanHeaderBytes = 48;
 constexpr uint64_t kPlanAlignment = 64;
 

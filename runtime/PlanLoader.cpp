@@ -199,8 +199,10 @@ private:
     if (!(s = need(root, "programs", programs, json::Value::Kind::Array)))
       return s;
     for (const auto &p : programs->items())
-      if (!(s = readProgram(p)))
+      if (!(s = readProgram(p, false)))
         return s;
+    if (!(s = readFusedBodies(root)))
+      return s;
     for (const char *required : {"prefill", "decode_step"})
       if (!plan_.program(required))
         return err(std::string("metadata: no program '") + required + "'");
@@ -275,16 +277,50 @@ private:
     return Status::ok();
   }
 
-  Status readProgram(const json::Value &p) {
+  // Fused bodies: each `fused` op names one, with matching operand and
+  // result counts; bodies hold only kernel ops (no nesting, no KV cache).
+  Status readFusedBodies(const json::Value &root) {
+    Status s = Status::ok();
+    if (const json::Value *fns = root.find("functions")) {
+      if (!fns->isArray())
+        return err("metadata: 'functions' must be an array");
+      for (const auto &p : fns->items())
+        if (!(s = readProgram(p, true)))
+          return s;
+    }
+    for (const auto &[fname, body] : plan_.functions)
+      for (const auto &op : body.ops)
+        if (op.kind == "fused" || op.kind.find("attention") != std::string::npos)
+          return err("metadata: fused body '" + fname + "' holds a '" + op.kind + "' op");
+    for (const auto &[pname, prog] : plan_.programs)
+      for (const auto &op : prog.ops) {
+        if (op.kind != "fused")
+          continue;
+        std::string b = attrStr(op.attrs, "body");
+        auto it = plan_.functions.find(b);
+        if (it == plan_.functions.end())
+          return err("metadata: a fused op in " + pname + " names no known body ('" + b + "')");
+        if (it->second.arguments.size() != op.operands.size() ||
+            it->second.outputs.size() != op.results.size())
+          return err("metadata: a fused op in " + pname + " does not match the arity of '" + b +
+                     "'");
+      }
+    return Status::ok();
+  }
+
+  Status readProgram(const json::Value &p, bool body) {
     Program prog;
     const json::Value *name, *values, *ops, *maxSyms;
     Status s = Status::ok();
     if (!(s = need(p, "name", name, json::Value::Kind::String)) ||
         !(s = need(p, "values", values, json::Value::Kind::Array)) ||
         !(s = need(p, "ops", ops, json::Value::Kind::Array)) ||
-        !(s = need(p, "max_symbols", maxSyms, json::Value::Kind::Object)) ||
-        !(s = needInt(p, "arena_bytes", prog.arenaBytes)))
+        (!body && !(s = need(p, "max_symbols", maxSyms, json::Value::Kind::Object))) ||
+        (!body && !(s = needInt(p, "arena_bytes", prog.arenaBytes))))
       return s;
+    static const json::Value kNoSymbols = json::Value::object();
+    if (body)
+      maxSyms = &kNoSymbols;
     prog.name = name->asString();
     for (const auto &[sym, v] : maxSyms->members()) {
       if (!v.isInteger() || v.asInt() < 0)
@@ -305,7 +341,9 @@ private:
       if (!(s = readShape(*shape, vi.shape)))
         return s;
       const std::string &st = storage->asString();
-      if (st == "arena") {
+      if (st == "local" && body) {
+        vi.storage = Storage::Local;
+      } else if (st == "arena" && !body) {
         vi.storage = Storage::Arena;
         if (!(s = needInt(v, "offset", vi.offset)) || !(s = needInt(v, "max_bytes", vi.maxBytes)))
           return s;
@@ -346,7 +384,7 @@ private:
           !(s = readIndexList(*results, prog.values.size(), op.results)))
         return s;
       for (int32_t r : op.results)
-        if (prog.values[r].storage != Storage::Arena)
+        if (prog.values[r].storage != (body ? Storage::Local : Storage::Arena))
           return err("metadata: an op of " + prog.name + " writes a weight or an argument");
       if (const json::Value *loc = o.find("loc"); loc && loc->isString())
         op.loc = loc->asString();
@@ -379,9 +417,10 @@ private:
       if (v.storage != Storage::Argument || v.index != static_cast<int32_t>(i))
         return err("metadata: argument " + std::to_string(i) + " of " + prog.name + " is malformed");
     }
-    if (plan_.programs.count(prog.name))
+    auto &into = body ? plan_.functions : plan_.programs;
+    if (into.count(prog.name))
       return err("metadata: duplicate program '" + prog.name + "'");
-    plan_.programs[prog.name] = std::move(prog);
+    into[prog.name] = std::move(prog);
     return Status::ok();
   }
 

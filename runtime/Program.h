@@ -17,7 +17,9 @@
 
 namespace genrt {
 
-enum class Storage : uint8_t { Argument, Weight, Arena };
+// Local: a value inside a fused body (Plan::functions), held by the executor
+// while the body runs; bodies have no arena.
+enum class Storage : uint8_t { Argument, Weight, Arena, Local };
 
 struct ValueInfo {
   DType dtype = DType::F32;
@@ -55,6 +57,9 @@ struct Plan {
   std::vector<std::string> weightNames;
   std::vector<Tensor> weights;       // views into the mapped file
   std::map<std::string, Program> programs;
+  /// Bodies of `fused` ops (passes/Fuse.cpp), by name: the ops a generated
+  /// kernel computes, which the CPU executor runs one by one.
+  std::map<std::string, Program> functions;
   std::vector<KvLayer> kvLayers;
   int64_t maxTokens = 0;             // tokens per prefill forward
   std::shared_ptr<const void> mapping;

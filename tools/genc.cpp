@@ -43,7 +43,7 @@ static cl::opt<std::string> OutputFile("o", cl::desc("Output file ('-' for stdou
 enum class EmitKind { Plan, IR };
 static cl::opt<EmitKind> Emit("emit", cl::desc("What to write"), cl::init(EmitKind::Plan),
                               cl::values(clEnumValN(EmitKind::Plan, "plan", "the generation plan (default)"),
-                                         clEnumValN(EmitKind::IR, "ir", "the IR text after the pipeline")),
+                                         clEnumValN(EmitKind::IR, "ir", "the IR text after the graph pipeline (up to raise-attention; --passes to choose)")),
                               cl::sub(CompileCmd), cl::cat(GencCat));
 static cl::opt<int64_t> MaxBatch("max-batch", cl::desc("Sequences generated together (default 8)"),
                                  cl::init(8), cl::sub(CompileCmd), cl::cat(GencCat));
@@ -124,7 +124,9 @@ static std::vector<std::string> pipelineFor(bool defaultStandard) {
         names.push_back(p);
     return names;
   }
-  return defaultStandard ? defaultPipeline() : std::vector<std::string>{};
+  if (!defaultStandard)
+    return {};
+  return CompileCmd && Emit == EmitKind::IR ? graphPipeline() : defaultPipeline();
 }
 
 static void runPasses(Module &m, bool defaultStandard) {
@@ -204,6 +206,12 @@ static int runCompileOrOpt(bool isCompile) {
          << ", \"arena_bytes_by_function\": {";
       bool first = true;
       for (auto &[k, v] : stats.arenaBytesByFunction) {
+        os << (first ? "" : ", ") << "\"" << k << "\": " << v;
+        first = false;
+      }
+      os << "}, \"decode_step_launches\": {";
+      first = true;
+      for (auto &[k, v] : stats.decodeStepLaunches) {
         os << (first ? "" : ", ") << "\"" << k << "\": " << v;
         first = false;
       }

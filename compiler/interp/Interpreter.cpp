@@ -131,6 +131,21 @@ public:
     const genrt::cpu::KernelTable &kernels = genrt::cpu::kernelTable();
     genrt::cpu::KernelContext ctx;
     ctx.symbols = &symbols_;
+    // `fused` groups (passes/Fuse.cpp): interpret the body function.
+    ctx.runBody = [this](const std::string &name, const std::vector<Tensor> &ins,
+                         std::vector<Tensor> &outs) -> genrt::cpu::Error {
+      const Function *body = m_.function(name);
+      if (!body)
+        return genrt::cpu::Error::make("no function @" + name + " for the fused body");
+      auto r = interpret(m_, *body, ins, opts_);
+      if (!r)
+        return genrt::cpu::Error::make(llvm::toString(r.takeError()));
+      if (r->size() != outs.size())
+        return genrt::cpu::Error::make("@" + name + " gives " + std::to_string(r->size()) +
+                                       " results, the fused op has " + std::to_string(outs.size()));
+      outs = std::move(*r);
+      return genrt::cpu::Error::success();
+    };
     std::vector<int64_t> resultRanks;
     ctx.resultRanks = &resultRanks;
     size_t index = 0;

@@ -66,6 +66,9 @@ const std::vector<OpDef> &allOps() {
       // Raised attention (passes/RaiseAttention.cpp; semantics in docs/ir-ops.md).
       {"attention", 3, 4, 1, 1, P::Attention},    // (q, k, v[, key_mask])
       {"kv_attention", 3, 3, 1, 1, P::Attention}, // (q, k, v) {layer, ...}: reads/appends a KV cache
+      // A group of the ops above run as one kernel (passes/Fuse.cpp): operands
+      // and results are the body function's arguments and outputs.
+      {"fused", 0, -1, 1, -1, P::Opaque},         // {body = "NAME", pattern}
       // Values from shapes.
       {"constant", 0, 0, 1, 1, P::Shape},         // {value = dense<...>}
       {"shape", 1, 1, 1, 1, P::Shape},            // {start, end}

@@ -1,5 +1,6 @@
 #include "runtime/cpu/CpuDecoder.h"
 
+#include "runtime/cpu/FusedBody.h"
 #include "runtime/cpu/KvCache.h"
 #include "runtime/cpu/OpLibrary.h"
 
@@ -29,6 +30,10 @@ public:
         if (op.kind != "kv_attention" && !cpu::findKernel(op.kind))
           return Status::error("plan op '" + op.kind + "' (at \"" + op.loc +
                                "\") has no CPU kernel in this genrun");
+    for (const auto &[name, body] : plan_.functions)
+      for (const auto &op : body.ops)
+        if (!cpu::findKernel(op.kind))
+          return Status::error("fused body '" + name + "' op '" + op.kind + "' has no CPU kernel");
     for (const auto &w : plan_.weights)
       weights_.push_back(toDomain(w));
     arenaBytes_ = plan_.arenaBytes();
@@ -174,6 +179,10 @@ private:
 
     cpu::KernelContext ctx;
     ctx.symbols = &symbols;
+    ctx.runBody = [this, &ctx](const std::string &b, const std::vector<Tensor> &in,
+                               std::vector<Tensor> &out) {
+      return cpu::runFusedBody(plan_.functions.at(b), weights_, ctx, in, out); // loader checked b
+    };
     std::vector<int64_t> ranks;
     ctx.resultRanks = &ranks;
     for (const OpInfo &op : prog.ops) {

@@ -10,6 +10,7 @@
 #include "runtime/Tensor.h"
 #include "runtime/cpu/KernelError.h"
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -21,6 +22,11 @@ struct KernelContext {
   const std::map<std::string, int64_t> *symbols = nullptr;
   /// Declared ranks of the op's results (a `dims` op yields a scalar for rank 0).
   const std::vector<int64_t> *resultRanks = nullptr;
+  /// Runs a fused group's body (a sub-program named by the `fused` op's `body`
+  /// attribute) op by op with these same kernels. Set by the executor.
+  std::function<Error(const std::string &body, const std::vector<Tensor> &ins,
+                      std::vector<Tensor> &outs)>
+      runBody;
 };
 
 /// Computes `outs` (sized to the op's result count) from `ins`. Errors are a

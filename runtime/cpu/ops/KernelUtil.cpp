@@ -14,6 +14,7 @@ const KernelTable &kernelTable() {
     addLinalgKernels(t);
     addShapeKernels(t);
     addAttentionKernels(t);
+    addFusedKernels(t);
     return t;
   }();
   return table;

@@ -27,6 +27,7 @@ void addReductionKernels(KernelTable &t);
 void addLinalgKernels(KernelTable &t);
 void addShapeKernels(KernelTable &t);
 void addAttentionKernels(KernelTable &t); // Attention.cpp: the raised `attention` op
+void addFusedKernels(KernelTable &t);     // Fused.cpp: `fused` groups run their body
 /// All kernels, built once.
 const KernelTable &kernelTable();
 

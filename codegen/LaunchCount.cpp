@@ -1,0 +1,26 @@
+#include "codegen/LaunchCount.h"
+
+#include "compiler/ir/OpDefs.h"
+
+namespace genc {
+
+std::map<std::string, int64_t> countLaunches(const Function &f) {
+  std::map<std::string, int64_t> n = {{"gemm", 0}, {"attention", 0}, {"fused", 0}, {"other", 0}};
+  for (auto &op : f.ops()) {
+    const OpDef *d = lookupOp(op->kind());
+    OpPattern p = d ? d->pattern : OpPattern::Opaque;
+    if (op->is("fused"))
+      ++n["fused"];
+    else if (p == OpPattern::Gemm)
+      ++n["gemm"];
+    else if (p == OpPattern::Attention)
+      ++n["attention"];
+    else if (p == OpPattern::Shape && op->numOperands() == 0)
+      continue;
+    else
+      ++n["other"];
+  }
+  return n;
+}
+
+} // namespace genc

@@ -1,0 +1,17 @@
+// How many kernels a function launches on a GPU, by kind: what fusion is for.
+#pragma once
+#include "compiler/ir/IR.h"
+
+#include <map>
+#include <string>
+
+namespace genc {
+
+/// Fused bodies are module functions named fused_*; they are not programs.
+inline bool isFusedBody(const Function &f) { return f.name().rfind("fused_", 0) == 0; }
+
+/// {"gemm", "attention", "fused", "other"} -> launches of one run of `f`.
+/// Constants and dims are plan-time values (no launch).
+std::map<std::string, int64_t> countLaunches(const Function &f);
+
+} // namespace genc
