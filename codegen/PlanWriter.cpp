@@ -44,7 +44,8 @@ public:
     model["pad_token_id"] = metaInt("config.pad_token_id", -1);
     model["bos_token_id"] = metaInt("config.bos_token_id", -1);
     model["decoder_start_token_id"] = metaInt("config.decoder_start_token_id", -1);
-    model["encoder_decoder"] = false;
+    const Function *encode = m_.function("encode");
+    model["encoder_decoder"] = encode != nullptr;
     model["max_batch"] = opts.maxBatch;
     model["max_beams"] = opts.maxBeams;
     model["max_length"] = opts.maxLength;
@@ -72,6 +73,28 @@ public:
     }
     root["kv_cache"] = std::move(kv);
 
+    // Cross-attention cache layout from the cross_attention ops: per layer
+    // [max_batch entries, max_length source positions, kv_heads, head_dim].
+    std::map<int64_t, const Op *> crossLayers;
+    for (auto &op : prefill->ops())
+      if (op->is("cross_attention"))
+        crossLayers[op->intAttr("layer", 0)] = op.get();
+    llvm::json::Array cross;
+    for (auto &[i, op] : crossLayers) {
+      if (i != static_cast<int64_t>(cross.size()))
+        return fail("cross_attention layers are not numbered 0..n-1");
+      cross.push_back(llvm::json::Object{{"kv_heads", op->intAttr("num_kv_heads", 0)},
+                                         {"head_dim", op->intAttr("head_dim", 0)}});
+      stats.crossKvCacheBytes += 2 * opts.maxBatch * opts.maxLength *
+                                 op->intAttr("num_kv_heads", 0) * op->intAttr("head_dim", 0) *
+                                 int64_t(sizeof(float));
+    }
+    if (encode) {
+      if (static_cast<int64_t>(cross.size()) * 2 != static_cast<int64_t>(encode->outputs().size()))
+        return fail("@encode's outputs are not one K and one V per cross-attention layer");
+      root["cross_cache"] = std::move(cross);
+    }
+
     llvm::json::Array weights;
     for (auto &w : m_.weights()) {
       if (!w->data())
@@ -85,7 +108,9 @@ public:
     root["weights"] = std::move(weights);
 
     llvm::json::Array programs;
-    for (const Function *f : {prefill, decode}) {
+    for (const Function *f : {encode, prefill, decode}) {
+      if (!f)
+        continue;
       auto p = program(*f);
       if (!p)
         return p.takeError();

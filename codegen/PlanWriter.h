@@ -12,6 +12,9 @@ namespace genc {
 
 struct PlanStats {
   int64_t weightsBytes = 0, kvCacheBytes = 0, arenaBytes = 0;
+  /// Encoder-decoder: the cross-attention K/V cache, one entry per batch item
+  /// (shared by its beams, so it does not grow with max beams).
+  int64_t crossKvCacheBytes = 0;
   std::map<std::string, int64_t> arenaBytesByFunction;
   /// Kernel launches of one @decode_step: gemm, attention, fused, other.
   std::map<std::string, int64_t> decodeStepLaunches;

@@ -104,6 +104,8 @@ llvm::Error planMemoryPass(Module &m) {
       maxSyms = {{"tokens", o.prefillTokens()}, {"rows", o.slots()}};
     else if (f->name() == "decode_step")
       maxSyms = {{"tokens", o.slots()}};
+    else if (f->name() == "encode") // sources packed like a prefill
+      maxSyms = {{"src_tokens", std::max(o.prefillTokens(), o.maxLength)}};
     else
       continue;
     if (auto e = planFunction(m, *f, maxSyms))

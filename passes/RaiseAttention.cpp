@@ -8,7 +8,9 @@
 #include "passes/Passes.h"
 #include "passes/analysis/Match.h"
 #include "passes/analysis/MaskClassifier.h"
+#include "passes/analysis/PlanOptions.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
@@ -92,15 +94,24 @@ private:
     if (users.size() != 1 || !users[0]->is("matmul") || users[0]->operand(0) != softmax->result())
       return llvm::Error::success();
     Op *pv = users[0];
-    // scores [+ mask]
-    Value *scores = x, *mask = nullptr;
-    if (Op *add = defOf(x, "add")) {
-      for (int i = 0; i < 2 && !mask; ++i)
-        if (leadsToQK(add->operand(i))) {
-          scores = add->operand(i);
-          mask = add->operand(1 - i);
-        }
+    // scores [+ mask [+ bias ...]]: the additive terms, however the adds nest
+    // (T5: (scores + position_bias) + mask), are summed into one term to classify.
+    std::vector<Value *> terms;
+    Value *scores = splitScores(x, terms);
+    if (!scores)
+      return llvm::Error::success();
+    std::vector<const Value *> key(terms.begin(), terms.end());
+    std::sort(key.begin(), key.end());
+    Value *mask = nullptr;
+    if (auto it = sums_.find(key); it != sums_.end())
+      mask = it->second; // the same terms as an earlier layer: share its sum
+    if (!mask && !terms.empty()) {
+      mask = terms[0];
+      for (size_t i = 1; i < terms.size(); ++i)
+        mask = sumTerms(mask, terms[i], softmax); // later layers reuse it: defined before theirs
     }
+    if (mask)
+      sums_[key] = mask;
     double scale = 1.0;
     Op *qk = defOf(scores, "matmul");
     if (!qk) {
@@ -126,25 +137,90 @@ private:
 
     MaskKind kind;
     if (mask) {
-      auto mk = classifyMask(m_, f_, mask, windowHint_);
-      if (!mk)
-        return failAt(mask->definingOp() ? mask->definingOp() : softmax,
-                      "cannot classify the attention mask: " + llvm::toString(mk.takeError()));
-      kind = *mk;
+      // Layers share one mask value (T5 passes its position bias along):
+      // classify it once.
+      auto cached = masks_.find(mask);
+      if (cached == masks_.end()) {
+        auto mk = classifyMask(m_, f_, mask, windowHint_, planOptions(m_).maxLength);
+        if (!mk)
+          return failAt(mask->definingOp() ? mask->definingOp() : softmax,
+                        "cannot classify the attention mask: " + llvm::toString(mk.takeError()));
+        cached = masks_.emplace(mask, std::make_pair(*mk, nullptr)).first;
+      }
+      kind = cached->second.first;
     }
     std::vector<Value *> operands = {q, k, v};
     if (!kind.keyPadding.empty())
       operands.push_back(f_.argument(kind.keyPadding));
-    Value *out = insert(pv, "attention", operands, pv->result()->type(),
-                        {{"num_heads", heads},
-                         {"num_kv_heads", kvHeads},
-                         {"head_dim", qs[3].constant()},
-                         {"scale", scale},
-                         {"causal", int64_t(kind.causal)},
-                         {"window", kind.window}});
+    std::map<std::string, Attribute> attrs = {{"num_heads", heads},
+                                              {"num_kv_heads", kvHeads},
+                                              {"head_dim", qs[3].constant()},
+                                              {"scale", scale},
+                                              {"causal", int64_t(kind.causal)},
+                                              {"window", kind.window}};
+    if (kind.relativeBias) {
+      Value *&table = masks_[mask].second;
+      if (!table) {
+        auto t = biasTable(*kind.relativeBias, heads);
+        if (!t)
+          return failAt(softmax, llvm::toString(t.takeError()));
+        table = *t;
+      }
+      operands.push_back(table);
+      attrs["bias_max_distance"] = kind.maxDistance;
+    }
+    Value *out = insert(pv, "attention", operands, pv->result()->type(), attrs);
     f_.replaceAllUses(pv->result(), out);
     ++raised_;
     return llvm::Error::success();
+  }
+
+  // The relative bias as a weight [heads, 2M-1] (a per-head-shared bias repeated).
+  llvm::Expected<Value *> biasTable(const Tensor &t, int64_t heads) {
+    int64_t H = t.shape()[0], W = t.shape()[1];
+    if (H != heads && H != 1)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "the relative position bias has %lld heads, attention %lld",
+                                     (long long)H, (long long)heads);
+    auto data = std::make_shared<Tensor>(DType::F32, std::vector<int64_t>{heads, W});
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t d = 0; d < W; ++d)
+        data->setDouble(h * W + d, t.getDouble((H == 1 ? 0 : h) * W + d));
+    std::string name = f_.name() + ".relative_bias";
+    int n = 0;
+    while (m_.weight(name + "." + std::to_string(n)))
+      ++n;
+    return m_.addWeight(name + "." + std::to_string(n), Type{DType::F32, {Dim(heads), Dim(W)}},
+                        data);
+  }
+
+  // The scores value inside a tree of adds rooted at x; the other operands
+  // of those adds go to `terms`. Null if no add operand leads to q·kᵀ.
+  Value *splitScores(Value *x, std::vector<Value *> &terms) {
+    if (leadsToQK(x))
+      return x;
+    Op *add = defOf(x, "add");
+    if (!add)
+      return nullptr;
+    for (int i = 0; i < 2; ++i)
+      if (Value *s = splitScores(add->operand(i), terms)) {
+        terms.push_back(add->operand(1 - i));
+        return s;
+      }
+    return nullptr;
+  }
+
+  // a + b (numpy broadcasting) as a new op before `at`.
+  Value *sumTerms(Value *a, Value *b, Op *at) {
+    const Shape &sa = a->shape(), &sb = b->shape();
+    size_t r = std::max(sa.size(), sb.size());
+    Shape s(r, Dim(1));
+    for (size_t i = 0; i < r; ++i) {
+      const Dim *da = i < r - sa.size() ? nullptr : &sa[i - (r - sa.size())];
+      const Dim *db = i < r - sb.size() ? nullptr : &sb[i - (r - sb.size())];
+      s[i] = da && *da != Dim(1) ? *da : db ? *db : Dim(1);
+    }
+    return insert(at, "add", {a, b}, Type{a->dtype(), s});
   }
 
   // Whether v is (a constant multiple of) a rank-4 matmul: the scores side.
@@ -162,6 +238,9 @@ private:
   Function &f_;
   int64_t windowHint_ = 0;
   int raised_ = 0;
+  // mask value -> its classification and (if biased) the bias table weight
+  std::map<const Value *, std::pair<MaskKind, Value *>> masks_;
+  std::map<std::vector<const Value *>, Value *> sums_; // additive terms -> their sum
 };
 
 } // namespace

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -26,6 +27,14 @@ int64_t Plan::kvCacheBytes() const {
   int64_t slots = model.maxBatch * model.maxBeams, n = 0;
   for (const auto &l : kvLayers)
     n += 2 * slots * kvCapacity(l) * l.kvHeads * l.headDim * static_cast<int64_t>(sizeof(float));
+  return n;
+}
+
+int64_t Plan::crossKvCacheBytes() const {
+  int64_t n = 0;
+  for (const auto &l : crossLayers)
+    n += 2 * model.maxBatch * model.maxLength * l.kvHeads * l.headDim *
+         static_cast<int64_t>(sizeof(float));
   return n;
 }
 
@@ -183,6 +192,22 @@ private:
       plan_.kvLayers.push_back(layer);
     }
 
+    if (mi.encoderDecoder) {
+      const json::Value *cross;
+      if (!(s = need(root, "cross_cache", cross, json::Value::Kind::Array)))
+        return s;
+      for (const auto &l : cross->items()) {
+        CrossLayer layer;
+        if (!(s = needInt(l, "kv_heads", layer.kvHeads, 1)) ||
+            !(s = needInt(l, "head_dim", layer.headDim, 1)))
+          return s;
+        plan_.crossLayers.push_back(layer);
+      }
+      if (mi.decoderStartTokenId < 0 || mi.decoderStartTokenId >= mi.vocabSize)
+        return err("metadata: an encoder-decoder plan needs a decoder_start_token_id in the "
+                   "vocabulary");
+    }
+
     if (!(s = need(root, "weights", weights, json::Value::Kind::Array)))
       return s;
     for (const auto &w : weights->items()) {
@@ -206,6 +231,26 @@ private:
     for (const char *required : {"prefill", "decode_step"})
       if (!plan_.program(required))
         return err(std::string("metadata: no program '") + required + "'");
+    if (mi.encoderDecoder) {
+      const Program *enc = plan_.program("encode");
+      if (!enc)
+        return err("metadata: an encoder-decoder plan has no program 'encode'");
+      if (enc->outputs.size() != 2 * plan_.crossLayers.size())
+        return err("metadata: 'encode' must return one K and one V per cross-attention layer");
+    }
+    // Layer attributes index the caches: check them once here.
+    for (const auto &[pname, prog] : plan_.programs)
+      for (const auto &op : prog.ops) {
+        size_t n = op.kind == "kv_attention"      ? plan_.kvLayers.size()
+                   : op.kind == "cross_attention" ? plan_.crossLayers.size()
+                                                  : SIZE_MAX;
+        if (n == SIZE_MAX)
+          continue;
+        int64_t layer = attrInt(op.attrs, "layer", -1);
+        if (layer < 0 || static_cast<size_t>(layer) >= n)
+          return err("metadata: op '" + op.kind + "' in " + pname + " names layer " +
+                     std::to_string(layer) + " of " + std::to_string(n));
+      }
     return Status::ok();
   }
 

@@ -1,5 +1,5 @@
 // A compiled plan as the runtime holds it: weights, KV cache layout and the
-// programs (@prefill, @decode_step) as lists of ops over planned buffers.
+// programs (@encode for encoder-decoder, @prefill, @decode_step) as lists of ops over planned buffers.
 //
 // The file format (runtime/PlanFormat.h) is JSON metadata plus one aligned
 // binary blob; the loader (PlanLoader.cpp) checks every offset and size.
@@ -52,6 +52,13 @@ struct KvLayer {
   int64_t window = 0; // 0: full length; else a rolling buffer of `window` positions
 };
 
+/// Encoder-decoder: one cross-attention layer's cache of the encoded source:
+/// [max_batch entries, max_length positions, kv_heads, head_dim]. Entries
+/// belong to batch items, not beams: every beam of an item reads its entry.
+struct CrossLayer {
+  int64_t kvHeads = 0, headDim = 0;
+};
+
 struct Plan {
   ModelInfo model;
   std::vector<std::string> weightNames;
@@ -61,6 +68,7 @@ struct Plan {
   /// kernel computes, which the CPU executor runs one by one.
   std::map<std::string, Program> functions;
   std::vector<KvLayer> kvLayers;
+  std::vector<CrossLayer> crossLayers; // encoder-decoder only
   int64_t maxTokens = 0;             // tokens per prefill forward
   std::shared_ptr<const void> mapping;
 
@@ -74,6 +82,7 @@ struct Plan {
     return l.window > 0 && l.window < model.maxLength ? l.window : model.maxLength;
   }
   int64_t kvCacheBytes() const;
+  int64_t crossKvCacheBytes() const;
   int64_t arenaBytes() const; // one arena serves every program (they never overlap)
 };
 

@@ -43,7 +43,7 @@ static cl::opt<std::string> OutputFile("o", cl::desc("Output file ('-' for stdou
 enum class EmitKind { Plan, IR };
 static cl::opt<EmitKind> Emit("emit", cl::desc("What to write"), cl::init(EmitKind::Plan),
                               cl::values(clEnumValN(EmitKind::Plan, "plan", "the generation plan (default)"),
-                                         clEnumValN(EmitKind::IR, "ir", "the IR text after the graph pipeline (up to raise-attention; --passes to choose)")),
+                                         clEnumValN(EmitKind::IR, "ir", "the IR text after the pipeline")),
                               cl::sub(CompileCmd), cl::cat(GencCat));
 static cl::opt<int64_t> MaxBatch("max-batch", cl::desc("Sequences generated together (default 8)"),
                                  cl::init(8), cl::sub(CompileCmd), cl::cat(GencCat));
@@ -97,6 +97,29 @@ template <typename T> static T check(Expected<T> v) {
   return std::move(*v);
 }
 
+// The model files of an export folder: model.onnx, or an encoder + decoder
+// pair under our names or Optimum's.
+static std::vector<std::string> findExportFiles(const std::string &dir) {
+  auto in = [&](const char *name) {
+    SmallString<256> p(dir);
+    sys::path::append(p, name);
+    return sys::fs::exists(p) ? p.str().str() : std::string();
+  };
+  for (auto [enc, dec] : {std::pair{"encoder.onnx", "decoder.onnx"},
+                          std::pair{"encoder_model.onnx", "decoder_model.onnx"}}) {
+    std::string e = in(enc), d = in(dec);
+    if (!e.empty() && !d.empty())
+      return {e, d};
+    if (!e.empty() || !d.empty())
+      fail("'" + dir + "' holds " + (e.empty() ? d : e) + " without its " +
+           (e.empty() ? "encoder" : "decoder") + " (" + (e.empty() ? enc : dec) + ")");
+  }
+  if (std::string p = in("model.onnx"); !p.empty())
+    return {p};
+  fail("'" + dir + "' holds no model.onnx, encoder.onnx + decoder.onnx or encoder_model.onnx + "
+       "decoder_model.onnx");
+}
+
 static std::unique_ptr<Module> loadModel(const std::vector<std::string> &paths) {
   const std::string &path = paths[0];
   if (StringRef(path).endswith(".gir")) {
@@ -109,9 +132,24 @@ static std::unique_ptr<Module> loadModel(const std::vector<std::string> &paths) 
     check(verifyModule(*m));
     return m;
   }
-  if (paths.size() != 1)
-    fail("expected one ONNX model (encoder-decoder pairs come with the plan issue)");
-  auto m = check(importOnnxFile(path));
+  std::vector<std::string> files = paths;
+  if (paths.size() == 1 && sys::fs::is_directory(path))
+    files = findExportFiles(path);
+  if (files.size() == 2) {
+    // Encoder + decoder: @encoder and @decoder of one module (derive-plan
+    // joins them into @encode / @prefill / @decode_step).
+    auto m = std::make_unique<Module>();
+    ImportOptions eo, dopts;
+    eo.functionName = "encoder";
+    dopts.functionName = "decoder";
+    check(importOnnxFileInto(*m, files[0], eo, "encoder."));
+    check(importOnnxFileInto(*m, files[1], dopts, "decoder."));
+    check(verifyModule(*m));
+    return m;
+  }
+  if (files.size() != 1)
+    fail("expected one ONNX model, an encoder and a decoder, or an export folder");
+  auto m = check(importOnnxFile(files[0]));
   check(verifyModule(*m));
   return m;
 }
@@ -124,9 +162,7 @@ static std::vector<std::string> pipelineFor(bool defaultStandard) {
         names.push_back(p);
     return names;
   }
-  if (!defaultStandard)
-    return {};
-  return CompileCmd && Emit == EmitKind::IR ? graphPipeline() : defaultPipeline();
+  return defaultStandard ? defaultPipeline() : std::vector<std::string>{};
 }
 
 static void runPasses(Module &m, bool defaultStandard) {
@@ -190,7 +226,9 @@ static void castWeights(Module &m) {
 static int runCompileOrOpt(bool isCompile) {
   auto m = loadModel({Inputs.begin(), Inputs.end()});
   if (isCompile) {
-    check(loadModelConfig(sys::path::parent_path(Inputs[0]).str(), *m));
+    std::string dir = sys::fs::is_directory(Inputs[0]) ? Inputs[0]
+                                                       : sys::path::parent_path(Inputs[0]).str();
+    check(loadModelConfig(dir, *m));
     setPlanOptionsFromFlags(*m);
   }
   runPasses(*m, isCompile);
@@ -202,7 +240,8 @@ static int runCompileOrOpt(bool isCompile) {
     if (!StatsJson.empty()) {
       std::ofstream os(StatsJson);
       os << "{\"weights_bytes\": " << stats.weightsBytes << ", \"kv_cache_bytes\": "
-         << stats.kvCacheBytes << ", \"arena_bytes\": " << stats.arenaBytes
+         << stats.kvCacheBytes << ", \"cross_kv_cache_bytes\": " << stats.crossKvCacheBytes
+         << ", \"arena_bytes\": " << stats.arenaBytes
          << ", \"arena_bytes_by_function\": {";
       bool first = true;
       for (auto &[k, v] : stats.arenaBytesByFunction) {

@@ -152,6 +152,8 @@ public:
   const std::vector<Output> &outputs() const { return outputs_; }
   void addOutput(std::string name, Value *v) { outputs_.push_back({std::move(name), v}); }
   void setOutput(size_t i, Value *v) { outputs_[i].value = v; }
+  /// Drops every output (a pass that re-targets a function adds new ones).
+  void clearOutputs() { outputs_.clear(); }
 
   /// Rewrites every use of `from` (operands and outputs) to `to`.
   void replaceAllUses(Value *from, Value *to);

@@ -64,8 +64,10 @@ const std::vector<OpDef> &allOps() {
       {"matmul", 2, 2, 1, 1, P::Gemm},
       {"gemm", 2, 3, 1, 1, P::Gemm},              // {alpha, beta, trans_a, trans_b}
       // Raised attention (passes/RaiseAttention.cpp; semantics in docs/ir-ops.md).
-      {"attention", 3, 4, 1, 1, P::Attention},    // (q, k, v[, key_mask])
-      {"kv_attention", 3, 3, 1, 1, P::Attention}, // (q, k, v) {layer, ...}: reads/appends a KV cache
+      {"attention", 3, 5, 1, 1, P::Attention},    // (q, k, v[, key_mask][, bias])
+      {"kv_attention", 3, 4, 1, 1, P::Attention}, // (q, k, v[, bias]) {layer, ...}: reads/appends a KV cache
+      {"packed_attention", 3, 4, 1, 1, P::Attention}, // (q, k, v[, bias]): within each packed source
+      {"cross_attention", 1, 1, 1, 1, P::Attention},  // (q) {layer, ...}: reads a cross-attention cache
       // A group of the ops above run as one kernel (passes/Fuse.cpp): operands
       // and results are the body function's arguments and outputs.
       {"fused", 0, -1, 1, -1, P::Opaque},         // {body = "NAME", pattern}

@@ -11,6 +11,8 @@ std::string MaskKind::describe() const {
   if (window)
     s += ", window " + std::to_string(window);
   s += keyPadding.empty() ? ", no key padding" : ", key padding from " + keyPadding;
+  if (relativeBias)
+    s += ", relative position bias";
   return s;
 }
 
@@ -39,10 +41,49 @@ llvm::Error fail(const std::string &msg) {
 }
 
 bool isMasked(double v) { return v <= -1e30 || std::isinf(v); }
+
+// The bias over every distance |j - i| < M, from one unpadded sequence of M
+// tokens: row 0 gives the distances 0..M-1, column 0 the distances -(M-1)..0
+// (masked by causality: left 0, never read). Every other allowed entry of that
+// sequence must agree, so the table does not depend on the sequence length.
+llvm::Expected<Tensor> tabulateBias(Module &m, Function &f, const Value *mask, const MaskKind &k,
+                                    int64_t M) {
+  ProbeSpec spec;
+  spec.batch = 1;
+  spec.length = M;
+  spec.padded = false;
+  auto probe = makeProbe(f, spec);
+  if (!probe)
+    return probe.takeError();
+  auto vals = evaluateOnProbe(m, f, {mask}, *probe);
+  if (!vals)
+    return vals.takeError();
+  Mask4 m4((*vals)[0]);
+  if (m4.dims[2] != M || m4.dims[3] != M)
+    return fail("the relative position bias is not [.., seq, seq] on a long probe");
+  int64_t H = m4.dims[1];
+  Tensor t(DType::F32, {H, 2 * M - 1});
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t d = -(M - 1); d < M; ++d) {
+      bool allowed = (!k.causal || d <= 0) && (!k.window || -d < k.window);
+      t.setDouble(h * (2 * M - 1) + d + M - 1,
+                  !allowed ? 0.0 : d >= 0 ? m4.at(0, h, 0, d) : m4.at(0, h, -d, 0));
+    }
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < M; ++j) {
+        bool allowed = (!k.causal || j <= i) && (!k.window || i - j < k.window);
+        if (allowed && m4.at(0, h, i, j) != t.getDouble(h * (2 * M - 1) + j - i + M - 1))
+          return fail("the additive attention term is not a bias over relative distance: "
+                      "head " + std::to_string(h) + ", query " + std::to_string(i) + ", key " +
+                      std::to_string(j) + " differs from the same distance elsewhere");
+      }
+  return t;
+}
 } // namespace
 
 llvm::Expected<MaskKind> classifyMask(Module &m, Function &f, const Value *mask,
-                                      int64_t windowHint) {
+                                      int64_t windowHint, int64_t maxLength) {
   ProbeSpec spec;
   spec.length = std::max<int64_t>(12, windowHint + 5);
   auto probe = makeProbe(f, spec);
@@ -96,7 +137,20 @@ llvm::Expected<MaskKind> classifyMask(Module &m, Function &f, const Value *mask,
     if (jmin > 0)
       kind.window = L - jmin;
   }
-  // Now every valid query row must match the hypothesis exactly.
+  // Now every valid query row must match the hypothesis exactly. Allowed
+  // scores get 0 added, or a bias that depends on (head, j - i) only.
+  bool biased = false;
+  for (int64_t h = 0; h < m4.dims[1] && !biased; ++h)
+    for (int64_t i = 0; i < L && !biased; ++i)
+      for (int64_t j = 0; j <= i || (!kind.causal && j < L); ++j)
+        if (j < L && (!kind.window || i - j < kind.window) && m4.at(0, h, i, j) != 0.0 &&
+            !isMasked(m4.at(0, h, i, j))) {
+          biased = true;
+          break;
+        }
+  if (biased)
+    kind.relativeBias = std::make_shared<Tensor>(); // describe() says so in errors
+  auto biasAt = [&](int64_t h, int64_t i, int64_t j) { return m4.at(0, h, i, j); };
   for (int64_t b = 0; b < std::max<int64_t>(m4.dims[0], pad ? (int64_t)pad->size() : 1); ++b)
     for (int64_t h = 0; h < m4.dims[1]; ++h)
       for (int64_t i = 0; i < L; ++i) {
@@ -106,12 +160,21 @@ llvm::Expected<MaskKind> classifyMask(Module &m, Function &f, const Value *mask,
           bool allowed = (!kind.causal || j <= i) && (!kind.window || i - j < kind.window) &&
                          (!pad || (*pad)[b][j]);
           double v = m4.at(b % m4.dims[0], h, i, j);
-          if (allowed ? v != 0.0 : !isMasked(v))
+          // The bias at (i, j) equals the one on row 0's diagonal at the same distance.
+          double want = !biased ? 0.0 : j >= i ? biasAt(h, 0, j - i) : biasAt(h, i - j, 0);
+          if (allowed ? v != want : !isMasked(v))
             return fail("the mask is not " + kind.describe() + " (row " + std::to_string(i) +
                         ", key " + std::to_string(j) + " of batch " + std::to_string(b) +
                         " is " + std::to_string(v) + ")");
         }
       }
+  if (biased) {
+    auto table = tabulateBias(m, f, mask, kind, maxLength);
+    if (!table)
+      return table.takeError();
+    kind.relativeBias = std::make_shared<Tensor>(std::move(*table));
+    kind.maxDistance = maxLength;
+  }
   return kind;
 }
 

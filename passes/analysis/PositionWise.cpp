@@ -79,7 +79,7 @@ llvm::Error checkPositionWise(const Function &f, const std::string &sym) {
       }
       continue;
     }
-    if (k == "shape" || k == "kv_attention")
+    if (k == "shape" || k == "kv_attention" || k == "cross_attention" || k == "packed_attention")
       continue; // attention is checked by construction (q/k/v at axis 2)
     if (k == "transpose")
       continue;

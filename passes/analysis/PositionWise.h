@@ -1,5 +1,6 @@
 // Proves that a function is position-wise outside attention: no op other
-// than kv_attention mixes values of different tokens.
+// than the attention ops (kv_, cross_, packed_attention) mixes values of
+// different tokens.
 //
 // Every value is given the axis along which tokens run (the dim that holds the
 // `tokens` symbol). Each op is checked against what it does to that axis:

@@ -1,5 +1,6 @@
 #include "runtime/cpu/CpuDecoder.h"
 
+#include "runtime/cpu/CrossCache.h"
 #include "runtime/cpu/FusedBody.h"
 #include "runtime/cpu/KvCache.h"
 #include "runtime/cpu/OpLibrary.h"
@@ -20,6 +21,11 @@ Tensor toDomain(const Tensor &t) {
   return t;
 }
 
+// Attention ops that need the executor's state (caches, token layout).
+bool isCacheOp(const std::string &k) {
+  return k == "kv_attention" || k == "cross_attention" || k == "packed_attention";
+}
+
 class CpuDecoder final : public Decoder {
 public:
   explicit CpuDecoder(Plan plan) : plan_(std::move(plan)) {}
@@ -27,7 +33,7 @@ public:
   Status init() {
     for (const auto &[name, prog] : plan_.programs)
       for (const auto &op : prog.ops)
-        if (op.kind != "kv_attention" && !cpu::findKernel(op.kind))
+        if (!isCacheOp(op.kind) && !cpu::findKernel(op.kind))
           return Status::error("plan op '" + op.kind + "' (at \"" + op.loc +
                                "\") has no CPU kernel in this genrun");
     for (const auto &[name, body] : plan_.functions)
@@ -42,6 +48,10 @@ public:
       return Status::error("cannot allocate a " + std::to_string(arenaBytes_) + "-byte arena");
     cache_ = std::make_unique<cpu::KvCache>(plan_);
     lengths_.assign(maxSlots(), 0);
+    if (plan_.model.encoderDecoder) {
+      cross_ = std::make_unique<cpu::CrossCache>(plan_);
+      entryOfSlot_.assign(maxSlots(), -1);
+    }
     return Status::ok();
   }
 
@@ -50,8 +60,11 @@ public:
     return static_cast<int32_t>(plan_.model.maxBatch * plan_.model.maxBeams);
   }
   void resetSlot(int32_t slot) override {
-    if (slot >= 0 && slot < maxSlots())
+    if (slot >= 0 && slot < maxSlots()) {
       lengths_[slot] = 0;
+      if (cross_)
+        entryOfSlot_[slot] = -1;
+    }
   }
   int64_t slotLength(int32_t slot) const override {
     return slot >= 0 && slot < maxSlots() ? lengths_[slot] : 0;
@@ -60,7 +73,57 @@ public:
     int64_t w = 0;
     for (const auto &t : weights_)
       w += static_cast<int64_t>(t.numBytes());
-    return w + plan_.kvCacheBytes() + arenaBytes_;
+    return w + plan_.kvCacheBytes() + plan_.crossKvCacheBytes() + arenaBytes_;
+  }
+
+  // Encodes one source into a free cross-cache entry (one not read by any
+  // slot outside `slots`) and points every slot of `slots` at it.
+  Status encode(const std::vector<int64_t> &sourceIds, const std::vector<int32_t> &slots) override {
+    if (!cross_)
+      return Status::error("this model has no encoder");
+    int64_t S = static_cast<int64_t>(sourceIds.size());
+    if (S == 0)
+      return Status::error("encode: the source is empty");
+    if (S > cross_->capacity())
+      return Status::error("encode: the source has " + std::to_string(S) +
+                           " tokens, more than the plan's maximum length " +
+                           std::to_string(cross_->capacity()));
+    for (int64_t t : sourceIds)
+      if (t < 0 || t >= plan_.model.vocabSize)
+        return Status::error("encode: token id " + std::to_string(t) + " is outside the vocabulary [0, " +
+                             std::to_string(plan_.model.vocabSize) + ")");
+    std::vector<char> mine(maxSlots(), 0), busy(cross_->entries(), 0);
+    for (int32_t s : slots) {
+      if (s < 0 || s >= maxSlots())
+        return Status::error("encode: slot " + std::to_string(s) + " out of range");
+      mine[s] = 1;
+    }
+    for (int32_t s = 0; s < maxSlots(); ++s)
+      if (!mine[s] && entryOfSlot_[s] >= 0)
+        busy[entryOfSlot_[s]] = 1;
+    int64_t entry = 0;
+    while (entry < cross_->entries() && busy[entry])
+      ++entry;
+    if (entry == cross_->entries())
+      return Status::error("encode: every cross-attention cache entry is in use (max batch " +
+                           std::to_string(cross_->entries()) + ")");
+    const Program *prog = plan_.program("encode");
+    Tensor ids(DType::I64, {1, S}), pos(DType::I64, {1, S});
+    for (int64_t i = 0; i < S; ++i) {
+      ids.data<int64_t>()[i] = sourceIds[i];
+      pos.data<int64_t>()[i] = i;
+    }
+    OpState st;
+    st.symbols = {{"src_tokens", S}};
+    st.segments = {{0, S}};
+    std::vector<Tensor> outs;
+    if (Status s = execute(*prog, {{"input_ids", ids}, {"positions", pos}}, st, outs); !s)
+      return s;
+    if (Status s = cross_->store(entry, outs, 0, S); !s)
+      return s;
+    for (int32_t s : slots)
+      entryOfSlot_[s] = entry;
+    return Status::ok();
   }
 
   Status reorderSlots(const std::vector<int32_t> &dst, const std::vector<int32_t> &src) override {
@@ -73,6 +136,11 @@ public:
     std::vector<int64_t> old = lengths_;
     for (size_t i = 0; i < dst.size(); ++i)
       lengths_[dst[i]] = old[src[i]];
+    if (cross_) { // beams share their item's cross entry: move the index, never the cache
+      std::vector<int64_t> oldEntry = entryOfSlot_;
+      for (size_t i = 0; i < dst.size(); ++i)
+        entryOfSlot_[dst[i]] = oldEntry[src[i]];
+    }
     return Status::ok();
   }
 
@@ -164,7 +232,47 @@ private:
       for (int64_t i = 0; i < T; ++i)
         rows.data<int64_t>()[i] = i;
     std::map<std::string, Tensor> args = {{"input_ids", ids}, {"positions", pos}, {"logit_rows", rows}};
+    OpState st;
+    st.symbols = symbols;
+    st.tokens = std::move(tokens);
+    if (cross_)
+      for (const cpu::TokenInfo &ti : st.tokens)
+        st.entryOfToken.push_back(entryOfSlot_[ti.slot]);
+    std::vector<Tensor> results;
+    if (Status s = execute(prog, args, st, results); !s)
+      return s;
+    if (results.empty())
+      return Status::error("the plan's " + prog.name + " has no logits output");
+    const Tensor &out = results[0];
+    int64_t vocab = plan_.model.vocabSize;
+    if (out.dtype() != DType::F32 || out.numElements() != (decode ? T : R) * vocab)
+      return Status::error("the plan's logits have an unexpected shape");
+    r = 0;
+    for (const Piece &p : pieces)
+      if (p.logitRow >= 0) {
+        std::memcpy(logits + p.logitRow * vocab, out.data<float>() + r * vocab, vocab * sizeof(float));
+        ++r;
+      }
+    for (const Piece &p : pieces)
+      lengths_[p.slot] += static_cast<int64_t>(p.tokens.size());
+    return Status::ok();
+  }
 
+  // What the stateful attention ops need to know about the packed tokens.
+  struct OpState {
+    std::map<std::string, int64_t> symbols;
+    std::vector<cpu::TokenInfo> tokens;   // kv_attention
+    std::vector<int64_t> entryOfToken;    // cross_attention
+    std::vector<cpu::Segment> segments;   // packed_attention
+  };
+
+  // Runs a program over the arena; `results` get its outputs (arena views).
+  Status execute(const Program &prog, const std::map<std::string, Tensor> &args, OpState &st,
+                 std::vector<Tensor> &results) {
+    for (const auto &[sym, mx] : prog.maxSymbols)
+      if (st.symbols.count(sym) && st.symbols[sym] > mx)
+        return Status::error(prog.name + ": " + sym + " = " + std::to_string(st.symbols[sym]) +
+                             " exceeds the plan's maximum " + std::to_string(mx));
     std::vector<Tensor> vals(prog.values.size());
     for (size_t i = 0; i < prog.arguments.size(); ++i) {
       auto it = args.find(prog.argumentNames[i]);
@@ -178,7 +286,7 @@ private:
         vals[i] = weights_[prog.values[i].index];
 
     cpu::KernelContext ctx;
-    ctx.symbols = &symbols;
+    ctx.symbols = &st.symbols;
     ctx.runBody = [this, &ctx](const std::string &b, const std::vector<Tensor> &in,
                                std::vector<Tensor> &out) {
       return cpu::runFusedBody(plan_.functions.at(b), weights_, ctx, in, out); // loader checked b
@@ -194,12 +302,20 @@ private:
       for (int32_t r : op.results)
         ranks.push_back(static_cast<int64_t>(prog.values[r].shape.size()));
       std::string failure;
-      if (op.kind == "kv_attention") {
-        if (!ins.empty())
+      if (isCacheOp(op.kind)) {
+        // Written in place into the planned buffer (shaped like q).
+        if (!ins.empty() && outs.size() == 1)
           outs[0] = Tensor::view(DType::F32, ins[0].shape(), arena_.get() + prog.values[op.results[0]].offset);
-        if (Status s = checkFits(prog.values[op.results[0]], outs[0]); !s)
-          failure = s.message();
-        else if (Status s = cache_->attend(ctx, op.attrs, ins, outs, tokens); !s)
+        Status s = ins.empty() || outs.size() != 1 ? Status::error("bad operands")
+                                                   : checkFits(prog.values[op.results[0]], outs[0]);
+        if (s && op.kind == "kv_attention")
+          s = cache_->attend(ctx, op.attrs, ins, outs, st.tokens);
+        else if (s && op.kind == "cross_attention")
+          s = cross_ ? cross_->attend(op.attrs, ins, outs, st.entryOfToken)
+                     : Status::error("cross_attention in a plan without a cross cache");
+        else if (s)
+          s = cpu::packedAttention(op.attrs, ins, outs, st.segments);
+        if (!s)
           failure = s.message();
       } else if (cpu::Error e = cpu::findKernel(op.kind)(ctx, op.attrs, ins, outs)) {
         failure = e.message();
@@ -220,18 +336,9 @@ private:
       for (size_t i = 0; i < outs.size(); ++i)
         vals[op.results[i]] = outs[i];
     }
-    const Tensor &out = vals[prog.outputs[0]];
-    int64_t vocab = plan_.model.vocabSize;
-    if (out.dtype() != DType::F32 || out.numElements() != (decode ? T : R) * vocab)
-      return Status::error("the plan's logits have an unexpected shape");
-    r = 0;
-    for (const Piece &p : pieces)
-      if (p.logitRow >= 0) {
-        std::memcpy(logits + p.logitRow * vocab, out.data<float>() + r * vocab, vocab * sizeof(float));
-        ++r;
-      }
-    for (const Piece &p : pieces)
-      lengths_[p.slot] += static_cast<int64_t>(p.tokens.size());
+    results.clear();
+    for (int32_t o : prog.outputs)
+      results.push_back(vals[o]);
     return Status::ok();
   }
 
@@ -251,6 +358,8 @@ private:
   std::unique_ptr<uint8_t, Free> arena_;
   std::unique_ptr<cpu::KvCache> cache_;
   std::vector<int64_t> lengths_;
+  std::unique_ptr<cpu::CrossCache> cross_; // encoder-decoder only
+  std::vector<int64_t> entryOfSlot_;       // slot -> its item's cross-cache entry (-1: none)
 };
 
 } // namespace

@@ -6,6 +6,24 @@
 
 namespace genrt::cpu {
 
+Status RelativeBias::from(const AttrMap &attrs, const std::vector<Tensor> &ins, size_t index,
+                          int64_t heads, RelativeBias &out) {
+  out = RelativeBias();
+  int64_t M = attrInt(attrs, "bias_max_distance", 0);
+  if (M <= 0)
+    return ins.size() > index ? Status::error("an operand too many (no bias_max_distance)")
+                              : Status::ok();
+  if (ins.size() != index + 1)
+    return Status::error("bias_max_distance is set but the bias operand is missing");
+  const Tensor &t = ins[index];
+  if (t.dtype() != DType::F32 || t.shape() != std::vector<int64_t>{heads, 2 * M - 1})
+    return Status::error("the relative bias must be f32 [" + std::to_string(heads) + ", " +
+                         std::to_string(2 * M - 1) + "]");
+  out.table = t.data<float>();
+  out.maxDistance = M;
+  return Status::ok();
+}
+
 KvCache::KvCache(const Plan &plan) {
   int64_t slots = plan.model.maxBatch * plan.model.maxBeams;
   for (const KvLayer &l : plan.kvLayers) {
@@ -20,7 +38,7 @@ KvCache::KvCache(const Plan &plan) {
 Status KvCache::attend(KernelContext &ctx, const AttrMap &attrs, const std::vector<Tensor> &ins,
                        std::vector<Tensor> &outs, const std::vector<TokenInfo> &tokens) {
   int64_t li = attrInt(attrs, "layer", -1);
-  if (li < 0 || li >= static_cast<int64_t>(layers_.size()) || ins.size() != 3)
+  if (li < 0 || li >= static_cast<int64_t>(layers_.size()) || ins.size() < 3 || ins.size() > 4)
     return Status::error("kv_attention: bad layer or operands");
   Layer &L = layers_[li];
   const Tensor &q = ins[0], &k = ins[1], &v = ins[2];
@@ -35,6 +53,9 @@ Status KvCache::attend(KernelContext &ctx, const AttrMap &attrs, const std::vect
   int64_t window = attrInt(attrs, "window", 0);
   if (outs.size() != 1 || outs[0].shape() != q.shape() || outs[0].dtype() != DType::F32)
     return Status::error("kv_attention: the output buffer does not match q");
+  RelativeBias bias;
+  if (Status s = RelativeBias::from(attrs, ins, 3, H, bias); !s)
+    return Status::error("kv_attention: " + s.message());
   const float *qd = q.data<float>(), *kd = k.data<float>(), *vd = v.data<float>();
   float *od = outs[0].data<float>();
   std::vector<float> p;
@@ -43,6 +64,8 @@ Status KvCache::attend(KernelContext &ctx, const AttrMap &attrs, const std::vect
     int64_t lo = window > 0 ? std::max<int64_t>(0, tok.position - window + 1) : 0;
     if (tok.chunkStart - lo > L.capacity)
       return Status::error("kv_attention: the cache cannot hold the attended positions");
+    if (bias.table && !bias.covers(lo - tok.position))
+      return Status::error("kv_attention: a key is further away than the relative bias covers");
     p.resize(tok.position - lo + 1);
     for (int64_t h = 0; h < H; ++h) {
       int64_t kh = h / group;
@@ -60,6 +83,8 @@ Status KvCache::attend(KernelContext &ctx, const AttrMap &attrs, const std::vect
         for (int64_t e = 0; e < D; ++e)
           s += qv[e] * kv[e];
         p[j - lo] = s * scale;
+        if (bias.table)
+          p[j - lo] += bias.at(h, j - tok.position);
         mx = std::max(mx, p[j - lo]);
       }
       float sum = 0.f;

@@ -11,6 +11,19 @@
 
 namespace genrt::cpu {
 
+/// T5's relative position bias operand of an attention op: f32
+/// [heads, 2M-1], entry [h, d + M - 1] added to the score of a key at
+/// distance d = key position - query position (attribute bias_max_distance M).
+struct RelativeBias {
+  const float *table = nullptr;
+  int64_t maxDistance = 0;
+  float at(int64_t h, int64_t d) const { return table[h * (2 * maxDistance - 1) + d + maxDistance - 1]; }
+  bool covers(int64_t d) const { return d > -maxDistance && d < maxDistance; }
+  /// Reads the bias (operand `index`, when the attribute is set) and checks its shape.
+  static Status from(const AttrMap &attrs, const std::vector<Tensor> &ins, size_t index,
+                     int64_t heads, RelativeBias &out);
+};
+
 /// Where a packed token belongs: its slot, its position, and the slot's
 /// length before this forward (tokens at or after it come from the operands).
 struct TokenInfo {

@@ -36,6 +36,10 @@ Status validatePrompt(const Prompt &p, const ModelInfo &info, const GenerationCo
   }
   // The decoder's cache holds the unmasked prompt (or, for an encoder-decoder,
   // the decoder start token) plus every generated token.
+  if (info.encoderDecoder && info.maxLength > 0 && seen > info.maxLength)
+    return Status::error("field \"input_ids\": the source has " + std::to_string(seen) +
+                         " tokens, more than the plan's maximum length " +
+                         std::to_string(info.maxLength));
   int64_t decoderPromptLen = info.encoderDecoder ? 1 : seen;
   if (info.maxLength > 0 && decoderPromptLen + cfg.maxNewTokens > info.maxLength)
     return Status::error("the prompt (" + std::to_string(decoderPromptLen) + " tokens) plus --max-new-tokens " +

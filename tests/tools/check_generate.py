@@ -2,6 +2,12 @@
 
 usage: check_generate.py GENC GENRUN FIXTURE_DIR MODEL_FILE WORKDIR MODE...
 MODE: greedy | beam | beam_reppen (the golden.json sections).
+MODEL_FILE: model.onnx, or ENCODER,DECODER (e.g. encoder.onnx,decoder.onnx) for an
+encoder-decoder fixture, or "." for the fixture folder itself.
+
+Encoder-decoder: the golden inputs are the right-padded sources with their
+attention_mask (genrun drops the masked positions); golden sequences start with
+decoder_start_token_id, which genrun does not return.
 
 Prompts go in exactly as HF's batch had them: the padded input_ids with their
 attention_mask (pad tokens then count in repetition-penalty/n-gram history, as
@@ -21,14 +27,17 @@ golden = json.load(open(os.path.join(fixture, "golden.json")))
 os.makedirs(work, exist_ok=True)
 plan = os.path.join(work, "model.plan")
 batch = len(golden["input_ids"])
-subprocess.run([genc, "compile", os.path.join(fixture, model), "-o", plan,
+models = [os.path.join(fixture, m) for m in model.split(",")]
+subprocess.run([genc, "compile", *models, "-o", plan,
                 "--max-batch", str(batch), "--max-beams", "4", "--max-length", "64"], check=True)
 
 prompts = os.path.join(work, "prompts.jsonl")
 with open(prompts, "w") as f:
     for ids, mask in zip(golden["input_ids"], golden["attention_mask"]):
         f.write(json.dumps({"input_ids": ids, "attention_mask": mask}) + "\n")
-prompt_len = len(golden["input_ids"][0])
+# Decoder-only rows repeat the padded prompt; encoder-decoder rows start with
+# the decoder start token.
+prompt_len = 1 if golden.get("kind") == "encoder-decoder" else len(golden["input_ids"][0])
 pad = golden["pad_token_id"]
 eos = golden["eos_token_id"]
 

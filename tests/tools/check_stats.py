@@ -11,7 +11,8 @@ text = open(sys.argv[2]).read()
 m = re.search(r"memory (\d+) bytes", text)
 if not m:
     sys.exit("check_stats: genrun printed no memory figure")
-planned = stats["weights_bytes"] + stats["kv_cache_bytes"] + stats["arena_bytes"]
+cross = stats.get("cross_kv_cache_bytes", 0)
+planned = stats["weights_bytes"] + stats["kv_cache_bytes"] + cross + stats["arena_bytes"]
 print(f"planned {planned} = weights {stats['weights_bytes']} + kv cache {stats['kv_cache_bytes']} "
-      f"+ arena {stats['arena_bytes']}; genrun holds {m.group(1)}")
+      f"+ cross kv cache {cross} + arena {stats['arena_bytes']}; genrun holds {m.group(1)}")
 sys.exit(0 if planned == int(m.group(1)) else 1)

@@ -17,7 +17,14 @@ static Error attentionKernel(KernelContext &, const AttrMap &attrs,
   if (k.shape()[0] != B || v.shape() != k.shape() || k.shape()[3] != D || KVH == 0 || H % KVH)
     return kernelError("q " + dimsStr(q.shape()) + ", k " + dimsStr(k.shape()) + ", v " +
                        dimsStr(v.shape()) + " do not fit together");
-  const Tensor *mask = ins.size() > 3 ? &ins[3] : nullptr;
+  // bias[h, j - pos + M - 1] is added to the allowed scores (T5's relative bias).
+  int64_t M = attrInt(attrs, "bias_max_distance", 0);
+  const Tensor *bias = M > 0 ? &ins.back() : nullptr;
+  if (bias && (ins.size() < 4 || bias->rank() != 2 || bias->shape()[0] != H ||
+               bias->shape()[1] != 2 * M - 1 || bias->dtype() != DType::F32))
+    return kernelError("the relative bias must be f32 [" + std::to_string(H) + ", " +
+                       std::to_string(2 * M - 1) + "]");
+  const Tensor *mask = ins.size() > 3 + (bias ? 1u : 0u) ? &ins[3] : nullptr;
   if (mask && (mask->rank() != 2 || mask->shape()[0] != B || mask->shape()[1] != Sk))
     return kernelError("key_mask " + dimsStr(mask->shape()) + " must be [" + std::to_string(B) +
                        ", " + std::to_string(Sk) + "]");
@@ -53,6 +60,12 @@ static Error attentionKernel(KernelContext &, const AttrMap &attrs,
           for (int64_t e = 0; e < D; ++e)
             s += qi[e] * kb[j * D + e];
           p[j] = s * scale;
+          if (bias) {
+            if (j - pos <= -M || j - pos >= M)
+              return kernelError("a key is further from its query than the relative bias covers (" +
+                                 std::to_string(M) + ")");
+            p[j] += bias->data<float>()[h * (2 * M - 1) + j - pos + M - 1];
+          }
           mx = std::fmax(mx, p[j]);
           any = true;
         }
