@@ -8,7 +8,9 @@
 //   [32, 40)  u64 offset of the binary blob        [40, 48) u64 its size
 //   JSON: model facts and generation defaults, KV cache layout, weights
 //         (name, dtype, shape, blob offset, bytes), programs (values, ops,
-//         attributes; tensor attributes point into the blob).
+//         attributes; tensor attributes point into the blob), functions
+//         (bodies of `fused` ops: values, ops; no arena); encoder-decoder
+//         plans add cross_cache (per-layer kv_heads, head_dim) and @encode.
 //   blob: every weight and tensor attribute, each kPlanAlignment-aligned.
 // Little-endian throughout.
 #pragma once
@@ -17,8 +19,9 @@
 namespace genrt {
 
 constexpr char kPlanMagic[8] = {'G', 'E', 'N', 'C', 'P', 'L', 'A', 'N'};
-// 2: encoder-decoder plans (@encode, cross_cache, cross/packed attention,
-// relative bias operands).
+// 2: `functions` (bodies of fused ops, values with storage "local"), and
+// encoder-decoder plans (@encode, cross_cache, cross/packed attention,
+// relative bias operands); both landed before any version-2 plan shipped.
 constexpr uint32_t kPlanFormatVersion = 2;
 constexpr uint64_t kPlanHeaderBytes = 48;
 constexpr uint64_t kPlanAlignment = 64;
