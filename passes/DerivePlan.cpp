@@ -15,6 +15,7 @@
 // otherwise the model is refused with the op that mixes tokens.
 #include "compiler/ir/Clone.h"
 #include "compiler/ir/Symbols.h"
+#include "compiler/ir/Builder.h"
 #include "passes/Passes.h"
 #include "passes/analysis/Match.h"
 #include "passes/analysis/PlanOptions.h"
@@ -122,12 +123,7 @@ private:
 
   Value *insert(Op *before, const char *kind, std::vector<Value *> operands, Type type,
                 std::map<std::string, Attribute> attrs = {}) {
-    auto op = std::make_unique<Op>(kind, std::move(operands), std::vector<Type>{std::move(type)},
-                                   before ? before->loc() : "derive-plan");
-    for (auto &[k, a] : attrs)
-      op->setAttr(k, a);
-    auto it = before ? f_.find(before) : f_.ops().begin();
-    return f_.insertBefore(it, std::move(op))->result();
+    return insertOp(f_, before, kind, std::move(operands), std::move(type), std::move(attrs));
   }
 
   llvm::Error lowerAttention() {

@@ -5,6 +5,7 @@
 // however the exporter built it, we learn "causal, window 8, key padding from
 // attention_mask". GQA/MQA head repeats (unsqueeze -> expand -> reshape) are
 // peeled so the op reads the kv_heads-sized K and V a cache will hold.
+#include "compiler/ir/Builder.h"
 #include "passes/Passes.h"
 #include "passes/analysis/Match.h"
 #include "passes/analysis/MaskClassifier.h"
@@ -45,11 +46,7 @@ public:
 private:
   Value *insert(Op *before, const char *kind, std::vector<Value *> operands, Type type,
                 std::map<std::string, Attribute> attrs = {}) {
-    auto op = std::make_unique<Op>(kind, std::move(operands), std::vector<Type>{std::move(type)},
-                                   before->loc());
-    for (auto &[k, a] : attrs)
-      op->setAttr(k, a);
-    return f_.insertBefore(f_.find(before), std::move(op))->result();
+    return insertOp(f_, before, kind, std::move(operands), std::move(type), std::move(attrs));
   }
 
   // The value K[b, h, s, d] given Kᵀ[b, h, d, s].

@@ -43,7 +43,7 @@ static cl::opt<std::string> OutputFile("o", cl::desc("Output file ('-' for stdou
 enum class EmitKind { Plan, IR };
 static cl::opt<EmitKind> Emit("emit", cl::desc("What to write"), cl::init(EmitKind::Plan),
                               cl::values(clEnumValN(EmitKind::Plan, "plan", "the generation plan (default)"),
-                                         clEnumValN(EmitKind::IR, "ir", "the IR text after the pipeline")),
+                                         clEnumValN(EmitKind::IR, "ir", "the IR text after the graph pipeline (up to raise-attention; --passes to choose)")),
                               cl::sub(CompileCmd), cl::cat(GencCat));
 static cl::opt<int64_t> MaxBatch("max-batch", cl::desc("Sequences generated together (default 8)"),
                                  cl::init(8), cl::sub(CompileCmd), cl::cat(GencCat));
@@ -162,7 +162,9 @@ static std::vector<std::string> pipelineFor(bool defaultStandard) {
         names.push_back(p);
     return names;
   }
-  return defaultStandard ? defaultPipeline() : std::vector<std::string>{};
+  if (!defaultStandard)
+    return {};
+  return CompileCmd && Emit == EmitKind::IR ? graphPipeline() : defaultPipeline();
 }
 
 static void runPasses(Module &m, bool defaultStandard) {
