@@ -146,7 +146,8 @@ std::string Dim::str() const {
       out += c < 0 ? "-" : "+";
     else if (c < 0)
       out += "-";
-    int64_t a = c < 0 ? -c : c;
+    // |c| as unsigned: -INT64_MIN would overflow.
+    uint64_t a = c < 0 ? 0 - static_cast<uint64_t>(c) : static_cast<uint64_t>(c);
     std::string mono;
     for (size_t j = 0; j < m.size(); ++j)
       mono += (j ? "*" : "") + m[j];

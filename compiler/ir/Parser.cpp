@@ -10,7 +10,7 @@ namespace genc {
 namespace {
 
 struct Token {
-  enum Kind { Ident, LocalName, GlobalName, Int, Float, String, Punct, Arrow, End } kind;
+  enum Kind { Ident, LocalName, GlobalName, Int, Float, String, Punct, Arrow, End } kind = End;
   std::string text; // identifier / name / string contents / punct char
   int64_t intValue = 0;
   double floatValue = 0;
