@@ -23,7 +23,8 @@ llvm::Error fail(const std::string &m) {
 
 class Writer {
 public:
-  explicit Writer(const Module &m) : m_(m) {}
+  Writer(const Module &m, const CudaModule *kernels, const CompiledModule *code)
+      : m_(m), kernels_(kernels), code_(code) {}
 
   llvm::Expected<PlanStats> write(const std::string &path) {
     PlanOptions opts = planOptions(m_);
@@ -130,6 +131,8 @@ public:
         bodies.push_back(std::move(*p));
       }
     root["functions"] = std::move(bodies);
+    if (kernels_ && code_)
+      root["kernels"] = kernelsJson();
     stats.decodeStepLaunches = countLaunches(*decode);
 
     std::string json;
@@ -140,6 +143,46 @@ public:
   }
 
 private:
+  // Launch metadata per kernel; one cubin per sm_XX and PTX per compute_XX
+  // holding every kernel (codegen/NvrtcCompile.h), in the blob.
+  llvm::json::Object kernelsJson() {
+    llvm::json::Array entries, cubins, ptx;
+    for (const CudaKernel &k : kernels_->kernels) {
+      llvm::json::Array syms;
+      for (const auto &s : k.symbols)
+        syms.push_back(s);
+      entries.push_back(llvm::json::Object{{"name", k.name},
+                                           {"mode", k.mode},
+                                           {"symbols", std::move(syms)},
+                                           {"inputs", static_cast<int64_t>(k.inputs.size())},
+                                           {"outputs", static_cast<int64_t>(k.outputs.size())},
+                                           {"work", k.work.str()},
+                                           {"shared_floats", k.sharedFloats.str()},
+                                           {"block", static_cast<int64_t>(k.blockSize)}});
+    }
+    auto code = [&](const std::vector<std::pair<std::string, std::string>> &list, llvm::json::Array &out) {
+      for (const auto &[arch, bytes] : list) {
+        uint64_t off = addBytes(bytes);
+        out.push_back(llvm::json::Object{{"arch", arch},
+                                         {"offset", static_cast<int64_t>(off)},
+                                         {"bytes", static_cast<int64_t>(bytes.size())}});
+      }
+    };
+    code(code_->cubins, cubins);
+    code(code_->ptx, ptx);
+    return llvm::json::Object{{"entries", std::move(entries)},
+                              {"cubins", std::move(cubins)},
+                              {"ptx", std::move(ptx)}};
+  }
+
+  uint64_t addBytes(const std::string &bytes) {
+    uint64_t off = (blob_.size() + genrt::kPlanAlignment - 1) / genrt::kPlanAlignment *
+                   genrt::kPlanAlignment;
+    blob_.resize(off + bytes.size());
+    std::memcpy(blob_.data() + off, bytes.data(), bytes.size());
+    return off;
+  }
+
   int64_t metaInt(const std::string &k, int64_t dflt) const {
     auto it = m_.metadata().find(k);
     return it == m_.metadata().end() || it->second.empty() ? dflt : std::atoll(it->second.c_str());
@@ -360,14 +403,17 @@ private:
   }
 
   const Module &m_;
+  const CudaModule *kernels_;
+  const CompiledModule *code_;
   std::vector<uint8_t> blob_;
   std::unordered_map<const Value *, size_t> weightIndex_;
 };
 
 } // namespace
 
-llvm::Expected<PlanStats> writePlan(const Module &m, const std::string &path) {
-  return Writer(m).write(path);
+llvm::Expected<PlanStats> writePlan(const Module &m, const std::string &path,
+                                    const CudaModule *kernels, const CompiledModule *code) {
+  return Writer(m, kernels, code).write(path);
 }
 
 } // namespace genc

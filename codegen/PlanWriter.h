@@ -2,6 +2,8 @@
 // (runtime/PlanFormat.h): JSON metadata plus one aligned blob of weights and
 // tensor attributes.
 #pragma once
+#include "codegen/CudaEmitter.h"
+#include "codegen/NvrtcCompile.h"
 #include "compiler/ir/IR.h"
 
 #include "llvm/Support/Error.h"
@@ -22,6 +24,10 @@ struct PlanStats {
 
 /// Writes `m` (after derive-plan and plan-memory) to `path`. Nothing is
 /// written on error.
-llvm::Expected<PlanStats> writePlan(const Module &m, const std::string &path);
+/// `kernels` and `code` (both or neither): the fused bodies' CUDA kernels and
+/// their cubins/PTX, stored in the plan's `kernels` section.
+llvm::Expected<PlanStats> writePlan(const Module &m, const std::string &path,
+                                    const CudaModule *kernels = nullptr,
+                                    const CompiledModule *code = nullptr);
 
 } // namespace genc

@@ -10,8 +10,10 @@
 //         (name, dtype, shape, blob offset, bytes), programs (values, ops,
 //         attributes; tensor attributes point into the blob), functions
 //         (bodies of `fused` ops: values, ops; no arena); encoder-decoder
-//         plans add cross_cache (per-layer kv_heads, head_dim) and @encode.
-//   blob: every weight and tensor attribute, each kPlanAlignment-aligned.
+//         plans add cross_cache (per-layer kv_heads, head_dim) and @encode;
+//         kernels (launch metadata of each fused body's CUDA kernel, and the
+//         blob offset/size of one cubin per sm_XX and PTX per compute_XX).
+//   blob: every weight, tensor attribute, cubin and PTX, each kPlanAlignment-aligned.
 // Little-endian throughout.
 #pragma once
 #include <cstdint>
@@ -22,7 +24,8 @@ constexpr char kPlanMagic[8] = {'G', 'E', 'N', 'C', 'P', 'L', 'A', 'N'};
 // 2: `functions` (bodies of fused ops, values with storage "local"), and
 // encoder-decoder plans (@encode, cross_cache, cross/packed attention,
 // relative bias operands); both landed before any version-2 plan shipped.
-constexpr uint32_t kPlanFormatVersion = 2;
+// 3: `kernels` (generated CUDA kernels: launch metadata, cubins, PTX).
+constexpr uint32_t kPlanFormatVersion = 3;
 constexpr uint64_t kPlanHeaderBytes = 48;
 constexpr uint64_t kPlanAlignment = 64;
 

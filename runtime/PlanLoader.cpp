@@ -228,6 +228,8 @@ private:
         return s;
     if (!(s = readFusedBodies(root)))
       return s;
+    if (!(s = readKernels(root)))
+      return s;
     for (const char *required : {"prefill", "decode_step"})
       if (!plan_.program(required))
         return err(std::string("metadata: no program '") + required + "'");
@@ -350,6 +352,80 @@ private:
           return err("metadata: a fused op in " + pname + " does not match the arity of '" + b +
                      "'");
       }
+    return Status::ok();
+  }
+
+  // Kernels: each names a fused body (same arity), and its code lies in the blob.
+  Status readKernels(const json::Value &root) {
+    const json::Value *ks = root.find("kernels");
+    if (!ks)
+      return Status::ok();
+    const json::Value *entries, *cubins, *ptx;
+    Status s = Status::ok();
+    if (!(s = need(*ks, "entries", entries, json::Value::Kind::Array)) ||
+        !(s = need(*ks, "cubins", cubins, json::Value::Kind::Array)) ||
+        !(s = need(*ks, "ptx", ptx, json::Value::Kind::Array)))
+      return s;
+    for (const auto &e : entries->items()) {
+      KernelInfo k;
+      const json::Value *name, *mode, *syms, *work, *shared;
+      if (!(s = need(e, "name", name, json::Value::Kind::String)) ||
+          !(s = need(e, "mode", mode, json::Value::Kind::String)) ||
+          !(s = need(e, "symbols", syms, json::Value::Kind::Array)) ||
+          !(s = need(e, "work", work, json::Value::Kind::String)) ||
+          !(s = need(e, "shared_floats", shared, json::Value::Kind::String)) ||
+          !(s = needInt(e, "inputs", k.numInputs)) || !(s = needInt(e, "outputs", k.numOutputs)) ||
+          !(s = needInt(e, "block", k.blockSize, 1)))
+        return s;
+      k.name = name->asString();
+      k.mode = mode->asString();
+      if (k.mode != "elementwise" && k.mode != "rows")
+        return err("metadata: kernel '" + k.name + "' has an unknown mode '" + k.mode + "'");
+      if (k.blockSize > 1024 || k.blockSize % 32)
+        return err("metadata: kernel '" + k.name + "' has a bad block size");
+      for (const auto &sy : syms->items()) {
+        if (!sy.isString())
+          return err("metadata: kernel '" + k.name + "': symbols must be strings");
+        k.symbols.push_back(sy.asString());
+      }
+      auto w = parseDim(work->asString()), sh = parseDim(shared->asString());
+      if (!w || !sh)
+        return err("metadata: kernel '" + k.name + "' has a malformed size");
+      k.work = *w;
+      k.sharedFloats = *sh;
+      auto it = plan_.functions.find(k.name);
+      if (it == plan_.functions.end())
+        return err("metadata: kernel '" + k.name + "' names no fused body");
+      if (static_cast<size_t>(k.numInputs) != it->second.arguments.size() ||
+          static_cast<size_t>(k.numOutputs) != it->second.outputs.size())
+        return err("metadata: kernel '" + k.name + "' does not match the arity of its body");
+      plan_.kernels.push_back(std::move(k));
+    }
+    auto readCode = [&](const json::Value &list, const char *prefix, std::vector<KernelCode> &out) {
+      for (const auto &c : list.items()) {
+        const json::Value *arch;
+        int64_t off, bytes;
+        Status st = Status::ok();
+        if (!(st = need(c, "arch", arch, json::Value::Kind::String)) || !(st = needInt(c, "offset", off)) ||
+            !(st = needInt(c, "bytes", bytes)))
+          return st;
+        const std::string &a = arch->asString();
+        size_t pl = std::strlen(prefix);
+        bool ok = a.size() > pl && a.compare(0, pl, prefix) == 0;
+        for (size_t i = pl; ok && i < a.size(); ++i)
+          ok = a[i] >= '0' && a[i] <= '9';
+        if (!ok)
+          return err("metadata: kernel code for '" + a + "' (expected " + prefix + "XX)");
+        if (static_cast<uint64_t>(off) > blobSize_ || static_cast<uint64_t>(bytes) > blobSize_ - off)
+          return err("kernel code for " + a + " lies outside the data blob (truncated file?)");
+        out.push_back({a, base_ + blobOff_ + off, static_cast<uint64_t>(bytes)});
+      }
+      return Status::ok();
+    };
+    if (!(s = readCode(*cubins, "sm_", plan_.cubins)) || !(s = readCode(*ptx, "compute_", plan_.ptx)))
+      return s;
+    if (!plan_.kernels.empty() && plan_.cubins.empty() && plan_.ptx.empty())
+      return err("metadata: kernels without code");
     return Status::ok();
   }
 

@@ -59,6 +59,27 @@ struct CrossLayer {
   int64_t kvHeads = 0, headDim = 0;
 };
 
+/// A generated kernel of a fused body (codegen/CudaEmitter.h): how to launch
+/// it. Parameters: one `long long` per symbol (in this order), a pointer per
+/// body argument, a pointer per body result.
+struct KernelInfo {
+  std::string name;             // = the fused body's and the entry point's name
+  std::string mode;             // "elementwise" (grid-stride) or "rows" (a block per row)
+  std::vector<std::string> symbols;
+  int64_t numInputs = 0, numOutputs = 0;
+  Dim work;                     // elements (elementwise) or rows to cover
+  Dim sharedFloats;             // dynamic shared memory, in floats
+  int64_t blockSize = 0;
+};
+
+/// Code for every kernel at once, for one architecture: a cubin ("sm_80") or
+/// PTX ("compute_80"); a view into the mapped plan.
+struct KernelCode {
+  std::string arch;
+  const uint8_t *data = nullptr;
+  uint64_t bytes = 0;
+};
+
 struct Plan {
   ModelInfo model;
   std::vector<std::string> weightNames;
@@ -67,6 +88,9 @@ struct Plan {
   /// Bodies of `fused` ops (passes/Fuse.cpp), by name: the ops a generated
   /// kernel computes, which the CPU executor runs one by one.
   std::map<std::string, Program> functions;
+  /// GPU kernels of the fused bodies (empty where genc had no NVRTC).
+  std::vector<KernelInfo> kernels;
+  std::vector<KernelCode> cubins, ptx;
   std::vector<KvLayer> kvLayers;
   std::vector<CrossLayer> crossLayers; // encoder-decoder only
   int64_t maxTokens = 0;             // tokens per prefill forward

@@ -16,6 +16,7 @@ config.excludes = ["lit.cfg.py", "lit.site.cfg.py.in", "Inputs", "fixtures", "un
 config.test_source_root = os.path.join(config.genc_src_dir, "tests")
 
 config.substitutions.append(("%genc", os.path.join(config.genc_bin_dir, "genc")))
+config.substitutions.append(("%gpucheck", os.path.join(config.genc_bin_dir, "gpucheck")))
 # %genrun_fake before %genrun, which is its prefix.
 config.substitutions.append(("%genrun_fake", os.path.join(config.genc_bin_dir, "genrun_fake")))
 config.substitutions.append(("%genrun", os.path.join(config.genc_bin_dir, "genrun")))
@@ -26,6 +27,10 @@ config.substitutions.append(("%onnx_proto_dir", "/usr/include"))
 config.substitutions.append(("FileCheck", config.filecheck))
 # %not: like not, but a crash fails the test (tests/tools/not.py).
 config.substitutions.append(("%not", config.python + " " + os.path.join(config.genc_src_dir, "tests", "tools", "not.py")))
+
+# genc compiles kernels with NVRTC (built with the CUDA toolkit).
+if getattr(config, "genc_have_nvrtc", "OFF") in ("ON", "1", "TRUE"):
+    config.available_features.add("nvrtc")
 
 # GPU tests say `REQUIRES: cuda`; CI has no GPU and skips them.
 try:

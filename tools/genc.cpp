@@ -3,6 +3,10 @@
 //   genc compile model.onnx -o model.plan [--emit=ir] [--passes=a,b] [--print-ir-after=P]
 //   genc opt input.gir [--passes=a,b] [-o out.gir]
 //   genc eval model.onnx --input input_ids=ids.npy ... --output-dir DIR
+//   genc compile model.onnx --emit=cuda -o -     (the fused groups' CUDA C++)
+//   genc inspect model.plan                      (programs, functions, kernels, archs, sizes)
+#include "codegen/CudaEmitter.h"
+#include "codegen/NvrtcCompile.h"
 #include "codegen/PlanWriter.h"
 #include "compiler/driver/ModelConfig.h"
 #include "compiler/driver/Pipeline.h"
@@ -14,6 +18,8 @@
 #include "compiler/ir/Verifier.h"
 #include "compiler/onnx/Importer.h"
 #include "passes/PassRegistry.h"
+#include "runtime/PlanFormat.h"
+#include "runtime/Program.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -22,6 +28,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <fstream>
+#include <set>
 #include <iostream>
 #include <sstream>
 
@@ -31,19 +38,21 @@ using namespace genc;
 static cl::SubCommand CompileCmd("compile", "Compile an ONNX model (or .gir) into a plan");
 static cl::SubCommand OptCmd("opt", "Run passes over IR text (.gir) and print the result");
 static cl::SubCommand EvalCmd("eval", "Run a model in the reference interpreter");
+static cl::SubCommand InspectCmd("inspect", "List a plan's programs, functions, kernels, archs and sizes");
 
 static cl::OptionCategory GencCat("genc options");
 
 static cl::list<std::string> Inputs(cl::Positional, cl::OneOrMore, cl::desc("<input files>"),
                                     cl::sub(CompileCmd), cl::sub(OptCmd), cl::sub(EvalCmd),
-                                    cl::cat(GencCat));
+                                    cl::sub(InspectCmd), cl::cat(GencCat));
 static cl::opt<std::string> OutputFile("o", cl::desc("Output file ('-' for stdout)"),
                                        cl::value_desc("file"), cl::init("-"),
                                        cl::sub(CompileCmd), cl::sub(OptCmd), cl::cat(GencCat));
-enum class EmitKind { Plan, IR };
+enum class EmitKind { Plan, IR, Cuda };
 static cl::opt<EmitKind> Emit("emit", cl::desc("What to write"), cl::init(EmitKind::Plan),
                               cl::values(clEnumValN(EmitKind::Plan, "plan", "the generation plan (default)"),
-                                         clEnumValN(EmitKind::IR, "ir", "the IR text after the graph pipeline (up to raise-attention; --passes to choose)")),
+                                         clEnumValN(EmitKind::IR, "ir", "the IR text after the graph pipeline (up to raise-attention; --passes to choose)"),
+                                         clEnumValN(EmitKind::Cuda, "cuda", "the CUDA C++ of every fused group's kernel")),
                               cl::sub(CompileCmd), cl::cat(GencCat));
 static cl::opt<int64_t> MaxBatch("max-batch", cl::desc("Sequences generated together (default 8)"),
                                  cl::init(8), cl::sub(CompileCmd), cl::cat(GencCat));
@@ -58,6 +67,9 @@ static cl::opt<int64_t> MaxTokens("max-tokens",
                                   cl::init(0), cl::sub(CompileCmd), cl::cat(GencCat));
 static cl::opt<std::string> WeightDType("dtype", cl::desc("Weight storage: f32 (default), f16 or bf16"),
                                         cl::init("f32"), cl::sub(CompileCmd), cl::cat(GencCat));
+static cl::list<std::string> GpuArchs("gpu-arch", cl::CommaSeparated,
+                                      cl::desc("GPU architectures to compile kernels for (default sm_80,sm_90)"),
+                                      cl::value_desc("sm_XX,..."), cl::sub(CompileCmd), cl::cat(GencCat));
 static cl::opt<std::string> StatsJson("stats-json",
                                       cl::desc("Write weights/KV-cache/arena bytes for the maximum shapes"),
                                       cl::value_desc("file"), cl::sub(CompileCmd), cl::cat(GencCat));
@@ -225,6 +237,32 @@ static void castWeights(Module &m) {
     }
 }
 
+// NVRTC compiles every fused group's kernel for each --gpu-arch before the
+// plan is written: an unknown architecture or a compiler error stops here,
+// naming the kernel, and no plan is written.
+struct GpuKernels {
+  CudaModule kernels;
+  CompiledModule code;
+  bool built = false;
+};
+
+static GpuKernels compileGpuKernels(const Module &m) {
+  std::vector<std::string> names(GpuArchs.begin(), GpuArchs.end());
+  if (names.empty())
+    names = {"sm_80", "sm_90"};
+  auto archs = check(parseGpuArchs(names));
+  if (!haveNvrtc()) {
+    if (GpuArchs.getNumOccurrences())
+      fail("--gpu-arch: genc was built without CUDA (NVRTC), it cannot compile kernels");
+    return {}; // the plan runs on the CPU executor
+  }
+  GpuKernels g;
+  g.kernels = emitCuda(m);
+  g.code = check(compileModule(g.kernels, archs));
+  g.built = true;
+  return g;
+}
+
 static int runCompileOrOpt(bool isCompile) {
   auto m = loadModel({Inputs.begin(), Inputs.end()});
   if (isCompile) {
@@ -234,11 +272,18 @@ static int runCompileOrOpt(bool isCompile) {
     setPlanOptionsFromFlags(*m);
   }
   runPasses(*m, isCompile);
+  if (isCompile && Emit == EmitKind::Cuda) {
+    castWeights(*m);
+    writeText(cudaModuleText(emitCuda(*m)));
+    return 0;
+  }
   if (isCompile && Emit == EmitKind::Plan) {
     if (OutputFile == "-")
       fail("a plan is binary: give -o FILE (or --emit=ir to print the IR)");
     castWeights(*m);
-    auto stats = check(writePlan(*m, OutputFile));
+    GpuKernels gpu = compileGpuKernels(*m);
+    auto stats = check(gpu.built ? writePlan(*m, OutputFile, &gpu.kernels, &gpu.code)
+                                 : writePlan(*m, OutputFile));
     if (!StatsJson.empty()) {
       std::ofstream os(StatsJson);
       os << "{\"weights_bytes\": " << stats.weightsBytes << ", \"kv_cache_bytes\": "
@@ -316,6 +361,42 @@ static int runEval() {
   return 0;
 }
 
+// What a plan holds, read back with the runtime's verifying loader.
+static int runInspect() {
+  if (Inputs.size() != 1)
+    fail("inspect takes one plan file");
+  genrt::Plan plan;
+  if (genrt::Status st = genrt::loadPlan(Inputs[0], plan); !st)
+    fail(st.message());
+  auto &os = outs();
+  os << "plan: " << Inputs[0] << " (format " << genrt::kPlanFormatVersion << ")\n";
+  os << "programs: " << plan.programs.size() << "\n";
+  for (const auto &[name, p] : plan.programs)
+    os << "  " << name << "  ops " << p.ops.size() << "  arena " << p.arenaBytes << " bytes\n";
+  std::set<std::string> withKernel;
+  for (const auto &k : plan.kernels)
+    withKernel.insert(k.name);
+  os << "functions: " << plan.functions.size() << "\n";
+  for (const auto &[name, f] : plan.functions)
+    os << "  " << name << "  ops " << f.ops.size() << "  inputs " << f.arguments.size() << "  outputs "
+       << f.outputs.size() << (withKernel.count(name) ? "  kernel" : "  cpu only") << "\n";
+  std::string archs;
+  for (const auto &c : plan.cubins)
+    archs += (archs.empty() ? "" : ", ") + c.arch;
+  os << "kernels: " << plan.kernels.size() << " (archs: " << (archs.empty() ? "none" : archs) << ")\n";
+  for (const auto &k : plan.kernels) {
+    os << "  " << k.name << "  " << k.mode << "  block " << k.blockSize << "  work " << k.work.str();
+    if (k.mode == "rows")
+      os << "  shared " << k.sharedFloats.str() << " floats";
+    os << "\n";
+  }
+  for (const auto &c : plan.cubins)
+    os << "cubin " << c.arch << "  " << c.bytes << " bytes\n";
+  for (const auto &c : plan.ptx)
+    os << "ptx " << c.arch << "  " << c.bytes << " bytes\n";
+  return 0;
+}
+
 int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(GencCat);
   cl::ParseCommandLineOptions(argc, argv,
@@ -331,6 +412,8 @@ int main(int argc, char **argv) {
     return runCompileOrOpt(false);
   if (EvalCmd)
     return runEval();
-  errs() << "genc: error: expected a command: compile, opt or eval (see genc --help)\n";
+  if (InspectCmd)
+    return runInspect();
+  errs() << "genc: error: expected a command: compile, opt, eval or inspect (see genc --help)\n";
   return 1;
 }

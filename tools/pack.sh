@@ -7,7 +7,7 @@ BUILD=${BUILD_DIR:-build}
 bash tools/build.sh
 mkdir -p dist
 bins=()
-for b in genc genrun; do
+for b in genc genrun gpucheck; do
   [ -x "$BUILD/tools/$b" ] || continue
   if ldd "$BUILD/tools/$b" | grep -E 'libLLVM|libprotobuf|libonnx'; then
     echo "pack: $b links LLVM/protobuf/onnx dynamically" >&2
@@ -15,5 +15,19 @@ for b in genc genrun; do
   fi
   bins+=("$BUILD/tools/$b")
 done
-tar -czf dist/genc-linux-x86_64.tar.gz --transform 's|.*/||' "${bins[@]}"
-echo "pack: dist/genc-linux-x86_64.tar.gz (${bins[*]##*/})"
+# NVRTC: where the toolkit has no static NVRTC, genc and gpucheck load the
+# shared one; ship it beside them (their RPATH has $ORIGIN).
+libs=()
+for b in "${bins[@]}"; do
+  while read -r lib; do
+    [ -n "$lib" ] && [[ " ${libs[*]-} " != *" $lib "* ]] && libs+=("$lib")
+  done < <(ldd "$b" | awk '/libnvrtc/ {print $3}')
+done
+if [ ${#libs[@]} -gt 0 ]; then
+  for l in "${libs[@]}"; do
+    builtins=$(ls "$(dirname "$l")"/libnvrtc-builtins.so.* 2>/dev/null | grep -v alt | head -1 || true)
+    [ -n "$builtins" ] && [[ " ${libs[*]} " != *" $builtins "* ]] && libs+=("$builtins")
+  done
+fi
+tar -czf dist/genc-linux-x86_64.tar.gz --transform 's|.*/||' "${bins[@]}" ${libs[@]+"${libs[@]}"}
+echo "pack: dist/genc-linux-x86_64.tar.gz (${bins[*]##*/} ${libs[*]+${libs[*]##*/}})"

@@ -1,0 +1,59 @@
+// CUDA C++ for fused groups: one `extern "C" __global__` kernel per fused
+// body function (@fused_<fn>_<n>, passes/Fuse.cpp), fp32 math.
+//
+// Each output element is computed by walking the body backwards from the
+// output: elementwise ops compose, injective ops (reshape, transpose, slice,
+// concat, split, gather, (un)squeeze, expand) map the output index to an
+// input index. Groups with a norm/softmax over the last axis run one block
+// per row: the reduced row sits in shared memory, the block reduces it.
+//
+// Kernel parameters, in order: one `long long` per shape symbol (sorted by
+// name), a pointer per body argument, a pointer per body result.
+#pragma once
+#include "compiler/ir/IR.h"
+
+#include <string>
+#include <vector>
+
+namespace genc {
+
+struct CudaTensorParam {
+  std::string name; // in0.., out0..
+  DType dtype;
+  Shape shape;
+};
+
+struct CudaKernel {
+  std::string name;   // the body function's name (= the kernel's)
+  std::string code;   // the kernel alone (legend, constants, function)
+  std::string source; // prelude + code: a whole translation unit for NVRTC
+  std::vector<std::string> symbols;
+  std::vector<CudaTensorParam> inputs, outputs;
+  /// "elementwise": grid-stride over each output's elements, `work` = the
+  /// largest output's element count. "rows": one block per row (blockIdx.x
+  /// strides over rows), `work` = the largest row count; needs `sharedFloats`
+  /// floats of dynamic shared memory.
+  std::string mode;
+  Dim work;
+  Dim sharedFloats;
+  int blockSize = 256;
+};
+
+struct CudaModule {
+  std::vector<CudaKernel> kernels;
+  /// Bodies with no kernel: (body name, why). The CPU executor runs them.
+  std::vector<std::pair<std::string, std::string>> skipped;
+};
+
+/// Kernels for every fused body of `m` (functions named fused_*).
+CudaModule emitCuda(const Module &m);
+
+/// All kernels' sources, one after another (for `--emit=cuda`), and a
+/// comment per skipped body.
+std::string cudaModuleText(const CudaModule &cm);
+
+/// One translation unit with every kernel (the prelude once): what NVRTC
+/// compiles into one cubin per architecture.
+std::string cudaModuleSource(const CudaModule &cm);
+
+} // namespace genc

@@ -1,0 +1,131 @@
+#include "codegen/NvrtcCompile.h"
+
+#ifdef GENC_HAVE_NVRTC
+#include <nvrtc.h>
+#endif
+
+namespace genc {
+
+static llvm::Error error(const std::string &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg);
+}
+
+bool haveNvrtc() {
+#ifdef GENC_HAVE_NVRTC
+  return true;
+#else
+  return false;
+#endif
+}
+
+llvm::Expected<std::vector<int>> parseGpuArchs(const std::vector<std::string> &archs) {
+  std::vector<int> out;
+  for (const std::string &a : archs) {
+    bool ok = a.size() > 3 && a.compare(0, 3, "sm_") == 0 && a.size() <= 6;
+    for (size_t i = 3; ok && i < a.size(); ++i)
+      ok = a[i] >= '0' && a[i] <= '9';
+    if (!ok)
+      return error("--gpu-arch: '" + a + "' is not an architecture (expected sm_XX, e.g. sm_80)");
+    out.push_back(std::stoi(a.substr(3)));
+  }
+  if (out.empty())
+    return error("--gpu-arch: no architecture given");
+  return out;
+}
+
+#ifdef GENC_HAVE_NVRTC
+// One NVRTC run of `source` (kernel `what`) with -arch=`arch`: the cubin
+// (real architectures) and the PTX.
+struct NvrtcOut {
+  std::string cubin, ptx;
+};
+static llvm::Expected<NvrtcOut> runNvrtc(const std::string &source, const std::string &what,
+                                         const std::string &arch) {
+  nvrtcProgram prog;
+  if (nvrtcResult r = nvrtcCreateProgram(&prog, source.c_str(), (what + ".cu").c_str(), 0,
+                                         nullptr, nullptr);
+      r != NVRTC_SUCCESS)
+    return error("NVRTC cannot create a program for kernel '" + what + "': " + nvrtcGetErrorString(r));
+  std::string archOpt = "-arch=" + arch;
+  // --fmad=false: no contraction of a*b+c, so the kernels round like the CPU
+  // executor (fp32 parity < 1e-5 without luck).
+  const char *opts[] = {archOpt.c_str(), "--fmad=false", "-default-device"};
+  nvrtcResult r = nvrtcCompileProgram(prog, 3, opts);
+  std::string log;
+  size_t logSize = 0;
+  if (nvrtcGetProgramLogSize(prog, &logSize) == NVRTC_SUCCESS && logSize > 1) {
+    log.resize(logSize);
+    nvrtcGetProgramLog(prog, log.data());
+    log.resize(logSize - 1);
+  }
+  if (r != NVRTC_SUCCESS) {
+    nvrtcDestroyProgram(&prog);
+    return error("NVRTC failed to compile kernel '" + what + "' for " + arch + ": " +
+                 nvrtcGetErrorString(r) + (log.empty() ? std::string() : "\n" + log));
+  }
+  NvrtcOut out;
+  size_t n = 0;
+  nvrtcResult g = nvrtcGetCUBINSize(prog, &n);
+  if (g == NVRTC_SUCCESS) {
+    out.cubin.resize(n);
+    g = nvrtcGetCUBIN(prog, out.cubin.data());
+  }
+  if (g == NVRTC_SUCCESS && (g = nvrtcGetPTXSize(prog, &n)) == NVRTC_SUCCESS) {
+    out.ptx.resize(n);
+    g = nvrtcGetPTX(prog, out.ptx.data());
+  }
+  nvrtcDestroyProgram(&prog);
+  if (g != NVRTC_SUCCESS)
+    return error("NVRTC gave no code for kernel '" + what + "' (" + arch + "): " + nvrtcGetErrorString(g));
+  if (!out.ptx.empty() && out.ptx.back() == '\0')
+    out.ptx.pop_back();
+  return out;
+}
+#endif
+
+llvm::Expected<CompiledKernel> compileKernel(const CudaKernel &k, const std::vector<int> &archs) {
+#ifdef GENC_HAVE_NVRTC
+  CompiledKernel ck;
+  ck.name = k.name;
+  for (int a : archs) {
+    std::string sm = "sm_" + std::to_string(a), cc = "compute_" + std::to_string(a);
+    auto out = runNvrtc(k.source, k.name, sm);
+    if (!out)
+      return out.takeError();
+    ck.cubins.push_back({sm, std::move(out->cubin)});
+    ck.ptx.push_back({cc, std::move(out->ptx)});
+  }
+  return ck;
+#else
+  return error("cannot compile kernel '" + k.name + "': genc was built without CUDA (NVRTC)");
+#endif
+}
+
+llvm::Expected<CompiledModule> compileModule(const CudaModule &cm, const std::vector<int> &archs) {
+#ifdef GENC_HAVE_NVRTC
+  CompiledModule out;
+  if (cm.kernels.empty())
+    return out;
+  std::string source = cudaModuleSource(cm);
+  for (int a : archs) {
+    std::string sm = "sm_" + std::to_string(a);
+    auto r = runNvrtc(source, cm.kernels.front().name, sm);
+    if (!r) {
+      llvm::consumeError(r.takeError());
+      for (const CudaKernel &k : cm.kernels) // find the kernel at fault
+        if (auto one = runNvrtc(k.source, k.name, sm); !one)
+          return one.takeError();
+      r = runNvrtc(source, "the whole module", sm);
+      if (!r)
+        return r.takeError();
+    }
+    out.cubins.push_back({sm, std::move(r->cubin)});
+    out.ptx.push_back({"compute_" + std::to_string(a), std::move(r->ptx)});
+  }
+  return out;
+#else
+  return error("cannot compile kernels: genc was built without CUDA (NVRTC)");
+#endif
+}
+
+} // namespace genc
