@@ -65,8 +65,10 @@ struct ImportState {
   }
   /// Appends `op` and infers its result types. The caller wraps errors.
   llvm::Error appendAndInfer(std::unique_ptr<Op> op, Op *&out);
-  /// A weight name not yet taken in the module (prefixing on a clash).
-  std::string uniqueWeightName(const std::string &name) const;
+  /// The module weight for ONNX tensor `name`: an existing weight of that
+  /// name with the same type and bytes (an encoder and decoder sharing tied
+  /// embeddings), else a new one, prefixed with weightPrefix on a clash.
+  Value *addWeight(const std::string &name, std::shared_ptr<const Tensor> data);
   std::string weightPrefix;
   /// Keeps the parsed model alive for tensors that view its raw bytes.
   std::shared_ptr<const void> owner;

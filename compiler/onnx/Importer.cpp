@@ -136,10 +136,7 @@ private:
       auto shared = std::make_shared<const Tensor>(std::move(*tensor));
       s_.knownTensors[name] = shared;
       if (shared->numElements() > s_.opts.inlineConstantLimit) {
-        Shape shape(shared->shape().begin(), shared->shape().end());
-        Value *w = s_.module.addWeight(s_.uniqueWeightName(name),
-                                       Type{shared->dtype(), shape}, shared);
-        s_.values[name] = w;
+        s_.values[name] = s_.addWeight(name, shared);
       } else {
         s_.pending[name] = {shared, name};
       }

@@ -25,8 +25,9 @@ struct ImportOptions {
 /// into a new module with one function.
 llvm::Expected<std::unique_ptr<Module>> importOnnxFile(const std::string &path,
                                                        const ImportOptions &opts = {});
-/// Imports into an existing module (for encoder + decoder pairs); weight names
-/// are prefixed with `weightPrefix` when they would clash. On error no
+/// Imports into an existing module (for encoder + decoder pairs). A weight
+/// whose name is taken is shared when its content is identical (tied
+/// embeddings), else renamed with `weightPrefix` in front. On error no
 /// function is added (weights read before the error stay, unused).
 llvm::Error importOnnxFileInto(Module &m, const std::string &path, const ImportOptions &opts,
                                const std::string &weightPrefix);

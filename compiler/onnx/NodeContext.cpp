@@ -5,6 +5,7 @@
 #include "compiler/onnx/OnnxTensor.h"
 
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 
 namespace genc {
@@ -54,14 +55,26 @@ llvm::Expected<Value *> ImportState::lookup(const std::string &name) {
   return made->result();
 }
 
-std::string ImportState::uniqueWeightName(const std::string &name) const {
-  if (!module.weight(name))
-    return name;
-  std::string base = weightPrefix + name;
-  std::string candidate = base;
-  for (int k = 1; module.weight(candidate); ++k)
-    candidate = base + "_" + std::to_string(k);
-  return candidate;
+static bool sameContent(const Value &w, const Tensor &t) {
+  const Tensor *d = w.data();
+  return d && d->dtype() == t.dtype() && d->shape() == t.shape() &&
+         (t.numBytes() == 0 || std::memcmp(d->rawData(), t.rawData(), t.numBytes()) == 0);
+}
+
+Value *ImportState::addWeight(const std::string &name, std::shared_ptr<const Tensor> data) {
+  if (Value *existing = module.weight(name))
+    if (sameContent(*existing, *data))
+      return existing;
+  std::string unique = name;
+  if (module.weight(name)) {
+    std::string base = weightPrefix + name;
+    unique = base;
+    for (int k = 1; module.weight(unique); ++k)
+      unique = base + "_" + std::to_string(k);
+  }
+  Shape shape(data->shape().begin(), data->shape().end());
+  DType dtype = data->dtype();
+  return module.addWeight(unique, Type{dtype, shape}, std::move(data));
 }
 
 llvm::Expected<Tensor> decodeGraphTensor(ImportState &state, const onnx::TensorProto &t) {

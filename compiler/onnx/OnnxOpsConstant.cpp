@@ -46,11 +46,8 @@ static Results convertConstant(NodeContext &ctx) {
   const std::string &name = ctx.node().output(0);
   auto shared = std::make_shared<const Tensor>(std::move(*t));
   s.knownTensors[name] = shared;
-  if (shared->numElements() > s.opts.inlineConstantLimit) {
-    Shape shape(shared->shape().begin(), shared->shape().end());
-    Value *w = s.module.addWeight(s.uniqueWeightName(name), Type{shared->dtype(), shape}, shared);
-    return std::vector<Value *>{w};
-  }
+  if (shared->numElements() > s.opts.inlineConstantLimit)
+    return std::vector<Value *>{s.addWeight(name, shared)};
   s.pending[name] = {shared, ctx.loc()};
   return std::vector<Value *>{};
 }

@@ -222,23 +222,39 @@ TEST(OnnxImporter, ExternalDataErrorsNameTensorAndFile) {
       << badLength;
 }
 
-TEST(OnnxImporter, SecondImportPrefixesClashingWeights) {
+TEST(OnnxImporter, SecondImportSharesIdenticalWeightsAndPrefixesOthers) {
   TempDir dir;
-  ModelBuilder b;
-  b.initializer("w", onnx::TensorProto::FLOAT, {20})
-      ->set_raw_data(bytesOf(std::vector<float>(20, 1.0f)));
-  std::string path = b.write(dir.file("m.onnx"));
+  auto model = [&](const std::string &file, float wValue) {
+    ModelBuilder b;
+    b.initializer("w", onnx::TensorProto::FLOAT, {20})
+        ->set_raw_data(bytesOf(std::vector<float>(20, wValue)));
+    b.initializer("tied", onnx::TensorProto::FLOAT, {20})
+        ->set_raw_data(bytesOf(std::vector<float>(20, 3.0f)));
+    return b.write(dir.file(file));
+  };
   Module m;
   ImportOptions enc;
   enc.functionName = "encode";
-  ASSERT_FALSE(static_cast<bool>(importOnnxFileInto(m, path, enc, "decoder.")));
+  ASSERT_FALSE(static_cast<bool>(importOnnxFileInto(m, model("enc.onnx", 1.0f), enc, "decoder.")));
   ImportOptions dec;
   dec.functionName = "decode";
+  std::string path = model("dec.onnx", 2.0f);
   ASSERT_FALSE(static_cast<bool>(importOnnxFileInto(m, path, dec, "decoder.")));
+  // Same name, other bytes: renamed. Same name and bytes: one weight.
   ASSERT_TRUE(m.weight("w"));
   ASSERT_TRUE(m.weight("decoder.w"));
-  EXPECT_EQ(m.function("encode")->ops().front()->operand(0), m.weight("w"));
-  EXPECT_EQ(m.function("decode")->ops().front()->operand(0), m.weight("decoder.w"));
+  EXPECT_EQ(m.weight("decoder.w")->data()->getDouble(0), 2.0);
+  EXPECT_EQ(m.weight("decoder.tied"), nullptr);
+  EXPECT_EQ(m.weights().size(), 3u);
+  auto operand0 = [&](const char *f, size_t i) {
+    auto it = m.function(f)->ops().begin();
+    std::advance(it, i);
+    return (*it)->operand(0);
+  };
+  EXPECT_EQ(operand0("encode", 0), m.weight("w"));
+  EXPECT_EQ(operand0("decode", 0), m.weight("decoder.w"));
+  EXPECT_EQ(operand0("encode", 1), m.weight("tied"));
+  EXPECT_EQ(operand0("decode", 1), m.weight("tied"));
   EXPECT_FALSE(static_cast<bool>(verifyModule(m)));
 
   llvm::Error again = importOnnxFileInto(m, path, dec, "x.");
