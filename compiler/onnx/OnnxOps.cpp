@@ -54,11 +54,14 @@ static ConvertFn variadic(const char *kind) {
 // keeps one dtype per elementwise op, so the exponent is cast to the base's.
 static Results convertPow(NodeContext &ctx) {
   GENC_ASSIGN_OR_RETURN(Value * base, ctx.input(0));
-  GENC_ASSIGN_OR_RETURN(Value * exponent, ctx.input(1));
-  if (exponent->dtype() != base->dtype()) {
-    if (auto c = ctx.constantInput(1)) {
-      GENC_ASSIGN_OR_RETURN(exponent, ctx.constant(c->castTo(base->dtype())));
-    } else {
+  Value *exponent = nullptr;
+  // A constant exponent is converted here rather than materialised and cast.
+  std::optional<Tensor> c = ctx.constantInput(1);
+  if (c && c->dtype() != base->dtype()) {
+    GENC_ASSIGN_OR_RETURN(exponent, ctx.constant(c->castTo(base->dtype())));
+  } else {
+    GENC_ASSIGN_OR_RETURN(exponent, ctx.input(1));
+    if (exponent->dtype() != base->dtype()) {
       GENC_ASSIGN_OR_RETURN(exponent, ctx.emit1("cast", {exponent},
                                                 {{"to", std::string(dtypeName(base->dtype()))}}));
     }
