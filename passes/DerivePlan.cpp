@@ -234,27 +234,18 @@ private:
     spec.batch = 1;
     spec.length = opts_.maxLength;
     spec.padded = false;
-    auto probe = makeProbe(f_, spec);
-    if (!probe)
-      return probe.takeError();
-    auto full = evaluateOnProbe(m_, f_, {v}, *probe);
+    auto full = evaluateWithProbe(m_, f_, v, spec);
     if (!full)
       return fail("evaluating the position-dependent value of " + at + " over " +
                   std::to_string(opts_.maxLength) + " positions: " +
                   llvm::toString(full.takeError()));
     spec.length = std::min<int64_t>(5, opts_.maxLength);
-    auto shortProbe = makeProbe(f_, spec);
-    if (!shortProbe)
-      return shortProbe.takeError();
-    auto part = evaluateOnProbe(m_, f_, {v}, *shortProbe);
+    auto part = evaluateWithProbe(m_, f_, v, spec);
     if (!part)
       return part.takeError();
-    const Tensor &t = (*full)[0];
-    int64_t inner = 1;
-    for (size_t i = axis + 1; i < t.shape().size(); ++i)
-      inner *= t.shape()[i];
-    for (int64_t i = 0; i < (*part)[0].numElements(); ++i)
-      if ((*part)[0].getDouble(i) != t.getDouble(i))
+    const Tensor &t = *full;
+    for (int64_t i = 0; i < part->numElements(); ++i)
+      if (part->getDouble(i) != t.getDouble(i))
         return fail("the value of " + at + " at a position depends on the sequence length; it "
                     "is not a table over positions");
     // The table: [max_length, inner dims...].

@@ -52,13 +52,10 @@ llvm::Expected<Tensor> tabulateBias(Module &m, Function &f, const Value *mask, c
   spec.batch = 1;
   spec.length = M;
   spec.padded = false;
-  auto probe = makeProbe(f, spec);
-  if (!probe)
-    return probe.takeError();
-  auto vals = evaluateOnProbe(m, f, {mask}, *probe);
-  if (!vals)
-    return vals.takeError();
-  Mask4 m4((*vals)[0]);
+  auto val = evaluateWithProbe(m, f, mask, spec);
+  if (!val)
+    return val.takeError();
+  Mask4 m4(*val);
   if (m4.dims[2] != M || m4.dims[3] != M)
     return fail("the relative position bias is not [.., seq, seq] on a long probe");
   int64_t H = m4.dims[1];
@@ -95,18 +92,15 @@ llvm::Expected<MaskKind> classifyMask(Module &m, Function &f, const Value *mask,
   // The same probe with other token ids: a mask must not depend on them.
   ProbeSpec other = spec;
   other.seed = 7;
-  auto probe2 = makeProbe(f, other);
-  if (!probe2)
-    return probe2.takeError();
-  auto vals2 = evaluateOnProbe(m, f, {mask}, *probe2);
-  if (!vals2)
-    return vals2.takeError();
+  auto t2 = evaluateWithProbe(m, f, mask, other);
+  if (!t2)
+    return t2.takeError();
   const Tensor &t = (*vals)[0];
   if (t.rank() > 4 || !isFloat(t.dtype()))
     return fail("the mask is not a float tensor of rank <= 4");
   for (int64_t i = 0; i < t.numElements(); ++i)
-    if (t.getDouble(i) != (*vals2)[0].getDouble(i) &&
-        !(std::isnan(t.getDouble(i)) && std::isnan((*vals2)[0].getDouble(i))))
+    if (t.getDouble(i) != t2->getDouble(i) &&
+        !(std::isnan(t.getDouble(i)) && std::isnan(t2->getDouble(i))))
       return fail("the mask depends on the token ids");
 
   Mask4 m4(t);

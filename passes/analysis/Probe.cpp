@@ -69,4 +69,15 @@ llvm::Expected<std::vector<Tensor>> evaluateOnProbe(Module &m, const Function &f
   return r;
 }
 
+llvm::Expected<Tensor> evaluateWithProbe(Module &m, const Function &f, const Value *v,
+                                         const ProbeSpec &spec) {
+  auto probe = makeProbe(f, spec);
+  if (!probe)
+    return probe.takeError();
+  auto vals = evaluateOnProbe(m, f, {v}, *probe);
+  if (!vals)
+    return vals.takeError();
+  return std::move((*vals)[0]);
+}
+
 } // namespace genc

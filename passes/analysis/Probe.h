@@ -42,4 +42,8 @@ llvm::Expected<std::vector<Tensor>> evaluateOnProbe(Module &m, const Function &f
                                                     const std::vector<const Value *> &roots,
                                                     const Probe &probe);
 
+/// makeProbe + evaluateOnProbe for one value: its value on a fresh probe.
+llvm::Expected<Tensor> evaluateWithProbe(Module &m, const Function &f, const Value *v,
+                                         const ProbeSpec &spec);
+
 } // namespace genc
