@@ -1,6 +1,7 @@
 #include "codegen/LaunchCount.h"
 
 #include "compiler/ir/OpDefs.h"
+#include "passes/analysis/Fusability.h"
 
 namespace genc {
 
@@ -15,7 +16,7 @@ std::map<std::string, int64_t> countLaunches(const Function &f) {
       ++n["gemm"];
     else if (p == OpPattern::Attention)
       ++n["attention"];
-    else if (p == OpPattern::Shape && op->numOperands() == 0)
+    else if (isHostValue(*op) || isView(*op)) // plan-time values; aliased buffers
       continue;
     else
       ++n["other"];

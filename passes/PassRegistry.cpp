@@ -16,8 +16,12 @@ const std::vector<PassInfo> &allPasses() {
        raiseAttentionPass},
       {"derive-plan", "split into @prefill / @decode_step with KV caches and position tables",
        derivePlanPass},
-      {"fuse", "QKV/gate-up GEMM merging; elementwise/injective/norm chains between GEMMs -> fused",
-       fusePass},
+      {"fuse-gemms", "bias (+relu/tanh-gelu) into GEMM epilogues; QKV and gate/up GEMMs merged",
+       fuseGemmsPass},
+      {"fold-attention-io",
+       "attention reads the packed QKV projection (RoPE inside) and writes [tokens, heads*dim]",
+       foldAttentionIoPass},
+      {"fuse", "elementwise/injective/norm chains between GEMMs and attention -> fused", fusePass},
       {"plan-memory", "liveness at the maximum shapes; one arena per function, greedy by size",
        planMemoryPass},
   };
@@ -42,6 +46,6 @@ std::vector<std::string> graphPipeline() {
 }
 
 std::vector<std::string> defaultPipeline() { return {"infer-shapes", "fold-shapes", "dce", "canonicalize", "raise-attention",
-          "derive-plan", "fuse", "dce", "plan-memory"}; }
+          "derive-plan", "fuse-gemms", "fold-attention-io", "fuse", "dce", "plan-memory"}; }
 
 } // namespace genc

@@ -98,6 +98,14 @@ std::vector<Op *> Function::users(const Value *v) const {
   return r;
 }
 
+Op *Function::soleUser(const Value *v) const {
+  for (auto &o : outputs_)
+    if (o.value == v)
+      return nullptr;
+  auto u = users(v);
+  return u.size() == 1 ? u[0] : nullptr;
+}
+
 bool Function::hasUses(const Value *v) const {
   for (auto &o : outputs_)
     if (o.value == v)

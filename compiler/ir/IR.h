@@ -160,6 +160,8 @@ public:
   /// Ops that use v as an operand.
   std::vector<Op *> users(const Value *v) const;
   bool hasUses(const Value *v) const;
+  /// The one op that reads v, if v is read by exactly one op and is no output.
+  Op *soleUser(const Value *v) const;
   /// Erases ops whose results are unused, transitively. Returns how many.
   size_t eraseDeadOps();
 

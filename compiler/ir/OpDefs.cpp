@@ -61,12 +61,13 @@ const std::vector<OpDef> &allOps() {
       {"rms_norm", 2, 2, 1, 1, P::Reduction},     // (x, scale) {axis, epsilon}
       {"cumsum", 1, 1, 1, 1, P::Reduction},       // {axis, exclusive, reverse}
       // Matrix products.
-      {"matmul", 2, 2, 1, 1, P::Gemm},
+      {"matmul", 2, 3, 1, 1, P::Gemm}, // (a, b[, bias]) {epilogue}: passes/FuseGemms.cpp
       {"gemm", 2, 3, 1, 1, P::Gemm},              // {alpha, beta, trans_a, trans_b}
       // Raised attention (passes/RaiseAttention.cpp; semantics in docs/ir-ops.md).
       {"attention", 3, 5, 1, 1, P::Attention},    // (q, k, v[, key_mask][, bias])
-      {"kv_attention", 3, 4, 1, 1, P::Attention}, // (q, k, v[, bias]) {layer, ...}: reads/appends a KV cache
-      {"packed_attention", 3, 4, 1, 1, P::Attention}, // (q, k, v[, bias]): within each packed source
+      // (q, k, v[, bias]), or after fold-attention-io (x[, positions, cos, sin][, bias])
+      {"kv_attention", 1, 5, 1, 1, P::Attention},     // {layer, ...}: reads/appends a KV cache
+      {"packed_attention", 1, 5, 1, 1, P::Attention}, // within each packed source
       {"cross_attention", 1, 1, 1, 1, P::Attention},  // (q) {layer, ...}: reads a cross-attention cache
       // A group of the ops above run as one kernel (passes/Fuse.cpp): operands
       // and results are the body function's arguments and outputs.

@@ -390,6 +390,11 @@ llvm::Error ShapeRules::matmul() {
   Shape a = shapeOf(0), b = shapeOf(1);
   if (a.empty() || b.empty())
     return error("operands must have rank >= 1, got " + typeStr(0) + " and " + typeStr(1));
+  if (op.intAttr("transpose_b", 0)) { // b stored [N, K] (passes/FuseGemms.cpp)
+    if (b.size() != 2)
+      return error("transpose_b needs a 2-D b, got " + typeStr(1));
+    std::swap(b[0], b[1]);
+  }
   if (auto e = requireSameDType(0, 1))
     return e;
   bool vecA = a.size() == 1, vecB = b.size() == 1;
@@ -410,6 +415,17 @@ llvm::Error ShapeRules::matmul() {
     out.push_back(a[a.size() - 2]);
   if (!vecB)
     out.push_back(b.back());
+  // The epilogue of a linear layer (passes/FuseGemms.cpp): bias[N], activation.
+  std::string ep = op.strAttr("epilogue");
+  bool bias = ep.rfind("bias", 0) == 0;
+  if (!ep.empty() && ep != "bias" && ep != "relu" && ep != "gelu_tanh" && ep != "bias_relu" &&
+      ep != "bias_gelu_tanh")
+    return error("unknown epilogue \"" + ep + "\"");
+  if (bias != (op.numOperands() == 3))
+    return error(bias ? "epilogue \"" + ep + "\" needs a bias operand"
+                      : "a third operand (bias) needs epilogue = \"bias...\"");
+  if (bias && (rankOf(2) != 1 || shapeOf(2)[0] != out.back() || in(2)->dtype() != in(0)->dtype()))
+    return error("bias " + typeStr(2) + " does not match the result width " + out.back().str());
   return setResult(0, in(0)->dtype(), out);
 }
 

@@ -1,5 +1,6 @@
 #include "runtime/cpu/CpuDecoder.h"
 
+#include "runtime/cpu/AttentionIo.h"
 #include "runtime/cpu/CrossCache.h"
 #include "runtime/cpu/FusedBody.h"
 #include "runtime/cpu/KvCache.h"
@@ -303,19 +304,7 @@ private:
         ranks.push_back(static_cast<int64_t>(prog.values[r].shape.size()));
       std::string failure;
       if (isCacheOp(op.kind)) {
-        // Written in place into the planned buffer (shaped like q).
-        if (!ins.empty() && outs.size() == 1)
-          outs[0] = Tensor::view(DType::F32, ins[0].shape(), arena_.get() + prog.values[op.results[0]].offset);
-        Status s = ins.empty() || outs.size() != 1 ? Status::error("bad operands")
-                                                   : checkFits(prog.values[op.results[0]], outs[0]);
-        if (s && op.kind == "kv_attention")
-          s = cache_->attend(ctx, op.attrs, ins, outs, st.tokens);
-        else if (s && op.kind == "cross_attention")
-          s = cross_ ? cross_->attend(op.attrs, ins, outs, st.entryOfToken)
-                     : Status::error("cross_attention in a plan without a cross cache");
-        else if (s)
-          s = cpu::packedAttention(op.attrs, ins, outs, st.segments);
-        if (!s)
+        if (Status s = runAttention(op, prog, ins, outs, ctx, st); !s)
           failure = s.message();
       } else if (cpu::Error e = cpu::findKernel(op.kind)(ctx, op.attrs, ins, outs)) {
         failure = e.message();
@@ -339,6 +328,41 @@ private:
     results.clear();
     for (int32_t o : prog.outputs)
       results.push_back(vals[o]);
+    return Status::ok();
+  }
+
+  // The stateful attention ops, on head-major operands (cpu/AttentionIo.h);
+  // the result is written into its planned buffer.
+  Status runAttention(const OpInfo &op, const Program &prog, const std::vector<Tensor> &ins,
+                      std::vector<Tensor> &outs, cpu::KernelContext &ctx, OpState &st) {
+    cpu::AttentionIo io;
+    if (outs.size() != 1)
+      return Status::error("bad operands");
+    if (Status s = cpu::unpackAttention(op.attrs, ins, op.kind == "cross_attention" ? 1 : 3, io); !s)
+      return s;
+    const ValueInfo &vi = prog.values[op.results[0]];
+    const auto &q = io.operands[0].shape();
+    // Merged heads are [1, T, H·D] or [T, H·D] as planned: the same bytes.
+    std::vector<int64_t> merged{q[2], q[1] * q[3]};
+    if (vi.shape.size() == 3)
+      merged.insert(merged.begin(), 1);
+    Tensor out = Tensor::view(DType::F32, io.mergeHeads ? merged : q, arena_.get() + vi.offset);
+    if (Status s = checkFits(vi, out); !s)
+      return s;
+    std::vector<Tensor> res{io.mergeHeads ? Tensor(DType::F32, q) : out};
+    Status s = Status::ok();
+    if (op.kind == "kv_attention")
+      s = cache_->attend(ctx, op.attrs, io.operands, res, st.tokens);
+    else if (op.kind == "cross_attention")
+      s = cross_ ? cross_->attend(op.attrs, io.operands, res, st.entryOfToken)
+                 : Status::error("cross_attention in a plan without a cross cache");
+    else
+      s = cpu::packedAttention(op.attrs, io.operands, res, st.segments);
+    if (!s)
+      return s;
+    if (io.mergeHeads)
+      cpu::mergeHeads(res[0], out);
+    outs[0] = out;
     return Status::ok();
   }
 

@@ -9,9 +9,45 @@ namespace {
 using Ins = std::vector<Tensor>;
 using Outs = std::vector<Tensor>;
 
-// a[A..., M, K] · b[B..., K, N] -> y[broadcast(A, B)..., M, N]. A 1-D a is
-// [1, K] and a 1-D b is [K, 1], and that dim is dropped from the result.
-Error matmulKernel(KernelContext &, const AttrMap &, const Ins &ins, Outs &outs) {
+// The epilogue of a linear layer (passes/FuseGemms.cpp), applied in place:
+// y[..., N] += bias, then the activation. Same order and functions as the
+// separate add / relu / gelu kernels, so folding changes no bit.
+Error applyEpilogue(const AttrMap &attrs, const Ins &ins, Tensor &y) {
+  std::string ep = attrStr(attrs, "epilogue", "");
+  bool bias = ep.rfind("bias", 0) == 0;
+  std::string act = bias ? (ep.size() > 4 && ep[4] == '_' ? ep.substr(5) : ep.substr(4)) : ep;
+  if (act != "" && act != "relu" && act != "gelu_tanh")
+    return kernelError("unknown epilogue \"" + ep + "\"");
+  if (bias != (ins.size() == 3))
+    return kernelError(bias ? "epilogue \"" + ep + "\" needs a bias operand"
+                            : "a bias operand needs epilogue \"bias...\"");
+  int64_t N = y.rank() ? y.shape().back() : 1;
+  float *py = y.data<float>();
+  int64_t n = y.numElements();
+  if (bias) {
+    const Tensor &b = ins[2];
+    if (auto e = expectDType(b, DType::F32, "bias"))
+      return e;
+    if (b.rank() != 1 || b.shape()[0] != N)
+      return kernelError("bias " + dimsStr(b.shape()) + " does not match the width " +
+                         std::to_string(N));
+    const float *pb = b.data<float>();
+    for (int64_t i = 0; i < n; ++i)
+      py[i] += pb[i % N];
+  }
+  if (act == "relu")
+    for (int64_t i = 0; i < n; ++i)
+      py[i] = py[i] < 0.f ? 0.f : py[i];
+  else if (act == "gelu_tanh")
+    for (int64_t i = 0; i < n; ++i)
+      py[i] = genrt::cpu::geluTanh(py[i]);
+  return Error::success();
+}
+
+// a[A..., M, K] · b[B..., K, N] (+ bias[N], activation: `epilogue`)
+//   -> y[broadcast(A, B)..., M, N]. A 1-D a is [1, K] and a 1-D b is [K, 1],
+// and that dim is dropped from the result.
+Error matmulKernel(KernelContext &, const AttrMap &attrs, const Ins &ins, Outs &outs) {
   const Tensor &a = ins[0], &b = ins[1];
   if (auto e = expectDType(a, DType::F32, "operand 0"))
     return e;
@@ -21,6 +57,13 @@ Error matmulKernel(KernelContext &, const AttrMap &, const Ins &ins, Outs &outs)
     return kernelError("operands must have rank >= 1, got " + dimsStr(a.shape()) + " and " +
                        dimsStr(b.shape()));
   std::vector<int64_t> as = a.shape(), bs = b.shape();
+  // transpose_b: b is a stored [N, K] weight read as [K, N] (a tied embedding
+  // as the LM head; cuBLASLt's op(B) = Bᵀ).
+  bool tb = attrInt(attrs, "transpose_b", 0) != 0;
+  if (tb && b.rank() != 2)
+    return kernelError("transpose_b needs a 2-D b, got " + dimsStr(b.shape()));
+  if (tb)
+    std::swap(bs[0], bs[1]);
   if (a.rank() == 1)
     as.insert(as.begin(), 1);
   if (b.rank() == 1)
@@ -46,7 +89,7 @@ Error matmulKernel(KernelContext &, const AttrMap &, const Ins &ins, Outs &outs)
   if (product(batchB) == 1 && product(*batch) == product(batchA)) {
     // One shared b (x[..., K] · W[K, N]): stack every batch of a into one
     // tall matrix so each panel of W is loaded once.
-    genrt::cpu::matmul(pa, pb, py, product(batchA) * M, N, K);
+    genrt::cpu::matmul(pa, pb, py, product(batchA) * M, N, K, tb);
   } else {
     forEachBroadcast<2>(*batch, {&batchA, &batchB},
                         [&](int64_t o, const std::array<int64_t, 2> &off) {
@@ -54,6 +97,8 @@ Error matmulKernel(KernelContext &, const AttrMap &, const Ins &ins, Outs &outs)
                                              py + o * M * N, M, N, K);
                         });
   }
+  if (auto e = applyEpilogue(attrs, ins, *y))
+    return e;
   outs[0] = std::move(*y);
   return Error::success();
 }

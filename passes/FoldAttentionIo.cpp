@@ -1,0 +1,374 @@
+// fold-attention-io: the attention op reads the packed projection and writes
+// the merged heads, so the head split, RoPE and head merge are no kernels.
+//
+// After fuse-gemms, a layer's Q, K and V come out of one matmul X[1, T, W]
+// (or [T, W]);
+// between X and kv_attention / packed_attention / cross_attention sit a
+// split, reshapes to [1, T, heads, D], transposes to [1, heads, T, D] and,
+// for rotary models, x·cos[pos] + rotate(x)·sin[pos]. After the attention a
+// transpose and a reshape give [1, T, heads·D] back. Like flash-attention's
+// kvcache kernel, our attention kernel can do all of that itself: read head h
+// of q at X[t, q_offset + h·D ...], rotate q and k in registers, and write
+// its output token-major.
+//
+// The prologue is recognised by evaluation, not by its op sequence (the
+// exporters spell rotate_half differently): the ops between X (and the
+// `positions` argument) and the attention's q/k/v are run in the interpreter
+// on random X and positions, and compared with each candidate reading: which
+// column offset each of q, k, v starts at, and RoPE "half" (rotate_half,
+// GPT-NeoX/Llama) or "interleaved" (GPT-J) with which of the position tables
+// gathered in that region as cos and sin. Only an exact reading folds; any
+// other prologue (a per-head norm, a scaled q, heads interleaved in X) stays
+// as it was and `fuse` gives it a kernel. The epilogue (transpose + reshape to
+// [1, T, heads·D]) is matched by structure.
+//
+// The folded op (docs/ir-ops.md):
+//   kv_attention(X[, positions, cos, sin][, bias])
+//     {qkv_offsets = [q, k, v], rope = "half"|"interleaved", rotary_dim,
+//      merge_heads = 1, ...}
+#include "compiler/interp/Interpreter.h"
+#include "passes/Passes.h"
+#include "passes/analysis/Fusability.h"
+#include "passes/analysis/Probe.h"
+
+#include <cmath>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+
+namespace genc {
+namespace {
+
+bool isAttention(const Op &op) {
+  return op.is("kv_attention") || op.is("packed_attention") || op.is("cross_attention");
+}
+
+size_t numHeadOperands(const Op &att) { return att.is("cross_attention") ? 1 : 3; }
+
+// ---- the prologue region ----------------------------------------------------
+
+struct Region {
+  std::set<Op *> ops;
+  Value *x = nullptr;         // the packed projection [1, T, W]
+  Value *positions = nullptr; // the `positions` argument, if the region reads it
+};
+
+// The fusable ops the head operands are computed by, back to non-fusable
+// producers or arguments. Fails unless those sources are one [1, T, W] f32
+// value (and `positions`), and no value computed from X escapes the region.
+std::optional<Region> findRegion(Function &f, Op &att) {
+  Region r;
+  std::set<Value *> sources;
+  std::function<void(Value *)> visit = [&](Value *v) {
+    if (v->isWeight())
+      return;
+    Op *p = v->definingOp();
+    if (p && (isFusable(*p) || isHostValue(*p))) {
+      if (r.ops.insert(p).second)
+        for (Value *o : p->operands())
+          visit(o);
+      return;
+    }
+    sources.insert(v);
+  };
+  size_t n = numHeadOperands(att);
+  for (size_t i = 0; i < n; ++i)
+    visit(att.operand(i));
+  for (Value *s : sources) {
+    if (s->isArgument() && s->name() == "positions")
+      r.positions = s;
+    else if (!r.x)
+      r.x = s;
+    else
+      return std::nullopt;
+  }
+  // X is [1, T, W] or [T, W] (GPT-2's Conv1D rows): the same memory.
+  Value *tok = att.operand(0);
+  if (!r.x || r.x->dtype() != DType::F32 || r.x->rank() < 2 || r.x->rank() > 3 ||
+      (r.x->rank() == 3 && r.x->shape()[0] != Dim(1)) ||
+      r.x->shape()[r.x->rank() - 2] != tok->shape()[2] || !r.x->shape().back().isConstant())
+    return std::nullopt;
+  // Values that depend on X may be read only inside the region (or be the
+  // head operands themselves, read only by the attention).
+  std::set<Value *> fromX{r.x};
+  std::set<Value *> heads(att.operands().begin(), att.operands().begin() + n);
+  for (auto &op : f.ops()) {
+    if (!r.ops.count(op.get()))
+      continue;
+    bool dep = false;
+    for (Value *o : op->operands())
+      dep |= fromX.count(o) > 0;
+    if (!dep)
+      continue;
+    for (Value *res : op->results()) {
+      fromX.insert(res);
+      for (Op *u : f.users(res))
+        if (!r.ops.count(u) && !(u == &att && heads.count(res)))
+          return std::nullopt;
+      for (auto &o : f.outputs())
+        if (o.value == res)
+          return std::nullopt;
+    }
+  }
+  return r;
+}
+
+// ---- evaluating it ----------------------------------------------------------
+
+struct Probed {
+  Tensor x, positions;
+  std::vector<Tensor> heads; // [1, n, T, D] each
+};
+
+std::optional<Probed> probeRegion(Module &m, Function &f, const Region &r, Op &att,
+                                  int64_t positionLimit) {
+  Function *pf = m.addFunction("__attention_io_probe");
+  std::map<const Value *, Value *> map;
+  map[r.x] = pf->addArgument("x", r.x->type());
+  if (r.positions)
+    map[r.positions] = pf->addArgument("positions", r.positions->type());
+  auto get = [&](Value *v) { return v->isWeight() ? v : map.at(v); };
+  for (auto &op : f.ops()) {
+    if (!r.ops.count(op.get()))
+      continue;
+    std::vector<Value *> ops;
+    for (Value *o : op->operands())
+      ops.push_back(get(o));
+    std::vector<Type> types;
+    for (Value *res : op->results())
+      types.push_back(res->type());
+    auto c = std::make_unique<Op>(op->kind(), ops, types, op->loc());
+    for (auto &[k, a] : op->attrs())
+      c->setAttr(k, a);
+    Op *cp = pf->append(std::move(c));
+    for (size_t i = 0; i < op->numResults(); ++i)
+      map[op->result(i)] = cp->result(i);
+  }
+  for (size_t i = 0; i < numHeadOperands(att); ++i)
+    pf->addOutput("h" + std::to_string(i), get(att.operand(i)));
+
+  std::optional<Probed> out;
+  ProbeSpec spec;
+  spec.length = 7;
+  spec.seed = 17;
+  if (auto probe = makeProbe(*pf, spec)) {
+    if (r.positions) { // distinct positions inside the tables
+      Tensor &p = probe->inputs[1];
+      for (int64_t i = 0; i < p.numElements(); ++i)
+        p.setInt(i, (i * 37 + 5) % positionLimit);
+    }
+    InterpretOptions opts;
+    opts.checkResultTypes = false;
+    if (auto vals = interpret(m, *pf, probe->inputs, opts)) {
+      out = Probed{probe->inputs[0], r.positions ? probe->inputs[1] : Tensor(), std::move(*vals)};
+    } else {
+      llvm::consumeError(vals.takeError());
+    }
+  } else {
+    llvm::consumeError(probe.takeError());
+  }
+  m.removeFunction(pf);
+  return out;
+}
+
+// ---- candidate readings -----------------------------------------------------
+
+struct Rope {
+  std::string mode;           // "", "half", "interleaved"
+  Value *cos = nullptr, *sin = nullptr;
+  int64_t dim = 0;            // rotary_dim: the table width
+};
+
+// What head operand `h` would be if its head j started at column
+// off + j·D of X, rotated as `rope` says.
+bool matches(const Probed &p, const Tensor &h, int64_t off, int64_t D, const Rope &rope) {
+  int64_t n = h.shape()[1], T = h.shape()[2], W = p.x.shape().back();
+  if (h.shape()[3] != D || off + n * D > W)
+    return false;
+  const float *x = p.x.data<float>(), *got = h.data<float>();
+  const float *c = rope.cos ? rope.cos->data()->data<float>() : nullptr;
+  const float *s = rope.sin ? rope.sin->data()->data<float>() : nullptr;
+  int64_t R = rope.dim, half = R / 2;
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t t = 0; t < T; ++t) {
+      const float *row = x + t * W + off + j * D;
+      int64_t pos = rope.mode.empty() ? 0 : p.positions.getInt(t);
+      for (int64_t d = 0; d < D; ++d) {
+        float want = row[d];
+        if (!rope.mode.empty() && d < R) {
+          float rot = rope.mode == "half" ? (d < half ? -row[d + half] : row[d - half])
+                                          : (d % 2 == 0 ? -row[d + 1] : row[d - 1]);
+          want = row[d] * c[pos * R + d] + rot * s[pos * R + d];
+        }
+        float g = got[(j * T + t) * D + d];
+        if (!(std::fabs(g - want) <= 1e-5f * (1.f + std::fabs(want))))
+          return false;
+      }
+    }
+  return true;
+}
+
+std::optional<int64_t> findOffset(const Probed &p, const Tensor &h, int64_t D, const Rope &rope) {
+  int64_t W = p.x.shape().back();
+  for (int64_t off = 0; off + D <= W; off += D)
+    if (matches(p, h, off, D, rope))
+      return off;
+  return std::nullopt;
+}
+
+// Readings to try for q and k: none, then each mode over each ordered pair
+// of f32 [P, R] tables the region gathers by position.
+std::vector<Rope> ropeCandidates(const Region &r, int64_t D) {
+  std::vector<Value *> tables;
+  for (Op *op : r.ops)
+    if (op->is("gather") && op->operand(1) == r.positions && op->operand(0)->isWeight()) {
+      Value *t = op->operand(0);
+      const Tensor *d = t->data();
+      if (d && d->dtype() == DType::F32 && d->rank() == 2 && d->shape()[1] <= D &&
+          d->shape()[1] % 2 == 0 && std::find(tables.begin(), tables.end(), t) == tables.end())
+        tables.push_back(t);
+    }
+  std::vector<Rope> out{Rope{}};
+  for (const char *mode : {"half", "interleaved"})
+    for (Value *c : tables)
+      for (Value *s : tables)
+        if (c != s && c->data()->shape() == s->data()->shape())
+          out.push_back(Rope{mode, c, s, c->data()->shape()[1]});
+  return out;
+}
+
+int64_t positionLimit(const Region &r) {
+  int64_t lim = INT64_MAX;
+  for (Op *op : r.ops)
+    if (op->is("gather") && op->operand(1) == r.positions && op->operand(0)->shape()[0].isConstant())
+      lim = std::min(lim, op->operand(0)->shape()[0].constant());
+  return lim == INT64_MAX ? 0 : lim;
+}
+
+struct Reading {
+  Value *x, *positions;
+  std::vector<int64_t> offsets;
+  Rope rope;
+};
+
+std::optional<Reading> readPrologue(Module &m, Function &f, Op &att) {
+  auto r = findRegion(f, att);
+  if (!r)
+    return std::nullopt;
+  int64_t lim = r->positions ? positionLimit(*r) : 1;
+  if (lim <= 0)
+    return std::nullopt; // reads positions, but not through a table
+  auto p = probeRegion(m, f, *r, att, lim);
+  if (!p)
+    return std::nullopt;
+  int64_t D = att.intAttr("head_dim", 0);
+  if (D <= 0)
+    return std::nullopt;
+  Reading rd{r->x, nullptr, {}, {}};
+  const Tensor &q = p->heads[0];
+  for (const Rope &rope : ropeCandidates(*r, D)) {
+    auto qo = findOffset(*p, q, D, rope);
+    if (!qo)
+      continue;
+    if (numHeadOperands(att) == 1) {
+      if (!rope.mode.empty())
+        continue; // cross-attention keys come from the cache: no rotation
+      rd.offsets = {*qo};
+      return rd;
+    }
+    auto ko = findOffset(*p, p->heads[1], D, rope);
+    auto vo = findOffset(*p, p->heads[2], D, Rope{});
+    if (!ko || !vo)
+      continue;
+    rd.offsets = {*qo, *ko, *vo};
+    rd.rope = rope;
+    rd.positions = rope.mode.empty() ? nullptr : r->positions;
+    return rd;
+  }
+  return std::nullopt;
+}
+
+// ---- the epilogue --------------------------------------------------------------
+
+bool checkMergeShape(const Op &att, const Op &reshape) {
+  const Shape &hs = att.result()->shape(), &rs = reshape.result()->shape();
+  return rs.size() >= 2 && rs.size() <= 3 && (rs.size() == 2 || rs[0] == Dim(1)) &&
+         rs[rs.size() - 2] == hs[2] && hs[1].isConstant() && hs[3].isConstant() &&
+         rs.back() == Dim(hs[1].constant() * hs[3].constant());
+}
+
+// transpose(0, 2, 1, 3) then reshape to [1, T, heads·D] (or [T, heads·D]):
+// the merge, if that is all the attention's result is used for.
+Op *findMerge(Function &f, Op &att) {
+  Op *tr = f.soleUser(att.result());
+  if (!tr || !tr->is("transpose") || tr->intsAttr("perm") != std::vector<int64_t>{0, 2, 1, 3})
+    return nullptr;
+  Op *rs = f.soleUser(tr->result());
+  if (!rs || !rs->is("reshape"))
+    return nullptr;
+  return checkMergeShape(att, *rs) ? rs : nullptr;
+}
+
+
+bool foldOne(Module &m, Function &f, Op &att) {
+  if (att.hasAttr("qkv_offsets") || att.hasAttr("merge_heads"))
+    return false;
+  auto rd = readPrologue(m, f, att);
+  Op *merge = findMerge(f, att);
+  if (!rd && !merge)
+    return false;
+  size_t nh = numHeadOperands(att);
+  std::vector<Value *> operands(att.operands().begin(), att.operands().end());
+  auto attrs = att.attrs();
+  if (rd) {
+    std::vector<Value *> rest(operands.begin() + nh, operands.end()); // the bias
+    operands = {rd->x};
+    if (!rd->rope.mode.empty()) {
+      operands.insert(operands.end(), {rd->positions, rd->rope.cos, rd->rope.sin});
+      attrs["rope"] = rd->rope.mode;
+      attrs["rotary_dim"] = rd->rope.dim;
+    }
+    operands.insert(operands.end(), rest.begin(), rest.end());
+    attrs["qkv_offsets"] = rd->offsets;
+  }
+  Type type = merge ? merge->result()->type() : att.result()->type();
+  if (merge)
+    attrs["merge_heads"] = int64_t(1);
+  auto op = std::make_unique<Op>(att.kind(), operands, std::vector<Type>{type}, att.loc());
+  for (auto &[k, a] : attrs)
+    op->setAttr(k, a);
+  Op *nop = f.insertBefore(f.find(&att), std::move(op));
+  if (merge) {
+    Op *tr = f.soleUser(att.result());
+    f.replaceAllUses(merge->result(), nop->result());
+    f.erase(merge);
+    f.erase(tr);
+  } else {
+    f.replaceAllUses(att.result(), nop->result());
+  }
+  f.erase(&att);
+  return true;
+}
+
+} // namespace
+
+llvm::Error foldAttentionIoPass(Module &m) {
+  std::vector<Function *> fs;
+  for (auto &f : m.functions())
+    if (f->name() == "prefill" || f->name() == "decode_step" || f->name() == "encode")
+      fs.push_back(f.get());
+  for (Function *f : fs) {
+    std::vector<Op *> atts;
+    for (auto &op : f->ops())
+      if (isAttention(*op))
+        atts.push_back(op.get());
+    for (Op *a : atts)
+      foldOne(m, *f, *a);
+    f->eraseDeadOps();
+  }
+  m.eraseUnusedWeights();
+  return llvm::Error::success();
+}
+
+} // namespace genc

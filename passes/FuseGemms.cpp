@@ -1,0 +1,219 @@
+// fuse-gemms: GEMM-level fusion before the elementwise groups are formed.
+//
+// Runs after derive-plan on @prefill, @decode_step and @encode:
+//  0. matmul(x, transpose(W)) of a 2-D weight -> matmul(x, W) {transpose_b}.
+//  1. Epilogues: `add(matmul(x, W), b)` with a 1-D weight b of W's width
+//     becomes `matmul(x, W, b) {epilogue = "bias"}`, and a relu or tanh-GELU
+//     right after it joins too ("bias_relu", "bias_gelu_tanh"): exactly what
+//     cuBLASLt's BIAS / RELU_BIAS / GELU_BIAS epilogues compute, so those
+//     elementwise kernels disappear (also when a reshape sits between the
+//     bias and the activation). Erf-GELU stays a separate op: cuBLASLt's
+//     GELU is the tanh approximation.
+//  2. Horizontal fusion: matmuls that read the same input with 2-D weights
+//     [d, n_i] (Q/K/V, gate/up) become one matmul with the weights (and
+//     biases, zeros where a sibling has none) concatenated along n, followed
+//     by a `split`. Siblings must agree on the activation of their epilogue.
+#include "passes/Passes.h"
+#include "passes/analysis/Fusability.h"
+
+#include <map>
+#include <numeric>
+
+namespace genc {
+namespace {
+
+bool isLinear(const Op &op) {
+  if (!op.is("matmul") || op.numOperands() < 2)
+    return false;
+  if (op.intAttr("transpose_b", 0))
+    return op.operand(1)->isWeight() && op.operand(1)->rank() == 2;
+  const Value *w = op.operand(1);
+  return w->isWeight() && w->rank() == 2 && w->shape()[0].isConstant() &&
+         w->shape()[1].isConstant();
+}
+
+std::string activationOf(const Op &mm) {
+  std::string ep = mm.strAttr("epilogue");
+  return ep.rfind("bias", 0) == 0 ? (ep.size() > 4 ? ep.substr(5) : "") : ep;
+}
+
+// ---- 0. transposed weights ---------------------------------------------------
+
+// matmul(x, transpose(W)) with a 2-D weight W reads W as stored
+// ({transpose_b = 1}): no transpose launch per step, and no transposed copy
+// of a tied embedding matrix.
+void foldWeightTransposes(Function &f) {
+  for (auto &op : f.ops()) {
+    if (!op->is("matmul") || op->numOperands() != 2 || op->hasAttr("transpose_b"))
+      continue;
+    Op *t = op->operand(1)->definingOp();
+    if (t && t->is("transpose") && t->operand(0)->isWeight() && t->operand(0)->rank() == 2 &&
+        t->intsAttr("perm") == std::vector<int64_t>{1, 0}) {
+      op->setOperand(1, t->operand(0));
+      op->setAttr("transpose_b", int64_t(1));
+    }
+  }
+  f.eraseDeadOps();
+}
+
+// ---- 1. epilogues -------------------------------------------------------------
+
+void foldEpilogues(Function &f) {
+  for (auto it = f.ops().begin(); it != f.ops().end(); ++it) {
+    Op *mm = it->get();
+    if (!isLinear(*mm) || mm->hasAttr("epilogue"))
+      continue;
+    std::string ep;
+    Op *add = f.soleUser(mm->result());
+    if (add && add->is("add") && add->result()->type() == mm->result()->type()) {
+      Value *bias = add->operand(0) == mm->result() ? add->operand(1) : add->operand(0);
+      if (bias != mm->result() && bias->isWeight() && bias->rank() == 1 &&
+          bias->shape()[0] == mm->result()->shape().back() && bias->dtype() == mm->operand(1)->dtype()) {
+        mm->setOperands({mm->operand(0), mm->operand(1), bias});
+        f.replaceAllUses(add->result(), mm->result());
+        f.erase(add);
+        ep = "bias";
+      }
+    }
+    // The activation may sit behind a reshape (GPT-2's Conv1D works on 2-D
+    // rows): elementwise commutes with it, so it moves into the epilogue and
+    // the reshape stays.
+    Value *out = mm->result();
+    Op *act = f.soleUser(out);
+    if (act && isView(*act) && f.soleUser(act->result())) {
+      out = act->result();
+      act = f.soleUser(out);
+    }
+    if (act && act->result()->type() == out->type()) {
+      std::string a = act->is("relu")                                             ? "relu"
+                      : act->is("gelu") && act->strAttr("approximate") == "tanh" ? "gelu_tanh"
+                                                                                 : "";
+      if (!a.empty()) {
+        f.replaceAllUses(act->result(), out);
+        f.erase(act);
+        ep += (ep.empty() ? "" : "_") + a;
+      }
+    }
+    if (!ep.empty())
+      mm->setAttr("epilogue", ep);
+  }
+}
+
+// ---- 2. horizontal fusion -------------------------------------------------------
+
+std::shared_ptr<const Tensor> concatColumns(const std::vector<Value *> &ws) {
+  for (Value *w : ws)
+    if (!w->data())
+      return nullptr; // IR text: weights carry no data
+  int64_t d = ws[0]->data()->shape()[0], total = 0;
+  for (Value *w : ws)
+    total += w->data()->shape()[1];
+  DType dt = ws[0]->dtype();
+  size_t es = dtypeSize(dt);
+  auto out = std::make_shared<Tensor>(dt, std::vector<int64_t>{d, total});
+  auto *dst = out->data<uint8_t>();
+  int64_t col = 0;
+  for (Value *w : ws) {
+    int64_t n = w->data()->shape()[1];
+    auto *src = static_cast<const uint8_t *>(w->data()->rawData());
+    for (int64_t r = 0; r < d; ++r)
+      std::copy(src + r * n * es, src + (r + 1) * n * es, dst + (r * total + col) * es);
+    col += n;
+  }
+  return out;
+}
+
+// The siblings' biases end to end; zeros for a sibling without one.
+std::shared_ptr<const Tensor> concatBiases(const std::vector<Op *> &mms, DType dt, int64_t total) {
+  auto out = std::make_shared<Tensor>(dt, std::vector<int64_t>{total});
+  size_t es = dtypeSize(dt);
+  auto *dst = out->data<uint8_t>();
+  std::fill(dst, dst + total * es, uint8_t(0));
+  int64_t col = 0;
+  for (Op *mm : mms) {
+    int64_t n = mm->operand(1)->shape()[1].constant();
+    if (mm->numOperands() > 2) {
+      const Tensor *b = mm->operand(2)->data();
+      if (!b)
+        return nullptr;
+      auto *src = static_cast<const uint8_t *>(b->rawData());
+      std::copy(src, src + n * es, dst + col * es);
+    }
+    col += n;
+  }
+  return out;
+}
+
+Value *sharedWeight(Module &m, const std::string &name, Type t, std::shared_ptr<const Tensor> data) {
+  if (Value *w = m.weight(name)) // @prefill and @decode_step share it
+    return w;
+  return m.addWeight(name, std::move(t), std::move(data));
+}
+
+void fuseSiblings(Module &m, Function &f) {
+  std::map<std::pair<Value *, std::string>, std::vector<Op *>> byInput;
+  for (auto &op : f.ops())
+    if (isLinear(*op) && !op->intAttr("transpose_b", 0)) // [d, n] weights only
+      byInput[{op->operand(0), activationOf(*op)}].push_back(op.get());
+  for (auto &[key, mms] : byInput) {
+    std::vector<Op *> set;
+    for (Op *mm : mms)
+      if (mm->operand(1)->dtype() == mms[0]->operand(1)->dtype())
+        set.push_back(mm);
+    if (set.size() < 2)
+      continue;
+    std::vector<Value *> ws;
+    std::vector<int64_t> sizes;
+    std::string name;
+    bool anyBias = false;
+    for (Op *mm : set) {
+      ws.push_back(mm->operand(1));
+      sizes.push_back(mm->operand(1)->shape()[1].constant());
+      name += (name.empty() ? "" : "+") + mm->operand(1)->name();
+      anyBias |= mm->numOperands() > 2;
+    }
+    int64_t total = std::accumulate(sizes.begin(), sizes.end(), int64_t(0));
+    DType dt = ws[0]->dtype();
+    Value *x = key.first;
+    std::vector<Value *> operands{x, sharedWeight(m, name, Type{dt, {ws[0]->shape()[0], Dim(total)}},
+                                                  concatColumns(ws))};
+    if (anyBias)
+      operands.push_back(sharedWeight(m, name + ".bias", Type{dt, {Dim(total)}},
+                                      concatBiases(set, dt, total)));
+    Type outT = set[0]->result()->type();
+    outT.shape.back() = Dim(total);
+    Op *first = set[0];
+    auto mm = std::make_unique<Op>("matmul", operands, std::vector<Type>{outT}, first->loc());
+    std::string ep = (anyBias ? "bias" : "") +
+                     std::string(anyBias && !key.second.empty() ? "_" : "") + key.second;
+    if (!ep.empty())
+      mm->setAttr("epilogue", ep);
+    std::vector<Type> parts;
+    for (Op *o : set)
+      parts.push_back(o->result()->type());
+    Value *fused = f.insertBefore(f.find(first), std::move(mm))->result();
+    auto split = std::make_unique<Op>("split", std::vector<Value *>{fused}, parts, first->loc());
+    split->setAttr("axis", int64_t(-1));
+    split->setAttr("split", sizes);
+    Op *sp = f.insertBefore(f.find(first), std::move(split));
+    for (size_t i = 0; i < set.size(); ++i) {
+      f.replaceAllUses(set[i]->result(), sp->result(i));
+      f.erase(set[i]);
+    }
+  }
+}
+
+} // namespace
+
+llvm::Error fuseGemmsPass(Module &m) {
+  for (auto &f : m.functions())
+    if (f->name() == "prefill" || f->name() == "decode_step" || f->name() == "encode") {
+      foldWeightTransposes(*f);
+      foldEpilogues(*f);
+      fuseSiblings(m, *f);
+    }
+  m.eraseUnusedWeights();
+  return llvm::Error::success();
+}
+
+} // namespace genc

@@ -1,0 +1,102 @@
+#include "runtime/cpu/AttentionIo.h"
+
+#include <cstring>
+
+namespace genrt::cpu {
+namespace {
+
+// Head j of token t: X[0, t, off + j·D ...], rotated for q and k. The same
+// arithmetic as Hugging Face's x·cos + rotate(x)·sin, in the same order.
+void unpackHeads(const Tensor &x, int64_t off, int64_t n, int64_t D, const std::string &rope,
+                 int64_t R, const Tensor *pos, const Tensor *cos, const Tensor *sin, Tensor &out) {
+  int64_t T = x.shape()[x.rank() - 2], W = x.shape().back(), half = R / 2;
+  const float *xd = x.data<float>();
+  float *od = out.data<float>();
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t t = 0; t < T; ++t) {
+      const float *row = xd + t * W + off + j * D;
+      float *o = od + (j * T + t) * D;
+      if (rope.empty()) {
+        std::memcpy(o, row, D * sizeof(float));
+        continue;
+      }
+      int64_t p = pos->getInt(t);
+      const float *c = cos->data<float>() + p * R, *s = sin->data<float>() + p * R;
+      for (int64_t d = 0; d < D; ++d) {
+        if (d >= R) {
+          o[d] = row[d];
+          continue;
+        }
+        float rot = rope == "half" ? (d < half ? -row[d + half] : row[d - half])
+                                   : (d % 2 == 0 ? -row[d + 1] : row[d - 1]);
+        o[d] = row[d] * c[d] + rot * s[d];
+      }
+    }
+}
+
+} // namespace
+
+Status unpackAttention(const AttrMap &attrs, const std::vector<Tensor> &ins, size_t headOperands,
+                       AttentionIo &io) {
+  io = AttentionIo();
+  io.mergeHeads = attrInt(attrs, "merge_heads", 0) != 0;
+  io.heads = attrInt(attrs, "num_heads", 0);
+  io.headDim = attrInt(attrs, "head_dim", 0);
+  int64_t kvHeads = attrInt(attrs, "num_kv_heads", io.heads), D = io.headDim;
+  std::vector<int64_t> offsets = attrInts(attrs, "qkv_offsets");
+  if (offsets.empty()) {
+    if (ins.size() < headOperands)
+      return Status::error("too few operands");
+    io.operands = ins;
+    if (io.mergeHeads && (io.heads <= 0 || D <= 0))
+      return Status::error("merge_heads needs num_heads and head_dim");
+    return Status::ok();
+  }
+  if (offsets.size() != headOperands || io.heads <= 0 || kvHeads <= 0 || D <= 0 || ins.empty())
+    return Status::error("qkv_offsets needs " + std::to_string(headOperands) +
+                         " offsets, num_heads, num_kv_heads and head_dim");
+  const Tensor &x = ins[0];
+  if (x.dtype() != DType::F32 || x.rank() < 2 || x.rank() > 3 || (x.rank() == 3 && x.shape()[0] != 1))
+    return Status::error("the packed projection must be f32 [1, tokens, width] or [tokens, width]");
+  int64_t T = x.shape()[x.rank() - 2], W = x.shape().back();
+  std::string rope = attrStr(attrs, "rope", "");
+  int64_t R = attrInt(attrs, "rotary_dim", 0);
+  size_t next = 1;
+  const Tensor *pos = nullptr, *cos = nullptr, *sin = nullptr;
+  if (!rope.empty()) {
+    if (rope != "half" && rope != "interleaved")
+      return Status::error("unknown rope \"" + rope + "\"");
+    if (ins.size() < 4)
+      return Status::error("rope needs positions, cos and sin operands");
+    pos = &ins[1], cos = &ins[2], sin = &ins[3];
+    next = 4;
+    if (R <= 0 || R > D || R % 2 || pos->numElements() != T || pos->dtype() != DType::I64 ||
+        cos->dtype() != DType::F32 || sin->dtype() != DType::F32 || cos->rank() != 2 ||
+        cos->shape()[1] != R || sin->shape() != cos->shape())
+      return Status::error("rope operands do not match rotary_dim " + std::to_string(R));
+    for (int64_t t = 0; t < T; ++t)
+      if (pos->getInt(t) < 0 || pos->getInt(t) >= cos->shape()[0])
+        return Status::error("a position lies outside the rotary tables");
+  }
+  for (size_t i = 0; i < headOperands; ++i) {
+    int64_t n = i == 0 ? io.heads : kvHeads;
+    if (offsets[i] < 0 || offsets[i] + n * D > W)
+      return Status::error("qkv_offsets reach past the projection's width " + std::to_string(W));
+    Tensor h(DType::F32, {1, n, T, D});
+    unpackHeads(x, offsets[i], n, D, i < 2 ? rope : "", R, pos, cos, sin, h);
+    io.operands.push_back(std::move(h));
+  }
+  io.operands.insert(io.operands.end(), ins.begin() + next, ins.end());
+  return Status::ok();
+}
+
+void mergeHeads(const Tensor &o, Tensor &out) {
+  int64_t H = o.shape()[1], T = o.shape()[2], D = o.shape()[3];
+  const float *src = o.data<float>();
+  float *dst = out.data<float>();
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t t = 0; t < T; ++t)
+      std::memcpy(dst + (t * H + h) * D, src + (h * T + t) * D, D * sizeof(float));
+}
+
+} // namespace genrt::cpu
