@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Packs the built tools for the GPU machine (Ubuntu 24.04, CUDA 13, no LLVM or
 # protobuf installed): checks they link neither dynamically, then tars them.
+# --no-nvrtc leaves NVRTC out (~45 MB packed) for a machine whose CUDA toolkit
+# has it (run there with LD_LIBRARY_PATH=/usr/local/cuda/lib64).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD_DIR:-build}
+ship_nvrtc=1
+[ "${1-}" = "--no-nvrtc" ] && ship_nvrtc=0
 bash tools/build.sh
 mkdir -p dist
 bins=()
@@ -23,6 +27,7 @@ for b in "${bins[@]}"; do
     [ -n "$lib" ] && [[ " ${libs[*]-} " != *" $lib "* ]] && libs+=("$lib")
   done < <(ldd "$b" | awk '/libnvrtc/ {print $3}')
 done
+[ $ship_nvrtc = 1 ] || libs=()
 if [ ${#libs[@]} -gt 0 ]; then
   for l in "${libs[@]}"; do
     builtins=$(ls "$(dirname "$l")"/libnvrtc-builtins.so.* 2>/dev/null | grep -v alt | head -1 || true)

@@ -28,8 +28,10 @@ os.makedirs(work, exist_ok=True)
 plan = os.path.join(work, "model.plan")
 batch = len(golden["input_ids"])
 models = [os.path.join(fixture, m) for m in model.split(",")]
+# GENC_COMPILE_ARGS: more genc compile arguments (e.g. --passes=... to bisect).
 subprocess.run([genc, "compile", *models, "-o", plan,
-                "--max-batch", str(batch), "--max-beams", "4", "--max-length", "64"], check=True)
+                "--max-batch", str(batch), "--max-beams", "4", "--max-length", "64",
+                *os.environ.get("GENC_COMPILE_ARGS", "").split()], check=True)
 
 prompts = os.path.join(work, "prompts.jsonl")
 with open(prompts, "w") as f:

@@ -1,0 +1,243 @@
+#!/usr/bin/env python3
+"""Export a Hugging Face model to ONNX in the form genc compiles (models/README.md).
+
+  export.py --model DIR_OR_NAME --out DIR            # pretrained weights (local or cached)
+  export.py --config config.json --out DIR [--seed S] [--scale X]
+  export.py --arch llama --set hidden_size=2048 --set num_hidden_layers=8 ... --out DIR
+
+Decoder-only models give DIR/model.onnx (input_ids, attention_mask -> logits);
+encoder-decoder models DIR/encoder.onnx (input_ids, attention_mask ->
+last_hidden_state) and DIR/decoder.onnx (decoder_input_ids,
+encoder_hidden_states, encoder_attention_mask -> logits). Both are the plain
+forward pass: no KV-cache inputs or outputs (genc derives the cache). The
+model's config.json (and generation_config.json) are written beside them.
+
+--config / --arch build the model with random weights (seeded; every weight
+matrix multiplied by --scale, as the test fixtures are, so that greedy choices
+are not near-ties): a machine without network access can still export any
+architecture at any size. The exporter is torch.export's (opset 18, PyTorch's
+default); --torchscript picks the older TorchScript one (opset 17). Every export
+is run in onnxruntime (when installed) against the PyTorch forward pass on a
+left-padded batch and refused if they differ: with transformers 5.17 the
+TorchScript exporter silently mis-exports GPT-2 (logits off by ~0.8), which
+is why it is no longer the default. --golden N also runs Hugging Face greedy
+generate() for N new tokens on a left-padded batch of random prompts
+(decoder-only) and writes DIR/golden.json in the fixtures' format
+(tests/fixtures/README.md), so tests/tools/check_generate.py can compare genrun
+with it, and the forward pass's logits on that batch as DIR/logits.npz
+(tests/tools/check_logits.py compares `genc eval` with them).
+
+Needs torch and transformers (the GPU machine has them; CI does not run this).
+"""
+import argparse
+import json
+import os
+import sys
+
+
+def parse_value(v):
+    for conv in (int, float):
+        try:
+            return conv(v)
+        except ValueError:
+            pass
+    if v in ("true", "false"):
+        return v == "true"
+    return v
+
+
+def load_model(args, torch, transformers):
+    kw = {"attn_implementation": "eager"}  # explicit softmax(q·kᵀ)·v: what raise-attention reads
+    if args.model:
+        cfg = transformers.AutoConfig.from_pretrained(args.model)
+    elif args.config:
+        d = json.load(open(args.config))
+        cfg = transformers.AutoConfig.for_model(d.pop("model_type"), **d)
+    else:
+        cfg = transformers.AutoConfig.for_model(args.arch)
+    for s in args.set:
+        k, _, v = s.partition("=")
+        if not hasattr(cfg, k) and not args.allow_new_keys:
+            sys.exit(f"export.py: error: config has no key '{k}' (--allow-new-keys to add it)")
+        setattr(cfg, k, parse_value(v))
+    cfg.use_cache = False
+    seq2seq = bool(getattr(cfg, "is_encoder_decoder", False))
+    auto = transformers.AutoModelForSeq2SeqLM if seq2seq else transformers.AutoModelForCausalLM
+    if args.model:
+        model = auto.from_pretrained(args.model, config=cfg, dtype=torch.float32, **kw)
+    else:
+        torch.manual_seed(args.seed)
+        model = auto.from_config(cfg, dtype=torch.float32, **kw)
+        if args.scale != 1.0:
+            with torch.no_grad():
+                for p in model.parameters():
+                    if p.dim() >= 2:
+                        p.mul_(args.scale)
+    model.eval()
+    return model, cfg, seq2seq
+
+
+def export(fn, inputs, names, outputs, axes, path, args, torch):
+    if not args.torchscript:
+        dyn = {n: {i: torch.export.Dim.AUTO for i in ax} for n, ax in axes.items()}
+        torch.onnx.export(fn, inputs, path, input_names=names, output_names=outputs,
+                          dynamo=True, dynamic_shapes=dyn, opset_version=18,
+                          external_data=True)
+    else:
+        torch.onnx.export(fn, inputs, path, input_names=names, output_names=outputs,
+                          dynamic_axes=axes, opset_version=17, dynamo=False)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    src = ap.add_mutually_exclusive_group(required=True)
+    src.add_argument("--model", help="a local Hugging Face model folder (or a cached hub name)")
+    src.add_argument("--config", help="a config.json: random weights of that architecture")
+    src.add_argument("--arch", help="a model_type (llama, gpt2, mistral, t5, bart, ...): random weights")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="override a config value (repeatable)")
+    ap.add_argument("--allow-new-keys", action="store_true")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--scale", type=float, default=1.0)
+    ap.add_argument("--torchscript", action="store_true", help="the TorchScript exporter (opset 17)")
+    ap.add_argument("--golden", type=int, default=0, metavar="N",
+                    help="record HF greedy generate() for N new tokens (decoder-only)")
+    args = ap.parse_args()
+
+    try:
+        import torch
+        import transformers
+    except ImportError as e:
+        sys.exit(f"export.py: error: needs torch and transformers ({e})")
+    torch.set_grad_enabled(False)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    model, cfg, seq2seq = load_model(args, torch, transformers)
+    os.makedirs(args.out, exist_ok=True)
+    cfg.save_pretrained(args.out)
+    if getattr(model, "generation_config", None) is not None:
+        model.generation_config.save_pretrained(args.out)
+    suffix = ".onnx"
+    ids = torch.randint(3, cfg.vocab_size, (2, 7))
+    mask = torch.ones_like(ids)
+
+    if not seq2seq:
+        class Forward(torch.nn.Module):
+            def __init__(self, m):
+                super().__init__()
+                self.m = m
+
+            def forward(self, input_ids, attention_mask):
+                return self.m(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits
+
+        export(Forward(model), (ids, mask), ["input_ids", "attention_mask"], ["logits"],
+               {"input_ids": {0: "batch", 1: "sequence"}, "attention_mask": {0: "batch", 1: "sequence"},
+                "logits": {0: "batch", 1: "sequence"}} if args.torchscript else
+               {"input_ids": [0, 1], "attention_mask": [0, 1]},
+               os.path.join(args.out, "model" + suffix), args, torch)
+    else:
+        class Encoder(torch.nn.Module):
+            def __init__(self, m):
+                super().__init__()
+                self.m = m
+
+            def forward(self, input_ids, attention_mask):
+                return self.m.get_encoder()(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+
+        class Decoder(torch.nn.Module):
+            def __init__(self, m):
+                super().__init__()
+                self.m = m
+
+            def forward(self, decoder_input_ids, encoder_hidden_states, encoder_attention_mask):
+                return self.m(encoder_outputs=(encoder_hidden_states,), attention_mask=encoder_attention_mask,
+                              decoder_input_ids=decoder_input_ids, use_cache=False).logits
+
+        export(Encoder(model), (ids, mask), ["input_ids", "attention_mask"], ["last_hidden_state"],
+               {"input_ids": {0: "batch", 1: "src"}, "attention_mask": {0: "batch", 1: "src"},
+                "last_hidden_state": {0: "batch", 1: "src"}} if args.torchscript else
+               {"input_ids": [0, 1], "attention_mask": [0, 1]},
+               os.path.join(args.out, "encoder" + suffix), args, torch)
+        hidden = Encoder(model)(ids, mask)
+        dec = torch.randint(3, cfg.vocab_size, (2, 5))
+        export(Decoder(model), (dec, hidden, mask),
+               ["decoder_input_ids", "encoder_hidden_states", "encoder_attention_mask"], ["logits"],
+               {"decoder_input_ids": {0: "batch", 1: "tgt"}, "encoder_hidden_states": {0: "batch", 1: "src"},
+                "encoder_attention_mask": {0: "batch", 1: "src"}, "logits": {0: "batch", 1: "tgt"}}
+               if args.torchscript else
+               {"decoder_input_ids": [0, 1], "encoder_hidden_states": [0, 1], "encoder_attention_mask": [0, 1]},
+               os.path.join(args.out, "decoder" + suffix), args, torch)
+
+    check_with_onnxruntime(model, cfg, seq2seq, args, torch)
+    if args.golden:
+        if seq2seq:
+            sys.exit("export.py: error: --golden records decoder-only models only")
+        write_golden(model, cfg, args, torch)
+    print(f"export.py: wrote {args.out}")
+
+
+def check_with_onnxruntime(model, cfg, seq2seq, args, torch):
+    try:
+        import numpy as np
+        import onnxruntime as ort
+    except ImportError:
+        print("export.py: onnxruntime not installed: the export is not checked", file=sys.stderr)
+        return
+    ids, mask, _ = golden_batch(cfg, args, torch)
+    if seq2seq:
+        sess = ort.InferenceSession(os.path.join(args.out, "encoder.onnx"))
+        got = sess.run(None, {"input_ids": ids.numpy(), "attention_mask": mask.numpy()})[0]
+        want = model.get_encoder()(input_ids=ids, attention_mask=mask).last_hidden_state.numpy()
+        # Padding rows of the encoder output are never read; compare real tokens.
+        got, want = got * mask.numpy()[..., None], want * mask.numpy()[..., None]
+    else:
+        sess = ort.InferenceSession(os.path.join(args.out, "model.onnx"))
+        got = sess.run(None, {"input_ids": ids.numpy(), "attention_mask": mask.numpy()})[0]
+        want = model(input_ids=ids, attention_mask=mask, use_cache=False).logits.float().numpy()
+    diff, ref = float(np.abs(got - want).max()), float(np.abs(want).max())
+    print(f"export.py: onnxruntime vs PyTorch: max|diff| = {diff:.3g}, max|ref| = {ref:.3g}")
+    if not diff <= 1e-4 * max(ref, 1.0):
+        sys.exit("export.py: error: the ONNX export does not compute what the PyTorch model does "
+                 "(try the other exporter: --torchscript or without it)")
+
+
+def golden_batch(cfg, args, torch):
+    g = torch.Generator().manual_seed(args.seed + 1)
+    lengths = [12, 5, 9, 3]
+    width = max(lengths)
+    pad = cfg.pad_token_id if cfg.pad_token_id is not None else 0
+    ids = torch.full((len(lengths), width), pad, dtype=torch.long)
+    mask = torch.zeros_like(ids)
+    for r, n in enumerate(lengths):  # left padding, as HF expects for decoder-only
+        ids[r, width - n:] = torch.randint(3, cfg.vocab_size, (n,), generator=g)
+        mask[r, width - n:] = 1
+    return ids, mask, pad
+
+
+def write_golden(model, cfg, args, torch):
+    ids, mask, pad = golden_batch(cfg, args, torch)
+    eos = cfg.eos_token_id if isinstance(cfg.eos_token_id, int) else (cfg.eos_token_id or [0])[0]
+    # The forward pass on the same batch, in the fixtures' logits.npz form
+    # (tests/tools/check_logits.py compares `genc eval` with it).
+    import numpy as np
+    logits = model(input_ids=ids, attention_mask=mask, use_cache=False).logits
+    np.savez(os.path.join(args.out, "logits.npz"), input_ids=ids.numpy(), attention_mask=mask.numpy(),
+             logits=logits.float().numpy())
+    out = model.generate(input_ids=ids, attention_mask=mask, do_sample=False, num_beams=1,
+                         max_new_tokens=args.golden, min_new_tokens=args.golden,
+                         output_scores=True, return_dict_in_generate=True,
+                         pad_token_id=pad, eos_token_id=eos)
+    margins = []
+    for s in out.scores:
+        top = torch.topk(s.float(), 2, dim=-1).values
+        margins.append((top[:, 0] - top[:, 1]).tolist())
+    golden = {"kind": "decoder-only", "padding": "left", "eos_token_id": eos, "pad_token_id": pad,
+              "input_ids": ids.tolist(), "attention_mask": mask.tolist(),
+              "greedy": {"args": {"max_new_tokens": args.golden, "min_new_tokens": args.golden},
+                         "sequences": out.sequences.tolist(), "top2_margin": margins}}
+    with open(os.path.join(args.out, "golden.json"), "w") as f:
+        json.dump(golden, f)
+
+
+if __name__ == "__main__":
+    main()
