@@ -1,5 +1,8 @@
 // CUDA C++ for fused groups: one `extern "C" __global__` kernel per fused
-// body function (@fused_<fn>_<n>, passes/Fuse.cpp), fp32 math.
+// body function (@fused_<fn>_<n>, passes/Fuse.cpp): fp32 math in registers,
+// parameters in their storage dtype (f32, or f16/bf16 for weights and
+// activations: codegen/KernelStorage.h), vector loads and stores along the
+// last axis where its length allows (codegen/CudaVectorize.h).
 //
 // Each output element is computed by walking the body backwards from the
 // output: elementwise ops compose, injective ops (reshape, transpose, slice,
@@ -8,7 +11,8 @@
 // per row: the reduced row sits in shared memory, the block reduces it.
 //
 // Kernel parameters, in order: one `long long` per shape symbol (sorted by
-// name), a pointer per body argument, a pointer per body result.
+// name), a pointer per body argument, a pointer per body result; every
+// pointer 16-byte aligned.
 #pragma once
 #include "compiler/ir/IR.h"
 
@@ -19,7 +23,7 @@ namespace genc {
 
 struct CudaTensorParam {
   std::string name; // in0.., out0..
-  DType dtype;
+  DType dtype;      // in memory (the body's value may say f32: math type)
   Shape shape;
 };
 
@@ -29,10 +33,11 @@ struct CudaKernel {
   std::string source; // prelude + code: a whole translation unit for NVRTC
   std::vector<std::string> symbols;
   std::vector<CudaTensorParam> inputs, outputs;
-  /// "elementwise": grid-stride over each output's elements, `work` = the
-  /// largest output's element count. "rows": one block per row (blockIdx.x
-  /// strides over rows), `work` = the largest row count; needs `sharedFloats`
-  /// floats of dynamic shared memory.
+  /// "elementwise": grid-stride over each output's elements, or over vectors
+  /// of them; `work` = the largest count of elements or vectors (a thread
+  /// each). "rows": one block per row (blockIdx.x strides over rows), `work`
+  /// = the largest row count; needs `sharedFloats` floats of dynamic shared
+  /// memory.
   std::string mode;
   Dim work;
   Dim sharedFloats;
@@ -40,13 +45,15 @@ struct CudaKernel {
 };
 
 struct CudaModule {
+  DType activation = DType::F32; // storage of float activations
   std::vector<CudaKernel> kernels;
   /// Bodies with no kernel: (body name, why). The CPU executor runs them.
   std::vector<std::pair<std::string, std::string>> skipped;
 };
 
-/// Kernels for every fused body of `m` (functions named fused_*).
-CudaModule emitCuda(const Module &m);
+/// Kernels for every fused body of `m` (functions named fused_*), float
+/// activations stored as `activation` (f32, f16 or bf16).
+CudaModule emitCuda(const Module &m, DType activation = DType::F32);
 
 /// All kernels' sources, one after another (for `--emit=cuda`), and a
 /// comment per skipped body.

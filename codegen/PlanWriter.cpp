@@ -23,8 +23,8 @@ llvm::Error fail(const std::string &m) {
 
 class Writer {
 public:
-  Writer(const Module &m, const CudaModule *kernels, const CompiledModule *code)
-      : m_(m), kernels_(kernels), code_(code) {}
+  Writer(const Module &m, DType activation, const CudaModule *kernels, const CompiledModule *code)
+      : m_(m), activation_(activation), kernels_(kernels), code_(code) {}
 
   llvm::Expected<PlanStats> write(const std::string &path) {
     PlanOptions opts = planOptions(m_);
@@ -52,6 +52,7 @@ public:
     model["max_length"] = opts.maxLength;
     root["model"] = std::move(model);
     root["max_tokens"] = opts.prefillTokens();
+    root["activation_dtype"] = dtypeName(activation_);
 
     // KV cache layout from the kv_attention ops.
     std::map<int64_t, const Op *> layers;
@@ -143,19 +144,26 @@ public:
   }
 
 private:
-  // Launch metadata per kernel; one cubin per sm_XX and PTX per compute_XX
-  // holding every kernel (codegen/NvrtcCompile.h), in the blob.
+  // Launch metadata per kernel, with the storage dtype of each pointer
+  // parameter (what the launcher must pass); one cubin per sm_XX and PTX per
+  // compute_XX holding every kernel (codegen/NvrtcCompile.h), in the blob.
   llvm::json::Object kernelsJson() {
     llvm::json::Array entries, cubins, ptx;
     for (const CudaKernel &k : kernels_->kernels) {
-      llvm::json::Array syms;
+      llvm::json::Array syms, inDTypes, outDTypes;
       for (const auto &s : k.symbols)
         syms.push_back(s);
+      for (const auto &p : k.inputs)
+        inDTypes.push_back(dtypeName(p.dtype));
+      for (const auto &p : k.outputs)
+        outDTypes.push_back(dtypeName(p.dtype));
       entries.push_back(llvm::json::Object{{"name", k.name},
                                            {"mode", k.mode},
                                            {"symbols", std::move(syms)},
                                            {"inputs", static_cast<int64_t>(k.inputs.size())},
                                            {"outputs", static_cast<int64_t>(k.outputs.size())},
+                                           {"input_dtypes", std::move(inDTypes)},
+                                           {"output_dtypes", std::move(outDTypes)},
                                            {"work", k.work.str()},
                                            {"shared_floats", k.sharedFloats.str()},
                                            {"block", static_cast<int64_t>(k.blockSize)}});
@@ -403,6 +411,7 @@ private:
   }
 
   const Module &m_;
+  DType activation_;
   const CudaModule *kernels_;
   const CompiledModule *code_;
   std::vector<uint8_t> blob_;
@@ -411,9 +420,9 @@ private:
 
 } // namespace
 
-llvm::Expected<PlanStats> writePlan(const Module &m, const std::string &path,
+llvm::Expected<PlanStats> writePlan(const Module &m, const std::string &path, DType activation,
                                     const CudaModule *kernels, const CompiledModule *code) {
-  return Writer(m, kernels, code).write(path);
+  return Writer(m, activation, kernels, code).write(path);
 }
 
 } // namespace genc

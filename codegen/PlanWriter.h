@@ -24,9 +24,12 @@ struct PlanStats {
 
 /// Writes `m` (after derive-plan and plan-memory) to `path`. Nothing is
 /// written on error.
+/// `activation`: how float activations are stored on the GPU (f32, f16,
+/// bf16; codegen/KernelStorage.h), recorded as the plan's activation_dtype.
 /// `kernels` and `code` (both or neither): the fused bodies' CUDA kernels and
 /// their cubins/PTX, stored in the plan's `kernels` section.
 llvm::Expected<PlanStats> writePlan(const Module &m, const std::string &path,
+                                    DType activation = DType::F32,
                                     const CudaModule *kernels = nullptr,
                                     const CompiledModule *code = nullptr);
 

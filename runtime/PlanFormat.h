@@ -6,14 +6,20 @@
 //   [12, 16)  u32 reserved (0)
 //   [16, 24)  u64 offset of the JSON metadata     [24, 32) u64 its size
 //   [32, 40)  u64 offset of the binary blob        [40, 48) u64 its size
-//   JSON: model facts and generation defaults, KV cache layout, weights
+//   JSON: model facts and generation defaults, activation_dtype (storage of
+//         float activations on the GPU: f32, f16 or bf16; absent = f32),
+//         KV cache layout, weights
 //         (name, dtype, shape, blob offset, bytes), programs (values, ops,
 //         attributes; tensor attributes point into the blob), functions
 //         (bodies of `fused` ops: values, ops; no arena); encoder-decoder
 //         plans add cross_cache (per-layer kv_heads, head_dim) and @encode;
-//         kernels (launch metadata of each fused body's CUDA kernel, and the
-//         blob offset/size of one cubin per sm_XX and PTX per compute_XX).
+//         kernels (launch metadata of each fused body's CUDA kernel with the
+//         storage dtype of each pointer parameter, input_dtypes /
+//         output_dtypes; and the blob offset/size of one cubin per sm_XX and
+//         PTX per compute_XX).
 //   blob: every weight, tensor attribute, cubin and PTX, each kPlanAlignment-aligned.
+//   Weights and arena buffers start at multiples of kPlanBufferAlignment:
+//   the kernels' vector loads and stores rely on it.
 // Little-endian throughout.
 #pragma once
 #include <cstdint>
@@ -25,8 +31,12 @@ constexpr char kPlanMagic[8] = {'G', 'E', 'N', 'C', 'P', 'L', 'A', 'N'};
 // encoder-decoder plans (@encode, cross_cache, cross/packed attention,
 // relative bias operands); both landed before any version-2 plan shipped.
 // 3: `kernels` (generated CUDA kernels: launch metadata, cubins, PTX).
+//    `activation_dtype` and the kernels' input/output dtypes were added
+//    within version 3, optional: a plan without them stores activations as
+//    f32 and weights as their dtype says, which is what such plans did.
 constexpr uint32_t kPlanFormatVersion = 3;
 constexpr uint64_t kPlanHeaderBytes = 48;
 constexpr uint64_t kPlanAlignment = 64;
+constexpr uint64_t kPlanBufferAlignment = 16;
 
 } // namespace genrt

@@ -151,6 +151,9 @@ private:
       return err("metadata: tensor bytes do not match its shape");
     if (static_cast<uint64_t>(off) > blobSize_ || static_cast<uint64_t>(bytes) > blobSize_ - off)
       return err("a tensor lies outside the data blob (truncated file?)");
+    if (off % kPlanBufferAlignment)
+      return err("metadata: a tensor is not " + std::to_string(kPlanBufferAlignment) +
+                 "-byte aligned in the data blob");
     out = Tensor(*dtype, dims, plan_.mapping, base_ + blobOff_ + off);
     return Status::ok();
   }
@@ -173,6 +176,12 @@ private:
     const json::Value *eos;
     if (!(s = need(*model, "eos_token_ids", eos, json::Value::Kind::Array)))
       return s;
+    if (const json::Value *ad = root.find("activation_dtype")) {
+      auto dt = ad->isString() ? parseDType(ad->asString()) : std::nullopt;
+      if (!dt || (*dt != DType::F32 && *dt != DType::F16 && *dt != DType::BF16))
+        return err("metadata: activation_dtype must be f32, f16 or bf16");
+      plan_.activationDType = *dt;
+    }
     for (const auto &e : eos->items()) {
       if (!e.isInteger() || e.asInt() < 0 || e.asInt() >= mi.vocabSize)
         return err("metadata: eos_token_ids out of range");
@@ -399,6 +408,8 @@ private:
       if (static_cast<size_t>(k.numInputs) != it->second.arguments.size() ||
           static_cast<size_t>(k.numOutputs) != it->second.outputs.size())
         return err("metadata: kernel '" + k.name + "' does not match the arity of its body");
+      if (!(s = readKernelDTypes(e, it->second, k)))
+        return s;
       plan_.kernels.push_back(std::move(k));
     }
     auto readCode = [&](const json::Value &list, const char *prefix, std::vector<KernelCode> &out) {
@@ -426,6 +437,63 @@ private:
       return s;
     if (!plan_.kernels.empty() && plan_.cubins.empty() && plan_.ptx.empty())
       return err("metadata: kernels without code");
+    return Status::ok();
+  }
+
+  // The storage dtype of each kernel pointer: what the launcher passes and
+  // the kernel reads, so it must fit the buffer. A weight is passed as
+  // stored; an activation is f32 or the plan's activation dtype; integer
+  // and bool tensors keep the body's dtype. Absent lists (older plans) say
+  // what those kernels took: weights as stored, everything else as the body
+  // says.
+  Status readKernelDTypes(const json::Value &e, const Program &body, KernelInfo &k) {
+    auto domain = [](DType t) { return isFloat(t) ? 0 : t == DType::Bool ? 1 : 2; };
+    for (int out = 0; out < 2; ++out) {
+      const std::vector<int32_t> &params = out ? body.outputs : body.arguments;
+      std::vector<DType> &dts = out ? k.outputDTypes : k.inputDTypes;
+      const char *key = out ? "output_dtypes" : "input_dtypes";
+      const json::Value *list = e.find(key);
+      if (list && (!list->isArray() || list->items().size() != params.size()))
+        return err(std::string("metadata: kernel '") + k.name + "': '" + key +
+                   "' must list one dtype per parameter");
+      for (size_t i = 0; i < params.size(); ++i) {
+        DType b = body.values[params[i]].dtype;
+        std::optional<DType> t = b;
+        if (list) {
+          const json::Value &d = list->items()[i];
+          t = d.isString() ? parseDType(d.asString()) : std::nullopt;
+          if (!t || domain(*t) != domain(b))
+            return err(std::string("metadata: kernel '") + k.name + "': bad dtype in '" + key + "'");
+        }
+        dts.push_back(*t);
+      }
+    }
+    const bool listed = e.find("input_dtypes") != nullptr;
+    for (const auto &[pname, prog] : plan_.programs)
+      for (const auto &op : prog.ops) {
+        if (op.kind != "fused" || attrStr(op.attrs, "body") != k.name)
+          continue;
+        for (size_t p = 0; p < op.operands.size() + op.results.size(); ++p) {
+          bool res = p >= op.operands.size();
+          size_t i = res ? p - op.operands.size() : p;
+          const ValueInfo &v = prog.values[res ? op.results[i] : op.operands[i]];
+          DType &t = res ? k.outputDTypes[i] : k.inputDTypes[i];
+          std::string what = std::string(res ? "result " : "operand ") + std::to_string(i);
+          if (v.storage == Storage::Weight) {
+            DType w = plan_.weights[v.index].dtype();
+            if (!listed && domain(w) == domain(t))
+              t = w;
+            if (t != w)
+              return err("metadata: kernel '" + k.name + "' reads weight " + what + " as " +
+                         dtypeName(t) + ", the plan stores it as " + dtypeName(w));
+          } else if (t != v.dtype &&
+                     !(isFloat(v.dtype) && (t == DType::F32 || t == plan_.activationDType))) {
+            return err("metadata: kernel '" + k.name + "' stores " + what + " in " + pname + " as " +
+                       dtypeName(t) + " (" + dtypeName(v.dtype) + " with " +
+                       dtypeName(plan_.activationDType) + " activations)");
+          }
+        }
+      }
     return Status::ok();
   }
 
@@ -470,6 +538,9 @@ private:
           return s;
         if (vi.offset > prog.arenaBytes || vi.maxBytes > prog.arenaBytes - vi.offset)
           return err("metadata: a buffer of " + prog.name + " lies outside its arena");
+        if (vi.offset % kPlanBufferAlignment)
+          return err("metadata: a buffer of " + prog.name + " is not " +
+                     std::to_string(kPlanBufferAlignment) + "-byte aligned");
         // The buffer must hold the value at the maximum shapes the plan promises.
         std::optional<int64_t> n = numElements(vi.shape).evaluate(prog.maxSymbols);
         if (!n || *n < 0 || *n * static_cast<int64_t>(dtypeSize(vi.dtype)) > vi.maxBytes)

@@ -61,13 +61,16 @@ struct CrossLayer {
 
 /// A generated kernel of a fused body (codegen/CudaEmitter.h): how to launch
 /// it. Parameters: one `long long` per symbol (in this order), a pointer per
-/// body argument, a pointer per body result.
+/// body argument, a pointer per body result, each 16-byte aligned.
 struct KernelInfo {
   std::string name;             // = the fused body's and the entry point's name
   std::string mode;             // "elementwise" (grid-stride) or "rows" (a block per row)
   std::vector<std::string> symbols;
   int64_t numInputs = 0, numOutputs = 0;
-  Dim work;                     // elements (elementwise) or rows to cover
+  /// Element type of each pointer parameter in memory. The body's value may
+  /// say f32 (its math type) where the buffer holds f16/bf16.
+  std::vector<DType> inputDTypes, outputDTypes;
+  Dim work;                     // threads' work items: elements or vectors (elementwise), rows
   Dim sharedFloats;             // dynamic shared memory, in floats
   int64_t blockSize = 0;
 };
@@ -82,6 +85,11 @@ struct KernelCode {
 
 struct Plan {
   ModelInfo model;
+  /// How float activations are stored on the GPU (f32, f16, bf16): the
+  /// buffers GEMMs, attention and kernels pass to one another, except the
+  /// programs' arguments and outputs (logits), which stay f32. Math is fp32;
+  /// the CPU executor computes in f32 whatever this says.
+  DType activationDType = DType::F32;
   std::vector<std::string> weightNames;
   std::vector<Tensor> weights;       // views into the mapped file
   std::map<std::string, Program> programs;

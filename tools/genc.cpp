@@ -65,8 +65,10 @@ static cl::opt<int64_t> MaxLength("max-length",
 static cl::opt<int64_t> MaxTokens("max-tokens",
                                   cl::desc("Prompt tokens per prefill step (default max-batch x max-length)"),
                                   cl::init(0), cl::sub(CompileCmd), cl::cat(GencCat));
-static cl::opt<std::string> WeightDType("dtype", cl::desc("Weight storage: f32 (default), f16 or bf16"),
-                                        cl::init("f32"), cl::sub(CompileCmd), cl::cat(GencCat));
+static cl::opt<std::string> StorageDType("dtype",
+                                         cl::desc("Storage of weights and activations on the GPU: f32 (default), "
+                                                  "f16 or bf16 (math stays fp32; logits stay f32)"),
+                                         cl::init("f32"), cl::sub(CompileCmd), cl::cat(GencCat));
 static cl::list<std::string> GpuArchs("gpu-arch", cl::CommaSeparated,
                                       cl::desc("GPU architectures to compile kernels for (default sm_80,sm_90)"),
                                       cl::value_desc("sm_XX,..."), cl::sub(CompileCmd), cl::cat(GencCat));
@@ -222,12 +224,14 @@ static void setPlanOptionsFromFlags(Module &m) {
   setPlanOptions(m, o);
 }
 
-static void castWeights(Module &m) {
-  auto dt = parseDType(WeightDType);
+// --dtype: the weights are cast here; the activations' storage is the
+// kernels' and the plan's business (codegen/KernelStorage.h). Returns it.
+static DType castWeights(Module &m) {
+  auto dt = parseDType(StorageDType);
   if (!dt || (*dt != DType::F32 && *dt != DType::F16 && *dt != DType::BF16))
-    fail("--dtype must be f32, f16 or bf16 (got '" + WeightDType + "')");
+    fail("--dtype must be f32, f16 or bf16 (got '" + StorageDType + "')");
   if (*dt == DType::F32)
-    return;
+    return *dt;
   for (auto &w : m.weights())
     if (w->data() && isFloat(w->dtype()) && w->dtype() != *dt) {
       w->setData(std::make_shared<Tensor>(w->data()->castTo(*dt)));
@@ -235,6 +239,7 @@ static void castWeights(Module &m) {
       t.dtype = *dt;
       w->setType(t);
     }
+  return *dt;
 }
 
 // NVRTC compiles every fused group's kernel for each --gpu-arch before the
@@ -246,7 +251,7 @@ struct GpuKernels {
   bool built = false;
 };
 
-static GpuKernels compileGpuKernels(const Module &m) {
+static GpuKernels compileGpuKernels(const Module &m, DType activation) {
   std::vector<std::string> names(GpuArchs.begin(), GpuArchs.end());
   if (names.empty())
     names = {"sm_80", "sm_90"};
@@ -257,7 +262,7 @@ static GpuKernels compileGpuKernels(const Module &m) {
     return {}; // the plan runs on the CPU executor
   }
   GpuKernels g;
-  g.kernels = emitCuda(m);
+  g.kernels = emitCuda(m, activation);
   g.code = check(compileModule(g.kernels, archs));
   g.built = true;
   return g;
@@ -273,17 +278,17 @@ static int runCompileOrOpt(bool isCompile) {
   }
   runPasses(*m, isCompile);
   if (isCompile && Emit == EmitKind::Cuda) {
-    castWeights(*m);
-    writeText(cudaModuleText(emitCuda(*m)));
+    DType activation = castWeights(*m);
+    writeText(cudaModuleText(emitCuda(*m, activation)));
     return 0;
   }
   if (isCompile && Emit == EmitKind::Plan) {
     if (OutputFile == "-")
       fail("a plan is binary: give -o FILE (or --emit=ir to print the IR)");
-    castWeights(*m);
-    GpuKernels gpu = compileGpuKernels(*m);
-    auto stats = check(gpu.built ? writePlan(*m, OutputFile, &gpu.kernels, &gpu.code)
-                                 : writePlan(*m, OutputFile));
+    DType activation = castWeights(*m);
+    GpuKernels gpu = compileGpuKernels(*m, activation);
+    auto stats = check(gpu.built ? writePlan(*m, OutputFile, activation, &gpu.kernels, &gpu.code)
+                                 : writePlan(*m, OutputFile, activation));
     if (!StatsJson.empty()) {
       std::ofstream os(StatsJson);
       os << "{\"weights_bytes\": " << stats.weightsBytes << ", \"kv_cache_bytes\": "
@@ -370,6 +375,7 @@ static int runInspect() {
     fail(st.message());
   auto &os = outs();
   os << "plan: " << Inputs[0] << " (format " << genrt::kPlanFormatVersion << ")\n";
+  os << "activation dtype: " << genrt::dtypeName(plan.activationDType) << "\n";
   os << "programs: " << plan.programs.size() << "\n";
   for (const auto &[name, p] : plan.programs)
     os << "  " << name << "  ops " << p.ops.size() << "  arena " << p.arenaBytes << " bytes\n";
@@ -388,7 +394,13 @@ static int runInspect() {
     os << "  " << k.name << "  " << k.mode << "  block " << k.blockSize << "  work " << k.work.str();
     if (k.mode == "rows")
       os << "  shared " << k.sharedFloats.str() << " floats";
-    os << "\n";
+    auto dtypes = [](const std::vector<genrt::DType> &l) {
+      std::string s;
+      for (genrt::DType t : l)
+        s += (s.empty() ? "" : ",") + std::string(genrt::dtypeName(t));
+      return s;
+    };
+    os << "  (" << dtypes(k.inputDTypes) << ") -> (" << dtypes(k.outputDTypes) << ")\n";
   }
   for (const auto &c : plan.cubins)
     os << "cubin " << c.arch << "  " << c.bytes << " bytes\n";

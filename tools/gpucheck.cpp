@@ -8,9 +8,18 @@
 // compare with the CPU executor running the same fused body op by op
 // (runtime/cpu/FusedBody.h). Runtime only: no compiler, no NVRTC. Prints a table
 // (kernel, elements, max abs diff, max rel diff, ok); exit status 1 if any
-// kernel is off by 1e-5 or more relative: rel = max|gpu - cpu| / max|cpu| over
-// each result (element-wise ratios are meaningless where a LayerNorm output
-// is ~0; the table shows them too, as "elem rel", with |cpu| floored at 1e-3).
+// result is off: rel = max|gpu - cpu| / max|cpu| over each result
+// (element-wise ratios are meaningless where a LayerNorm output is ~0; the
+// table shows them too, as "elem rel", with |cpu| floored at 1e-3).
+//
+// Storage dtypes (genc compile --dtype f16|bf16): a parameter the kernel
+// takes as f16/bf16 gets random values rounded to that type, and the CPU
+// executor (f32) runs on exactly those rounded values, so inputs agree bit
+// for bit. Both sides then compute in fp32; the GPU rounds each result once,
+// to its storage type. A result stored as f32 must agree to 1e-5; one stored
+// as f16/bf16 is off by at most half an ulp of the type at max|cpu| (2^-11 /
+// 2^-8 relative) plus the fp32 difference, so it must agree to one ulp:
+// 2^-10 (f16), 2^-7 (bf16).
 #include "runtime/Program.h"
 #include "runtime/cpu/FusedBody.h"
 
@@ -82,15 +91,30 @@ Tensor randomTensor(DType dt, const std::vector<int64_t> &shape, std::mt19937 &r
   return t;
 }
 
+/// The bound on max|gpu - cpu| / max|cpu| for a result stored as `t`.
+double tolerance(DType t, const Options &o) {
+  if (t == DType::F16)
+    return std::ldexp(1.0, -10);
+  if (t == DType::BF16)
+    return std::ldexp(1.0, -7);
+  return o.tol;
+}
+
 struct Row {
-  std::string kernel, status;
+  std::string kernel, status, stored; // stored: the results' storage dtypes
   int64_t elements = 0;
   double maxAbs = 0, maxRel = 0, maxElemRel = 0;
   bool ok = false;
 };
 
+/// Per storage dtype of the results: the largest rel seen, and how many results.
+struct DTypeStats {
+  double maxRel = 0;
+  int results = 0;
+};
+
 bool runKernel(const genrt::Plan &plan, const genrt::KernelInfo &k, CUmodule mod, const Options &o,
-               std::mt19937 &rng, Row &row) {
+               std::mt19937 &rng, Row &row, std::map<DType, DTypeStats> &byDType) {
   const genrt::Program &body = plan.functions.at(k.name);
   std::map<std::string, int64_t> env;
   std::set<std::string> syms(k.symbols.begin(), k.symbols.end());
@@ -102,14 +126,19 @@ bool runKernel(const genrt::Plan &plan, const genrt::KernelInfo &k, CUmodule mod
     env[s] = s == "tokens" ? o.tokens : s == "rows" ? o.rows : 5;
   // Indices stay below the smallest symbol (rows gathers index tokens).
   int64_t maxIndex = std::min(o.tokens, o.rows);
-  std::vector<Tensor> ins;
-  for (int32_t a : body.arguments) {
-    const genrt::ValueInfo &v = body.values[a];
+  // ins: what the CPU executor reads (the body's dtypes); devIns: the same
+  // values in the kernel's storage dtypes (f16/bf16: rounded first).
+  std::vector<Tensor> ins, devIns;
+  for (size_t i = 0; i < body.arguments.size(); ++i) {
+    const genrt::ValueInfo &v = body.values[body.arguments[i]];
+    DType stored = k.inputDTypes.at(i);
     if (v.dtype != DType::F32 && v.dtype != DType::I64 && v.dtype != DType::Bool) {
       row.status = "input dtype " + std::string(genrt::dtypeName(v.dtype));
       return true;
     }
-    ins.push_back(randomTensor(v.dtype, evalShape(v.shape, env), rng, maxIndex));
+    Tensor dev = randomTensor(v.dtype, evalShape(v.shape, env), rng, maxIndex).castTo(stored);
+    ins.push_back(dev.castTo(v.dtype));
+    devIns.push_back(std::move(dev));
   }
   genrt::cpu::KernelContext ctx;
   ctx.symbols = &env;
@@ -124,17 +153,17 @@ bool runKernel(const genrt::Plan &plan, const genrt::KernelInfo &k, CUmodule mod
   std::vector<long long> symVals;
   for (const auto &s : k.symbols)
     symVals.push_back(env[s]);
-  for (const Tensor &t : ins) {
+  for (const Tensor &t : devIns) {
     CUdeviceptr p = 0;
     CU(cuMemAlloc(&p, std::max<size_t>(t.numBytes(), 4)));
     if (t.numBytes())
       CU(cuMemcpyHtoD(p, t.rawData(), t.numBytes()));
     bufs.push_back(p);
   }
-  std::vector<Tensor> gpuOut;
-  for (int32_t r : body.outputs) {
-    const genrt::ValueInfo &v = body.values[r];
-    Tensor t(v.dtype, evalShape(v.shape, env));
+  std::vector<Tensor> gpuOut; // in the kernel's storage dtypes
+  for (size_t i = 0; i < body.outputs.size(); ++i) {
+    const genrt::ValueInfo &v = body.values[body.outputs[i]];
+    Tensor t(k.outputDTypes.at(i), evalShape(v.shape, env));
     CUdeviceptr d = 0;
     CU(cuMemAlloc(&d, std::max<size_t>(t.numBytes(), 4)));
     CU(cuMemsetD8(d, 0xff, std::max<size_t>(t.numBytes(), 4))); // NaN: unwritten shows
@@ -155,14 +184,18 @@ bool runKernel(const genrt::Plan &plan, const genrt::KernelInfo &k, CUmodule mod
     CU(cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared));
   CU(cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, shared, nullptr, args.data(), nullptr));
   CU(cuCtxSynchronize());
+  row.ok = true;
+  std::set<std::string> storedNames;
   for (size_t i = 0; i < gpuOut.size(); ++i) {
-    Tensor &g = gpuOut[i];
-    if (g.numBytes())
-      CU(cuMemcpyDtoH(g.data<char>(), bufs[ins.size() + i], g.numBytes()));
+    if (gpuOut[i].numBytes())
+      CU(cuMemcpyDtoH(gpuOut[i].data<char>(), bufs[ins.size() + i], gpuOut[i].numBytes()));
+    DType stored = gpuOut[i].dtype();
     const Tensor &c = ref[i];
+    Tensor g = gpuOut[i].castTo(c.dtype()); // f16/bf16 -> f32 is exact
     if (c.numElements() != g.numElements() || c.dtype() != g.dtype()) {
       row.status = "result " + std::to_string(i) + ": size or dtype differs";
-      return true;
+      row.ok = false;
+      break;
     }
     row.elements += g.numElements();
     double maxRef = 0, maxDiff = 0;
@@ -189,12 +222,20 @@ bool runKernel(const genrt::Plan &plan, const genrt::KernelInfo &k, CUmodule mod
         maxRef = std::max(maxRef, std::fabs(cv));
       row.maxElemRel = std::max(row.maxElemRel, d / std::max(std::fabs(cv), 1e-3));
     }
-    row.maxRel = std::max(row.maxRel, maxDiff == 0 ? 0 : maxDiff / std::max(maxRef, 1e-30));
+    double rel = maxDiff == 0 ? 0 : maxDiff / std::max(maxRef, 1e-30);
+    row.maxRel = std::max(row.maxRel, rel);
+    row.ok &= rel < tolerance(stored, o);
+    DTypeStats &st = byDType[stored];
+    st.maxRel = std::max(st.maxRel, rel);
+    ++st.results;
+    storedNames.insert(genrt::dtypeName(stored));
   }
+  for (const auto &n : storedNames)
+    row.stored += (row.stored.empty() ? "" : ",") + n;
   for (CUdeviceptr b : bufs)
     cuMemFree(b);
-  row.ok = row.maxRel < o.tol;
-  row.status = row.ok ? "ok" : "MISMATCH";
+  if (row.status.empty())
+    row.status = row.ok ? "ok" : "MISMATCH";
   return true;
 }
 
@@ -238,10 +279,13 @@ int main(int argc, char **argv) {
   cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
   cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
   std::printf("device: %s (sm_%d%d); tokens = %lld, rows = %lld\n"
-              "rel = max|gpu-cpu| / max|cpu| per result; elem rel = max(|gpu-cpu| / max(|cpu|, 1e-3))\n",
-              devName, major, minor, static_cast<long long>(o.tokens), static_cast<long long>(o.rows));
+              "rel = max|gpu-cpu| / max|cpu| per result; elem rel = max(|gpu-cpu| / max(|cpu|, 1e-3));\n"
+              "tolerance by the result's storage dtype: f32 %g, f16 %g, bf16 %g\n",
+              devName, major, minor, static_cast<long long>(o.tokens), static_cast<long long>(o.rows),
+              tolerance(DType::F32, o), tolerance(DType::F16, o), tolerance(DType::BF16, o));
   std::mt19937 rng(o.seed);
   int bad = 0, checked = 0, skipped = 0;
+  std::map<DType, DTypeStats> byDType;
   std::string sm = "sm_" + std::to_string(major * 10 + minor);
   for (const std::string &path : models) {
     genrt::Plan plan;
@@ -256,7 +300,8 @@ int main(int argc, char **argv) {
     std::set<std::string> withKernel;
     for (const auto &k : plan.kernels)
       withKernel.insert(k.name);
-    std::printf("\n%s: %zu kernels, %zu fused bodies without one\n", path.c_str(), plan.kernels.size(),
+    std::printf("\n%s: activations %s; %zu kernels, %zu fused bodies without one\n", path.c_str(),
+                genrt::dtypeName(plan.activationDType), plan.kernels.size(),
                 plan.functions.size() - withKernel.size());
     if (!cubin) {
       std::fprintf(stderr, "gpucheck: %s has no cubin for %s (genc compile --gpu-arch=%s)\n",
@@ -268,18 +313,20 @@ int main(int argc, char **argv) {
       std::fprintf(stderr, "gpucheck: %s: the %s cubin does not load\n", path.c_str(), sm.c_str());
       return 2;
     }
-    std::printf("  %-26s %10s %12s %12s %12s  %s\n", "kernel", "elements", "max abs", "max rel",
-                "elem rel", "ok");
+    std::printf("  %-26s %10s %8s %12s %12s %12s  %s\n", "kernel", "elements", "stored", "max abs",
+                "max rel", "elem rel", "ok");
     for (const genrt::KernelInfo &k : plan.kernels) {
       Row row;
       row.kernel = k.name;
-      if (!runKernel(plan, k, mod, o, rng, row))
+      if (!runKernel(plan, k, mod, o, rng, row, byDType)) {
         row.status = "cuda error";
+        row.ok = false;
+      }
       ++checked;
       bad += !row.ok;
-      std::printf("  %-26s %10lld %12.3g %12.3g %12.3g  %s\n", row.kernel.c_str(),
-                  static_cast<long long>(row.elements), row.maxAbs, row.maxRel, row.maxElemRel,
-                  row.status.c_str());
+      std::printf("  %-26s %10lld %8s %12.3g %12.3g %12.3g  %s\n", row.kernel.c_str(),
+                  static_cast<long long>(row.elements), row.stored.c_str(), row.maxAbs, row.maxRel,
+                  row.maxElemRel, row.status.c_str());
     }
     for (const auto &[name, f] : plan.functions)
       if (!withKernel.count(name)) {
@@ -288,6 +335,10 @@ int main(int argc, char **argv) {
       }
     cuModuleUnload(mod);
   }
-  std::printf("\n%d kernels checked, %d off, %d bodies without a kernel\n", checked, bad, skipped);
+  std::printf("\n");
+  for (const auto &[dt, st] : byDType)
+    std::printf("results stored as %s: %d, max rel %.3g (tolerance %g)\n", genrt::dtypeName(dt),
+                st.results, st.maxRel, tolerance(dt, o));
+  std::printf("%d kernels checked, %d off, %d bodies without a kernel\n", checked, bad, skipped);
   return bad ? 1 : 0;
 }

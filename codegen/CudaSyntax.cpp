@@ -1,0 +1,163 @@
+#include "codegen/CudaSyntax.h"
+
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+
+namespace genc {
+
+namespace {
+const char *kPrelude = R"(// genc prelude: fp32 math; f16/bf16 storage converts on load and store.
+static __device__ __forceinline__ float genc_h2f(unsigned short h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+static __device__ __forceinline__ unsigned short genc_f2h(float f) { unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+static __device__ __forceinline__ float genc_bf2f(unsigned short h) { return __uint_as_float(((unsigned)h) << 16); }
+static __device__ __forceinline__ unsigned short genc_f2bf(float f) { unsigned short h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+static __device__ __forceinline__ float genc_max(float x, float y) { return (x > y || x != x) ? x : y; }
+static __device__ __forceinline__ float genc_min(float x, float y) { return (x < y || x != x) ? x : y; }
+static __device__ __forceinline__ long long genc_f2i(float v) {
+  if (v != v) return 0;
+  if (v >= 9.2233720368547758e18f) return 9223372036854775807LL;
+  if (v <= -9.2233720368547758e18f) return -9223372036854775807LL - 1;
+  return (long long)truncf(v);
+}
+static __device__ __forceinline__ long long genc_clamp_index(long long k, long long n) {
+  if (k < 0) k += n;
+  return k < 0 ? 0 : (k >= n ? n - 1 : k);
+}
+// Block-wide sum / max; blockDim.x is a multiple of 32. Every thread gets the
+// result; the warps' partials are added in warp order (deterministic).
+static __device__ __forceinline__ float genc_block_sum(float v, float *red) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  __syncthreads();
+  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
+  __syncthreads();
+  float t = 0.f;
+  for (int w = 0; w < (int)((blockDim.x + 31) >> 5); ++w) t += red[w];
+  return t;
+}
+static __device__ __forceinline__ float genc_block_max(float v, float *red) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  __syncthreads();
+  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
+  __syncthreads();
+  float t = -__int_as_float(0x7f800000);
+  for (int w = 0; w < (int)((blockDim.x + 31) >> 5); ++w) t = fmaxf(t, red[w]);
+  return t;
+}
+// Vector access: V contiguous elements of T as 16-byte words (one smaller
+// word below 16 bytes). The caller guarantees alignment to the whole access
+// (codegen/CudaVectorize.h); `dst` / `src` are alignas(16) local arrays,
+// which stay in registers once the lane loop is unrolled.
+template <int B> struct genc_word;
+template <> struct genc_word<1> { typedef unsigned char T; };
+template <> struct genc_word<2> { typedef unsigned short T; };
+template <> struct genc_word<4> { typedef unsigned int T; };
+template <> struct genc_word<8> { typedef uint2 T; };
+template <> struct genc_word<16> { typedef uint4 T; };
+template <typename T, int V>
+static __device__ __forceinline__ void genc_vload(T (&dst)[V], const T *src) {
+  constexpr int B = (int)sizeof(T) * V, W = B < 16 ? B : 16;
+  typedef typename genc_word<W>::T Word;
+#pragma unroll
+  for (int k = 0; k < B / W; ++k) reinterpret_cast<Word *>(dst)[k] = reinterpret_cast<const Word *>(src)[k];
+}
+template <typename T, int V>
+static __device__ __forceinline__ void genc_vstore(T *dst, const T (&src)[V]) {
+  constexpr int B = (int)sizeof(T) * V, W = B < 16 ? B : 16;
+  typedef typename genc_word<W>::T Word;
+#pragma unroll
+  for (int k = 0; k < B / W; ++k) reinterpret_cast<Word *>(dst)[k] = reinterpret_cast<const Word *>(src)[k];
+}
+)";
+} // namespace
+
+const char *cudaPrelude() { return kPrelude; }
+
+Dom domOf(DType t) {
+  if (isFloat(t))
+    return Dom::F;
+  if (t == DType::Bool)
+    return Dom::B;
+  return Dom::I;
+}
+
+const char *domType(Dom d) { return d == Dom::F ? "float" : d == Dom::I ? "long long" : "bool"; }
+
+std::string storageType(DType t) {
+  switch (t) {
+  case DType::F32: return "float";
+  case DType::F16:
+  case DType::BF16: return "unsigned short";
+  case DType::F64: return "double";
+  case DType::I64: return "long long";
+  case DType::I32: return "int";
+  case DType::I8: return "signed char";
+  case DType::U8:
+  case DType::Bool: return "unsigned char";
+  default: return "";
+  }
+}
+
+std::string loadExpr(DType t, const std::string &ref) {
+  switch (t) {
+  case DType::F16: return "genc_h2f(" + ref + ")";
+  case DType::BF16: return "genc_bf2f(" + ref + ")";
+  case DType::F64: return "(float)" + ref;
+  case DType::Bool: return "(" + ref + " != 0)";
+  case DType::F32: return ref;
+  default: return "(long long)" + ref;
+  }
+}
+
+std::string storeExpr(DType t, const std::string &v) {
+  switch (t) {
+  case DType::F16: return "genc_f2h(" + v + ")";
+  case DType::BF16: return "genc_f2bf(" + v + ")";
+  case DType::F64: return "(double)" + v;
+  case DType::Bool:
+  case DType::U8: return "(unsigned char)" + v;
+  case DType::I32: return "(int)" + v;
+  case DType::I8: return "(signed char)" + v;
+  default: return v;
+  }
+}
+
+std::string floatLit(double d) {
+  float f = static_cast<float>(d);
+  if (std::isnan(f))
+    return "__int_as_float(0x7fffffff)";
+  if (std::isinf(f))
+    return f > 0 ? "__int_as_float(0x7f800000)" : "(-__int_as_float(0x7f800000))";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.9g", f);
+  std::string s = buf;
+  if (s.find_first_of(".e") == std::string::npos)
+    s += ".0";
+  return s + "f";
+}
+
+std::string intLit(int64_t v) {
+  if (v == INT64_MIN)
+    return "(-9223372036854775807LL - 1)";
+  return std::to_string(v) + "LL";
+}
+
+bool isIdent(const std::string &s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_'))
+    return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_'))
+      return false;
+  return true;
+}
+
+bool mentions(const std::string &code, const std::string &name) {
+  auto identChar = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (size_t at = code.find(name); at != std::string::npos; at = code.find(name, at + 1))
+    if ((at == 0 || !identChar(code[at - 1])) &&
+        (at + name.size() == code.size() || !identChar(code[at + name.size()])))
+      return true;
+  return false;
+}
+
+} // namespace genc
