@@ -27,6 +27,7 @@
 //     {qkv_offsets = [q, k, v], rope = "half"|"interleaved", rotary_dim,
 //      merge_heads = 1, ...}
 #include "compiler/interp/Interpreter.h"
+#include "compiler/ir/Clone.h"
 #include "passes/Passes.h"
 #include "passes/analysis/Fusability.h"
 #include "passes/analysis/Probe.h"
@@ -135,13 +136,7 @@ std::optional<Probed> probeRegion(Module &m, Function &f, const Region &r, Op &a
     std::vector<Value *> ops;
     for (Value *o : op->operands())
       ops.push_back(get(o));
-    std::vector<Type> types;
-    for (Value *res : op->results())
-      types.push_back(res->type());
-    auto c = std::make_unique<Op>(op->kind(), ops, types, op->loc());
-    for (auto &[k, a] : op->attrs())
-      c->setAttr(k, a);
-    Op *cp = pf->append(std::move(c));
+    Op *cp = appendCopy(*pf, *op, ops);
     for (size_t i = 0; i < op->numResults(); ++i)
       map[op->result(i)] = cp->result(i);
   }

@@ -16,6 +16,7 @@
 // CPU executor runs that body op by op with its own kernels (identical
 // semantics), codegen turns it into one CUDA kernel. Weights a group reads are
 // operands of the fused op, so the body only sees its arguments.
+#include "compiler/ir/Clone.h"
 #include "passes/Passes.h"
 #include "passes/analysis/Fusability.h"
 
@@ -115,13 +116,7 @@ private:
         std::vector<Value *> ops;
         for (Value *o : p->operands())
           ops.push_back(get(o));
-        std::vector<Type> types;
-        for (Value *r : p->results())
-          types.push_back(r->type());
-        auto c = std::make_unique<Op>(p->kind(), ops, types, p->loc());
-        for (auto &[k, a] : p->attrs())
-          c->setAttr(k, a);
-        Op *cp = body->append(std::move(c));
+        Op *cp = appendCopy(*body, *p, ops);
         for (size_t i = 0; i < p->numResults(); ++i)
           map[p->result(i)] = cp->result(i);
         return map[v];
@@ -134,13 +129,7 @@ private:
       std::vector<Value *> ops;
       for (Value *o : op->operands())
         ops.push_back(get(o));
-      std::vector<Type> types;
-      for (Value *r : op->results())
-        types.push_back(r->type());
-      auto c = std::make_unique<Op>(op->kind(), ops, types, op->loc());
-      for (auto &[k, a] : op->attrs())
-        c->setAttr(k, a);
-      Op *cp = body->append(std::move(c));
+      Op *cp = appendCopy(*body, *op, ops);
       for (size_t i = 0; i < op->numResults(); ++i)
         map[op->result(i)] = cp->result(i);
     }

@@ -4,18 +4,23 @@
 
 namespace genc {
 
+Op *appendCopy(Function &dst, const Op &op, std::vector<Value *> operands) {
+  std::vector<Type> types;
+  for (Value *r : op.results())
+    types.push_back(r->type());
+  Op *c = dst.append(std::make_unique<Op>(op.kind(), std::move(operands), types, op.loc()));
+  for (auto &[k, a] : op.attrs())
+    c->setAttr(k, a);
+  return c;
+}
+
 static Op *cloneOp(Function &dst, const Op &op, ValueMap &map) {
   std::vector<Value *> operands;
   for (Value *v : op.operands()) {
     auto it = map.find(v);
     operands.push_back(it == map.end() ? v : it->second); // weights map to themselves
   }
-  std::vector<Type> types;
-  for (Value *r : op.results())
-    types.push_back(r->type());
-  Op *c = dst.append(std::make_unique<Op>(op.kind(), operands, types, op.loc()));
-  for (auto &[k, a] : op.attrs())
-    c->setAttr(k, a);
+  Op *c = appendCopy(dst, op, operands);
   for (size_t i = 0; i < op.numResults(); ++i)
     map[op.result(i)] = c->result(i);
   return c;

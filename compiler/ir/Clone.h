@@ -10,6 +10,10 @@ namespace genc {
 
 using ValueMap = std::map<const Value *, Value *>;
 
+/// Appends to `dst` a copy of `op` (kind, attributes, result types,
+/// location) that reads `operands`.
+Op *appendCopy(Function &dst, const Op &op, std::vector<Value *> operands);
+
 /// Copies `f` into `m` as `name`; weights are shared. `map` (optional)
 /// receives old -> new for arguments and results.
 Function *cloneFunction(Module &m, const Function &f, const std::string &name,
