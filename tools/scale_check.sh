@@ -35,7 +35,11 @@ for entry in "${models[@]}"; do
   echo "$name: export $(( (t1 - t0) / 1000000 )) ms, genc compile $(( (t2 - t1) / 1000000 )) ms," \
     "plan $(stat -c %s "$W/$name.plan") bytes"
   cat "$OUT/$name.stats.json"; echo
-  "$BIN/genc" inspect "$W/$name.plan" | head -8
+  "$BIN/genc" inspect "$W/$name.plan" > "$W/$name.inspect"
+  sed -n 1,6p "$W/$name.inspect"
   python3 tests/tools/check_generate.py "$BIN/genc" "$BIN/genrun" "$W/$name" model.onnx "$W/$name.gen" greedy
-  "$BIN/gpucheck" "$W/$name.plan"
+  "$BIN/gpucheck" "$W/$name.plan" | tail -2
+  # The same kernels with f16 storage.
+  "$BIN/genc" compile "$W/$name/model.onnx" --dtype f16 -o "$W/$name.f16.plan"
+  "$BIN/gpucheck" "$W/$name.f16.plan" | tail -3
 done
