@@ -63,7 +63,8 @@ static cl::opt<int64_t> MaxLength("max-length",
                                            "model's maximum positions, at most 2048)"),
                                   cl::init(0), cl::sub(CompileCmd), cl::cat(GencCat));
 static cl::opt<int64_t> MaxTokens("max-tokens",
-                                  cl::desc("Prompt tokens per prefill step (default max-batch x max-length)"),
+                                  cl::desc("Prompt tokens per prefill step; longer prompt batches are prefilled in chunks "
+                                           "(default: max-batch x max-length, at most 2048)"),
                                   cl::init(0), cl::sub(CompileCmd), cl::cat(GencCat));
 static cl::opt<std::string> StorageDType("dtype",
                                          cl::desc("Storage of weights and activations on the GPU: f32 (default), "
