@@ -7,6 +7,7 @@
 //   0.5 * x * (1 + erf(x / sqrt 2))           -> gelu(x) {approximate = "none"}
 //   0.5 * x * (1 + tanh(c * (x + k * x^3)))   -> gelu(x) {approximate = "tanh"}
 //   x * 1/sqrt(mean(x^2) + eps) [* w]         -> rms_norm(x, w)
+//   gather_nd(x, constant idx[..., 1])        -> gather(x, idx[...]) {axis = 0}
 //
 // LayerNormalization is imported as layer_norm already. Each rewrite replaces
 // the root value only; the operands it no longer needs die and are erased.
@@ -34,7 +35,7 @@ public:
       if (dead_.count(op))
         continue;
       changed |= dropNoOp(op) || rewriteGemm(op) || rewriteSilu(op) || rewriteGeluErf(op) ||
-                 rewriteGeluTanh(op) || rewriteRmsNorm(op);
+                 rewriteGeluTanh(op) || rewriteRmsNorm(op) || rewriteGatherNd(op);
     }
     return changed;
   }
@@ -98,6 +99,29 @@ private:
     Tensor t(dt, {});
     t.setDouble(0, v);
     return insert(before, "constant", {}, Type{dt, {}}, {{"value", t}});
+  }
+
+  // torch.export writes x[-2] of a stacked tensor (Falcon's fused QKV heads)
+  // as GatherND with a constant [[-2]]: a plain gather along axis 0, which the
+  // later passes know (injective, position-wise).
+  bool rewriteGatherNd(Op *op) {
+    if (!op->is("gather_nd") || op->intAttr("batch_dims", 0) != 0)
+      return false;
+    Op *c = defOf(op->operand(1), "constant");
+    const Tensor *idx = c ? c->tensorAttr("value") : nullptr;
+    if (!idx || idx->rank() < 1 || idx->shape().back() != 1)
+      return false;
+    std::vector<int64_t> shape(idx->shape().begin(), idx->shape().end() - 1);
+    Tensor flat(idx->dtype(), shape);
+    for (int64_t i = 0; i < idx->numElements(); ++i)
+      flat.setInt(i, idx->getInt(i));
+    Shape dims;
+    for (int64_t d : shape)
+      dims.push_back(Dim(d));
+    Value *k = insert(op, "constant", {}, Type{idx->dtype(), dims}, {{"value", flat}});
+    replace(op->result(), insert(op, "gather", {op->operand(0), k}, op->result()->type(),
+                                 {{"axis", int64_t(0)}}));
+    return true;
   }
 
   bool rewriteSilu(Op *op) {

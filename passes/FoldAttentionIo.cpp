@@ -104,12 +104,15 @@ std::optional<Region> findRegion(Function &f, Op &att) {
       continue;
     for (Value *res : op->results()) {
       fromX.insert(res);
+      // A result the prologue does not read (the MLP half of a split that
+      // also feeds q/k/v, say) may go elsewhere: the op stays for it anyway.
+      bool inside = heads.count(res) > 0, outside = false;
       for (Op *u : f.users(res))
-        if (!r.ops.count(u) && !(u == &att && heads.count(res)))
-          return std::nullopt;
+        (r.ops.count(u) ? inside : outside) |= !(u == &att && heads.count(res));
       for (auto &o : f.outputs())
-        if (o.value == res)
-          return std::nullopt;
+        outside |= o.value == res;
+      if (inside && outside)
+        return std::nullopt;
     }
   }
   return r;
