@@ -49,17 +49,39 @@ def parse_value(v):
 def load_model(args, torch, transformers):
     kw = {"attn_implementation": "eager"}  # explicit softmax(q·kᵀ)·v: what raise-attention reads
     if args.model:
-        cfg = transformers.AutoConfig.from_pretrained(args.model)
+        base = transformers.AutoConfig.from_pretrained(args.model).to_dict()
     elif args.config:
-        d = json.load(open(args.config))
-        cfg = transformers.AutoConfig.for_model(d.pop("model_type"), **d)
+        base = json.load(open(args.config))
     else:
-        cfg = transformers.AutoConfig.for_model(args.arch)
+        base = {"model_type": args.arch}
+    model_type = base.pop("model_type")
+    default = transformers.AutoConfig.for_model(model_type, **base)
+
+    def settable(k):  # a config field, not a derived property
+        return hasattr(default, k) and not isinstance(getattr(type(default), k, None), property)
+
+    # Overrides go into the constructor, so that what a config derives from
+    # them (per-layer lists sized by num_hidden_layers, say) stays consistent.
+    over = {}
+    if args.tiny:  # fixture size, for any architecture: only keys its config has
+        tiny = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+                "num_key_value_heads": 2, "intermediate_size": 128, "ffn_dim": 128, "n_inner": 128,
+                "vocab_size": 1000, "max_position_embeddings": 256, "head_dim": 16,
+                "rotary_dim": 8, "bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0,
+                "decoder_start_token_id": 2}
+        for k, v in tiny.items():
+            if k == "pad_token_id" or (settable(k) and getattr(default, k) is not None):
+                over[k] = v
     for s in args.set:
         k, _, v = s.partition("=")
-        if not hasattr(cfg, k) and not args.allow_new_keys:
-            sys.exit(f"export.py: error: config has no key '{k}' (--allow-new-keys to add it)")
-        setattr(cfg, k, parse_value(v))
+        if not settable(k) and not args.allow_new_keys:
+            sys.exit(f"export.py: error: config has no settable key '{k}' (--allow-new-keys to add it)")
+        over[k] = parse_value(v)
+    # A derived field saved in the base (layer_types, ...) would contradict the overrides.
+    for k in ("layer_types",):
+        if "num_hidden_layers" in over:
+            base.pop(k, None)
+    cfg = transformers.AutoConfig.for_model(model_type, **{**base, **over})
     cfg.use_cache = False
     seq2seq = bool(getattr(cfg, "is_encoder_decoder", False))
     auto = transformers.AutoModelForSeq2SeqLM if seq2seq else transformers.AutoModelForCausalLM
@@ -97,6 +119,8 @@ def main():
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="override a config value (repeatable)")
     ap.add_argument("--allow-new-keys", action="store_true")
+    ap.add_argument("--tiny", action="store_true",
+                    help="the fixtures' size (d=64, 2 layers, 4 heads, vocab 1000) for any architecture")
     ap.add_argument("--out", required=True)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--scale", type=float, default=1.0)
