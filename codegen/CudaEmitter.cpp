@@ -134,6 +134,12 @@ std::string Builder::opValue(Op *op, unsigned ri, Value *v, const Index &idx) {
     return "true";
   if (k == "expand")
     return val(x, broadcastIdx(idx, x->shape()));
+  if (k == "tile") {
+    Index in(idx.size());
+    for (size_t i = 0; i < idx.size(); ++i)
+      in[i] = x->shape()[i] == Dim(1) ? "0LL" : "(" + idx[i] + " % " + D(x->shape()[i]) + ")";
+    return val(x, in);
+  }
   if (k == "transpose") {
     std::vector<int64_t> perm = op->intsAttr("perm");
     if (perm.empty())

@@ -48,6 +48,7 @@ const std::vector<OpDef> &allOps() {
       {"unsqueeze", 1, 1, 1, 1, P::Injective},    // {axes}
       {"transpose", 1, 1, 1, 1, P::Injective},    // {perm}
       {"expand", 2, 2, 1, 1, P::Injective},       // (x, shape)
+      {"tile", 2, 2, 1, 1, P::Injective},         // (x, repeats): ONNX Tile
       {"concat", 1, -1, 1, 1, P::Injective},      // {axis}
       {"split", 1, 1, 1, -1, P::Injective},       // {axis, split}
       {"slice", 3, 5, 1, 1, P::Injective},        // (x, starts, ends[, axes[, steps]])

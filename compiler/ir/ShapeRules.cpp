@@ -68,6 +68,7 @@ static const std::map<std::string, Rule> &ruleTable() {
     t["unsqueeze"] = &ShapeRules::unsqueeze;
     t["transpose"] = &ShapeRules::transpose;
     t["expand"] = &ShapeRules::expand;
+    t["tile"] = &ShapeRules::tile;
     t["concat"] = &ShapeRules::concat;
     t["split"] = &ShapeRules::split;
     t["slice"] = &ShapeRules::slice;

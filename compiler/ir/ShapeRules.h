@@ -89,6 +89,7 @@ struct ShapeRules {
   llvm::Error unsqueeze();
   llvm::Error transpose();
   llvm::Error expand();
+  llvm::Error tile();
   llvm::Error concat();
   llvm::Error split();
   llvm::Error slice();

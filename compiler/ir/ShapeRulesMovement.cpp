@@ -196,6 +196,21 @@ llvm::Error ShapeRules::expand() {
   return setResult(0, in(0)->dtype(), out);
 }
 
+// x[d...] tiled repeats[d] times along each axis -> [d · r ...].
+llvm::Error ShapeRules::tile() {
+  Shape x = shapeOf(0);
+  auto reps = shapeOperand(1);
+  if (!reps)
+    return reps.takeError();
+  if (reps->size() != x.size())
+    return error("repeats has " + std::to_string(reps->size()) + " entries for a rank-" +
+                 std::to_string(x.size()) + " input");
+  Shape out(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    out[i] = x[i] * (*reps)[i];
+  return setResult(0, in(0)->dtype(), out);
+}
+
 llvm::Error ShapeRules::concat() {
   if (!op.hasAttr("axis"))
     return error("needs an 'axis' attribute");

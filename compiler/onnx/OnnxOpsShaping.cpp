@@ -32,6 +32,12 @@ static Results convertExpand(NodeContext &ctx) {
   return one(ctx.emit1("expand", {x, shape}));
 }
 
+static Results convertTile(NodeContext &ctx) {
+  GENC_ASSIGN_OR_RETURN(Value * x, ctx.input(0));
+  GENC_ASSIGN_OR_RETURN(Value * repeats, ctx.indexInput(1));
+  return one(ctx.emit1("tile", {x, repeats}));
+}
+
 static Results convertTranspose(NodeContext &ctx) {
   GENC_ASSIGN_OR_RETURN(Value * x, ctx.input(0));
   std::map<std::string, Attribute> attrs;
@@ -183,6 +189,7 @@ void addShapingConverters(ConverterTable &t) {
   t["Reshape"] = convertReshape;
   t["Flatten"] = convertFlatten;
   t["Expand"] = convertExpand;
+  t["Tile"] = convertTile;
   t["Transpose"] = convertTranspose;
   t["Squeeze"] = convertSqueeze;
   t["Unsqueeze"] = convertUnsqueeze;

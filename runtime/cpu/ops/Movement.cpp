@@ -227,6 +227,41 @@ Error expandKernel(KernelContext &, const AttrMap &, const Ins &ins, Outs &outs)
   return Error::success();
 }
 
+// x[d...] -> y[d · repeats ...], y[i...] = x[i mod d ...] (ONNX Tile).
+Error tileKernel(KernelContext &, const AttrMap &, const Ins &ins, Outs &outs) {
+  const Tensor &x = ins[0];
+  auto reps = intList(ins[1], "repeats");
+  if (!reps)
+    return reps.takeError();
+  if (static_cast<int64_t>(reps->size()) != x.rank())
+    return kernelError("repeats " + dimsStr(*reps) + " does not match a rank-" +
+                       std::to_string(x.rank()) + " input");
+  std::vector<int64_t> outShape = x.shape();
+  for (size_t i = 0; i < reps->size(); ++i) {
+    if ((*reps)[i] < 0)
+      return kernelError("repeats " + dimsStr(*reps) + " has a negative entry");
+    outShape[i] *= (*reps)[i];
+  }
+  auto y = newTensor(x.dtype(), outShape);
+  if (!y)
+    return y.takeError();
+  size_t es = dtypeSize(x.dtype());
+  int64_t n = y->numElements(), r = x.rank();
+  const char *src = bytes(x);
+  char *dst = y->data<char>();
+  std::vector<int64_t> at(r, 0);
+  for (int64_t o = 0; o < n; ++o) {
+    int64_t in = 0;
+    for (int64_t d = 0; d < r; ++d)
+      in = in * x.shape()[d] + at[d] % x.shape()[d];
+    std::memcpy(dst + o * es, src + in * es, es);
+    for (int64_t d = r - 1; d >= 0 && ++at[d] == outShape[d]; --d)
+      at[d] = 0;
+  }
+  outs[0] = std::move(*y);
+  return Error::success();
+}
+
 // ---- concat, split ---------------------------------------------------------
 
 // x_i[..., a_i, ...] along axis -> y[..., Σ a_i, ...]
@@ -516,6 +551,7 @@ void addMovementKernels(KernelTable &t) {
   t["unsqueeze"] = unsqueezeKernel;
   t["transpose"] = transposeKernel;
   t["expand"] = expandKernel;
+  t["tile"] = tileKernel;
   t["concat"] = concatKernel;
   t["split"] = splitKernel;
   t["slice"] = sliceKernel;
