@@ -203,6 +203,17 @@ std::string Builder::opValue(Op *op, unsigned ri, Value *v, const Index &idx) {
     in.insert(in.end(), idx.begin() + a + r, idx.end());
     return val(x, in);
   }
+  if (k == "gather_elements") {
+    Value *ind = op->operand(1);
+    if (domOf(ind->dtype()) != Dom::I) {
+      fail("gather_elements with non-integer indices");
+      return "0";
+    }
+    int64_t a = normAxis(op->intAttr("axis", 0), x->rank());
+    Index in = idx;
+    in[a] = def("long long", "genc_clamp_index(" + val(ind, idx) + ", " + D(x->shape()[a]) + ")");
+    return val(x, in);
+  }
   if (k == "concat")
     return concat(op, v, idx);
   if (isReduction(*op))

@@ -53,6 +53,7 @@ const std::vector<OpDef> &allOps() {
       {"split", 1, 1, 1, -1, P::Injective},       // {axis, split}
       {"slice", 3, 5, 1, 1, P::Injective},        // (x, starts, ends[, axes[, steps]])
       {"gather", 2, 2, 1, 1, P::Injective},       // {axis}
+      {"gather_elements", 2, 2, 1, 1, P::Injective}, // (data, indices) {axis}: ONNX GatherElements
       {"gather_nd", 2, 2, 1, 1, P::Injective},    // {batch_dims}
       {"trilu", 1, 2, 1, 1, P::Injective},        // (x[, k]) {upper}
       // Reductions and normalisations.

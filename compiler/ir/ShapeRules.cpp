@@ -73,6 +73,7 @@ static const std::map<std::string, Rule> &ruleTable() {
     t["split"] = &ShapeRules::split;
     t["slice"] = &ShapeRules::slice;
     t["gather"] = &ShapeRules::gather;
+    t["gather_elements"] = &ShapeRules::gatherElements;
     t["gather_nd"] = &ShapeRules::gatherNd;
     t["trilu"] = &ShapeRules::trilu;
     t["constant"] = &ShapeRules::constant;

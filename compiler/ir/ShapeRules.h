@@ -95,6 +95,7 @@ struct ShapeRules {
   llvm::Error slice();
   llvm::Error gather();
   llvm::Error gatherNd();
+  llvm::Error gatherElements();
   llvm::Error trilu();
 
   // ---- ops that make values from shapes (ShapeRulesValues.cpp)

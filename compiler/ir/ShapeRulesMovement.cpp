@@ -460,6 +460,19 @@ llvm::Error ShapeRules::gather() {
   return setResult(0, in(0)->dtype(), out);
 }
 
+// data[...] and indices of the same rank -> indices' shape; along `axis` the
+// index picks the element, elsewhere the position is the output's.
+llvm::Error ShapeRules::gatherElements() {
+  if (rankOf(0) == 0 || rankOf(0) != rankOf(1))
+    return error("data " + typeStr(0) + " and indices " + typeStr(1) + " must have one rank >= 1");
+  if (!isInteger(in(1)->dtype()))
+    return error("indices must be integers, got " + typeStr(1));
+  auto a = normAxis(op.intAttr("axis", 0), rankOf(0), "axis");
+  if (!a)
+    return a.takeError();
+  return setResult(0, in(0)->dtype(), shapeOf(1));
+}
+
 llvm::Error ShapeRules::gatherNd() {
   Shape data = shapeOf(0), idx = shapeOf(1);
   int64_t b = op.intAttr("batch_dims", 0);

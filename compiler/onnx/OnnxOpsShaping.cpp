@@ -178,6 +178,12 @@ static Results convertGather(NodeContext &ctx) {
   return one(ctx.emit1("gather", {data, indices}, {{"axis", ctx.intAttr("axis", 0)}}));
 }
 
+static Results convertGatherElements(NodeContext &ctx) {
+  GENC_ASSIGN_OR_RETURN(Value * data, ctx.input(0));
+  GENC_ASSIGN_OR_RETURN(Value * indices, ctx.input(1));
+  return one(ctx.emit1("gather_elements", {data, indices}, {{"axis", ctx.intAttr("axis", 0)}}));
+}
+
 static Results convertGatherND(NodeContext &ctx) {
   GENC_ASSIGN_OR_RETURN(Value * data, ctx.input(0));
   GENC_ASSIGN_OR_RETURN(Value * indices, ctx.input(1));
@@ -197,6 +203,7 @@ void addShapingConverters(ConverterTable &t) {
   t["Split"] = convertSplit;
   t["Slice"] = convertSlice;
   t["Gather"] = convertGather;
+  t["GatherElements"] = convertGatherElements;
   t["GatherND"] = convertGatherND;
 }
 

@@ -456,6 +456,47 @@ Error gatherKernel(KernelContext &, const AttrMap &attrs, const Ins &ins, Outs &
   return Error::success();
 }
 
+// data[d...], indices[i...] (same rank) {axis} -> y[i...] with
+// y[p] = data[p with p[axis] = indices[p]] (ONNX GatherElements).
+Error gatherElementsKernel(KernelContext &, const AttrMap &attrs, const Ins &ins, Outs &outs) {
+  const Tensor &data = ins[0], &idx = ins[1];
+  if (auto e = expectDType(idx, DType::I64, "indices"))
+    return e;
+  const int64_t r = data.rank();
+  if (r == 0 || idx.rank() != r)
+    return kernelError("data " + dimsStr(data.shape()) + " and indices " + dimsStr(idx.shape()) +
+                       " must have one rank >= 1");
+  auto axis = normalizeAxis(attrInt(attrs, "axis", 0), r);
+  if (!axis)
+    return axis.takeError();
+  for (int64_t d = 0; d < r; ++d)
+    if (d != *axis && idx.shape()[d] > data.shape()[d])
+      return kernelError("indices " + dimsStr(idx.shape()) + " reach past data " +
+                         dimsStr(data.shape()) + " on axis " + std::to_string(d));
+  auto y = newTensor(data.dtype(), idx.shape());
+  if (!y)
+    return y.takeError();
+  const int64_t n = data.shape()[*axis], count = idx.numElements();
+  const int64_t *pi = idx.data<int64_t>();
+  const size_t es = dtypeSize(data.dtype());
+  std::vector<int64_t> at(r, 0);
+  char *dst = y->data<char>();
+  for (int64_t o = 0; o < count; ++o) {
+    int64_t k = pi[o];
+    if (k < -n || k >= n)
+      return kernelError("index " + std::to_string(k) + " is out of range for axis " +
+                         std::to_string(*axis) + " of size " + std::to_string(n));
+    int64_t src = 0;
+    for (int64_t d = 0; d < r; ++d)
+      src = src * data.shape()[d] + (d == *axis ? (k < 0 ? k + n : k) : at[d]);
+    std::memcpy(dst + o * es, bytes(data) + src * es, es);
+    for (int64_t d = r - 1; d >= 0 && ++at[d] == idx.shape()[d]; --d)
+      at[d] = 0;
+  }
+  outs[0] = std::move(*y);
+  return Error::success();
+}
+
 // data[B..., D...], indices[B..., T..., m] {batch_dims = |B|}
 //   -> y[B..., T..., D[m:]...]: each m-tuple picks a slice of data within its batch.
 Error gatherNDKernel(KernelContext &, const AttrMap &attrs, const Ins &ins, Outs &outs) {
@@ -556,6 +597,7 @@ void addMovementKernels(KernelTable &t) {
   t["split"] = splitKernel;
   t["slice"] = sliceKernel;
   t["gather"] = gatherKernel;
+  t["gather_elements"] = gatherElementsKernel;
   t["gather_nd"] = gatherNDKernel;
   t["trilu"] = triluKernel;
 }
