@@ -2,17 +2,17 @@
 //
 // Runs after derive-plan on @prefill, @decode_step and @encode:
 //  0. matmul(x, transpose(W)) of a 2-D weight -> matmul(x, W) {transpose_b}.
-//  1. Epilogues: `add(matmul(x, W), b)` with a 1-D weight b of W's width
-//     becomes `matmul(x, W, b) {epilogue = "bias"}`, and a relu or tanh-GELU
-//     right after it joins too ("bias_relu", "bias_gelu_tanh"): exactly what
-//     cuBLASLt's BIAS / RELU_BIAS / GELU_BIAS epilogues compute, so those
-//     elementwise kernels disappear (also when a reshape sits between the
-//     bias and the activation). Erf-GELU stays a separate op: cuBLASLt's
-//     GELU is the tanh approximation.
+//  1. Biases: `add(matmul(x, W), b)` with a 1-D weight b of W's width becomes
+//     `matmul(x, W, b) {epilogue = "bias"}` (cuBLASLt's BIAS epilogue).
 //  2. Horizontal fusion: matmuls that read the same input with 2-D weights
 //     [d, n_i] (Q/K/V, gate/up) become one matmul with the weights (and
 //     biases, zeros where a sibling has none) concatenated along n, followed
-//     by a `split`. Siblings must agree on the activation of their epilogue.
+//     by a `split`.
+//  3. Activations: a relu or tanh-GELU right after a GEMM that stayed alone
+//     joins its epilogue ("relu", "gelu_tanh", "bias_relu",
+//     "bias_gelu_tanh": cuBLASLt's RELU(_BIAS) / GELU(_BIAS)), also when a
+//     reshape sits between them. Erf-GELU stays a separate op: cuBLASLt's
+//     GELU is the tanh approximation.
 #include "passes/Passes.h"
 #include "passes/analysis/Fusability.h"
 
@@ -30,11 +30,6 @@ bool isLinear(const Op &op) {
   const Value *w = op.operand(1);
   return w->isWeight() && w->rank() == 2 && w->shape()[0].isConstant() &&
          w->shape()[1].isConstant();
-}
-
-std::string activationOf(const Op &mm) {
-  std::string ep = mm.strAttr("epilogue");
-  return ep.rfind("bias", 0) == 0 ? (ep.size() > 4 ? ep.substr(5) : "") : ep;
 }
 
 // ---- 0. transposed weights ---------------------------------------------------
@@ -58,23 +53,36 @@ void foldWeightTransposes(Function &f) {
 
 // ---- 1. epilogues -------------------------------------------------------------
 
-void foldEpilogues(Function &f) {
-  for (auto it = f.ops().begin(); it != f.ops().end(); ++it) {
-    Op *mm = it->get();
+void foldBiases(Function &f) {
+  for (auto &op : f.ops()) {
+    Op *mm = op.get();
     if (!isLinear(*mm) || mm->hasAttr("epilogue"))
       continue;
-    std::string ep;
     Op *add = f.soleUser(mm->result());
-    if (add && add->is("add") && add->result()->type() == mm->result()->type()) {
-      Value *bias = add->operand(0) == mm->result() ? add->operand(1) : add->operand(0);
-      if (bias != mm->result() && bias->isWeight() && bias->rank() == 1 &&
-          bias->shape()[0] == mm->result()->shape().back() && bias->dtype() == mm->operand(1)->dtype()) {
-        mm->setOperands({mm->operand(0), mm->operand(1), bias});
-        f.replaceAllUses(add->result(), mm->result());
-        f.erase(add);
-        ep = "bias";
-      }
+    if (!add || !add->is("add") || add->result()->type() != mm->result()->type())
+      continue;
+    Value *bias = add->operand(0) == mm->result() ? add->operand(1) : add->operand(0);
+    if (bias != mm->result() && bias->isWeight() && bias->rank() == 1 &&
+        bias->shape()[0] == mm->result()->shape().back() && bias->dtype() == mm->operand(1)->dtype()) {
+      mm->setOperands({mm->operand(0), mm->operand(1), bias});
+      f.replaceAllUses(add->result(), mm->result());
+      f.erase(add);
+      mm->setAttr("epilogue", std::string("bias"));
     }
+  }
+}
+
+// After horizontal fusion: a merged GEMM is followed by its split, so only
+// GEMMs left alone take their activation (gate/up pairs merge first: one GEMM
+// launch saved beats an activation folded).
+void foldActivations(Function &f) {
+  for (auto &op : f.ops()) {
+    Op *mm = op.get();
+    if (!isLinear(*mm))
+      continue;
+    std::string ep = mm->strAttr("epilogue");
+    if (ep != "" && ep != "bias")
+      continue;
     // The activation may sit behind a reshape (GPT-2's Conv1D works on 2-D
     // rows): elementwise commutes with it, so it moves into the epilogue and
     // the reshape stays.
@@ -84,18 +92,16 @@ void foldEpilogues(Function &f) {
       out = act->result();
       act = f.soleUser(out);
     }
-    if (act && act->result()->type() == out->type()) {
-      std::string a = act->is("relu")                                             ? "relu"
-                      : act->is("gelu") && act->strAttr("approximate") == "tanh" ? "gelu_tanh"
-                                                                                 : "";
-      if (!a.empty()) {
-        f.replaceAllUses(act->result(), out);
-        f.erase(act);
-        ep += (ep.empty() ? "" : "_") + a;
-      }
-    }
-    if (!ep.empty())
-      mm->setAttr("epilogue", ep);
+    if (!act || act->result()->type() != out->type())
+      continue;
+    std::string a = act->is("relu")                                             ? "relu"
+                    : act->is("gelu") && act->strAttr("approximate") == "tanh" ? "gelu_tanh"
+                                                                               : "";
+    if (a.empty())
+      continue;
+    f.replaceAllUses(act->result(), out);
+    f.erase(act);
+    mm->setAttr("epilogue", ep.empty() ? a : ep + "_" + a);
   }
 }
 
@@ -151,11 +157,11 @@ Value *sharedWeight(Module &m, const std::string &name, Type t, std::shared_ptr<
 }
 
 void fuseSiblings(Module &m, Function &f) {
-  std::map<std::pair<Value *, std::string>, std::vector<Op *>> byInput;
+  std::map<Value *, std::vector<Op *>> byInput;
   for (auto &op : f.ops())
     if (isLinear(*op) && !op->intAttr("transpose_b", 0)) // [d, n] weights only
-      byInput[{op->operand(0), activationOf(*op)}].push_back(op.get());
-  for (auto &[key, mms] : byInput) {
+      byInput[op->operand(0)].push_back(op.get());
+  for (auto &[x, mms] : byInput) {
     std::vector<Op *> set;
     for (Op *mm : mms)
       if (mm->operand(1)->dtype() == mms[0]->operand(1)->dtype())
@@ -174,7 +180,6 @@ void fuseSiblings(Module &m, Function &f) {
     }
     int64_t total = std::accumulate(sizes.begin(), sizes.end(), int64_t(0));
     DType dt = ws[0]->dtype();
-    Value *x = key.first;
     std::vector<Value *> operands{x, sharedWeight(m, name, Type{dt, {ws[0]->shape()[0], Dim(total)}},
                                                   concatColumns(ws))};
     if (anyBias)
@@ -184,10 +189,8 @@ void fuseSiblings(Module &m, Function &f) {
     outT.shape.back() = Dim(total);
     Op *first = set[0];
     auto mm = std::make_unique<Op>("matmul", operands, std::vector<Type>{outT}, first->loc());
-    std::string ep = (anyBias ? "bias" : "") +
-                     std::string(anyBias && !key.second.empty() ? "_" : "") + key.second;
-    if (!ep.empty())
-      mm->setAttr("epilogue", ep);
+    if (anyBias)
+      mm->setAttr("epilogue", std::string("bias"));
     std::vector<Type> parts;
     for (Op *o : set)
       parts.push_back(o->result()->type());
@@ -209,8 +212,9 @@ llvm::Error fuseGemmsPass(Module &m) {
   for (auto &f : m.functions())
     if (f->name() == "prefill" || f->name() == "decode_step" || f->name() == "encode") {
       foldWeightTransposes(*f);
-      foldEpilogues(*f);
+      foldBiases(*f);
       fuseSiblings(m, *f);
+      foldActivations(*f);
     }
   m.eraseUnusedWeights();
   return llvm::Error::success();

@@ -70,18 +70,18 @@ TEST(FuseGemms, FoldedEpiloguesAndMergedSiblingsComputeTheSame) {
   weight @w2 : f32[16, 12]
   weight @b2 : f32[12]
   weight @wt : f32[20, 16]
-  func @decode_step(%x: f32[1, tokens, 16]) -> (q: f32[1, tokens, 8], k: f32[1, tokens, 4], v: f32[1, tokens, 4], h1: f32[tokens, 12], h2: f32[1, tokens, 12], y: f32[1, tokens, 20]) {
+  func @decode_step(%x: f32[1, tokens, 16], %x1: f32[1, tokens, 16], %x2: f32[1, tokens, 16]) -> (q: f32[1, tokens, 8], k: f32[1, tokens, 4], v: f32[1, tokens, 4], h1: f32[tokens, 12], h2: f32[1, tokens, 12], y: f32[1, tokens, 20]) {
     %q0 = matmul(%x, @wq) : f32[1, tokens, 8]
     %qb = add(%q0, @bq) : f32[1, tokens, 8]
     %k0 = matmul(%x, @wk) : f32[1, tokens, 4]
     %v0 = matmul(%x, @wv) : f32[1, tokens, 4]
     %vb = add(@bv, %v0) : f32[1, tokens, 4]
-    %a1 = matmul(%x, @w1) : f32[1, tokens, 12]
+    %a1 = matmul(%x1, @w1) : f32[1, tokens, 12]
     %a1b = add(%a1, @b1) : f32[1, tokens, 12]
     %sh = dims() {value = shape<tokens, 12>} : i64[2]
     %a1r = reshape(%a1b, %sh) : f32[tokens, 12]
     %g1 = gelu(%a1r) {approximate = "tanh"} : f32[tokens, 12]
-    %a2 = matmul(%x, @w2) : f32[1, tokens, 12]
+    %a2 = matmul(%x2, @w2) : f32[1, tokens, 12]
     %a2b = add(%a2, @b2) : f32[1, tokens, 12]
     %r2 = relu(%a2b) : f32[1, tokens, 12]
     %t = transpose(@wt) {perm = [1, 0]} : f32[16, 20]
@@ -93,7 +93,8 @@ TEST(FuseGemms, FoldedEpiloguesAndMergedSiblingsComputeTheSame) {
   std::mt19937 rng(7);
   giveWeightsData(*m, rng);
   Function &f = *m->function("decode_step");
-  std::vector<Tensor> in{randomTensor({1, 5, 16}, rng)};
+  std::vector<Tensor> in{randomTensor({1, 5, 16}, rng), randomTensor({1, 5, 16}, rng),
+                         randomTensor({1, 5, 16}, rng)};
   auto before = interpret(*m, f, in);
   ASSERT_TRUE(!!before) << llvm::toString(before.takeError());
   ASSERT_FALSE(!!fuseGemmsPass(*m));
