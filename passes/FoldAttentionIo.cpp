@@ -15,23 +15,25 @@
 // exporters spell rotate_half differently): the ops between X (and the
 // `positions` argument) and the attention's q/k/v are run in the interpreter
 // on random X and positions, and compared with each candidate reading: which
-// column offset each of q, k, v starts at, and RoPE "half" (rotate_half,
-// GPT-NeoX/Llama) or "interleaved" (GPT-J) with which of the position tables
-// gathered in that region as cos and sin. Only an exact reading folds; any
-// other prologue (a per-head norm, a scaled q, heads interleaved in X) stays
-// as it was and `fuse` gives it a kernel. The epilogue (transpose + reshape to
+// column offset each of q, k, v starts at, an RMSNorm of q and k first (per
+// head as in Qwen3, or over all heads as in OLMo2, with which weights), and
+// RoPE "half" (rotate_half, GPT-NeoX/Llama) or "interleaved" (GPT-J) with
+// which of the position tables gathered in that region as cos and sin. Only
+// an exact reading folds; any other prologue (a scaled q, heads interleaved
+// in X, a LayerNorm) stays as it was and `fuse` gives it a kernel. The epilogue (transpose + reshape to
 // [1, T, heads·D]) is matched by structure.
 //
 // The folded op (docs/ir-ops.md):
-//   kv_attention(X[, positions, cos, sin][, bias])
+//   kv_attention(X[, positions, cos, sin][, q_norm, k_norm][, bias])
 //     {qkv_offsets = [q, k, v], rope = "half"|"interleaved", rotary_dim,
-//      merge_heads = 1, ...}
+//      qk_norm_epsilon, merge_heads = 1, ...}
 #include "compiler/interp/Interpreter.h"
 #include "compiler/ir/Clone.h"
 #include "passes/Passes.h"
 #include "passes/analysis/Fusability.h"
 #include "passes/analysis/Probe.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -178,19 +180,43 @@ struct Rope {
   int64_t dim = 0;            // rotary_dim: the table width
 };
 
+// An RMSNorm of q or k before the rotation (Qwen3: per head, weight [D];
+// OLMo2: over all of the operand's heads, weight [heads·D]).
+struct Norm {
+  Value *weight = nullptr;
+  float eps = 0.f;
+};
+
 // What head operand `h` would be if its head j started at column
-// off + j·D of X, rotated as `rope` says.
-bool matches(const Probed &p, const Tensor &h, int64_t off, int64_t D, const Rope &rope) {
+// off + j·D of X, normalised and rotated as `norm` and `rope` say.
+bool matches(const Probed &p, const Tensor &h, int64_t off, int64_t D, const Rope &rope,
+             const Norm &norm) {
   int64_t n = h.shape()[1], T = h.shape()[2], W = p.x.shape().back();
   if (h.shape()[3] != D || off + n * D > W)
     return false;
   const float *x = p.x.data<float>(), *got = h.data<float>();
   const float *c = rope.cos ? rope.cos->data()->data<float>() : nullptr;
   const float *s = rope.sin ? rope.sin->data()->data<float>() : nullptr;
+  const float *nw = norm.weight ? norm.weight->data()->data<float>() : nullptr;
+  int64_t nwidth = norm.weight ? norm.weight->data()->numElements() : 0;
+  if (nw && nwidth != D && nwidth != n * D)
+    return false;
   int64_t R = rope.dim, half = R / 2;
-  for (int64_t j = 0; j < n; ++j)
-    for (int64_t t = 0; t < T; ++t) {
-      const float *row = x + t * W + off + j * D;
+  std::vector<float> b(n * D);
+  for (int64_t t = 0; t < T; ++t) {
+    // The operand's n heads of token t, normalised (same arithmetic as the
+    // rms_norm kernel: x · (1/sqrt(mean(x²) + eps)) · w).
+    std::copy(x + t * W + off, x + t * W + off + n * D, b.begin());
+    for (int64_t g = 0; nw && g < n * D; g += nwidth) {
+      float ss = 0.f;
+      for (int64_t i = 0; i < nwidth; ++i)
+        ss += b[g + i] * b[g + i];
+      float inv = 1.f / std::sqrt(ss / static_cast<float>(nwidth) + norm.eps);
+      for (int64_t i = 0; i < nwidth; ++i)
+        b[g + i] = b[g + i] * inv * nw[i];
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      const float *row = b.data() + j * D;
       int64_t pos = rope.mode.empty() ? 0 : p.positions.getInt(t);
       for (int64_t d = 0; d < D; ++d) {
         float want = row[d];
@@ -204,15 +230,42 @@ bool matches(const Probed &p, const Tensor &h, int64_t off, int64_t D, const Rop
           return false;
       }
     }
+  }
   return true;
 }
 
-std::optional<int64_t> findOffset(const Probed &p, const Tensor &h, int64_t D, const Rope &rope) {
+std::optional<int64_t> findOffset(const Probed &p, const Tensor &h, int64_t D, const Rope &rope,
+                                  const Norm &norm = {}) {
   int64_t W = p.x.shape().back();
   for (int64_t off = 0; off + D <= W; off += D)
-    if (matches(p, h, off, D, rope))
+    if (matches(p, h, off, D, rope, norm))
       return off;
   return std::nullopt;
+}
+
+// Readings to try for the norm of q and k: none, then each 1-D f32 weight the
+// region multiplies by, with the epsilon of its rms_norm ops (one for all).
+std::vector<Norm> normCandidates(const Region &r, int64_t D) {
+  std::vector<Norm> out{Norm{}};
+  std::optional<double> eps;
+  for (Op *op : r.ops)
+    if (op->is("rms_norm")) {
+      double e = op->floatAttr("epsilon", 1e-5);
+      if (eps && *eps != e)
+        return out;
+      eps = e;
+    }
+  if (!eps)
+    return out;
+  for (Op *op : r.ops)
+    if (op->is("mul"))
+      for (Value *w : op->operands()) {
+        const Tensor *d = w->isWeight() ? w->data() : nullptr;
+        if (d && d->dtype() == DType::F32 && d->rank() == 1 && d->numElements() % D == 0 &&
+            std::none_of(out.begin(), out.end(), [&](const Norm &n) { return n.weight == w; }))
+          out.push_back(Norm{w, static_cast<float>(*eps)});
+      }
+  return out;
 }
 
 // Readings to try for q and k: none, then each mode over each ordered pair
@@ -248,6 +301,7 @@ struct Reading {
   Value *x, *positions;
   std::vector<int64_t> offsets;
   Rope rope;
+  Norm qNorm, kNorm;
 };
 
 std::optional<Reading> readPrologue(Module &m, Function &f, Op &att) {
@@ -263,27 +317,37 @@ std::optional<Reading> readPrologue(Module &m, Function &f, Op &att) {
   int64_t D = att.intAttr("head_dim", 0);
   if (D <= 0)
     return std::nullopt;
-  Reading rd{r->x, nullptr, {}, {}};
+  Reading rd{r->x, nullptr, {}, {}, {}, {}};
   const Tensor &q = p->heads[0];
-  for (const Rope &rope : ropeCandidates(*r, D)) {
-    auto qo = findOffset(*p, q, D, rope);
-    if (!qo)
-      continue;
-    if (numHeadOperands(att) == 1) {
-      if (!rope.mode.empty())
-        continue; // cross-attention keys come from the cache: no rotation
-      rd.offsets = {*qo};
-      return rd;
+  std::vector<Norm> norms = normCandidates(*r, D);
+  for (const Rope &rope : ropeCandidates(*r, D))
+    for (const Norm &qn : norms) {
+      auto qo = findOffset(*p, q, D, rope, qn);
+      if (!qo)
+        continue;
+      if (numHeadOperands(att) == 1) {
+        if (!rope.mode.empty() || qn.weight)
+          continue; // cross-attention keys come from the cache: no rotation, no norm
+        rd.offsets = {*qo};
+        return rd;
+      }
+      auto vo = findOffset(*p, p->heads[2], D, Rope{});
+      if (!vo)
+        continue;
+      for (const Norm &kn : norms) {
+        if (!kn.weight != !qn.weight)
+          continue; // both normalised or neither
+        auto ko = findOffset(*p, p->heads[1], D, rope, kn);
+        if (!ko)
+          continue;
+        rd.offsets = {*qo, *ko, *vo};
+        rd.rope = rope;
+        rd.qNorm = qn;
+        rd.kNorm = kn;
+        rd.positions = rope.mode.empty() ? nullptr : r->positions;
+        return rd;
+      }
     }
-    auto ko = findOffset(*p, p->heads[1], D, rope);
-    auto vo = findOffset(*p, p->heads[2], D, Rope{});
-    if (!ko || !vo)
-      continue;
-    rd.offsets = {*qo, *ko, *vo};
-    rd.rope = rope;
-    rd.positions = rope.mode.empty() ? nullptr : r->positions;
-    return rd;
-  }
   return std::nullopt;
 }
 
@@ -326,6 +390,10 @@ bool foldOne(Module &m, Function &f, Op &att) {
       operands.insert(operands.end(), {rd->positions, rd->rope.cos, rd->rope.sin});
       attrs["rope"] = rd->rope.mode;
       attrs["rotary_dim"] = rd->rope.dim;
+    }
+    if (rd->qNorm.weight) {
+      operands.insert(operands.end(), {rd->qNorm.weight, rd->kNorm.weight});
+      attrs["qk_norm_epsilon"] = static_cast<double>(rd->qNorm.eps);
     }
     operands.insert(operands.end(), rest.begin(), rest.end());
     attrs["qkv_offsets"] = rd->offsets;

@@ -67,9 +67,10 @@ const std::vector<OpDef> &allOps() {
       {"gemm", 2, 3, 1, 1, P::Gemm},              // {alpha, beta, trans_a, trans_b}
       // Raised attention (passes/RaiseAttention.cpp; semantics in docs/ir-ops.md).
       {"attention", 3, 5, 1, 1, P::Attention},    // (q, k, v[, key_mask][, bias])
-      // (q, k, v[, bias]), or after fold-attention-io (x[, positions, cos, sin][, bias])
-      {"kv_attention", 1, 5, 1, 1, P::Attention},     // {layer, ...}: reads/appends a KV cache
-      {"packed_attention", 1, 5, 1, 1, P::Attention}, // within each packed source
+      // (q, k, v[, bias]), or after fold-attention-io
+      // (x[, positions, cos, sin][, q_norm, k_norm][, bias])
+      {"kv_attention", 1, 7, 1, 1, P::Attention},     // {layer, ...}: reads/appends a KV cache
+      {"packed_attention", 1, 7, 1, 1, P::Attention}, // within each packed source
       {"cross_attention", 1, 1, 1, 1, P::Attention},  // (q) {layer, ...}: reads a cross-attention cache
       // A group of the ops above run as one kernel (passes/Fuse.cpp): operands
       // and results are the body function's arguments and outputs.

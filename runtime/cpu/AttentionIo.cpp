@@ -1,17 +1,31 @@
 #include "runtime/cpu/AttentionIo.h"
 
+#include "runtime/cpu/Kernels.h"
+
 #include <cstring>
 
 namespace genrt::cpu {
 namespace {
 
-// Head j of token t: X[0, t, off + j·D ...], rotated for q and k. The same
-// arithmetic as Hugging Face's x·cos + rotate(x)·sin, in the same order.
+// Head j of token t: X[0, t, off + j·D ...], RMS-normalised (per head, or
+// over all n heads: the norm weight's width says) and rotated for q and k.
+// The same arithmetic as the rms_norm kernel and Hugging Face's
+// x·cos + rotate(x)·sin, in the same order.
 void unpackHeads(const Tensor &x, int64_t off, int64_t n, int64_t D, const std::string &rope,
-                 int64_t R, const Tensor *pos, const Tensor *cos, const Tensor *sin, Tensor &out) {
+                 int64_t R, const Tensor *pos, const Tensor *cos, const Tensor *sin,
+                 const Tensor *norm, float eps, Tensor &out) {
   int64_t T = x.shape()[x.rank() - 2], W = x.shape().back(), half = R / 2;
   const float *xd = x.data<float>();
   float *od = out.data<float>();
+  std::vector<float> normed;
+  if (norm) {
+    int64_t width = norm->numElements();
+    normed.resize(T * n * D);
+    for (int64_t t = 0; t < T; ++t)
+      rmsNormRows(xd + t * W + off, norm->data<float>(), normed.data() + t * n * D, n * D / width,
+                  width, eps);
+    xd = normed.data(), W = n * D, off = 0;
+  }
   for (int64_t j = 0; j < n; ++j)
     for (int64_t t = 0; t < T; ++t) {
       const float *row = xd + t * W + off + j * D;
@@ -78,12 +92,26 @@ Status unpackAttention(const AttrMap &attrs, const std::vector<Tensor> &ins, siz
       if (pos->getInt(t) < 0 || pos->getInt(t) >= cos->shape()[0])
         return Status::error("a position lies outside the rotary tables");
   }
+  const Tensor *norms[2] = {nullptr, nullptr};
+  float eps = static_cast<float>(attrFloat(attrs, "qk_norm_epsilon", 0.0));
+  if (attrs.count("qk_norm_epsilon")) {
+    if (headOperands != 3 || ins.size() < next + 2)
+      return Status::error("qk_norm_epsilon needs q_norm and k_norm operands");
+    norms[0] = &ins[next], norms[1] = &ins[next + 1];
+    next += 2;
+    for (int i = 0; i < 2; ++i) {
+      int64_t n = i == 0 ? io.heads : kvHeads, w = norms[i]->numElements();
+      if (norms[i]->dtype() != DType::F32 || norms[i]->rank() != 1 || (w != D && w != n * D))
+        return Status::error("a q/k norm weight must be f32 [head_dim] or [heads * head_dim]");
+    }
+  }
   for (size_t i = 0; i < headOperands; ++i) {
     int64_t n = i == 0 ? io.heads : kvHeads;
     if (offsets[i] < 0 || offsets[i] + n * D > W)
       return Status::error("qkv_offsets reach past the projection's width " + std::to_string(W));
     Tensor h(DType::F32, {1, n, T, D});
-    unpackHeads(x, offsets[i], n, D, i < 2 ? rope : "", R, pos, cos, sin, h);
+    unpackHeads(x, offsets[i], n, D, i < 2 ? rope : "", R, pos, cos, sin, i < 2 ? norms[i] : nullptr,
+                eps, h);
     io.operands.push_back(std::move(h));
   }
   io.operands.insert(io.operands.end(), ins.begin() + next, ins.end());

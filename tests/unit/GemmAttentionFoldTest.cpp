@@ -115,8 +115,10 @@ TEST(FuseGemms, FoldedEpiloguesAndMergedSiblingsComputeTheSame) {
 
 // q (2 heads), k and v (1 head each) of D = 8 from X[1, T, 32]; q and k
 // rotated over their first 4 dims by `rot` (rotate_half or GPT-J's
-// rotate_every_two) with tables @c and @s [32, 4].
-std::string ropeModule(bool interleaved) {
+// rotate_every_two) with tables @c and @s [32, 4]; `norm`: q and k
+// RMS-normalised first, "head" per head (Qwen3), "row" over all of q's heads
+// (OLMo2), as canonicalize writes it: rms_norm(x, ones) · weight.
+std::string ropeModule(bool interleaved, const std::string &norm = "") {
   std::string rot = interleaved ? R"(
     %e{0} = slice(%{0}r, %z, %r4, %ax, %two) : f32[1, {1}, tokens, 2]
     %o{0} = slice(%{0}r, %one, %r4, %ax, %two) : f32[1, {1}, tokens, 2]
@@ -134,9 +136,16 @@ std::string ropeModule(bool interleaved) {
     %rot{0} = concat(%hn{0}, %lo{0}) {axis = -1} : f32[1, {1}, tokens, 4]
 )";
   auto head = [&](const std::string &n, const std::string &heads, const std::string &src) {
-    std::string t = R"(
-    %{0}1 = reshape({2}, %hs{1}) : f32[1, tokens, {1}, 8]
-    %{0}h = transpose(%{0}1) {perm = [0, 2, 1, 3]} : f32[1, {1}, tokens, 8]
+    std::string rowNorm = norm != "row" ? "" : R"(
+    %{0}w0 = rms_norm({2}, @one{3}) {axis = -1, epsilon = 1e-06} : f32[1, tokens, {3}]
+    %{0}w = mul(%{0}w0, @{0}n{3}) : f32[1, tokens, {3}])";
+    std::string headNorm = norm != "head" ? "" : R"(
+    %{0}hn0 = rms_norm(%{0}t, @one8) {axis = -1, epsilon = 1e-06} : f32[1, {1}, tokens, 8]
+    %{0}h = mul(%{0}hn0, @{0}n8) : f32[1, {1}, tokens, 8])";
+    std::string t = rowNorm + R"(
+    %{0}1 = reshape()" + std::string(norm == "row" ? "%{0}w" : "{2}") + R"(, %hs{1}) : f32[1, tokens, {1}, 8]
+    %{0})" + std::string(norm == "head" ? "t" : "h") + R"( = transpose(%{0}1) {perm = [0, 2, 1, 3]} : f32[1, {1}, tokens, 8])" +
+                    headNorm + R"(
     %{0}r = slice(%{0}h, %z, %r4, %ax, %one) : f32[1, {1}, tokens, 4]
     %{0}p = slice(%{0}h, %r4, %r8, %ax, %one) : f32[1, {1}, tokens, 4])" +
                     rot + R"(
@@ -145,7 +154,9 @@ std::string ropeModule(bool interleaved) {
     %{0}e = add(%{0}c, %{0}s) : f32[1, {1}, tokens, 4]
     %{0} = concat(%{0}e, %{0}p) {axis = -1} : f32[1, {1}, tokens, 8]
 )";
-    for (auto [k, v] : {std::pair<std::string, std::string>{"{0}", n}, {"{1}", heads}, {"{2}", src}})
+    std::string width = std::to_string(8 * std::stoi(heads));
+    for (auto [k, v] : {std::pair<std::string, std::string>{"{0}", n}, {"{1}", heads}, {"{2}", src},
+                        {"{3}", width}})
       for (size_t p; (p = t.find(k)) != std::string::npos;)
         t.replace(p, 3, v);
     return t;
@@ -172,6 +183,11 @@ std::string ropeModule(bool interleaved) {
   return R"(module {
   weight @c : f32[32, 4]
   weight @s : f32[32, 4]
+  weight @one8 : f32[8]
+  weight @one16 : f32[16]
+  weight @qn8 : f32[8]
+  weight @kn8 : f32[8]
+  weight @qn16 : f32[16]
   func @ref(%x: f32[1, tokens, 32], %positions: i64[1, tokens]) -> (q: f32[1, 2, tokens, 8], k: f32[1, 1, tokens, 8], v: f32[1, 1, tokens, 8]) {)" +
          prologue + R"(    return %q, %k, %v
   }
@@ -182,20 +198,35 @@ std::string ropeModule(bool interleaved) {
 })";
 }
 
-void checkRopeFold(bool interleaved) {
-  auto m = parse(ropeModule(interleaved));
+void checkRopeFold(bool interleaved, const std::string &norm = "") {
+  auto m = parse(ropeModule(interleaved, norm));
   ASSERT_TRUE(m);
   std::mt19937 rng(11);
   giveWeightsData(*m, rng);
+  for (const char *ones : {"one8", "one16"}) {
+    Value *w = m->weight(ones);
+    Tensor t(DType::F32, {w->shape()[0].constant()});
+    for (int64_t i = 0; i < t.numElements(); ++i)
+      t.setDouble(i, 1.0);
+    w->setData(std::make_shared<Tensor>(t));
+  }
   ASSERT_FALSE(!!foldAttentionIoPass(*m));
   Op *att = findOp(*m->function("decode_step"), "kv_attention");
   ASSERT_NE(att, nullptr);
   EXPECT_EQ(att->strAttr("rope"), interleaved ? "interleaved" : "half");
   EXPECT_EQ(att->intAttr("rotary_dim", 0), 4);
   EXPECT_EQ(att->intsAttr("qkv_offsets"), (std::vector<int64_t>{0, 16, 24}));
-  ASSERT_EQ(att->numOperands(), 4u);
+  ASSERT_EQ(att->numOperands(), norm.empty() ? 4u : 6u);
   EXPECT_EQ(att->operand(2)->name(), "c");
   EXPECT_EQ(att->operand(3)->name(), "s");
+  std::vector<Tensor> ins{Tensor(), Tensor(), *att->operand(2)->data(), *att->operand(3)->data()};
+  if (!norm.empty()) {
+    EXPECT_EQ(att->operand(4)->name(), norm == "head" ? "qn8" : "qn16");
+    EXPECT_EQ(att->operand(5)->name(), "kn8");
+    EXPECT_FLOAT_EQ(att->floatAttr("qk_norm_epsilon", 0), 1e-6f);
+    ins.push_back(*att->operand(4)->data());
+    ins.push_back(*att->operand(5)->data());
+  }
 
   Tensor x = randomTensor({1, 6, 32}, rng), pos(DType::I64, {1, 6});
   for (int64_t t = 0; t < 6; ++t)
@@ -203,7 +234,8 @@ void checkRopeFold(bool interleaved) {
   auto ref = interpret(*m, *m->function("ref"), {x, pos});
   ASSERT_TRUE(!!ref) << llvm::toString(ref.takeError());
   genrt::cpu::AttentionIo io;
-  auto st = genrt::cpu::unpackAttention(att->attrs(), {x, pos, *att->operand(2)->data(), *att->operand(3)->data()}, 3, io);
+  ins[0] = x, ins[1] = pos;
+  auto st = genrt::cpu::unpackAttention(att->attrs(), ins, 3, io);
   ASSERT_TRUE(st) << st.message();
   ASSERT_EQ(io.operands.size(), 3u);
   for (int i = 0; i < 3; ++i)
@@ -212,5 +244,7 @@ void checkRopeFold(bool interleaved) {
 
 TEST(FoldAttentionIo, RotateHalfPartialRotaryMatchesTheRuntime) { checkRopeFold(false); }
 TEST(FoldAttentionIo, InterleavedPartialRotaryMatchesTheRuntime) { checkRopeFold(true); }
+TEST(FoldAttentionIo, PerHeadQkNormMatchesTheRuntime) { checkRopeFold(false, "head"); }
+TEST(FoldAttentionIo, WholeRowQkNormMatchesTheRuntime) { checkRopeFold(true, "row"); }
 
 } // namespace
