@@ -244,7 +244,8 @@ std::optional<int64_t> findOffset(const Probed &p, const Tensor &h, int64_t D, c
 }
 
 // Readings to try for the norm of q and k: none, then each 1-D f32 weight the
-// region multiplies by, with the epsilon of its rms_norm ops (one for all).
+// region's rms_norm ops or multiplies read, with the epsilon of its rms_norm
+// ops (one for all).
 std::vector<Norm> normCandidates(const Region &r, int64_t D) {
   std::vector<Norm> out{Norm{}};
   std::optional<double> eps;
@@ -257,8 +258,10 @@ std::vector<Norm> normCandidates(const Region &r, int64_t D) {
     }
   if (!eps)
     return out;
+  // rms_norm(x, w), or rms_norm(x, ones) · w as canonicalize writes an
+  // explicit multiply: either way x · inv · w.
   for (Op *op : r.ops)
-    if (op->is("mul"))
+    if (op->is("mul") || op->is("rms_norm"))
       for (Value *w : op->operands()) {
         const Tensor *d = w->isWeight() ? w->data() : nullptr;
         if (d && d->dtype() == DType::F32 && d->rank() == 1 && d->numElements() % D == 0 &&
