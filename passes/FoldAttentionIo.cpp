@@ -181,11 +181,20 @@ struct Rope {
 };
 
 // An RMSNorm of q or k before the rotation (Qwen3: per head, weight [D];
-// OLMo2: over all of the operand's heads, weight [heads·D]).
+// OLMo2: over all of the operand's heads, weight [heads·D]). The weight is a
+// module weight or a constant op (an all-ones weight may arrive folded).
 struct Norm {
   Value *weight = nullptr;
+  const Tensor *data = nullptr;
   float eps = 0.f;
 };
+
+const Tensor *constantData(Value *v) {
+  if (v->isWeight())
+    return v->data();
+  Op *c = v->definingOp();
+  return c && c->is("constant") ? c->tensorAttr("value") : nullptr;
+}
 
 // What head operand `h` would be if its head j started at column
 // off + j·D of X, normalised and rotated as `norm` and `rope` say.
@@ -197,8 +206,8 @@ bool matches(const Probed &p, const Tensor &h, int64_t off, int64_t D, const Rop
   const float *x = p.x.data<float>(), *got = h.data<float>();
   const float *c = rope.cos ? rope.cos->data()->data<float>() : nullptr;
   const float *s = rope.sin ? rope.sin->data()->data<float>() : nullptr;
-  const float *nw = norm.weight ? norm.weight->data()->data<float>() : nullptr;
-  int64_t nwidth = norm.weight ? norm.weight->data()->numElements() : 0;
+  const float *nw = norm.data ? norm.data->data<float>() : nullptr;
+  int64_t nwidth = norm.data ? norm.data->numElements() : 0;
   if (nw && nwidth != D && nwidth != n * D)
     return false;
   int64_t R = rope.dim, half = R / 2;
@@ -263,10 +272,10 @@ std::vector<Norm> normCandidates(const Region &r, int64_t D) {
   for (Op *op : r.ops)
     if (op->is("mul") || op->is("rms_norm"))
       for (Value *w : op->operands()) {
-        const Tensor *d = w->isWeight() ? w->data() : nullptr;
+        const Tensor *d = constantData(w);
         if (d && d->dtype() == DType::F32 && d->rank() == 1 && d->numElements() % D == 0 &&
             std::none_of(out.begin(), out.end(), [&](const Norm &n) { return n.weight == w; }))
-          out.push_back(Norm{w, static_cast<float>(*eps)});
+          out.push_back(Norm{w, d, static_cast<float>(*eps)});
       }
   return out;
 }
@@ -376,7 +385,9 @@ Op *findMerge(Function &f, Op &att) {
 }
 
 
-bool foldOne(Module &m, Function &f, Op &att) {
+// `constWeights`: the weight made for each constant norm weight, shared by
+// every attention op that reads it.
+bool foldOne(Module &m, Function &f, Op &att, std::map<Value *, Value *> &constWeights) {
   if (att.hasAttr("qkv_offsets") || att.hasAttr("merge_heads"))
     return false;
   auto rd = readPrologue(m, f, att);
@@ -395,7 +406,17 @@ bool foldOne(Module &m, Function &f, Op &att) {
       attrs["rotary_dim"] = rd->rope.dim;
     }
     if (rd->qNorm.weight) {
-      operands.insert(operands.end(), {rd->qNorm.weight, rd->kNorm.weight});
+      // The plan reads attention operands as weights: a constant becomes one.
+      auto asWeight = [&](const Norm &n) {
+        if (n.weight->isWeight())
+          return n.weight;
+        Value *&w = constWeights[n.weight];
+        if (!w)
+          w = m.addWeight("qk_norm." + std::to_string(m.weights().size()), n.weight->type(),
+                          std::make_shared<Tensor>(*n.data));
+        return w;
+      };
+      operands.insert(operands.end(), {asWeight(rd->qNorm), asWeight(rd->kNorm)});
       attrs["qk_norm_epsilon"] = static_cast<double>(rd->qNorm.eps);
     }
     operands.insert(operands.end(), rest.begin(), rest.end());
@@ -432,8 +453,9 @@ llvm::Error foldAttentionIoPass(Module &m) {
     for (auto &op : f->ops())
       if (isAttention(*op))
         atts.push_back(op.get());
+    std::map<Value *, Value *> constWeights;
     for (Op *a : atts)
-      foldOne(m, *f, *a);
+      foldOne(m, *f, *a, constWeights);
     f->eraseDeadOps();
   }
   m.eraseUnusedWeights();
