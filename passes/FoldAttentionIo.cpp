@@ -31,6 +31,7 @@
 #include "compiler/ir/Clone.h"
 #include "passes/Passes.h"
 #include "passes/analysis/Fusability.h"
+#include "passes/analysis/PlanPrograms.h"
 #include "passes/analysis/Probe.h"
 
 #include <algorithm>
@@ -444,11 +445,7 @@ bool foldOne(Module &m, Function &f, Op &att, std::map<Value *, Value *> &constW
 } // namespace
 
 llvm::Error foldAttentionIoPass(Module &m) {
-  std::vector<Function *> fs;
-  for (auto &f : m.functions())
-    if (f->name() == "prefill" || f->name() == "decode_step" || f->name() == "encode")
-      fs.push_back(f.get());
-  for (Function *f : fs) {
+  for (Function *f : planPrograms(m)) {
     std::vector<Op *> atts;
     for (auto &op : f->ops())
       if (isAttention(*op))

@@ -19,6 +19,7 @@
 #include "compiler/ir/Clone.h"
 #include "passes/Passes.h"
 #include "passes/analysis/Fusability.h"
+#include "passes/analysis/PlanPrograms.h"
 
 #include <algorithm>
 #include <functional>
@@ -218,11 +219,7 @@ void sortOps(Function &f) {
 } // namespace
 
 llvm::Error fusePass(Module &m) {
-  std::vector<Function *> fs;
-  for (auto &f : m.functions())
-    if (f->name() == "prefill" || f->name() == "decode_step" || f->name() == "encode")
-      fs.push_back(f.get());
-  for (Function *f : fs) {
+  for (Function *f : planPrograms(m)) {
     Grouper(m, *f).run();
     sortOps(*f);
     f->eraseDeadOps();

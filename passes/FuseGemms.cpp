@@ -15,6 +15,7 @@
 //     GELU is the tanh approximation.
 #include "passes/Passes.h"
 #include "passes/analysis/Fusability.h"
+#include "passes/analysis/PlanPrograms.h"
 
 #include <map>
 #include <numeric>
@@ -209,13 +210,12 @@ void fuseSiblings(Module &m, Function &f) {
 } // namespace
 
 llvm::Error fuseGemmsPass(Module &m) {
-  for (auto &f : m.functions())
-    if (f->name() == "prefill" || f->name() == "decode_step" || f->name() == "encode") {
-      foldWeightTransposes(*f);
-      foldBiases(*f);
-      fuseSiblings(m, *f);
-      foldActivations(*f);
-    }
+  for (Function *f : planPrograms(m)) {
+    foldWeightTransposes(*f);
+    foldBiases(*f);
+    fuseSiblings(m, *f);
+    foldActivations(*f);
+  }
   m.eraseUnusedWeights();
   return llvm::Error::success();
 }
