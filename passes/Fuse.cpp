@@ -107,7 +107,7 @@ private:
     std::set<Op *> inGroup(group.begin(), group.end());
     std::string name = "fused_" + f_.name() + "_" + std::to_string(n);
     Function *body = m_.addFunction(name);
-    std::map<Value *, Value *> map;   // outer value -> body value
+    ValueMap map;                     // outer value -> body value
     std::vector<Value *> inputs;      // operands of the fused op
     std::function<Value *(Value *)> get = [&](Value *v) -> Value * {
       if (auto it = map.find(v); it != map.end())
@@ -117,9 +117,7 @@ private:
         std::vector<Value *> ops;
         for (Value *o : p->operands())
           ops.push_back(get(o));
-        Op *cp = appendCopy(*body, *p, ops);
-        for (size_t i = 0; i < p->numResults(); ++i)
-          map[p->result(i)] = cp->result(i);
+        appendCopy(*body, *p, ops, &map);
         return map[v];
       }
       Value *a = body->addArgument("in" + std::to_string(inputs.size()), v->type());
@@ -130,9 +128,7 @@ private:
       std::vector<Value *> ops;
       for (Value *o : op->operands())
         ops.push_back(get(o));
-      Op *cp = appendCopy(*body, *op, ops);
-      for (size_t i = 0; i < op->numResults(); ++i)
-        map[op->result(i)] = cp->result(i);
+      appendCopy(*body, *op, ops, &map);
     }
     // Results: values used outside the group.
     std::set<Value *> outside;

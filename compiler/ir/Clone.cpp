@@ -4,13 +4,15 @@
 
 namespace genc {
 
-Op *appendCopy(Function &dst, const Op &op, std::vector<Value *> operands) {
+Op *appendCopy(Function &dst, const Op &op, std::vector<Value *> operands, ValueMap *results) {
   std::vector<Type> types;
   for (Value *r : op.results())
     types.push_back(r->type());
   Op *c = dst.append(std::make_unique<Op>(op.kind(), std::move(operands), types, op.loc()));
   for (auto &[k, a] : op.attrs())
     c->setAttr(k, a);
+  for (size_t i = 0; results && i < op.numResults(); ++i)
+    (*results)[op.result(i)] = c->result(i);
   return c;
 }
 
@@ -20,10 +22,7 @@ static Op *cloneOp(Function &dst, const Op &op, ValueMap &map) {
     auto it = map.find(v);
     operands.push_back(it == map.end() ? v : it->second); // weights map to themselves
   }
-  Op *c = appendCopy(dst, op, operands);
-  for (size_t i = 0; i < op.numResults(); ++i)
-    map[op.result(i)] = c->result(i);
-  return c;
+  return appendCopy(dst, op, operands, &map);
 }
 
 Function *cloneFunction(Module &m, const Function &f, const std::string &name, ValueMap *out) {

@@ -11,8 +11,10 @@ namespace genc {
 using ValueMap = std::map<const Value *, Value *>;
 
 /// Appends to `dst` a copy of `op` (kind, attributes, result types,
-/// location) that reads `operands`.
-Op *appendCopy(Function &dst, const Op &op, std::vector<Value *> operands);
+/// location) that reads `operands`; `results` (optional) receives each old
+/// result -> its copy.
+Op *appendCopy(Function &dst, const Op &op, std::vector<Value *> operands,
+               ValueMap *results = nullptr);
 
 /// Copies `f` into `m` as `name`; weights are shared. `map` (optional)
 /// receives old -> new for arguments and results.
