@@ -14,6 +14,7 @@
 //     reshape sits between them. Erf-GELU stays a separate op: cuBLASLt's
 //     GELU is the tanh approximation.
 #include "passes/Passes.h"
+#include "runtime/Epilogue.h"
 #include "passes/analysis/Fusability.h"
 #include "passes/analysis/PlanPrograms.h"
 
@@ -81,8 +82,8 @@ void foldActivations(Function &f) {
     Op *mm = op.get();
     if (!isLinear(*mm))
       continue;
-    std::string ep = mm->strAttr("epilogue");
-    if (ep != "" && ep != "bias")
+    genrt::Epilogue ep;
+    if (!genrt::parseEpilogue(mm->strAttr("epilogue"), ep) || !ep.activation.empty())
       continue;
     // The activation may sit behind a reshape (GPT-2's Conv1D works on 2-D
     // rows): elementwise commutes with it, so it moves into the epilogue and
@@ -95,14 +96,14 @@ void foldActivations(Function &f) {
     }
     if (!act || act->result()->type() != out->type())
       continue;
-    std::string a = act->is("relu")                                             ? "relu"
+    ep.activation = act->is("relu")                                             ? "relu"
                     : act->is("gelu") && act->strAttr("approximate") == "tanh" ? "gelu_tanh"
                                                                                : "";
-    if (a.empty())
+    if (ep.activation.empty())
       continue;
     f.replaceAllUses(act->result(), out);
     f.erase(act);
-    mm->setAttr("epilogue", ep.empty() ? a : ep + "_" + a);
+    mm->setAttr("epilogue", genrt::epilogueName(ep));
   }
 }
 

@@ -2,6 +2,8 @@
 // and the elementwise, reduction and matrix-product ops.
 #include "compiler/ir/ShapeRules.h"
 
+#include "runtime/Epilogue.h"
+
 #include <algorithm>
 #include <set>
 
@@ -419,10 +421,10 @@ llvm::Error ShapeRules::matmul() {
     out.push_back(b.back());
   // The epilogue of a linear layer (passes/FuseGemms.cpp): bias[N], activation.
   std::string ep = op.strAttr("epilogue");
-  bool bias = ep.rfind("bias", 0) == 0;
-  if (!ep.empty() && ep != "bias" && ep != "relu" && ep != "gelu_tanh" && ep != "bias_relu" &&
-      ep != "bias_gelu_tanh")
+  genrt::Epilogue parsed;
+  if (!genrt::parseEpilogue(ep, parsed))
     return error("unknown epilogue \"" + ep + "\"");
+  bool bias = parsed.bias;
   if (bias != (op.numOperands() == 3))
     return error(bias ? "epilogue \"" + ep + "\" needs a bias operand"
                       : "a third operand (bias) needs epilogue = \"bias...\"");

@@ -1,6 +1,7 @@
 // Matrix products: matmul (numpy semantics) and gemm (ONNX Gemm), both on
 // genrt::cpu::matmul so the CPU executor shares the arithmetic.
 #include "runtime/cpu/ops/OpKernels.h"
+#include "runtime/Epilogue.h"
 #include "runtime/cpu/Kernels.h"
 
 namespace genrt::cpu {
@@ -14,10 +15,11 @@ using Outs = std::vector<Tensor>;
 // separate add / relu / gelu kernels, so folding changes no bit.
 Error applyEpilogue(const AttrMap &attrs, const Ins &ins, Tensor &y) {
   std::string ep = attrStr(attrs, "epilogue", "");
-  bool bias = ep.rfind("bias", 0) == 0;
-  std::string act = bias ? (ep.size() > 4 && ep[4] == '_' ? ep.substr(5) : ep.substr(4)) : ep;
-  if (act != "" && act != "relu" && act != "gelu_tanh")
+  Epilogue e;
+  if (!parseEpilogue(ep, e))
     return kernelError("unknown epilogue \"" + ep + "\"");
+  bool bias = e.bias;
+  const std::string &act = e.activation;
   if (bias != (ins.size() == 3))
     return kernelError(bias ? "epilogue \"" + ep + "\" needs a bias operand"
                             : "a bias operand needs epilogue \"bias...\"");
