@@ -33,6 +33,7 @@
 #include "passes/analysis/Fusability.h"
 #include "passes/analysis/PlanPrograms.h"
 #include "passes/analysis/Probe.h"
+#include "runtime/cpu/AttentionIo.h"
 
 #include <algorithm>
 #include <cmath>
@@ -131,7 +132,7 @@ struct Probed {
 std::optional<Probed> probeRegion(Module &m, Function &f, const Region &r, Op &att,
                                   int64_t positionLimit) {
   Function *pf = m.addFunction("__attention_io_probe");
-  std::map<const Value *, Value *> map;
+  ValueMap map;
   map[r.x] = pf->addArgument("x", r.x->type());
   if (r.positions)
     map[r.positions] = pf->addArgument("positions", r.positions->type());
@@ -142,9 +143,7 @@ std::optional<Probed> probeRegion(Module &m, Function &f, const Region &r, Op &a
     std::vector<Value *> ops;
     for (Value *o : op->operands())
       ops.push_back(get(o));
-    Op *cp = appendCopy(*pf, *op, ops);
-    for (size_t i = 0; i < op->numResults(); ++i)
-      map[op->result(i)] = cp->result(i);
+    appendCopy(*pf, *op, ops, &map);
   }
   for (size_t i = 0; i < numHeadOperands(att); ++i)
     pf->addOutput("h" + std::to_string(i), get(att.operand(i)));
@@ -197,50 +196,26 @@ const Tensor *constantData(Value *v) {
   return c && c->is("constant") ? c->tensorAttr("value") : nullptr;
 }
 
-// What head operand `h` would be if its head j started at column
-// off + j·D of X, normalised and rotated as `norm` and `rope` say.
+// Whether head operand `h` is what the runtime unpacks from X for head j at
+// column off + j·D, normalised and rotated as `norm` and `rope` say: the
+// pass folds only a reading whose arithmetic the executor repeats.
 bool matches(const Probed &p, const Tensor &h, int64_t off, int64_t D, const Rope &rope,
              const Norm &norm) {
-  int64_t n = h.shape()[1], T = h.shape()[2], W = p.x.shape().back();
+  int64_t n = h.shape()[1], W = p.x.shape().back();
   if (h.shape()[3] != D || off + n * D > W)
     return false;
-  const float *x = p.x.data<float>(), *got = h.data<float>();
-  const float *c = rope.cos ? rope.cos->data()->data<float>() : nullptr;
-  const float *s = rope.sin ? rope.sin->data()->data<float>() : nullptr;
-  const float *nw = norm.data ? norm.data->data<float>() : nullptr;
-  int64_t nwidth = norm.data ? norm.data->numElements() : 0;
-  if (nw && nwidth != D && nwidth != n * D)
+  if (norm.data && norm.data->numElements() != D && norm.data->numElements() != n * D)
     return false;
-  int64_t R = rope.dim, half = R / 2;
-  std::vector<float> b(n * D);
-  for (int64_t t = 0; t < T; ++t) {
-    // The operand's n heads of token t, normalised (same arithmetic as the
-    // rms_norm kernel: x · (1/sqrt(mean(x²) + eps)) · w).
-    std::copy(x + t * W + off, x + t * W + off + n * D, b.begin());
-    for (int64_t g = 0; nw && g < n * D; g += nwidth) {
-      float ss = 0.f;
-      for (int64_t i = 0; i < nwidth; ++i)
-        ss += b[g + i] * b[g + i];
-      float inv = 1.f / std::sqrt(ss / static_cast<float>(nwidth) + norm.eps);
-      for (int64_t i = 0; i < nwidth; ++i)
-        b[g + i] = b[g + i] * inv * nw[i];
-    }
-    for (int64_t j = 0; j < n; ++j) {
-      const float *row = b.data() + j * D;
-      int64_t pos = rope.mode.empty() ? 0 : p.positions.getInt(t);
-      for (int64_t d = 0; d < D; ++d) {
-        float want = row[d];
-        if (!rope.mode.empty() && d < R) {
-          float rot = rope.mode == "half" ? (d < half ? -row[d + half] : row[d - half])
-                                          : (d % 2 == 0 ? -row[d + 1] : row[d - 1]);
-          want = row[d] * c[pos * R + d] + rot * s[pos * R + d];
-        }
-        float g = got[(j * T + t) * D + d];
-        if (!(std::fabs(g - want) <= 1e-5f * (1.f + std::fabs(want))))
-          return false;
-      }
-    }
-  }
+  genrt::cpu::HeadReading reading{off, n, D, rope.mode, rope.dim,
+                                  rope.mode.empty() ? nullptr : &p.positions,
+                                  rope.cos ? rope.cos->data() : nullptr,
+                                  rope.sin ? rope.sin->data() : nullptr, norm.data, norm.eps};
+  Tensor want(DType::F32, h.shape());
+  genrt::cpu::unpackHeads(p.x, reading, want);
+  const float *w = want.data<float>(), *g = h.data<float>();
+  for (int64_t i = 0; i < want.numElements(); ++i)
+    if (!(std::fabs(g[i] - w[i]) <= 1e-5f * (1.f + std::fabs(w[i]))))
+      return false;
   return true;
 }
 

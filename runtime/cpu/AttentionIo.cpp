@@ -5,15 +5,14 @@
 #include <cstring>
 
 namespace genrt::cpu {
-namespace {
 
-// Head j of token t: X[0, t, off + j·D ...], RMS-normalised (per head, or
-// over all n heads: the norm weight's width says) and rotated for q and k.
 // The same arithmetic as the rms_norm kernel and Hugging Face's
 // x·cos + rotate(x)·sin, in the same order.
-void unpackHeads(const Tensor &x, int64_t off, int64_t n, int64_t D, const std::string &rope,
-                 int64_t R, const Tensor *pos, const Tensor *cos, const Tensor *sin,
-                 const Tensor *norm, float eps, Tensor &out) {
+void unpackHeads(const Tensor &x, const HeadReading &h, Tensor &out) {
+  int64_t off = h.offset, n = h.heads, D = h.headDim, R = h.rotaryDim;
+  const std::string &rope = h.rope;
+  const Tensor *pos = h.positions, *cos = h.cos, *sin = h.sin, *norm = h.norm;
+  float eps = h.eps;
   int64_t T = x.shape()[x.rank() - 2], W = x.shape().back(), half = R / 2;
   const float *xd = x.data<float>();
   float *od = out.data<float>();
@@ -47,8 +46,6 @@ void unpackHeads(const Tensor &x, int64_t off, int64_t n, int64_t D, const std::
       }
     }
 }
-
-} // namespace
 
 Status unpackAttention(const AttrMap &attrs, const std::vector<Tensor> &ins, size_t headOperands,
                        AttentionIo &io) {
@@ -110,8 +107,8 @@ Status unpackAttention(const AttrMap &attrs, const std::vector<Tensor> &ins, siz
     if (offsets[i] < 0 || offsets[i] + n * D > W)
       return Status::error("qkv_offsets reach past the projection's width " + std::to_string(W));
     Tensor h(DType::F32, {1, n, T, D});
-    unpackHeads(x, offsets[i], n, D, i < 2 ? rope : "", R, pos, cos, sin, i < 2 ? norms[i] : nullptr,
-                eps, h);
+    bool qk = i < 2;
+    unpackHeads(x, {offsets[i], n, D, qk ? rope : "", R, pos, cos, sin, qk ? norms[i] : nullptr, eps}, h);
     io.operands.push_back(std::move(h));
   }
   io.operands.insert(io.operands.end(), ins.begin() + next, ins.end());

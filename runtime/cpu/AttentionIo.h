@@ -18,6 +18,21 @@ struct AttentionIo {
   int64_t heads = 0, headDim = 0;
 };
 
+/// How one operand's heads (q, k or v) are read from the packed projection.
+struct HeadReading {
+  int64_t offset = 0, heads = 0, headDim = 0; // head j at columns offset + j·headDim
+  std::string rope;                           // "", "half" or "interleaved"
+  int64_t rotaryDim = 0;                      // rotated dims (the tables' width)
+  const Tensor *positions = nullptr, *cos = nullptr, *sin = nullptr;
+  const Tensor *norm = nullptr; // RMSNorm weight: [headDim] per head, [heads·headDim] per row
+  float eps = 0.f;
+};
+
+/// x[1, T, W] (or [T, W]) -> out[1, heads, T, headDim] (preallocated):
+/// normalised, then rotated, as `h` says. Operands must already be checked
+/// (unpackAttention does; fold-attention-io tests its readings with it).
+void unpackHeads(const Tensor &x, const HeadReading &h, Tensor &out);
+
 /// Head-major operands for an op reading `ins`; `headOperands` is 3 for
 /// kv/packed attention (q, k, v), 1 for cross attention (q).
 Status unpackAttention(const AttrMap &attrs, const std::vector<Tensor> &ins, size_t headOperands,
