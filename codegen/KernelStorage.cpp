@@ -1,8 +1,8 @@
 #include "codegen/KernelStorage.h"
 
 #include "codegen/LaunchCount.h"
+#include "passes/analysis/Storage.h"
 
-#include <set>
 
 namespace genc {
 
@@ -13,18 +13,7 @@ kernelParamDTypes(const Module &m, DType activation,
   for (const auto &f : m.functions()) {
     if (isFusedBody(*f))
       continue;
-    std::set<const Value *> hostFacing;
-    for (const auto &a : f->arguments())
-      hostFacing.insert(a.get());
-    for (const auto &o : f->outputs())
-      hostFacing.insert(o.value);
-    // Weights are stored as genc cast them; float activations take the plan's
-    // activation dtype unless the host reads or writes them (see the header).
-    auto storage = [&](const Value *v) {
-      if (v->isWeight() || !isFloat(v->dtype()) || hostFacing.count(v))
-        return v->dtype();
-      return activation;
-    };
+    auto storage = [&](const Value *v) { return storageDType(*f, v, activation); };
     for (const auto &op : f->ops()) {
       if (!op->is("fused"))
         continue;

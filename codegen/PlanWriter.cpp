@@ -3,6 +3,8 @@
 #include "codegen/LaunchCount.h"
 
 #include "passes/analysis/PlanOptions.h"
+#include "passes/analysis/Storage.h"
+#include "runtime/KvLayout.h"
 #include "runtime/PlanFormat.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -54,48 +56,47 @@ public:
     root["max_tokens"] = opts.prefillTokens();
     root["activation_dtype"] = dtypeName(activation_);
 
-    // KV cache layout from the kv_attention ops.
-    std::map<int64_t, const Op *> layers;
-    for (auto &op : prefill->ops())
+    // KV cache layout from the attention ops; its bytes come from the same
+    // description the loader and the executors use (runtime/KvLayout.h).
+    genrt::KvLayout layout;
+    layout.dtype = activation_;
+    layout.slots = opts.slots();
+    layout.maxLength = opts.maxLength;
+    std::map<int64_t, const Op *> layers, crossLayers;
+    for (auto &op : prefill->ops()) {
       if (op->is("kv_attention"))
         layers[op->intAttr("layer", 0)] = op.get();
-    llvm::json::Array kv;
-    PlanStats stats;
-    int64_t slots = opts.slots();
+      if (op->is("cross_attention"))
+        crossLayers[op->intAttr("layer", 0)] = op.get();
+    }
+    llvm::json::Array kv, cross;
     for (auto &[i, op] : layers) {
       if (i != static_cast<int64_t>(kv.size()))
         return fail("kv_attention layers are not numbered 0..n-1");
-      int64_t window = op->intAttr("window", 0);
+      layout.addLayer(op->intAttr("num_kv_heads", 0), op->intAttr("head_dim", 0), op->intAttr("window", 0));
       kv.push_back(llvm::json::Object{{"kv_heads", op->intAttr("num_kv_heads", 0)},
                                       {"head_dim", op->intAttr("head_dim", 0)},
-                                      {"window", window}});
-      int64_t cap = window > 0 && window < opts.maxLength ? window : opts.maxLength;
-      stats.kvCacheBytes += 2 * slots * cap * op->intAttr("num_kv_heads", 0) *
-                            op->intAttr("head_dim", 0) * int64_t(sizeof(float));
+                                      {"window", op->intAttr("window", 0)}});
     }
     root["kv_cache"] = std::move(kv);
-
-    // Cross-attention cache layout from the cross_attention ops: per layer
-    // [max_batch entries, max_length source positions, kv_heads, head_dim].
-    std::map<int64_t, const Op *> crossLayers;
-    for (auto &op : prefill->ops())
-      if (op->is("cross_attention"))
-        crossLayers[op->intAttr("layer", 0)] = op.get();
-    llvm::json::Array cross;
     for (auto &[i, op] : crossLayers) {
       if (i != static_cast<int64_t>(cross.size()))
         return fail("cross_attention layers are not numbered 0..n-1");
+      layout.crossLayers.push_back({op->intAttr("num_kv_heads", 0), op->intAttr("head_dim", 0)});
       cross.push_back(llvm::json::Object{{"kv_heads", op->intAttr("num_kv_heads", 0)},
                                          {"head_dim", op->intAttr("head_dim", 0)}});
-      stats.crossKvCacheBytes += 2 * opts.maxBatch * opts.maxLength *
-                                 op->intAttr("num_kv_heads", 0) * op->intAttr("head_dim", 0) *
-                                 int64_t(sizeof(float));
     }
     if (encode) {
+      layout.crossEntries = opts.maxBatch;
       if (static_cast<int64_t>(cross.size()) * 2 != static_cast<int64_t>(encode->outputs().size()))
         return fail("@encode's outputs are not one K and one V per cross-attention layer");
       root["cross_cache"] = std::move(cross);
     }
+    if (genrt::Status st = layout.verify(); !st)
+      return fail(st.message());
+    PlanStats stats;
+    stats.kvCacheBytes = layout.selfBytes();
+    stats.crossKvCacheBytes = layout.crossBytes();
 
     llvm::json::Array weights;
     for (auto &w : m_.weights()) {
@@ -338,12 +339,14 @@ private:
         }
         ids[r] = values.size();
         results.push_back(static_cast<int64_t>(values.size()));
+        DType stored = storageDType(f, r, activation_);
         values.push_back(llvm::json::Object{
             {"dtype", dtypeName(r->dtype())},
+            {"stored", dtypeName(stored)},
             {"shape", dimsJson(r->shape())},
             {"storage", "arena"},
             {"offset", offs[i]},
-            {"max_bytes", n * static_cast<int64_t>(dtypeSize(r->dtype()))}});
+            {"max_bytes", n * static_cast<int64_t>(dtypeSize(stored))}});
       }
       llvm::json::Object attrs;
       for (auto &[k, a] : op.attrs())

@@ -4,11 +4,14 @@
 // outputs to the end). Buffers are placed largest first, each into the
 // smallest gap that fits among the already-placed buffers it is live with
 // (greedy by size, best gap; LightSeq / TFLite style). Offsets go on the ops
-// as `arena_offsets` (one per result); the arena size and the maximum symbol
-// values go into the module metadata for the plan writer.
+// as `arena_offsets` (one per result), each buffer sized in the value's
+// storage dtype (passes/analysis/Storage.h: f16 activations take half); the
+// arena size and the maximum symbol values go into the module metadata for
+// the plan writer.
 #include "compiler/ir/Symbols.h"
 #include "passes/Passes.h"
 #include "passes/analysis/PlanOptions.h"
+#include "passes/analysis/Storage.h"
 
 #include <algorithm>
 #include <map>
@@ -23,7 +26,8 @@ struct Buffer {
   int64_t bytes, first, last, offset = -1;
 };
 
-llvm::Error planFunction(Module &m, Function &f, const std::map<std::string, int64_t> &maxSyms) {
+llvm::Error planFunction(Module &m, Function &f, const std::map<std::string, int64_t> &maxSyms,
+                         DType activation) {
   std::vector<Buffer> bufs;
   std::map<const Value *, size_t> index;
   int64_t pos = 0;
@@ -42,7 +46,8 @@ llvm::Error planFunction(Module &m, Function &f, const std::map<std::string, int
       int64_t n = 1;
       for (int64_t d : *shape)
         n *= d;
-      int64_t bytes = (n * static_cast<int64_t>(dtypeSize(r->dtype())) + kAlign - 1) / kAlign * kAlign;
+      int64_t elem = static_cast<int64_t>(dtypeSize(storageDType(f, r, activation)));
+      int64_t bytes = (n * elem + kAlign - 1) / kAlign * kAlign;
       index[r] = bufs.size();
       bufs.push_back({r, std::max<int64_t>(bytes, kAlign), pos, pos});
     }
@@ -108,7 +113,7 @@ llvm::Error planMemoryPass(Module &m) {
       maxSyms = {{"src_tokens", std::max(o.prefillTokens(), o.maxLength)}};
     else
       continue;
-    if (auto e = planFunction(m, *f, maxSyms))
+    if (auto e = planFunction(m, *f, maxSyms, o.activation))
       return e;
   }
   return llvm::Error::success();

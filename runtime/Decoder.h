@@ -9,6 +9,7 @@
 #include "runtime/Status.h"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace genrt {
@@ -65,6 +66,10 @@ public:
 
   /// Bytes of device/host memory the executor holds (weights, caches, arena).
   virtual int64_t memoryBytes() const = 0;
+  /// What those bytes are, for --stats (empty: nothing to add).
+  virtual std::string memoryReport() const { return {}; }
+  /// The device it runs on, for --stats ("cpu", "cuda: NVIDIA H100 ...").
+  virtual std::string deviceName() const { return "cpu"; }
 };
 
 } // namespace genrt

@@ -10,7 +10,9 @@
 //         float activations on the GPU: f32, f16 or bf16; absent = f32),
 //         KV cache layout, weights
 //         (name, dtype, shape, blob offset, bytes), programs (values, ops,
-//         attributes; tensor attributes point into the blob), functions
+//         attributes; tensor attributes point into the blob; an arena value's
+//         `stored` dtype says how its buffer holds it, absent = its dtype),
+//         functions
 //         (bodies of `fused` ops: values, ops; no arena); encoder-decoder
 //         plans add cross_cache (per-layer kv_heads, head_dim) and @encode;
 //         kernels (launch metadata of each fused body's CUDA kernel with the

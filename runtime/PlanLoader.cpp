@@ -23,21 +23,6 @@ int64_t Plan::weightBytes() const {
   return n;
 }
 
-int64_t Plan::kvCacheBytes() const {
-  int64_t slots = model.maxBatch * model.maxBeams, n = 0;
-  for (const auto &l : kvLayers)
-    n += 2 * slots * kvCapacity(l) * l.kvHeads * l.headDim * static_cast<int64_t>(sizeof(float));
-  return n;
-}
-
-int64_t Plan::crossKvCacheBytes() const {
-  int64_t n = 0;
-  for (const auto &l : crossLayers)
-    n += 2 * model.maxBatch * model.maxLength * l.kvHeads * l.headDim *
-         static_cast<int64_t>(sizeof(float));
-  return n;
-}
-
 int64_t Plan::arenaBytes() const {
   int64_t n = 0;
   for (const auto &[name, p] : programs)
@@ -190,32 +175,40 @@ private:
     if (const json::Value *ed = model->find("encoder_decoder"))
       mi.encoderDecoder = ed->isBool() && ed->asBool();
 
+    // The caches, laid out by the one description every executor uses
+    // (runtime/KvLayout.h), in the activation dtype.
+    KvLayout &layout = plan_.kv;
+    layout.dtype = plan_.activationDType;
+    if (__builtin_mul_overflow(mi.maxBatch, mi.maxBeams, &layout.slots))
+      return err("metadata: max_batch * max_beams overflows");
+    layout.maxLength = mi.maxLength;
     if (!(s = need(root, "kv_cache", kv, json::Value::Kind::Array)))
       return s;
     for (const auto &l : kv->items()) {
-      KvLayer layer;
-      if (!(s = needInt(l, "kv_heads", layer.kvHeads, 1)) ||
-          !(s = needInt(l, "head_dim", layer.headDim, 1)) ||
-          !(s = needInt(l, "window", layer.window, 0)))
+      int64_t heads, dim, window;
+      if (!(s = needInt(l, "kv_heads", heads, 1)) || !(s = needInt(l, "head_dim", dim, 1)) ||
+          !(s = needInt(l, "window", window, 0)))
         return s;
-      plan_.kvLayers.push_back(layer);
+      layout.addLayer(heads, dim, window);
     }
-
     if (mi.encoderDecoder) {
       const json::Value *cross;
       if (!(s = need(root, "cross_cache", cross, json::Value::Kind::Array)))
         return s;
+      layout.crossEntries = mi.maxBatch;
       for (const auto &l : cross->items()) {
-        CrossLayer layer;
+        CrossCacheLayer layer;
         if (!(s = needInt(l, "kv_heads", layer.kvHeads, 1)) ||
             !(s = needInt(l, "head_dim", layer.headDim, 1)))
           return s;
-        plan_.crossLayers.push_back(layer);
+        layout.crossLayers.push_back(layer);
       }
       if (mi.decoderStartTokenId < 0 || mi.decoderStartTokenId >= mi.vocabSize)
         return err("metadata: an encoder-decoder plan needs a decoder_start_token_id in the "
                    "vocabulary");
     }
+    if (!(s = layout.verify()))
+      return err("metadata: " + s.message());
 
     if (!(s = need(root, "weights", weights, json::Value::Kind::Array)))
       return s;
@@ -246,14 +239,14 @@ private:
       const Program *enc = plan_.program("encode");
       if (!enc)
         return err("metadata: an encoder-decoder plan has no program 'encode'");
-      if (enc->outputs.size() != 2 * plan_.crossLayers.size())
+      if (enc->outputs.size() != 2 * plan_.kv.crossLayers.size())
         return err("metadata: 'encode' must return one K and one V per cross-attention layer");
     }
     // Layer attributes index the caches: check them once here.
     for (const auto &[pname, prog] : plan_.programs)
       for (const auto &op : prog.ops) {
-        size_t n = op.kind == "kv_attention"      ? plan_.kvLayers.size()
-                   : op.kind == "cross_attention" ? plan_.crossLayers.size()
+        size_t n = op.kind == "kv_attention"      ? plan_.kv.layers.size()
+                   : op.kind == "cross_attention" ? plan_.kv.crossLayers.size()
                                                   : SIZE_MAX;
         if (n == SIZE_MAX)
           continue;
@@ -527,6 +520,15 @@ private:
       if (!dtype)
         return err("metadata: unknown dtype '" + dt->asString() + "'");
       vi.dtype = *dtype;
+      vi.stored = *dtype;
+      if (const json::Value *st = v.find("stored")) {
+        auto stored = st->isString() ? parseDType(st->asString()) : std::nullopt;
+        // A float value may be stored narrower (the activation dtype); any
+        // other value is stored as it is.
+        if (!stored || (*stored != *dtype && !(isFloat(*dtype) && *stored == plan_.activationDType)))
+          return err("metadata: a value of " + name->asString() + " has a bad 'stored' dtype");
+        vi.stored = *stored;
+      }
       if (!(s = readShape(*shape, vi.shape)))
         return s;
       const std::string &st = storage->asString();
@@ -543,7 +545,7 @@ private:
                      std::to_string(kPlanBufferAlignment) + "-byte aligned");
         // The buffer must hold the value at the maximum shapes the plan promises.
         std::optional<int64_t> n = numElements(vi.shape).evaluate(prog.maxSymbols);
-        if (!n || *n < 0 || *n * static_cast<int64_t>(dtypeSize(vi.dtype)) > vi.maxBytes)
+        if (!n || *n < 0 || *n * static_cast<int64_t>(dtypeSize(vi.stored)) > vi.maxBytes)
           return err("metadata: a buffer of " + prog.name + " is smaller than its maximum shape");
       } else if (st == "weight") {
         vi.storage = Storage::Weight;

@@ -7,6 +7,7 @@
 #include "runtime/Attr.h"
 #include "runtime/Decoder.h"
 #include "runtime/Dim.h"
+#include "runtime/KvLayout.h"
 #include "runtime/Status.h"
 #include "runtime/Tensor.h"
 
@@ -22,7 +23,11 @@ namespace genrt {
 enum class Storage : uint8_t { Argument, Weight, Arena, Local };
 
 struct ValueInfo {
-  DType dtype = DType::F32;
+  DType dtype = DType::F32;       // the IR's: what the math sees (f32 for any float)
+  /// How the value lies in memory: the plan's activation dtype for float
+  /// activations, f32 for what the host reads or writes (arguments, logits).
+  /// Arena buffers are sized for it.
+  DType stored = DType::F32;
   Shape shape;                    // over the program's symbols (tokens, rows)
   Storage storage = Storage::Arena;
   int32_t index = -1;             // argument or weight index
@@ -45,18 +50,6 @@ struct Program {
   std::vector<std::string> argumentNames, outputNames;
   std::map<std::string, int64_t> maxSymbols; // symbol -> largest value the arena allows
   int64_t arenaBytes = 0;
-};
-
-struct KvLayer {
-  int64_t kvHeads = 0, headDim = 0;
-  int64_t window = 0; // 0: full length; else a rolling buffer of `window` positions
-};
-
-/// Encoder-decoder: one cross-attention layer's cache of the encoded source:
-/// [max_batch entries, max_length positions, kv_heads, head_dim]. Entries
-/// belong to batch items, not beams: every beam of an item reads its entry.
-struct CrossLayer {
-  int64_t kvHeads = 0, headDim = 0;
 };
 
 /// A generated kernel of a fused body (codegen/CudaEmitter.h): how to launch
@@ -99,8 +92,7 @@ struct Plan {
   /// GPU kernels of the fused bodies (empty where genc had no NVRTC).
   std::vector<KernelInfo> kernels;
   std::vector<KernelCode> cubins, ptx;
-  std::vector<KvLayer> kvLayers;
-  std::vector<CrossLayer> crossLayers; // encoder-decoder only
+  KvLayout kv; // self-attention caches, and cross-attention caches of encoder-decoders
   int64_t maxTokens = 0;             // tokens per prefill forward
   std::shared_ptr<const void> mapping;
 
@@ -109,12 +101,6 @@ struct Plan {
     return it == programs.end() ? nullptr : &it->second;
   }
   int64_t weightBytes() const;
-  /// Cached positions per slot of a layer (rolling buffers hold `window`).
-  int64_t kvCapacity(const KvLayer &l) const {
-    return l.window > 0 && l.window < model.maxLength ? l.window : model.maxLength;
-  }
-  int64_t kvCacheBytes() const;
-  int64_t crossKvCacheBytes() const;
   int64_t arenaBytes() const; // one arena serves every program (they never overlap)
 };
 

@@ -5,12 +5,25 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace genrt {
 
-/// Loads `planPath` (verifying it: a plan is untrusted input) and returns an
-/// executor for `device` ("cpu", later "cuda"). On failure returns nullptr
-/// and sets `err`.
+/// The devices a plan can run on, in the order `auto` prefers them.
+struct DeviceChoice {
+  std::string name;  // "cuda", "cpu"
+  bool usable;       // a GPU is visible (cuda); always (cpu)
+  std::string why;   // when not usable: the reason, for the error message
+};
+std::vector<DeviceChoice> listDevices();
+
+/// "auto" -> the first usable device of listDevices(); a named device that
+/// is unknown or unusable here is an error naming the reason.
+Status resolveDevice(const std::string &requested, std::string &device);
+
+/// Loads `planPath` (verifying it: a plan is untrusted input) and returns a
+/// decoder running it on `device` ("auto", "cpu", "cuda"). On failure
+/// returns nullptr and sets `err`.
 std::unique_ptr<Decoder> openDecoder(const std::string &planPath, const std::string &device, Status &err);
 
 } // namespace genrt

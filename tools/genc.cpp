@@ -222,15 +222,17 @@ static void setPlanOptionsFromFlags(Module &m) {
     o.maxLength = modelMax > 0 ? std::min<int64_t>(modelMax, 2048) : 2048;
   }
   o.maxTokens = MaxTokens.getNumOccurrences() ? positive("max-tokens", MaxTokens) : 0;
-  setPlanOptions(m, o);
-}
-
-// --dtype: the weights are cast here; the activations' storage is the
-// kernels' and the plan's business (codegen/KernelStorage.h). Returns it.
-static DType castWeights(Module &m) {
   auto dt = parseDType(StorageDType);
   if (!dt || (*dt != DType::F32 && *dt != DType::F16 && *dt != DType::BF16))
     fail("--dtype must be f32, f16 or bf16 (got '" + StorageDType + "')");
+  o.activation = *dt;
+  setPlanOptions(m, o);
+}
+
+// --dtype (the plan options carry it): the weights are cast here; the
+// activations' storage follows passes/analysis/Storage.h. Returns it.
+static DType castWeights(Module &m) {
+  std::optional<DType> dt = planOptions(m).activation;
   if (*dt == DType::F32)
     return *dt;
   for (auto &w : m.weights())

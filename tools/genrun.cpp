@@ -2,7 +2,7 @@
 // library; it links nothing of the compiler (no LLVM: arguments are parsed
 // by hand).
 //
-//   genrun model.plan --input prompts.jsonl [--output out.jsonl] --device cpu [options]
+//   genrun model.plan --input prompts.jsonl [--output out.jsonl] [--device auto|cpu|cuda] [options]
 //
 // Every input is read and checked before anything is generated, and output
 // is written only when all of it is ready (to a temporary file renamed into
@@ -25,7 +25,7 @@
 using namespace genrt;
 
 static const char *kUsage =
-    "usage: genrun MODEL.plan --input PROMPTS.jsonl [--output OUT.jsonl] [--device cpu] [options]\n"
+    "usage: genrun MODEL.plan --input PROMPTS.jsonl [--output OUT.jsonl] [--device auto|cpu|cuda] [options]\n"
     "\n"
     "Input: one JSON object per line, {\"input_ids\": [...]} with an optional\n"
     "\"attention_mask\" (masked positions are not fed to the model but, as in\n"
@@ -34,6 +34,8 @@ static const char *kUsage =
     "{\"sequences\": [{\"output_ids\": [...], \"score\": S}, ...]}: generated tokens only.\n"
     "score: beam search, Hugging Face's sequences_scores; greedy/sampling, the sum of\n"
     "the chosen tokens' log-probabilities after the logits processors (and warpers).\n"
+    "\n"
+    "--device auto (default) runs on the GPU when one is visible, else on the CPU.\n"
     "\n"
     "Options (Hugging Face generate() meaning and defaults):\n"
     "  --max-new-tokens N         tokens to generate at most (default 20)\n"
@@ -65,7 +67,7 @@ struct Args {
   std::string plan;
   std::string input;
   std::string output;
-  std::string device = "cpu";
+  std::string device = "auto";
   bool stats = false;
   GenerationConfig cfg;
 };
@@ -304,16 +306,21 @@ int main(int argc, char **argv) {
   }
 
   if (args.stats) {
-    char buf[512];
+    // Decode ms/token: the wall time of the search steps after each batch's
+    // prefill, per step (one token per live row each).
+    double decodeMs = stats.decodeForwardCalls ? stats.decodeSeconds * 1e3 / stats.decodeForwardCalls : 0.0;
+    char buf[768];
     std::snprintf(buf, sizeof buf,
-                  "genrun: stats: %zu prompts in %lld batches, %lld prompt tokens, %lld generated tokens\n"
-                  "genrun: stats: time to first token %.3f ms, total %.3f s, %.1f generated tokens/s\n"
-                  "genrun: stats: %lld decode steps, %lld forward calls, memory %lld bytes (%.1f MiB)\n",
-                  prompts.size(), (long long)stats.batches, (long long)stats.promptTokens,
-                  (long long)stats.generatedTokens, stats.firstTokenSeconds * 1e3, stats.totalSeconds,
+                  "genrun: stats: device %s; %zu prompts in %lld batches, %lld prompt tokens, %lld generated tokens\n"
+                  "genrun: stats: time to first token %.3f ms, decode %.3f ms/token, total %.3f s, %.1f generated tokens/s\n"
+                  "genrun: stats: %lld decode steps, %lld forward calls, memory %lld bytes (%.1f MiB)%s%s\n",
+                  decoder->deviceName().c_str(), prompts.size(), (long long)stats.batches,
+                  (long long)stats.promptTokens, (long long)stats.generatedTokens,
+                  stats.firstTokenSeconds * 1e3, decodeMs, stats.totalSeconds,
                   stats.totalSeconds > 0 ? stats.generatedTokens / stats.totalSeconds : 0.0,
                   (long long)stats.decodeSteps, (long long)stats.forwardCalls,
-                  (long long)decoder->memoryBytes(), decoder->memoryBytes() / (1024.0 * 1024.0));
+                  (long long)decoder->memoryBytes(), decoder->memoryBytes() / (1024.0 * 1024.0),
+                  decoder->memoryReport().empty() ? "" : ": ", decoder->memoryReport().c_str());
     std::cerr << buf;
   }
   return 0;

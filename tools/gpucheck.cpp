@@ -3,10 +3,11 @@
 //   gpucheck MODEL.plan... [--tokens=7] [--rows=3] [--seed=1]
 //
 // For each plan (genc compile, which stores one cubin per --gpu-arch): load
-// the cubin for this device with the driver API (cuModuleLoadData /
-// cuModuleGetFunction / cuLaunchKernel), run each kernel on random inputs and
-// compare with the CPU executor running the same fused body op by op
-// (runtime/cpu/FusedBody.h). Runtime only: no compiler, no NVRTC. Prints a table
+// its kernels for this device and launch each one on random inputs through
+// the CUDA executor's own launch code (runtime/cuda/Device.h), and compare
+// with the CPU executor running the same fused body op by op
+// (runtime/cpu/FusedBody.h). Runtime only: no compiler, no NVRTC, and the
+// driver is opened at run time like genrun does. Prints a table
 // (kernel, elements, max abs diff, max rel diff, ok); exit status 1 if any
 // result is off: rel = max|gpu - cpu| / max|cpu| over each result
 // (element-wise ratios are meaningless where a LayerNorm output is ~0; the
@@ -22,8 +23,7 @@
 // 2^-10 (f16), 2^-7 (bf16).
 #include "runtime/Program.h"
 #include "runtime/cpu/FusedBody.h"
-
-#include <cuda.h>
+#include "runtime/cuda/Device.h"
 
 #include <algorithm>
 #include <cmath>
@@ -37,13 +37,11 @@
 
 namespace {
 
+// A driver call through the runtime's API table; failure ends the kernel's check.
 #define CU(call)                                                                                   \
   do {                                                                                             \
-    CUresult r_ = (call);                                                                          \
-    if (r_ != CUDA_SUCCESS) {                                                                      \
-      const char *s_ = nullptr;                                                                    \
-      cuGetErrorString(r_, &s_);                                                                   \
-      std::fprintf(stderr, "gpucheck: %s failed: %s\n", #call, s_ ? s_ : "?");                     \
+    if (genrt::Status s_ = dev.check(dev.api->call, #call); !s_) {                                 \
+      std::fprintf(stderr, "gpucheck: %s\n", s_.message().c_str());                               \
       return false;                                                                                \
     }                                                                                              \
   } while (0)
@@ -113,7 +111,8 @@ struct DTypeStats {
   int results = 0;
 };
 
-bool runKernel(const genrt::Plan &plan, const genrt::KernelInfo &k, CUmodule mod, const Options &o,
+bool runKernel(const genrt::cuda::Device &dev, const genrt::Plan &plan, const genrt::KernelInfo &k,
+               const genrt::cuda::KernelModule &mod, const Options &o,
                std::mt19937 &rng, Row &row, std::map<DType, DTypeStats> &byDType) {
   const genrt::Program &body = plan.functions.at(k.name);
   std::map<std::string, int64_t> env;
@@ -147,12 +146,12 @@ bool runKernel(const genrt::Plan &plan, const genrt::KernelInfo &k, CUmodule mod
     row.status = "cpu: " + e.message();
     return true;
   }
-  CUfunction fn;
-  CU(cuModuleGetFunction(&fn, mod, k.name.c_str()));
+  genrt::cuda::FusedLaunch launch;
+  if (genrt::Status st = launch.prepare(dev, mod, k); !st) {
+    row.status = st.message();
+    return true;
+  }
   std::vector<CUdeviceptr> bufs;
-  std::vector<long long> symVals;
-  for (const auto &s : k.symbols)
-    symVals.push_back(env[s]);
   for (const Tensor &t : devIns) {
     CUdeviceptr p = 0;
     CU(cuMemAlloc(&p, std::max<size_t>(t.numBytes(), 4)));
@@ -170,19 +169,10 @@ bool runKernel(const genrt::Plan &plan, const genrt::KernelInfo &k, CUmodule mod
     bufs.push_back(d);
     gpuOut.push_back(std::move(t));
   }
-  std::vector<void *> args;
-  for (auto &s : symVals)
-    args.push_back(&s);
-  for (auto &b : bufs)
-    args.push_back(&b);
-  int64_t work = std::max<int64_t>(1, evalDim(k.work, env));
-  unsigned block = static_cast<unsigned>(k.blockSize);
-  unsigned grid = static_cast<unsigned>(std::min<int64_t>(
-      65535, k.mode == "rows" ? work : (work + block - 1) / block));
-  unsigned shared = static_cast<unsigned>(std::max<int64_t>(0, evalDim(k.sharedFloats, env)) * 4);
-  if (shared > 48 * 1024)
-    CU(cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared));
-  CU(cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, shared, nullptr, args.data(), nullptr));
+  if (genrt::Status st = launch.launch(dev, env, bufs, nullptr); !st) {
+    std::fprintf(stderr, "gpucheck: %s\n", st.message().c_str());
+    return false;
+  }
   CU(cuCtxSynchronize());
   row.ok = true;
   std::set<std::string> storedNames;
@@ -233,7 +223,7 @@ bool runKernel(const genrt::Plan &plan, const genrt::KernelInfo &k, CUmodule mod
   for (const auto &n : storedNames)
     row.stored += (row.stored.empty() ? "" : ",") + n;
   for (CUdeviceptr b : bufs)
-    cuMemFree(b);
+    dev.api->cuMemFree(b);
   if (row.status.empty())
     row.status = row.ok ? "ok" : "MISMATCH";
   return true;
@@ -262,22 +252,13 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "gpucheck: error: give one or more plans (genc compile ... -o MODEL.plan)\n");
     return 2;
   }
-  if (cuInit(0) != CUDA_SUCCESS) {
-    std::fprintf(stderr, "gpucheck: error: no CUDA device (cuInit failed)\n");
+  genrt::cuda::Device dev;
+  if (genrt::Status st = genrt::cuda::Device::open(0, dev); !st) {
+    std::fprintf(stderr, "gpucheck: error: %s\n", st.message().c_str());
     return 2;
   }
-  CUdevice dev;
-  CUcontext ctx;
-  char devName[256] = {0};
-  int major = 0, minor = 0;
-  if (cuDeviceGet(&dev, 0) != CUDA_SUCCESS || cuDevicePrimaryCtxRetain(&ctx, dev) != CUDA_SUCCESS ||
-      cuCtxSetCurrent(ctx) != CUDA_SUCCESS) {
-    std::fprintf(stderr, "gpucheck: error: cannot open device 0\n");
-    return 2;
-  }
-  cuDeviceGetName(devName, sizeof devName, dev);
-  cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
-  cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+  const char *devName = dev.name.c_str();
+  int major = dev.major, minor = dev.minor;
   std::printf("device: %s (sm_%d%d); tokens = %lld, rows = %lld\n"
               "rel = max|gpu-cpu| / max|cpu| per result; elem rel = max(|gpu-cpu| / max(|cpu|, 1e-3));\n"
               "tolerance by the result's storage dtype: f32 %g, f16 %g, bf16 %g\n",
@@ -286,39 +267,30 @@ int main(int argc, char **argv) {
   std::mt19937 rng(o.seed);
   int bad = 0, checked = 0, skipped = 0;
   std::map<DType, DTypeStats> byDType;
-  std::string sm = "sm_" + std::to_string(major * 10 + minor);
   for (const std::string &path : models) {
     genrt::Plan plan;
     if (genrt::Status st = genrt::loadPlan(path, plan); !st) {
       std::fprintf(stderr, "gpucheck: %s\n", st.message().c_str());
       return 2;
     }
-    const genrt::KernelCode *cubin = nullptr;
-    for (const auto &c : plan.cubins)
-      if (c.arch == sm)
-        cubin = &c;
     std::set<std::string> withKernel;
     for (const auto &k : plan.kernels)
       withKernel.insert(k.name);
     std::printf("\n%s: activations %s; %zu kernels, %zu fused bodies without one\n", path.c_str(),
                 genrt::dtypeName(plan.activationDType), plan.kernels.size(),
                 plan.functions.size() - withKernel.size());
-    if (!cubin) {
-      std::fprintf(stderr, "gpucheck: %s has no cubin for %s (genc compile --gpu-arch=%s)\n",
-                   path.c_str(), sm.c_str(), sm.c_str());
+    genrt::cuda::KernelModule mod;
+    if (genrt::Status st = mod.load(dev, plan); !st) {
+      std::fprintf(stderr, "gpucheck: %s: %s\n", path.c_str(), st.message().c_str());
       return 2;
     }
-    CUmodule mod;
-    if (cuModuleLoadData(&mod, cubin->data) != CUDA_SUCCESS) {
-      std::fprintf(stderr, "gpucheck: %s: the %s cubin does not load\n", path.c_str(), sm.c_str());
-      return 2;
-    }
+    std::printf("  code: %s\n", mod.source().c_str());
     std::printf("  %-26s %10s %8s %12s %12s %12s  %s\n", "kernel", "elements", "stored", "max abs",
                 "max rel", "elem rel", "ok");
     for (const genrt::KernelInfo &k : plan.kernels) {
       Row row;
       row.kernel = k.name;
-      if (!runKernel(plan, k, mod, o, rng, row, byDType)) {
+      if (!runKernel(dev, plan, k, mod, o, rng, row, byDType)) {
         row.status = "cuda error";
         row.ok = false;
       }
@@ -333,7 +305,7 @@ int main(int argc, char **argv) {
         ++skipped;
         std::printf("  %-26s  no kernel (runs on the CPU executor)\n", name.c_str());
       }
-    cuModuleUnload(mod);
+    mod.unload();
   }
   std::printf("\n");
   for (const auto &[dt, st] : byDType)

@@ -15,6 +15,9 @@ PlanOptions planOptions(const Module &m) {
   o.maxBeams = get(m, "plan.max_beams", o.maxBeams);
   o.maxLength = get(m, "plan.max_length", o.maxLength);
   o.maxTokens = get(m, "plan.max_tokens", o.maxTokens);
+  if (auto it = m.metadata().find("plan.dtype"); it != m.metadata().end())
+    if (auto dt = parseDType(it->second))
+      o.activation = *dt;
   return o;
 }
 
@@ -23,6 +26,7 @@ void setPlanOptions(Module &m, const PlanOptions &o) {
   m.metadata()["plan.max_beams"] = std::to_string(o.maxBeams);
   m.metadata()["plan.max_length"] = std::to_string(o.maxLength);
   m.metadata()["plan.max_tokens"] = std::to_string(o.maxTokens);
+  m.metadata()["plan.dtype"] = dtypeName(o.activation);
 }
 
 } // namespace genc

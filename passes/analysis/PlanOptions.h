@@ -12,6 +12,7 @@ struct PlanOptions {
   int64_t maxBeams = 4;    // beams per sequence
   int64_t maxLength = 256; // prompt + new tokens per sequence
   int64_t maxTokens = 0;   // tokens per prefill forward (0: maxBatch * maxLength, at most 2048)
+  DType activation = DType::F32; // storage of weights and float activations (--dtype)
   int64_t slots() const { return maxBatch * maxBeams; }
   // A chunk of 2048 tokens keeps the GEMMs efficient; sizing the prefill
   // arena for every sequence at full length would cost gigabytes for real

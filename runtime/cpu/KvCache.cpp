@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <new>
 
 namespace genrt::cpu {
 
@@ -24,112 +25,281 @@ Status RelativeBias::from(const AttrMap &attrs, const std::vector<Tensor> &ins, 
   return Status::ok();
 }
 
-KvCache::KvCache(const Plan &plan) {
-  int64_t slots = plan.model.maxBatch * plan.model.maxBeams;
-  for (const KvLayer &l : plan.kvLayers) {
-    Layer layer{plan.kvCapacity(l), l.kvHeads, l.headDim, l.window, {}, {}};
-    size_t n = static_cast<size_t>(slots * layer.capacity * l.kvHeads * l.headDim);
-    layer.k.assign(n, 0.f);
-    layer.v.assign(n, 0.f);
-    layers_.push_back(std::move(layer));
+// ---- storage ---------------------------------------------------------------
+
+Status HostKvCache::create(const KvLayout &layout, HostKvCache &out) {
+  if (Status s = layout.verify(); !s)
+    return s;
+  if (layout.dtype != DType::F32 && layout.dtype != DType::F16 && layout.dtype != DType::BF16)
+    return Status::error("KV cache: dtype must be f32, f16 or bf16");
+  out.layout_ = layout;
+  out.self_.clear();
+  out.cross_.clear();
+  size_t es = dtypeSize(layout.dtype);
+  try {
+    for (size_t l = 0; l < layout.layers.size(); ++l)
+      out.self_.emplace_back(2 * static_cast<size_t>(layout.layerElements(l)) * es);
+    for (size_t l = 0; l < layout.crossLayers.size(); ++l)
+      out.cross_.emplace_back(2 * static_cast<size_t>(layout.crossLayerElements(l)) * es);
+  } catch (const std::bad_alloc &) {
+    out.self_.clear();
+    out.cross_.clear();
+    return Status::error("cannot allocate the " +
+                         std::to_string(layout.selfBytes() + layout.crossBytes()) +
+                         "-byte KV cache in host memory");
+  }
+  return Status::ok();
+}
+
+void HostKvCache::store(uint8_t *dst, const float *row, int64_t n) const {
+  switch (layout_.dtype) {
+  case DType::F16:
+    for (int64_t i = 0; i < n; ++i) {
+      uint16_t h = floatToHalf(row[i]);
+      std::memcpy(dst + 2 * i, &h, 2);
+    }
+    break;
+  case DType::BF16:
+    for (int64_t i = 0; i < n; ++i) {
+      uint16_t h = floatToBf16(row[i]);
+      std::memcpy(dst + 2 * i, &h, 2);
+    }
+    break;
+  default:
+    std::memcpy(dst, row, n * sizeof(float));
   }
 }
 
-Status KvCache::attend(KernelContext &ctx, const AttrMap &attrs, const std::vector<Tensor> &ins,
-                       std::vector<Tensor> &outs, const std::vector<TokenInfo> &tokens) {
+const float *HostKvCache::load(const uint8_t *src, int64_t n, std::vector<float> &scratch) const {
+  if (layout_.dtype == DType::F32)
+    return reinterpret_cast<const float *>(src);
+  scratch.resize(n);
+  for (int64_t i = 0; i < n; ++i) {
+    uint16_t h;
+    std::memcpy(&h, src + 2 * i, 2);
+    scratch[i] = layout_.dtype == DType::F16 ? halfToFloat(h) : bf16ToFloat(h);
+  }
+  return scratch.data();
+}
+
+void HostKvCache::writeSelf(size_t l, bool v, int64_t slot, int64_t head, int64_t pos,
+                            const float *row) {
+  int64_t e = (v ? layout_.layerElements(l) : 0) + layout_.offset(l, slot, head, pos);
+  store(at(self_[l], e), row, layout_.layers[l].headDim);
+}
+
+const float *HostKvCache::readSelf(size_t l, bool v, int64_t slot, int64_t head, int64_t pos,
+                                   std::vector<float> &scratch) const {
+  int64_t e = (v ? layout_.layerElements(l) : 0) + layout_.offset(l, slot, head, pos);
+  return load(at(self_[l], e), layout_.layers[l].headDim, scratch);
+}
+
+void HostKvCache::writeCross(size_t l, bool v, int64_t entry, int64_t head, int64_t pos,
+                             const float *row) {
+  int64_t e = (v ? layout_.crossLayerElements(l) : 0) + layout_.crossOffset(l, entry, head, pos);
+  store(at(cross_[l], e), row, layout_.crossLayers[l].headDim);
+}
+
+const float *HostKvCache::readCross(size_t l, bool v, int64_t entry, int64_t head, int64_t pos,
+                                    std::vector<float> &scratch) const {
+  int64_t e = (v ? layout_.crossLayerElements(l) : 0) + layout_.crossOffset(l, entry, head, pos);
+  return load(at(cross_[l], e), layout_.crossLayers[l].headDim, scratch);
+}
+
+void HostKvCache::copySlots(const std::vector<int32_t> &dst, const std::vector<int32_t> &src,
+                            const std::vector<int64_t> &lengths) {
+  const size_t es = dtypeSize(layout_.dtype);
+  for (size_t l = 0; l < layout_.layers.size(); ++l) {
+    const KvCacheLayer &L = layout_.layers[l];
+    // A slot of one head is `capacity` contiguous rows: snapshot each source
+    // slot first, since a slot may be both a source and a destination.
+    const size_t slotBytes = static_cast<size_t>(L.kvHeads * L.capacity * L.headDim) * es;
+    for (int kv = 0; kv < 2; ++kv) {
+      uint8_t *base = at(self_[l], kv ? layout_.layerElements(l) : 0);
+      std::vector<std::vector<uint8_t>> snap;
+      for (int32_t s : src)
+        snap.emplace_back(base + s * slotBytes, base + (s + 1) * slotBytes);
+      for (size_t i = 0; i < dst.size(); ++i) {
+        // Only the rows the source holds matter; a rolling buffer holds all.
+        int64_t rows = std::min(lengths[src[i]], L.capacity);
+        size_t rowBytes = static_cast<size_t>(L.headDim) * es;
+        for (int64_t h = 0; h < L.kvHeads; ++h)
+          std::memcpy(base + dst[i] * slotBytes + h * L.capacity * rowBytes,
+                      snap[i].data() + h * L.capacity * rowBytes, rows * rowBytes);
+      }
+    }
+  }
+}
+
+// ---- attention -------------------------------------------------------------
+
+namespace {
+
+bool isF32(const Tensor &t) { return t.dtype() == DType::F32; }
+
+/// softmax(scale · q·key(j) + bias[j]) · value(j) over keys j in [0, n).
+template <typename KeyFn, typename ValueFn>
+void attendRow(const float *q, int64_t n, int64_t D, float scale, const float *bias, KeyFn key,
+               ValueFn value, std::vector<float> &p, float *o) {
+  p.resize(n);
+  float mx = -INFINITY;
+  for (int64_t j = 0; j < n; ++j) {
+    const float *k = key(j);
+    float s = 0.f;
+    for (int64_t e = 0; e < D; ++e)
+      s += q[e] * k[e];
+    p[j] = s * scale + (bias ? bias[j] : 0.f);
+    mx = std::max(mx, p[j]);
+  }
+  float sum = 0.f;
+  for (float &x : p) {
+    x = std::exp(x - mx);
+    sum += x;
+  }
+  std::fill(o, o + D, 0.f);
+  for (int64_t j = 0; j < n; ++j) {
+    const float *v = value(j);
+    float w = p[j] / sum;
+    for (int64_t e = 0; e < D; ++e)
+      o[e] += w * v[e];
+  }
+}
+
+} // namespace
+
+Status selfAttention(HostKvCache &cache, const AttrMap &attrs, const std::vector<Tensor> &ins,
+                     Tensor &out, const AttentionContext &ctx) {
+  const KvLayout &layout = cache.layout();
   int64_t li = attrInt(attrs, "layer", -1);
-  if (li < 0 || li >= static_cast<int64_t>(layers_.size()) || ins.size() < 3 || ins.size() > 4)
+  if (li < 0 || li >= static_cast<int64_t>(layout.layers.size()) || ins.size() < 3 || ins.size() > 4)
     return Status::error("kv_attention: bad layer or operands");
-  Layer &L = layers_[li];
+  const KvCacheLayer &L = layout.layers[li];
   const Tensor &q = ins[0], &k = ins[1], &v = ins[2];
+  const std::vector<TokenPlace> &tokens = ctx.tokens;
   int64_t T = static_cast<int64_t>(tokens.size());
   if (q.rank() != 4 || k.rank() != 4 || v.rank() != 4 || q.shape()[0] != 1 || q.shape()[2] != T ||
       k.shape() != std::vector<int64_t>{1, L.kvHeads, T, L.headDim} || v.shape() != k.shape() ||
-      q.shape()[3] != L.headDim || q.shape()[1] % L.kvHeads || q.dtype() != DType::F32 ||
-      k.dtype() != DType::F32 || v.dtype() != DType::F32)
+      q.shape()[3] != L.headDim || q.shape()[1] % L.kvHeads || !isF32(q) || !isF32(k) || !isF32(v))
     return Status::error("kv_attention: operand shapes do not match the cache layout");
   int64_t H = q.shape()[1], D = L.headDim, KVH = L.kvHeads, group = H / KVH;
   float scale = static_cast<float>(attrFloat(attrs, "scale", 1.0 / std::sqrt(double(D))));
   int64_t window = attrInt(attrs, "window", 0);
-  if (outs.size() != 1 || outs[0].shape() != q.shape() || outs[0].dtype() != DType::F32)
+  if (out.shape() != q.shape() || !isF32(out))
     return Status::error("kv_attention: the output buffer does not match q");
   RelativeBias bias;
   if (Status s = RelativeBias::from(attrs, ins, 3, H, bias); !s)
     return Status::error("kv_attention: " + s.message());
   const float *qd = q.data<float>(), *kd = k.data<float>(), *vd = v.data<float>();
-  float *od = outs[0].data<float>();
-  std::vector<float> p;
+  float *od = out.data<float>();
+  std::vector<float> p, b, kScratch, vScratch;
   for (int64_t t = 0; t < T; ++t) {
-    const TokenInfo &tok = tokens[t];
+    const TokenPlace &tok = tokens[t];
     int64_t lo = window > 0 ? std::max<int64_t>(0, tok.position - window + 1) : 0;
-    if (tok.chunkStart - lo > L.capacity)
+    if (tok.cachedBefore - lo > L.capacity || tok.position - tok.cachedBefore > t)
       return Status::error("kv_attention: the cache cannot hold the attended positions");
     if (bias.table && !bias.covers(lo - tok.position))
       return Status::error("kv_attention: a key is further away than the relative bias covers");
-    p.resize(tok.position - lo + 1);
+    int64_t n = tok.position - lo + 1;
     for (int64_t h = 0; h < H; ++h) {
       int64_t kh = h / group;
-      const float *qv = qd + (h * T + t) * D;
-      // k/v of position j: from the cache before this forward, else from the operands.
-      auto keyOf = [&](std::vector<float> &cache, const float *fresh, int64_t j) -> const float * {
-        if (j < tok.chunkStart)
-          return L.at(cache, tok.slot, j) + kh * D;
-        return fresh + (kh * T + (t - (tok.position - j))) * D;
+      // Position j: from the cache before this run, else from this run's operands.
+      auto row = [&](bool isV, int64_t j) -> const float * {
+        int64_t pos = lo + j;
+        if (pos < tok.cachedBefore)
+          return cache.readSelf(li, isV, tok.slot, kh, pos, isV ? vScratch : kScratch);
+        return (isV ? vd : kd) + (kh * T + (t - (tok.position - pos))) * D;
       };
-      float mx = -INFINITY;
-      for (int64_t j = lo; j <= tok.position; ++j) {
-        const float *kv = keyOf(L.k, kd, j);
-        float s = 0.f;
-        for (int64_t e = 0; e < D; ++e)
-          s += qv[e] * kv[e];
-        p[j - lo] = s * scale;
-        if (bias.table)
-          p[j - lo] += bias.at(h, j - tok.position);
-        mx = std::max(mx, p[j - lo]);
+      if (bias.table) {
+        b.resize(n);
+        for (int64_t j = 0; j < n; ++j)
+          b[j] = bias.at(h, lo + j - tok.position);
       }
-      float sum = 0.f;
-      for (float &x : p) {
-        x = std::exp(x - mx);
-        sum += x;
-      }
-      float *o = od + (h * T + t) * D;
-      std::fill(o, o + D, 0.f);
-      for (int64_t j = lo; j <= tok.position; ++j) {
-        const float *vv = keyOf(L.v, vd, j);
-        float w = p[j - lo] / sum;
-        for (int64_t e = 0; e < D; ++e)
-          o[e] += w * vv[e];
-      }
+      attendRow(qd + (h * T + t) * D, n, D, scale, bias.table ? b.data() : nullptr,
+                [&](int64_t j) { return row(false, j); }, [&](int64_t j) { return row(true, j); }, p,
+                od + (h * T + t) * D);
     }
   }
   // Append after attending, so a rolling buffer never loses a key that an
-  // earlier token of the same forward still needed.
+  // earlier token of the same run still needed.
   for (int64_t t = 0; t < T; ++t)
     for (int64_t kh = 0; kh < KVH; ++kh) {
-      std::memcpy(L.at(L.k, tokens[t].slot, tokens[t].position) + kh * D, kd + (kh * T + t) * D,
-                  D * sizeof(float));
-      std::memcpy(L.at(L.v, tokens[t].slot, tokens[t].position) + kh * D, vd + (kh * T + t) * D,
-                  D * sizeof(float));
+      cache.writeSelf(li, false, tokens[t].slot, kh, tokens[t].position, kd + (kh * T + t) * D);
+      cache.writeSelf(li, true, tokens[t].slot, kh, tokens[t].position, vd + (kh * T + t) * D);
     }
   return Status::ok();
 }
 
-void KvCache::reorder(const std::vector<int32_t> &dst, const std::vector<int32_t> &src,
-                      const std::vector<int64_t> &lengths) {
-  for (Layer &L : layers_) {
-    size_t slotFloats = static_cast<size_t>(L.capacity * L.kvHeads * L.headDim);
-    // Snapshot the sources first: a slot may be both a source and a destination.
-    std::vector<std::vector<float>> ks, vs;
-    for (int32_t s : src) {
-      size_t n = static_cast<size_t>(std::min(lengths[s], L.capacity) * L.kvHeads * L.headDim);
-      ks.emplace_back(L.k.begin() + s * slotFloats, L.k.begin() + s * slotFloats + n);
-      vs.emplace_back(L.v.begin() + s * slotFloats, L.v.begin() + s * slotFloats + n);
-    }
-    for (size_t i = 0; i < dst.size(); ++i) {
-      std::copy(ks[i].begin(), ks[i].end(), L.k.begin() + dst[i] * slotFloats);
-      std::copy(vs[i].begin(), vs[i].end(), L.v.begin() + dst[i] * slotFloats);
+Status crossAttention(const HostKvCache &cache, const AttrMap &attrs, const std::vector<Tensor> &ins,
+                      Tensor &out, const AttentionContext &ctx) {
+  const KvLayout &layout = cache.layout();
+  int64_t li = attrInt(attrs, "layer", -1);
+  if (li < 0 || li >= static_cast<int64_t>(layout.crossLayers.size()) || ins.size() != 1)
+    return Status::error("cross_attention: bad layer or operands");
+  const CrossCacheLayer &L = layout.crossLayers[li];
+  const Tensor &q = ins[0];
+  int64_t T = static_cast<int64_t>(ctx.crossEntryOfToken.size());
+  if (q.rank() != 4 || !isF32(q) || q.shape()[0] != 1 || q.shape()[2] != T ||
+      q.shape()[3] != L.headDim || q.shape()[1] % L.kvHeads || out.shape() != q.shape() || !isF32(out))
+    return Status::error("cross_attention: q does not match the cross cache layout");
+  int64_t H = q.shape()[1], D = L.headDim, group = H / L.kvHeads;
+  float scale = static_cast<float>(attrFloat(attrs, "scale", 1.0 / std::sqrt(double(D))));
+  std::vector<float> p, kScratch, vScratch;
+  for (int64_t t = 0; t < T; ++t) {
+    int64_t e = ctx.crossEntryOfToken[t];
+    if (e < 0 || e >= static_cast<int64_t>(ctx.crossLengths.size()) || ctx.crossLengths[e] <= 0 ||
+        ctx.crossLengths[e] > layout.maxLength)
+      return Status::error("cross_attention: a token's sequence has no encoded source");
+    for (int64_t h = 0; h < H; ++h) {
+      int64_t kh = h / group;
+      attendRow(q.data<float>() + (h * T + t) * D, ctx.crossLengths[e], D, scale, nullptr,
+                [&](int64_t j) { return cache.readCross(li, false, e, kh, j, kScratch); },
+                [&](int64_t j) { return cache.readCross(li, true, e, kh, j, vScratch); }, p,
+                out.data<float>() + (h * T + t) * D);
     }
   }
+  return Status::ok();
+}
+
+Status packedAttention(const AttrMap &attrs, const std::vector<Tensor> &ins, Tensor &out,
+                       const AttentionContext &ctx) {
+  if (ins.size() < 3)
+    return Status::error("packed_attention: bad operands");
+  const Tensor &q = ins[0], &k = ins[1], &v = ins[2];
+  if (q.rank() != 4 || k.rank() != 4 || v.rank() != 4 || !isF32(q) || !isF32(k) || !isF32(v) ||
+      q.shape()[0] != 1 || k.shape()[0] != 1 || v.shape() != k.shape() ||
+      k.shape()[2] != q.shape()[2] || k.shape()[3] != q.shape()[3] || k.shape()[1] == 0 ||
+      q.shape()[1] % k.shape()[1] || out.shape() != q.shape() || !isF32(out))
+    return Status::error("packed_attention: q, k, v do not fit together");
+  int64_t H = q.shape()[1], T = q.shape()[2], D = q.shape()[3], KVH = k.shape()[1];
+  RelativeBias bias;
+  if (Status s = RelativeBias::from(attrs, ins, 3, H, bias); !s)
+    return Status::error("packed_attention: " + s.message());
+  float scale = static_cast<float>(attrFloat(attrs, "scale", 1.0 / std::sqrt(double(D))));
+  std::vector<float> p, b;
+  for (const SourceSegment &sg : ctx.segments) {
+    if (sg.start < 0 || sg.len <= 0 || sg.start + sg.len > T)
+      return Status::error("packed_attention: a source lies outside the packed tokens");
+    if (bias.table && !bias.covers(sg.len - 1))
+      return Status::error("packed_attention: a source is longer than the relative bias covers");
+    for (int64_t h = 0; h < H; ++h) {
+      int64_t kh = h / (H / KVH);
+      // k, v [1, KVH, T, D]: key j of head kh at (kh * T + start + j) * D.
+      const float *kb = k.data<float>() + (kh * T + sg.start) * D;
+      const float *vb = v.data<float>() + (kh * T + sg.start) * D;
+      for (int64_t i = 0; i < sg.len; ++i) {
+        if (bias.table) {
+          b.resize(sg.len);
+          for (int64_t j = 0; j < sg.len; ++j)
+            b[j] = bias.at(h, j - i);
+        }
+        attendRow(q.data<float>() + (h * T + sg.start + i) * D, sg.len, D, scale,
+                  bias.table ? b.data() : nullptr, [&](int64_t j) { return kb + j * D; },
+                  [&](int64_t j) { return vb + j * D; }, p,
+                  out.data<float>() + (h * T + sg.start + i) * D);
+      }
+    }
+  }
+  return Status::ok();
 }
 
 } // namespace genrt::cpu

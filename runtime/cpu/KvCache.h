@@ -1,12 +1,13 @@
-// The CPU KV cache and the kv_attention op that reads and appends it.
-//
-// Per layer: k and v of [slots, capacity, kv_heads, head_dim] f32. capacity is
-// the plan's max length, or `window` for sliding-window layers (a rolling
-// buffer: position p lives at p % capacity).
+// The CPU executor's caches: host memory laid out by the plan's KvLayout
+// (runtime/KvLayout.h), in its dtype, and the three attention ops that read
+// them. Math is f32; rows stored as f16/bf16 are rounded when written, as on
+// the GPU.
 #pragma once
-#include "runtime/Program.h"
-#include "runtime/cpu/OpLibrary.h"
+#include "runtime/Executor.h"
+#include "runtime/KvLayout.h"
+#include "runtime/Tensor.h"
 
+#include <cstdint>
 #include <vector>
 
 namespace genrt::cpu {
@@ -24,35 +25,56 @@ struct RelativeBias {
                      int64_t heads, RelativeBias &out);
 };
 
-/// Where a packed token belongs: its slot, its position, and the slot's
-/// length before this forward (tokens at or after it come from the operands).
-struct TokenInfo {
-  int32_t slot;
-  int64_t position;
-  int64_t chunkStart;
-};
-
-class KvCache {
+class HostKvCache {
 public:
-  explicit KvCache(const Plan &plan);
+  /// Allocates every cache of `layout`; fails (no throw) when memory is short.
+  static Status create(const KvLayout &layout, HostKvCache &out);
 
-  // q[1, H, T, D] k[1, KVH, T, D] v[1, KVH, T, D] -> outs[0][1, H, T, D] (preallocated)
-  Status attend(KernelContext &ctx, const AttrMap &attrs, const std::vector<Tensor> &ins,
-                std::vector<Tensor> &outs, const std::vector<TokenInfo> &tokens);
+  const KvLayout &layout() const { return layout_; }
 
-  /// Slot dst[i] takes slot src[i]'s contents (its first lengths[src[i]] positions).
-  void reorder(const std::vector<int32_t> &dst, const std::vector<int32_t> &src,
-               const std::vector<int64_t> &lengths);
+  /// Row (slot, head, position) of self-attention layer l's K (v false) or V.
+  void writeSelf(size_t l, bool v, int64_t slot, int64_t head, int64_t pos, const float *row);
+  /// The row as f32: a pointer into the cache (f32 caches) or into `scratch`.
+  const float *readSelf(size_t l, bool v, int64_t slot, int64_t head, int64_t pos,
+                        std::vector<float> &scratch) const;
+  void writeCross(size_t l, bool v, int64_t entry, int64_t head, int64_t pos, const float *row);
+  const float *readCross(size_t l, bool v, int64_t entry, int64_t head, int64_t pos,
+                         std::vector<float> &scratch) const;
+
+  /// Slot dst[i] takes slot src[i]'s first lengths[src[i]] positions.
+  void copySlots(const std::vector<int32_t> &dst, const std::vector<int32_t> &src,
+                 const std::vector<int64_t> &lengths);
 
 private:
-  struct Layer {
-    int64_t capacity, kvHeads, headDim, window;
-    std::vector<float> k, v;
-    float *at(std::vector<float> &buf, int64_t slot, int64_t pos) {
-      return buf.data() + ((slot * capacity + pos % capacity) * kvHeads) * headDim;
-    }
-  };
-  std::vector<Layer> layers_;
+  uint8_t *at(std::vector<uint8_t> &buf, int64_t element) const {
+    return buf.data() + element * static_cast<int64_t>(dtypeSize(layout_.dtype));
+  }
+  const uint8_t *at(const std::vector<uint8_t> &buf, int64_t element) const {
+    return buf.data() + element * static_cast<int64_t>(dtypeSize(layout_.dtype));
+  }
+  void store(uint8_t *dst, const float *row, int64_t n) const;
+  const float *load(const uint8_t *src, int64_t n, std::vector<float> &scratch) const;
+
+  KvLayout layout_;
+  std::vector<std::vector<uint8_t>> self_;  // per layer: K then V
+  std::vector<std::vector<uint8_t>> cross_; // per cross layer: K then V
 };
+
+// The attention ops over head-major operands (cpu/AttentionIo.h converts the
+// packed forms): q[1, H, T, D] (k, v [1, KVH, T, D]) -> out[1, H, T, D],
+// preallocated.
+
+/// kv_attention: token t attends causally (within `window`) to its slot's
+/// cached positions and to this run's earlier tokens of the same slot, then
+/// its k/v are appended to the cache.
+Status selfAttention(HostKvCache &cache, const AttrMap &attrs, const std::vector<Tensor> &ins,
+                     Tensor &out, const AttentionContext &ctx);
+/// cross_attention: token t reads its cross entry's encoded source.
+Status crossAttention(const HostKvCache &cache, const AttrMap &attrs, const std::vector<Tensor> &ins,
+                      Tensor &out, const AttentionContext &ctx);
+/// packed_attention (@encode): each token attends every token of its own
+/// source segment, plus the relative bias when the op has one.
+Status packedAttention(const AttrMap &attrs, const std::vector<Tensor> &ins, Tensor &out,
+                       const AttentionContext &ctx);
 
 } // namespace genrt::cpu

@@ -56,7 +56,11 @@ Status SlotBatch::step(const std::vector<int32_t> &slots, const std::vector<int6
     chunks.push_back(Chunk{slots[k], {tokens[k]}});
   logits.assign(slots.size() * size_t(vocab_), 0.f);
   ++stats_.forwardCalls;
-  return dec_.forward(chunks, logits.data());
+  ++stats_.decodeForwardCalls;
+  auto t0 = Clock::now();
+  Status s = dec_.forward(chunks, logits.data());
+  stats_.decodeSeconds += std::chrono::duration<double>(Clock::now() - t0).count();
+  return s;
 }
 
 Status SlotBatch::reorder(const std::vector<int32_t> &dst, const std::vector<int32_t> &src) {

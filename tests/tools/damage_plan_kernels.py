@@ -58,6 +58,15 @@ elif what == "legacy":
     del meta["activation_dtype"]
     for e in k["entries"]:
         del e["input_dtypes"], e["output_dtypes"]
+    # Old plans sized every float activation as f32 and recorded no storage:
+    # doubling the arena and every offset leaves room for that.
+    for p in meta["programs"]:
+        p["arena_bytes"] *= 2
+        for v in p["values"]:
+            if v["storage"] == "arena":
+                v["offset"] *= 2
+                if v.pop("stored", v["dtype"]) != v["dtype"]:
+                    v["max_bytes"] *= 2
 elif what == "weight-align":
     meta["weights"][0]["offset"] += 4
 else:

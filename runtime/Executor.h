@@ -1,0 +1,76 @@
+// The interface between the device-neutral Session (runtime/Session.h) and a
+// device's executor (runtime/cpu, runtime/cuda). The Session decides which
+// tokens run, in which slot, at which position, with which program; an
+// executor only runs that program over its weights, arena and caches.
+#pragma once
+#include "runtime/Program.h"
+#include "runtime/Status.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace genrt {
+
+enum class ProgramKind { Encode, Prefill, Decode };
+
+/// Where one packed token belongs: what an attention op needs to read and
+/// append the right cache rows.
+struct TokenPlace {
+  int32_t slot = 0;
+  int64_t position = 0;     // its position in the slot's sequence
+  int64_t cachedBefore = 0; // the slot's length before this run: positions below it
+                            // come from the cache, the rest from this run's tokens
+};
+
+/// One packed source of an @encode run: tokens [start, start + len).
+struct SourceSegment {
+  int64_t start = 0, len = 0;
+};
+
+/// The attention context of a run: token -> slot and position, and for
+/// encoder-decoders token -> cross-cache entry. The Session builds it once
+/// per run; every attention op of the program reads it.
+struct AttentionContext {
+  std::vector<TokenPlace> tokens;          // @prefill / @decode_step
+  std::vector<int32_t> crossEntryOfToken;  // encoder-decoder @prefill / @decode_step
+  std::vector<int64_t> crossLengths;       // per cross entry: its source's length (0: empty)
+  std::vector<SourceSegment> segments;     // @encode
+};
+
+/// One run of a program: its arguments and symbols, laid out by the Session.
+struct ProgramRun {
+  ProgramKind kind = ProgramKind::Prefill;
+  const Program *program = nullptr;
+  std::map<std::string, int64_t> symbols; // tokens and rows, or src_tokens
+  std::vector<int64_t> inputIds, positions;
+  std::vector<int64_t> logitRows; // @prefill: the packed rows whose logits are wanted
+  AttentionContext attention;
+  int64_t crossEntry = -1;        // @encode: the cross-cache entry its K/V fill
+};
+
+class Executor {
+public:
+  virtual ~Executor() = default;
+  /// "cpu", "cuda: NVIDIA H100 80GB HBM3 (sm_90)": what genrun --stats names.
+  virtual std::string deviceName() const = 0;
+
+  /// Runs @prefill or @decode_step and appends every token's K/V to its
+  /// slot; writes the logits of the run's rows, row-major [rows, vocab], to
+  /// `logits` (host memory).
+  virtual Status run(const ProgramRun &run, float *logits) = 0;
+  /// Runs @encode and stores its K/V in cross-cache entry run.crossEntry.
+  virtual Status encode(const ProgramRun &run) = 0;
+  /// Beam reordering: slot dst[k] takes the first lengths[src[k]] positions
+  /// of slot src[k] as they were before the call.
+  virtual Status copySlots(const std::vector<int32_t> &dst, const std::vector<int32_t> &src,
+                           const std::vector<int64_t> &lengths) = 0;
+
+  /// Bytes the executor holds: weights + caches + arena (+ workspaces).
+  virtual int64_t memoryBytes() const = 0;
+  /// A line for --stats: what the bytes are (e.g. the cuBLASLt workspace).
+  virtual std::string memoryReport() const { return {}; }
+};
+
+} // namespace genrt

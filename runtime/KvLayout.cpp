@@ -1,0 +1,66 @@
+#include "runtime/KvLayout.h"
+
+#include <cstdint>
+#include <string>
+
+namespace genrt {
+namespace {
+
+// a * b, or -1 when either is negative or the product leaves int64.
+int64_t mulChecked(int64_t a, int64_t b) {
+  if (a < 0 || b < 0)
+    return -1;
+  int64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? -1 : r;
+}
+
+int64_t addChecked(int64_t a, int64_t b) {
+  int64_t r;
+  return a < 0 || b < 0 || __builtin_add_overflow(a, b, &r) ? -1 : r;
+}
+
+int64_t product(std::initializer_list<int64_t> xs) {
+  int64_t p = 1;
+  for (int64_t x : xs)
+    p = mulChecked(p, x);
+  return p;
+}
+
+} // namespace
+
+int64_t KvLayout::selfBytes() const {
+  int64_t n = 0;
+  for (const KvCacheLayer &L : layers)
+    n = addChecked(n, product({2, slots, L.kvHeads, L.capacity, L.headDim,
+                               static_cast<int64_t>(dtypeSize(dtype))}));
+  return n;
+}
+
+int64_t KvLayout::crossBytes() const {
+  int64_t n = 0;
+  for (const CrossCacheLayer &L : crossLayers)
+    n = addChecked(n, product({2, crossEntries, L.kvHeads, maxLength, L.headDim,
+                               static_cast<int64_t>(dtypeSize(dtype))}));
+  return n;
+}
+
+Status KvLayout::verify() const {
+  if (slots <= 0 || maxLength <= 0)
+    return Status::error("KV cache: slots and max length must be positive");
+  if (slots > INT32_MAX)
+    return Status::error("KV cache: more than 2^31 slots");
+  for (size_t l = 0; l < layers.size(); ++l) {
+    const KvCacheLayer &L = layers[l];
+    if (L.kvHeads <= 0 || L.headDim <= 0 || L.window < 0 ||
+        L.capacity != capacityFor(L.window, maxLength))
+      return Status::error("KV cache: layer " + std::to_string(l) + " has a bad shape");
+  }
+  for (size_t l = 0; l < crossLayers.size(); ++l)
+    if (crossLayers[l].kvHeads <= 0 || crossLayers[l].headDim <= 0 || crossEntries <= 0)
+      return Status::error("cross-attention cache: layer " + std::to_string(l) + " has a bad shape");
+  if (selfBytes() < 0 || crossBytes() < 0 || addChecked(selfBytes(), crossBytes()) < 0)
+    return Status::error("KV cache: its size overflows 64-bit arithmetic");
+  return Status::ok();
+}
+
+} // namespace genrt

@@ -1,0 +1,80 @@
+// The layout of the KV caches: one description that the plan writer's
+// stats, the loader and every executor use, so that what genc reports is
+// what an executor allocates and how it indexes.
+//
+// Self-attention, per layer: K and V, each [slots, kv_heads, capacity,
+// head_dim] in `dtype` (the plan's activation dtype). A slot holds one
+// sequence (one beam); its keys of one head are contiguous, so decode
+// attention streams them with 16-byte loads and a reorder copies whole rows.
+// capacity = max_length, or `window` for a sliding-window layer: a rolling
+// buffer where position p lives in row p % capacity.
+//
+// Cross-attention (encoder-decoder), per layer: K and V, each [entries,
+// kv_heads, max_length, head_dim]. An entry holds one encoded source; every
+// beam of a batch item reads its item's entry (FastSeq: never one copy per
+// beam), so there are max_batch entries whatever max_beams is.
+#pragma once
+#include "runtime/DType.h"
+#include "runtime/Status.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace genrt {
+
+struct KvCacheLayer {
+  int64_t kvHeads = 0, headDim = 0;
+  int64_t window = 0;   // 0: the whole sequence; else the last `window` positions
+  int64_t capacity = 0; // rows per slot and head
+};
+
+struct CrossCacheLayer {
+  int64_t kvHeads = 0, headDim = 0;
+};
+
+struct KvLayout {
+  DType dtype = DType::F32;
+  int64_t slots = 0;           // max_batch * max_beams
+  int64_t maxLength = 0;       // positions per sequence
+  std::vector<KvCacheLayer> layers;
+  int64_t crossEntries = 0;    // max_batch (encoder-decoder only)
+  std::vector<CrossCacheLayer> crossLayers;
+
+  /// Rows a layer keeps per slot and head: the rolling-window rule.
+  static int64_t capacityFor(int64_t window, int64_t maxLength) {
+    return window > 0 && window < maxLength ? window : maxLength;
+  }
+  /// Adds a self-attention layer with its capacity worked out.
+  void addLayer(int64_t kvHeads, int64_t headDim, int64_t window) {
+    layers.push_back({kvHeads, headDim, window, capacityFor(window, maxLength)});
+  }
+
+  /// Elements of one layer's K (or V) for all slots.
+  int64_t layerElements(size_t l) const {
+    const KvCacheLayer &L = layers[l];
+    return slots * L.kvHeads * L.capacity * L.headDim;
+  }
+  /// Element offset of (slot, kv head, position) in a layer's K (or V).
+  int64_t offset(size_t l, int64_t slot, int64_t head, int64_t position) const {
+    const KvCacheLayer &L = layers[l];
+    return ((slot * L.kvHeads + head) * L.capacity + position % L.capacity) * L.headDim;
+  }
+  int64_t crossLayerElements(size_t l) const {
+    const CrossCacheLayer &L = crossLayers[l];
+    return crossEntries * L.kvHeads * maxLength * L.headDim;
+  }
+  int64_t crossOffset(size_t l, int64_t entry, int64_t head, int64_t position) const {
+    const CrossCacheLayer &L = crossLayers[l];
+    return ((entry * L.kvHeads + head) * maxLength + position) * L.headDim;
+  }
+
+  /// Bytes of K and V of every self-attention / cross-attention layer.
+  int64_t selfBytes() const;
+  int64_t crossBytes() const;
+
+  /// Checks the sizes before anything is allocated: positive dims and no
+  /// overflow of the byte counts (a plan is untrusted input).
+  Status verify() const;
+};
+
+} // namespace genrt

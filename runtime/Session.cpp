@@ -1,0 +1,217 @@
+#include "runtime/Session.h"
+
+#include <algorithm>
+
+namespace genrt {
+
+Session::Session(std::shared_ptr<const Plan> plan, std::unique_ptr<Executor> exec)
+    : plan_(std::move(plan)), exec_(std::move(exec)) {
+  lengths_.assign(maxSlots(), 0);
+  if (plan_->model.encoderDecoder) {
+    entryOfSlot_.assign(maxSlots(), -1);
+    crossLengths_.assign(plan_->kv.crossEntries, 0);
+  }
+}
+
+int32_t Session::maxSlots() const { return static_cast<int32_t>(plan_->kv.slots); }
+
+void Session::resetSlot(int32_t slot) {
+  if (slot < 0 || slot >= maxSlots())
+    return;
+  lengths_[slot] = 0;
+  if (!entryOfSlot_.empty())
+    entryOfSlot_[slot] = -1;
+}
+
+int64_t Session::slotLength(int32_t slot) const {
+  return slot >= 0 && slot < maxSlots() ? lengths_[slot] : 0;
+}
+
+Status Session::checkSymbols(const ProgramRun &run) {
+  for (const auto &[sym, value] : run.symbols) {
+    auto it = run.program->maxSymbols.find(sym);
+    if (it != run.program->maxSymbols.end() && value > it->second)
+      return Status::error(run.program->name + ": " + sym + " = " + std::to_string(value) +
+                           " exceeds the plan's maximum " + std::to_string(it->second));
+  }
+  return Status::ok();
+}
+
+// Encodes one source into a free cross-cache entry (one no slot outside
+// `slots` reads) and points every slot of `slots` at it.
+Status Session::encode(const std::vector<int64_t> &sourceIds, const std::vector<int32_t> &slots) {
+  if (entryOfSlot_.empty())
+    return Status::error("this model has no encoder");
+  const ModelInfo &mi = plan_->model;
+  int64_t S = static_cast<int64_t>(sourceIds.size());
+  if (S == 0)
+    return Status::error("encode: the source is empty");
+  if (S > mi.maxLength)
+    return Status::error("encode: the source has " + std::to_string(S) +
+                         " tokens, more than the plan's maximum length " + std::to_string(mi.maxLength));
+  for (int64_t t : sourceIds)
+    if (t < 0 || t >= mi.vocabSize)
+      return Status::error("encode: token id " + std::to_string(t) + " is outside the vocabulary [0, " +
+                           std::to_string(mi.vocabSize) + ")");
+  std::vector<char> mine(maxSlots(), 0), busy(crossLengths_.size(), 0);
+  for (int32_t s : slots) {
+    if (s < 0 || s >= maxSlots())
+      return Status::error("encode: slot " + std::to_string(s) + " out of range");
+    mine[s] = 1;
+  }
+  for (int32_t s = 0; s < maxSlots(); ++s)
+    if (!mine[s] && entryOfSlot_[s] >= 0)
+      busy[entryOfSlot_[s]] = 1;
+  auto free = std::find(busy.begin(), busy.end(), 0);
+  if (free == busy.end())
+    return Status::error("encode: every cross-attention cache entry is in use (max batch " +
+                         std::to_string(busy.size()) + ")");
+  int32_t entry = static_cast<int32_t>(free - busy.begin());
+
+  ProgramRun run;
+  run.kind = ProgramKind::Encode;
+  run.program = plan_->program("encode");
+  run.symbols = {{"src_tokens", S}};
+  run.inputIds = sourceIds;
+  for (int64_t i = 0; i < S; ++i)
+    run.positions.push_back(i);
+  run.attention.segments = {{0, S}};
+  run.crossEntry = entry;
+  if (Status s = checkSymbols(run); !s)
+    return s;
+  if (Status s = exec_->encode(run); !s)
+    return s;
+  crossLengths_[entry] = S;
+  for (int32_t s : slots)
+    entryOfSlot_[s] = entry;
+  return Status::ok();
+}
+
+Status Session::reorderSlots(const std::vector<int32_t> &dst, const std::vector<int32_t> &src) {
+  if (dst.size() != src.size())
+    return Status::error("reorderSlots: dst and src differ in length");
+  for (size_t i = 0; i < dst.size(); ++i)
+    if (dst[i] < 0 || dst[i] >= maxSlots() || src[i] < 0 || src[i] >= maxSlots())
+      return Status::error("reorderSlots: slot out of range");
+  if (Status s = exec_->copySlots(dst, src, lengths_); !s)
+    return s;
+  std::vector<int64_t> old = lengths_;
+  for (size_t i = 0; i < dst.size(); ++i)
+    lengths_[dst[i]] = old[src[i]];
+  if (!entryOfSlot_.empty()) { // beams share their item's cross entry: move the index, never the cache
+    std::vector<int32_t> oldEntry = entryOfSlot_;
+    for (size_t i = 0; i < dst.size(); ++i)
+      entryOfSlot_[dst[i]] = oldEntry[src[i]];
+  }
+  return Status::ok();
+}
+
+Status Session::forward(const std::vector<Chunk> &chunks, float *logits) {
+  const ModelInfo &mi = plan_->model;
+  std::vector<int64_t> pending(maxSlots(), 0);
+  for (const Chunk &c : chunks) {
+    if (c.slot < 0 || c.slot >= maxSlots())
+      return Status::error("forward: slot " + std::to_string(c.slot) + " out of range");
+    if (c.tokens.empty())
+      return Status::error("forward: an empty chunk");
+    pending[c.slot] += static_cast<int64_t>(c.tokens.size());
+    if (lengths_[c.slot] + pending[c.slot] > mi.maxLength)
+      return Status::error("forward: slot " + std::to_string(c.slot) + " would exceed the plan's "
+                           "max length " + std::to_string(mi.maxLength));
+    for (int64_t t : c.tokens)
+      if (t < 0 || t >= mi.vocabSize)
+        return Status::error("forward: token id " + std::to_string(t) + " is outside the vocabulary [0, " +
+                             std::to_string(mi.vocabSize) + ")");
+    if (!entryOfSlot_.empty() && entryOfSlot_[c.slot] < 0)
+      return Status::error("forward: slot " + std::to_string(c.slot) + " has no encoded source");
+  }
+  // Pieces of at most max_tokens tokens; a long prompt is prefilled in
+  // several pieces (chunked prefill) and only its last piece gives logits.
+  const int64_t budget = plan_->maxTokens;
+  std::vector<Piece> pieces;
+  int64_t pieceTokens = 0;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    const Chunk &c = chunks[i];
+    size_t done = 0;
+    while (done < c.tokens.size()) {
+      if (pieceTokens == budget) {
+        if (Status s = runPieces(pieces, logits); !s)
+          return s;
+        pieces.clear();
+        pieceTokens = 0;
+      }
+      size_t n = std::min<size_t>(budget - pieceTokens, c.tokens.size() - done);
+      bool last = done + n == c.tokens.size();
+      pieces.push_back({c.slot, std::vector<int64_t>(c.tokens.begin() + done, c.tokens.begin() + done + n),
+                        last ? static_cast<int64_t>(i) : -1});
+      pieceTokens += n;
+      done += n;
+    }
+  }
+  if (!pieces.empty())
+    if (Status s = runPieces(pieces, logits); !s)
+      return s;
+  return Status::ok();
+}
+
+// One program run over the pieces: @decode_step when every piece is one
+// token that wants its logits (the step of a search), else @prefill.
+Status Session::runPieces(const std::vector<Piece> &pieces, float *logits) {
+  int64_t T = 0, R = 0;
+  bool decode = true;
+  for (const Piece &p : pieces) {
+    T += static_cast<int64_t>(p.tokens.size());
+    decode &= p.tokens.size() == 1 && p.logitRow >= 0;
+    R += p.logitRow >= 0;
+  }
+  decode &= T <= maxSlots();
+  ProgramRun run;
+  run.kind = decode ? ProgramKind::Decode : ProgramKind::Prefill;
+  run.program = plan_->program(decode ? "decode_step" : "prefill");
+  run.symbols = {{"tokens", T}, {"rows", decode ? T : R}};
+  if (Status s = checkSymbols(run); !s)
+    return Status::error("forward: " + s.message());
+  run.inputIds.reserve(T);
+  run.positions.reserve(T);
+  run.attention.tokens.reserve(T);
+  for (const Piece &p : pieces) {
+    int64_t start = lengths_[p.slot];
+    for (size_t i = 0; i < p.tokens.size(); ++i) {
+      int64_t pos = start + static_cast<int64_t>(i);
+      run.inputIds.push_back(p.tokens[i]);
+      run.positions.push_back(pos);
+      run.attention.tokens.push_back({p.slot, pos, start});
+      if (!entryOfSlot_.empty())
+        run.attention.crossEntryOfToken.push_back(entryOfSlot_[p.slot]);
+    }
+    if (!decode && p.logitRow >= 0)
+      run.logitRows.push_back(static_cast<int64_t>(run.inputIds.size()) - 1);
+  }
+  run.attention.crossLengths = crossLengths_;
+  // The executor writes rows in run order; the search wants them by chunk.
+  const int64_t vocab = plan_->model.vocabSize;
+  std::vector<float> rows;
+  bool inOrder = true;
+  int64_t r = 0;
+  for (const Piece &p : pieces)
+    if (p.logitRow >= 0)
+      inOrder &= p.logitRow == r++;
+  float *out = logits;
+  if (!inOrder) {
+    rows.resize(static_cast<size_t>(R * vocab));
+    out = rows.data();
+  }
+  if (Status s = exec_->run(run, out); !s)
+    return s;
+  if (!inOrder) {
+    r = 0;
+    for (const Piece &p : pieces)
+      if (p.logitRow >= 0)
+        std::copy_n(rows.data() + (r++) * vocab, vocab, logits + p.logitRow * vocab);
+  }
+  for (const Piece &p : pieces)
+    lengths_[p.slot] += static_cast<int64_t>(p.tokens.size());
+  return Status::ok();
+}
+
+} // namespace genrt

@@ -1,0 +1,52 @@
+// The device-neutral half of running a plan: a Decoder over any Executor.
+//
+// The Session keeps the slot bookkeeping (each slot's length, its batch
+// item's cross-cache entry), checks what the search loop asks for, splits
+// prefill into pieces of at most the plan's max_tokens (chunked prefill),
+// picks @decode_step or @prefill with its symbols, and lays out the packed
+// token ids, positions, logit rows and attention context of each run. The
+// executor below it only runs programs.
+#pragma once
+#include "runtime/Decoder.h"
+#include "runtime/Executor.h"
+
+#include <memory>
+
+namespace genrt {
+
+class Session final : public Decoder {
+public:
+  Session(std::shared_ptr<const Plan> plan, std::unique_ptr<Executor> exec);
+
+  const ModelInfo &info() const override { return plan_->model; }
+  int32_t maxSlots() const override;
+  void resetSlot(int32_t slot) override;
+  int64_t slotLength(int32_t slot) const override;
+  Status forward(const std::vector<Chunk> &chunks, float *logits) override;
+  Status reorderSlots(const std::vector<int32_t> &dst, const std::vector<int32_t> &src) override;
+  Status encode(const std::vector<int64_t> &sourceIds, const std::vector<int32_t> &slots) override;
+  int64_t memoryBytes() const override { return exec_->memoryBytes(); }
+  std::string memoryReport() const override { return exec_->memoryReport(); }
+  std::string deviceName() const override { return exec_->deviceName(); }
+
+  Executor &executor() { return *exec_; }
+
+private:
+  /// A run's share of one chunk: some of its tokens.
+  struct Piece {
+    int32_t slot;
+    std::vector<int64_t> tokens;
+    int64_t logitRow; // the chunk whose logits this piece's last token gives; -1: none
+  };
+  Status runPieces(const std::vector<Piece> &pieces, float *logits);
+  /// Checks the run's symbols against the program's maximums.
+  static Status checkSymbols(const ProgramRun &run);
+
+  std::shared_ptr<const Plan> plan_;
+  std::unique_ptr<Executor> exec_;
+  std::vector<int64_t> lengths_;      // per slot
+  std::vector<int32_t> entryOfSlot_;  // encoder-decoder: slot -> cross entry (-1: none)
+  std::vector<int64_t> crossLengths_; // per cross entry: source length (0: free of data)
+};
+
+} // namespace genrt

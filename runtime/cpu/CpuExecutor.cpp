@@ -1,0 +1,317 @@
+#include "runtime/cpu/CpuExecutor.h"
+
+#include "runtime/cpu/AttentionIo.h"
+#include "runtime/cpu/FusedBody.h"
+#include "runtime/cpu/KvCache.h"
+#include "runtime/cpu/OpLibrary.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace genrt {
+namespace cpu {
+namespace {
+
+// Values inside kernels are f32, i64 or bool (docs/ir-ops.md): widen stored
+// f16/bf16 weights once at load instead of at every use.
+Tensor widen(const Tensor &t) {
+  if (t.dtype() == DType::F16 || t.dtype() == DType::BF16 || t.dtype() == DType::F64)
+    return t.castTo(DType::F32);
+  if (t.dtype() == DType::I32 || t.dtype() == DType::I8 || t.dtype() == DType::U8)
+    return t.castTo(DType::I64);
+  return t;
+}
+
+/// What the ops of one run share.
+struct RunState {
+  const ProgramRun &run;
+  KernelContext kernels;
+  HostKvCache &cache;
+};
+
+/// One op of a program, resolved at load to what runs it on the CPU.
+/// `outs` come preallocated at the op's planned shapes; an implementation
+/// writes into them or replaces them with tensors of its own.
+class CpuOp {
+public:
+  virtual ~CpuOp() = default;
+  virtual Status run(RunState &rs, const OpInfo &op, const std::vector<Tensor> &ins,
+                     std::vector<Tensor> &outs) = 0;
+};
+
+/// Any op of the shared kernel library (the interpreter's kernels).
+class KernelOp final : public CpuOp {
+public:
+  explicit KernelOp(Kernel k) : kernel_(k) {}
+  Status run(RunState &rs, const OpInfo &op, const std::vector<Tensor> &ins,
+             std::vector<Tensor> &outs) override {
+    if (Error e = kernel_(rs.kernels, op.attrs, ins, outs))
+      return Status::error(e.message());
+    return Status::ok();
+  }
+
+private:
+  Kernel kernel_;
+};
+
+/// The three cache-backed attention ops. Their operands may be the packed
+/// projection (fold-attention-io); the math runs head-major.
+class AttentionOp final : public CpuOp {
+public:
+  enum Kind { Self, Cross, Packed };
+  explicit AttentionOp(Kind k) : kind_(k) {}
+  Status run(RunState &rs, const OpInfo &op, const std::vector<Tensor> &ins,
+             std::vector<Tensor> &outs) override {
+    AttentionIo io;
+    if (outs.size() != 1)
+      return Status::error("bad results");
+    if (Status s = unpackAttention(op.attrs, ins, kind_ == Cross ? 1 : 3, io); !s)
+      return s;
+    const auto &q = io.operands[0].shape();
+    std::vector<int64_t> merged{q[2], q[1] * q[3]};
+    if (outs[0].rank() == 3)
+      merged.insert(merged.begin(), 1);
+    std::vector<int64_t> want = io.mergeHeads ? merged : q;
+    if (outs[0].shape() != want || outs[0].dtype() != DType::F32)
+      return Status::error("the result does not have its planned shape");
+    Tensor headMajor = io.mergeHeads ? Tensor(DType::F32, q) : outs[0];
+    Status s = kind_ == Self    ? selfAttention(rs.cache, op.attrs, io.operands, headMajor, rs.run.attention)
+               : kind_ == Cross ? crossAttention(rs.cache, op.attrs, io.operands, headMajor, rs.run.attention)
+                                : packedAttention(op.attrs, io.operands, headMajor, rs.run.attention);
+    if (!s)
+      return s;
+    if (io.mergeHeads)
+      mergeHeads(headMajor, outs[0]);
+    return Status::ok();
+  }
+
+private:
+  Kind kind_;
+};
+
+class CpuExecutor final : public Executor {
+public:
+  explicit CpuExecutor(std::shared_ptr<const Plan> plan) : plan_(std::move(plan)) {}
+
+  Status init() {
+    for (const auto &[name, prog] : plan_->programs) {
+      Compiled &c = programs_[name];
+      for (const OpInfo &op : prog.ops) {
+        std::unique_ptr<CpuOp> impl = resolve(op.kind);
+        if (!impl)
+          return Status::error("plan op '" + op.kind + "' (at \"" + op.loc +
+                               "\") has no CPU implementation in this genrun");
+        c.ops.push_back(std::move(impl));
+      }
+    }
+    for (const auto &[name, body] : plan_->functions)
+      for (const auto &op : body.ops)
+        if (!findKernel(op.kind) || op.kind == "fused")
+          return Status::error("fused body '" + name + "' op '" + op.kind + "' has no CPU kernel");
+    try {
+      for (const auto &w : plan_->weights)
+        weights_.push_back(widen(w));
+    } catch (const std::bad_alloc &) {
+      return Status::error("cannot widen the plan's weights to f32 in host memory");
+    }
+    arenaBytes_ = plan_->arenaBytes();
+    arena_.reset(static_cast<uint8_t *>(std::aligned_alloc(64, (arenaBytes_ + 63) / 64 * 64 + 64)));
+    if (!arena_)
+      return Status::error("cannot allocate a " + std::to_string(arenaBytes_) + "-byte arena");
+    return HostKvCache::create(plan_->kv, cache_);
+  }
+
+  std::string deviceName() const override { return "cpu"; }
+
+  int64_t memoryBytes() const override {
+    int64_t w = 0;
+    for (const auto &t : weights_)
+      w += static_cast<int64_t>(t.numBytes());
+    return w + plan_->kv.selfBytes() + plan_->kv.crossBytes() + arenaBytes_;
+  }
+
+  Status run(const ProgramRun &run, float *logits) override {
+    const int64_t T = static_cast<int64_t>(run.inputIds.size());
+    const bool decode = run.kind == ProgramKind::Decode;
+    const int64_t R = decode ? T : static_cast<int64_t>(run.logitRows.size());
+    std::vector<Tensor> results;
+    Status s = execute(run,
+                       {{"input_ids", ids(run.inputIds)},
+                        {"positions", ids(run.positions)},
+                        {"logit_rows", Tensor::fromVector<int64_t>(DType::I64, {static_cast<int64_t>(run.logitRows.size())},
+                                                                   run.logitRows)}},
+                       results);
+    if (!s)
+      return s;
+    const int64_t vocab = plan_->model.vocabSize;
+    if (results.empty() || results[0].dtype() != DType::F32 || results[0].numElements() != R * vocab)
+      return Status::error("the plan's " + run.program->name + " does not return [rows, vocab] f32 logits");
+    std::memcpy(logits, results[0].data<float>(), static_cast<size_t>(R * vocab) * sizeof(float));
+    return Status::ok();
+  }
+
+  Status encode(const ProgramRun &run) override {
+    std::vector<Tensor> kv;
+    if (Status s = execute(run, {{"input_ids", ids(run.inputIds)}, {"positions", ids(run.positions)}}, kv); !s)
+      return s;
+    const KvLayout &layout = plan_->kv;
+    const int64_t S = static_cast<int64_t>(run.inputIds.size());
+    if (kv.size() != 2 * layout.crossLayers.size() || run.crossEntry < 0 ||
+        run.crossEntry >= layout.crossEntries || S > layout.maxLength)
+      return Status::error("encode: @encode's results do not match the cross-attention cache");
+    for (size_t l = 0; l < layout.crossLayers.size(); ++l)
+      for (int i = 0; i < 2; ++i) {
+        const Tensor &t = kv[2 * l + i];
+        const CrossCacheLayer &L = layout.crossLayers[l];
+        if (t.rank() != 4 || t.dtype() != DType::F32 || t.shape() != std::vector<int64_t>{1, L.kvHeads, S, L.headDim})
+          return Status::error("encode: @encode's K/V of layer " + std::to_string(l) +
+                               " do not match the cross-attention cache");
+        for (int64_t h = 0; h < L.kvHeads; ++h)
+          for (int64_t p = 0; p < S; ++p)
+            cache_.writeCross(l, i == 1, run.crossEntry, h, p, t.data<float>() + (h * S + p) * L.headDim);
+      }
+    return Status::ok();
+  }
+
+  Status copySlots(const std::vector<int32_t> &dst, const std::vector<int32_t> &src,
+                   const std::vector<int64_t> &lengths) override {
+    cache_.copySlots(dst, src, lengths);
+    return Status::ok();
+  }
+
+private:
+  struct Compiled {
+    std::vector<std::unique_ptr<CpuOp>> ops; // one per program op, resolved at load
+  };
+
+  static std::unique_ptr<CpuOp> resolve(const std::string &kind) {
+    if (kind == "kv_attention")
+      return std::make_unique<AttentionOp>(AttentionOp::Self);
+    if (kind == "cross_attention")
+      return std::make_unique<AttentionOp>(AttentionOp::Cross);
+    if (kind == "packed_attention")
+      return std::make_unique<AttentionOp>(AttentionOp::Packed);
+    if (Kernel k = findKernel(kind))
+      return std::make_unique<KernelOp>(k);
+    return nullptr;
+  }
+
+  static Tensor ids(const std::vector<int64_t> &v) {
+    return Tensor::fromVector<int64_t>(DType::I64, {1, static_cast<int64_t>(v.size())}, v);
+  }
+
+  // Where op result `vi` goes: its planned arena buffer at the run's shape,
+  // or, for a value the plan stores in a narrower type than the math's f32,
+  // a host tensor the result is rounded into (the arena slot is too small
+  // for f32 and only the GPU reads it).
+  Tensor placeResult(const ValueInfo &vi, const std::map<std::string, int64_t> &symbols) {
+    std::vector<int64_t> shape;
+    for (const Dim &d : vi.shape) {
+      auto v = d.evaluate(symbols);
+      if (!v || *v < 0)
+        return Tensor();
+      shape.push_back(*v);
+    }
+    DType domain = widen(Tensor(vi.dtype, {})).dtype();
+    if (vi.stored != domain)
+      return Tensor(domain, shape);
+    Tensor view = Tensor::view(domain, shape, arena_.get() + vi.offset);
+    return static_cast<int64_t>(view.numBytes()) <= vi.maxBytes ? view : Tensor();
+  }
+
+  // Moves a kernel's own result into its arena buffer (unless it wrote
+  // there already), or rounds a narrower-stored value as the GPU's store would.
+  Status settle(const ValueInfo &vi, const Tensor &planned, Tensor &result) {
+    if (vi.stored == DType::F16 || vi.stored == DType::BF16) {
+      if (result.dtype() == DType::F32)
+        result = result.castTo(vi.stored).castTo(DType::F32);
+      return Status::ok();
+    }
+    uint8_t *at = arena_.get() + vi.offset;
+    if (result.rawData() == at && planned.valid())
+      return Status::ok(); // written in place
+    if (static_cast<int64_t>(result.numBytes()) > vi.maxBytes)
+      return Status::error("a result of " + std::to_string(result.numBytes()) +
+                           " bytes exceeds its planned buffer of " + std::to_string(vi.maxBytes));
+    if (result.numBytes())
+      std::memmove(at, result.rawData(), result.numBytes());
+    result = Tensor::view(result.dtype(), result.shape(), at);
+    return Status::ok();
+  }
+
+  // Runs a program over the arena; `results` get its outputs.
+  Status execute(const ProgramRun &run, const std::map<std::string, Tensor> &args,
+                 std::vector<Tensor> &results) {
+    const Program &prog = *run.program;
+    const Compiled &compiled = programs_.at(prog.name);
+    std::vector<Tensor> vals(prog.values.size());
+    for (size_t i = 0; i < prog.arguments.size(); ++i) {
+      auto it = args.find(prog.argumentNames[i]);
+      if (it == args.end())
+        return Status::error("plan program " + prog.name + " takes an unknown argument '" +
+                             prog.argumentNames[i] + "'");
+      vals[prog.arguments[i]] = it->second;
+    }
+    for (size_t i = 0; i < prog.values.size(); ++i)
+      if (prog.values[i].storage == Storage::Weight)
+        vals[i] = weights_[prog.values[i].index];
+
+    RunState rs{run, KernelContext(), cache_};
+    rs.kernels.symbols = &run.symbols;
+    rs.kernels.runBody = [this, &rs](const std::string &b, const std::vector<Tensor> &in,
+                                     std::vector<Tensor> &out) {
+      return runFusedBody(plan_->functions.at(b), weights_, rs.kernels, in, out); // loader checked b
+    };
+    std::vector<int64_t> ranks;
+    rs.kernels.resultRanks = &ranks;
+    std::vector<Tensor> ins, outs, planned;
+    for (size_t k = 0; k < prog.ops.size(); ++k) {
+      const OpInfo &op = prog.ops[k];
+      ins.clear();
+      for (int32_t v : op.operands)
+        ins.push_back(vals[v]);
+      outs.clear();
+      ranks.clear();
+      for (int32_t r : op.results) {
+        outs.push_back(placeResult(prog.values[r], run.symbols));
+        ranks.push_back(static_cast<int64_t>(prog.values[r].shape.size()));
+      }
+      planned = outs;
+      Status s = compiled.ops[k]->run(rs, op, ins, outs);
+      for (size_t i = 0; s && i < outs.size(); ++i)
+        s = settle(prog.values[op.results[i]], planned[i], outs[i]);
+      if (!s)
+        return Status::error("op '" + op.kind + "' at \"" + op.loc + "\": " + s.message());
+      for (size_t i = 0; i < outs.size(); ++i)
+        vals[op.results[i]] = outs[i];
+    }
+    results.clear();
+    for (int32_t o : prog.outputs)
+      results.push_back(vals[o]);
+    return Status::ok();
+  }
+
+  struct Free {
+    void operator()(uint8_t *p) const { std::free(p); }
+  };
+  std::shared_ptr<const Plan> plan_;
+  std::map<std::string, Compiled> programs_;
+  std::vector<Tensor> weights_;
+  int64_t arenaBytes_ = 0;
+  std::unique_ptr<uint8_t, Free> arena_;
+  HostKvCache cache_;
+};
+
+} // namespace
+} // namespace cpu
+
+std::unique_ptr<Executor> makeCpuExecutor(std::shared_ptr<const Plan> plan, Status &err) {
+  auto e = std::make_unique<cpu::CpuExecutor>(std::move(plan));
+  err = e->init();
+  if (!err)
+    return nullptr;
+  return e;
+}
+
+} // namespace genrt

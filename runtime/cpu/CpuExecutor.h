@@ -1,0 +1,17 @@
+// The CPU executor: runs a plan's programs in exact float32 with the shared
+// CPU kernels (runtime/cpu/ops), over one arena laid out by the plan and the
+// caches of its KvLayout. The reference every other executor is checked
+// against, and what a machine without a GPU runs.
+#pragma once
+#include "runtime/Executor.h"
+
+#include <memory>
+
+namespace genrt {
+
+/// Resolves every op of the plan to its CPU implementation and allocates the
+/// weights (widened to f32), arena and caches. Fails with a message naming
+/// the first op it cannot run.
+std::unique_ptr<Executor> makeCpuExecutor(std::shared_ptr<const Plan> plan, Status &err);
+
+} // namespace genrt

@@ -1,0 +1,168 @@
+// The device-neutral Session over a recording executor: which program runs,
+// with which symbols, ids, positions, logit rows and attention context;
+// chunked prefill; beam reordering and cross-cache entries. The executor
+// answers with logits that encode (run, row), so misplaced rows show.
+#include "runtime/Session.h"
+
+#include <gtest/gtest.h>
+
+namespace {
+
+using namespace genrt;
+
+constexpr int64_t kVocab = 5;
+
+class RecordingExecutor : public Executor {
+public:
+  std::vector<ProgramRun> runs, encodes;
+  std::vector<std::vector<int32_t>> copies;
+  std::string deviceName() const override { return "test"; }
+  Status run(const ProgramRun &r, float *logits) override {
+    runs.push_back(r);
+    int64_t rows = r.kind == ProgramKind::Decode ? int64_t(r.inputIds.size()) : int64_t(r.logitRows.size());
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t v = 0; v < kVocab; ++v) // the row's last token id, so the caller can tell rows apart
+        logits[i * kVocab + v] = float(r.inputIds[r.kind == ProgramKind::Decode ? i : r.logitRows[i]]);
+    return Status::ok();
+  }
+  Status encode(const ProgramRun &r) override {
+    encodes.push_back(r);
+    return Status::ok();
+  }
+  Status copySlots(const std::vector<int32_t> &dst, const std::vector<int32_t> &src,
+                   const std::vector<int64_t> &) override {
+    copies.push_back(dst);
+    copies.push_back(src);
+    return Status::ok();
+  }
+  int64_t memoryBytes() const override { return 42; }
+};
+
+std::shared_ptr<Plan> makePlan(bool encoderDecoder, int64_t maxTokens) {
+  auto p = std::make_shared<Plan>();
+  p->model.vocabSize = kVocab;
+  p->model.maxBatch = 2;
+  p->model.maxBeams = 2;
+  p->model.maxLength = 16;
+  p->model.encoderDecoder = encoderDecoder;
+  p->maxTokens = maxTokens;
+  p->kv.slots = 4;
+  p->kv.maxLength = 16;
+  p->kv.addLayer(1, 8, 0);
+  if (encoderDecoder) {
+    p->kv.crossEntries = 2;
+    p->kv.crossLayers.push_back({1, 8});
+  }
+  for (const char *n : {"prefill", "decode_step", "encode"}) {
+    Program &prog = p->programs[n];
+    prog.name = n;
+    prog.maxSymbols = {{"tokens", std::string(n) == "decode_step" ? 4 : maxTokens}, {"rows", 4}, {"src_tokens", 16}};
+  }
+  return p;
+}
+
+struct Fixture {
+  RecordingExecutor *exec;
+  std::unique_ptr<Session> session;
+  explicit Fixture(bool encDec = false, int64_t maxTokens = 8) {
+    auto e = std::make_unique<RecordingExecutor>();
+    exec = e.get();
+    session = std::make_unique<Session>(makePlan(encDec, maxTokens), std::move(e));
+  }
+};
+
+TEST(Session, PrefillPacksChunksAndDecodeUsesDecodeStep) {
+  Fixture f;
+  std::vector<float> logits(2 * kVocab, -1.f);
+  ASSERT_TRUE(f.session->forward({{1, {3, 4, 2}}, {0, {1, 0}}}, logits.data()));
+  ASSERT_EQ(f.exec->runs.size(), 1u);
+  const ProgramRun &r = f.exec->runs[0];
+  EXPECT_EQ(r.kind, ProgramKind::Prefill);
+  EXPECT_EQ(r.program->name, "prefill");
+  EXPECT_EQ(r.inputIds, (std::vector<int64_t>{3, 4, 2, 1, 0}));
+  EXPECT_EQ(r.positions, (std::vector<int64_t>{0, 1, 2, 0, 1}));
+  EXPECT_EQ(r.logitRows, (std::vector<int64_t>{2, 4}));
+  EXPECT_EQ(r.symbols.at("tokens"), 5);
+  EXPECT_EQ(r.symbols.at("rows"), 2);
+  EXPECT_EQ(r.attention.tokens[3].slot, 0);
+  EXPECT_EQ(r.attention.tokens[1].slot, 1);
+  EXPECT_EQ(logits[0], 2.f); // chunk 0 ends with token 2
+  EXPECT_EQ(logits[kVocab], 0.f);
+  EXPECT_EQ(f.session->slotLength(1), 3);
+  EXPECT_EQ(f.session->slotLength(0), 2);
+
+  ASSERT_TRUE(f.session->forward({{0, {4}}, {1, {3}}}, logits.data()));
+  const ProgramRun &d = f.exec->runs[1];
+  EXPECT_EQ(d.kind, ProgramKind::Decode);
+  EXPECT_EQ(d.positions, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(d.attention.tokens[0].cachedBefore, 2);
+  EXPECT_EQ(d.attention.tokens[1].cachedBefore, 3);
+  EXPECT_EQ(logits[0], 4.f);
+  EXPECT_EQ(logits[kVocab], 3.f);
+}
+
+TEST(Session, LongPromptIsPrefilledInPiecesAndOnlyTheLastGivesLogits) {
+  Fixture f(false, /*maxTokens=*/4);
+  std::vector<float> logits(2 * kVocab, -1.f);
+  ASSERT_TRUE(f.session->forward({{0, {1, 1, 1, 1, 1, 2}}, {2, {3, 4, 0}}}, logits.data()));
+  ASSERT_EQ(f.exec->runs.size(), 3u);
+  EXPECT_EQ(f.exec->runs[0].inputIds.size(), 4u);
+  EXPECT_TRUE(f.exec->runs[0].logitRows.empty());
+  // Second run: the prompt's last 2 tokens, then 2 of the other chunk.
+  EXPECT_EQ(f.exec->runs[1].positions, (std::vector<int64_t>{4, 5, 0, 1}));
+  EXPECT_EQ(f.exec->runs[1].attention.tokens[0].cachedBefore, 4);
+  EXPECT_EQ(f.exec->runs[1].logitRows, (std::vector<int64_t>{1}));
+  EXPECT_EQ(f.exec->runs[2].positions, (std::vector<int64_t>{2}));
+  EXPECT_EQ(logits[0], 2.f);
+  EXPECT_EQ(logits[kVocab], 0.f);
+  EXPECT_EQ(f.session->slotLength(0), 6);
+}
+
+TEST(Session, RefusesBadChunksWithoutChangingSlots) {
+  Fixture f;
+  std::vector<float> logits(kVocab);
+  EXPECT_FALSE(f.session->forward({{4, {1}}}, logits.data()));
+  EXPECT_FALSE(f.session->forward({{0, {kVocab}}}, logits.data()));
+  EXPECT_FALSE(f.session->forward({{0, {}}}, logits.data()));
+  EXPECT_FALSE(f.session->forward({{0, std::vector<int64_t>(17, 1)}}, logits.data()));
+  EXPECT_TRUE(f.exec->runs.empty());
+  EXPECT_EQ(f.session->slotLength(0), 0);
+}
+
+TEST(Session, ReorderMovesLengthsAndCrossEntries) {
+  Fixture f(/*encoderDecoder=*/true);
+  ASSERT_TRUE(f.session->encode({1, 2, 3}, {0, 1}));
+  ASSERT_TRUE(f.session->encode({4, 4}, {2, 3}));
+  ASSERT_EQ(f.exec->encodes.size(), 2u);
+  EXPECT_EQ(f.exec->encodes[0].crossEntry, 0);
+  EXPECT_EQ(f.exec->encodes[1].crossEntry, 1);
+  EXPECT_EQ(f.exec->encodes[1].attention.segments[0].len, 2);
+  std::vector<float> logits(4 * kVocab);
+  ASSERT_TRUE(f.session->forward({{0, {0}}, {1, {0}}, {2, {0}}, {3, {0}}}, logits.data()));
+  EXPECT_EQ(f.exec->runs[0].attention.crossEntryOfToken, (std::vector<int32_t>{0, 0, 1, 1}));
+  EXPECT_EQ(f.exec->runs[0].attention.crossLengths, (std::vector<int64_t>{3, 2}));
+  // Slot 1 takes slot 2's contents: its cross entry follows.
+  ASSERT_TRUE(f.session->reorderSlots({1}, {2}));
+  ASSERT_TRUE(f.session->forward({{1, {0}}}, logits.data()));
+  EXPECT_EQ(f.exec->runs[1].attention.crossEntryOfToken, (std::vector<int32_t>{1}));
+  // Entry 0 is read by slot 0 alone now: re-encoding slot 0 reuses it.
+  f.session->resetSlot(0);
+  ASSERT_TRUE(f.session->encode({3}, {0}));
+  EXPECT_EQ(f.exec->encodes.back().crossEntry, 0);
+  // Slot 1 reads entry 0 too, slots 2 and 3 entry 1: no entry is free for
+  // slot 0 alone.
+  ASSERT_TRUE(f.session->reorderSlots({1}, {0}));
+  Status s = f.session->encode({3}, {0});
+  EXPECT_FALSE(s);
+  EXPECT_NE(s.message().find("every cross-attention cache entry is in use"), std::string::npos);
+}
+
+TEST(Session, DecoderOnlyHasNoEncoderAndSymbolsAreChecked) {
+  Fixture f(false, /*maxTokens=*/8);
+  EXPECT_FALSE(f.session->encode({1}, {0}));
+  // decode_step allows 4 tokens: five one-token chunks do not fit in slots anyway.
+  std::vector<float> logits(4 * kVocab);
+  EXPECT_FALSE(f.session->forward({{0, {1}}, {1, {1}}, {2, {1}}, {3, {1}}, {5, {1}}}, logits.data()));
+}
+
+} // namespace
