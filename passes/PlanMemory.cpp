@@ -5,8 +5,10 @@
 // smallest gap that fits among the already-placed buffers it is live with
 // (greedy by size, best gap; LightSeq / TFLite style). Offsets go on the ops
 // as `arena_offsets` (one per result); the arena size and the maximum symbol
-// values go into the module metadata for the plan writer.
+// values go into the module metadata for the plan writer, and into an
+// Analysis remark per function.
 #include "compiler/ir/Symbols.h"
+#include "compiler/remarks/Remark.h"
 #include "passes/Passes.h"
 #include "passes/analysis/PlanOptions.h"
 
@@ -88,6 +90,12 @@ llvm::Error planFunction(Module &m, Function &f, const std::map<std::string, int
       offs.push_back(bufs[index[r]].offset);
     op->setAttr("arena_offsets", offs);
   }
+  std::string at;
+  for (auto &[s, v] : maxSyms)
+    at += (at.empty() ? "" : ", ") + s + " = " + std::to_string(v);
+  Remarks(m, "plan-memory").analysis("ArenaSize", f)
+      << "arena of " << arg("Bytes", arena) << " bytes for " << arg("Buffers", int64_t(bufs.size()))
+      << " buffers at " << arg("MaxShapes", at);
   m.metadata()["arena." + f.name() + ".bytes"] = std::to_string(arena);
   for (auto &[s, v] : maxSyms)
     m.metadata()["arena." + f.name() + ".max." + s] = std::to_string(v);

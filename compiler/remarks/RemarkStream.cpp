@@ -53,7 +53,8 @@ namespace genc {
 std::string remarkYaml(const Remark &r) {
   std::string s;
   llvm::raw_string_ostream os(s);
-  llvm::yaml::Output out(os);
+  // No wrapping: one line per key keeps the file greppable.
+  llvm::yaml::Output out(os, nullptr, /*WrapColumn=*/0);
   Remark copy = r; // yaml::Output maps through non-const references
   out << copy;
   os.flush();
