@@ -264,9 +264,9 @@ private:
       name += "_";
     Value *w = m_.addWeight(name, Type{v->dtype(), tdims}, table);
     R_.analysis("PositionTable", f_, def)
-        << "by evaluation on probes, " << arg("Op", def ? def->kind() : "an argument")
-        << " depends on the position only: a lookup in " << arg("Table", "@" + name) << " "
-        << arg("Type", w->type());
+        << "the " << arg("Op", def ? def->kind() : "argument")
+        << " result depends only on the position (by evaluation on probes): a lookup in "
+        << arg("Table", "@" + name) << " " << arg("Type", w->type());
     Shape gshape = {Dim(1), Dim::symbol(tok_)};
     gshape.insert(gshape.end(), tdims.begin() + 1, tdims.end());
     Op *first = f_.ops().front().get();

@@ -395,7 +395,7 @@ void remarkFolded(const Function &f, const Op &att, const Reading *rd, bool merg
       b << ", q/k RMSNorm inside";
   }
   if (merged)
-    b << (rd ? " and" : "") << " writes merged heads [tokens, heads*head_dim]";
+    b << (rd ? " and writes" : " writes") << " merged heads [tokens, heads*head_dim]";
 }
 
 // `constWeights`: the weight made for each constant norm weight, shared by

@@ -94,10 +94,12 @@ private:
     if (x->rank() != 4 || (axis != -1 && axis != 3))
       return llvm::Error::success();
     auto users = f_.users(softmax->result());
-    if (users.size() != 1 || !users[0]->is("matmul") || users[0]->operand(0) != softmax->result())
-      return notRaised(softmax, "its result is read by '" +
-                                    (users.empty() ? std::string("nothing") : users[0]->kind()) +
-                                    "', not only by the *V matmul");
+    if (users.size() != 1)
+      return notRaised(softmax, "its result is read by " + std::to_string(users.size()) +
+                                    " ops, not only by the *V matmul");
+    if (!users[0]->is("matmul") || users[0]->operand(0) != softmax->result())
+      return notRaised(softmax, "its result is read by '" + users[0]->kind() +
+                                    "', not by a *V matmul");
     Op *pv = users[0];
     // scores [+ mask [+ bias ...]]: the additive terms, however the adds nest
     // (T5: (scores + position_bias) + mask), are summed into one term to classify.
@@ -123,7 +125,7 @@ private:
       Op *s = scores->definingOp();
       auto c = s && (s->is("mul") || s->is("div")) ? splitConstOperand(s) : std::nullopt;
       if (!c || (s->is("div") && c->other != s->operand(0)))
-        return notRaised(softmax, "the scores are scaled by a value that is not a constant");
+        return notRaised(softmax, "the scores divide a constant (c / s) instead of being divided by one");
       scale = s->is("mul") ? c->value : 1.0 / c->value;
       qk = defOf(c->other, "matmul");
     }
@@ -200,7 +202,7 @@ private:
   // Why softmax(x) is not softmax(q·kᵀ·scale + additive terms): the form
   // found between the softmax and a rank-4 matmul.
   static std::string whyNotScores(Value *x) {
-    bool tanh = false, where = false;
+    bool tanh = false, where = false, computedScale = false;
     std::function<bool(Value *, int)> reaches = [&](Value *v, int depth) {
       Op *op = v->definingOp();
       if (!op || depth > 8)
@@ -216,6 +218,7 @@ private:
         any |= reaches(o, depth + 1);
       tanh |= any && op->is("tanh");
       where |= any && op->is("where");
+      computedScale |= any && (op->is("mul") || op->is("div")) && !splitConstOperand(op);
       return any;
     };
     if (!reaches(x, 0))
@@ -224,6 +227,8 @@ private:
       return "the scores are soft-capped (c*tanh(s/c)); the attention op has no soft-capping";
     if (where)
       return "the scores are masked with where(...) (masked_fill); only additive masks are raised";
+    if (computedScale)
+      return "the scores are scaled by a value that is not a constant";
     return "the scores reach the softmax through ops other than a constant scale and added terms";
   }
 

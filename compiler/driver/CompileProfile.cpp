@@ -115,15 +115,16 @@ void applyProfile(const CompileProfile &p, Module &m) {
   o.maxLength = *p.maxLength;
   o.maxTokens = *p.maxTokens;
   setPlanOptions(m, o);
+  // Only values that differ from config.json's: the IR keeps the config's text.
   const GenerationDefaults &g = p.generation;
-  if (g.eosTokenId) {
+  if (g.eosTokenId && *g.eosTokenId != metadataInts(m, "config.eos_token_id")) {
     std::string list = "[";
     for (size_t i = 0; i < g.eosTokenId->size(); ++i)
       list += (i ? ", " : "") + std::to_string((*g.eosTokenId)[i]);
     m.metadata()["config.eos_token_id"] = list + "]";
   }
   auto set = [&](const std::optional<int64_t> &v, const char *key) {
-    if (v)
+    if (v && v != metadataInt(m, key))
       m.metadata()[key] = std::to_string(*v);
   };
   set(g.padTokenId, "config.pad_token_id");
