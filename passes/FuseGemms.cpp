@@ -73,12 +73,12 @@ Value *addedWeight(const Op &add, const Value *x) {
 std::string biasRefusal(const Function &f, const Op &mm, const Op &add, const Value &bias) {
   const Value *r = mm.result();
   if (f.soleUser(r) != &add)
-    return "the GEMM's result is also read without the bias";
+    return "the result of the GEMM is also read without the bias";
   if (add.result()->type() != r->type())
-    return "the sum is " + add.result()->type().str() + ", the GEMM's result " + r->type().str();
+    return "the sum is " + add.result()->type().str() + ", the result of the GEMM " + r->type().str();
   if (bias.rank() != 1 || bias.shape()[0] != r->shape().back())
-    return "it is " + bias.type().str() + ", not a vector of the GEMM's " + r->shape().back().str() +
-           " columns";
+    return "it is " + bias.type().str() + ", not a vector of the " + r->shape().back().str() +
+           " columns of the GEMM";
   if (bias.dtype() != mm.operand(1)->dtype())
     return "it is " + std::string(dtypeName(bias.dtype())) + ", the weight " +
            dtypeName(mm.operand(1)->dtype());
@@ -120,7 +120,7 @@ void foldBiases(Function &f, const Remarks &R) {
 // that are no activation (residual adds, gates).
 std::string activationRefusal(const Op &act) {
   if (act.is("gelu"))
-    return "erf-GELU: cuBLASLt's GELU epilogue is the tanh approximation";
+    return "erf-GELU: the GELU epilogue of cuBLASLt is the tanh approximation";
   if (act.is("silu") || act.is("sigmoid") || act.is("tanh"))
     return "cuBLASLt has no " + act.kind() + " epilogue";
   return "";
@@ -220,7 +220,7 @@ std::string siblingRefusal(const Op &mm, const Op &first) {
   if (mm.intAttr("transpose_b", 0))
     return "its weight is read transposed ([n, d]); the merge concatenates [d, n] weights";
   if (mm.operand(1)->dtype() != first.operand(1)->dtype())
-    return "its weight is " + std::string(dtypeName(mm.operand(1)->dtype())) + ", the others' " +
+    return "its weight is " + std::string(dtypeName(mm.operand(1)->dtype())) + ", the others " +
            dtypeName(first.operand(1)->dtype());
   return "";
 }

@@ -98,8 +98,8 @@ private:
       return notRaised(softmax, "its result is read by " + std::to_string(users.size()) +
                                     " ops, not only by the *V matmul");
     if (!users[0]->is("matmul") || users[0]->operand(0) != softmax->result())
-      return notRaised(softmax, "its result is read by '" + users[0]->kind() +
-                                    "', not by a *V matmul");
+      return notRaised(softmax, "its result is read by " + users[0]->kind() +
+                                    ", not by a *V matmul");
     Op *pv = users[0];
     // scores [+ mask [+ bias ...]]: the additive terms, however the adds nest
     // (T5: (scores + position_bias) + mask), are summed into one term to classify.

@@ -318,11 +318,12 @@ static GpuKernels compileGpuKernels(const Module &m, DType activation,
   return g;
 }
 
-static void openRemarks(Module &m) {
+// Opened before the model is read: a bad flag fails before a slow import.
+// compile always keeps a stream, for its line on the Missed remarks.
+static void openRemarks() {
   if (RemarksFile.empty() && RemarksFilter.empty() && !CompileCmd)
     return;
   RemarkOut = check(RemarkStream::open(RemarksFile, RemarksFilter));
-  m.setRemarks(RemarkOut.get());
 }
 
 static void writeStats(const PlanStats &stats) {
@@ -353,8 +354,9 @@ static void writeIr(const Module &m) {
 }
 
 static int runOpt() {
+  openRemarks();
   auto m = loadModel({Inputs.begin(), Inputs.end()});
-  openRemarks(*m);
+  m->setRemarks(RemarkOut.get());
   runPasses(*m, passesFromFlag());
   writeIr(*m);
   finishRemarks();
@@ -366,6 +368,8 @@ static int runOpt() {
 static int runCompile() {
   CompileProfile given = ProfileFile.empty() ? CompileProfile{} : check(readProfile(ProfileFile));
   given.overrideWith(flagsProfile());
+  if (!PrintProfile)
+    openRemarks();
   auto m = loadModel({Inputs.begin(), Inputs.end()});
   std::string dir = sys::fs::is_directory(Inputs[0]) ? Inputs[0]
                                                      : sys::path::parent_path(Inputs[0]).str();
@@ -378,7 +382,7 @@ static int runCompile() {
   if (Emit == EmitKind::Plan && OutputFile == "-")
     fail("a plan is binary: give -o FILE (or --emit=ir to print the IR)");
   applyProfile(profile, *m);
-  openRemarks(*m);
+  m->setRemarks(RemarkOut.get());
   runPasses(*m, *profile.passes);
   if (Emit == EmitKind::IR) {
     writeIr(*m);
@@ -496,6 +500,12 @@ static int runInspect() {
     os << "cubin " << c.arch << "  " << c.bytes << " bytes\n";
   for (const auto &c : plan.ptx)
     os << "ptx " << c.arch << "  " << c.bytes << " bytes\n";
+  const genrt::ModelInfo &mi = plan.model;
+  os << "generation defaults: eos_token_id [";
+  for (size_t i = 0; i < mi.eosTokenIds.size(); ++i)
+    os << (i ? ", " : "") << mi.eosTokenIds[i];
+  os << "], pad_token_id " << mi.padTokenId << ", bos_token_id " << mi.bosTokenId
+     << ", decoder_start_token_id " << mi.decoderStartTokenId << "\n";
   if (plan.profile.empty()) {
     os << "profile: none (compiled before genc recorded profiles)\n";
   } else {

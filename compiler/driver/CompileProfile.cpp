@@ -99,8 +99,8 @@ llvm::Expected<CompileProfile> resolveProfile(const CompileProfile &given, const
     p.gpuArchs = haveNvrtc() ? std::vector<std::string>{"sm_80", "sm_90"}
                              : std::vector<std::string>{};
   } else if (!p.gpuArchs->empty() && !haveNvrtc()) {
-    return fail("GPU architectures given (" + p.gpuArchs->front() +
-                "...), but genc was built without CUDA (NVRTC): it cannot compile kernels");
+    return fail("gpu_archs / --gpu-arch: genc was built without CUDA (NVRTC), it cannot compile "
+                "kernels for " + p.gpuArchs->front());
   }
   if (!p.passes)
     p.passes = emitIr ? graphPipeline() : defaultPipeline();

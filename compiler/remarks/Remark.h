@@ -12,6 +12,10 @@
 //
 // and the remark goes out when the statement ends. Without a stream on the
 // module nothing is recorded, so passes need no `if`.
+//
+// Keep remark text ASCII and free of apostrophes: LLVM's YAML remark parser
+// reads quoted scalars raw, so an escaped '' or a "double-quoted" value
+// would reach its tools (llvm-remarkutil, opt-viewer) changed.
 #pragma once
 #include "compiler/ir/IR.h"
 

@@ -76,11 +76,14 @@ llvm::Expected<std::unique_ptr<RemarkStream>> RemarkStream::open(const std::stri
   }
   if (!path.empty()) {
     std::error_code ec;
-    s->file_ = std::make_unique<llvm::raw_fd_ostream>(path, ec, llvm::sys::fs::OF_Text);
-    if (ec)
+    auto file = std::make_unique<llvm::raw_fd_ostream>(path, ec, llvm::sys::fs::OF_Text);
+    if (ec) {
+      file->clear_error(); // else its destructor reports a fatal I/O error
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                      "--remarks-file: cannot write '%s': %s", path.c_str(),
                                      ec.message().c_str());
+    }
+    s->file_ = std::move(file);
   } else {
     s->toStderr_ = s->filter_.has_value();
   }
@@ -88,8 +91,10 @@ llvm::Expected<std::unique_ptr<RemarkStream>> RemarkStream::open(const std::stri
 }
 
 RemarkStream::~RemarkStream() {
-  if (file_)
+  if (file_) { // not closed through close(): an error here has no one to tell
     file_->close();
+    file_->clear_error();
+  }
 }
 
 bool RemarkStream::selected(const Remark &r) const {
