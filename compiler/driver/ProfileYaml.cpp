@@ -87,6 +87,9 @@ struct PassName {
 struct PathName {
   std::string v;
 };
+struct GenerationSection {
+  GenerationDefaults v;
+};
 
 std::string checkPath(const std::string &s) { return s.empty() ? "must be a file path" : ""; }
 
@@ -160,12 +163,12 @@ template <> struct ScalarTraits<ArchName> : TextScalar<ArchName, checkGpuArchNam
 template <> struct ScalarTraits<PassName> : TextScalar<PassName, checkPassName> {};
 template <> struct ScalarTraits<PathName> : TextScalar<PathName, checkPath> {};
 
-template <> struct MappingTraits<GenerationDefaults> {
-  static void mapping(IO &io, GenerationDefaults &g) {
-    mapList<TokenId>(io, "eos_token_id", g.eosTokenId);
-    mapKey<TokenId>(io, "pad_token_id", g.padTokenId);
-    mapKey<TokenId>(io, "bos_token_id", g.bosTokenId);
-    mapKey<TokenId>(io, "decoder_start_token_id", g.decoderStartTokenId);
+template <> struct MappingTraits<GenerationSection> {
+  static void mapping(IO &io, GenerationSection &g) {
+    mapList<TokenId>(io, "eos_token_id", g.v.eosTokenId);
+    mapKey<TokenId>(io, "pad_token_id", g.v.padTokenId);
+    mapKey<TokenId>(io, "bos_token_id", g.v.bosTokenId);
+    mapKey<TokenId>(io, "decoder_start_token_id", g.v.decoderStartTokenId);
   }
 };
 
@@ -178,15 +181,12 @@ template <> struct MappingTraits<CompileProfile> {
     mapKey<DTypeName>(io, "dtype", p.dtype);
     mapList<ArchName>(io, "gpu_archs", p.gpuArchs);
     mapList<PassName>(io, "passes", p.passes);
-    Ctx &c = *static_cast<Ctx *>(io.getContext());
-    c.path.push_back("generation");
-    llvm::Optional<GenerationDefaults> g;
-    if (io.outputting() && p.generation.any())
+    std::optional<GenerationDefaults> g; // no section when it sets nothing
+    if (p.generation.any())
       g = p.generation;
-    io.mapOptional("generation", g);
-    if (!io.outputting() && g)
+    mapKey<GenerationSection>(io, "generation", g);
+    if (g)
       p.generation = *g;
-    c.path.pop_back();
     mapKey<PathName>(io, "tokenizer", p.tokenizer);
   }
 };
