@@ -383,7 +383,8 @@ Op *findMerge(Function &f, Op &att) {
 }
 
 
-void remarkFolded(const Function &f, const Op &att, const Reading *rd, bool merged, const Remarks &R) {
+void remarkFolded(const Function &f, const Op &att, const Reading *rd, bool merged,
+                  const Remarks &R) {
   RemarkBuilder b = R.passed("AttentionIoFolded", f, &att);
   b << arg("Op", att.kind());
   if (rd) {
@@ -409,11 +410,13 @@ bool foldOne(Module &m, Function &f, Op &att, std::map<Value *, Value *> &constW
   Op *merge = findMerge(f, att);
   if (!rd)
     R.missed("PrologueNotFolded", f, &att)
-        << arg("Op", att.kind()) << " keeps its head split (a kernel of its own): " << arg("Reason", why);
+        << arg("Op", att.kind()) << " keeps its head split (a kernel of its own): "
+        << arg("Reason", why);
   if (!merge)
     R.missed("MergeNotFolded", f, &att)
         << arg("Op", att.kind()) << " keeps its head merge: "
-        << arg("Reason", "its result is not only transposed and reshaped to [tokens, heads*head_dim]");
+        << arg("Reason",
+               "its result is not only transposed and reshaped to [tokens, heads*head_dim]");
   if (!rd && !merge)
     return false;
   remarkFolded(f, att, rd ? &*rd : nullptr, merge != nullptr, R);

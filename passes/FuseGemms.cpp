@@ -75,7 +75,8 @@ std::string biasRefusal(const Function &f, const Op &mm, const Op &add, const Va
   if (f.soleUser(r) != &add)
     return "the result of the GEMM is also read without the bias";
   if (add.result()->type() != r->type())
-    return "the sum is " + add.result()->type().str() + ", the result of the GEMM " + r->type().str();
+    return "the sum is " + add.result()->type().str() + ", the result of the GEMM " +
+           r->type().str();
   if (bias.rank() != 1 || bias.shape()[0] != r->shape().back())
     return "it is " + bias.type().str() + ", not a vector of the " + r->shape().back().str() +
            " columns of the GEMM";
@@ -151,7 +152,8 @@ void foldActivations(Function &f, const Remarks &R) {
     if (ep.activation.empty()) {
       if (std::string why = activationRefusal(*act); !why.empty())
         R.missed("ActivationNotFolded", f, act)
-            << arg("Activation", act->kind()) << " after the GEMM stays a kernel: " << arg("Reason", why);
+            << arg("Activation", act->kind()) << " after the GEMM stays a kernel: "
+            << arg("Reason", why);
       continue;
     }
     std::string kind = act->kind();
@@ -243,9 +245,9 @@ void fuseSiblings(Module &m, Function &f, const Remarks &R) {
       if (why.empty())
         set.push_back(mm);
       else
-        R.missed("GemmNotMerged", f, mm) << "the GEMM of " << arg("Weight", "@" + mm->operand(1)->name())
-                                         << " reads the same input as others but is not merged: "
-                                         << arg("Reason", why);
+        R.missed("GemmNotMerged", f, mm)
+            << "the GEMM of " << arg("Weight", "@" + mm->operand(1)->name())
+            << " reads the same input as others but is not merged: " << arg("Reason", why);
     }
     if (set.size() < 2)
       continue;

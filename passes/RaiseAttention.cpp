@@ -125,7 +125,8 @@ private:
       Op *s = scores->definingOp();
       auto c = s && (s->is("mul") || s->is("div")) ? splitConstOperand(s) : std::nullopt;
       if (!c || (s->is("div") && c->other != s->operand(0)))
-        return notRaised(softmax, "the scores divide a constant (c / s) instead of being divided by one");
+        return notRaised(softmax,
+                         "the scores divide a constant (c / s) instead of being divided by one");
       scale = s->is("mul") ? c->value : 1.0 / c->value;
       qk = defOf(c->other, "matmul");
     }

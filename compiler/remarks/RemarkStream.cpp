@@ -87,7 +87,7 @@ llvm::Expected<std::unique_ptr<RemarkStream>> RemarkStream::open(const std::stri
   } else {
     s->toStderr_ = s->filter_.has_value();
   }
-  return std::move(s);
+  return s;
 }
 
 RemarkStream::~RemarkStream() {
