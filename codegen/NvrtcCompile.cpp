@@ -18,14 +18,18 @@ bool haveNvrtc() {
 #endif
 }
 
+std::string checkGpuArchName(const std::string &a) {
+  bool ok = a.size() > 3 && a.compare(0, 3, "sm_") == 0 && a.size() <= 6;
+  for (size_t i = 3; ok && i < a.size(); ++i)
+    ok = a[i] >= '0' && a[i] <= '9';
+  return ok ? "" : "'" + a + "' is not an architecture (expected sm_XX, e.g. sm_80)";
+}
+
 llvm::Expected<std::vector<int>> parseGpuArchs(const std::vector<std::string> &archs) {
   std::vector<int> out;
   for (const std::string &a : archs) {
-    bool ok = a.size() > 3 && a.compare(0, 3, "sm_") == 0 && a.size() <= 6;
-    for (size_t i = 3; ok && i < a.size(); ++i)
-      ok = a[i] >= '0' && a[i] <= '9';
-    if (!ok)
-      return error("--gpu-arch: '" + a + "' is not an architecture (expected sm_XX, e.g. sm_80)");
+    if (std::string why = checkGpuArchName(a); !why.empty())
+      return error("--gpu-arch: " + why);
     out.push_back(std::stoi(a.substr(3)));
   }
   if (out.empty())

@@ -22,6 +22,9 @@ struct CompiledKernel {
 /// Whether this build can compile kernels (NVRTC linked in).
 bool haveNvrtc();
 
+/// Empty if `arch` names an architecture (sm_<digits>), else why not.
+std::string checkGpuArchName(const std::string &arch);
+
 /// "sm_80,sm_90" (or a list) -> {80, 90}; an error for anything not sm_<digits>.
 llvm::Expected<std::vector<int>> parseGpuArchs(const std::vector<std::string> &archs);
 

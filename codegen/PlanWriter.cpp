@@ -2,6 +2,7 @@
 
 #include "codegen/LaunchCount.h"
 
+#include "compiler/ir/Metadata.h"
 #include "passes/analysis/PlanOptions.h"
 #include "passes/analysis/Storage.h"
 #include "runtime/KvLayout.h"
@@ -25,8 +26,9 @@ llvm::Error fail(const std::string &m) {
 
 class Writer {
 public:
-  Writer(const Module &m, DType activation, const CudaModule *kernels, const CompiledModule *code)
-      : m_(m), activation_(activation), kernels_(kernels), code_(code) {}
+  Writer(const Module &m, const PlanParts &parts)
+      : m_(m), activation_(parts.activation), kernels_(parts.kernels), code_(parts.code),
+        profile_(parts.profile) {}
 
   llvm::Expected<PlanStats> write(const std::string &path) {
     PlanOptions opts = planOptions(m_);
@@ -41,8 +43,12 @@ public:
     int64_t vocab = logits->shape().back().constant();
     model["vocab_size"] = vocab;
     llvm::json::Array eos;
-    for (int64_t e : metaInts("config.eos_token_id"))
+    for (int64_t e : metadataInts(m_, "config.eos_token_id")) {
+      if (e < 0 || e >= vocab) // the loader would refuse the plan
+        return fail("eos_token_id " + std::to_string(e) + " is outside the vocabulary (" +
+                    std::to_string(vocab) + " tokens)");
       eos.push_back(e);
+    }
     model["eos_token_ids"] = std::move(eos);
     model["pad_token_id"] = metaInt("config.pad_token_id", -1);
     model["bos_token_id"] = metaInt("config.bos_token_id", -1);
@@ -55,6 +61,8 @@ public:
     root["model"] = std::move(model);
     root["max_tokens"] = opts.prefillTokens();
     root["activation_dtype"] = dtypeName(activation_);
+    if (!profile_.empty())
+      root["profile"] = profile_;
 
     // KV cache layout from the attention ops; its bytes come from the same
     // description the loader and the executors use (runtime/KvLayout.h).
@@ -193,27 +201,7 @@ private:
   }
 
   int64_t metaInt(const std::string &k, int64_t dflt) const {
-    auto it = m_.metadata().find(k);
-    return it == m_.metadata().end() || it->second.empty() ? dflt : std::atoll(it->second.c_str());
-  }
-  std::vector<int64_t> metaInts(const std::string &k) const {
-    std::vector<int64_t> r;
-    auto it = m_.metadata().find(k);
-    if (it == m_.metadata().end())
-      return r;
-    std::string s = it->second; // "2" or "[2, 3]"
-    for (char &c : s)
-      if (c == '[' || c == ']' || c == ',')
-        c = ' ';
-    char *p = s.data(), *end;
-    while (true) {
-      long long v = std::strtoll(p, &end, 10);
-      if (end == p)
-        break;
-      r.push_back(v);
-      p = end;
-    }
-    return r;
+    return metadataInt(m_, k).value_or(dflt);
   }
 
   llvm::json::Object addBlob(const Tensor &t) {
@@ -417,15 +405,16 @@ private:
   DType activation_;
   const CudaModule *kernels_;
   const CompiledModule *code_;
+  std::string profile_;
   std::vector<uint8_t> blob_;
   std::unordered_map<const Value *, size_t> weightIndex_;
 };
 
 } // namespace
 
-llvm::Expected<PlanStats> writePlan(const Module &m, const std::string &path, DType activation,
-                                    const CudaModule *kernels, const CompiledModule *code) {
-  return Writer(m, activation, kernels, code).write(path);
+llvm::Expected<PlanStats> writePlan(const Module &m, const std::string &path,
+                                    const PlanParts &parts) {
+  return Writer(m, parts).write(path);
 }
 
 } // namespace genc

@@ -22,15 +22,23 @@ struct PlanStats {
   std::map<std::string, int64_t> decodeStepLaunches;
 };
 
+/// What a plan holds besides the module.
+struct PlanParts {
+  /// How float activations are stored on the GPU (f32, f16, bf16;
+  /// codegen/KernelStorage.h), recorded as the plan's activation_dtype.
+  DType activation = DType::F32;
+  /// The fused bodies' CUDA kernels and their cubins/PTX (both or neither),
+  /// stored in the plan's `kernels` section.
+  const CudaModule *kernels = nullptr;
+  const CompiledModule *code = nullptr;
+  /// The resolved compile profile as YAML (compiler/driver/ProfileYaml.h),
+  /// stored as `profile` so the plan can be rebuilt; empty: none.
+  std::string profile;
+};
+
 /// Writes `m` (after derive-plan and plan-memory) to `path`. Nothing is
-/// written on error.
-/// `activation`: how float activations are stored on the GPU (f32, f16,
-/// bf16; codegen/KernelStorage.h), recorded as the plan's activation_dtype.
-/// `kernels` and `code` (both or neither): the fused bodies' CUDA kernels and
-/// their cubins/PTX, stored in the plan's `kernels` section.
+/// written on error. The same module and parts give the same bytes.
 llvm::Expected<PlanStats> writePlan(const Module &m, const std::string &path,
-                                    DType activation = DType::F32,
-                                    const CudaModule *kernels = nullptr,
-                                    const CompiledModule *code = nullptr);
+                                    const PlanParts &parts = {});
 
 } // namespace genc

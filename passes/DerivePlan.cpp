@@ -12,8 +12,10 @@
 // by taint analysis, evaluated on probes, checked to be a function of the
 // position alone, and replaced by a lookup in a table over positions. What is
 // left must be position-wise, which analysis/PositionWise proves op by op;
-// otherwise the model is refused with the op that mixes tokens.
+// otherwise the model is refused with the op that mixes tokens. Each table
+// found is an Analysis remark.
 #include "compiler/ir/Clone.h"
+#include "compiler/remarks/Remark.h"
 #include "compiler/ir/Symbols.h"
 #include "compiler/ir/Builder.h"
 #include "passes/Passes.h"
@@ -35,7 +37,8 @@ std::string where(const Op *op) { return "'" + op->kind() + "' at \"" + op->loc(
 
 class PlanDeriver {
 public:
-  PlanDeriver(Module &m, Function &f, const PlanOptions &opts) : m_(m), f_(f), opts_(opts) {}
+  PlanDeriver(Module &m, Function &f, const PlanOptions &opts)
+      : m_(m), f_(f), opts_(opts), R_(m, "derive-plan") {}
 
   /// An encoder (encoder-decoder models): @encoder(input_ids[batch, src], ...)
   /// -> @encode(input_ids[1, src_tokens], positions[1, src_tokens]) whose
@@ -260,6 +263,10 @@ private:
     while (m_.weight(name))
       name += "_";
     Value *w = m_.addWeight(name, Type{v->dtype(), tdims}, table);
+    R_.analysis("PositionTable", f_, def)
+        << "the " << arg("Op", def ? def->kind() : "argument")
+        << " result depends only on the position (by evaluation on probes): a lookup in "
+        << arg("Table", "@" + name) << " " << arg("Type", w->type());
     Shape gshape = {Dim(1), Dim::symbol(tok_)};
     gshape.insert(gshape.end(), tdims.begin() + 1, tdims.end());
     Op *first = f_.ops().front().get();
@@ -329,6 +336,7 @@ private:
   Module &m_;
   Function &f_;
   const PlanOptions &opts_;
+  Remarks R_;
   Value *positions_ = nullptr;
   std::string tok_ = "tokens"; // the packed token axis' symbol
 };

@@ -23,12 +23,16 @@
 // in X, a LayerNorm) stays as it was and `fuse` gives it a kernel. The epilogue (transpose + reshape to
 // [1, T, heads·D]) is matched by structure.
 //
+// Remarks: each attention op folded (Passed, with the reading found), and a
+// prologue or merge left as it was (Missed, with what stopped it).
+//
 // The folded op (docs/ir-ops.md):
 //   kv_attention(X[, positions, cos, sin][, q_norm, k_norm][, bias])
 //     {qkv_offsets = [q, k, v], rope = "half"|"interleaved", rotary_dim,
 //      qk_norm_epsilon, merge_heads = 1, ...}
 #include "compiler/interp/Interpreter.h"
 #include "compiler/ir/Clone.h"
+#include "compiler/remarks/Remark.h"
 #include "passes/Passes.h"
 #include "passes/analysis/Fusability.h"
 #include "passes/analysis/PlanPrograms.h"
@@ -60,9 +64,10 @@ struct Region {
 };
 
 // The fusable ops the head operands are computed by, back to non-fusable
-// producers or arguments. Fails unless those sources are one [1, T, W] f32
-// value (and `positions`), and no value computed from X escapes the region.
-std::optional<Region> findRegion(Function &f, Op &att) {
+// producers or arguments. Fails (saying why in `why`) unless those sources
+// are one [1, T, W] f32 value (and `positions`), and no value computed from
+// X escapes the region.
+std::optional<Region> findRegion(Function &f, Op &att, std::string &why) {
   Region r;
   std::set<Value *> sources;
   std::function<void(Value *)> visit = [&](Value *v) {
@@ -81,19 +86,25 @@ std::optional<Region> findRegion(Function &f, Op &att) {
   for (size_t i = 0; i < n; ++i)
     visit(att.operand(i));
   for (Value *s : sources) {
-    if (s->isArgument() && s->name() == "positions")
+    if (s->isArgument() && s->name() == "positions") {
       r.positions = s;
-    else if (!r.x)
+    } else if (!r.x) {
       r.x = s;
-    else
+    } else {
+      why = "q, k and v are computed from more than one value (not one packed projection)";
       return std::nullopt;
+    }
   }
   // X is [1, T, W] or [T, W] (GPT-2's Conv1D rows): the same memory.
   Value *tok = att.operand(0);
   if (!r.x || r.x->dtype() != DType::F32 || r.x->rank() < 2 || r.x->rank() > 3 ||
       (r.x->rank() == 3 && r.x->shape()[0] != Dim(1)) ||
-      r.x->shape()[r.x->rank() - 2] != tok->shape()[2] || !r.x->shape().back().isConstant())
+      r.x->shape()[r.x->rank() - 2] != tok->shape()[2] || !r.x->shape().back().isConstant()) {
+    why = r.x ? "the projection q, k and v come from is " + r.x->type().str() +
+                    ", not f32 [1, tokens, W] with a constant W"
+              : "q, k and v are not computed from a projection";
     return std::nullopt;
+  }
   // Values that depend on X may be read only inside the region (or be the
   // head operands themselves, read only by the attention).
   std::set<Value *> fromX{r.x};
@@ -115,8 +126,10 @@ std::optional<Region> findRegion(Function &f, Op &att) {
         (r.ops.count(u) ? inside : outside) |= !(u == &att && heads.count(res));
       for (auto &o : f.outputs())
         outside |= o.value == res;
-      if (inside && outside)
+      if (inside && outside) {
+        why = "a value the prologue computes from the projection is also read outside it";
         return std::nullopt;
+      }
     }
   }
   return r;
@@ -292,19 +305,26 @@ struct Reading {
   Norm qNorm, kNorm;
 };
 
-std::optional<Reading> readPrologue(Module &m, Function &f, Op &att) {
-  auto r = findRegion(f, att);
+// The reading of the prologue, or nullopt with the reason in `why`.
+std::optional<Reading> readPrologue(Module &m, Function &f, Op &att, std::string &why) {
+  auto r = findRegion(f, att, why);
   if (!r)
     return std::nullopt;
   int64_t lim = r->positions ? positionLimit(*r) : 1;
-  if (lim <= 0)
-    return std::nullopt; // reads positions, but not through a table
+  if (lim <= 0) {
+    why = "the prologue reads positions, but not through a table";
+    return std::nullopt;
+  }
   auto p = probeRegion(m, f, *r, att, lim);
-  if (!p)
+  if (!p) {
+    why = "the prologue could not be evaluated on a probe";
     return std::nullopt;
+  }
   int64_t D = att.intAttr("head_dim", 0);
-  if (D <= 0)
+  if (D <= 0) {
+    why = "the attention op has no head_dim";
     return std::nullopt;
+  }
   Reading rd{r->x, nullptr, {}, {}, {}, {}};
   const Tensor &q = p->heads[0];
   std::vector<Norm> norms = normCandidates(*r, D);
@@ -336,6 +356,8 @@ std::optional<Reading> readPrologue(Module &m, Function &f, Op &att) {
         return rd;
       }
     }
+  why = "no reading (column offsets, RoPE half or interleaved, q/k RMSNorm) reproduces the "
+        "prologue exactly";
   return std::nullopt;
 }
 
@@ -361,15 +383,43 @@ Op *findMerge(Function &f, Op &att) {
 }
 
 
+void remarkFolded(const Function &f, const Op &att, const Reading *rd, bool merged,
+                  const Remarks &R) {
+  RemarkBuilder b = R.passed("AttentionIoFolded", f, &att);
+  b << arg("Op", att.kind());
+  if (rd) {
+    b << " reads q, k, v from the packed projection at offsets " << arg("Offsets", rd->offsets);
+    if (!rd->rope.mode.empty())
+      b << ", RoPE " << arg("RoPE", rd->rope.mode) << " inside (rotary_dim "
+        << arg("RotaryDim", rd->rope.dim) << ")";
+    if (rd->qNorm.weight)
+      b << ", q/k RMSNorm inside";
+  }
+  if (merged)
+    b << (rd ? " and writes" : " writes") << " merged heads [tokens, heads*head_dim]";
+}
+
 // `constWeights`: the weight made for each constant norm weight, shared by
 // every attention op that reads it.
-bool foldOne(Module &m, Function &f, Op &att, std::map<Value *, Value *> &constWeights) {
+bool foldOne(Module &m, Function &f, Op &att, std::map<Value *, Value *> &constWeights,
+             const Remarks &R) {
   if (att.hasAttr("qkv_offsets") || att.hasAttr("merge_heads"))
     return false;
-  auto rd = readPrologue(m, f, att);
+  std::string why;
+  auto rd = readPrologue(m, f, att, why);
   Op *merge = findMerge(f, att);
+  if (!rd)
+    R.missed("PrologueNotFolded", f, &att)
+        << arg("Op", att.kind()) << " keeps its head split (a kernel of its own): "
+        << arg("Reason", why);
+  if (!merge)
+    R.missed("MergeNotFolded", f, &att)
+        << arg("Op", att.kind()) << " keeps its head merge: "
+        << arg("Reason",
+               "its result is not only transposed and reshaped to [tokens, heads*head_dim]");
   if (!rd && !merge)
     return false;
+  remarkFolded(f, att, rd ? &*rd : nullptr, merge != nullptr, R);
   size_t nh = numHeadOperands(att);
   std::vector<Value *> operands(att.operands().begin(), att.operands().end());
   auto attrs = att.attrs();
@@ -420,6 +470,7 @@ bool foldOne(Module &m, Function &f, Op &att, std::map<Value *, Value *> &constW
 } // namespace
 
 llvm::Error foldAttentionIoPass(Module &m) {
+  Remarks R(m, "fold-attention-io");
   for (Function *f : planPrograms(m)) {
     std::vector<Op *> atts;
     for (auto &op : f->ops())
@@ -427,7 +478,7 @@ llvm::Error foldAttentionIoPass(Module &m) {
         atts.push_back(op.get());
     std::map<Value *, Value *> constWeights;
     for (Op *a : atts)
-      foldOne(m, *f, *a, constWeights);
+      foldOne(m, *f, *a, constWeights, R);
     f->eraseDeadOps();
   }
   m.eraseUnusedWeights();

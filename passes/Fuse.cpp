@@ -16,7 +16,12 @@
 // CPU executor runs that body op by op with its own kernels (identical
 // semantics), codegen turns it into one CUDA kernel. Weights a group reads are
 // operands of the fused op, so the body only sees its arguments.
+//
+// Remarks: each group formed (Passed) and, for each op that reads a group's
+// result, why that op is not in the group (Analysis: an opaque op, or one
+// behind another GEMM/attention).
 #include "compiler/ir/Clone.h"
+#include "compiler/remarks/Remark.h"
 #include "passes/Passes.h"
 #include "passes/analysis/Fusability.h"
 #include "passes/analysis/PlanPrograms.h"
@@ -31,7 +36,7 @@ namespace {
 
 class Grouper {
 public:
-  Grouper(Module &m, Function &f) : m_(m), f_(f) {}
+  Grouper(Module &m, Function &f) : m_(m), f_(f), R_(m, "fuse") {}
 
   void run() {
     computeDepthAndLeaves();
@@ -150,6 +155,7 @@ private:
           body->addOutput("out" + std::to_string(results.size() - 1), map[r]);
         }
     }
+    remarkGroup(group, inGroup, results, name);
     auto fused = std::make_unique<Op>("fused", inputs, types, group.front()->loc());
     fused->setAttr("body", name);
     fused->setAttr("pattern", std::string(norm ? "reduction" : "elementwise"));
@@ -165,8 +171,35 @@ private:
       f_.erase(*r);
   }
 
+  void remarkGroup(const std::vector<Op *> &group, const std::set<Op *> &inGroup,
+                   const std::vector<Value *> &results, const std::string &name) {
+    std::string kinds;
+    std::set<std::string> seen;
+    for (Op *op : group)
+      if (seen.insert(op->kind()).second)
+        kinds += (kinds.empty() ? "" : ", ") + op->kind();
+    R_.passed("Fused", f_, group.front())
+        << arg("Ops", int64_t(group.size())) << " ops fused into one kernel "
+        << arg("Body", "@" + name) << " (" << arg("Kinds", kinds) << ")";
+    std::set<Op *> readers;
+    for (Value *r : results)
+      for (Op *u : f_.users(r))
+        if (!inGroup.count(u) && readers.insert(u).second)
+          R_.analysis("GroupEnded", f_, u)
+              << arg("Body", "@" + name) << " ends before " << arg("Op", u->kind()) << ": "
+              << arg("Reason", isFusable(*u) ? "it sits behind another GEMM or attention op "
+                                               "(joining would make the kernel depend on itself)"
+                                             : "it is opaque (a GEMM, attention or other op no "
+                                               "kernel fuses)");
+    for (auto &o : f_.outputs())
+      if (std::find(results.begin(), results.end(), o.value) != results.end())
+        R_.analysis("GroupEnded", f_, group.back())
+            << arg("Body", "@" + name) << " ends at the program output " << arg("Output", o.name);
+  }
+
   Module &m_;
   Function &f_;
+  Remarks R_;
   std::map<Op *, int> depth_;
   std::set<Op *> leaves_;
   std::map<Op *, Op *> parent_;

@@ -13,6 +13,9 @@
 //     "bias_gelu_tanh": cuBLASLt's RELU(_BIAS) / GELU(_BIAS)), also when a
 //     reshape sits between them. Erf-GELU stays a separate op: cuBLASLt's
 //     GELU is the tanh approximation.
+// Each fold and merge is a Passed remark; a bias, activation or sibling GEMM
+// left out is a Missed one that says why.
+#include "compiler/remarks/Remark.h"
 #include "passes/Passes.h"
 #include "runtime/Epilogue.h"
 #include "passes/analysis/Fusability.h"
@@ -39,7 +42,7 @@ bool isLinear(const Op &op) {
 // matmul(x, transpose(W)) with a 2-D weight W reads W as stored
 // ({transpose_b = 1}): no transpose launch per step, and no transposed copy
 // of a tied embedding matrix.
-void foldWeightTransposes(Function &f) {
+void foldWeightTransposes(Function &f, const Remarks &R) {
   for (auto &op : f.ops()) {
     if (!op->is("matmul") || op->numOperands() != 2 || op->hasAttr("transpose_b"))
       continue;
@@ -48,6 +51,9 @@ void foldWeightTransposes(Function &f) {
         t->intsAttr("perm") == std::vector<int64_t>{1, 0}) {
       op->setOperand(1, t->operand(0));
       op->setAttr("transpose_b", int64_t(1));
+      R.passed("TransposeFolded", f, op.get())
+          << "the GEMM reads " << arg("Weight", "@" + t->operand(0)->name())
+          << " as stored (transpose_b): no transpose launch";
     }
   }
   f.eraseDeadOps();
@@ -55,29 +61,73 @@ void foldWeightTransposes(Function &f) {
 
 // ---- 1. epilogues -------------------------------------------------------------
 
-void foldBiases(Function &f) {
+// The weight `add` adds to x, if it adds one.
+Value *addedWeight(const Op &add, const Value *x) {
+  if (!add.is("add") || add.numOperands() != 2)
+    return nullptr;
+  Value *o = add.operand(0) == x ? add.operand(1) : add.operand(0);
+  return o != x && o->isWeight() ? o : nullptr;
+}
+
+// Why `add(mm, bias)` cannot become the BIAS epilogue; empty if it can.
+std::string biasRefusal(const Function &f, const Op &mm, const Op &add, const Value &bias) {
+  const Value *r = mm.result();
+  if (f.soleUser(r) != &add)
+    return "the result of the GEMM is also read without the bias";
+  if (add.result()->type() != r->type())
+    return "the sum is " + add.result()->type().str() + ", the result of the GEMM " +
+           r->type().str();
+  if (bias.rank() != 1 || bias.shape()[0] != r->shape().back())
+    return "it is " + bias.type().str() + ", not a vector of the " + r->shape().back().str() +
+           " columns of the GEMM";
+  if (bias.dtype() != mm.operand(1)->dtype())
+    return "it is " + std::string(dtypeName(bias.dtype())) + ", the weight " +
+           dtypeName(mm.operand(1)->dtype());
+  return "";
+}
+
+void foldBiases(Function &f, const Remarks &R) {
   for (auto &op : f.ops()) {
     Op *mm = op.get();
     if (!isLinear(*mm) || mm->hasAttr("epilogue"))
       continue;
-    Op *add = f.soleUser(mm->result());
-    if (!add || !add->is("add") || add->result()->type() != mm->result()->type())
+    Op *add = nullptr;
+    Value *bias = nullptr;
+    for (Op *u : f.users(mm->result()))
+      if ((bias = addedWeight(*u, mm->result()))) {
+        add = u;
+        break;
+      }
+    if (!add)
       continue;
-    Value *bias = add->operand(0) == mm->result() ? add->operand(1) : add->operand(0);
-    if (bias != mm->result() && bias->isWeight() && bias->rank() == 1 &&
-        bias->shape()[0] == mm->result()->shape().back() && bias->dtype() == mm->operand(1)->dtype()) {
-      mm->setOperands({mm->operand(0), mm->operand(1), bias});
-      f.replaceAllUses(add->result(), mm->result());
-      f.erase(add);
-      mm->setAttr("epilogue", std::string("bias"));
+    if (std::string why = biasRefusal(f, *mm, *add, *bias); !why.empty()) {
+      R.missed("BiasNotFolded", f, add) << "bias " << arg("Bias", "@" + bias->name())
+                                        << " stays an add: " << arg("Reason", why);
+      continue;
     }
+    mm->setOperands({mm->operand(0), mm->operand(1), bias});
+    f.replaceAllUses(add->result(), mm->result());
+    f.erase(add);
+    mm->setAttr("epilogue", std::string("bias"));
+    R.passed("BiasFolded", f, mm) << "bias " << arg("Bias", "@" + bias->name())
+                                  << " folded into the GEMM epilogue";
   }
 }
 
 // After horizontal fusion: a merged GEMM is followed by its split, so only
 // GEMMs left alone take their activation (gate/up pairs merge first: one GEMM
 // launch saved beats an activation folded).
-void foldActivations(Function &f) {
+// Why an activation right after a GEMM has no epilogue; empty for ops
+// that are no activation (residual adds, gates).
+std::string activationRefusal(const Op &act) {
+  if (act.is("gelu"))
+    return "erf-GELU: the GELU epilogue of cuBLASLt is the tanh approximation";
+  if (act.is("silu") || act.is("sigmoid") || act.is("tanh"))
+    return "cuBLASLt has no " + act.kind() + " epilogue";
+  return "";
+}
+
+void foldActivations(Function &f, const Remarks &R) {
   for (auto &op : f.ops()) {
     Op *mm = op.get();
     if (!isLinear(*mm))
@@ -99,11 +149,19 @@ void foldActivations(Function &f) {
     ep.activation = act->is("relu")                                             ? "relu"
                     : act->is("gelu") && act->strAttr("approximate") == "tanh" ? "gelu_tanh"
                                                                                : "";
-    if (ep.activation.empty())
+    if (ep.activation.empty()) {
+      if (std::string why = activationRefusal(*act); !why.empty())
+        R.missed("ActivationNotFolded", f, act)
+            << arg("Activation", act->kind()) << " after the GEMM stays a kernel: "
+            << arg("Reason", why);
       continue;
+    }
+    std::string kind = act->kind();
     f.replaceAllUses(act->result(), out);
     f.erase(act);
     mm->setAttr("epilogue", genrt::epilogueName(ep));
+    R.passed("ActivationFolded", f, mm) << arg("Activation", kind) << " joins the GEMM epilogue ("
+                                        << arg("Epilogue", genrt::epilogueName(ep)) << ")";
   }
 }
 
@@ -158,16 +216,39 @@ Value *sharedWeight(Module &m, const std::string &name, Type t, std::shared_ptr<
   return m.addWeight(name, std::move(t), std::move(data));
 }
 
-void fuseSiblings(Module &m, Function &f) {
+// Why a GEMM reading the same input as `first` stays out of their merge;
+// empty if it joins.
+std::string siblingRefusal(const Op &mm, const Op &first) {
+  if (mm.intAttr("transpose_b", 0))
+    return "its weight is read transposed ([n, d]); the merge concatenates [d, n] weights";
+  if (mm.operand(1)->dtype() != first.operand(1)->dtype())
+    return "its weight is " + std::string(dtypeName(mm.operand(1)->dtype())) + ", the others " +
+           dtypeName(first.operand(1)->dtype());
+  return "";
+}
+
+void fuseSiblings(Module &m, Function &f, const Remarks &R) {
   std::map<Value *, std::vector<Op *>> byInput;
   for (auto &op : f.ops())
-    if (isLinear(*op) && !op->intAttr("transpose_b", 0)) // [d, n] weights only
+    if (isLinear(*op))
       byInput[op->operand(0)].push_back(op.get());
   for (auto &[x, mms] : byInput) {
-    std::vector<Op *> set;
+    if (mms.size() < 2)
+      continue;
+    const Op *lead = nullptr; // the first GEMM that can merge sets the dtype
     for (Op *mm : mms)
-      if (mm->operand(1)->dtype() == mms[0]->operand(1)->dtype())
+      if (!mm->intAttr("transpose_b", 0) && !lead)
+        lead = mm;
+    std::vector<Op *> set;
+    for (Op *mm : mms) {
+      std::string why = siblingRefusal(*mm, lead ? *lead : *mm);
+      if (why.empty())
         set.push_back(mm);
+      else
+        R.missed("GemmNotMerged", f, mm)
+            << "the GEMM of " << arg("Weight", "@" + mm->operand(1)->name())
+            << " reads the same input as others but is not merged: " << arg("Reason", why);
+    }
     if (set.size() < 2)
       continue;
     std::vector<Value *> ws;
@@ -201,6 +282,9 @@ void fuseSiblings(Module &m, Function &f) {
     split->setAttr("axis", int64_t(-1));
     split->setAttr("split", sizes);
     Op *sp = f.insertBefore(f.find(first), std::move(split));
+    R.passed("GemmsMerged", f, fused->definingOp())
+        << arg("GEMMs", int64_t(set.size())) << " GEMMs reading one input merged into one: weight "
+        << arg("Weight", "@" + name) << ", result " << arg("Type", outT);
     for (size_t i = 0; i < set.size(); ++i) {
       f.replaceAllUses(set[i]->result(), sp->result(i));
       f.erase(set[i]);
@@ -211,11 +295,12 @@ void fuseSiblings(Module &m, Function &f) {
 } // namespace
 
 llvm::Error fuseGemmsPass(Module &m) {
+  Remarks R(m, "fuse-gemms");
   for (Function *f : planPrograms(m)) {
-    foldWeightTransposes(*f);
-    foldBiases(*f);
-    fuseSiblings(m, *f);
-    foldActivations(*f);
+    foldWeightTransposes(*f, R);
+    foldBiases(*f, R);
+    fuseSiblings(m, *f, R);
+    foldActivations(*f, R);
   }
   m.eraseUnusedWeights();
   return llvm::Error::success();

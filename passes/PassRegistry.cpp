@@ -35,6 +35,13 @@ const PassInfo *lookupPass(const std::string &name) {
   return nullptr;
 }
 
+std::string knownPassNames() {
+  std::string known;
+  for (const auto &p : allPasses())
+    known += std::string(known.empty() ? "" : ", ") + p.name;
+  return known;
+}
+
 std::vector<std::string> graphPipeline() {
   std::vector<std::string> all = defaultPipeline(), graph;
   for (const auto &p : all) {

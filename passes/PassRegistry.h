@@ -19,6 +19,8 @@ struct PassInfo {
 
 const std::vector<PassInfo> &allPasses();
 const PassInfo *lookupPass(const std::string &name);
+/// "infer-shapes, fold-shapes, ...": for errors that name an unknown pass.
+std::string knownPassNames();
 /// What `genc compile` runs by default, in order.
 std::vector<std::string> defaultPipeline();
 /// The graph-level prefix of the default pipeline (everything before the plan

@@ -7,8 +7,9 @@
 // as `arena_offsets` (one per result), each buffer sized in the value's
 // storage dtype (passes/analysis/Storage.h: f16 activations take half); the
 // arena size and the maximum symbol values go into the module metadata for
-// the plan writer.
+// the plan writer, and into an Analysis remark per function.
 #include "compiler/ir/Symbols.h"
+#include "compiler/remarks/Remark.h"
 #include "passes/Passes.h"
 #include "passes/analysis/PlanOptions.h"
 #include "passes/analysis/Storage.h"
@@ -93,6 +94,12 @@ llvm::Error planFunction(Module &m, Function &f, const std::map<std::string, int
       offs.push_back(bufs[index[r]].offset);
     op->setAttr("arena_offsets", offs);
   }
+  std::string at;
+  for (auto &[s, v] : maxSyms)
+    at += (at.empty() ? "" : ", ") + s + " = " + std::to_string(v);
+  Remarks(m, "plan-memory").analysis("ArenaSize", f)
+      << "arena of " << arg("Bytes", arena) << " bytes for " << arg("Buffers", int64_t(bufs.size()))
+      << " buffers at " << arg("MaxShapes", at);
   m.metadata()["arena." + f.name() + ".bytes"] = std::to_string(arena);
   for (auto &[s, v] : maxSyms)
     m.metadata()["arena." + f.name() + ".max." + s] = std::to_string(v);

@@ -5,7 +5,11 @@
 // however the exporter built it, we learn "causal, window 8, key padding from
 // attention_mask". GQA/MQA head repeats (unsqueeze -> expand -> reshape) are
 // peeled so the op reads the kv_heads-sized K and V a cache will hold.
+// Remarks: each attention raised (Passed), each mask classified (Analysis),
+// and each rank-4 softmax left alone with the form that stopped it (Missed:
+// soft-capped scores, `where` masks, ...).
 #include "compiler/ir/Builder.h"
+#include "compiler/remarks/Remark.h"
 #include "passes/Passes.h"
 #include "passes/analysis/Match.h"
 #include "passes/analysis/MaskClassifier.h"
@@ -14,6 +18,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
+#include <set>
 
 namespace genc {
 namespace {
@@ -25,7 +31,7 @@ llvm::Error failAt(const Op *op, const std::string &msg) {
 
 class Raiser {
 public:
-  Raiser(Module &m, Function &f) : m_(m), f_(f) {
+  Raiser(Module &m, Function &f) : m_(m), f_(f), R_(m, "raise-attention") {
     auto it = m.metadata().find("config.sliding_window");
     if (it != m.metadata().end())
       windowHint_ = std::atoll(it->second.c_str());
@@ -88,15 +94,19 @@ private:
     if (x->rank() != 4 || (axis != -1 && axis != 3))
       return llvm::Error::success();
     auto users = f_.users(softmax->result());
-    if (users.size() != 1 || !users[0]->is("matmul") || users[0]->operand(0) != softmax->result())
-      return llvm::Error::success();
+    if (users.size() != 1)
+      return notRaised(softmax, "its result is read by " + std::to_string(users.size()) +
+                                    " ops, not only by the *V matmul");
+    if (!users[0]->is("matmul") || users[0]->operand(0) != softmax->result())
+      return notRaised(softmax, "its result is read by " + users[0]->kind() +
+                                    ", not by a *V matmul");
     Op *pv = users[0];
     // scores [+ mask [+ bias ...]]: the additive terms, however the adds nest
     // (T5: (scores + position_bias) + mask), are summed into one term to classify.
     std::vector<Value *> terms;
     Value *scores = splitScores(x, terms);
     if (!scores)
-      return llvm::Error::success();
+      return notRaised(softmax, whyNotScores(x));
     std::vector<const Value *> key(terms.begin(), terms.end());
     std::sort(key.begin(), key.end());
     Value *mask = nullptr;
@@ -115,12 +125,13 @@ private:
       Op *s = scores->definingOp();
       auto c = s && (s->is("mul") || s->is("div")) ? splitConstOperand(s) : std::nullopt;
       if (!c || (s->is("div") && c->other != s->operand(0)))
-        return llvm::Error::success();
+        return notRaised(softmax,
+                         "the scores divide a constant (c / s) instead of being divided by one");
       scale = s->is("mul") ? c->value : 1.0 / c->value;
       qk = defOf(c->other, "matmul");
     }
     if (!qk || qk->operand(0)->rank() != 4 || qk->operand(1)->rank() != 4)
-      return llvm::Error::success();
+      return notRaised(softmax, "q*k^T is not a matmul of rank-4 heads");
     Value *q = qk->operand(0);
     Value *k = unrepeat(untranspose(qk->operand(1), pv));
     Value *v = unrepeat(pv->operand(1));
@@ -138,10 +149,17 @@ private:
       // classify it once.
       auto cached = masks_.find(mask);
       if (cached == masks_.end()) {
+        Op *maskOp = mask->definingOp() ? mask->definingOp() : softmax;
         auto mk = classifyMask(m_, f_, mask, windowHint_, planOptions(m_).maxLength);
-        if (!mk)
-          return failAt(mask->definingOp() ? mask->definingOp() : softmax,
-                        "cannot classify the attention mask: " + llvm::toString(mk.takeError()));
+        if (!mk) {
+          std::string why = llvm::toString(mk.takeError());
+          R_.missed("MaskNotClassified", f_, maskOp)
+              << "the attention mask is none of the kinds the attention op takes: "
+              << arg("Reason", why);
+          return failAt(maskOp, "cannot classify the attention mask: " + why);
+        }
+        R_.analysis("MaskClassified", f_, maskOp)
+            << "by evaluation on probes, the mask is " << arg("Mask", mk->describe());
         cached = masks_.emplace(mask, std::make_pair(*mk, nullptr)).first;
       }
       kind = cached->second.first;
@@ -169,7 +187,50 @@ private:
     Value *out = insert(pv, "attention", operands, pv->result()->type(), attrs);
     f_.replaceAllUses(pv->result(), out);
     ++raised_;
+    R_.passed("AttentionRaised", f_, softmax)
+        << "softmax(q*k^T*scale + mask)*v raised to one attention op: " << arg("Heads", heads)
+        << " heads, " << arg("KVHeads", kvHeads) << " KV heads, head_dim "
+        << arg("HeadDim", qs[3].constant()) << "; mask " << arg("Mask", kind.describe());
     return llvm::Error::success();
+  }
+
+  llvm::Error notRaised(Op *softmax, const std::string &why) {
+    R_.missed("AttentionNotRaised", f_, softmax)
+        << "a softmax over rank-4 scores is not raised to attention: " << arg("Reason", why);
+    return llvm::Error::success();
+  }
+
+  // Why softmax(x) is not softmax(q·kᵀ·scale + additive terms): the form
+  // found between the softmax and a rank-4 matmul.
+  static std::string whyNotScores(Value *x) {
+    bool tanh = false, where = false, computedScale = false;
+    std::function<bool(Value *, int)> reaches = [&](Value *v, int depth) {
+      Op *op = v->definingOp();
+      if (!op || depth > 8)
+        return false;
+      if (op->is("matmul"))
+        return v->rank() == 4;
+      static const std::set<std::string> between = {"add", "sub", "mul",  "div",
+                                                     "tanh", "where", "cast"};
+      if (!between.count(op->kind()))
+        return false;
+      bool any = false;
+      for (Value *o : op->operands())
+        any |= reaches(o, depth + 1);
+      tanh |= any && op->is("tanh");
+      where |= any && op->is("where");
+      computedScale |= any && (op->is("mul") || op->is("div")) && !splitConstOperand(op);
+      return any;
+    };
+    if (!reaches(x, 0))
+      return "its input is not computed from a q*k^T matmul";
+    if (tanh)
+      return "the scores are soft-capped (c*tanh(s/c)); the attention op has no soft-capping";
+    if (where)
+      return "the scores are masked with where(...) (masked_fill); only additive masks are raised";
+    if (computedScale)
+      return "the scores are scaled by a value that is not a constant";
+    return "the scores reach the softmax through ops other than a constant scale and added terms";
   }
 
   // The relative bias as a weight [heads, 2M-1] (a per-head-shared bias repeated).
@@ -233,6 +294,7 @@ private:
 
   Module &m_;
   Function &f_;
+  Remarks R_;
   int64_t windowHint_ = 0;
   int raised_ = 0;
   // mask value -> its classification and (if biased) the bias table weight

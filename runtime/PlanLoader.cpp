@@ -167,6 +167,11 @@ private:
         return err("metadata: activation_dtype must be f32, f16 or bf16");
       plan_.activationDType = *dt;
     }
+    if (const json::Value *pr = root.find("profile")) {
+      if (!pr->isString())
+        return err("metadata: profile must be a string");
+      plan_.profile = pr->asString();
+    }
     for (const auto &e : eos->items()) {
       if (!e.isInteger() || e.asInt() < 0 || e.asInt() >= mi.vocabSize)
         return err("metadata: eos_token_ids out of range");

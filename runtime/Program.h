@@ -94,6 +94,9 @@ struct Plan {
   std::vector<KernelCode> cubins, ptx;
   KvLayout kv; // self-attention caches, and cross-attention caches of encoder-decoders
   int64_t maxTokens = 0;             // tokens per prefill forward
+  /// The compile profile (YAML) genc built the plan with; empty for plans
+  /// from before profiles. The runtime only carries it for genc inspect.
+  std::string profile;
   std::shared_ptr<const void> mapping;
 
   const Program *program(const std::string &n) const {

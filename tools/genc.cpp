@@ -1,16 +1,21 @@
 // genc: the compiler driver. A thin main over the compiler libraries.
 //
 //   genc compile model.onnx -o model.plan [--emit=ir] [--passes=a,b] [--print-ir-after=P]
+//   genc compile model.onnx -o model.plan --profile deploy.yaml [--remarks-file r.yaml]
+//   genc compile model.onnx --print-profile      (the resolved profile as YAML)
 //   genc opt input.gir [--passes=a,b] [-o out.gir]
 //   genc eval model.onnx --input input_ids=ids.npy ... --output-dir DIR
 //   genc compile model.onnx --emit=cuda -o -     (the fused groups' CUDA C++)
 //   genc inspect model.plan                      (programs, functions, kernels, archs, sizes)
+//   genc inspect model.plan --print-profile      (the profile the plan was built with)
 #include "codegen/CudaEmitter.h"
 #include "codegen/NvrtcCompile.h"
 #include "codegen/PlanWriter.h"
+#include "compiler/driver/CompileProfile.h"
 #include "compiler/driver/ModelConfig.h"
 #include "compiler/driver/Pipeline.h"
-#include "passes/analysis/PlanOptions.h"
+#include "compiler/driver/ProfileYaml.h"
+#include "compiler/remarks/RemarkStream.h"
 #include "compiler/interp/Interpreter.h"
 #include "compiler/interp/Npy.h"
 #include "compiler/ir/Parser.h"
@@ -92,10 +97,48 @@ static cl::list<std::string> EvalInputs("input", cl::desc("NAME=FILE.npy for eac
                                         cl::cat(GencCat));
 static cl::opt<std::string> OutputDir("output-dir", cl::desc("Folder for the outputs (NAME.npy)"),
                                       cl::value_desc("dir"), cl::sub(EvalCmd), cl::cat(GencCat));
+static cl::opt<std::string> ProfileFile("profile",
+                                        cl::desc("Read the compile options from a YAML profile; flags "
+                                                 "given as well override it"),
+                                        cl::value_desc("file"), cl::sub(CompileCmd), cl::cat(GencCat));
+static cl::opt<bool> PrintProfile("print-profile",
+                                  cl::desc("compile: print the resolved profile as YAML and stop; "
+                                           "inspect: print the profile the plan was built with"),
+                                  cl::sub(CompileCmd), cl::sub(InspectCmd), cl::cat(GencCat));
+static cl::opt<std::string> RemarksFile("remarks-file",
+                                        cl::desc("Write the passes' optimization remarks (LLVM YAML) "
+                                                 "to this file ('-' for stdout)"),
+                                        cl::value_desc("file"), cl::sub(CompileCmd), cl::sub(OptCmd),
+                                        cl::cat(GencCat));
+static cl::opt<std::string> RemarksFilter("remarks",
+                                          cl::desc("Only remarks of passes matching this regex; "
+                                                   "without --remarks-file they go to stderr"),
+                                          cl::value_desc("regex"), cl::sub(CompileCmd), cl::sub(OptCmd),
+                                          cl::cat(GencCat));
 static cl::opt<bool> ListPasses("list-passes", cl::desc("List the known passes and exit"),
                                 cl::sub(*cl::AllSubCommands), cl::cat(GencCat));
 
+// The remark stream of the running command: `fail` flushes it, so the
+// remarks of the passes that ran stay readable after an error.
+static std::unique_ptr<RemarkStream> RemarkOut;
+
+// Closes the remark file; for compile, one line on the Missed remarks.
+static void finishRemarks() {
+  if (!RemarkOut)
+    return;
+  std::unique_ptr<RemarkStream> r = std::move(RemarkOut);
+  if (auto e = r->close())
+    errs() << "genc: error: " << toString(std::move(e)) << "\n";
+  std::string missed = r->missedSummary();
+  if (CompileCmd && !missed.empty())
+    errs() << "genc: note: " << missed
+           << (RemarksFile.empty() ? "; --remarks-file FILE lists them"
+                                   : "; see " + RemarksFile.getValue())
+           << "\n";
+}
+
 [[noreturn]] static void fail(const std::string &msg) {
+  finishRemarks();
   errs() << "genc: error: " << msg << "\n";
   errs().flush();
   std::exit(1);
@@ -169,25 +212,21 @@ static std::unique_ptr<Module> loadModel(const std::vector<std::string> &paths) 
   return m;
 }
 
-static std::vector<std::string> pipelineFor(bool defaultStandard) {
-  if (Passes.getNumOccurrences()) { // `--passes=` (empty) runs none
-    std::vector<std::string> names;
-    for (const auto &p : Passes)
-      if (!p.empty())
-        names.push_back(p);
-    return names;
-  }
-  if (!defaultStandard)
-    return {};
-  return CompileCmd && Emit == EmitKind::IR ? graphPipeline() : defaultPipeline();
+// The flags' pass list; none given: nothing (opt) or the profile's (compile).
+static std::vector<std::string> passesFromFlag() {
+  std::vector<std::string> names;
+  for (const auto &p : Passes) // `--passes=` (empty) runs none
+    if (!p.empty())
+      names.push_back(p);
+  return names;
 }
 
-static void runPasses(Module &m, bool defaultStandard) {
+static void runPasses(Module &m, const std::vector<std::string> &passes) {
   PipelineOptions opts;
   opts.printAfter.insert(PrintAfter.begin(), PrintAfter.end());
   opts.printAfterAll = PrintAfterAll;
   opts.printStream = &std::cerr;
-  check(runPipeline(m, pipelineFor(defaultStandard), opts));
+  check(runPipeline(m, passes, opts));
 }
 
 static void writeText(const std::string &text) {
@@ -203,36 +242,48 @@ static void writeText(const std::string &text) {
     fail("cannot write '" + OutputFile + "'");
 }
 
-static void setPlanOptionsFromFlags(Module &m) {
-  PlanOptions o;
-  auto positive = [](const char *flag, int64_t v) {
-    if (v <= 0 || v > (int64_t(1) << 24))
-      fail(std::string("--") + flag + " must be a positive integer (got " + std::to_string(v) + ")");
-    return v;
+// The compile options given as flags; each checked as its profile key is.
+static CompileProfile flagsProfile() {
+  CompileProfile p;
+  auto count = [](const cl::opt<int64_t> &flag, std::optional<int64_t> &field) {
+    if (!flag.getNumOccurrences())
+      return;
+    if (std::string why = checkCount(flag); !why.empty())
+      fail("--" + flag.ArgStr.str() + " " + why);
+    field = flag;
   };
-  o.maxBatch = positive("max-batch", MaxBatch);
-  o.maxBeams = positive("max-beams", MaxBeams);
-  int64_t modelMax = 0;
-  for (const char *k : {"config.max_position_embeddings", "config.n_positions"})
-    if (auto it = m.metadata().find(k); it != m.metadata().end() && !modelMax)
-      modelMax = std::atoll(it->second.c_str());
-  if (MaxLength.getNumOccurrences()) {
-    o.maxLength = positive("max-length", MaxLength);
-  } else {
-    o.maxLength = modelMax > 0 ? std::min<int64_t>(modelMax, 2048) : 2048;
+  count(MaxBatch, p.maxBatch);
+  count(MaxBeams, p.maxBeams);
+  count(MaxLength, p.maxLength);
+  count(MaxTokens, p.maxTokens);
+  if (StorageDType.getNumOccurrences()) {
+    if (std::string why = checkDType(StorageDType); !why.empty())
+      fail("--dtype " + why);
+    p.dtype = StorageDType;
   }
-  o.maxTokens = MaxTokens.getNumOccurrences() ? positive("max-tokens", MaxTokens) : 0;
-  auto dt = parseDType(StorageDType);
-  if (!dt || (*dt != DType::F32 && *dt != DType::F16 && *dt != DType::BF16))
-    fail("--dtype must be f32, f16 or bf16 (got '" + StorageDType + "')");
-  o.activation = *dt;
-  setPlanOptions(m, o);
+  if (GpuArchs.getNumOccurrences()) {
+    p.gpuArchs.emplace();
+    for (const auto &a : GpuArchs) {
+      if (a.empty())
+        continue; // `--gpu-arch=`: no GPU kernels
+      if (std::string why = checkGpuArchName(a); !why.empty())
+        fail("--gpu-arch: " + why);
+      p.gpuArchs->push_back(a);
+    }
+  }
+  if (Passes.getNumOccurrences()) {
+    p.passes = passesFromFlag();
+    for (const auto &name : *p.passes)
+      if (std::string why = checkPassName(name); !why.empty())
+        fail(why);
+  }
+  return p;
 }
 
-// --dtype (the plan options carry it): the weights are cast here; the
-// activations' storage follows passes/analysis/Storage.h. Returns it.
-static DType castWeights(Module &m) {
-  std::optional<DType> dt = planOptions(m).activation;
+// --dtype: the weights are cast here; the activations' storage follows
+// passes/analysis/Storage.h (the plan options carry the dtype). Returns it.
+static DType castWeights(Module &m, const std::string &dtype) {
+  auto dt = parseDType(dtype); // checked with the profile
   if (*dt == DType::F32)
     return *dt;
   for (auto &w : m.weights())
@@ -254,16 +305,12 @@ struct GpuKernels {
   bool built = false;
 };
 
-static GpuKernels compileGpuKernels(const Module &m, DType activation) {
-  std::vector<std::string> names(GpuArchs.begin(), GpuArchs.end());
+// `names` empty (no NVRTC, or `gpu_archs: []`): a plan for the CPU executor.
+static GpuKernels compileGpuKernels(const Module &m, DType activation,
+                                    const std::vector<std::string> &names) {
   if (names.empty())
-    names = {"sm_80", "sm_90"};
+    return {};
   auto archs = check(parseGpuArchs(names));
-  if (!haveNvrtc()) {
-    if (GpuArchs.getNumOccurrences())
-      fail("--gpu-arch: genc was built without CUDA (NVRTC), it cannot compile kernels");
-    return {}; // the plan runs on the CPU executor
-  }
   GpuKernels g;
   g.kernels = emitCuda(m, activation);
   g.code = check(compileModule(g.kernels, archs));
@@ -271,53 +318,91 @@ static GpuKernels compileGpuKernels(const Module &m, DType activation) {
   return g;
 }
 
-static int runCompileOrOpt(bool isCompile) {
-  auto m = loadModel({Inputs.begin(), Inputs.end()});
-  if (isCompile) {
-    std::string dir = sys::fs::is_directory(Inputs[0]) ? Inputs[0]
-                                                       : sys::path::parent_path(Inputs[0]).str();
-    check(loadModelConfig(dir, *m));
-    setPlanOptionsFromFlags(*m);
+// Opened before the model is read: a bad flag fails before a slow import.
+// compile always keeps a stream, for its line on the Missed remarks.
+static void openRemarks() {
+  if (RemarksFile.empty() && RemarksFilter.empty() && !CompileCmd)
+    return;
+  RemarkOut = check(RemarkStream::open(RemarksFile, RemarksFilter));
+}
+
+static void writeStats(const PlanStats &stats) {
+  std::ofstream os(StatsJson);
+  os << "{\"weights_bytes\": " << stats.weightsBytes << ", \"kv_cache_bytes\": "
+     << stats.kvCacheBytes << ", \"cross_kv_cache_bytes\": " << stats.crossKvCacheBytes
+     << ", \"arena_bytes\": " << stats.arenaBytes << ", \"arena_bytes_by_function\": {";
+  bool first = true;
+  for (auto &[k, v] : stats.arenaBytesByFunction) {
+    os << (first ? "" : ", ") << "\"" << k << "\": " << v;
+    first = false;
   }
-  runPasses(*m, isCompile);
-  if (isCompile && Emit == EmitKind::Cuda) {
-    DType activation = castWeights(*m);
-    writeText(cudaModuleText(emitCuda(*m, activation)));
-    return 0;
+  os << "}, \"decode_step_launches\": {";
+  first = true;
+  for (auto &[k, v] : stats.decodeStepLaunches) {
+    os << (first ? "" : ", ") << "\"" << k << "\": " << v;
+    first = false;
   }
-  if (isCompile && Emit == EmitKind::Plan) {
-    if (OutputFile == "-")
-      fail("a plan is binary: give -o FILE (or --emit=ir to print the IR)");
-    DType activation = castWeights(*m);
-    GpuKernels gpu = compileGpuKernels(*m, activation);
-    auto stats = check(gpu.built ? writePlan(*m, OutputFile, activation, &gpu.kernels, &gpu.code)
-                                 : writePlan(*m, OutputFile, activation));
-    if (!StatsJson.empty()) {
-      std::ofstream os(StatsJson);
-      os << "{\"weights_bytes\": " << stats.weightsBytes << ", \"kv_cache_bytes\": "
-         << stats.kvCacheBytes << ", \"cross_kv_cache_bytes\": " << stats.crossKvCacheBytes
-         << ", \"arena_bytes\": " << stats.arenaBytes
-         << ", \"arena_bytes_by_function\": {";
-      bool first = true;
-      for (auto &[k, v] : stats.arenaBytesByFunction) {
-        os << (first ? "" : ", ") << "\"" << k << "\": " << v;
-        first = false;
-      }
-      os << "}, \"decode_step_launches\": {";
-      first = true;
-      for (auto &[k, v] : stats.decodeStepLaunches) {
-        os << (first ? "" : ", ") << "\"" << k << "\": " << v;
-        first = false;
-      }
-      os << "}}\n";
-      if (!os)
-        fail("cannot write '" + StatsJson + "'");
-    }
-    return 0;
-  }
+  os << "}}\n";
+  if (!os)
+    fail("cannot write '" + StatsJson + "'");
+}
+
+static void writeIr(const Module &m) {
   PrintOptions po;
   po.locations = !NoLocations;
-  writeText(moduleToString(*m, po));
+  writeText(moduleToString(m, po));
+}
+
+static int runOpt() {
+  openRemarks();
+  auto m = loadModel({Inputs.begin(), Inputs.end()});
+  m->setRemarks(RemarkOut.get());
+  runPasses(*m, passesFromFlag());
+  writeIr(*m);
+  finishRemarks();
+  return 0;
+}
+
+// The profile file (read first: its errors come before a slow import), the
+// flags over it, then the model's defaults.
+static int runCompile() {
+  CompileProfile given = ProfileFile.empty() ? CompileProfile{} : check(readProfile(ProfileFile));
+  given.overrideWith(flagsProfile());
+  if (!PrintProfile)
+    openRemarks();
+  auto m = loadModel({Inputs.begin(), Inputs.end()});
+  std::string dir = sys::fs::is_directory(Inputs[0]) ? Inputs[0]
+                                                     : sys::path::parent_path(Inputs[0]).str();
+  check(loadModelConfig(dir, *m));
+  CompileProfile profile = check(resolveProfile(given, *m, Emit == EmitKind::IR));
+  if (PrintProfile) {
+    outs() << profileYaml(profile);
+    return 0;
+  }
+  if (Emit == EmitKind::Plan && OutputFile == "-")
+    fail("a plan is binary: give -o FILE (or --emit=ir to print the IR)");
+  applyProfile(profile, *m);
+  m->setRemarks(RemarkOut.get());
+  runPasses(*m, *profile.passes);
+  if (Emit == EmitKind::IR) {
+    writeIr(*m);
+  } else if (Emit == EmitKind::Cuda) {
+    DType activation = castWeights(*m, *profile.dtype);
+    writeText(cudaModuleText(emitCuda(*m, activation)));
+  } else {
+    PlanParts parts;
+    parts.activation = castWeights(*m, *profile.dtype);
+    GpuKernels gpu = compileGpuKernels(*m, parts.activation, *profile.gpuArchs);
+    if (gpu.built) {
+      parts.kernels = &gpu.kernels;
+      parts.code = &gpu.code;
+    }
+    parts.profile = profileYaml(profile);
+    PlanStats stats = check(writePlan(*m, OutputFile, parts));
+    if (!StatsJson.empty())
+      writeStats(stats);
+  }
+  finishRemarks();
   return 0;
 }
 
@@ -325,7 +410,7 @@ static int runEval() {
   if (OutputDir.empty())
     fail("eval needs --output-dir");
   auto m = loadModel({Inputs.begin(), Inputs.end()});
-  runPasses(*m, /*defaultStandard=*/false);
+  runPasses(*m, passesFromFlag());
   const Function &f = *m->functions().front();
   std::map<std::string, Tensor> given;
   for (const auto &spec : EvalInputs) {
@@ -377,6 +462,12 @@ static int runInspect() {
   if (genrt::Status st = genrt::loadPlan(Inputs[0], plan); !st)
     fail(st.message());
   auto &os = outs();
+  if (PrintProfile) {
+    if (plan.profile.empty())
+      fail("plan '" + Inputs[0] + "' holds no profile (compiled before genc recorded them)");
+    os << plan.profile;
+    return 0;
+  }
   os << "plan: " << Inputs[0] << " (format " << genrt::kPlanFormatVersion << ")\n";
   os << "activation dtype: " << genrt::dtypeName(plan.activationDType) << "\n";
   os << "programs: " << plan.programs.size() << "\n";
@@ -409,6 +500,19 @@ static int runInspect() {
     os << "cubin " << c.arch << "  " << c.bytes << " bytes\n";
   for (const auto &c : plan.ptx)
     os << "ptx " << c.arch << "  " << c.bytes << " bytes\n";
+  const genrt::ModelInfo &mi = plan.model;
+  os << "generation defaults: eos_token_id [";
+  for (size_t i = 0; i < mi.eosTokenIds.size(); ++i)
+    os << (i ? ", " : "") << mi.eosTokenIds[i];
+  os << "], pad_token_id " << mi.padTokenId << ", bos_token_id " << mi.bosTokenId
+     << ", decoder_start_token_id " << mi.decoderStartTokenId << "\n";
+  if (plan.profile.empty()) {
+    os << "profile: none (compiled before genc recorded profiles)\n";
+  } else {
+    os << "profile (genc inspect --print-profile writes it alone):\n";
+    for (StringRef line : split(StringRef(plan.profile).rtrim('\n'), '\n'))
+      os << "  " << line << "\n";
+  }
   return 0;
 }
 
@@ -422,9 +526,9 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (CompileCmd)
-    return runCompileOrOpt(true);
+    return runCompile();
   if (OptCmd)
-    return runCompileOrOpt(false);
+    return runOpt();
   if (EvalCmd)
     return runEval();
   if (InspectCmd)

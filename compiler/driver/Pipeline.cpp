@@ -16,13 +16,10 @@ llvm::Error runPipeline(Module &m, const std::vector<std::string> &passes,
                                      "--print-ir-after: unknown pass '%s'", name.c_str());
   for (const auto &name : passes) {
     const PassInfo *p = lookupPass(name);
-    if (!p) {
-      std::string known;
-      for (const auto &q : allPasses())
-        known += std::string(known.empty() ? "" : ", ") + q.name;
+    if (!p)
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     "unknown pass '%s' (known: %s)", name.c_str(), known.c_str());
-    }
+                                     "unknown pass '%s' (known: %s)", name.c_str(),
+                                     knownPassNames().c_str());
     if (auto e = p->run(m))
       return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s: %s", name.c_str(),
                                      llvm::toString(std::move(e)).c_str());

@@ -20,6 +20,7 @@ namespace genc {
 
 class Op;
 class Function;
+class RemarkStream;
 
 struct Type {
   DType dtype = DType::F32;
@@ -191,11 +192,17 @@ public:
   std::map<std::string, std::string> &metadata() { return metadata_; }
   const std::map<std::string, std::string> &metadata() const { return metadata_; }
 
+  /// Where passes report what they decided (compiler/remarks/Remark.h);
+  /// null: nowhere. The module does not own it.
+  RemarkStream *remarks() const { return remarks_; }
+  void setRemarks(RemarkStream *r) { remarks_ = r; }
+
 private:
   std::vector<std::unique_ptr<Function>> functions_;
   std::vector<std::unique_ptr<Value>> weights_;
   std::map<std::string, Value *> weightIndex_;
   std::map<std::string, std::string> metadata_;
+  RemarkStream *remarks_ = nullptr;
 };
 
 } // namespace genc

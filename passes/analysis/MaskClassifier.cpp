@@ -36,6 +36,36 @@ struct Mask4 {
   }
 };
 
+// Whether the allowed scores of the unpadded batch row 0 get, per head, a
+// bias linear in the key position (BLOOM's ALiBi: slope_h · j), which is no
+// bias over relative distance row by row.
+bool isAlibi(const Mask4 &m4, const MaskKind &k, int64_t L) {
+  auto allowed = [&](int64_t i, int64_t j) {
+    return (!k.causal || j <= i) && (!k.window || i - j < k.window);
+  };
+  bool sloped = false;
+  for (int64_t h = 0; h < m4.dims[1]; ++h) {
+    double slope = 0;
+    bool haveSlope = false;
+    for (int64_t i = 0; i < L; ++i) {
+      int64_t j0 = 0;
+      while (j0 < L && !allowed(i, j0))
+        ++j0;
+      for (int64_t j = j0 + 1; j < L && allowed(i, j); ++j) {
+        double step = (m4.at(0, h, i, j) - m4.at(0, h, i, j0)) / double(j - j0);
+        if (!haveSlope) {
+          slope = step;
+          haveSlope = true;
+        }
+        if (std::fabs(step - slope) > 1e-4 * (1 + std::fabs(slope)))
+          return false;
+      }
+    }
+    sloped |= slope != 0;
+  }
+  return sloped;
+}
+
 llvm::Error fail(const std::string &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s", msg.c_str());
 }
@@ -156,6 +186,9 @@ llvm::Expected<MaskKind> classifyMask(Module &m, Function &f, const Value *mask,
           double v = m4.at(b % m4.dims[0], h, i, j);
           // The bias at (i, j) equals the one on row 0's diagonal at the same distance.
           double want = !biased ? 0.0 : j >= i ? biasAt(h, 0, j - i) : biasAt(h, i - j, 0);
+          if (allowed && v != want && biased && isAlibi(m4, kind, L))
+            return fail("the additive term is a per-head bias linear in the key position "
+                        "(ALiBi); the attention op takes a bias over relative distance only");
           if (allowed ? v != want : !isMasked(v))
             return fail("the mask is not " + kind.describe() + " (row " + std::to_string(i) +
                         ", key " + std::to_string(j) + " of batch " + std::to_string(b) +

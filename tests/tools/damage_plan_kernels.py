@@ -1,8 +1,10 @@
 """Writes a copy of a plan with its `kernels` metadata (or what the kernels
-rely on) damaged, for the loader's error tests: damage_plan_kernels.py IN OUT WHAT
+rely on, or its profile) damaged, for the loader's error tests:
+damage_plan_kernels.py IN OUT WHAT
   WHAT = cubin-offset | kernel-name | arch | activation-dtype | weight-dtype |
          activation-as-bf16 | dtype-count | arena-align | weight-align |
-         legacy (no storage dtypes, as plans written before they existed)"""
+         legacy (no storage dtypes, as plans written before they existed) |
+         no-profile (as plans written before profiles) | profile-number"""
 import json
 import struct
 import sys
@@ -69,6 +71,10 @@ elif what == "legacy":
                     v["max_bytes"] *= 2
 elif what == "weight-align":
     meta["weights"][0]["offset"] += 4
+elif what == "no-profile":
+    del meta["profile"]
+elif what == "profile-number":
+    meta["profile"] = 8
 else:
     sys.exit("unknown damage " + what)
 text = json.dumps(meta).encode()

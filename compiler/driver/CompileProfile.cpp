@@ -1,0 +1,136 @@
+#include "compiler/driver/CompileProfile.h"
+
+#include "codegen/NvrtcCompile.h"
+#include "compiler/ir/DType.h"
+#include "compiler/ir/Metadata.h"
+#include "passes/PassRegistry.h"
+#include "passes/analysis/PlanOptions.h"
+
+namespace genc {
+
+static llvm::Error fail(const std::string &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s", msg.c_str());
+}
+
+void CompileProfile::overrideWith(const CompileProfile &o) {
+  auto take = [](auto &mine, const auto &theirs) {
+    if (theirs)
+      mine = theirs;
+  };
+  take(maxBatch, o.maxBatch);
+  take(maxBeams, o.maxBeams);
+  take(maxLength, o.maxLength);
+  take(maxTokens, o.maxTokens);
+  take(dtype, o.dtype);
+  take(gpuArchs, o.gpuArchs);
+  take(passes, o.passes);
+  take(generation.eosTokenId, o.generation.eosTokenId);
+  take(generation.padTokenId, o.generation.padTokenId);
+  take(generation.bosTokenId, o.generation.bosTokenId);
+  take(generation.decoderStartTokenId, o.generation.decoderStartTokenId);
+  take(tokenizer, o.tokenizer);
+}
+
+std::string checkCount(int64_t v) {
+  constexpr int64_t kMax = int64_t(1) << 24;
+  if (v > 0 && v <= kMax)
+    return "";
+  return "must be a positive integer at most " + std::to_string(kMax) + " (got " +
+         std::to_string(v) + ")";
+}
+
+std::string checkTokenId(int64_t v) {
+  constexpr int64_t kMax = (int64_t(1) << 31) - 1;
+  if (v >= 0 && v <= kMax)
+    return "";
+  return "must be a token id, 0 to " + std::to_string(kMax) + " (got " + std::to_string(v) + ")";
+}
+
+std::string checkDType(const std::string &s) {
+  auto dt = parseDType(s);
+  if (dt && (*dt == DType::F32 || *dt == DType::F16 || *dt == DType::BF16))
+    return "";
+  return "must be f32, f16 or bf16 (got '" + s + "')";
+}
+
+std::string checkPassName(const std::string &s) {
+  return lookupPass(s) ? "" : "unknown pass '" + s + "' (known: " + knownPassNames() + ")";
+}
+
+// The largest length the model's position embeddings allow, capped at 2048:
+// sizing the caches for 128k positions by default would cost gigabytes.
+static int64_t defaultMaxLength(const Module &m) {
+  for (const char *k : {"config.max_position_embeddings", "config.n_positions"})
+    if (auto v = metadataInt(m, k); v && *v > 0)
+      return std::min<int64_t>(*v, 2048);
+  return 2048;
+}
+
+static void resolveGeneration(GenerationDefaults &g, const Module &m) {
+  if (!g.eosTokenId) {
+    auto eos = metadataInts(m, "config.eos_token_id");
+    if (!eos.empty())
+      g.eosTokenId = eos;
+  }
+  auto fill = [&](std::optional<int64_t> &v, const char *key) {
+    if (!v)
+      v = metadataInt(m, key);
+  };
+  fill(g.padTokenId, "config.pad_token_id");
+  fill(g.bosTokenId, "config.bos_token_id");
+  fill(g.decoderStartTokenId, "config.decoder_start_token_id");
+}
+
+llvm::Expected<CompileProfile> resolveProfile(const CompileProfile &given, const Module &m,
+                                              bool emitIr) {
+  CompileProfile p = given;
+  PlanOptions defaults;
+  p.maxBatch = p.maxBatch.value_or(defaults.maxBatch);
+  p.maxBeams = p.maxBeams.value_or(defaults.maxBeams);
+  p.maxLength = p.maxLength.value_or(defaultMaxLength(m));
+  if (!p.maxTokens) {
+    PlanOptions o;
+    o.maxBatch = *p.maxBatch;
+    o.maxLength = *p.maxLength;
+    p.maxTokens = o.prefillTokens();
+  }
+  p.dtype = p.dtype.value_or("f32");
+  if (!p.gpuArchs) {
+    p.gpuArchs = haveNvrtc() ? std::vector<std::string>{"sm_80", "sm_90"}
+                             : std::vector<std::string>{};
+  } else if (!p.gpuArchs->empty() && !haveNvrtc()) {
+    return fail("gpu_archs / --gpu-arch: genc was built without CUDA (NVRTC), it cannot compile "
+                "kernels for " + p.gpuArchs->front());
+  }
+  if (!p.passes)
+    p.passes = emitIr ? graphPipeline() : defaultPipeline();
+  resolveGeneration(p.generation, m);
+  return p;
+}
+
+void applyProfile(const CompileProfile &p, Module &m) {
+  PlanOptions o;
+  o.maxBatch = *p.maxBatch;
+  o.maxBeams = *p.maxBeams;
+  o.maxLength = *p.maxLength;
+  o.maxTokens = *p.maxTokens;
+  o.activation = *parseDType(*p.dtype); // checked when the profile was resolved
+  setPlanOptions(m, o);
+  // Only values that differ from config.json's: the IR keeps the config's text.
+  const GenerationDefaults &g = p.generation;
+  if (g.eosTokenId && *g.eosTokenId != metadataInts(m, "config.eos_token_id")) {
+    std::string list = "[";
+    for (size_t i = 0; i < g.eosTokenId->size(); ++i)
+      list += (i ? ", " : "") + std::to_string((*g.eosTokenId)[i]);
+    m.metadata()["config.eos_token_id"] = list + "]";
+  }
+  auto set = [&](const std::optional<int64_t> &v, const char *key) {
+    if (v && v != metadataInt(m, key))
+      m.metadata()[key] = std::to_string(*v);
+  };
+  set(g.padTokenId, "config.pad_token_id");
+  set(g.bosTokenId, "config.bos_token_id");
+  set(g.decoderStartTokenId, "config.decoder_start_token_id");
+}
+
+} // namespace genc

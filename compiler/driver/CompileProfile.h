@@ -1,0 +1,60 @@
+// A compile profile: every option of `genc compile` that shapes the plan.
+//
+// It is read from YAML (`--profile`, compiler/driver/ProfileYaml.h),
+// overridden by the flags given, resolved against the model (every default
+// filled in), and the resolved profile is what `--print-profile` prints and
+// the plan embeds: compiling the same model with it gives the same plan.
+// Output choices (-o, --emit, --stats-json, --remarks-file) are not part of
+// it: they say where results go, not what the plan is.
+#pragma once
+#include "compiler/ir/IR.h"
+
+#include "llvm/Support/Error.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace genc {
+
+/// Token ids the plan carries as generate() defaults (genrun reads them);
+/// unset: the model's config.json / generation_config.json.
+struct GenerationDefaults {
+  std::optional<std::vector<int64_t>> eosTokenId;
+  std::optional<int64_t> padTokenId, bosTokenId, decoderStartTokenId;
+  bool any() const { return eosTokenId || padTokenId || bosTokenId || decoderStartTokenId; }
+};
+
+struct CompileProfile {
+  std::optional<int64_t> maxBatch, maxBeams, maxLength, maxTokens;
+  std::optional<std::string> dtype;                   // f32, f16, bf16
+  std::optional<std::vector<std::string>> gpuArchs;   // [] = no GPU kernels
+  std::optional<std::vector<std::string>> passes;     // [] = none
+  GenerationDefaults generation;
+  /// Recorded only: the tokenizer is packed into plans by other work; until
+  /// then the plan keeps the path in its profile.
+  std::optional<std::string> tokenizer;
+
+  /// Every key `over` sets replaces ours (flags over a file).
+  void overrideWith(const CompileProfile &over);
+};
+
+// The checks flags and profile keys share: empty when the value is fine,
+// else why not ("must be a positive integer at most 16777216 (got 0)").
+std::string checkCount(int64_t v);
+std::string checkTokenId(int64_t v);
+std::string checkDType(const std::string &s);
+std::string checkPassName(const std::string &s);
+
+/// `given` with every key set: the model's maximum positions (at most 2048)
+/// for max_length, genc's defaults for the other sizes, the standard
+/// pipeline (the graph passes for `emitIr`), sm_80 + sm_90 where genc has
+/// NVRTC, and the token ids of the model's config.
+llvm::Expected<CompileProfile> resolveProfile(const CompileProfile &given, const Module &m,
+                                              bool emitIr);
+
+/// Writes a resolved profile's sizes (plan.*) and token ids (config.*) into
+/// the module's metadata, where the passes and the plan writer read them.
+void applyProfile(const CompileProfile &resolved, Module &m);
+
+} // namespace genc
