@@ -23,8 +23,9 @@ llvm::Error fail(const std::string &m) {
 
 class Writer {
 public:
-  Writer(const Module &m, DType activation, const CudaModule *kernels, const CompiledModule *code)
-      : m_(m), activation_(activation), kernels_(kernels), code_(code) {}
+  Writer(const Module &m, DType activation, const CudaModule *kernels, const CompiledModule *code,
+         const PlanTokenizer *tokenizer)
+      : m_(m), activation_(activation), kernels_(kernels), code_(code), tokenizer_(tokenizer) {}
 
   llvm::Expected<PlanStats> write(const std::string &path) {
     PlanOptions opts = planOptions(m_);
@@ -134,6 +135,20 @@ public:
     root["functions"] = std::move(bodies);
     if (kernels_ && code_)
       root["kernels"] = kernelsJson();
+    if (tokenizer_) {
+      if (tokenizer_->idLimit > vocab)
+        return fail("the tokenizer (" + tokenizer_->source + ") has ids up to " +
+                    std::to_string(tokenizer_->idLimit - 1) + ", the model's vocabulary " +
+                    std::to_string(vocab) + " (pass --no-tokenizer to compile without it)");
+      llvm::json::Object specials;
+      for (const auto &[k, v] : tokenizer_->specialTokens)
+        specials[k] = v;
+      root["tokenizer"] = llvm::json::Object{{"format", "tokenizer.json"},
+                                             {"source", tokenizer_->source},
+                                             {"offset", static_cast<int64_t>(addBytes(tokenizer_->json))},
+                                             {"bytes", static_cast<int64_t>(tokenizer_->json.size())},
+                                             {"special_tokens", std::move(specials)}};
+    }
     stats.decodeStepLaunches = countLaunches(*decode);
 
     std::string json;
@@ -414,6 +429,7 @@ private:
   DType activation_;
   const CudaModule *kernels_;
   const CompiledModule *code_;
+  const PlanTokenizer *tokenizer_;
   std::vector<uint8_t> blob_;
   std::unordered_map<const Value *, size_t> weightIndex_;
 };
@@ -421,8 +437,9 @@ private:
 } // namespace
 
 llvm::Expected<PlanStats> writePlan(const Module &m, const std::string &path, DType activation,
-                                    const CudaModule *kernels, const CompiledModule *code) {
-  return Writer(m, activation, kernels, code).write(path);
+                                    const CudaModule *kernels, const CompiledModule *code,
+                                    const PlanTokenizer *tokenizer) {
+  return Writer(m, activation, kernels, code, tokenizer).write(path);
 }
 
 } // namespace genc

@@ -8,6 +8,7 @@
 
 #include "llvm/Support/Error.h"
 
+#include <map>
 #include <string>
 
 namespace genc {
@@ -22,15 +23,25 @@ struct PlanStats {
   std::map<std::string, int64_t> decodeStepLaunches;
 };
 
+/// A tokenizer to pack into the plan (compiler/driver/TokenizerFiles.h).
+struct PlanTokenizer {
+  std::string json;                                 // tokenizer.json text
+  std::string source;                               // the file it came from
+  std::map<std::string, std::string> specialTokens; // tokenizer_config.json's bos/eos/unk/pad
+  int64_t idLimit = 0;                              // one past its largest id
+};
+
 /// Writes `m` (after derive-plan and plan-memory) to `path`. Nothing is
 /// written on error.
 /// `activation`: how float activations are stored on the GPU (f32, f16,
 /// bf16; codegen/KernelStorage.h), recorded as the plan's activation_dtype.
 /// `kernels` and `code` (both or neither): the fused bodies' CUDA kernels and
 /// their cubins/PTX, stored in the plan's `kernels` section.
+/// `tokenizer`: packed into the blob (its ids must fit the vocabulary).
 llvm::Expected<PlanStats> writePlan(const Module &m, const std::string &path,
                                     DType activation = DType::F32,
                                     const CudaModule *kernels = nullptr,
-                                    const CompiledModule *code = nullptr);
+                                    const CompiledModule *code = nullptr,
+                                    const PlanTokenizer *tokenizer = nullptr);
 
 } // namespace genc

@@ -16,7 +16,10 @@
 //         kernels (launch metadata of each fused body's CUDA kernel with the
 //         storage dtype of each pointer parameter, input_dtypes /
 //         output_dtypes; and the blob offset/size of one cubin per sm_XX and
-//         PTX per compute_XX).
+//         PTX per compute_XX); tokenizer (optional: {"format":
+//         "tokenizer.json", "offset", "bytes", "source": the file it came
+//         from, "special_tokens": tokenizer_config.json's bos/eos/unk/pad
+//         token strings}; the blob holds the tokenizer.json text).
 //   blob: every weight, tensor attribute, cubin and PTX, each kPlanAlignment-aligned.
 //   Weights and arena buffers start at multiples of kPlanBufferAlignment:
 //   the kernels' vector loads and stores rely on it.
@@ -34,6 +37,8 @@ constexpr char kPlanMagic[8] = {'G', 'E', 'N', 'C', 'P', 'L', 'A', 'N'};
 //    `activation_dtype` and the kernels' input/output dtypes were added
 //    within version 3, optional: a plan without them stores activations as
 //    f32 and weights as their dtype says, which is what such plans did.
+//    `tokenizer` was added within version 3 too, optional: a plan without
+//    one takes token ids only, and a genrun that predates it ignores it.
 constexpr uint32_t kPlanFormatVersion = 3;
 constexpr uint64_t kPlanHeaderBytes = 48;
 constexpr uint64_t kPlanAlignment = 64;

@@ -10,6 +10,7 @@
 #include "codegen/PlanWriter.h"
 #include "compiler/driver/ModelConfig.h"
 #include "compiler/driver/Pipeline.h"
+#include "compiler/driver/TokenizerFiles.h"
 #include "passes/analysis/PlanOptions.h"
 #include "compiler/interp/Interpreter.h"
 #include "compiler/interp/Npy.h"
@@ -76,6 +77,9 @@ static cl::list<std::string> GpuArchs("gpu-arch", cl::CommaSeparated,
 static cl::opt<std::string> StatsJson("stats-json",
                                       cl::desc("Write weights/KV-cache/arena bytes for the maximum shapes"),
                                       cl::value_desc("file"), cl::sub(CompileCmd), cl::cat(GencCat));
+static cl::opt<bool> NoTokenizer("no-tokenizer",
+                                 cl::desc("Do not pack the tokenizer found beside the model (the plan then takes token ids only)"),
+                                 cl::sub(CompileCmd), cl::cat(GencCat));
 static cl::list<std::string> Passes("passes", cl::CommaSeparated,
                                     cl::desc("Passes to run, in order (default: the standard pipeline for compile and eval, none for opt)"),
                                     cl::sub(CompileCmd), cl::sub(OptCmd), cl::sub(EvalCmd),
@@ -271,11 +275,14 @@ static GpuKernels compileGpuKernels(const Module &m, DType activation) {
 
 static int runCompileOrOpt(bool isCompile) {
   auto m = loadModel({Inputs.begin(), Inputs.end()});
+  std::optional<PlanTokenizer> tokenizer;
   if (isCompile) {
     std::string dir = sys::fs::is_directory(Inputs[0]) ? Inputs[0]
                                                        : sys::path::parent_path(Inputs[0]).str();
     check(loadModelConfig(dir, *m));
     setPlanOptionsFromFlags(*m);
+    if (!NoTokenizer)
+      tokenizer = check(findTokenizer(dir));
   }
   runPasses(*m, isCompile);
   if (isCompile && Emit == EmitKind::Cuda) {
@@ -288,8 +295,9 @@ static int runCompileOrOpt(bool isCompile) {
       fail("a plan is binary: give -o FILE (or --emit=ir to print the IR)");
     DType activation = castWeights(*m);
     GpuKernels gpu = compileGpuKernels(*m, activation);
-    auto stats = check(gpu.built ? writePlan(*m, OutputFile, activation, &gpu.kernels, &gpu.code)
-                                 : writePlan(*m, OutputFile, activation));
+    const PlanTokenizer *tok = tokenizer ? &*tokenizer : nullptr;
+    auto stats = check(gpu.built ? writePlan(*m, OutputFile, activation, &gpu.kernels, &gpu.code, tok)
+                                 : writePlan(*m, OutputFile, activation, nullptr, nullptr, tok));
     if (!StatsJson.empty()) {
       std::ofstream os(StatsJson);
       os << "{\"weights_bytes\": " << stats.weightsBytes << ", \"kv_cache_bytes\": "
