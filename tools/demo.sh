@@ -15,6 +15,7 @@ echo "== genc compile $MODEL -o $OUT/model.plan"
   --max-length 64 --stats-json "$OUT/stats.json"
 echo "   $(cat "$OUT/stats.json")"
 echo "== genrun greedy, 16 new tokens, from text"
+echo '   prompts: "The licensor grants you a copyright license", "Permission is hereby granted"'
 "$BUILD/tools/genrun" "$OUT/model.plan" --device cpu --max-new-tokens 16 --stats \
   --prompt "The licensor grants you a copyright license" --prompt "Permission is hereby granted"
 cat > "$OUT/prompts.jsonl" <<'JSON'
@@ -22,5 +23,6 @@ cat > "$OUT/prompts.jsonl" <<'JSON'
 {"input_ids": [604, 314, 896, 264, 668, 85]}
 JSON
 echo "== genrun beam search: 4 beams, no_repeat_ngram_size 3, 2 returned (JSON lines: text or ids)"
+sed 's/^/   /' "$OUT/prompts.jsonl"
 "$BUILD/tools/genrun" "$OUT/model.plan" --input "$OUT/prompts.jsonl" --device cpu \
   --max-new-tokens 16 --num-beams 4 --no-repeat-ngram-size 3 --num-return-sequences 2

@@ -17,7 +17,7 @@ bool hasProp(Prop p, char32_t c) {
   case Prop::Letter: return isLetter(c);
   case Prop::Number: return isNumber(c);
   case Prop::Decimal: return isDecimal(c);
-  case Prop::Mark: return isWordChar(c) && !isLetter(c) && !isNumber(c) && c != '_';
+  case Prop::Mark: return isMark(c);
   case Prop::Space: return isWhiteSpace(c);
   case Prop::Word: return isWordChar(c);
   case Prop::Any: return true;

@@ -154,6 +154,7 @@ bool isLetter(char32_t c) { return lookup(c).bits & kLetter; }
 bool isNumber(char32_t c) { return lookup(c).bits & kNumber; }
 bool isWhiteSpace(char32_t c) { return lookup(c).bits & kSpace; }
 bool isDecimal(char32_t c) { return lookup(c).bits & kDecimal; }
+bool isMark(char32_t c) { return lookup(c).bits & kMark; }
 bool isWordChar(char32_t c) { return lookup(c).bits & (kLetter | kMark | kNumber | kConnector); }
 
 char32_t foldCase(char32_t c) {

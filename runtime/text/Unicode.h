@@ -29,6 +29,7 @@ bool isLetter(char32_t c);     // General_Category L
 bool isNumber(char32_t c);     // General_Category N
 bool isDecimal(char32_t c);    // General_Category Nd (Oniguruma's \d)
 bool isWhiteSpace(char32_t c); // White_Space (Oniguruma's \s, Rust's char::is_whitespace)
+bool isMark(char32_t c);       // General_Category M
 bool isWordChar(char32_t c);   // \w: L, M, N or Pc
 
 /// Oniguruma's simple case folding, enough for the (?i:...) patterns of
