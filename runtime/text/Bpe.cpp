@@ -1,6 +1,7 @@
 // The BPE model of tokenizer.json (GPT-2, Llama-2/3, Mistral, Qwen): merges
 // applied lowest rank first, leftmost first among equal ranks, exactly as
 // tokenizers' Word::merge_all does it (including its stale-entry checks).
+#include "runtime/text/TextSteps.h"
 #include "runtime/text/TokenModel.h"
 #include "runtime/text/Unicode.h"
 
@@ -152,27 +153,13 @@ Status parseBpe(const json::Value &v, std::unique_ptr<TokenModel> &out) {
       return Status::error("BPE model: the id of '" + tok + "' is not a valid id");
     bpe->addToken(tok, id.asInt());
   }
-  auto str = [&](const char *key, std::string &dst) {
-    const json::Value *x = v.find(key);
-    if (x && x->isString())
-      dst = x->asString();
-    else if (x && !x->isNull())
-      return Status::error(std::string("BPE model: '") + key + "' must be a string");
-    return Status::ok();
-  };
-  auto flag = [&](const char *key, bool &dst) {
-    const json::Value *x = v.find(key);
-    if (x && x->isBool())
-      dst = x->asBool();
-    else if (x && !x->isNull())
-      return Status::error(std::string("BPE model: '") + key + "' must be true or false");
-    return Status::ok();
-  };
   Status s = Status::ok();
-  if (!(s = str("unk_token", bpe->unkToken)) || !(s = str("continuing_subword_prefix", bpe->prefix)) ||
-      !(s = str("end_of_word_suffix", bpe->suffix)) || !(s = flag("fuse_unk", bpe->fuseUnk)) ||
-      !(s = flag("byte_fallback", bpe->byteFallback)) || !(s = flag("ignore_merges", bpe->ignoreMerges)))
-    return s;
+  if (!(s = optionalString(v, "unk_token", bpe->unkToken)) ||
+      !(s = optionalString(v, "continuing_subword_prefix", bpe->prefix)) ||
+      !(s = optionalString(v, "end_of_word_suffix", bpe->suffix)) || !(s = optionalBool(v, "fuse_unk", bpe->fuseUnk)) ||
+      !(s = optionalBool(v, "byte_fallback", bpe->byteFallback)) ||
+      !(s = optionalBool(v, "ignore_merges", bpe->ignoreMerges)))
+    return Status::error("BPE model: " + s.message());
   if (const json::Value *d = v.find("dropout"); d && !d->isNull() && !(d->isNumber() && d->asDouble() == 0))
     return Status::error("BPE model: dropout is not supported (generation encodes deterministically)");
   for (int b = 0; b < 256; ++b) {

@@ -99,16 +99,8 @@ Status parseNormalizer(const json::Value &v, std::unique_ptr<Normalizer> &out) {
   std::string type = typeOf(v);
   if (type == "Sequence") {
     auto seq = std::make_unique<SequenceNormalizer>();
-    const json::Value *list = v.find("normalizers");
-    if (!list || !list->isArray())
-      return Status::error("normalizer Sequence: no 'normalizers' list");
-    for (const json::Value &item : list->items()) {
-      std::unique_ptr<Normalizer> n;
-      if (Status s = parseNormalizer(item, n); !s)
-        return s;
-      if (n)
-        seq->steps.push_back(std::move(n));
-    }
+    if (Status s = parseSteps(v, "normalizers", parseNormalizer, seq->steps); !s)
+      return s;
     out = std::move(seq);
   } else if (type == "Prepend") {
     auto p = std::make_unique<Prepend>();

@@ -267,16 +267,8 @@ Status parsePreTokenizer(const json::Value &v, std::unique_ptr<PreTokenizer> &ou
   std::string type = typeOf(v);
   if (type == "Sequence") {
     auto seq = std::make_unique<SequencePre>();
-    const json::Value *list = v.find("pretokenizers");
-    if (!list || !list->isArray())
-      return Status::error("pre-tokenizer Sequence: no 'pretokenizers' list");
-    for (const json::Value &item : list->items()) {
-      std::unique_ptr<PreTokenizer> p;
-      if (Status s = parsePreTokenizer(item, p); !s)
-        return s;
-      if (p)
-        seq->steps.push_back(std::move(p));
-    }
+    if (Status s = parseSteps(v, "pretokenizers", parsePreTokenizer, seq->steps); !s)
+      return s;
     out = std::move(seq);
   } else if (type == "ByteLevel") {
     auto b = std::make_unique<ByteLevel>();

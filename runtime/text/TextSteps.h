@@ -55,6 +55,24 @@ Status parseTokenDecoder(const json::Value &v, std::unique_ptr<TokenDecoder> &ou
 const char *typeOf(const json::Value &v); // the "type" member, or ""
 Status optionalBool(const json::Value &v, const char *key, bool &out);
 Status optionalString(const json::Value &v, const char *key, std::string &out);
+/// The steps of a Sequence (`key`: "normalizers", "pretokenizers",
+/// "decoders"), each read by `parse`; null steps are left out.
+template <class Step>
+Status parseSteps(const json::Value &v, const char *key, Status (*parse)(const json::Value &, std::unique_ptr<Step> &),
+                  std::vector<std::unique_ptr<Step>> &out) {
+  const json::Value *list = v.find(key);
+  if (!list || !list->isArray())
+    return Status::error(std::string("Sequence: no '") + key + "' list");
+  for (const json::Value &item : list->items()) {
+    std::unique_ptr<Step> step;
+    if (Status s = parse(item, step); !s)
+      return s;
+    if (step)
+      out.push_back(std::move(step));
+  }
+  return Status::ok();
+}
+
 /// A "pattern" object: {"String": s} or {"Regex": r}.
 class Regex;
 Status parsePattern(const json::Value &v, Regex &out);

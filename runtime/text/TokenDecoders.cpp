@@ -206,16 +206,8 @@ Status parseTokenDecoder(const json::Value &v, std::unique_ptr<TokenDecoder> &ou
   std::string type = typeOf(v);
   if (type == "Sequence") {
     auto seq = std::make_unique<SequenceDec>();
-    const json::Value *list = v.find("decoders");
-    if (!list || !list->isArray())
-      return Status::error("decoder Sequence: no 'decoders' list");
-    for (const json::Value &item : list->items()) {
-      std::unique_ptr<TokenDecoder> d;
-      if (Status s = parseTokenDecoder(item, d); !s)
-        return s;
-      if (d)
-        seq->steps.push_back(std::move(d));
-    }
+    if (Status s = parseSteps(v, "decoders", parseTokenDecoder, seq->steps); !s)
+      return s;
     out = std::move(seq);
   } else if (type == "ByteLevel") {
     out = std::make_unique<ByteLevelDec>();
