@@ -28,7 +28,7 @@ class Writer {
 public:
   Writer(const Module &m, const PlanParts &parts)
       : m_(m), activation_(parts.activation), kernels_(parts.kernels), code_(parts.code),
-        profile_(parts.profile) {}
+        profile_(parts.profile), tokenizer_(parts.tokenizer) {}
 
   llvm::Expected<PlanStats> write(const std::string &path) {
     PlanOptions opts = planOptions(m_);
@@ -143,6 +143,20 @@ public:
     root["functions"] = std::move(bodies);
     if (kernels_ && code_)
       root["kernels"] = kernelsJson();
+    if (tokenizer_) {
+      if (tokenizer_->idLimit > vocab)
+        return fail("the tokenizer (" + tokenizer_->source + ") has ids up to " +
+                    std::to_string(tokenizer_->idLimit - 1) + ", the model's vocabulary " +
+                    std::to_string(vocab) + " (pass --no-tokenizer to compile without it)");
+      llvm::json::Object specials;
+      for (const auto &[k, v] : tokenizer_->specialTokens)
+        specials[k] = v;
+      root["tokenizer"] = llvm::json::Object{{"format", "tokenizer.json"},
+                                             {"source", tokenizer_->source},
+                                             {"offset", static_cast<int64_t>(addBytes(tokenizer_->json))},
+                                             {"bytes", static_cast<int64_t>(tokenizer_->json.size())},
+                                             {"special_tokens", std::move(specials)}};
+    }
     stats.decodeStepLaunches = countLaunches(*decode);
 
     std::string json;
@@ -406,6 +420,7 @@ private:
   const CudaModule *kernels_;
   const CompiledModule *code_;
   std::string profile_;
+  const PlanTokenizer *tokenizer_;
   std::vector<uint8_t> blob_;
   std::unordered_map<const Value *, size_t> weightIndex_;
 };

@@ -8,6 +8,7 @@
 
 #include "llvm/Support/Error.h"
 
+#include <map>
 #include <string>
 
 namespace genc {
@@ -22,6 +23,14 @@ struct PlanStats {
   std::map<std::string, int64_t> decodeStepLaunches;
 };
 
+/// A tokenizer to pack into the plan (compiler/driver/TokenizerFiles.h).
+struct PlanTokenizer {
+  std::string json;                                 // tokenizer.json text
+  std::string source;                               // the file it came from
+  std::map<std::string, std::string> specialTokens; // tokenizer_config.json's bos/eos/unk/pad
+  int64_t idLimit = 0;                              // one past its largest id
+};
+
 /// What a plan holds besides the module.
 struct PlanParts {
   /// How float activations are stored on the GPU (f32, f16, bf16;
@@ -34,6 +43,8 @@ struct PlanParts {
   /// The resolved compile profile as YAML (compiler/driver/ProfileYaml.h),
   /// stored as `profile` so the plan can be rebuilt; empty: none.
   std::string profile;
+  /// A tokenizer packed into the blob (its ids must fit the vocabulary).
+  const PlanTokenizer *tokenizer = nullptr;
 };
 
 /// Writes `m` (after derive-plan and plan-memory) to `path`. Nothing is

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <unordered_set>
 
 namespace genrt {
 namespace json {
@@ -380,6 +381,7 @@ private:
   bool parseObject(Value &out, int depth) {
     ++pos_; // '{'
     std::vector<std::pair<std::string, Value>> members;
+    std::unordered_set<std::string> seen;
     skipSpace();
     if (peek() == '}') {
       ++pos_;
@@ -394,9 +396,20 @@ private:
       std::string key;
       if (!parseString(key))
         return false;
-      for (const auto &m : members)
-        if (m.first == key)
-          return fail(keyAt, "duplicate key \"" + key + "\" in object");
+      // Linear for the usual small objects; a vocabulary (tokenizer.json
+      // holds objects of 100k+ keys) switches to a hash set.
+      bool dup = false;
+      if (members.size() < 32) {
+        for (const auto &m : members)
+          dup = dup || m.first == key;
+      } else {
+        if (seen.empty())
+          for (const auto &m : members)
+            seen.insert(m.first);
+        dup = !seen.insert(key).second;
+      }
+      if (dup)
+        return fail(keyAt, "duplicate key \"" + key + "\" in object");
       skipSpace();
       if (peek() != ':')
         return failHere("expected ':' after object key, found " + describeHere());

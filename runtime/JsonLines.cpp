@@ -21,33 +21,46 @@ static Status readIdArray(const json::Value &v, const char *field, std::vector<i
   return Status::ok();
 }
 
-static Status readPrompt(const json::Value &v, Prompt &p) {
+static Status readPrompt(const json::Value &v, Prompt &p, std::optional<std::string> *text) {
+  const char *expected = text ? "{\"input_ids\": [...]} or {\"text\": \"...\"}" : "{\"input_ids\": [...]}";
   if (!v.isObject())
-    return Status::error(std::string("expected a JSON object {\"input_ids\": [...]}, found ") +
+    return Status::error(std::string("expected a JSON object ") + expected + ", found " +
                          json::Value::kindName(v.kind()));
-  bool haveIds = false;
+  bool haveIds = false, haveMask = false;
   for (const auto &m : v.members()) {
     if (m.first == "input_ids") {
       haveIds = true;
       if (Status s = readIdArray(m.second, "input_ids", p.inputIds); !s)
         return s;
     } else if (m.first == "attention_mask") {
+      haveMask = true;
       if (Status s = readIdArray(m.second, "attention_mask", p.attentionMask); !s)
         return s;
+    } else if (m.first == "text" && text) {
+      if (!m.second.isString())
+        return Status::error(std::string("field \"text\": expected a string, found ") +
+                             json::Value::kindName(m.second.kind()));
+      *text = m.second.asString();
     } else {
       // Strict on purpose: a misspelt "attention_mask" must not be ignored.
-      return Status::error("field \"" + m.first + "\": unknown field (expected \"input_ids\" and optionally \"attention_mask\")");
+      return Status::error("field \"" + m.first + "\": unknown field (expected " +
+                           (text ? "\"input_ids\" (optionally with \"attention_mask\") or \"text\")"
+                                 : "\"input_ids\" and optionally \"attention_mask\")"));
     }
   }
-  if (!haveIds)
+  if (text && *text && (haveIds || haveMask))
+    return Status::error("field \"text\": give \"text\" or \"input_ids\", not both");
+  if (!haveIds && !(text && *text))
     return Status::error("field \"input_ids\": missing");
   return Status::ok();
 }
 
 Status readPromptLines(const std::string &text, const std::string &name, std::vector<Prompt> &prompts,
-                       std::vector<int64_t> &lineNumbers) {
+                       std::vector<int64_t> &lineNumbers, std::vector<std::optional<std::string>> *texts) {
   prompts.clear();
   lineNumbers.clear();
+  if (texts)
+    texts->clear();
   size_t pos = 0;
   int64_t lineNo = 0;
   while (pos < text.size()) {
@@ -70,23 +83,30 @@ Status readPromptLines(const std::string &text, const std::string &name, std::ve
       return Status::error(name + ":" + std::to_string(lineNo) + ":" + msg);
     }
     Prompt p;
-    if (Status s = readPrompt(v, p); !s)
+    std::optional<std::string> t;
+    if (Status s = readPrompt(v, p, texts ? &t : nullptr); !s)
       return Status::error(name + ":" + std::to_string(lineNo) + ": " + s.message());
     prompts.push_back(std::move(p));
+    if (texts)
+      texts->push_back(std::move(t));
     lineNumbers.push_back(lineNo);
   }
   return Status::ok();
 }
 
-std::string resultLine(const GenerationResult &result) {
+std::string resultLine(const GenerationResult &result, const std::vector<std::string> *texts) {
   std::vector<json::Value> seqs;
-  for (const GeneratedSequence &s : result.sequences) {
+  for (size_t k = 0; k < result.sequences.size(); ++k) {
+    const GeneratedSequence &s = result.sequences[k];
     std::vector<json::Value> ids;
     ids.reserve(s.outputIds.size());
     for (int64_t id : s.outputIds)
       ids.push_back(json::Value::integer(id));
-    seqs.push_back(json::Value::object({{"output_ids", json::Value::array(std::move(ids))},
-                                        {"score", json::Value::number(s.score)}}));
+    std::vector<std::pair<std::string, json::Value>> members{{"output_ids", json::Value::array(std::move(ids))}};
+    if (texts && k < texts->size())
+      members.emplace_back("text", json::Value::string((*texts)[k]));
+    members.emplace_back("score", json::Value::number(s.score));
+    seqs.push_back(json::Value::object(std::move(members)));
   }
   return json::write(json::Value::object({{"sequences", json::Value::array(std::move(seqs))}}));
 }

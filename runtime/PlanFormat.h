@@ -19,7 +19,11 @@
 //         storage dtype of each pointer parameter, input_dtypes /
 //         output_dtypes; and the blob offset/size of one cubin per sm_XX and
 //         PTX per compute_XX); profile (optional string: the compile
-//         profile genc resolved, as YAML, so the plan can be rebuilt).
+//         profile genc resolved, as YAML, so the plan can be rebuilt);
+//         tokenizer (optional: {"format": "tokenizer.json", "offset",
+//         "bytes", "source": the file it came from, "special_tokens":
+//         tokenizer_config.json's bos/eos/unk/pad token strings}; the blob
+//         holds the tokenizer.json text).
 //   blob: every weight, tensor attribute, cubin and PTX, each kPlanAlignment-aligned.
 //   Weights and arena buffers start at multiples of kPlanBufferAlignment:
 //   the kernels' vector loads and stores rely on it.
@@ -38,7 +42,8 @@ constexpr char kPlanMagic[8] = {'G', 'E', 'N', 'C', 'P', 'L', 'A', 'N'};
 //    within version 3, optional: a plan without them stores activations as
 //    f32 and weights as their dtype says, which is what such plans did.
 //    `profile` was added within version 3 too, optional: the loader and
-//    genc inspect take plans without it.
+//    genc inspect take plans without it. So was `tokenizer`: a plan without
+//    one takes token ids only, and a genrun that predates it ignores it.
 constexpr uint32_t kPlanFormatVersion = 3;
 constexpr uint64_t kPlanHeaderBytes = 48;
 constexpr uint64_t kPlanAlignment = 64;

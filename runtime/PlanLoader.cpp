@@ -2,7 +2,7 @@
 // offset, size, index and shape before anything uses them. A plan is
 // untrusted input: a bad one gives a Status error, never a crash.
 #include "runtime/Json.h"
-#include "runtime/PlanFormat.h"
+#include "runtime/PlanHeader.h"
 #include "runtime/Program.h"
 
 #include <cmath>
@@ -68,20 +68,12 @@ public:
     size_ = map->size;
     plan_.mapping = map;
 
-    if (std::memcmp(base_, kPlanMagic, 8) != 0)
-      return err("not a genc plan (bad magic)");
-    uint32_t version;
-    std::memcpy(&version, base_ + 8, 4);
-    if (version != kPlanFormatVersion)
-      return err("plan format version " + std::to_string(version) + ", this genrun reads version " +
-                 std::to_string(kPlanFormatVersion) + "; recompile the model with a matching genc");
-    uint64_t jsonOff, jsonSize;
-    std::memcpy(&jsonOff, base_ + 16, 8);
-    std::memcpy(&jsonSize, base_ + 24, 8);
-    std::memcpy(&blobOff_, base_ + 32, 8);
-    std::memcpy(&blobSize_, base_ + 40, 8);
-    if (!inFile(jsonOff, jsonSize) || !inFile(blobOff_, blobSize_))
-      return err("header offsets point outside the file (truncated?)");
+    PlanHeader h;
+    if (std::string bad = readPlanHeader(base_, size_, h); !bad.empty())
+      return err(bad);
+    uint64_t jsonOff = h.jsonOffset, jsonSize = h.jsonBytes;
+    blobOff_ = h.blobOffset;
+    blobSize_ = h.blobBytes;
     json::Value root;
     Status s = json::parse(std::string(reinterpret_cast<const char *>(base_ + jsonOff), jsonSize), root);
     if (!s)
@@ -91,7 +83,6 @@ public:
 
 private:
   Status err(const std::string &m) const { return Status::error("plan '" + path_ + "': " + m); }
-  bool inFile(uint64_t off, uint64_t n) const { return off <= size_ && n <= size_ - off; }
 
   Status need(const json::Value &obj, const char *key, const json::Value *&out, json::Value::Kind k) {
     out = obj.isObject() ? obj.find(key) : nullptr;

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The main job on the bundled model: compile it into a generation plan, then
-# generate with genrun (CPU here; the CUDA executor is not built yet).
+# The main job on the bundled model: compile it into a generation plan (its
+# tokenizer.json travels inside), then generate from text with genrun (CPU
+# here; the CUDA executor is not built yet). The model's weights are random:
+# the text it writes is gibberish made of real tokens.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/build.sh
@@ -12,13 +14,15 @@ echo "== genc compile $MODEL -o $OUT/model.plan"
 "$BUILD/tools/genc" compile "$MODEL" -o "$OUT/model.plan" --max-batch 4 --max-beams 4 \
   --max-length 64 --stats-json "$OUT/stats.json"
 echo "   $(cat "$OUT/stats.json")"
+echo "== genrun greedy, 16 new tokens, from text"
+echo '   prompts: "The licensor grants you a copyright license", "Permission is hereby granted"'
+"$BUILD/tools/genrun" "$OUT/model.plan" --device cpu --max-new-tokens 16 --stats \
+  --prompt "The licensor grants you a copyright license" --prompt "Permission is hereby granted"
 cat > "$OUT/prompts.jsonl" <<'JSON'
-{"input_ids": [464, 257, 68, 11]}
-{"input_ids": [40, 588]}
+{"text": "This program is free software; you can redistribute it"}
+{"input_ids": [604, 314, 896, 264, 668, 85]}
 JSON
-echo "== genrun greedy, 16 new tokens"
-"$BUILD/tools/genrun" "$OUT/model.plan" --input "$OUT/prompts.jsonl" --device cpu \
-  --max-new-tokens 16 --stats
-echo "== genrun beam search: 4 beams, no_repeat_ngram_size 3, 2 returned"
+echo "== genrun beam search: 4 beams, no_repeat_ngram_size 3, 2 returned (JSON lines: text or ids)"
+sed 's/^/   /' "$OUT/prompts.jsonl"
 "$BUILD/tools/genrun" "$OUT/model.plan" --input "$OUT/prompts.jsonl" --device cpu \
   --max-new-tokens 16 --num-beams 4 --no-repeat-ngram-size 3 --num-return-sequences 2

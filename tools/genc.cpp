@@ -16,6 +16,8 @@
 #include "compiler/driver/Pipeline.h"
 #include "compiler/driver/ProfileYaml.h"
 #include "compiler/remarks/RemarkStream.h"
+#include "compiler/driver/TokenizerFiles.h"
+#include "passes/analysis/PlanOptions.h"
 #include "compiler/interp/Interpreter.h"
 #include "compiler/interp/Npy.h"
 #include "compiler/ir/Parser.h"
@@ -81,6 +83,9 @@ static cl::list<std::string> GpuArchs("gpu-arch", cl::CommaSeparated,
 static cl::opt<std::string> StatsJson("stats-json",
                                       cl::desc("Write weights/KV-cache/arena bytes for the maximum shapes"),
                                       cl::value_desc("file"), cl::sub(CompileCmd), cl::cat(GencCat));
+static cl::opt<bool> NoTokenizer("no-tokenizer",
+                                 cl::desc("Do not pack the tokenizer found beside the model (the plan then takes token ids only)"),
+                                 cl::sub(CompileCmd), cl::cat(GencCat));
 static cl::list<std::string> Passes("passes", cl::CommaSeparated,
                                     cl::desc("Passes to run, in order (default: the standard pipeline for compile and eval, none for opt)"),
                                     cl::sub(CompileCmd), cl::sub(OptCmd), cl::sub(EvalCmd),
@@ -367,6 +372,15 @@ static int runOpt() {
 // flags over it, then the model's defaults.
 static int runCompile() {
   CompileProfile given = ProfileFile.empty() ? CompileProfile{} : check(readProfile(ProfileFile));
+  // A profile's tokenizer path is relative to the profile (they travel
+  // together); made absolute, the plan's embedded profile still finds it.
+  if (given.tokenizer && sys::path::is_relative(*given.tokenizer)) {
+    SmallString<256> p(sys::path::parent_path(ProfileFile));
+    sys::path::append(p, *given.tokenizer);
+    sys::fs::make_absolute(p);
+    sys::path::remove_dots(p, /*remove_dot_dot=*/true);
+    given.tokenizer = p.str().str();
+  }
   given.overrideWith(flagsProfile());
   if (!PrintProfile)
     openRemarks();
@@ -398,6 +412,21 @@ static int runCompile() {
       parts.code = &gpu.code;
     }
     parts.profile = profileYaml(profile);
+    std::optional<PlanTokenizer> tokenizer;
+    if (!NoTokenizer) {
+      // The profile's `tokenizer` names a tokenizer.json or its folder;
+      // unset, the one beside the model is packed when there is one.
+      std::string from = dir;
+      if (profile.tokenizer)
+        from = sys::fs::is_directory(*profile.tokenizer) ? *profile.tokenizer
+                                                         : sys::path::parent_path(*profile.tokenizer).str();
+      if (profile.tokenizer && !sys::fs::exists(*profile.tokenizer))
+        fail("tokenizer '" + *profile.tokenizer + "' does not exist");
+      tokenizer = check(findTokenizer(from.empty() ? "." : from));
+      if (profile.tokenizer && !tokenizer)
+        fail("tokenizer '" + *profile.tokenizer + "' holds no tokenizer.json");
+    }
+    parts.tokenizer = tokenizer ? &*tokenizer : nullptr;
     PlanStats stats = check(writePlan(*m, OutputFile, parts));
     if (!StatsJson.empty())
       writeStats(stats);

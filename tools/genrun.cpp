@@ -2,7 +2,7 @@
 // library; it links nothing of the compiler (no LLVM: arguments are parsed
 // by hand).
 //
-//   genrun model.plan --input prompts.jsonl [--output out.jsonl] [--device auto|cpu|cuda] [options]
+//   genrun model.plan [--input prompts.jsonl | --prompt TEXT ...] [--output out.jsonl] [--device auto|cpu|cuda] [options]
 //
 // Every input is read and checked before anything is generated, and output
 // is written only when all of it is ready (to a temporary file renamed into
@@ -10,6 +10,8 @@
 #include "runtime/JsonLines.h"
 #include "runtime/Runtime.h"
 #include "runtime/search/Generate.h"
+#include "runtime/text/PlanTokenizer.h"
+#include "runtime/text/Unicode.h"
 
 #include <cerrno>
 #include <cmath>
@@ -26,12 +28,19 @@ using namespace genrt;
 
 static const char *kUsage =
     "usage: genrun MODEL.plan --input PROMPTS.jsonl [--output OUT.jsonl] [--device auto|cpu|cuda] [options]\n"
+    "       genrun MODEL.plan --prompt TEXT [--prompt TEXT ...] [options]\n"
+    "       genrun MODEL.plan [options] < PROMPTS.jsonl\n"
     "\n"
     "Input: one JSON object per line, {\"input_ids\": [...]} with an optional\n"
     "\"attention_mask\" (masked positions are not fed to the model but, as in\n"
-    "Hugging Face, still count for --repetition-penalty and --no-repeat-ngram-size).\n"
+    "Hugging Face, still count for --repetition-penalty and --no-repeat-ngram-size),\n"
+    "or {\"text\": \"...\"} when the plan carries a tokenizer (encoded as Hugging\n"
+    "Face's tokenizer(text) does, special tokens included). --prompt TEXT is one\n"
+    "text prompt (repeatable); without --input or --prompt, lines come from stdin.\n"
     "Output (stdout unless --output): one line per input, in order,\n"
-    "{\"sequences\": [{\"output_ids\": [...], \"score\": S}, ...]}: generated tokens only.\n"
+    "{\"sequences\": [{\"output_ids\": [...], \"text\": \"...\", \"score\": S}, ...]}:\n"
+    "generated tokens only; \"text\" (their decoding, special tokens skipped) where\n"
+    "the plan carries a tokenizer.\n"
     "score: beam search, Hugging Face's sequences_scores; greedy/sampling, the sum of\n"
     "the chosen tokens' log-probabilities after the logits processors (and warpers).\n"
     "\n"
@@ -66,6 +75,7 @@ namespace {
 struct Args {
   std::string plan;
   std::string input;
+  std::vector<std::string> prompts; // --prompt, in order
   std::string output;
   std::string device = "auto";
   bool stats = false;
@@ -139,7 +149,7 @@ Args parseArgs(int argc, char **argv) {
       continue;
     }
     static const char *const kValued[] = {
-        "--input", "--output", "--device", "--max-new-tokens", "--min-new-tokens", "--num-beams",
+        "--input", "--prompt", "--output", "--device", "--max-new-tokens", "--min-new-tokens", "--num-beams",
         "--length-penalty", "--early-stopping", "--num-return-sequences", "--no-repeat-ngram-size",
         "--repetition-penalty", "--temperature", "--top-k", "--top-p", "--min-p", "--seed",
         "--eos-token-id", "--batch-size"};
@@ -164,6 +174,8 @@ Args parseArgs(int argc, char **argv) {
     GenerationConfig &c = a.cfg;
     if (name == "--input") {
       a.input = value;
+    } else if (name == "--prompt") {
+      a.prompts.push_back(value);
     } else if (name == "--output") {
       a.output = value;
     } else if (name == "--device") {
@@ -216,13 +228,15 @@ Args parseArgs(int argc, char **argv) {
   if (positional.size() > 1)
     fail("more than one plan given: '" + positional[0] + "', '" + positional[1] + "'");
   a.plan = positional[0];
-  if (a.input.empty())
-    fail("--input PROMPTS.jsonl is required");
+  if (!a.input.empty() && !a.prompts.empty())
+    fail("give --input or --prompt, not both");
+  if (a.input.empty() && a.prompts.empty())
+    a.input = "-";
   return a;
 }
 
 std::string readFile(const std::string &path) {
-  std::FILE *f = std::fopen(path.c_str(), "rb");
+  std::FILE *f = path == "-" ? stdin : std::fopen(path.c_str(), "rb");
   if (!f)
     fail("cannot open input '" + path + "': " + std::strerror(errno));
   std::string text;
@@ -233,7 +247,8 @@ std::string readFile(const std::string &path) {
   // A directory opens fine and fails here (EISDIR).
   bool bad = std::ferror(f);
   int readErrno = errno;
-  std::fclose(f);
+  if (f != stdin)
+    std::fclose(f);
   if (bad)
     fail("cannot read input '" + path + "': " + std::strerror(readErrno));
   return text;
@@ -246,22 +261,52 @@ int main(int argc, char **argv) {
   if (Status s = args.cfg.validate(); !s)
     fail(s.message());
 
+  // Prompts: JSON lines (a file or stdin) or --prompt texts. `where[n]`
+  // names prompt n in error messages.
   std::vector<Prompt> prompts;
-  std::vector<int64_t> lines;
-  if (Status s = readPromptLines(readFile(args.input), args.input, prompts, lines); !s)
-    fail(s.message());
+  std::vector<std::optional<std::string>> texts;
+  std::vector<std::string> where;
+  if (args.prompts.empty()) {
+    std::vector<int64_t> lines;
+    std::string name = args.input == "-" ? "<stdin>" : args.input;
+    if (Status s = readPromptLines(readFile(args.input), name, prompts, lines, &texts); !s)
+      fail(s.message());
+    for (int64_t l : lines)
+      where.push_back(name + ":" + std::to_string(l));
+  } else {
+    for (size_t n = 0; n < args.prompts.size(); ++n) {
+      prompts.emplace_back();
+      texts.push_back(args.prompts[n]);
+      where.push_back("--prompt " + std::to_string(n + 1));
+    }
+  }
 
   Status err = Status::ok();
   std::unique_ptr<Decoder> decoder = openDecoder(args.plan, args.device, err);
   if (!decoder)
     fail(err.message());
+  std::unique_ptr<text::Tokenizer> tokenizer;
+  if (Status s = text::loadPlanTokenizer(args.plan, tokenizer); !s)
+    fail(s.message());
 
   const ModelInfo &info = decoder->info();
   if (Status s = args.cfg.validateFor(info); !s)
     fail(s.message());
-  for (size_t n = 0; n < prompts.size(); ++n)
+  for (size_t n = 0; n < prompts.size(); ++n) {
+    if (texts[n]) {
+      std::string field = args.prompts.empty() ? "field \"text\": " : "";
+      if (!tokenizer)
+        fail(where[n] + ": " + field +
+             "the plan carries no tokenizer (compile the model with its tokenizer.json beside it, or give "
+             "\"input_ids\")");
+      if (size_t bad; !text::isValidUtf8(*texts[n], &bad))
+        fail(where[n] + ": " + field + "the text is not valid UTF-8 (byte " + std::to_string(bad) + ")");
+      if (Status s = tokenizer->encode(*texts[n], true, prompts[n].inputIds); !s)
+        fail(where[n] + ": " + field + s.message());
+    }
     if (Status s = validatePrompt(prompts[n], info, args.cfg); !s)
-      fail(args.input + ":" + std::to_string(lines[n]) + ": " + s.message());
+      fail(where[n] + ": " + s.message());
+  }
 
   // Open the output before the (possibly long) generation so that a bad
   // path fails fast; write into a temporary beside it, rename at the end.
@@ -288,7 +333,11 @@ int main(int argc, char **argv) {
 
   std::string text;
   for (const GenerationResult &r : results) {
-    text += resultLine(r);
+    std::vector<std::string> decoded;
+    for (const GeneratedSequence &seq : r.sequences)
+      if (tokenizer)
+        decoded.push_back(tokenizer->decode(seq.outputIds, true));
+    text += resultLine(r, tokenizer ? &decoded : nullptr);
     text += '\n';
   }
   if (args.output.empty()) {

@@ -17,12 +17,14 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 # Python helpers used by the tests (numpy reads the fixtures' .npz; lit runs the
-# lit suites when llvm-14-tools' copy is absent).
+# lit suites when llvm-14-tools' copy is absent; tokenizers, sentencepiece and
+# protobuf train the tokenizers tests/text checks the runtime's against).
 PY=${PYTHON:-python3}
-for mod in numpy lit; do
+for spec in numpy:numpy lit:lit tokenizers:tokenizers sentencepiece:sentencepiece google.protobuf:protobuf; do
+  mod=${spec%%:*} pkg=${spec##*:}
   if ! "$PY" -c "import $mod" >/dev/null 2>&1; then
-    echo "setup: pip installing $mod"
-    "$PY" -m pip install -q "$mod" || "$PY" -m pip install -q --break-system-packages "$mod"
+    echo "setup: pip installing $pkg"
+    "$PY" -m pip install -q "$pkg" || "$PY" -m pip install -q --break-system-packages "$pkg"
   fi
 done
 

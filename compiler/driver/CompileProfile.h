@@ -31,8 +31,8 @@ struct CompileProfile {
   std::optional<std::vector<std::string>> gpuArchs;   // [] = no GPU kernels
   std::optional<std::vector<std::string>> passes;     // [] = none
   GenerationDefaults generation;
-  /// Recorded only: the tokenizer is packed into plans by other work; until
-  /// then the plan keeps the path in its profile.
+  /// A tokenizer.json (or its folder) to pack into the plan; unset: the one
+  /// beside the model, if any (genc --no-tokenizer packs none).
   std::optional<std::string> tokenizer;
 
   /// Every key `over` sets replaces ours (flags over a file).

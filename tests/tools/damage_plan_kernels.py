@@ -4,7 +4,9 @@ damage_plan_kernels.py IN OUT WHAT
   WHAT = cubin-offset | kernel-name | arch | activation-dtype | weight-dtype |
          activation-as-bf16 | dtype-count | arena-align | weight-align |
          legacy (no storage dtypes, as plans written before they existed) |
-         no-profile (as plans written before profiles) | profile-number"""
+         no-profile (as plans written before profiles) | profile-number |
+         tokenizer-offset | tokenizer-bytes | tokenizer-format | tokenizer-json
+         (the tokenizer section, which lies beside the kernels in the blob)"""
 import json
 import struct
 import sys
@@ -13,7 +15,8 @@ src, dst, what = sys.argv[1:4]
 d = open(src, "rb").read()
 json_off, json_size, blob_off, blob_size = struct.unpack("<4Q", d[16:48])
 meta = json.loads(d[json_off:json_off + json_size])
-k = meta["kernels"]
+k = meta.get("kernels")
+tok = meta.get("tokenizer")
 
 
 def call_site(name):
@@ -75,6 +78,14 @@ elif what == "no-profile":
     del meta["profile"]
 elif what == "profile-number":
     meta["profile"] = 8
+elif what == "tokenizer-offset":
+    tok["offset"] = blob_size - 8
+elif what == "tokenizer-bytes":
+    tok["bytes"] = -1
+elif what == "tokenizer-format":
+    tok["format"] = "tokenizer.model"
+elif what == "tokenizer-json":  # the section points at the weights instead
+    tok["offset"] = meta["weights"][0]["offset"]
 else:
     sys.exit("unknown damage " + what)
 text = json.dumps(meta).encode()

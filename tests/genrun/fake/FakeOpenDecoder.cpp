@@ -4,13 +4,15 @@
 // output files, --stats) before the real plan loader exists.
 //
 // It works as a link seam: this definition of genrt::openDecoder is linked
-// before the runtime archive, so the archive's Runtime.cpp.o is never pulled.
+// before the runtime archive, so the archive's Runtime.cpp.o is never pulled;
+// likewise loadPlanTokenizer (PlanTokenizer.cpp.o): fake plans carry none.
 //
 // Fake plan: {"fake_plan": {"vocab": 40, "eos": [2], "eos_bias": 1.0,
 //             "seed": 1, "max_batch": 4, "max_beams": 4, "max_length": 32}}
 #include "../../unit/runtime/FakeDecoder.h"
 #include "runtime/Json.h"
 #include "runtime/Runtime.h"
+#include "runtime/text/PlanTokenizer.h"
 
 #include <fstream>
 #include <sstream>
@@ -51,5 +53,12 @@ std::unique_ptr<Decoder> openDecoder(const std::string &planPath, const std::str
   return std::make_unique<fake::FakeDecoder>(m, int64_t(num("max_batch", 4)), int64_t(num("max_beams", 4)),
                                              int64_t(num("max_length", 32)));
 }
+
+namespace text {
+Status loadPlanTokenizer(const std::string &, std::unique_ptr<Tokenizer> &out) {
+  out.reset();
+  return Status::ok();
+}
+} // namespace text
 
 } // namespace genrt

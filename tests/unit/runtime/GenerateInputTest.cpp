@@ -158,3 +158,25 @@ TEST(Generate, DecoderErrorsPropagate) {
   EXPECT_FALSE(s.isOk());
   EXPECT_NE(s.message().find("would exceed max length"), std::string::npos) << s.message();
 }
+
+TEST(PromptLines, TextLinesWhenAsked) {
+  std::vector<Prompt> prompts;
+  std::vector<int64_t> lines;
+  std::vector<std::optional<std::string>> texts;
+  ASSERT_TRUE(readPromptLines("{\"text\": \"h\\u00e9\"}\n{\"input_ids\": [4]}\n", "in.jsonl", prompts, lines, &texts).isOk());
+  ASSERT_EQ(texts.size(), 2u);
+  EXPECT_EQ(*texts[0], "h\xC3\xA9");
+  EXPECT_TRUE(prompts[0].inputIds.empty());
+  EXPECT_FALSE(texts[1]);
+  EXPECT_EQ(prompts[1].inputIds, std::vector<int64_t>{4});
+  // Without somewhere to put them, text lines are refused as before.
+  Status s = readPromptLines("{\"text\": \"x\"}\n", "in.jsonl", prompts, lines);
+  EXPECT_EQ(s.message(), "in.jsonl:1: field \"text\": unknown field (expected \"input_ids\" and optionally \"attention_mask\")");
+}
+
+TEST(ResultLine, TextBesideIds) {
+  GenerationResult r;
+  r.sequences.push_back({{5, 2}, -0.5});
+  std::vector<std::string> texts{"a\"b"};
+  EXPECT_EQ(resultLine(r, &texts), R"({"sequences":[{"output_ids":[5,2],"text":"a\"b","score":-0.5}]})");
+}
