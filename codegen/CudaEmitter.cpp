@@ -9,7 +9,9 @@
 // hoisting: what does not depend on the lane goes before the lane loop.
 #include "codegen/CudaEmitter.h"
 
+#include "codegen/AttentionKernels.h"
 #include "codegen/CudaBuilder.h"
+#include "runtime/cuda/AttentionAbi.h"
 #include "codegen/LaunchCount.h"
 
 #include <sstream>
@@ -478,9 +480,12 @@ std::string Builder::reduction(Op *op, const Index &idx) {
 
 using cuda_detail::Builder;
 
-CudaModule emitCuda(const Module &m, DType activation) {
+CudaModule emitCuda(Module &m, DType activation) {
   CudaModule cm;
   cm.activation = activation;
+  AttentionKernels attention = emitAttentionKernels(m, activation);
+  cm.attentionCode = std::move(attention.code);
+  cm.attentionKernels = std::move(attention.names);
   std::map<std::string, std::string> conflicts;
   auto storage = kernelParamDTypes(m, activation, conflicts);
   for (const auto &f : m.functions()) {
@@ -501,17 +506,26 @@ CudaModule emitCuda(const Module &m, DType activation) {
   return cm;
 }
 
+// The attention kernels' shared part: the ABI struct and the templates.
+static std::string attentionSource(const CudaModule &cm) {
+  if (cm.attentionKernels.empty())
+    return "";
+  return std::string("\n") + genrt::cuda::kGencAttnAbiSource + "\n" + attentionTemplates() +
+         cm.attentionCode;
+}
+
 std::string cudaModuleSource(const CudaModule &cm) {
   std::string out = cudaPrelude();
   for (const auto &k : cm.kernels)
     out += "\n" + k.code;
-  return out;
+  return out + attentionSource(cm);
 }
 
 std::string cudaModuleText(const CudaModule &cm) {
   std::string out = cudaPrelude();
   for (const auto &k : cm.kernels)
     out += "\n// ==== kernel " + k.name + " ====\n" + k.code;
+  out += attentionSource(cm);
   for (const auto &[name, why] : cm.skipped)
     out += "// ==== no kernel for " + name + ": " + why + " (runs on the CPU executor)\n";
   return out;

@@ -47,13 +47,17 @@ struct CudaKernel {
 struct CudaModule {
   DType activation = DType::F32; // storage of float activations
   std::vector<CudaKernel> kernels;
+  /// The attention ops' kernel families (codegen/AttentionKernels.h).
+  std::string attentionCode;
+  std::vector<std::string> attentionKernels;
   /// Bodies with no kernel: (body name, why). The CPU executor runs them.
   std::vector<std::pair<std::string, std::string>> skipped;
 };
 
 /// Kernels for every fused body of `m` (functions named fused_*), float
-/// activations stored as `activation` (f32, f16 or bf16).
-CudaModule emitCuda(const Module &m, DType activation = DType::F32);
+/// activations stored as `activation` (f32, f16 or bf16), and the attention
+/// ops' kernels (which tags those ops with their kernels' names).
+CudaModule emitCuda(Module &m, DType activation = DType::F32);
 
 /// All kernels' sources, one after another (for `--emit=cuda`), and a
 /// comment per skipped body.

@@ -108,12 +108,13 @@ llvm::Expected<CompiledKernel> compileKernel(const CudaKernel &k, const std::vec
 llvm::Expected<CompiledModule> compileModule(const CudaModule &cm, const std::vector<int> &archs) {
 #ifdef GENC_HAVE_NVRTC
   CompiledModule out;
-  if (cm.kernels.empty())
+  if (cm.kernels.empty() && cm.attentionKernels.empty())
     return out;
   std::string source = cudaModuleSource(cm);
+  const std::string &first = cm.kernels.empty() ? cm.attentionKernels.front() : cm.kernels.front().name;
   for (int a : archs) {
     std::string sm = "sm_" + std::to_string(a);
-    auto r = runNvrtc(source, cm.kernels.front().name, sm);
+    auto r = runNvrtc(source, first, sm);
     if (!r) {
       llvm::consumeError(r.takeError());
       for (const CudaKernel &k : cm.kernels) // find the kernel at fault

@@ -311,7 +311,7 @@ struct GpuKernels {
 };
 
 // `names` empty (no NVRTC, or `gpu_archs: []`): a plan for the CPU executor.
-static GpuKernels compileGpuKernels(const Module &m, DType activation,
+static GpuKernels compileGpuKernels(Module &m, DType activation,
                                     const std::vector<std::string> &names) {
   if (names.empty())
     return {};

@@ -6,11 +6,6 @@
 namespace genrt::cuda {
 namespace {
 
-// cuGetProcAddress_v2's signature (CUDA 12+), spelled out: cuda.h maps the
-// name through macros that depend on the stream-mode defines.
-using GetProcAddress = CUresult (*)(const char *, void **, int, cuuint64_t,
-                                    CUdriverProcAddressQueryResult *);
-
 struct Loaded {
   DriverApi api;
   Status status = Status::ok();
@@ -23,20 +18,15 @@ Loaded load() {
     l.status = Status::error("no CUDA driver on this machine (libcuda.so.1 not found)");
     return l;
   }
-  auto getProc = reinterpret_cast<GetProcAddress>(dlsym(lib, "cuGetProcAddress_v2"));
-  if (!getProc) {
-    l.status = Status::error("the CUDA driver is older than CUDA 12 (no cuGetProcAddress_v2)");
-    return l;
-  }
+  // The header maps each name to the versioned symbol whose prototype it
+  // declares (cuMemAlloc -> cuMemAlloc_v2): look up exactly that symbol.
   std::string missing;
+#define GENC_STR(x) #x
+#define GENC_XSTR(x) GENC_STR(x)
 #define GENC_RESOLVE(name)                                                                         \
-  {                                                                                                \
-    void *p = nullptr;                                                                             \
-    CUdriverProcAddressQueryResult q;                                                              \
-    if (getProc(#name, &p, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &q) != CUDA_SUCCESS || !p)  \
-      missing += std::string(missing.empty() ? "" : ", ") + #name;                                 \
-    l.api.name = reinterpret_cast<decltype(l.api.name)>(p);                                        \
-  }
+  l.api.name = reinterpret_cast<decltype(l.api.name)>(dlsym(lib, GENC_XSTR(name)));                \
+  if (!l.api.name)                                                                                 \
+    missing += std::string(missing.empty() ? "" : ", ") + GENC_XSTR(name);
   GENC_CUDA_DRIVER_FUNCTIONS(GENC_RESOLVE)
 #undef GENC_RESOLVE
   if (!missing.empty()) {

@@ -1,8 +1,8 @@
 // The CUDA driver API, opened at run time (dlopen of libcuda.so.1), so that
 // genrun links no CUDA library and runs on machines without a driver. Every
-// entry point is resolved through cuGetProcAddress for the toolkit version
-// these headers describe, which picks the right versioned symbol
-// (cuMemAlloc -> cuMemAlloc_v2, ...).
+// entry point is looked up under the versioned name these headers give it
+// (cuMemAlloc -> cuMemAlloc_v2, cuGraphInstantiate -> ...WithFlags), so the
+// pointer has exactly the prototype the code calls it with.
 #pragma once
 #include "runtime/Status.h"
 
@@ -35,6 +35,7 @@ namespace genrt::cuda {
   X(cuMemcpyHtoDAsync)                                                                             \
   X(cuMemcpyDtoHAsync)                                                                             \
   X(cuMemcpyDtoDAsync)                                                                             \
+  X(cuMemcpy2DAsync)                                                                               \
   X(cuMemsetD8)                                                                                    \
   X(cuMemsetD8Async)                                                                               \
   X(cuModuleLoadData)                                                                              \

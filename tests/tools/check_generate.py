@@ -55,7 +55,9 @@ failures = 0
 for mode in modes:
     sec = golden[mode]
     args = sec["args"]
-    cmd = [genrun, plan, "--input", prompts, "--device", "cpu", "--batch-size", str(batch)]
+    # GENRUN_DEVICE: the executor to check (tools/gpu_test.sh sets cuda).
+    cmd = [genrun, plan, "--input", prompts, "--device", os.environ.get("GENRUN_DEVICE", "cpu"),
+           "--batch-size", str(batch)]
     flag = {"max_new_tokens": "--max-new-tokens", "num_beams": "--num-beams",
             "no_repeat_ngram_size": "--no-repeat-ngram-size", "length_penalty": "--length-penalty",
             "early_stopping": "--early-stopping", "num_return_sequences": "--num-return-sequences",

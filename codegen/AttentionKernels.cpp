@@ -1,0 +1,122 @@
+#include "codegen/AttentionKernels.h"
+
+#include "codegen/CudaSyntax.h"
+#include "passes/analysis/Storage.h"
+
+#include <map>
+#include <sstream>
+
+namespace genc {
+namespace {
+
+const char *storageStruct(DType t) {
+  return t == DType::F16 ? "genc_f16" : t == DType::BF16 ? "genc_bf16" : "genc_f32";
+}
+
+int64_t numElements(const Value *v) {
+  int64_t n = 1;
+  for (const Dim &d : v->shape())
+    n *= d.isConstant() ? d.constant() : 0;
+  return n;
+}
+
+// The configuration of one attention op as the struct the templates read:
+// its text is also the key that dedups families.
+std::string configBody(const Function &f, const Op &op, DType activation, int &headsPerBlock) {
+  const int mode = op.is("kv_attention") ? 0 : op.is("cross_attention") ? 1 : 2;
+  const int64_t H = op.intAttr("num_heads", 0), KVH = op.intAttr("num_kv_heads", H),
+                D = op.intAttr("head_dim", 0), G = KVH ? H / KVH : 1;
+  std::vector<int64_t> offs = op.intsAttr("qkv_offsets");
+  const bool packed = !offs.empty();
+  const std::string rope = op.strAttr("rope", "");
+  const bool qkNorm = op.hasAttr("qk_norm_epsilon");
+  // Operands: X (or q, k, v), then positions, cos, sin; q_norm, k_norm; bias.
+  size_t next = packed ? 1 : (mode == 1 ? 1 : 3);
+  const Value *cosV = nullptr, *qn = nullptr, *kn = nullptr, *bias = nullptr;
+  if (!rope.empty()) {
+    cosV = op.operand(next + 1);
+    next += 3;
+  }
+  if (qkNorm) {
+    qn = op.operand(next);
+    kn = op.operand(next + 1);
+    next += 2;
+  }
+  const int64_t biasM = op.intAttr("bias_max_distance", 0);
+  if (biasM > 0)
+    bias = op.operand(op.numOperands() - 1);
+  // The cache is read in 16-byte vectors of the largest width dividing D.
+  const int es = static_cast<int>(dtypeSize(activation));
+  int vec = 16 / es;
+  while (vec > 1 && D % vec)
+    vec /= 2;
+  int lanes = 1;
+  while (lanes < 32 && lanes * vec < D)
+    lanes *= 2;
+  // At most 8 query heads per block keep the queries and accumulators in
+  // registers; a larger group is split over blocks.
+  headsPerBlock = static_cast<int>(G);
+  while (headsPerBlock > 8 && headsPerBlock % 2 == 0)
+    headsPerBlock /= 2;
+
+  std::ostringstream c;
+  c << "  static constexpr int MODE = " << mode << ", H = " << H << ", KVH = " << KVH << ", D = " << D
+    << ", GROUP = " << headsPerBlock << ", GROUP_ALL = " << G << ";\n"
+    << "  static constexpr int PACKED = " << packed << ", MERGE = " << op.intAttr("merge_heads", 0) << ";\n"
+    << "  static constexpr long long QOFF = " << (packed ? offs[0] : 0)
+    << ", KOFF = " << (packed && offs.size() > 1 ? offs[1] : 0)
+    << ", VOFF = " << (packed && offs.size() > 2 ? offs[2] : 0) << ";\n"
+    << "  static constexpr int ROPE = " << (rope == "half" ? 1 : rope == "interleaved" ? 2 : 0)
+    << ", R = " << op.intAttr("rotary_dim", 0) << ";\n"
+    << "  static constexpr int QKNORM = "
+    << (qkNorm ? (numElements(qn) == D ? 1 : 2) : 0) << ", QNW = " << (qn ? numElements(qn) : 0)
+    << ", KNW = " << (kn ? numElements(kn) : 0) << ";\n"
+    << "  static constexpr float EPS = " << floatLit(op.floatAttr("qk_norm_epsilon", 0.0)) << ";\n"
+    << "  static constexpr long long WINDOW = " << op.intAttr("window", 0) << ";\n"
+    << "  static constexpr int BIAS = " << (bias != nullptr) << ";\n"
+    << "  static constexpr long long BIAS_M = " << biasM << ";\n"
+    << "  static constexpr int VEC = " << vec << ", LANES = " << lanes << ";\n"
+    << "  static constexpr long long SSTRIDE = " << (H + 2 * KVH) * D << ";\n"
+    << "  typedef " << storageStruct(storageDType(f, op.operand(0), activation)) << " X;\n"
+    << "  typedef " << storageStruct(activation) << " Cache;\n"
+    << "  typedef " << storageStruct(storageDType(f, op.result(0), activation)) << " Out;\n"
+    << "  typedef " << storageStruct(cosV ? storageDType(f, cosV, activation) : DType::F32) << " Rope;\n"
+    << "  typedef " << storageStruct(qn ? storageDType(f, qn, activation) : DType::F32) << " Norm;\n"
+    << "  typedef " << storageStruct(bias ? storageDType(f, bias, activation) : DType::F32) << " Bias;\n";
+  return c.str();
+}
+
+} // namespace
+
+AttentionKernels emitAttentionKernels(Module &m, DType activation) {
+  AttentionKernels out;
+  std::map<std::string, std::string> familyOf; // config text -> name
+  std::ostringstream code;
+  for (auto &f : m.functions()) {
+    if (f->name() != "encode" && f->name() != "prefill" && f->name() != "decode_step")
+      continue;
+    for (auto &op : f->ops()) {
+      if (!op->is("kv_attention") && !op->is("cross_attention") && !op->is("packed_attention"))
+        continue;
+      int perBlock = 1;
+      std::string body = configBody(*f, *op, activation, perBlock);
+      auto [it, fresh] = familyOf.emplace(body, "attn_" + std::to_string(familyOf.size()));
+      const std::string &name = it->second;
+      op->setAttr("gpu_kernel", name);
+      op->setAttr("gpu_heads_per_block", static_cast<int64_t>(perBlock));
+      if (!fresh)
+        continue;
+      out.names.push_back(name);
+      code << "\n// ==== attention kernels " << name << " (" << op->kind() << " at \"" << op->loc()
+           << "\") ====\nstruct " << name << "_cfg {\n"
+           << body << "};\n";
+      for (const char *entry : {"prologue", "attend", "combine"})
+        code << "extern \"C\" __global__ void __launch_bounds__(128) " << name << "_" << entry
+             << "(const GencAttnParams p) { genc_attn_" << entry << "<" << name << "_cfg>(p); }\n";
+    }
+  }
+  out.code = code.str();
+  return out;
+}
+
+} // namespace genc

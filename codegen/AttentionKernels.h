@@ -1,0 +1,34 @@
+// CUDA kernels for the plan's attention ops (kv_attention, cross_attention,
+// packed_attention), generated per plan: one kernel family per distinct
+// configuration (head dim, heads, GQA group, operand layout and storage,
+// RoPE, q/k norm, window, relative bias), specialised at compile time and
+// compiled by NVRTC into the plan's module with the fused kernels.
+//
+// Why per plan rather than prebuilt into genrun: every constant the loops
+// depend on (head dim, group size, rotary width, vector width) is known when
+// the plan is built, so the kernels unroll fully for any model (head dim 80
+// or 96 too), and the runtime stays free of nvcc and of a kernel zoo.
+// Entry points and parameters: runtime/cuda/AttentionAbi.h.
+#pragma once
+#include "compiler/ir/IR.h"
+
+#include <string>
+#include <vector>
+
+namespace genc {
+
+struct AttentionKernels {
+  std::string code;               // config structs and entry points (no prelude)
+  std::vector<std::string> names; // families: attn_0, attn_1, ...
+};
+
+/// Gives every attention op of @encode / @prefill / @decode_step the
+/// attributes `gpu_kernel` (its family) and `gpu_heads_per_block` (the query
+/// heads one attend block handles), and returns the families' code. Ops that
+/// share a configuration share a family.
+AttentionKernels emitAttentionKernels(Module &m, DType activation);
+
+/// The templates the families instantiate (codegen/AttentionTemplates.cpp).
+const char *attentionTemplates();
+
+} // namespace genc

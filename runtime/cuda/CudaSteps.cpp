@@ -1,0 +1,361 @@
+#include "runtime/cuda/CudaSteps.h"
+
+#include "runtime/cuda/AttentionAbi.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace genrt::cuda {
+namespace {
+
+int64_t elementsAt(const Shape &shape, const std::map<std::string, int64_t> &symbols) {
+  int64_t n = 1;
+  for (const Dim &d : shape) {
+    auto v = d.evaluate(symbols);
+    if (!v || *v < 0)
+      return -1;
+    n *= *v;
+  }
+  return n;
+}
+
+Status launch(StepContext &ctx, CUfunction fn, unsigned gx, unsigned gy, unsigned gz, void **args,
+              const std::string &what) {
+  if (gx == 0 || gy == 0 || gz == 0)
+    return Status::ok();
+  Status s = ctx.dev->check(
+      ctx.dev->api->cuLaunchKernel(fn, gx, gy, gz, kAttnThreads, 1, 1, 0, ctx.stream, args, nullptr),
+      ("launching " + what).c_str());
+  if (s && ctx.syncEachStep)
+    s = ctx.dev->check(ctx.dev->api->cuStreamSynchronize(ctx.stream), what.c_str());
+  return s;
+}
+
+// Where each value of a program lives on the device, and how it is stored.
+struct ValueMap {
+  const Program &prog;
+  StepContext &ctx;
+  const std::vector<CUdeviceptr> &weights;
+  CUdeviceptr ptr(int32_t v) const {
+    const ValueInfo &vi = prog.values[v];
+    switch (vi.storage) {
+    case Storage::Weight: return weights[vi.index];
+    case Storage::Arena: return ctx.arena + vi.offset;
+    case Storage::Argument: return ctx.arguments[prog.argumentNames[vi.index]];
+    default: return 0;
+    }
+  }
+  DType stored(int32_t v) const {
+    const ValueInfo &vi = prog.values[v];
+    return vi.storage == Storage::Weight ? ctx.plan->weights[vi.index].dtype() : vi.stored;
+  }
+  bool isWeight(int32_t v) const { return prog.values[v].storage == Storage::Weight; }
+};
+
+// matmul(a, W[, bias]) {epilogue, transpose_b}: one cuBLASLt call.
+class GemmStep final : public Step {
+public:
+  GemmShape shape;
+  CUdeviceptr a = 0, b = 0, bias = 0, y = 0;
+  Shape aShape;
+  Status run(StepContext &ctx, const ProgramRun &run) override {
+    int64_t n = elementsAt(aShape, run.symbols);
+    if (n < 0 || n % shape.K)
+      return Status::error(what + ": the input's shape does not evaluate");
+    Status s = ctx.gemm->run(shape, n / shape.K, a, b, bias, y, ctx.stream);
+    if (!s)
+      return Status::error(what + ": " + s.message());
+    if (ctx.syncEachStep)
+      return ctx.dev->check(ctx.dev->api->cuStreamSynchronize(ctx.stream), what.c_str());
+    return Status::ok();
+  }
+};
+
+// A fused group: its generated kernel.
+class FusedStep final : public Step {
+public:
+  FusedLaunch kernel;
+  std::vector<CUdeviceptr> pointers;
+  Status run(StepContext &ctx, const ProgramRun &run) override {
+    Status s = kernel.launch(*ctx.dev, run.symbols, pointers, ctx.stream);
+    if (s && ctx.syncEachStep)
+      s = ctx.dev->check(ctx.dev->api->cuStreamSynchronize(ctx.stream), what.c_str());
+    return s;
+  }
+};
+
+// A view op (reshape, squeeze, ...): the planner gave the result its own
+// buffer, so the bytes are copied.
+class CopyStep final : public Step {
+public:
+  CUdeviceptr src = 0, dst = 0;
+  Shape shape;
+  int64_t elementBytes = 0;
+  Status run(StepContext &ctx, const ProgramRun &run) override {
+    int64_t n = elementsAt(shape, run.symbols);
+    if (n < 0)
+      return Status::error(what + ": the result's shape does not evaluate");
+    if (n == 0 || src == dst)
+      return Status::ok();
+    return ctx.dev->check(ctx.dev->api->cuMemcpyDtoDAsync(dst, src, static_cast<size_t>(n * elementBytes), ctx.stream),
+                          what.c_str());
+  }
+};
+
+// kv_attention / cross_attention / packed_attention: the op's kernel family.
+class AttentionStep final : public Step {
+public:
+  CUfunction prologue = nullptr, attend = nullptr, combine = nullptr;
+  GencAttnParams base{};
+  int64_t heads = 0, kvHeads = 0, gridY = 0;
+  Status run(StepContext &ctx, const ProgramRun &run) override {
+    GencAttnParams p = base;
+    const int64_t T = static_cast<int64_t>(run.inputIds.size());
+    p.tokens = T;
+    // Splits: enough blocks to fill the GPU twice over, within the partials.
+    int64_t blocks = std::max<int64_t>(1, T * gridY);
+    int64_t S = std::clamp<int64_t>((2 * ctx.dev->smCount + blocks - 1) / blocks, 1, 64);
+    S = std::max<int64_t>(1, std::min<int64_t>(S, ctx.partialRows / std::max<int64_t>(1, T * heads)));
+    p.splits = S;
+    p.scratch = ctx.scratch;
+    // The workspace holds the log-sum-exps [rows], then the partials [rows, D].
+    p.lse = ctx.partial;
+    p.partial = ctx.partial + static_cast<CUdeviceptr>(ctx.partialRows) * 4;
+    p.places = ctx.places;
+    p.crossLengths = ctx.crossLengths;
+    void *args[] = {&p};
+    unsigned tx = static_cast<unsigned>(T);
+    if (Status s = launch(ctx, prologue, std::min(tx, 65535u), 1, 1, args, what + " (prologue)"); !s)
+      return s;
+    if (Status s = launch(ctx, attend, tx, static_cast<unsigned>(gridY), static_cast<unsigned>(S), args,
+                          what + " (attend)");
+        !s)
+      return s;
+    return launch(ctx, combine, tx, static_cast<unsigned>(heads), 1, args, what + " (combine)");
+  }
+};
+
+Status attentionStep(const OpInfo &op, const ValueMap &vm, const KernelModule &mod,
+                     std::unique_ptr<Step> &out) {
+  const AttrMap &at = op.attrs;
+  std::string family = attrStr(at, "gpu_kernel", "");
+  if (family.empty())
+    return Status::error("has no GPU kernel (the plan was compiled without NVRTC or by an older genc)");
+  auto st = std::make_unique<AttentionStep>();
+  if (Status s = mod.function(family + "_prologue", st->prologue); !s)
+    return s;
+  if (Status s = mod.function(family + "_attend", st->attend); !s)
+    return s;
+  if (Status s = mod.function(family + "_combine", st->combine); !s)
+    return s;
+  const Plan &plan = *vm.ctx.plan;
+  const KvLayout &kv = plan.kv;
+  st->heads = attrInt(at, "num_heads", 0);
+  st->kvHeads = attrInt(at, "num_kv_heads", st->heads);
+  const int64_t D = attrInt(at, "head_dim", 0), perBlock = attrInt(at, "gpu_heads_per_block", 1);
+  if (st->heads <= 0 || st->kvHeads <= 0 || D <= 0 || st->heads % st->kvHeads || perBlock <= 0 ||
+      (st->heads / st->kvHeads) % perBlock)
+    return Status::error("has malformed head attributes");
+  st->gridY = st->kvHeads * (st->heads / st->kvHeads / perBlock);
+  const bool cross = op.kind == "cross_attention", packed = op.kind == "packed_attention";
+  const bool packedIo = at.count("qkv_offsets") != 0;
+  GencAttnParams &p = st->base;
+  size_t next = 0;
+  p.x = vm.ptr(op.operands.at(next++));
+  if (!packedIo && !cross) {
+    p.k = vm.ptr(op.operands.at(next++));
+    p.v = vm.ptr(op.operands.at(next++));
+  }
+  const Shape &xs = vm.prog.values[op.operands[0]].shape;
+  p.width = xs.empty() || !xs.back().isConstant() ? 0 : xs.back().constant();
+  if (!attrStr(at, "rope", "").empty()) {
+    p.positions = vm.ptr(op.operands.at(next));
+    int32_t cosV = op.operands.at(next + 1);
+    p.cosTable = vm.ptr(cosV);
+    p.sinTable = vm.ptr(op.operands.at(next + 2));
+    if (!vm.isWeight(cosV))
+      return Status::error("has RoPE tables that are not weights");
+    p.positionsInTable = plan.weights[vm.prog.values[cosV].index].shape().at(0);
+    next += 3;
+  }
+  if (at.count("qk_norm_epsilon")) {
+    p.qNorm = vm.ptr(op.operands.at(next));
+    p.kNorm = vm.ptr(op.operands.at(next + 1));
+    next += 2;
+  }
+  if (attrInt(at, "bias_max_distance", 0) > 0)
+    p.bias = vm.ptr(op.operands.back());
+  p.out = vm.ptr(op.results.at(0));
+  p.scale = static_cast<float>(attrFloat(at, "scale", 1.0 / std::sqrt(double(D))));
+  const int64_t es = static_cast<int64_t>(dtypeSize(kv.dtype));
+  int64_t layer = attrInt(at, "layer", -1);
+  if (packed) {
+    // @encode: keys from the run's own tokens only.
+  } else if (cross) {
+    if (layer < 0 || layer >= static_cast<int64_t>(kv.crossLayers.size()))
+      return Status::error("names a cross-attention layer the plan does not have");
+    int64_t off = 0;
+    for (int64_t l = 0; l < layer; ++l)
+      off += 2 * kv.crossLayerElements(l);
+    p.cacheK = vm.ctx.cross + off * es;
+    p.cacheV = p.cacheK + kv.crossLayerElements(layer) * es;
+    p.capacity = kv.maxLength;
+  } else {
+    if (layer < 0 || layer >= static_cast<int64_t>(kv.layers.size()))
+      return Status::error("names a KV-cache layer the plan does not have");
+    int64_t off = 0;
+    for (int64_t l = 0; l < layer; ++l)
+      off += 2 * kv.layerElements(l);
+    p.cacheK = vm.ctx.kv + off * es;
+    p.cacheV = p.cacheK + kv.layerElements(layer) * es;
+    p.capacity = kv.layers[layer].capacity;
+  }
+  out = std::move(st);
+  return Status::ok();
+}
+
+bool isView(const std::string &k) {
+  return k == "reshape" || k == "squeeze" || k == "unsqueeze" || k == "flatten" || k == "identity";
+}
+
+} // namespace
+
+Status compileProgram(const Program &prog, StepContext &ctx, const KernelModule &mod,
+                      const std::vector<CUdeviceptr> &weights, CompiledProgram &out) {
+  ValueMap vm{prog, ctx, weights};
+  // A `dims` result is host data; the GPU can only skip it where nothing but
+  // a view's shape operand reads it.
+  std::set<int32_t> hostOnly;
+  for (const OpInfo &op : prog.ops)
+    if (op.kind == "dims")
+      hostOnly.insert(op.results.begin(), op.results.end());
+  for (const OpInfo &op : prog.ops)
+    for (size_t i = 0; i < op.operands.size(); ++i)
+      if (hostOnly.count(op.operands[i]) && !(isView(op.kind) && i > 0))
+        return Status::error("plan op '" + op.kind + "' at \"" + op.loc +
+                             "\" reads a shape computed on the host; the CUDA executor cannot run it");
+  std::map<std::string, const KernelInfo *> kernelOf;
+  for (const KernelInfo &k : ctx.plan->kernels)
+    kernelOf[k.name] = &k;
+  for (const OpInfo &op : prog.ops) {
+    std::string where = "'" + op.kind + "' at \"" + op.loc + "\" in " + prog.name;
+    std::unique_ptr<Step> step;
+    if (op.kind == "dims") {
+      continue;
+    } else if (op.kind == "matmul") {
+      auto g = std::make_unique<GemmStep>();
+      if (op.operands.size() < 2 || !vm.isWeight(op.operands[1]))
+        return Status::error("plan op " + where + ": the CUDA executor runs a matmul only against a weight");
+      const Tensor &w = ctx.plan->weights[prog.values[op.operands[1]].index];
+      const ValueInfo &y = prog.values[op.results.at(0)];
+      if (w.rank() != 2 || y.shape.empty() || !y.shape.back().isConstant())
+        return Status::error("plan op " + where + ": a 2-D weight and a constant result width are needed");
+      g->shape.transB = attrInt(op.attrs, "transpose_b", 0) != 0;
+      g->shape.K = g->shape.transB ? w.shape()[1] : w.shape()[0];
+      g->shape.N = y.shape.back().constant();
+      if ((g->shape.transB ? w.shape()[0] : w.shape()[1]) != g->shape.N)
+        return Status::error("plan op " + where + ": the weight does not match the result's width");
+      if (!parseEpilogue(attrStr(op.attrs, "epilogue", ""), g->shape.epilogue) ||
+          g->shape.epilogue.bias != (op.operands.size() == 3))
+        return Status::error("plan op " + where + ": a bad epilogue");
+      g->shape.a = vm.stored(op.operands[0]);
+      g->shape.b = w.dtype();
+      g->shape.y = vm.stored(op.results[0]);
+      g->shape.bias = g->shape.epilogue.bias ? vm.stored(op.operands[2]) : DType::F32;
+      g->a = vm.ptr(op.operands[0]);
+      g->b = vm.ptr(op.operands[1]);
+      g->bias = g->shape.epilogue.bias ? vm.ptr(op.operands[2]) : 0;
+      g->y = vm.ptr(op.results[0]);
+      g->aShape = prog.values[op.operands[0]].shape;
+      auto maxM = [&]() {
+        int64_t n = elementsAt(g->aShape, prog.maxSymbols);
+        return n > 0 ? n / std::max<int64_t>(1, g->shape.K) : 1;
+      };
+      if (Status s = ctx.gemm->prepare(g->shape, maxM()); !s)
+        return Status::error("plan op " + where + ": " + s.message());
+      step = std::move(g);
+    } else if (op.kind == "fused") {
+      auto f = std::make_unique<FusedStep>();
+      std::string body = attrStr(op.attrs, "body", "");
+      auto it = kernelOf.find(body);
+      if (it == kernelOf.end())
+        return Status::error("plan op " + where + ": fused body '" + body + "' has no GPU kernel");
+      if (Status s = f->kernel.prepare(*ctx.dev, mod, *it->second); !s)
+        return s;
+      for (int32_t v : op.operands)
+        f->pointers.push_back(vm.ptr(v));
+      for (int32_t v : op.results)
+        f->pointers.push_back(vm.ptr(v));
+      step = std::move(f);
+    } else if (op.kind == "kv_attention" || op.kind == "cross_attention" || op.kind == "packed_attention") {
+      if (Status s = attentionStep(op, vm, mod, step); !s)
+        return Status::error("plan op " + where + " " + s.message());
+    } else if (isView(op.kind)) {
+      auto c = std::make_unique<CopyStep>();
+      c->src = vm.ptr(op.operands.at(0));
+      c->dst = vm.ptr(op.results.at(0));
+      c->shape = prog.values[op.results[0]].shape;
+      c->elementBytes = static_cast<int64_t>(dtypeSize(vm.stored(op.results[0])));
+      if (vm.stored(op.operands[0]) != vm.stored(op.results[0]))
+        return Status::error("plan op " + where + ": a view that changes the storage dtype");
+      step = std::move(c);
+    } else {
+      return Status::error("plan op " + where + " has no CUDA implementation in this genrun");
+    }
+    step->what = where;
+    out.steps.push_back(std::move(step));
+  }
+  for (int32_t o : prog.outputs) {
+    out.outputs.push_back(vm.ptr(o));
+    out.outputStored.push_back(vm.stored(o));
+  }
+  return Status::ok();
+}
+
+Status runSteps(const CompiledProgram &cp, StepContext &ctx, const ProgramRun &run) {
+  for (const auto &s : cp.steps)
+    if (Status st = s->run(ctx, run); !st)
+      return st;
+  return Status::ok();
+}
+
+Status copyCacheSlots(StepContext &ctx, CUdeviceptr scratch, const std::vector<int32_t> &dst,
+                      const std::vector<int32_t> &src, const std::vector<int64_t> &lengths) {
+  const KvLayout &kv = ctx.plan->kv;
+  const int64_t es = static_cast<int64_t>(dtypeSize(kv.dtype));
+  std::set<int32_t> sources(src.begin(), src.end());
+  int64_t layerOff = 0;
+  for (size_t l = 0; l < kv.layers.size(); ++l) {
+    const KvCacheLayer &L = kv.layers[l];
+    const int64_t pitch = L.capacity * L.headDim * es, slotBytes = L.kvHeads * pitch;
+    for (int half = 0; half < 2; ++half) {
+      CUdeviceptr base = ctx.kv + (layerOff + half * kv.layerElements(l)) * es;
+      // rows of slot s (every head) from `from` to `to`.
+      auto copy = [&](CUdeviceptr to, CUdeviceptr from, int64_t rows) {
+        CUDA_MEMCPY2D c{};
+        c.srcMemoryType = c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+        c.srcDevice = from;
+        c.dstDevice = to;
+        c.srcPitch = c.dstPitch = static_cast<size_t>(pitch);
+        c.WidthInBytes = static_cast<size_t>(rows * L.headDim * es);
+        c.Height = static_cast<size_t>(L.kvHeads);
+        if (c.WidthInBytes == 0)
+          return Status::ok();
+        return ctx.dev->check(ctx.dev->api->cuMemcpy2DAsync(&c, ctx.stream), "reordering the KV cache");
+      };
+      for (int32_t s : sources)
+        if (Status st = copy(scratch + s * slotBytes, base + s * slotBytes, std::min(lengths[s], L.capacity)); !st)
+          return st;
+      for (size_t i = 0; i < dst.size(); ++i)
+        if (Status st = copy(base + dst[i] * slotBytes, scratch + src[i] * slotBytes,
+                             std::min(lengths[src[i]], L.capacity));
+            !st)
+          return st;
+    }
+    layerOff += 2 * kv.layerElements(l);
+  }
+  return ctx.dev->check(ctx.dev->api->cuStreamSynchronize(ctx.stream), "reordering the KV cache");
+}
+
+} // namespace genrt::cuda

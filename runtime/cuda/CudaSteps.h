@@ -1,0 +1,55 @@
+// A program as the CUDA executor runs it: each op resolved once, at load, to
+// a step with its device addresses fixed (weights, arena offsets, caches);
+// a run only supplies the symbols (tokens, rows) and the token places.
+#pragma once
+#include "runtime/Executor.h"
+#include "runtime/cuda/Device.h"
+#include "runtime/cuda/Gemm.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace genrt::cuda {
+
+/// What every step may use: the device, the stream and the executor's buffers.
+struct StepContext {
+  const Device *dev = nullptr;
+  Gemm *gemm = nullptr;
+  CUstream stream = nullptr;
+  const Plan *plan = nullptr;
+  CUdeviceptr arena = 0, kv = 0, cross = 0;
+  CUdeviceptr scratch = 0, partial = 0, places = 0, crossLengths = 0;
+  int64_t partialRows = 0; // rows of `partial` (token x head x split)
+  std::map<std::string, CUdeviceptr> arguments;
+  bool syncEachStep = false; // GENC_CUDA_SYNC=1: an asynchronous error names its kernel
+};
+
+class Step {
+public:
+  virtual ~Step() = default;
+  virtual Status run(StepContext &ctx, const ProgramRun &run) = 0;
+  /// "matmul at \"/m/lm_head/MatMul\"": errors name the op.
+  std::string what;
+};
+
+struct CompiledProgram {
+  std::vector<std::unique_ptr<Step>> steps;
+  std::vector<CUdeviceptr> outputs;  // the program's outputs' buffers
+  std::vector<DType> outputStored;   // and how they hold them
+};
+
+/// Resolves every op of `prog`; an op the GPU cannot run is an error naming
+/// it (and why), at load.
+Status compileProgram(const Program &prog, StepContext &ctx, const KernelModule &mod,
+                      const std::vector<CUdeviceptr> &weights, CompiledProgram &out);
+
+Status runSteps(const CompiledProgram &cp, StepContext &ctx, const ProgramRun &run);
+
+/// Beam reordering on the device: slot dst[k] takes src[k]'s rows, through
+/// `scratch` (one layer's K or V of every slot) so a slot may be both.
+Status copyCacheSlots(StepContext &ctx, CUdeviceptr scratch, const std::vector<int32_t> &dst,
+                      const std::vector<int32_t> &src, const std::vector<int64_t> &lengths);
+
+} // namespace genrt::cuda

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# The GPU checks, in one call on the device machine (after tools/pack.sh here):
+#   1. generation parity on the GPU: every fixture, both exports where there
+#      are two, f32 plans, greedy / beam / beam + repetition penalty against
+#      the Hugging Face golden outputs (tests/tools/check_generate.py with
+#      GENRUN_DEVICE=cuda);
+#   2. every generated fused kernel against the CPU (gpucheck), f32 and f16.
+# Prints a table last; exit status 1 if anything is off.
+#
+#   bash tools/gpu_test.sh [--sanitize]        # there, from the repo root
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BIN=$(mktemp -d)
+tar -xzf dist/genc-linux-x86_64.tar.gz -C "$BIN"
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH-}
+W=$(mktemp -d)
+OUT=${OUT:-$W}
+export GENRUN_DEVICE=cuda
+nvidia-smi -L || true
+declare -a rows
+fail=0
+check() { # name fixture model
+  local name=$1 fx=$2 model=$3
+  local log="$OUT/gen-$name.log"
+  # The modes the fixture's golden.json records.
+  local modes
+  modes=$(python3 -c "import json,sys; g=json.load(open(sys.argv[1])); print(' '.join(m for m in ('greedy','beam','beam_reppen') if m in g))" "tests/fixtures/$fx/golden.json")
+  # shellcheck disable=SC2086
+  if python3 tests/tools/check_generate.py "$BIN/genc" "$BIN/genrun" "tests/fixtures/$fx" "$model" "$W/$name" \
+       $modes > "$log" 2>&1; then
+    rows+=("$name|ok|$(tr '\n' ';' < "$log" | cut -c1-150)")
+  else
+    rows+=("$name|FAIL|$(tail -c 400 "$log" | tr '\n' ' ')")
+    fail=1
+  fi
+}
+# Smoke: one plan end to end; a crash gets a backtrace (cuda-gdb is there).
+"$BIN/genc" compile tests/fixtures/llama/model.onnx -o "$W/smoke.plan" > /dev/null 2>&1
+printf '{"input_ids": [5, 6, 7]}\n' > "$W/smoke.jsonl"
+if ! "$BIN/genrun" "$W/smoke.plan" --device cuda --input "$W/smoke.jsonl" --max-new-tokens 4 --stats; then
+  echo "== smoke failed; backtrace:"
+  cuda-gdb -batch -ex run -ex bt --args "$BIN/genrun" "$W/smoke.plan" --device cuda --input "$W/smoke.jsonl" \
+    --max-new-tokens 4 2>&1 | tail -30
+  GENC_CUDA_SYNC=1 GENC_CUDA_GRAPHS=0 "$BIN/genrun" "$W/smoke.plan" --device cuda --input "$W/smoke.jsonl" --max-new-tokens 4
+  "$BIN/gpucheck" "$W/smoke.plan" 2>&1 | tail -5 ||
+    cuda-gdb -batch -ex run -ex bt --args "$BIN/gpucheck" "$W/smoke.plan" 2>&1 | tail -20
+  exit 1
+fi
+"$BIN/genrun" "$W/smoke.plan" --device cpu --input "$W/smoke.jsonl" --max-new-tokens 4
+
+for fx in llama mistral gpt2; do
+  check "$fx" "$fx" model.onnx
+  check "$fx-dynamo" "$fx" model.dynamo.onnx
+done
+for fx in falcon olmo2 qwen3; do check "$fx" "$fx" model.onnx; done
+check t5 t5 encoder.onnx,decoder.onnx
+check t5-dynamo t5 encoder.dynamo.onnx,decoder.dynamo.onnx
+check bart bart encoder.onnx,decoder.onnx
+check bart-dynamo bart encoder.dynamo.onnx,decoder.dynamo.onnx
+
+plans=()
+for fx in llama mistral gpt2 qwen3; do
+  for dt in f32 f16; do
+    "$BIN/genc" compile "tests/fixtures/$fx/model.onnx" --dtype $dt -o "$W/$fx.$dt.plan" >/dev/null 2>&1 && plans+=("$W/$fx.$dt.plan")
+  done
+done
+if "$BIN/gpucheck" "${plans[@]}" > "$OUT/gpucheck.log" 2>&1; then g=ok; else g=FAIL; fail=1; fi
+rows+=("gpucheck (fused kernels)|$g|$(tail -4 "$OUT/gpucheck.log" | tr '\n' ' ')")
+
+# Real widths: a Llama (d=2048, 32 heads, 8 KV heads, 4 layers) with random
+# weights, f32 and f16 plans, greedy on the GPU against HF generate.
+if [ "${GPU_TEST_SCALE-1}" = 1 ]; then
+  m="$W/llama2048"
+  if python3 tools/export.py --arch llama --set hidden_size=2048 --set intermediate_size=5632 \
+       --set num_hidden_layers=4 --set num_attention_heads=32 --set num_key_value_heads=8 --set head_dim=64 \
+       --set vocab_size=32000 --set max_position_embeddings=2048 --scale 2 --seed 3 --golden 16 --out "$m" \
+       > "$OUT/export.log" 2>&1; then
+    for dt in f32 f16; do
+      log="$OUT/scale-$dt.log"
+      if GENC_COMPILE_ARGS="--dtype $dt" python3 tests/tools/check_generate.py "$BIN/genc" "$BIN/genrun" "$m" \
+           model.onnx "$W/scale-$dt" greedy > "$log" 2>&1; then r=ok; else r=FAIL; [ $dt = f32 ] && fail=1; fi
+      rows+=("llama-2048x4 $dt greedy|$r|$(tail -c 300 "$log" | tr '\n' ' ')")
+    done
+  else
+    rows+=("llama-2048x4 export|FAIL|$(tail -c 300 "$OUT/export.log" | tr '\n' ' ')")
+  fi
+fi
+
+echo
+echo "== gpu_test: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)"
+printf '%-28s %-5s %s\n' check result detail
+for r in "${rows[@]}"; do
+  IFS='|' read -r a b c <<< "$r"
+  printf '%-28s %-5s %s\n' "$a" "$b" "$c"
+done
+exit $fail
