@@ -15,6 +15,7 @@
 
 #include <algorithm>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -35,6 +36,9 @@ class CudaExecutor final : public Executor {
 public:
   explicit CudaExecutor(std::shared_ptr<const Plan> plan) : plan_(std::move(plan)), mem_(dev_) {}
   ~CudaExecutor() override {
+    for (const auto &[kind, v] : ctx_.profileMs)
+      std::fprintf(stderr, "genrun: profile: %-20s %10.3f ms over %6lld steps (%.4f ms each)\n", kind.c_str(),
+                   v.first, static_cast<long long>(v.second), v.first / std::max<int64_t>(1, v.second));
     for (auto &[t, g] : graphs_)
       if (g)
         dev_.api->cuGraphExecDestroy(g);
@@ -85,6 +89,10 @@ public:
     useGraphs_ = !(g && std::string(g) == "0");
     const char *sync = std::getenv("GENC_CUDA_SYNC");
     ctx_.syncEachStep = sync && std::string(sync) == "1";
+    const char *prof = std::getenv("GENC_CUDA_PROFILE");
+    ctx_.profile = prof && std::string(prof) == "1";
+    if (ctx_.profile)
+      useGraphs_ = false;
     return Status::ok();
   }
 

@@ -274,6 +274,7 @@ Status compileProgram(const Program &prog, StepContext &ctx, const KernelModule 
       };
       if (Status s = ctx.gemm->prepare(g->shape, maxM()); !s)
         return Status::error("plan op " + where + ": " + s.message());
+      g->kind = "gemm";
       step = std::move(g);
     } else if (op.kind == "fused") {
       auto f = std::make_unique<FusedStep>();
@@ -287,10 +288,12 @@ Status compileProgram(const Program &prog, StepContext &ctx, const KernelModule 
         f->pointers.push_back(vm.ptr(v));
       for (int32_t v : op.results)
         f->pointers.push_back(vm.ptr(v));
+      f->kind = "fused";
       step = std::move(f);
     } else if (op.kind == "kv_attention" || op.kind == "cross_attention" || op.kind == "packed_attention") {
       if (Status s = attentionStep(op, vm, mod, step); !s)
         return Status::error("plan op " + where + " " + s.message());
+      step->kind = "attention";
     } else if (isView(op.kind)) {
       auto c = std::make_unique<CopyStep>();
       c->src = vm.ptr(op.operands.at(0));
@@ -299,6 +302,7 @@ Status compileProgram(const Program &prog, StepContext &ctx, const KernelModule 
       c->elementBytes = static_cast<int64_t>(dtypeSize(vm.stored(op.results[0])));
       if (vm.stored(op.operands[0]) != vm.stored(op.results[0]))
         return Status::error("plan op " + where + ": a view that changes the storage dtype");
+      c->kind = "copy";
       step = std::move(c);
     } else {
       return Status::error("plan op " + where + " has no CUDA implementation in this genrun");
@@ -314,9 +318,33 @@ Status compileProgram(const Program &prog, StepContext &ctx, const KernelModule 
 }
 
 Status runSteps(const CompiledProgram &cp, StepContext &ctx, const ProgramRun &run) {
-  for (const auto &s : cp.steps)
-    if (Status st = s->run(ctx, run); !st)
+  if (!ctx.profile) {
+    for (const auto &s : cp.steps)
+      if (Status st = s->run(ctx, run); !st)
+        return st;
+    return Status::ok();
+  }
+  const DriverApi &a = *ctx.dev->api;
+  std::vector<CUevent> ev(cp.steps.size() + 1);
+  for (CUevent &e : ev)
+    a.cuEventCreate(&e, CU_EVENT_DEFAULT);
+  a.cuEventRecord(ev[0], ctx.stream);
+  for (size_t i = 0; i < cp.steps.size(); ++i) {
+    if (Status st = cp.steps[i]->run(ctx, run); !st)
       return st;
+    a.cuEventRecord(ev[i + 1], ctx.stream);
+  }
+  a.cuEventSynchronize(ev.back());
+  const char *prog = run.kind == ProgramKind::Decode ? "decode " : run.kind == ProgramKind::Prefill ? "prefill " : "encode ";
+  for (size_t i = 0; i < cp.steps.size(); ++i) {
+    float ms = 0;
+    a.cuEventElapsedTime(&ms, ev[i], ev[i + 1]);
+    auto &slot = ctx.profileMs[prog + cp.steps[i]->kind];
+    slot.first += ms;
+    slot.second += 1;
+  }
+  for (CUevent &e : ev)
+    a.cuEventDestroy(e);
   return Status::ok();
 }
 

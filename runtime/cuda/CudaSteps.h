@@ -24,6 +24,10 @@ struct StepContext {
   int64_t partialRows = 0; // rows of `partial` (token x head x split)
   std::map<std::string, CUdeviceptr> arguments;
   bool syncEachStep = false; // GENC_CUDA_SYNC=1: an asynchronous error names its kernel
+  /// GENC_CUDA_PROFILE=1: device time per step kind (events around each
+  /// step, no graphs), printed to stderr when the executor closes.
+  bool profile = false;
+  std::map<std::string, std::pair<double, int64_t>> profileMs; // kind -> (ms, steps)
 };
 
 class Step {
@@ -32,6 +36,7 @@ public:
   virtual Status run(StepContext &ctx, const ProgramRun &run) = 0;
   /// "matmul at \"/m/lm_head/MatMul\"": errors name the op.
   std::string what;
+  std::string kind; // gemm, fused, attention, copy: the profile's rows
 };
 
 struct CompiledProgram {

@@ -52,7 +52,7 @@ struct GenerationStats {
   int64_t generatedTokens = 0;  // tokens in all returned sequences
   int64_t decodeSteps = 0;      // search steps, over all batches
   int64_t forwardCalls = 0;
-  int64_t decodeForwardCalls = 0; // the one-token-per-row steps after prefill
+  int64_t decodeForwardCalls = 0; // the one-token-per-row steps after each batch's first
   double decodeSeconds = 0;       // wall time inside those calls
   int64_t batches = 0;
 };

@@ -57,6 +57,7 @@ private:
   int64_t vocab_;
   GenerationStats &stats_;
   Clock::time_point start_;
+  bool firstStepDone_ = false;
 };
 
 /// Greedy search (cfg.doSample false) or multinomial sampling.

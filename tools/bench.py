@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""genrun against its peers on the GPU machine, in one run: one table.
+
+usage (there, after tools/pack.sh here):
+  python3 tools/bench.py [--models gpt2,llama1b] [--batches 1,32] [--prompt 128] [--new 128]
+                         [--compile-peer] [--out DIR]
+
+For each model (random weights, fp16, greedy, prompt --prompt tokens, --new new tokens):
+  genrun --device cuda on an f16 plan: time to first token, decode ms/token (its --stats);
+  Hugging Face generate() eager; with --compile-peer also HF with a static cache and
+  torch.compile (reduce-overhead), batch 1;
+  the floor: (weight bytes + KV bytes read per step at the mean context) / the
+  device-to-device copy bandwidth measured here (bytes read + written).
+Also `genc compile` time per model. Rows are printed as they finish and the
+table goes to OUT/bench.md.
+"""
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+
+MODELS = {
+    # name: (export arguments, HF config overrides)
+    "gpt2": ["--arch", "gpt2", "--set", "n_embd=768", "--set", "n_layer=12", "--set", "n_head=12",
+             "--set", "vocab_size=50257", "--set", "n_positions=1024"],
+    "llama1b": ["--arch", "llama", "--set", "hidden_size=2048", "--set", "intermediate_size=5632",
+                "--set", "num_hidden_layers=22", "--set", "num_attention_heads=32",
+                "--set", "num_key_value_heads=4", "--set", "head_dim=64", "--set", "vocab_size=32000",
+                "--set", "max_position_embeddings=2048"],
+}
+
+
+def log(*a):
+    print(*a, flush=True)
+
+
+def copy_bandwidth(torch):
+    n = 1 << 30
+    a = torch.empty(n, dtype=torch.uint8, device="cuda")
+    b = torch.empty_like(a)
+    a.random_(0, 255)
+    for _ in range(3):
+        b.copy_(a)
+    torch.cuda.synchronize()
+    ev = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
+    times = []
+    for _ in range(10):
+        ev[0].record()
+        b.copy_(a)
+        ev[1].record()
+        torch.cuda.synchronize()
+        times.append(ev[0].elapsed_time(ev[1]) / 1e3)
+    times.sort()
+    return 2 * n / times[len(times) // 2]
+
+
+def hf_decode(torch, model, ids, new, compiled=False):
+    """ms per decode step and ms to first token of HF generate()."""
+    kw = dict(do_sample=False, eos_token_id=None, pad_token_id=0, attention_mask=torch.ones_like(ids))
+    if compiled:
+        kw["cache_implementation"] = "static"
+    def timed(n):
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        out = model.generate(ids, max_new_tokens=n, min_new_tokens=None, **kw)
+        torch.cuda.synchronize()
+        return time.perf_counter() - t, out.shape[1] - ids.shape[1]
+    timed(4)  # warm-up (and compilation)
+    timed(4)
+    t1, _ = timed(1)
+    tn, steps = timed(new)
+    return (tn - t1) / max(steps - 1, 1) * 1e3, t1 * 1e3
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--models", default="gpt2,llama1b")
+    ap.add_argument("--batches", default="1,32")
+    ap.add_argument("--prompt", type=int, default=128)
+    ap.add_argument("--new", type=int, default=128)
+    ap.add_argument("--compile-peer", action="store_true")
+    ap.add_argument("--out", default=os.environ.get("OUT", "/tmp/bench"))
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    import torch
+    import transformers
+    torch.set_grad_enabled(False)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    bindir = tempfile.mkdtemp()
+    with tarfile.open(os.path.join(root, "dist", "genc-linux-x86_64.tar.gz")) as t:
+        t.extractall(bindir)
+    env = dict(os.environ, LD_LIBRARY_PATH="/usr/local/cuda/lib64:" + os.environ.get("LD_LIBRARY_PATH", ""))
+    work = tempfile.mkdtemp()
+    dev = torch.cuda.get_device_name()
+    bw = copy_bandwidth(torch)
+    rows = []
+    header = ("| model | batch | genrun TTFT ms | genrun ms/token | HF eager ms/token | HF static+compile ms/token "
+              "| floor ms/token | genrun / floor | HF eager / genrun | HF compile / genrun |")
+    log(f"device: {dev}; copy bandwidth {bw / 1e12:.2f} TB/s (read + write)")
+    batches = [int(b) for b in args.batches.split(",")]
+    for name in args.models.split(","):
+        d = os.path.join(work, name)
+        t0 = time.time()
+        r = subprocess.run([sys.executable, os.path.join(root, "tools", "export.py"), *MODELS[name],
+                            "--seed", "3", "--no-check", "--out", d], capture_output=True, text=True)
+        if r.returncode:
+            log(f"{name}: export failed\n{r.stderr[-2000:]}")
+            continue
+        t1 = time.time()
+        plan = os.path.join(work, name + ".plan")
+        stats = os.path.join(work, name + ".stats.json")
+        r = subprocess.run([os.path.join(bindir, "genc"), "compile", os.path.join(d, "model.onnx"), "-o", plan,
+                            "--dtype", "f16", "--max-batch", str(max(batches)), "--max-beams", "1",
+                            "--max-length", str(args.prompt + args.new), "--stats-json", stats],
+                           capture_output=True, text=True, env=env)
+        t2 = time.time()
+        if r.returncode:
+            log(f"{name}: genc failed\n{r.stderr[-2000:]}")
+            continue
+        st = json.load(open(stats))
+        log(f"{name}: export {t1 - t0:.0f} s; genc compile {t2 - t1:.1f} s; weights {st['weights_bytes']} B; "
+            f"launches/step {st['decode_step_launches']}")
+        cfg = transformers.AutoConfig.from_pretrained(d)
+        model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=torch.float16).cuda().eval()
+        layers = getattr(cfg, "num_hidden_layers", None) or cfg.n_layer
+        heads = getattr(cfg, "num_attention_heads", None) or cfg.n_head
+        kvh = getattr(cfg, "num_key_value_heads", None) or heads
+        hd = getattr(cfg, "head_dim", None) or (cfg.hidden_size // heads)
+        for b in batches:
+            g = torch.Generator().manual_seed(b)
+            ids = torch.randint(3, cfg.vocab_size, (b, args.prompt), generator=g)
+            prompts = os.path.join(work, f"{name}-{b}.jsonl")
+            with open(prompts, "w") as f:
+                for row in ids.tolist():
+                    f.write(json.dumps({"input_ids": row}) + "\n")
+            gr = None
+            for _ in range(2):  # the second run is the one reported (page cache warm)
+                r = subprocess.run([os.path.join(bindir, "genrun"), plan, "--device", "cuda", "--input", prompts,
+                                    "--max-new-tokens", str(args.new), "--stats", "--output", os.devnull],
+                                   capture_output=True, text=True, env=env)
+                if r.returncode:
+                    log(f"{name} b{b}: genrun failed\n{r.stderr[-2000:]}")
+                    break
+                m = re.search(r"time to first token ([0-9.]+) ms, decode ([0-9.]+) ms/token", r.stderr)
+                gr = (float(m.group(1)), float(m.group(2)))
+            if gr is None:
+                continue
+            hf_ms, _ = hf_decode(torch, model, ids.cuda(), args.new)
+            comp_ms = None
+            if args.compile_peer and b == 1 and name == "llama1b":
+                try:
+                    cm = transformers.AutoModelForCausalLM.from_config(cfg, dtype=torch.float16).cuda().eval()
+                    cm.forward = torch.compile(cm.forward, mode="reduce-overhead", fullgraph=True)
+                    comp_ms, _ = hf_decode(torch, cm, ids.cuda(), args.new, compiled=True)
+                    del cm
+                except Exception as e:  # report, do not stop the table
+                    log(f"{name} b{b}: HF static+compile failed: {e!r:.300}")
+            ctx = args.prompt + args.new / 2
+            kv_read = b * layers * 2 * kvh * hd * 2 * ctx
+            floor_ms = (st["weights_bytes"] + kv_read) / bw * 1e3
+            row = (f"| {name} | {b} | {gr[0]:.2f} | {gr[1]:.3f} | {hf_ms:.3f} | "
+                   f"{'%.3f' % comp_ms if comp_ms else '-'} | {floor_ms:.3f} | {gr[1] / floor_ms:.2f} | "
+                   f"{hf_ms / gr[1]:.1f}x | {'%.1fx' % (comp_ms / gr[1]) if comp_ms else '-'} |")
+            rows.append(row)
+            log(row)
+        del model
+        torch.cuda.empty_cache()
+    table = [f"device: {dev}; copy bandwidth {bw / 1e12:.2f} TB/s; prompt {args.prompt}, {args.new} new tokens, "
+             f"greedy, fp16, random weights", "", header, "|" + "---|" * 10, *rows]
+    open(os.path.join(args.out, "bench.md"), "w").write("\n".join(table) + "\n")
+    log("\n".join(table))
+
+
+if __name__ == "__main__":
+    main()
