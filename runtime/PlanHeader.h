@@ -24,7 +24,7 @@ inline std::string readPlanHeader(const uint8_t *p, uint64_t fileBytes, PlanHead
   uint32_t version;
   std::memcpy(&version, p + 8, 4);
   if (version != kPlanFormatVersion)
-    return "plan format version " + std::to_string(version) + ", this genrun reads version " +
+    return "plan format version " + std::to_string(version) + ", this runtime reads version " +
            std::to_string(kPlanFormatVersion) + "; recompile the model with a matching genc";
   std::memcpy(&h.jsonOffset, p + 16, 8);
   std::memcpy(&h.jsonBytes, p + 24, 8);

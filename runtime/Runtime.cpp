@@ -54,8 +54,7 @@ Status resolveDevice(const std::string &requested, std::string &device) {
   return Status::error("unknown device '" + requested + "' (auto, " + known + ")");
 }
 
-std::unique_ptr<Decoder> openDecoder(const std::string &planPath, const std::string &device,
-                                     Status &err) {
+static std::unique_ptr<Decoder> open(const std::string &planPath, const std::string &device, Status &err) {
   std::string name;
   if (!(err = resolveDevice(device, name)))
     return nullptr;
@@ -71,6 +70,17 @@ std::unique_ptr<Decoder> openDecoder(const std::string &planPath, const std::str
     }
   err = Status::error("no executor for device '" + name + "'");
   return nullptr;
+}
+
+std::unique_ptr<Decoder> openDecoder(const std::string &planPath, const std::string &device,
+                                     Status &err) {
+  std::unique_ptr<Decoder> d;
+  err = statusOnOutOfMemory("opening plan '" + planPath + "'", [&] {
+    Status s = Status::ok();
+    d = open(planPath, device, s);
+    return s;
+  });
+  return err ? std::move(d) : nullptr;
 }
 
 } // namespace genrt

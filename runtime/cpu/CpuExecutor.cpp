@@ -1,5 +1,7 @@
 #include "runtime/cpu/CpuExecutor.h"
 
+#include "runtime/HostMemory.h"
+#include "runtime/OpSignatures.h"
 #include "runtime/cpu/AttentionIo.h"
 #include "runtime/cpu/FusedBody.h"
 #include "runtime/cpu/KvCache.h"
@@ -185,13 +187,17 @@ private:
     std::vector<std::unique_ptr<CpuOp>> ops; // one per program op, resolved at load
   };
 
+  // By the op's class in the one table of op signatures: the cache-backed
+  // attention ops run against the KV cache, every other kind is a kernel of
+  // the op library.
   static std::unique_ptr<CpuOp> resolve(const std::string &kind) {
-    if (kind == "kv_attention")
-      return std::make_unique<AttentionOp>(AttentionOp::Self);
-    if (kind == "cross_attention")
-      return std::make_unique<AttentionOp>(AttentionOp::Cross);
-    if (kind == "packed_attention")
-      return std::make_unique<AttentionOp>(AttentionOp::Packed);
+    const OpSignature *sig = findOpSignature(kind);
+    if (!sig)
+      return nullptr;
+    if (sig->cls == OpClass::CacheAttention)
+      return std::make_unique<AttentionOp>(kind == "kv_attention"      ? AttentionOp::Self
+                                           : kind == "cross_attention" ? AttentionOp::Cross
+                                                                       : AttentionOp::Packed);
     if (Kernel k = findKernel(kind))
       return std::make_unique<KernelOp>(k);
     return nullptr;
@@ -307,6 +313,8 @@ private:
 } // namespace cpu
 
 std::unique_ptr<Executor> makeCpuExecutor(std::shared_ptr<const Plan> plan, Status &err) {
+  if (!(err = checkHostMemory(cpuBytesNeeded(*plan), "the CPU executor's weights, caches, arena and logits")))
+    return nullptr;
   auto e = std::make_unique<cpu::CpuExecutor>(std::move(plan));
   err = e->init();
   if (!err)

@@ -41,7 +41,8 @@ Status validatePrompt(const Prompt &p, const ModelInfo &info, const GenerationCo
                          " tokens, more than the plan's maximum length " +
                          std::to_string(info.maxLength));
   int64_t decoderPromptLen = info.encoderDecoder ? 1 : seen;
-  if (info.maxLength > 0 && decoderPromptLen + cfg.maxNewTokens > info.maxLength)
+  // Compared without adding: --max-new-tokens may be near INT64_MAX.
+  if (info.maxLength > 0 && (decoderPromptLen > info.maxLength || cfg.maxNewTokens > info.maxLength - decoderPromptLen))
     return Status::error("the prompt (" + std::to_string(decoderPromptLen) + " tokens) plus --max-new-tokens " +
                          std::to_string(cfg.maxNewTokens) + " exceeds the plan's maximum length " +
                          std::to_string(info.maxLength));
@@ -67,8 +68,8 @@ static BatchItem makeItem(const Prompt &p, const ModelInfo &info, uint64_t index
   return item;
 }
 
-Status generate(Decoder &decoder, const GenerationConfig &cfg, const std::vector<Prompt> &prompts,
-                std::vector<GenerationResult> &results, GenerationStats *statsOut) {
+static Status generateAll(Decoder &decoder, const GenerationConfig &cfg, const std::vector<Prompt> &prompts,
+                          std::vector<GenerationResult> &results, GenerationStats *statsOut) {
   auto start = SlotBatch::Clock::now();
   const ModelInfo &info = decoder.info();
   if (info.vocabSize <= 0)
@@ -120,6 +121,12 @@ Status generate(Decoder &decoder, const GenerationConfig &cfg, const std::vector
     *statsOut = stats;
   results = std::move(out);
   return Status::ok();
+}
+
+Status generate(Decoder &decoder, const GenerationConfig &cfg, const std::vector<Prompt> &prompts,
+                std::vector<GenerationResult> &results, GenerationStats *statsOut) {
+  return statusOnOutOfMemory("while generating",
+                             [&] { return generateAll(decoder, cfg, prompts, results, statsOut); });
 }
 
 } // namespace genrt

@@ -47,13 +47,22 @@ Status GenerationConfig::validate() const {
     return Status::error("--temperature must be a positive number, got " + num(temperature));
   if (topK < 0)
     return Status::error("--top-k must not be negative, got " + std::to_string(topK));
-  if (!(topP >= 0 && topP <= 1))
-    return Status::error("--top-p must be in [0, 1], got " + num(topP));
+  // Hugging Face refuses top_p outside (0, 1] (TopPLogitsWarper).
+  if (!(topP > 0 && topP <= 1))
+    return Status::error("--top-p must be in (0, 1], got " + num(topP));
   if (!(minP >= 0 && minP <= 1))
     return Status::error("--min-p must be in [0, 1], got " + num(minP));
   if (batchSize < 0)
     return Status::error("--batch-size must not be negative, got " + std::to_string(batchSize));
   return Status::ok();
+}
+
+std::vector<std::string> GenerationConfig::warnings() const {
+  std::vector<std::string> w;
+  if (minNewTokens > maxNewTokens)
+    w.push_back("--min-new-tokens (" + std::to_string(minNewTokens) + ") is larger than --max-new-tokens (" +
+                std::to_string(maxNewTokens) + "): generation stops at --max-new-tokens");
+  return w;
 }
 
 Status GenerationConfig::validateFor(const ModelInfo &info) const {

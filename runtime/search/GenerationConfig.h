@@ -5,6 +5,7 @@
 #include "runtime/Status.h"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace genrt {
@@ -36,6 +37,9 @@ struct GenerationConfig {
   /// Checks ranges and combinations of the options alone. Messages name the
   /// option as genrun spells it.
   Status validate() const;
+  /// What Hugging Face warns about but runs: --min-new-tokens above
+  /// --max-new-tokens (generation stops at the maximum). One line each.
+  std::vector<std::string> warnings() const;
   /// validate(), then the checks that need the model (eos ids in range, ...).
   Status validateFor(const ModelInfo &info) const;
   /// The eos ids in effect: eosTokenIds, or the model's.

@@ -14,6 +14,9 @@ namespace text {
 /// null `out`. Every offset is checked (a plan is untrusted input); errors
 /// name the plan.
 Status loadPlanTokenizer(const std::string &planPath, std::unique_ptr<Tokenizer> &out);
+/// The same over a plan's bytes in memory; `name` names it in errors.
+Status loadPlanTokenizerFromMemory(const uint8_t *data, size_t size, const std::string &name,
+                                   std::unique_ptr<Tokenizer> &out);
 
 } // namespace text
 } // namespace genrt
