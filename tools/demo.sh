@@ -16,7 +16,7 @@ echo "== genc compile $MODEL -o $OUT/model.plan"
 echo "   $(cat "$OUT/stats.json")"
 echo "== genrun greedy, 16 new tokens, from text"
 echo '   prompts: "The licensor grants you a copyright license", "Permission is hereby granted"'
-"$BUILD/tools/genrun" "$OUT/model.plan" --device cpu --max-new-tokens 16 --stats \
+"$BUILD/tools/genrun" "$OUT/model.plan" --max-new-tokens 16 --stats \
   --prompt "The licensor grants you a copyright license" --prompt "Permission is hereby granted"
 cat > "$OUT/prompts.jsonl" <<'JSON'
 {"text": "This program is free software; you can redistribute it"}
@@ -24,5 +24,5 @@ cat > "$OUT/prompts.jsonl" <<'JSON'
 JSON
 echo "== genrun beam search: 4 beams, no_repeat_ngram_size 3, 2 returned (JSON lines: text or ids)"
 sed 's/^/   /' "$OUT/prompts.jsonl"
-"$BUILD/tools/genrun" "$OUT/model.plan" --input "$OUT/prompts.jsonl" --device cpu \
+"$BUILD/tools/genrun" "$OUT/model.plan" --input "$OUT/prompts.jsonl" \
   --max-new-tokens 16 --num-beams 4 --no-repeat-ngram-size 3 --num-return-sequences 2
