@@ -7,7 +7,7 @@
 namespace genrt {
 namespace {
 
-using Factory = std::unique_ptr<Executor> (*)(std::shared_ptr<const Plan>, Status &);
+using Factory = std::unique_ptr<Executor> (*)(std::shared_ptr<const Plan>, const ExecutorOptions &, Status &);
 
 // The one registry of executors, in the order `auto` prefers them. Probing
 // the CUDA one opens the driver at run time: genrun links no CUDA library.
@@ -55,7 +55,7 @@ Status resolveDevice(const std::string &requested, std::string &device) {
 }
 
 std::unique_ptr<Decoder> openDecoder(const std::string &planPath, const std::string &device,
-                                     Status &err) {
+                                     Status &err, const ExecutorOptions &opts) {
   std::string name;
   if (!(err = resolveDevice(device, name)))
     return nullptr;
@@ -64,7 +64,7 @@ std::unique_ptr<Decoder> openDecoder(const std::string &planPath, const std::str
     return nullptr;
   for (const ExecutorKind &k : kExecutors)
     if (name == k.name) {
-      std::unique_ptr<Executor> exec = k.make(plan, err);
+      std::unique_ptr<Executor> exec = k.make(plan, opts, err);
       if (!exec)
         return nullptr;
       return std::make_unique<Session>(std::move(plan), std::move(exec));

@@ -63,6 +63,7 @@ static const char *kUsage =
     "  --seed N                   sampling seed (default 0)\n"
     "  --eos-token-id N           repeatable; default: the plan's eos ids\n"
     "  --batch-size N             prompts per batch (default: what the plan allows)\n"
+    "  --threads N                CPU executor threads (default: the physical cores)\n"
     "  --stats                    print time to first token, tokens/s and memory to stderr\n";
 
 [[noreturn]] static void fail(const std::string &msg) {
@@ -78,6 +79,7 @@ struct Args {
   std::vector<std::string> prompts; // --prompt, in order
   std::string output;
   std::string device = "auto";
+  ExecutorOptions exec;
   bool stats = false;
   GenerationConfig cfg;
 };
@@ -152,7 +154,7 @@ Args parseArgs(int argc, char **argv) {
         "--input", "--prompt", "--output", "--device", "--max-new-tokens", "--min-new-tokens", "--num-beams",
         "--length-penalty", "--early-stopping", "--num-return-sequences", "--no-repeat-ngram-size",
         "--repetition-penalty", "--temperature", "--top-k", "--top-p", "--min-p", "--seed",
-        "--eos-token-id", "--batch-size"};
+        "--eos-token-id", "--batch-size", "--threads"};
     bool known = false;
     for (const char *k : kValued)
       known = known || name == k;
@@ -180,6 +182,12 @@ Args parseArgs(int argc, char **argv) {
       a.output = value;
     } else if (name == "--device") {
       a.device = value;
+    } else if (name == "--threads") {
+      int64_t n = 0;
+      intArg(n);
+      if (n < 1 || n > 1024)
+        fail("invalid value '" + value + "' for --threads: expected 1 to 1024");
+      a.exec.threads = static_cast<int>(n);
     } else if (name == "--max-new-tokens") {
       intArg(c.maxNewTokens);
     } else if (name == "--min-new-tokens") {
@@ -282,7 +290,7 @@ int main(int argc, char **argv) {
   }
 
   Status err = Status::ok();
-  std::unique_ptr<Decoder> decoder = openDecoder(args.plan, args.device, err);
+  std::unique_ptr<Decoder> decoder = openDecoder(args.plan, args.device, err, args.exec);
   if (!decoder)
     fail(err.message());
   std::unique_ptr<text::Tokenizer> tokenizer;

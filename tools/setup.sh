@@ -5,7 +5,7 @@ set -euo pipefail
 
 need_apt=()
 for pkg in cmake ninja-build g++ libonnx-dev libprotobuf-dev protobuf-compiler \
-           llvm-14-dev llvm-14-tools libgtest-dev zlib1g-dev libzstd-dev libtinfo-dev python3; do
+           llvm-14-dev llvm-14-tools libgtest-dev libopenblas-dev zlib1g-dev libzstd-dev libtinfo-dev python3; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then

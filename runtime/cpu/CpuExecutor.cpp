@@ -2,6 +2,7 @@
 
 #include "runtime/cpu/AttentionIo.h"
 #include "runtime/cpu/FusedBody.h"
+#include "runtime/cpu/Kernels.h"
 #include "runtime/cpu/KvCache.h"
 #include "runtime/cpu/OpLibrary.h"
 
@@ -28,6 +29,7 @@ struct RunState {
   const ProgramRun &run;
   KernelContext kernels;
   HostKvCache &cache;
+  ThreadPool *pool;
 };
 
 /// One op of a program, resolved at load to what runs it on the CPU.
@@ -76,13 +78,15 @@ public:
     if (outs[0].shape() != want || outs[0].dtype() != DType::F32)
       return Status::error("the result does not have its planned shape");
     Tensor headMajor = io.mergeHeads ? Tensor(DType::F32, q) : outs[0];
-    Status s = kind_ == Self    ? selfAttention(rs.cache, op.attrs, io.operands, headMajor, rs.run.attention)
-               : kind_ == Cross ? crossAttention(rs.cache, op.attrs, io.operands, headMajor, rs.run.attention)
+    Status s = kind_ == Self    ? selfAttention(rs.cache, op.attrs, io.operands, headMajor, rs.run.attention, rs.pool)
+               : kind_ == Cross ? crossAttention(rs.cache, op.attrs, io.operands, headMajor, rs.run.attention, rs.pool)
                                 : packedAttention(op.attrs, io.operands, headMajor, rs.run.attention);
     if (!s)
       return s;
     if (io.mergeHeads)
       mergeHeads(headMajor, outs[0]);
+    else
+      outs[0] = headMajor; // the same buffer, unless writing it had to copy
     return Status::ok();
   }
 
@@ -92,9 +96,13 @@ private:
 
 class CpuExecutor final : public Executor {
 public:
-  explicit CpuExecutor(std::shared_ptr<const Plan> plan) : plan_(std::move(plan)) {}
+  CpuExecutor(std::shared_ptr<const Plan> plan, int threads) : plan_(std::move(plan)) {
+    threads_ = threads > 0 ? threads : physicalCores();
+  }
 
   Status init() {
+    pool_ = std::make_unique<ThreadPool>(threads_);
+    setMatmulThreads(threads_);
     for (const auto &[name, prog] : plan_->programs) {
       Compiled &c = programs_[name];
       for (const OpInfo &op : prog.ops) {
@@ -122,7 +130,7 @@ public:
     return HostKvCache::create(plan_->kv, cache_);
   }
 
-  std::string deviceName() const override { return "cpu"; }
+  std::string deviceName() const override { return "cpu (" + std::to_string(threads_) + " threads)"; }
 
   int64_t memoryBytes() const override {
     int64_t w = 0;
@@ -257,7 +265,7 @@ private:
       if (prog.values[i].storage == Storage::Weight)
         vals[i] = weights_[prog.values[i].index];
 
-    RunState rs{run, KernelContext(), cache_};
+    RunState rs{run, KernelContext(), cache_, pool_.get()};
     rs.kernels.symbols = &run.symbols;
     rs.kernels.runBody = [this, &rs](const std::string &b, const std::vector<Tensor> &in,
                                      std::vector<Tensor> &out) {
@@ -301,13 +309,16 @@ private:
   int64_t arenaBytes_ = 0;
   std::unique_ptr<uint8_t, Free> arena_;
   HostKvCache cache_;
+  int threads_ = 1;
+  std::unique_ptr<ThreadPool> pool_;
 };
 
 } // namespace
 } // namespace cpu
 
-std::unique_ptr<Executor> makeCpuExecutor(std::shared_ptr<const Plan> plan, Status &err) {
-  auto e = std::make_unique<cpu::CpuExecutor>(std::move(plan));
+std::unique_ptr<Executor> makeCpuExecutor(std::shared_ptr<const Plan> plan, const ExecutorOptions &opts,
+                                          Status &err) {
+  auto e = std::make_unique<cpu::CpuExecutor>(std::move(plan), opts.threads);
   err = e->init();
   if (!err)
     return nullptr;

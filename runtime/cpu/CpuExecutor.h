@@ -12,6 +12,7 @@ namespace genrt {
 /// Resolves every op of the plan to its CPU implementation and allocates the
 /// weights (widened to f32), arena and caches. Fails with a message naming
 /// the first op it cannot run.
-std::unique_ptr<Executor> makeCpuExecutor(std::shared_ptr<const Plan> plan, Status &err);
+std::unique_ptr<Executor> makeCpuExecutor(std::shared_ptr<const Plan> plan, const ExecutorOptions &opts,
+                                          Status &err);
 
 } // namespace genrt
