@@ -42,7 +42,7 @@ Status validatePrompt(const Prompt &p, const ModelInfo &info, const GenerationCo
                          std::to_string(info.maxLength));
   int64_t decoderPromptLen = info.encoderDecoder ? 1 : seen;
   if (info.maxLength > 0 && decoderPromptLen + cfg.maxNewTokens > info.maxLength)
-    return Status::error("the prompt (" + std::to_string(decoderPromptLen) + " tokens) plus --max-new-tokens " +
+    return Status::error("the prompt (" + std::to_string(decoderPromptLen) + " tokens) plus " + cfg.option("max_new_tokens") + " " +
                          std::to_string(cfg.maxNewTokens) + " exceeds the plan's maximum length " +
                          std::to_string(info.maxLength));
   return Status::ok();
@@ -68,7 +68,9 @@ static BatchItem makeItem(const Prompt &p, const ModelInfo &info, uint64_t index
 }
 
 Status generate(Decoder &decoder, const GenerationConfig &cfg, const std::vector<Prompt> &prompts,
-                std::vector<GenerationResult> &results, GenerationStats *statsOut) {
+                std::vector<GenerationResult> &results, GenerationStats *statsOut,
+                GenerationObserver *observer) {
+  GenerationObserver silent;
   auto start = SlotBatch::Clock::now();
   const ModelInfo &info = decoder.info();
   if (info.vocabSize <= 0)
@@ -87,7 +89,7 @@ Status generate(Decoder &decoder, const GenerationConfig &cfg, const std::vector
     return Status::error("one prompt needs " + std::to_string(rows) + " cache slots (beams or samples) but the plan has " +
                          std::to_string(decoder.maxSlots()));
   if (cfg.batchSize > maxItems)
-    return Status::error("--batch-size " + std::to_string(cfg.batchSize) + " needs more than the plan allows: at most " +
+    return Status::error(cfg.option("batch_size") + " " + std::to_string(cfg.batchSize) + " needs more than the plan allows: at most " +
                          std::to_string(maxItems) + " prompts of " + std::to_string(rows) +
                          " rows each (max batch " + std::to_string(info.maxBatch) + ", " +
                          std::to_string(decoder.maxSlots()) + " cache slots)");
@@ -103,7 +105,7 @@ Status generate(Decoder &decoder, const GenerationConfig &cfg, const std::vector
     std::vector<BatchItem> items;
     for (size_t n = first; n < last; ++n)
       items.push_back(makeItem(prompts[n], info, n));
-    SlotBatch batch(decoder, std::move(items), rows, stats, start);
+    SlotBatch batch(decoder, std::move(items), rows, stats, start, observer ? *observer : silent);
     ++stats.batches;
     Status s = cfg.numBeams > 1 ? search::runBeamSearch(batch, cfg, eos, out)
                                 : search::runGreedyOrSample(batch, cfg, eos, out);
