@@ -25,6 +25,7 @@ std::unique_ptr<Engine> Engine::open(const std::string &planPath, const std::str
     if (self->decoder_) {
       self->info_ = self->decoder_->info();
       self->deviceName_ = self->decoder_->deviceName();
+      self->maxSlots_ = self->decoder_->maxSlots();
     }
     opened.set_value(s);
   });
@@ -50,7 +51,10 @@ Engine::~Engine() {
 }
 
 Status Engine::checkRequest(const GenerationConfig &cfg, const std::vector<Prompt> &prompts) const {
+  int64_t batchSize = 0;
   if (Status s = cfg.validateFor(info_); !s)
+    return s;
+  if (Status s = batchSizeFor(cfg, info_, maxSlots_, batchSize); !s)
     return s;
   for (size_t n = 0; n < prompts.size(); ++n)
     if (Status s = validatePrompt(prompts[n], info_, cfg); !s)

@@ -68,6 +68,7 @@ private:
   std::unique_ptr<genrt::text::Tokenizer> tokenizer_;
   genrt::ModelInfo info_;
   std::string deviceName_;
+  int32_t maxSlots_ = 0;
   std::vector<std::weak_ptr<Job>> jobs_; // to stop at close
 };
 

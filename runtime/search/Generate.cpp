@@ -67,6 +67,23 @@ static BatchItem makeItem(const Prompt &p, const ModelInfo &info, uint64_t index
   return item;
 }
 
+Status batchSizeFor(const GenerationConfig &cfg, const ModelInfo &info, int32_t maxSlots, int64_t &batchSize) {
+  const int64_t rows = cfg.rowsPerPrompt();
+  int64_t maxItems = maxSlots / rows;
+  if (info.maxBatch > 0)
+    maxItems = std::min(maxItems, info.maxBatch);
+  if (maxItems < 1)
+    return Status::error("one prompt needs " + std::to_string(rows) + " cache slots (beams or samples) but the plan has " +
+                         std::to_string(maxSlots));
+  if (cfg.batchSize > maxItems)
+    return Status::error(cfg.option("batch_size") + " " + std::to_string(cfg.batchSize) + " needs more than the plan allows: at most " +
+                         std::to_string(maxItems) + " prompts of " + std::to_string(rows) +
+                         " rows each (max batch " + std::to_string(info.maxBatch) + ", " +
+                         std::to_string(maxSlots) + " cache slots)");
+  batchSize = cfg.batchSize > 0 ? cfg.batchSize : maxItems;
+  return Status::ok();
+}
+
 Status generate(Decoder &decoder, const GenerationConfig &cfg, const std::vector<Prompt> &prompts,
                 std::vector<GenerationResult> &results, GenerationStats *statsOut,
                 GenerationObserver *observer) {
@@ -82,18 +99,9 @@ Status generate(Decoder &decoder, const GenerationConfig &cfg, const std::vector
       return Status::error("prompt " + std::to_string(n) + ": " + s.message());
 
   const int64_t rows = cfg.rowsPerPrompt();
-  int64_t maxItems = decoder.maxSlots() / rows;
-  if (info.maxBatch > 0)
-    maxItems = std::min(maxItems, info.maxBatch);
-  if (maxItems < 1)
-    return Status::error("one prompt needs " + std::to_string(rows) + " cache slots (beams or samples) but the plan has " +
-                         std::to_string(decoder.maxSlots()));
-  if (cfg.batchSize > maxItems)
-    return Status::error(cfg.option("batch_size") + " " + std::to_string(cfg.batchSize) + " needs more than the plan allows: at most " +
-                         std::to_string(maxItems) + " prompts of " + std::to_string(rows) +
-                         " rows each (max batch " + std::to_string(info.maxBatch) + ", " +
-                         std::to_string(decoder.maxSlots()) + " cache slots)");
-  const int64_t batchSize = cfg.batchSize > 0 ? cfg.batchSize : maxItems;
+  int64_t batchSize = 0;
+  if (Status s = batchSizeFor(cfg, info, decoder.maxSlots(), batchSize); !s)
+    return s;
   const std::vector<int64_t> eos = cfg.effectiveEos(info);
 
   GenerationStats stats;

@@ -90,6 +90,11 @@ Status validatePrompt(const Prompt &prompt, const ModelInfo &info, const Generat
 
 /// Generates for every prompt; `results` gets one entry per prompt, in order.
 /// Validates the config and every prompt before running anything.
+/// Prompts per batch for `cfg` on a decoder with `maxSlots` cache slots:
+/// cfg.batchSize, or as many as fit. Fails when not even one prompt fits, or
+/// when cfg.batchSize asks for more than fit.
+Status batchSizeFor(const GenerationConfig &cfg, const ModelInfo &info, int32_t maxSlots, int64_t &batchSize);
+
 /// `observer` (optional) is told about tokens and sequences as they become final.
 Status generate(Decoder &decoder, const GenerationConfig &cfg, const std::vector<Prompt> &prompts,
                 std::vector<GenerationResult> &results, GenerationStats *stats = nullptr,
