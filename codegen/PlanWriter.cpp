@@ -123,6 +123,7 @@ public:
       weights.push_back(std::move(ref));
       stats.weightsBytes += static_cast<int64_t>(w->data()->numBytes());
     }
+    progress::update("write-plan: weights", weightsDone, weightsTotal, /*bytes=*/true);
     root["weights"] = std::move(weights);
 
     llvm::json::Array programs;

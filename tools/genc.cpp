@@ -139,7 +139,7 @@ static cl::opt<bool> ListPasses("list-passes", cl::desc("List the known passes a
 static std::vector<std::pair<std::string, double>> Timings;
 
 template <typename F> static auto timed(const std::string &phase, F &&run) {
-  progress::update(phase, 0, 1, /*bytes=*/false);
+  progress::begin(phase);
   auto start = std::chrono::steady_clock::now();
   auto result = run();
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -22,7 +22,7 @@ llvm::Error runPipeline(Module &m, const std::vector<std::string> &passes,
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                      "unknown pass '%s' (known: %s)", name.c_str(),
                                      knownPassNames().c_str());
-    progress::update("pass " + name, 0, 1, false);
+    progress::begin(name);
     auto start = std::chrono::steady_clock::now();
     if (auto e = p->run(m))
       return llvm::createStringError(llvm::inconvertibleErrorCode(), "%s: %s", name.c_str(),

@@ -10,6 +10,7 @@ namespace {
 bool on = false;
 bool lineOpen = false; // a status line is on screen, to be overwritten
 std::chrono::steady_clock::time_point lastDraw;
+std::string lastWhat;
 
 std::string amount(uint64_t n, bool bytes) {
   if (!bytes)
@@ -35,19 +36,28 @@ void clearLine() {
 void enable(bool v) { on = v; }
 bool enabled() { return on; }
 
+static void draw(const std::string &what, const std::string &text) {
+  lastDraw = std::chrono::steady_clock::now();
+  lastWhat = what;
+  clearLine();
+  std::fprintf(stderr, "genc: %s%s", what.c_str(), text.c_str());
+  std::fflush(stderr);
+  lineOpen = true;
+}
+
+void begin(const std::string &what) {
+  if (on)
+    draw(what, " ...");
+}
+
 void update(const std::string &what, uint64_t done, uint64_t total, bool bytes) {
   if (!on)
     return;
-  auto now = std::chrono::steady_clock::now();
-  // Redraw at most every 100 ms, but always show the first and the last state.
-  if (lineOpen && done < total && now - lastDraw < std::chrono::milliseconds(100))
+  // Redraw at most every 100 ms, but always show a new step's first state and its last.
+  bool throttled = std::chrono::steady_clock::now() - lastDraw < std::chrono::milliseconds(100);
+  if (lineOpen && what == lastWhat && done < total && throttled)
     return;
-  lastDraw = now;
-  clearLine();
-  std::string totalText = amount(total, bytes);
-  std::fprintf(stderr, "genc: %s %s/%s", what.c_str(), amount(done, bytes).c_str(), totalText.c_str());
-  std::fflush(stderr);
-  lineOpen = true;
+  draw(what, " " + amount(done, bytes) + "/" + amount(total, bytes));
 }
 
 void finished(const std::string &name, double seconds) {

@@ -14,6 +14,8 @@ namespace progress {
 void enable(bool on);
 bool enabled();
 
+/// The status line: a phase or pass has begun ("genc: fuse ...").
+void begin(const std::string &what);
 /// The status line: `what` at done/total, as bytes (KiB/MiB/GiB) or a count.
 void update(const std::string &what, uint64_t done, uint64_t total, bool bytes);
 /// A finished phase or pass, with its wall time, on its own line.
