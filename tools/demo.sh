@@ -26,3 +26,24 @@ echo "== genrun beam search: 4 beams, no_repeat_ngram_size 3, 2 returned (JSON l
 sed 's/^/   /' "$OUT/prompts.jsonl"
 "$BUILD/tools/genrun" "$OUT/model.plan" --input "$OUT/prompts.jsonl" --device cpu \
   --max-new-tokens 16 --num-beams 4 --no-repeat-ngram-size 3 --num-return-sequences 2
+echo "== genrun --stream: a JSON line per token as it is final, then the prompt's result"
+"$BUILD/tools/genrun" "$OUT/model.plan" --device cpu --max-new-tokens 6 --stream \
+  --prompt "Permission is hereby granted"
+# The Python package genc (tools/build.sh installed it for python3): the same
+# plan, text in and text out, whole and streamed.
+PY=${PYTHON:-python3}
+echo "== python3: genc.Generator(plan).generate(text) and .stream(text)"
+"$PY" - "$OUT/model.plan" <<'PYTHON'
+import sys
+import genc
+
+g = genc.Generator(sys.argv[1], device="cpu")
+for r in g.generate(["The licensor grants you a copyright license", "Permission is hereby granted"],
+                    max_new_tokens=16):
+    print("   generate:", repr(r.text))
+print("   stream:   ", end="")
+for event in g.stream("Permission is hereby granted", max_new_tokens=16, do_sample=True, seed=1):
+    if event.kind == "token":
+        print(event.text, end="", flush=True)
+print()
+PYTHON
