@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The main job on the bundled model: compile it into a generation plan (its
 # tokenizer.json travels inside), then generate from text with genrun (CPU
-# here; the CUDA executor is not built yet). The model's weights are random:
-# the text it writes is gibberish made of real tokens.
+# here), streamed with genrun --stream, and through the Python package genc
+# that tools/build.sh installs. The model's weights are random: the text it
+# writes is gibberish made of real tokens.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/build.sh

@@ -199,13 +199,7 @@ Args parseArgs(int argc, char **argv) {
     } else if (name == "--length-penalty") {
       doubleArg(c.lengthPenalty);
     } else if (name == "--early-stopping") {
-      if (value == "true")
-        c.earlyStopping = EarlyStopping::True;
-      else if (value == "false")
-        c.earlyStopping = EarlyStopping::False;
-      else if (value == "never")
-        c.earlyStopping = EarlyStopping::Never;
-      else
+      if (!parseEarlyStopping(value, c.earlyStopping))
         fail("invalid value '" + value + "' for --early-stopping: expected true, false or never");
     } else if (name == "--num-return-sequences") {
       intArg(c.numReturnSequences);

@@ -177,18 +177,8 @@ std::unique_ptr<PyStream> PyGenerator::stream(const std::vector<std::vector<int6
   return std::make_unique<PyStream>(*this, engine().start(prompts(ids, masks, cfg), cfg, /*stream=*/true));
 }
 
-std::string earlyStoppingName(EarlyStopping e) {
-  return e == EarlyStopping::True ? "true" : e == EarlyStopping::Never ? "never" : "false";
-}
-
 void setEarlyStopping(GenerationConfig &c, const std::string &v) {
-  if (v == "true")
-    c.earlyStopping = EarlyStopping::True;
-  else if (v == "false")
-    c.earlyStopping = EarlyStopping::False;
-  else if (v == "never")
-    c.earlyStopping = EarlyStopping::Never;
-  else
+  if (!parseEarlyStopping(v, c.earlyStopping))
     throw py::value_error("early_stopping must be True, False or \"never\", got '" + v + "'");
 }
 
@@ -210,7 +200,7 @@ PYBIND11_MODULE(_genc, m) {
       .def_readwrite("num_beams", &GenerationConfig::numBeams)
       .def_readwrite("length_penalty", &GenerationConfig::lengthPenalty)
       .def_property(
-          "early_stopping", [](const GenerationConfig &c) { return earlyStoppingName(c.earlyStopping); },
+          "early_stopping", [](const GenerationConfig &c) { return std::string(earlyStoppingName(c.earlyStopping)); },
           setEarlyStopping)
       .def_readwrite("num_return_sequences", &GenerationConfig::numReturnSequences)
       .def_readwrite("no_repeat_ngram_size", &GenerationConfig::noRepeatNgramSize)

@@ -17,6 +17,19 @@ static std::string num(double d) {
   return s;
 }
 
+bool parseEarlyStopping(const std::string &text, EarlyStopping &out) {
+  for (EarlyStopping e : {EarlyStopping::False, EarlyStopping::True, EarlyStopping::Never})
+    if (text == earlyStoppingName(e)) {
+      out = e;
+      return true;
+    }
+  return false;
+}
+
+const char *earlyStoppingName(EarlyStopping e) {
+  return e == EarlyStopping::True ? "true" : e == EarlyStopping::Never ? "never" : "false";
+}
+
 std::string GenerationConfig::option(const std::string &keyword) const {
   if (spelling == Spelling::Keywords)
     return keyword;

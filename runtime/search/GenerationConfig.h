@@ -11,6 +11,10 @@
 namespace genrt {
 
 enum class EarlyStopping { False, True, Never };
+/// "true", "false", "never" (genrun's and the Python package's spelling);
+/// false for anything else.
+bool parseEarlyStopping(const std::string &text, EarlyStopping &out);
+const char *earlyStoppingName(EarlyStopping e);
 
 struct GenerationConfig {
   // HF's default is max_length=20 counting the prompt; genrun counts new
