@@ -5,11 +5,16 @@
 #include "runtime/Status.h"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace genrt {
 
 enum class EarlyStopping { False, True, Never };
+/// "true", "false", "never" (genrun's and the Python package's spelling);
+/// false for anything else.
+bool parseEarlyStopping(const std::string &text, EarlyStopping &out);
+const char *earlyStoppingName(EarlyStopping e);
 
 struct GenerationConfig {
   // HF's default is max_length=20 counting the prompt; genrun counts new
@@ -33,8 +38,15 @@ struct GenerationConfig {
   /// Prompts per batch; 0: as many as the plan's slots allow.
   int64_t batchSize = 0;
 
+  /// How messages spell the options: genrun's flags (--max-new-tokens) or
+  /// Hugging Face's keyword names (max_new_tokens: the Python package).
+  enum class Spelling { Flags, Keywords };
+  Spelling spelling = Spelling::Flags;
+  /// `keyword` ("max_new_tokens") spelled for this config's messages.
+  std::string option(const std::string &keyword) const;
+
   /// Checks ranges and combinations of the options alone. Messages name the
-  /// option as genrun spells it.
+  /// option as `spelling` says.
   Status validate() const;
   /// validate(), then the checks that need the model (eos ids in range, ...).
   Status validateFor(const ModelInfo &info) const;

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace genrt {
 namespace text {
@@ -14,6 +15,14 @@ namespace text {
 /// null `out`. Every offset is checked (a plan is untrusted input); errors
 /// name the plan.
 Status loadPlanTokenizer(const std::string &planPath, std::unique_ptr<Tokenizer> &out);
+
+/// Encodes a text prompt as Hugging Face's tokenizer(text) does (special
+/// tokens added) with the plan's tokenizer `tok`, for genrun and the Python
+/// package alike. Errors: no tokenizer (the message ends with "or
+/// <otherwise>": what the caller accepts instead), text that is not UTF-8
+/// (the byte), text the tokenizer cannot encode.
+Status encodePrompt(const Tokenizer *tok, const std::string &text, const std::string &otherwise,
+                    std::vector<int64_t> &ids);
 
 } // namespace text
 } // namespace genrt
