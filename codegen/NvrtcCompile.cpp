@@ -1,4 +1,5 @@
 #include "codegen/NvrtcCompile.h"
+#include "compiler/remarks/Progress.h"
 
 #ifdef GENC_HAVE_NVRTC
 #include <nvrtc.h>
@@ -112,8 +113,13 @@ llvm::Expected<CompiledModule> compileModule(const CudaModule &cm, const std::ve
     return out;
   std::string source = cudaModuleSource(cm);
   const std::string &first = cm.kernels.empty() ? cm.attentionKernels.front() : cm.kernels.front().name;
-  for (int a : archs) {
+  // One NVRTC run compiles every kernel for an architecture: the count moves
+  // an architecture at a time.
+  const uint64_t perArch = cm.kernels.size() + cm.attentionKernels.size();
+  for (size_t i = 0; i < archs.size(); ++i) {
+    int a = archs[i];
     std::string sm = "sm_" + std::to_string(a);
+    progress::update("nvrtc " + sm + ": kernels", i * perArch, archs.size() * perArch, /*bytes=*/false);
     auto r = runNvrtc(source, first, sm);
     if (!r) {
       llvm::consumeError(r.takeError());
@@ -126,6 +132,7 @@ llvm::Expected<CompiledModule> compileModule(const CudaModule &cm, const std::ve
     }
     out.cubins.push_back({sm, std::move(r->cubin)});
     out.ptx.push_back({"compute_" + std::to_string(a), std::move(r->ptx)});
+    progress::update("nvrtc " + sm + ": kernels", (i + 1) * perArch, archs.size() * perArch, /*bytes=*/false);
   }
   return out;
 #else

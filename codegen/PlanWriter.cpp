@@ -3,6 +3,7 @@
 #include "codegen/LaunchCount.h"
 
 #include "compiler/ir/Metadata.h"
+#include "compiler/remarks/Progress.h"
 #include "passes/analysis/PlanOptions.h"
 #include "passes/analysis/Storage.h"
 #include "runtime/KvLayout.h"
@@ -107,15 +108,22 @@ public:
     stats.crossKvCacheBytes = layout.crossBytes();
 
     llvm::json::Array weights;
+    // Copying the weights is where a mapped external-data file is read.
+    uint64_t weightsTotal = 0, weightsDone = 0;
+    for (auto &w : m_.weights())
+      weightsTotal += w->data() ? w->data()->numBytes() : 0;
     for (auto &w : m_.weights()) {
       if (!w->data())
         return fail("weight @" + w->name() + " has no data (IR parsed from text?)");
+      progress::update("write-plan: weights", weightsDone, weightsTotal, /*bytes=*/true);
+      weightsDone += w->data()->numBytes();
       weightIndex_[w.get()] = weights.size();
       auto ref = addBlob(*w->data());
       ref["name"] = w->name();
       weights.push_back(std::move(ref));
       stats.weightsBytes += static_cast<int64_t>(w->data()->numBytes());
     }
+    progress::update("write-plan: weights", weightsDone, weightsTotal, /*bytes=*/true);
     root["weights"] = std::move(weights);
 
     llvm::json::Array programs;

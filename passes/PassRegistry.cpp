@@ -22,6 +22,8 @@ const std::vector<PassInfo> &allPasses() {
        "attention reads the packed QKV projection (RoPE inside) and writes [tokens, heads*dim]",
        foldAttentionIoPass},
       {"fuse", "elementwise/injective/norm chains between GEMMs and attention -> fused", fusePass},
+      {"share-fused-bodies", "fused bodies that compute the same thing become one (one kernel per distinct body)",
+       shareFusedBodiesPass},
       {"plan-memory", "liveness at the maximum shapes; one arena per function, greedy by size",
        planMemoryPass},
   };
@@ -53,6 +55,7 @@ std::vector<std::string> graphPipeline() {
 }
 
 std::vector<std::string> defaultPipeline() { return {"infer-shapes", "fold-shapes", "dce", "canonicalize", "raise-attention",
-          "derive-plan", "fuse-gemms", "fold-attention-io", "fuse", "dce", "plan-memory"}; }
+          "derive-plan", "fuse-gemms", "fold-attention-io", "fuse", "share-fused-bodies", "dce",
+          "plan-memory"}; }
 
 } // namespace genc

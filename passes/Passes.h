@@ -15,6 +15,7 @@ llvm::Error derivePlanPass(Module &m);
 llvm::Error fuseGemmsPass(Module &m);
 llvm::Error foldAttentionIoPass(Module &m);
 llvm::Error fusePass(Module &m);
+llvm::Error shareFusedBodiesPass(Module &m);
 llvm::Error planMemoryPass(Module &m);
 
 } // namespace genc

@@ -50,6 +50,11 @@ struct ProgramRun {
   int64_t crossEntry = -1;        // @encode: the cross-cache entry its K/V fill
 };
 
+/// What a user may choose about an executor when opening a plan.
+struct ExecutorOptions {
+  int threads = 0; // CPU: worker threads (0: the machine's physical cores)
+};
+
 class Executor {
 public:
   virtual ~Executor() = default;

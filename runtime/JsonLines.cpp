@@ -100,21 +100,58 @@ Status readPromptLines(const std::string &text, const std::string &name, std::ve
                              [&] { return readLines(text, name, prompts, lineNumbers, texts); });
 }
 
-std::string resultLine(const GenerationResult &result, const std::vector<std::string> *texts) {
+namespace {
+
+json::Value idsJson(const std::vector<int64_t> &ids) {
+  std::vector<json::Value> items;
+  items.reserve(ids.size());
+  for (int64_t id : ids)
+    items.push_back(json::Value::integer(id));
+  return json::Value::array(std::move(items));
+}
+
+// {"output_ids": [...], "text": "...", "score": S}, "text" when given.
+json::Value sequenceJson(const GeneratedSequence &s, const std::string *text) {
+  std::vector<std::pair<std::string, json::Value>> members{{"output_ids", idsJson(s.outputIds)}};
+  if (text)
+    members.emplace_back("text", json::Value::string(*text));
+  members.emplace_back("score", json::Value::number(s.score));
+  return json::Value::object(std::move(members));
+}
+
+json::Value sequencesJson(const GenerationResult &result, const std::vector<std::string> *texts) {
   std::vector<json::Value> seqs;
-  for (size_t k = 0; k < result.sequences.size(); ++k) {
-    const GeneratedSequence &s = result.sequences[k];
-    std::vector<json::Value> ids;
-    ids.reserve(s.outputIds.size());
-    for (int64_t id : s.outputIds)
-      ids.push_back(json::Value::integer(id));
-    std::vector<std::pair<std::string, json::Value>> members{{"output_ids", json::Value::array(std::move(ids))}};
-    if (texts && k < texts->size())
-      members.emplace_back("text", json::Value::string((*texts)[k]));
-    members.emplace_back("score", json::Value::number(s.score));
-    seqs.push_back(json::Value::object(std::move(members)));
+  for (size_t k = 0; k < result.sequences.size(); ++k)
+    seqs.push_back(sequenceJson(result.sequences[k], texts && k < texts->size() ? &(*texts)[k] : nullptr));
+  return json::Value::array(std::move(seqs));
+}
+
+} // namespace
+
+std::string resultLine(const GenerationResult &result, const std::vector<std::string> *texts) {
+  return json::write(json::Value::object({{"sequences", sequencesJson(result, texts)}}));
+}
+
+std::string streamEventLine(const text::StreamEvent &ev, bool withText) {
+  using Kind = text::StreamEvent::Kind;
+  std::vector<std::pair<std::string, json::Value>> m{
+      {"event", json::Value::string(text::streamEventKindName(ev.kind))},
+      {"prompt", json::Value::integer(int64_t(ev.prompt))}};
+  if (ev.kind != Kind::Done)
+    m.emplace_back("sequence", json::Value::integer(ev.sequence));
+  if (ev.kind == Kind::Token) {
+    m.emplace_back("token_id", json::Value::integer(ev.tokenId));
+    if (withText)
+      m.emplace_back("text", json::Value::string(ev.text));
+  } else if (ev.kind == Kind::Sequence) {
+    // The sequence's own members after the event's: one object, flat.
+    json::Value seq = sequenceJson(ev.seq, withText ? &ev.text : nullptr);
+    for (auto &member : seq.members())
+      m.push_back(std::move(member));
+  } else {
+    m.emplace_back("sequences", sequencesJson(ev.result, withText ? &ev.texts : nullptr));
   }
-  return json::write(json::Value::object({{"sequences", json::Value::array(std::move(seqs))}}));
+  return json::write(json::Value::object(std::move(m)));
 }
 
 } // namespace genrt

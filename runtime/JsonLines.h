@@ -3,9 +3,15 @@
 //        or {"text": "..."} for plans that carry a tokenizer
 //   out: {"sequences": [{"output_ids": [...], "text": "...", "score": S}, ...]}
 //        ("text" where the plan carries a tokenizer)
+//   --stream: one line per event (runtime/text/TextStream.h), in the order
+//        they happen; "prompt" is the input line's index (from 0):
+//        {"event":"token","prompt":P,"sequence":S,"token_id":T,"text":"piece"}
+//        {"event":"sequence","prompt":P,"sequence":S,"output_ids":[...],"text":"...","score":X}
+//        {"event":"done","prompt":P,"sequences":[...as above...]}
 #pragma once
 #include "runtime/Status.h"
 #include "runtime/search/Generate.h"
+#include "runtime/text/TextStream.h"
 
 #include <cstdint>
 #include <optional>
@@ -28,5 +34,9 @@ Status readPromptLines(const std::string &text, const std::string &name, std::ve
 /// One output line, without the newline. `texts` (when given): the decoded
 /// text of each sequence, written beside its output_ids.
 std::string resultLine(const GenerationResult &result, const std::vector<std::string> *texts = nullptr);
+
+/// One --stream line, without the newline. `withText`: the plan carries a
+/// tokenizer, so events carry "text".
+std::string streamEventLine(const text::StreamEvent &ev, bool withText);
 
 } // namespace genrt

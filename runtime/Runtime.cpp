@@ -7,7 +7,7 @@
 namespace genrt {
 namespace {
 
-using Factory = std::unique_ptr<Executor> (*)(std::shared_ptr<const Plan>, Status &);
+using Factory = std::unique_ptr<Executor> (*)(std::shared_ptr<const Plan>, const ExecutorOptions &, Status &);
 
 // The one registry of executors, in the order `auto` prefers them. Probing
 // the CUDA one opens the driver at run time: genrun links no CUDA library.
@@ -54,7 +54,8 @@ Status resolveDevice(const std::string &requested, std::string &device) {
   return Status::error("unknown device '" + requested + "' (auto, " + known + ")");
 }
 
-static std::unique_ptr<Decoder> open(const std::string &planPath, const std::string &device, Status &err) {
+static std::unique_ptr<Decoder> open(const std::string &planPath, const std::string &device, Status &err,
+                                     const ExecutorOptions &opts) {
   std::string name;
   if (!(err = resolveDevice(device, name)))
     return nullptr;
@@ -63,7 +64,7 @@ static std::unique_ptr<Decoder> open(const std::string &planPath, const std::str
     return nullptr;
   for (const ExecutorKind &k : kExecutors)
     if (name == k.name) {
-      std::unique_ptr<Executor> exec = k.make(plan, err);
+      std::unique_ptr<Executor> exec = k.make(plan, opts, err);
       if (!exec)
         return nullptr;
       return std::make_unique<Session>(std::move(plan), std::move(exec));
@@ -73,11 +74,11 @@ static std::unique_ptr<Decoder> open(const std::string &planPath, const std::str
 }
 
 std::unique_ptr<Decoder> openDecoder(const std::string &planPath, const std::string &device,
-                                     Status &err) {
+                                     Status &err, const ExecutorOptions &opts) {
   std::unique_ptr<Decoder> d;
   err = statusOnOutOfMemory("opening plan '" + planPath + "'", [&] {
     Status s = Status::ok();
-    d = open(planPath, device, s);
+    d = open(planPath, device, s, opts);
     return s;
   });
   return err ? std::move(d) : nullptr;

@@ -1,6 +1,7 @@
 // The runtime's entry point for tools: open a compiled plan on a device.
 #pragma once
 #include "runtime/Decoder.h"
+#include "runtime/Executor.h"
 #include "runtime/Status.h"
 
 #include <memory>
@@ -24,6 +25,7 @@ Status resolveDevice(const std::string &requested, std::string &device);
 /// Loads `planPath` (verifying it: a plan is untrusted input) and returns a
 /// decoder running it on `device` ("auto", "cpu", "cuda"). On failure
 /// returns nullptr and sets `err`.
-std::unique_ptr<Decoder> openDecoder(const std::string &planPath, const std::string &device, Status &err);
+std::unique_ptr<Decoder> openDecoder(const std::string &planPath, const std::string &device, Status &err,
+                                     const ExecutorOptions &opts = {});
 
 } // namespace genrt

@@ -9,7 +9,7 @@ using genrt::Status;
 namespace genrun {
 namespace {
 
-static const char *const kUsage =
+const char *const kUsage =
     "usage: genrun MODEL.plan --input PROMPTS.jsonl [--output OUT.jsonl] [--device auto|cpu|cuda] [options]\n"
     "       genrun MODEL.plan --prompt TEXT [--prompt TEXT ...] [options]\n"
     "       genrun MODEL.plan [options] < PROMPTS.jsonl\n"
@@ -24,6 +24,13 @@ static const char *const kUsage =
     "{\"sequences\": [{\"output_ids\": [...], \"text\": \"...\", \"score\": S}, ...]}:\n"
     "generated tokens only; \"text\" (their decoding, special tokens skipped) where\n"
     "the plan carries a tokenizer.\n"
+    "--stream: instead, one JSON line per event as soon as tokens are final, with\n"
+    "\"prompt\" (the input's index from 0) and \"sequence\": greedy and sampling,\n"
+    "{\"event\":\"token\",...,\"token_id\":T,\"text\":\"piece\"} every step (a sequence's\n"
+    "pieces concatenate to its text); each returned sequence when complete (beam\n"
+    "search: when its hypothesis can no longer change), {\"event\":\"sequence\",...,\n"
+    "\"output_ids\":[...],\"text\":\"...\",\"score\":S}; then per prompt\n"
+    "{\"event\":\"done\",\"prompt\":P,\"sequences\":[...]} (what the line would be without --stream).\n"
     "score: beam search, Hugging Face's sequences_scores; greedy/sampling, the sum of\n"
     "the chosen tokens' log-probabilities after the logits processors (and warpers).\n"
     "\n"
@@ -46,6 +53,8 @@ static const char *const kUsage =
     "  --seed N                   sampling seed (default 0)\n"
     "  --eos-token-id N           repeatable; default: the plan's eos ids\n"
     "  --batch-size N             prompts per batch, at least 1 (default: what the plan allows)\n"
+    "  --threads N                CPU executor threads (default: the physical cores)\n"
+    "  --stream                   JSON lines per event as tokens are final (above)\n"
     "  --stats                    print time to first token, tokens/s and memory to stderr\n";
 
 bool parseInt(const std::string &s, int64_t &out) {
@@ -89,7 +98,7 @@ bool isValued(const std::string &name) {
       "--input", "--prompt", "--output", "--device", "--max-new-tokens", "--min-new-tokens", "--num-beams",
       "--length-penalty", "--early-stopping", "--num-return-sequences", "--no-repeat-ngram-size",
       "--repetition-penalty", "--temperature", "--top-k", "--top-p", "--min-p", "--seed",
-      "--eos-token-id", "--batch-size"};
+      "--eos-token-id", "--batch-size", "--threads"};
   for (const char *k : kValued)
     if (name == k)
       return true;
@@ -113,6 +122,11 @@ std::string setOption(const std::string &name, const std::string &value, Args &a
     a.output = value;
   } else if (name == "--device") {
     a.device = value;
+  } else if (name == "--threads") {
+    int64_t n = 0;
+    if (!parseInt(value, n) || n < 1 || n > 1024)
+      return "invalid value '" + value + "' for --threads: expected 1 to 1024";
+    a.exec.threads = static_cast<int>(n);
   } else if (name == "--max-new-tokens") {
     return intArg(c.maxNewTokens);
   } else if (name == "--min-new-tokens") {
@@ -122,13 +136,7 @@ std::string setOption(const std::string &name, const std::string &value, Args &a
   } else if (name == "--length-penalty") {
     return doubleArg(c.lengthPenalty);
   } else if (name == "--early-stopping") {
-    if (value == "true")
-      c.earlyStopping = genrt::EarlyStopping::True;
-    else if (value == "false")
-      c.earlyStopping = genrt::EarlyStopping::False;
-    else if (value == "never")
-      c.earlyStopping = genrt::EarlyStopping::Never;
-    else
+    if (!genrt::parseEarlyStopping(value, c.earlyStopping))
       return "invalid value '" + value + "' for --early-stopping: expected true, false or never";
   } else if (name == "--num-return-sequences") {
     return intArg(c.numReturnSequences);
@@ -155,12 +163,11 @@ std::string setOption(const std::string &name, const std::string &value, Args &a
     c.eosTokenIds.push_back(e);
     return bad;
   } else if (name == "--batch-size") {
-    // 0 is the config's "as many as the plan allows"; on the command line
-    // that is what leaving the option out says.
-    if (std::string bad = intArg(c.batchSize); !bad.empty())
+    int64_t n = 0;
+    if (std::string bad = intArg(n); !bad.empty())
       return bad;
-    if (c.batchSize < 1)
-      return "--batch-size must be at least 1, got " + value;
+    if (genrt::Status st = c.setBatchSize(n); !st)
+      return st.message();
   }
   return "";
 }
@@ -192,11 +199,11 @@ Status parseArgs(const std::vector<std::string> &argv, Args &a) {
       hasValue = true;
     }
     // Flags that take no value.
-    if (name == "--stats" || name == "--do-sample") {
+    if (name == "--stats" || name == "--do-sample" || name == "--stream") {
       bool b = true;
       if (hasValue && !parseBool(value, b))
         return Status::error("invalid value '" + value + "' for " + name + ": expected true or false");
-      (name == "--stats" ? a.stats : a.cfg.doSample) = b;
+      (name == "--stats" ? a.stats : name == "--stream" ? a.stream : a.cfg.doSample) = b;
       continue;
     }
     if (!isValued(name))

@@ -2,6 +2,7 @@
 // error; tests/fuzz/GenrunOptionsFuzzer.cpp feeds it arbitrary arguments).
 // No LLVM here: genrun links nothing of the compiler.
 #pragma once
+#include "runtime/Executor.h"
 #include "runtime/Status.h"
 #include "runtime/search/GenerationConfig.h"
 
@@ -16,7 +17,9 @@ struct Args {
   std::vector<std::string> prompts; // --prompt, in order
   std::string output;
   std::string device = "auto";
+  genrt::ExecutorOptions exec;      // --threads
   bool stats = false;
+  bool stream = false;              // --stream: JSON lines per event
   bool help = false;                // --help: print usageText() and stop
   genrt::GenerationConfig cfg;
 };
@@ -27,7 +30,8 @@ const char *usageText();
 /// Parses argv[1..] (argv[0] is the program). Errors are the message after
 /// "genrun: error: " (an unknown option, a bad value, no plan, ...); the
 /// options' ranges are checked by cfg.validate() afterwards, not here,
-/// except --batch-size, whose 0 would mean "unset".
+/// except --batch-size (GenerationConfig::setBatchSize, as in Python), whose
+/// 0 would mean "unset", and --threads.
 genrt::Status parseArgs(const std::vector<std::string> &argv, Args &out);
 
 } // namespace genrun

@@ -4,6 +4,7 @@
 usage (there, after tools/pack.sh here):
   python3 tools/bench.py [--models gpt2,llama1b] [--batches 1,32] [--prompt 128] [--new 128]
                          [--compile-peer] [--out DIR]
+  python3 tools/bench.py --device cpu --models gpt2,llama135m --batches 1,8 --new 64   # here
 
 For each model (random weights, fp16, greedy, prompt --prompt tokens, --new new tokens):
   genrun --device cuda on an f16 plan: time to first token, decode ms/token (its --stats);
@@ -28,6 +29,11 @@ MODELS = {
     # name: (export arguments, HF config overrides)
     "gpt2": ["--arch", "gpt2", "--set", "n_embd=768", "--set", "n_layer=12", "--set", "n_head=12",
              "--set", "vocab_size=50257", "--set", "n_positions=1024"],
+    # A 135M Llama-style config (SmolLM-135M's shape): 30 layers, tied embeddings.
+    "llama135m": ["--arch", "llama", "--set", "hidden_size=576", "--set", "intermediate_size=1536",
+                  "--set", "num_hidden_layers=30", "--set", "num_attention_heads=9",
+                  "--set", "num_key_value_heads=3", "--set", "head_dim=64", "--set", "vocab_size=49152",
+                  "--set", "max_position_embeddings=2048", "--set", "tie_word_embeddings=true"],
     "llama1b": ["--arch", "llama", "--set", "hidden_size=2048", "--set", "intermediate_size=5632",
                 "--set", "num_hidden_layers=22", "--set", "num_attention_heads=32",
                 "--set", "num_key_value_heads=4", "--set", "head_dim=64", "--set", "vocab_size=32000",
@@ -39,42 +45,51 @@ def log(*a):
     print(*a, flush=True)
 
 
-def copy_bandwidth(torch):
+def copy_bandwidth(torch, device):
+    """Bytes read + written per second by a large copy (1 GiB, 4x the last-level cache or more)."""
     n = 1 << 30
-    a = torch.empty(n, dtype=torch.uint8, device="cuda")
+    a = torch.empty(n, dtype=torch.uint8, device=device)
     b = torch.empty_like(a)
     a.random_(0, 255)
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     for _ in range(3):
         b.copy_(a)
-    torch.cuda.synchronize()
-    ev = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
     times = []
-    for _ in range(10):
-        ev[0].record()
+    for _ in range(10 if device == "cuda" else 5):
+        sync()
+        t = time.perf_counter()
         b.copy_(a)
-        ev[1].record()
-        torch.cuda.synchronize()
-        times.append(ev[0].elapsed_time(ev[1]) / 1e3)
+        sync()
+        times.append(time.perf_counter() - t)
     times.sort()
     return 2 * n / times[len(times) // 2]
 
 
 def hf_decode(torch, model, ids, new, compiled=False):
     """ms per decode step and ms to first token of HF generate()."""
-    kw = dict(do_sample=False, eos_token_id=None, pad_token_id=0, attention_mask=torch.ones_like(ids))
+    kw = dict(do_sample=False, eos_token_id=None, pad_token_id=0, attention_mask=torch.ones_like(ids),
+              use_cache=True)
     if compiled:
         kw["cache_implementation"] = "static"
+    sync = torch.cuda.synchronize if ids.is_cuda else (lambda: None)
     def timed(n):
-        torch.cuda.synchronize()
+        sync()
         t = time.perf_counter()
         out = model.generate(ids, max_new_tokens=n, min_new_tokens=None, **kw)
-        torch.cuda.synchronize()
+        sync()
         return time.perf_counter() - t, out.shape[1] - ids.shape[1]
     timed(4)  # warm-up (and compilation)
     timed(4)
     t1, _ = timed(1)
     tn, steps = timed(new)
     return (tn - t1) / max(steps - 1, 1) * 1e3, t1 * 1e3
+
+
+def cpu_name():
+    for line in open("/proc/cpuinfo"):
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return "unknown"
 
 
 def main():
@@ -84,6 +99,10 @@ def main():
     ap.add_argument("--prompt", type=int, default=128)
     ap.add_argument("--new", type=int, default=128)
     ap.add_argument("--compile-peer", action="store_true")
+    ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    ap.add_argument("--threads", type=int, default=0, help="cpu: threads for genrun and torch (default: cores)")
+    ap.add_argument("--exports", help="reuse (or keep) the exported models in this folder")
+    ap.add_argument("--bin", help="genc/genrun folder (default: dist/ for cuda, build/tools for cpu)")
     ap.add_argument("--out", default=os.environ.get("OUT", "/tmp/bench"))
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
@@ -91,23 +110,37 @@ def main():
     import transformers
     torch.set_grad_enabled(False)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    bindir = tempfile.mkdtemp()
-    with tarfile.open(os.path.join(root, "dist", "genc-linux-x86_64.tar.gz")) as t:
-        t.extractall(bindir)
+    cpu = args.device == "cpu"
+    if args.bin:
+        bindir = args.bin
+    elif cpu:
+        bindir = os.path.join(root, "build", "tools")
+    else:
+        bindir = tempfile.mkdtemp()
+        with tarfile.open(os.path.join(root, "dist", "genc-linux-x86_64.tar.gz")) as t:
+            t.extractall(bindir)
     env = dict(os.environ, LD_LIBRARY_PATH="/usr/local/cuda/lib64:" + os.environ.get("LD_LIBRARY_PATH", ""))
     work = tempfile.mkdtemp()
-    dev = torch.cuda.get_device_name()
-    bw = copy_bandwidth(torch)
+    threads = args.threads or len(os.sched_getaffinity(0))
+    if cpu:
+        torch.set_num_threads(threads)
+        dev = f"CPU: {cpu_name()} ({threads} threads)"
+    else:
+        dev = torch.cuda.get_device_name()
+    bw = copy_bandwidth(torch, args.device)
     rows = []
-    header = ("| model | batch | genrun TTFT ms | genrun ms/token | HF eager ms/token | HF static+compile ms/token "
-              "| floor ms/token | genrun / floor | HF eager / genrun | HF compile / genrun |")
-    log(f"device: {dev}; copy bandwidth {bw / 1e12:.2f} TB/s (read + write)")
+    header = ("| model | batch | genrun TTFT ms | genrun ms/token | HF eager TTFT ms | HF eager ms/token "
+              "| HF static+compile ms/token | floor ms/token | floor / genrun | HF eager / genrun "
+              "| HF compile / genrun |")
+    log(f"device: {dev}; copy bandwidth {bw / 1e9:.1f} GB/s (read + write)")
     batches = [int(b) for b in args.batches.split(",")]
     for name in args.models.split(","):
-        d = os.path.join(work, name)
+        d = os.path.join(args.exports or work, name)
         t0 = time.time()
-        r = subprocess.run([sys.executable, os.path.join(root, "tools", "export.py"), *MODELS[name],
-                            "--seed", "3", "--no-check", "--out", d], capture_output=True, text=True)
+        r = subprocess.CompletedProcess([], 0)
+        if not os.path.exists(os.path.join(d, "model.onnx")):
+            r = subprocess.run([sys.executable, os.path.join(root, "tools", "export.py"), *MODELS[name],
+                                "--seed", "3", "--no-check", "--out", d], capture_output=True, text=True)
         if r.returncode:
             log(f"{name}: export failed\n{r.stderr[-2000:]}")
             continue
@@ -115,7 +148,8 @@ def main():
         plan = os.path.join(work, name + ".plan")
         stats = os.path.join(work, name + ".stats.json")
         r = subprocess.run([os.path.join(bindir, "genc"), "compile", os.path.join(d, "model.onnx"), "-o", plan,
-                            "--dtype", "f16", "--max-batch", str(max(batches)), "--max-beams", "1",
+                            "--dtype", "f32" if cpu else "f16", *(["--gpu-arch="] if cpu else []),
+                            "--max-batch", str(max(batches)), "--max-beams", "1",
                             "--max-length", str(args.prompt + args.new), "--stats-json", stats],
                            capture_output=True, text=True, env=env)
         t2 = time.time()
@@ -126,7 +160,11 @@ def main():
         log(f"{name}: export {t1 - t0:.0f} s; genc compile {t2 - t1:.1f} s; weights {st['weights_bytes']} B; "
             f"launches/step {st['decode_step_launches']}")
         cfg = transformers.AutoConfig.from_pretrained(d)
-        model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=torch.float16).cuda().eval()
+        # export.py saves the config with use_cache false (the export is the
+        # plain forward); HF must generate with its KV cache, as genrun does.
+        cfg.use_cache = True
+        model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=torch.float32 if cpu else torch.float16)
+        model = model.eval() if cpu else model.cuda().eval()
         layers = getattr(cfg, "num_hidden_layers", None) or cfg.n_layer
         heads = getattr(cfg, "num_attention_heads", None) or cfg.n_head
         kvh = getattr(cfg, "num_key_value_heads", None) or heads
@@ -140,7 +178,8 @@ def main():
                     f.write(json.dumps({"input_ids": row}) + "\n")
             gr = None
             for _ in range(2):  # the second run is the one reported (page cache warm)
-                r = subprocess.run([os.path.join(bindir, "genrun"), plan, "--device", "cuda", "--input", prompts,
+                r = subprocess.run([os.path.join(bindir, "genrun"), plan, "--device", args.device, "--input", prompts,
+                                    *(["--threads", str(threads)] if cpu else []),
                                     "--max-new-tokens", str(args.new), "--stats", "--output", os.devnull],
                                    capture_output=True, text=True, env=env)
                 if r.returncode:
@@ -150,9 +189,9 @@ def main():
                 gr = (float(m.group(1)), float(m.group(2)))
             if gr is None:
                 continue
-            hf_ms, _ = hf_decode(torch, model, ids.cuda(), args.new)
+            hf_ms, hf_ttft = hf_decode(torch, model, ids if cpu else ids.cuda(), args.new)
             comp_ms = None
-            if args.compile_peer and b == 1 and name == "llama1b":
+            if args.compile_peer and b == 1 and name == "llama1b" and not cpu:
                 try:
                     cm = transformers.AutoModelForCausalLM.from_config(cfg, dtype=torch.float16).cuda().eval()
                     cm.forward = torch.compile(cm.forward, mode="reduce-overhead", fullgraph=True)
@@ -161,17 +200,17 @@ def main():
                 except Exception as e:  # report, do not stop the table
                     log(f"{name} b{b}: HF static+compile failed: {e!r:.300}")
             ctx = args.prompt + args.new / 2
-            kv_read = b * layers * 2 * kvh * hd * 2 * ctx
+            kv_read = b * layers * 2 * kvh * hd * (4 if cpu else 2) * ctx
             floor_ms = (st["weights_bytes"] + kv_read) / bw * 1e3
-            row = (f"| {name} | {b} | {gr[0]:.2f} | {gr[1]:.3f} | {hf_ms:.3f} | "
-                   f"{'%.3f' % comp_ms if comp_ms else '-'} | {floor_ms:.3f} | {gr[1] / floor_ms:.2f} | "
-                   f"{hf_ms / gr[1]:.1f}x | {'%.1fx' % (comp_ms / gr[1]) if comp_ms else '-'} |")
+            row = (f"| {name} | {b} | {gr[0]:.2f} | {gr[1]:.3f} | {hf_ttft:.2f} | {hf_ms:.3f} | "
+                   f"{'%.3f' % comp_ms if comp_ms else '-'} | {floor_ms:.3f} | {floor_ms / gr[1]:.0%} | "
+                   f"{hf_ms / gr[1]:.2f}x | {'%.2fx' % (comp_ms / gr[1]) if comp_ms else '-'} |")
             rows.append(row)
             log(row)
         del model
         torch.cuda.empty_cache()
-    table = [f"device: {dev}; copy bandwidth {bw / 1e12:.2f} TB/s; prompt {args.prompt}, {args.new} new tokens, "
-             f"greedy, fp16, random weights", "", header, "|" + "---|" * 10, *rows]
+    table = [f"device: {dev}; copy bandwidth {bw / 1e9:.1f} GB/s; prompt {args.prompt}, {args.new} new tokens, "
+             f"greedy, {'f32' if cpu else 'fp16'}, random weights", "", header, "|" + "---|" * 11, *rows]
     open(os.path.join(args.out, "bench.md"), "w").write("\n".join(table) + "\n")
     log("\n".join(table))
 

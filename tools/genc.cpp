@@ -15,6 +15,7 @@
 #include "compiler/driver/ModelConfig.h"
 #include "compiler/driver/Pipeline.h"
 #include "compiler/driver/ProfileYaml.h"
+#include "compiler/remarks/Progress.h"
 #include "compiler/remarks/RemarkStream.h"
 #include "compiler/driver/TokenizerFiles.h"
 #include "passes/analysis/PlanOptions.h"
@@ -33,9 +34,11 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <set>
 #include <iostream>
@@ -122,8 +125,42 @@ static cl::opt<std::string> RemarksFilter("remarks",
                                                    "without --remarks-file they go to stderr"),
                                           cl::value_desc("regex"), cl::sub(CompileCmd), cl::sub(OptCmd),
                                           cl::cat(GencCat));
+static cl::opt<bool> Quiet("quiet", cl::desc("Show no progress on stderr (errors and notes still)"),
+                           cl::sub(CompileCmd), cl::cat(GencCat));
+static cl::opt<bool> ShowProgress("progress",
+                                  cl::desc("Show progress on stderr even when it is not a terminal "
+                                           "(default: only on a terminal)"),
+                                  cl::sub(CompileCmd), cl::cat(GencCat));
+static cl::opt<bool> TimeReport("time-report", cl::desc("Print the time of each phase and pass to stderr"),
+                                cl::sub(CompileCmd), cl::cat(GencCat));
 static cl::opt<bool> ListPasses("list-passes", cl::desc("List the known passes and exit"),
                                 cl::sub(*cl::AllSubCommands), cl::cat(GencCat));
+
+// compile's phases and passes with their wall times: each shown as it
+// finishes when progress is on, all of them at the end with --time-report.
+static std::vector<std::pair<std::string, double>> Timings;
+
+template <typename F> static auto timed(const std::string &phase, F &&run) {
+  progress::begin(phase);
+  auto start = std::chrono::steady_clock::now();
+  auto result = run();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  progress::finished(phase, seconds);
+  Timings.emplace_back(phase, seconds);
+  return result;
+}
+
+static void printTimeReport() {
+  if (!TimeReport)
+    return;
+  double total = 0;
+  errs() << "genc: time report (wall seconds)\n";
+  for (const auto &[name, seconds] : Timings) {
+    errs() << format("  %-24s %9.3f\n", name.c_str(), seconds);
+    total += seconds;
+  }
+  errs() << format("  %-24s %9.3f\n", static_cast<const char *>("total"), total);
+}
 
 // The remark stream of the running command: `fail` flushes it, so the
 // remarks of the passes that ran stay readable after an error.
@@ -233,6 +270,7 @@ static void runPasses(Module &m, const std::vector<std::string> &passes) {
   opts.printAfter.insert(PrintAfter.begin(), PrintAfter.end());
   opts.printAfterAll = PrintAfterAll;
   opts.printStream = &std::cerr;
+  opts.timings = &Timings;
   check(runPipeline(m, passes, opts));
 }
 
@@ -390,6 +428,7 @@ static void requireConfig(const std::string &dir, const CompileProfile &given) {
 // The profile file (read first: its errors come before a slow import), the
 // flags over it, then the model's defaults.
 static int runCompile() {
+  progress::enable(!Quiet && (ShowProgress || sys::Process::StandardErrIsDisplayed()));
   CompileProfile given = ProfileFile.empty() ? CompileProfile{} : check(readProfile(ProfileFile));
   // A profile's tokenizer path is relative to the profile (they travel
   // together); made absolute, the plan's embedded profile still finds it.
@@ -401,12 +440,13 @@ static int runCompile() {
     given.tokenizer = p.str().str();
   }
   given.overrideWith(flagsProfile());
+  if (!PrintProfile)
+    openRemarks();
+  // The model's own errors (a missing file, a bad proto) come first.
+  auto m = timed("import", [] { return loadModel({Inputs.begin(), Inputs.end()}); });
   std::string dir = sys::fs::is_directory(Inputs[0]) ? Inputs[0]
                                                      : sys::path::parent_path(Inputs[0]).str();
   requireConfig(dir, given);
-  if (!PrintProfile)
-    openRemarks();
-  auto m = loadModel({Inputs.begin(), Inputs.end()});
   check(loadModelConfig(dir, *m));
   CompileProfile profile = check(resolveProfile(given, *m, Emit == EmitKind::IR));
   if (PrintProfile) {
@@ -425,8 +465,8 @@ static int runCompile() {
     writeText(cudaModuleText(emitCuda(*m, activation)));
   } else {
     PlanParts parts;
-    parts.activation = castWeights(*m, *profile.dtype);
-    GpuKernels gpu = compileGpuKernels(*m, parts.activation, *profile.gpuArchs);
+    parts.activation = timed("cast-weights", [&] { return castWeights(*m, *profile.dtype); });
+    GpuKernels gpu = timed("nvrtc", [&] { return compileGpuKernels(*m, parts.activation, *profile.gpuArchs); });
     if (gpu.built) {
       parts.kernels = &gpu.kernels;
       parts.code = &gpu.code;
@@ -447,11 +487,12 @@ static int runCompile() {
         fail("tokenizer '" + *profile.tokenizer + "' holds no tokenizer.json");
     }
     parts.tokenizer = tokenizer ? &*tokenizer : nullptr;
-    PlanStats stats = check(writePlan(*m, OutputFile, parts));
+    PlanStats stats = timed("write-plan", [&] { return check(writePlan(*m, OutputFile, parts)); });
     if (!StatsJson.empty())
       writeStats(stats);
   }
   finishRemarks();
+  printTimeReport();
   return 0;
 }
 

@@ -6,14 +6,15 @@
 //
 // Every input is read and checked before anything is generated, and output
 // is written only when all of it is ready (to a temporary file renamed into
-// place), so a failure never leaves partial output behind.
+// place), so a failure never leaves partial output behind; except with
+// --stream, whose lines go out as tokens become final.
 #include "tools/GenrunOptions.h"
 
 #include "runtime/JsonLines.h"
 #include "runtime/Runtime.h"
 #include "runtime/search/Generate.h"
 #include "runtime/text/PlanTokenizer.h"
-#include "runtime/text/Unicode.h"
+#include "runtime/text/TextStream.h"
 
 #include <cerrno>
 #include <cmath>
@@ -56,6 +57,98 @@ std::string readFile(const std::string &path) {
 
 } // namespace
 
+// Output is written only when all of it is ready (to a temporary file
+// renamed into place), so a failure never leaves partial output behind.
+static void generateAll(const genrun::Args &args, Decoder &decoder, const text::Tokenizer *tokenizer,
+                        const std::vector<Prompt> &prompts, GenerationStats &stats) {
+  // Open the output before the (possibly long) generation so that a bad
+  // path fails fast; write into a temporary beside it, rename at the end.
+  std::string tmpPath;
+  std::ofstream outFile;
+  if (!args.output.empty()) {
+    tmpPath = args.output + ".tmp" + std::to_string(getpid());
+    outFile.open(tmpPath, std::ios::binary | std::ios::trunc);
+    if (!outFile)
+      fail("cannot write output '" + args.output + "': " + std::strerror(errno));
+  }
+  auto abandon = [&](const std::string &msg) {
+    if (!tmpPath.empty()) {
+      outFile.close();
+      std::remove(tmpPath.c_str());
+    }
+    fail(msg);
+  };
+
+  std::vector<GenerationResult> results;
+  if (Status s = generate(decoder, args.cfg, prompts, results, &stats); !s)
+    abandon(s.message());
+
+  std::string text;
+  for (const GenerationResult &r : results) {
+    std::vector<std::string> decoded;
+    for (const GeneratedSequence &seq : r.sequences)
+      if (tokenizer)
+        decoded.push_back(tokenizer->decode(seq.outputIds, true));
+    text += resultLine(r, tokenizer ? &decoded : nullptr);
+    text += '\n';
+  }
+  if (args.output.empty()) {
+    std::cout << text;
+    std::cout.flush();
+    if (!std::cout)
+      fail("cannot write to stdout");
+  } else {
+    outFile << text;
+    outFile.close();
+    if (!outFile)
+      abandon("cannot write output '" + tmpPath + "'");
+    if (std::rename(tmpPath.c_str(), args.output.c_str()) != 0)
+      abandon("cannot rename '" + tmpPath + "' to '" + args.output + "': " + std::strerror(errno));
+  }
+}
+
+// --stream: one JSON line per event, flushed as it happens, to --output
+// (written directly: the lines already out are the point) or stdout. On a
+// failure the lines written stay, and the error follows on stderr.
+static void generateStreaming(const genrun::Args &args, Decoder &decoder, const text::Tokenizer *tokenizer,
+                              const std::vector<Prompt> &prompts, GenerationStats &stats) {
+  std::ofstream file;
+  if (!args.output.empty()) {
+    file.open(args.output, std::ios::binary | std::ios::trunc);
+    if (!file)
+      fail("cannot write output '" + args.output + "': " + std::strerror(errno));
+  }
+  std::ostream &out = args.output.empty() ? std::cout : file;
+  text::TextStreamObserver observer(tokenizer, [&](text::StreamEvent &&ev) {
+    out << streamEventLine(ev, tokenizer != nullptr) << '\n';
+    out.flush();
+  });
+  std::vector<GenerationResult> results;
+  if (Status s = generate(decoder, args.cfg, prompts, results, &stats, &observer); !s)
+    fail(s.message());
+  if (!out)
+    fail(args.output.empty() ? "cannot write to stdout" : "cannot write output '" + args.output + "'");
+}
+
+static void printStats(const Decoder &decoder, size_t promptCount, const GenerationStats &stats) {
+  // Decode ms/token: the wall time of the search steps after each batch's
+  // prefill, per step (one token per live row each).
+  double decodeMs = stats.decodeForwardCalls ? stats.decodeSeconds * 1e3 / stats.decodeForwardCalls : 0.0;
+  char buf[768];
+  std::snprintf(buf, sizeof buf,
+                "genrun: stats: device %s; %zu prompts in %lld batches, %lld prompt tokens, %lld generated tokens\n"
+                "genrun: stats: time to first token %.3f ms, decode %.3f ms/token, total %.3f s, %.1f generated tokens/s\n"
+                "genrun: stats: %lld decode steps, %lld forward calls, memory %lld bytes (%.1f MiB)%s%s\n",
+                decoder.deviceName().c_str(), promptCount, (long long)stats.batches,
+                (long long)stats.promptTokens, (long long)stats.generatedTokens,
+                stats.firstTokenSeconds * 1e3, decodeMs, stats.totalSeconds,
+                stats.totalSeconds > 0 ? stats.generatedTokens / stats.totalSeconds : 0.0,
+                (long long)stats.decodeSteps, (long long)stats.forwardCalls,
+                (long long)decoder.memoryBytes(), decoder.memoryBytes() / (1024.0 * 1024.0),
+                decoder.memoryReport().empty() ? "" : ": ", decoder.memoryReport().c_str());
+  std::cerr << buf;
+}
+
 static int run(int argc, char **argv) {
   genrun::Args args;
   if (Status s = genrun::parseArgs(std::vector<std::string>(argv, argv + argc), args); !s)
@@ -93,7 +186,7 @@ static int run(int argc, char **argv) {
   }
 
   Status err = Status::ok();
-  std::unique_ptr<Decoder> decoder = openDecoder(args.plan, args.device, err);
+  std::unique_ptr<Decoder> decoder = openDecoder(args.plan, args.device, err, args.exec);
   if (!decoder)
     fail(err.message());
   std::unique_ptr<text::Tokenizer> tokenizer;
@@ -106,83 +199,20 @@ static int run(int argc, char **argv) {
   for (size_t n = 0; n < prompts.size(); ++n) {
     if (texts[n]) {
       std::string field = args.prompts.empty() ? "field \"text\": " : "";
-      if (!tokenizer)
-        fail(where[n] + ": " + field +
-             "the plan carries no tokenizer (compile the model with its tokenizer.json beside it, or give "
-             "\"input_ids\")");
-      if (size_t bad; !text::isValidUtf8(*texts[n], &bad))
-        fail(where[n] + ": " + field + "the text is not valid UTF-8 (byte " + std::to_string(bad) + ")");
-      if (Status s = tokenizer->encode(*texts[n], true, prompts[n].inputIds); !s)
+      if (Status s = text::encodePrompt(tokenizer.get(), *texts[n], "give \"input_ids\"", prompts[n].inputIds); !s)
         fail(where[n] + ": " + field + s.message());
     }
     if (Status s = validatePrompt(prompts[n], info, args.cfg); !s)
       fail(where[n] + ": " + s.message());
   }
 
-  // Open the output before the (possibly long) generation so that a bad
-  // path fails fast; write into a temporary beside it, rename at the end.
-  std::string tmpPath;
-  std::ofstream outFile;
-  if (!args.output.empty()) {
-    tmpPath = args.output + ".tmp" + std::to_string(getpid());
-    outFile.open(tmpPath, std::ios::binary | std::ios::trunc);
-    if (!outFile)
-      fail("cannot write output '" + args.output + "': " + std::strerror(errno));
-  }
-  auto abandon = [&](const std::string &msg) {
-    if (!tmpPath.empty()) {
-      outFile.close();
-      std::remove(tmpPath.c_str());
-    }
-    fail(msg);
-  };
-
-  std::vector<GenerationResult> results;
   GenerationStats stats;
-  if (Status s = generate(*decoder, args.cfg, prompts, results, &stats); !s)
-    abandon(s.message());
-
-  std::string text;
-  for (const GenerationResult &r : results) {
-    std::vector<std::string> decoded;
-    for (const GeneratedSequence &seq : r.sequences)
-      if (tokenizer)
-        decoded.push_back(tokenizer->decode(seq.outputIds, true));
-    text += resultLine(r, tokenizer ? &decoded : nullptr);
-    text += '\n';
-  }
-  if (args.output.empty()) {
-    std::cout << text;
-    std::cout.flush();
-    if (!std::cout)
-      fail("cannot write to stdout");
-  } else {
-    outFile << text;
-    outFile.close();
-    if (!outFile)
-      abandon("cannot write output '" + tmpPath + "'");
-    if (std::rename(tmpPath.c_str(), args.output.c_str()) != 0)
-      abandon("cannot rename '" + tmpPath + "' to '" + args.output + "': " + std::strerror(errno));
-  }
-
-  if (args.stats) {
-    // Decode ms/token: the wall time of the search steps after each batch's
-    // prefill, per step (one token per live row each).
-    double decodeMs = stats.decodeForwardCalls ? stats.decodeSeconds * 1e3 / stats.decodeForwardCalls : 0.0;
-    char buf[768];
-    std::snprintf(buf, sizeof buf,
-                  "genrun: stats: device %s; %zu prompts in %lld batches, %lld prompt tokens, %lld generated tokens\n"
-                  "genrun: stats: time to first token %.3f ms, decode %.3f ms/token, total %.3f s, %.1f generated tokens/s\n"
-                  "genrun: stats: %lld decode steps, %lld forward calls, memory %lld bytes (%.1f MiB)%s%s\n",
-                  decoder->deviceName().c_str(), prompts.size(), (long long)stats.batches,
-                  (long long)stats.promptTokens, (long long)stats.generatedTokens,
-                  stats.firstTokenSeconds * 1e3, decodeMs, stats.totalSeconds,
-                  stats.totalSeconds > 0 ? stats.generatedTokens / stats.totalSeconds : 0.0,
-                  (long long)stats.decodeSteps, (long long)stats.forwardCalls,
-                  (long long)decoder->memoryBytes(), decoder->memoryBytes() / (1024.0 * 1024.0),
-                  decoder->memoryReport().empty() ? "" : ": ", decoder->memoryReport().c_str());
-    std::cerr << buf;
-  }
+  if (args.stream)
+    generateStreaming(args, *decoder, tokenizer.get(), prompts, stats);
+  else
+    generateAll(args, *decoder, tokenizer.get(), prompts, stats);
+  if (args.stats)
+    printStats(*decoder, prompts.size(), stats);
   return 0;
 }
 

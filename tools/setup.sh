@@ -5,7 +5,8 @@ set -euo pipefail
 
 need_apt=()
 for pkg in cmake ninja-build g++ libonnx-dev libprotobuf-dev protobuf-compiler \
-           llvm-14-dev llvm-14-tools libgtest-dev zlib1g-dev libzstd-dev libtinfo-dev python3; do
+           llvm-14-dev llvm-14-tools libgtest-dev libopenblas-dev zlib1g-dev libzstd-dev libtinfo-dev python3 python3-dev \
+           python3-pip; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then
@@ -18,9 +19,12 @@ fi
 
 # Python helpers used by the tests (numpy reads the fixtures' .npz; lit runs the
 # lit suites when llvm-14-tools' copy is absent; tokenizers, sentencepiece and
-# protobuf train the tokenizers tests/text checks the runtime's against).
+# protobuf train the tokenizers tests/text checks the runtime's against),
+# pybind11 (builds the Python package genc), pytest (its tests) and
+# transformers (its GenerationConfig, which genc's generate() accepts; no torch).
 PY=${PYTHON:-python3}
-for spec in numpy:numpy lit:lit tokenizers:tokenizers sentencepiece:sentencepiece google.protobuf:protobuf; do
+for spec in numpy:numpy lit:lit tokenizers:tokenizers sentencepiece:sentencepiece google.protobuf:protobuf \
+            pybind11:pybind11 pytest:pytest transformers:transformers; do
   mod=${spec%%:*} pkg=${spec##*:}
   if ! "$PY" -c "import $mod" >/dev/null 2>&1; then
     echo "setup: pip installing $pkg"

@@ -8,6 +8,7 @@
 #include <ostream>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace genc {
@@ -16,6 +17,8 @@ struct PipelineOptions {
   std::set<std::string> printAfter;
   bool printAfterAll = false;
   std::ostream *printStream = nullptr; // where --print-ir-after goes
+  /// Gets (pass, seconds) for each pass run (--time-report).
+  std::vector<std::pair<std::string, double>> *timings = nullptr;
 };
 
 /// Runs `passes` in order. An unknown pass name is an error listing the known ones.

@@ -6,6 +6,7 @@
 #include "compiler/onnx/ExternalData.h"
 #include "compiler/onnx/ImportContext.h"
 #include "compiler/onnx/OnnxTensor.h"
+#include "compiler/remarks/Progress.h"
 
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -119,8 +120,13 @@ private:
   llvm::Error bindInitializers() {
     if (g_.sparse_initializer_size())
       return fail(s_.file + ": sparse initializers are not supported");
+    uint64_t total = 0, done = 0;
+    for (const onnx::TensorProto &t : g_.initializer())
+      total += initializerBytes(t);
     for (int i = 0; i < g_.initializer_size(); ++i) {
       const onnx::TensorProto &t = g_.initializer(i);
+      progress::update("import: weights", done, total, /*bytes=*/true);
+      done += initializerBytes(t);
       const std::string &name = t.name();
       if (name.empty())
         return fail(s_.file + ": initializer " + llvm::Twine(i) + " has no name");
@@ -138,7 +144,17 @@ private:
         s_.pending[name] = {shared, name};
       }
     }
+    progress::update("import: weights", done, total, /*bytes=*/true);
     return llvm::Error::success();
+  }
+
+  // What a weight holds, for progress only: its element count times the
+  // element size (0 for types the importer will refuse anyway).
+  static uint64_t initializerBytes(const onnx::TensorProto &t) {
+    std::optional<DType> dt = dtypeFromOnnx(t.data_type());
+    std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
+    std::optional<int64_t> n = dt ? checkedNumElements(dims, dtypeSize(*dt)) : std::nullopt;
+    return n ? uint64_t(*n) * dtypeSize(*dt) : 0;
   }
 
   llvm::Error bindInputs() {

@@ -4,9 +4,14 @@
 #include "runtime/OpSignatures.h"
 #include "runtime/cpu/AttentionIo.h"
 #include "runtime/cpu/FusedBody.h"
+#include "runtime/cpu/FusedRows.h"
+#include "runtime/cpu/Kernels.h"
 #include "runtime/cpu/KvCache.h"
 #include "runtime/cpu/OpLibrary.h"
 
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -30,6 +35,8 @@ struct RunState {
   const ProgramRun &run;
   KernelContext kernels;
   HostKvCache &cache;
+  ThreadPool *pool;
+  const std::vector<Tensor> *weights;
 };
 
 /// One op of a program, resolved at load to what runs it on the CPU.
@@ -57,6 +64,34 @@ private:
   Kernel kernel_;
 };
 
+/// `fused`: the body over pieces of the token axis in parallel where it is
+/// row-wise (cpu/FusedRows.h) and the run is long enough, else op by op.
+class FusedOp final : public CpuOp {
+public:
+  FusedOp(const Program *body, const FusedRows *rows) : body_(body), rows_(rows) {}
+  Status run(RunState &rs, const OpInfo &op, const std::vector<Tensor> &ins,
+             std::vector<Tensor> &outs) override {
+    auto t = rs.run.symbols.find("tokens");
+    bool planned = true;
+    for (const Tensor &o : outs)
+      planned = planned && o.valid() && o.rawData();
+    if (rows_ && planned && rs.pool && rs.pool->size() > 1 && t != rs.run.symbols.end() && t->second >= 32) {
+      if (Error e = rows_->run(*rs.weights, rs.run.symbols, *rs.pool, ins, outs))
+        return Status::error(e.message());
+      return Status::ok();
+    }
+    if (!body_)
+      return Status::error("a fused op without its body");
+    if (Error e = runFusedBody(*body_, *rs.weights, rs.kernels, ins, outs))
+      return Status::error(e.message());
+    return Status::ok();
+  }
+
+private:
+  const Program *body_;
+  const FusedRows *rows_; // null: not row-wise
+};
+
 /// The three cache-backed attention ops. Their operands may be the packed
 /// projection (fold-attention-io); the math runs head-major.
 class AttentionOp final : public CpuOp {
@@ -78,13 +113,15 @@ public:
     if (outs[0].shape() != want || outs[0].dtype() != DType::F32)
       return Status::error("the result does not have its planned shape");
     Tensor headMajor = io.mergeHeads ? Tensor(DType::F32, q) : outs[0];
-    Status s = kind_ == Self    ? selfAttention(rs.cache, op.attrs, io.operands, headMajor, rs.run.attention)
-               : kind_ == Cross ? crossAttention(rs.cache, op.attrs, io.operands, headMajor, rs.run.attention)
+    Status s = kind_ == Self    ? selfAttention(rs.cache, op.attrs, io.operands, headMajor, rs.run.attention, rs.pool)
+               : kind_ == Cross ? crossAttention(rs.cache, op.attrs, io.operands, headMajor, rs.run.attention, rs.pool)
                                 : packedAttention(op.attrs, io.operands, headMajor, rs.run.attention);
     if (!s)
       return s;
     if (io.mergeHeads)
       mergeHeads(headMajor, outs[0]);
+    else
+      outs[0] = headMajor; // the same buffer, unless writing it had to copy
     return Status::ok();
   }
 
@@ -94,19 +131,21 @@ private:
 
 class CpuExecutor final : public Executor {
 public:
-  explicit CpuExecutor(std::shared_ptr<const Plan> plan) : plan_(std::move(plan)) {}
+  CpuExecutor(std::shared_ptr<const Plan> plan, int threads) : plan_(std::move(plan)) {
+    threads_ = threads > 0 ? threads : physicalCores();
+  }
+
+  ~CpuExecutor() override {
+    for (const auto &[kind, v] : profileMs_)
+      std::fprintf(stderr, "genrun: profile: %-28s %10.3f ms over %6lld ops (%.4f ms each)\n", kind.c_str(),
+                   v.first, static_cast<long long>(v.second), v.first / std::max<int64_t>(1, v.second));
+  }
 
   Status init() {
-    for (const auto &[name, prog] : plan_->programs) {
-      Compiled &c = programs_[name];
-      for (const OpInfo &op : prog.ops) {
-        std::unique_ptr<CpuOp> impl = resolve(op.kind);
-        if (!impl)
-          return Status::error("plan op '" + op.kind + "' (at \"" + op.loc +
-                               "\") has no CPU implementation in this genrun");
-        c.ops.push_back(std::move(impl));
-      }
-    }
+    const char *prof = std::getenv("GENC_CPU_PROFILE");
+    profile_ = prof && std::string(prof) == "1";
+    pool_ = std::make_unique<ThreadPool>(threads_);
+    setMatmulThreads(threads_);
     for (const auto &[name, body] : plan_->functions)
       for (const auto &op : body.ops)
         if (!findKernel(op.kind) || op.kind == "fused")
@@ -117,6 +156,20 @@ public:
     } catch (const std::bad_alloc &) {
       return Status::error("cannot widen the plan's weights to f32 in host memory");
     }
+    // Each body once: may it run over pieces of the token axis?
+    for (const auto &[name, body] : plan_->functions)
+      if (auto rows = std::make_unique<FusedRows>(); rows->prepare(body, weights_))
+        rowWise_[name] = std::move(rows);
+    for (const auto &[name, prog] : plan_->programs) {
+      Compiled &c = programs_[name];
+      for (const OpInfo &op : prog.ops) {
+        std::unique_ptr<CpuOp> impl = resolve(op);
+        if (!impl)
+          return Status::error("plan op '" + op.kind + "' (at \"" + op.loc +
+                               "\") has no CPU implementation in this genrun");
+        c.ops.push_back(std::move(impl));
+      }
+    }
     arenaBytes_ = plan_->arenaBytes();
     arena_.reset(static_cast<uint8_t *>(std::aligned_alloc(64, (arenaBytes_ + 63) / 64 * 64 + 64)));
     if (!arena_)
@@ -124,7 +177,7 @@ public:
     return HostKvCache::create(plan_->kv, cache_);
   }
 
-  std::string deviceName() const override { return "cpu"; }
+  std::string deviceName() const override { return "cpu (" + std::to_string(threads_) + " threads)"; }
 
   int64_t memoryBytes() const override {
     int64_t w = 0;
@@ -187,13 +240,21 @@ private:
     std::vector<std::unique_ptr<CpuOp>> ops; // one per program op, resolved at load
   };
 
-  // By the op's class in the one table of op signatures: the cache-backed
-  // attention ops run against the KV cache, every other kind is a kernel of
-  // the op library.
-  static std::unique_ptr<CpuOp> resolve(const std::string &kind) {
+  // By the op's class in the one table of op signatures: a fused group runs
+  // its body, the cache-backed attention ops run against the KV cache, every
+  // other kind is a kernel of the op library.
+  std::unique_ptr<CpuOp> resolve(const OpInfo &op) const {
+    const std::string &kind = op.kind;
     const OpSignature *sig = findOpSignature(kind);
     if (!sig)
       return nullptr;
+    if (sig->cls == OpClass::Fused) {
+      std::string body = attrStr(op.attrs, "body");
+      auto it = plan_->functions.find(body);
+      auto rows = rowWise_.find(body);
+      return std::make_unique<FusedOp>(it == plan_->functions.end() ? nullptr : &it->second,
+                                       rows == rowWise_.end() ? nullptr : rows->second.get());
+    }
     if (sig->cls == OpClass::CacheAttention)
       return std::make_unique<AttentionOp>(kind == "kv_attention"      ? AttentionOp::Self
                                            : kind == "cross_attention" ? AttentionOp::Cross
@@ -263,7 +324,7 @@ private:
       if (prog.values[i].storage == Storage::Weight)
         vals[i] = weights_[prog.values[i].index];
 
-    RunState rs{run, KernelContext(), cache_};
+    RunState rs{run, KernelContext(), cache_, pool_.get(), &weights_};
     rs.kernels.symbols = &run.symbols;
     rs.kernels.runBody = [this, &rs](const std::string &b, const std::vector<Tensor> &in,
                                      std::vector<Tensor> &out) {
@@ -284,9 +345,15 @@ private:
         ranks.push_back(static_cast<int64_t>(prog.values[r].shape.size()));
       }
       planned = outs;
+      auto t0 = std::chrono::steady_clock::now();
       Status s = compiled.ops[k]->run(rs, op, ins, outs);
       for (size_t i = 0; s && i < outs.size(); ++i)
         s = settle(prog.values[op.results[i]], planned[i], outs[i]);
+      if (profile_) {
+        auto &slot = profileMs_[prog.name + " " + op.kind];
+        slot.first += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        ++slot.second;
+      }
       if (!s)
         return Status::error("op '" + op.kind + "' at \"" + op.loc + "\": " + s.message());
       for (size_t i = 0; i < outs.size(); ++i)
@@ -307,15 +374,21 @@ private:
   int64_t arenaBytes_ = 0;
   std::unique_ptr<uint8_t, Free> arena_;
   HostKvCache cache_;
+  int threads_ = 1;
+  std::unique_ptr<ThreadPool> pool_;
+  std::map<std::string, std::unique_ptr<FusedRows>> rowWise_; // bodies that run over token pieces
+  bool profile_ = false; // GENC_CPU_PROFILE=1: wall time per program and op kind, at exit
+  std::map<std::string, std::pair<double, int64_t>> profileMs_;
 };
 
 } // namespace
 } // namespace cpu
 
-std::unique_ptr<Executor> makeCpuExecutor(std::shared_ptr<const Plan> plan, Status &err) {
+std::unique_ptr<Executor> makeCpuExecutor(std::shared_ptr<const Plan> plan, const ExecutorOptions &opts,
+                                          Status &err) {
   if (!(err = checkHostMemory(cpuBytesNeeded(*plan), "the CPU executor's weights, caches, arena and logits")))
     return nullptr;
-  auto e = std::make_unique<cpu::CpuExecutor>(std::move(plan));
+  auto e = std::make_unique<cpu::CpuExecutor>(std::move(plan), opts.threads);
   err = e->init();
   if (!err)
     return nullptr;

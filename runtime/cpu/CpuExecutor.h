@@ -13,7 +13,8 @@ namespace genrt {
 /// weights (widened to f32), arena and caches. Fails with a message naming
 /// the first op it cannot run, or, before allocating, when the plan needs
 /// more memory than the machine has.
-std::unique_ptr<Executor> makeCpuExecutor(std::shared_ptr<const Plan> plan, Status &err);
+std::unique_ptr<Executor> makeCpuExecutor(std::shared_ptr<const Plan> plan, const ExecutorOptions &opts,
+                                          Status &err);
 
 /// Bytes the CPU executor allocates for `plan` (widened weights, caches,
 /// arena, the search's logits); -1 if the sum overflows. CpuMemory.cpp.

@@ -4,12 +4,17 @@
 #include <cmath>
 #include <vector>
 
+#ifdef GENC_HAVE_OPENBLAS
+#include <cblas.h>
+extern "C" void openblas_set_num_threads(int);
+#endif
+
 namespace genrt::cpu {
 
 // c[M,N] = a[M,K] · b[K,N], c zeroed here. Panels of b (KB x NB floats,
 // 128 KiB) are reused by all M rows before moving on; the innermost loop runs
 // over contiguous n and vectorises.
-static void matmulNN(const float *a, const float *b, float *c, int64_t M, int64_t N, int64_t K) {
+[[maybe_unused]] static void matmulNN(const float *a, const float *b, float *c, int64_t M, int64_t N, int64_t K) {
   constexpr int64_t NB = 256, KB = 128;
   std::fill(c, c + M * N, 0.f);
   for (int64_t n0 = 0; n0 < N; n0 += NB) {
@@ -30,6 +35,32 @@ static void matmulNN(const float *a, const float *b, float *c, int64_t M, int64_
   }
 }
 
+#ifdef GENC_HAVE_OPENBLAS
+// OpenBLAS: multithreaded, AVX-512 kernels picked at run time (DYNAMIC_ARCH).
+// One row of a is a matrix-vector product, which streams b once at memory
+// bandwidth (the decode step's case); b stored [N, K] (transB) is read as
+// stored, never transposed into a copy.
+void matmul(const float *a, const float *b, float *c, int64_t M, int64_t N, int64_t K,
+            bool transB) {
+  if (M == 0 || N == 0)
+    return;
+  if (K == 0) {
+    std::fill(c, c + M * N, 0.f);
+    return;
+  }
+  if (M == 1) {
+    if (transB)
+      cblas_sgemv(CblasRowMajor, CblasNoTrans, N, K, 1.f, b, K, a, 1, 0.f, c, 1);
+    else
+      cblas_sgemv(CblasRowMajor, CblasTrans, K, N, 1.f, b, N, a, 1, 0.f, c, 1);
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, transB ? CblasTrans : CblasNoTrans, M, N, K, 1.f, a, K, b,
+              transB ? K : N, 0.f, c, N);
+}
+
+void setMatmulThreads(int n) { openblas_set_num_threads(n); }
+#else
 void matmul(const float *a, const float *b, float *c, int64_t M, int64_t N, int64_t K,
             bool transB) {
   if (!transB) {
@@ -44,6 +75,9 @@ void matmul(const float *a, const float *b, float *c, int64_t M, int64_t N, int6
       bt[k * N + n] = b[n * K + k];
   matmulNN(a, bt.data(), c, M, N, K);
 }
+
+void setMatmulThreads(int) {}
+#endif
 
 // One softmax over n elements spaced `stride` apart.
 static void softmaxStrided(float *x, int64_t n, int64_t stride) {

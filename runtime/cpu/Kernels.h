@@ -7,11 +7,14 @@
 
 namespace genrt::cpu {
 
-// c[M,N] = a[M,K] · b[K,N]   (row-major; b given as b[N,K] when transB)
-// Blocked over N and K so a panel of b stays in cache while every row of a
-// streams past it; each c[m,n] still sums over k in increasing order.
+// c[M,N] = a[M,K] · b[K,N]   (row-major; b given as b[N,K] when transB).
+// OpenBLAS where the build has it (sgemv for one row, sgemm otherwise), so
+// the executor and the interpreter still compute identical results; else
+// loops blocked over N and K (a panel of b stays in cache).
 void matmul(const float *a, const float *b, float *c, int64_t M, int64_t N, int64_t K,
             bool transB = false);
+/// Threads the matmuls use (the executor's --threads).
+void setMatmulThreads(int n);
 
 // x[outer, n, inner] -> softmax along n, in place (max-subtracted, fp32 sums).
 // A row that is all -inf becomes NaN, as in ONNX and PyTorch.

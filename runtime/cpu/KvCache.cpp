@@ -137,6 +137,15 @@ namespace {
 
 bool isF32(const Tensor &t) { return t.dtype() == DType::F32; }
 
+// fn over [0, n), on the pool when there is one (a piece is at least a few
+// rows: below that, waking threads costs more than it saves).
+void parallel(ThreadPool *pool, int64_t n, const std::function<void(int64_t, int64_t)> &fn) {
+  if (pool)
+    pool->parallelFor(n, 4, fn);
+  else
+    fn(0, n);
+}
+
 /// softmax(scale · q·key(j) + bias[j]) · value(j) over keys j in [0, n).
 template <typename KeyFn, typename ValueFn>
 void attendRow(const float *q, int64_t n, int64_t D, float scale, const float *bias, KeyFn key,
@@ -168,7 +177,7 @@ void attendRow(const float *q, int64_t n, int64_t D, float scale, const float *b
 } // namespace
 
 Status selfAttention(HostKvCache &cache, const AttrMap &attrs, const std::vector<Tensor> &ins,
-                     Tensor &out, const AttentionContext &ctx) {
+                     Tensor &out, const AttentionContext &ctx, ThreadPool *pool) {
   const KvLayout &layout = cache.layout();
   int64_t li = attrInt(attrs, "layer", -1);
   if (li < 0 || li >= static_cast<int64_t>(layout.layers.size()) || ins.size() < 3 || ins.size() > 4)
@@ -191,16 +200,25 @@ Status selfAttention(HostKvCache &cache, const AttrMap &attrs, const std::vector
     return Status::error("kv_attention: " + s.message());
   const float *qd = q.data<float>(), *kd = k.data<float>(), *vd = v.data<float>();
   float *od = out.data<float>();
-  std::vector<float> p, b, kScratch, vScratch;
-  for (int64_t t = 0; t < T; ++t) {
-    const TokenPlace &tok = tokens[t];
+  for (const TokenPlace &tok : tokens) {
     int64_t lo = window > 0 ? std::max<int64_t>(0, tok.position - window + 1) : 0;
-    if (tok.cachedBefore - lo > L.capacity || tok.position - tok.cachedBefore > t)
+    if (tok.cachedBefore - lo > L.capacity || tok.position < tok.cachedBefore ||
+        tok.position - tok.cachedBefore >= T)
       return Status::error("kv_attention: the cache cannot hold the attended positions");
     if (bias.table && !bias.covers(lo - tok.position))
       return Status::error("kv_attention: a key is further away than the relative bias covers");
-    int64_t n = tok.position - lo + 1;
-    for (int64_t h = 0; h < H; ++h) {
+  }
+  for (int64_t t = 0; t < T; ++t)
+    if (tokens[t].position - tokens[t].cachedBefore > t)
+      return Status::error("kv_attention: the cache cannot hold the attended positions");
+  // (token, head) pairs are independent: each writes its own output row.
+  parallel(pool, T * H, [&](int64_t begin, int64_t end) {
+    std::vector<float> p, b, kScratch, vScratch;
+    for (int64_t th = begin; th < end; ++th) {
+      const int64_t t = th / H, h = th % H;
+      const TokenPlace &tok = tokens[t];
+      int64_t lo = window > 0 ? std::max<int64_t>(0, tok.position - window + 1) : 0;
+      int64_t n = tok.position - lo + 1;
       int64_t kh = h / group;
       // Position j: from the cache before this run, else from this run's operands.
       auto row = [&](bool isV, int64_t j) -> const float * {
@@ -218,7 +236,7 @@ Status selfAttention(HostKvCache &cache, const AttrMap &attrs, const std::vector
                 [&](int64_t j) { return row(false, j); }, [&](int64_t j) { return row(true, j); }, p,
                 od + (h * T + t) * D);
     }
-  }
+  });
   // Append after attending, so a rolling buffer never loses a key that an
   // earlier token of the same run still needed.
   for (int64_t t = 0; t < T; ++t)
@@ -230,7 +248,7 @@ Status selfAttention(HostKvCache &cache, const AttrMap &attrs, const std::vector
 }
 
 Status crossAttention(const HostKvCache &cache, const AttrMap &attrs, const std::vector<Tensor> &ins,
-                      Tensor &out, const AttentionContext &ctx) {
+                      Tensor &out, const AttentionContext &ctx, ThreadPool *pool) {
   const KvLayout &layout = cache.layout();
   int64_t li = attrInt(attrs, "layer", -1);
   if (li < 0 || li >= static_cast<int64_t>(layout.crossLayers.size()) || ins.size() != 1)
@@ -243,20 +261,22 @@ Status crossAttention(const HostKvCache &cache, const AttrMap &attrs, const std:
     return Status::error("cross_attention: q does not match the cross cache layout");
   int64_t H = q.shape()[1], D = L.headDim, group = H / L.kvHeads;
   float scale = static_cast<float>(attrFloat(attrs, "scale", 1.0 / std::sqrt(double(D))));
-  std::vector<float> p, kScratch, vScratch;
   for (int64_t t = 0; t < T; ++t) {
     int64_t e = ctx.crossEntryOfToken[t];
     if (e < 0 || e >= static_cast<int64_t>(ctx.crossLengths.size()) || ctx.crossLengths[e] <= 0 ||
         ctx.crossLengths[e] > layout.maxLength)
       return Status::error("cross_attention: a token's sequence has no encoded source");
-    for (int64_t h = 0; h < H; ++h) {
-      int64_t kh = h / group;
+  }
+  parallel(pool, T * H, [&](int64_t begin, int64_t end) {
+    std::vector<float> p, kScratch, vScratch;
+    for (int64_t th = begin; th < end; ++th) {
+      const int64_t t = th / H, h = th % H, e = ctx.crossEntryOfToken[t], kh = h / group;
       attendRow(q.data<float>() + (h * T + t) * D, ctx.crossLengths[e], D, scale, nullptr,
                 [&](int64_t j) { return cache.readCross(li, false, e, kh, j, kScratch); },
                 [&](int64_t j) { return cache.readCross(li, true, e, kh, j, vScratch); }, p,
                 out.data<float>() + (h * T + t) * D);
     }
-  }
+  });
   return Status::ok();
 }
 

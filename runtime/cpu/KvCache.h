@@ -6,6 +6,7 @@
 #include "runtime/Executor.h"
 #include "runtime/KvLayout.h"
 #include "runtime/Tensor.h"
+#include "runtime/cpu/ThreadPool.h"
 
 #include <cstdint>
 #include <vector>
@@ -68,10 +69,10 @@ private:
 /// cached positions and to this run's earlier tokens of the same slot, then
 /// its k/v are appended to the cache.
 Status selfAttention(HostKvCache &cache, const AttrMap &attrs, const std::vector<Tensor> &ins,
-                     Tensor &out, const AttentionContext &ctx);
+                     Tensor &out, const AttentionContext &ctx, ThreadPool *pool = nullptr);
 /// cross_attention: token t reads its cross entry's encoded source.
 Status crossAttention(const HostKvCache &cache, const AttrMap &attrs, const std::vector<Tensor> &ins,
-                      Tensor &out, const AttentionContext &ctx);
+                      Tensor &out, const AttentionContext &ctx, ThreadPool *pool = nullptr);
 /// packed_attention (@encode): each token attends every token of its own
 /// source segment, plus the relative bias when the op has one.
 Status packedAttention(const AttrMap &attrs, const std::vector<Tensor> &ins, Tensor &out,

@@ -359,7 +359,8 @@ private:
 } // namespace
 } // namespace cuda
 
-std::unique_ptr<Executor> makeCudaExecutor(std::shared_ptr<const Plan> plan, Status &err) {
+std::unique_ptr<Executor> makeCudaExecutor(std::shared_ptr<const Plan> plan, const ExecutorOptions &,
+                                           Status &err) {
   auto e = std::make_unique<cuda::CudaExecutor>(std::move(plan));
   err = e->init();
   if (!err)

@@ -11,6 +11,7 @@ namespace genrt {
 /// Ok when a GPU is usable here; else why not (no driver, no device, ...).
 Status probeCuda();
 
-std::unique_ptr<Executor> makeCudaExecutor(std::shared_ptr<const Plan> plan, Status &err);
+std::unique_ptr<Executor> makeCudaExecutor(std::shared_ptr<const Plan> plan, const ExecutorOptions &opts,
+                                           Status &err);
 
 } // namespace genrt

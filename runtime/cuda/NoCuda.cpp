@@ -5,7 +5,7 @@ namespace genrt {
 
 Status probeCuda() { return Status::error("this genrun was built without CUDA support"); }
 
-std::unique_ptr<Executor> makeCudaExecutor(std::shared_ptr<const Plan>, Status &err) {
+std::unique_ptr<Executor> makeCudaExecutor(std::shared_ptr<const Plan>, const ExecutorOptions &, Status &err) {
   err = probeCuda();
   return nullptr;
 }

@@ -56,7 +56,40 @@ struct ItemState {
   std::vector<int64_t> cameFrom;             // beam each running beam extends (this step)
   std::vector<Hyp> finished;                 // best first
   bool canImprove = true;                    // HF's is_early_stop_heuristic_unsatisfied
+  bool reported = false;                     // its result went to the observer
 };
+
+bool allFinished(const ItemState &st) {
+  return std::all_of(st.finished.begin(), st.finished.end(), [](const Hyp &h) { return h.finished; });
+}
+
+// What generate() returns for one item: the best num_return_sequences.
+GenerationResult resultOf(ItemState &st, int64_t count, bool move) {
+  GenerationResult res;
+  for (int64_t n = 0; n < count; ++n) {
+    Hyp &h = st.finished[size_t(n)];
+    res.sequences.push_back(GeneratedSequence{move ? std::move(h.tokens) : h.tokens, h.score});
+  }
+  return res;
+}
+
+// Tells the observer an item's result once its finished set is frozen: it
+// cannot improve (every later candidate gets HF's -1e9 mask), or it is full
+// with early_stopping=True (the same mask), or `end` (the batch stops).
+void reportFinal(SlotBatch &batch, std::vector<ItemState> &items, const GenerationConfig &cfg, bool end) {
+  for (size_t i = 0; i < items.size(); ++i) {
+    ItemState &st = items[i];
+    bool frozen = !st.canImprove || (cfg.earlyStopping == EarlyStopping::True && allFinished(st));
+    if (st.reported || !(frozen || end))
+      continue;
+    st.reported = true;
+    GenerationResult res = resultOf(st, cfg.numReturnSequences, /*move=*/false);
+    size_t prompt = batch.item(int64_t(i)).promptIndex;
+    for (size_t n = 0; n < res.sequences.size(); ++n)
+      batch.observer().onSequence(prompt, int64_t(n), res.sequences[n]);
+    batch.observer().onPromptDone(prompt, res);
+  }
+}
 
 // Appends the best k candidates of one beam's accumulated scores: any global
 // top-k candidate is among its own beam's top k.
@@ -92,7 +125,7 @@ Status runBeamSearch(SlotBatch &batch, const GenerationConfig &cfg, const std::v
   const int64_t K = std::max<int64_t>(2, 1 + int64_t(eos.size())) * N;
   const double lp = cfg.lengthPenalty;
   if (K > N * V)
-    return Status::error("--num-beams " + std::to_string(N) + " is too large for a vocabulary of " +
+    return Status::error(cfg.option("num_beams") + " " + std::to_string(N) + " is too large for a vocabulary of " +
                          std::to_string(V) + " tokens (beam search keeps " + std::to_string(K) +
                          " candidates per step)");
 
@@ -146,8 +179,7 @@ Status runBeamSearch(SlotBatch &batch, const GenerationConfig &cfg, const std::v
       }
 
       // Finished set first: it reads the running beams before they move.
-      bool full = cfg.earlyStopping == EarlyStopping::True &&
-                  std::all_of(st.finished.begin(), st.finished.end(), [](const Hyp &h) { return h.finished; });
+      bool full = cfg.earlyStopping == EarlyStopping::True && allFinished(st);
       float divisor = lengthDivisor(t + 1, lp);
       std::vector<float> mergedScore(static_cast<size_t>(N + K));
       for (int64_t n = 0; n < N; ++n)
@@ -219,7 +251,9 @@ Status runBeamSearch(SlotBatch &batch, const GenerationConfig &cfg, const std::v
         allFull = allFull && h.finished;
     }
     bool existsOpenBeam = !(allFull && cfg.earlyStopping == EarlyStopping::True);
-    if (!anyCanImprove || !existsOpenBeam || allHit)
+    bool stop = !anyCanImprove || !existsOpenBeam || allHit;
+    reportFinal(batch, items, cfg, stop);
+    if (stop)
       break;
 
     // Move the caches behind the new running beams, then feed their tokens.
@@ -240,12 +274,8 @@ Status runBeamSearch(SlotBatch &batch, const GenerationConfig &cfg, const std::v
       return s;
   }
 
-  for (ItemState &st : items) {
-    GenerationResult res;
-    for (int64_t n = 0; n < cfg.numReturnSequences; ++n)
-      res.sequences.push_back(GeneratedSequence{std::move(st.finished[n].tokens), st.finished[n].score});
-    out.push_back(std::move(res));
-  }
+  for (ItemState &st : items)
+    out.push_back(resultOf(st, cfg.numReturnSequences, /*move=*/true));
   return Status::ok();
 }
 

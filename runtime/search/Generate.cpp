@@ -43,7 +43,7 @@ Status validatePrompt(const Prompt &p, const ModelInfo &info, const GenerationCo
   int64_t decoderPromptLen = info.encoderDecoder ? 1 : seen;
   // Compared without adding: --max-new-tokens may be near INT64_MAX.
   if (info.maxLength > 0 && (decoderPromptLen > info.maxLength || cfg.maxNewTokens > info.maxLength - decoderPromptLen))
-    return Status::error("the prompt (" + std::to_string(decoderPromptLen) + " tokens) plus --max-new-tokens " +
+    return Status::error("the prompt (" + std::to_string(decoderPromptLen) + " tokens) plus " + cfg.option("max_new_tokens") + " " +
                          std::to_string(cfg.maxNewTokens) + " exceeds the plan's maximum length " +
                          std::to_string(info.maxLength));
   return Status::ok();
@@ -68,8 +68,27 @@ static BatchItem makeItem(const Prompt &p, const ModelInfo &info, uint64_t index
   return item;
 }
 
+Status batchSizeFor(const GenerationConfig &cfg, const ModelInfo &info, int32_t maxSlots, int64_t &batchSize) {
+  const int64_t rows = cfg.rowsPerPrompt();
+  int64_t maxItems = maxSlots / rows;
+  if (info.maxBatch > 0)
+    maxItems = std::min(maxItems, info.maxBatch);
+  if (maxItems < 1)
+    return Status::error("one prompt needs " + std::to_string(rows) + " cache slots (beams or samples) but the plan has " +
+                         std::to_string(maxSlots));
+  if (cfg.batchSize > maxItems)
+    return Status::error(cfg.option("batch_size") + " " + std::to_string(cfg.batchSize) + " needs more than the plan allows: at most " +
+                         std::to_string(maxItems) + " prompts of " + std::to_string(rows) +
+                         " rows each (max batch " + std::to_string(info.maxBatch) + ", " +
+                         std::to_string(maxSlots) + " cache slots)");
+  batchSize = cfg.batchSize > 0 ? cfg.batchSize : maxItems;
+  return Status::ok();
+}
+
 static Status generateAll(Decoder &decoder, const GenerationConfig &cfg, const std::vector<Prompt> &prompts,
-                          std::vector<GenerationResult> &results, GenerationStats *statsOut) {
+                          std::vector<GenerationResult> &results, GenerationStats *statsOut,
+                          GenerationObserver *observer) {
+  GenerationObserver silent;
   auto start = SlotBatch::Clock::now();
   const ModelInfo &info = decoder.info();
   if (info.vocabSize <= 0)
@@ -81,18 +100,9 @@ static Status generateAll(Decoder &decoder, const GenerationConfig &cfg, const s
       return Status::error("prompt " + std::to_string(n) + ": " + s.message());
 
   const int64_t rows = cfg.rowsPerPrompt();
-  int64_t maxItems = decoder.maxSlots() / rows;
-  if (info.maxBatch > 0)
-    maxItems = std::min(maxItems, info.maxBatch);
-  if (maxItems < 1)
-    return Status::error("one prompt needs " + std::to_string(rows) + " cache slots (beams or samples) but the plan has " +
-                         std::to_string(decoder.maxSlots()));
-  if (cfg.batchSize > maxItems)
-    return Status::error("--batch-size " + std::to_string(cfg.batchSize) + " needs more than the plan allows: at most " +
-                         std::to_string(maxItems) + " prompts of " + std::to_string(rows) +
-                         " rows each (max batch " + std::to_string(info.maxBatch) + ", " +
-                         std::to_string(decoder.maxSlots()) + " cache slots)");
-  const int64_t batchSize = cfg.batchSize > 0 ? cfg.batchSize : maxItems;
+  int64_t batchSize = 0;
+  if (Status s = batchSizeFor(cfg, info, decoder.maxSlots(), batchSize); !s)
+    return s;
   const std::vector<int64_t> eos = cfg.effectiveEos(info);
 
   GenerationStats stats;
@@ -104,7 +114,7 @@ static Status generateAll(Decoder &decoder, const GenerationConfig &cfg, const s
     std::vector<BatchItem> items;
     for (size_t n = first; n < last; ++n)
       items.push_back(makeItem(prompts[n], info, n));
-    SlotBatch batch(decoder, std::move(items), rows, stats, start);
+    SlotBatch batch(decoder, std::move(items), rows, stats, start, observer ? *observer : silent);
     ++stats.batches;
     Status s = cfg.numBeams > 1 ? search::runBeamSearch(batch, cfg, eos, out)
                                 : search::runGreedyOrSample(batch, cfg, eos, out);
@@ -123,10 +133,12 @@ static Status generateAll(Decoder &decoder, const GenerationConfig &cfg, const s
   return Status::ok();
 }
 
+// The API edge: an allocation failure anywhere in the search is a Status.
 Status generate(Decoder &decoder, const GenerationConfig &cfg, const std::vector<Prompt> &prompts,
-                std::vector<GenerationResult> &results, GenerationStats *statsOut) {
+                std::vector<GenerationResult> &results, GenerationStats *statsOut,
+                GenerationObserver *observer) {
   return statusOnOutOfMemory("while generating",
-                             [&] { return generateAll(decoder, cfg, prompts, results, statsOut); });
+                             [&] { return generateAll(decoder, cfg, prompts, results, statsOut, observer); });
 }
 
 } // namespace genrt

@@ -57,6 +57,32 @@ struct GenerationStats {
   int64_t batches = 0;
 };
 
+/// Watches a generate() call as it runs: the hook behind genrun --stream and
+/// the Python package's stream(). Everything it is told is final (never
+/// revised later). Called on the generating thread, in the order things
+/// happen; prompts of one batch interleave. Device-neutral: the search loop
+/// calls it on the host between steps, with ids it already holds.
+class GenerationObserver {
+public:
+  virtual ~GenerationObserver() = default;
+  /// Greedy and sampling, every step: `token` was appended to sequence
+  /// `sequence` (the returned sequence's index) of prompt `prompt`. `last`:
+  /// the sequence ends with it (eos, or max_new_tokens reached).
+  virtual void onToken(size_t prompt, int64_t sequence, int64_t token, bool last) {}
+  /// Returned sequence `sequence` of prompt `prompt` is complete, with its
+  /// score: greedy and sampling right after its last token; beam search
+  /// (`sequence` = rank, best first) once the prompt's finished hypotheses can
+  /// no longer change, i.e. HF's stopping heuristic says the prompt cannot
+  /// improve (or its set is full with early_stopping=True, or the batch ends).
+  virtual void onSequence(size_t prompt, int64_t sequence, const GeneratedSequence &seq) {}
+  /// Every sequence of `prompt` is complete: `result` is exactly what
+  /// generate() returns for it.
+  virtual void onPromptDone(size_t prompt, const GenerationResult &result) {}
+  /// Polled once per search step; true stops generate(), which then fails
+  /// with "generation stopped" (what was reported so far stays valid).
+  virtual bool shouldStop() { return false; }
+};
+
 /// Checks one prompt against the model and config: token ids inside the
 /// vocabulary, mask shape and values, something left after masking, room for
 /// max_new_tokens within the plan's maximum length. Messages name the field.
@@ -64,7 +90,14 @@ Status validatePrompt(const Prompt &prompt, const ModelInfo &info, const Generat
 
 /// Generates for every prompt; `results` gets one entry per prompt, in order.
 /// Validates the config and every prompt before running anything.
+/// Prompts per batch for `cfg` on a decoder with `maxSlots` cache slots:
+/// cfg.batchSize, or as many as fit. Fails when not even one prompt fits, or
+/// when cfg.batchSize asks for more than fit.
+Status batchSizeFor(const GenerationConfig &cfg, const ModelInfo &info, int32_t maxSlots, int64_t &batchSize);
+
+/// `observer` (optional) is told about tokens and sequences as they become final.
 Status generate(Decoder &decoder, const GenerationConfig &cfg, const std::vector<Prompt> &prompts,
-                std::vector<GenerationResult> &results, GenerationStats *stats = nullptr);
+                std::vector<GenerationResult> &results, GenerationStats *stats = nullptr,
+                GenerationObserver *observer = nullptr);
 
 } // namespace genrt

@@ -17,51 +17,82 @@ static std::string num(double d) {
   return s;
 }
 
+bool parseEarlyStopping(const std::string &text, EarlyStopping &out) {
+  for (EarlyStopping e : {EarlyStopping::False, EarlyStopping::True, EarlyStopping::Never})
+    if (text == earlyStoppingName(e)) {
+      out = e;
+      return true;
+    }
+  return false;
+}
+
+const char *earlyStoppingName(EarlyStopping e) {
+  return e == EarlyStopping::True ? "true" : e == EarlyStopping::Never ? "never" : "false";
+}
+
+std::string GenerationConfig::option(const std::string &keyword) const {
+  if (spelling == Spelling::Keywords)
+    return keyword;
+  std::string flag = "--" + keyword;
+  for (char &c : flag)
+    if (c == '_')
+      c = '-';
+  return flag;
+}
+
 Status GenerationConfig::validate() const {
   if (maxNewTokens < 1)
-    return Status::error("--max-new-tokens must be at least 1, got " + std::to_string(maxNewTokens));
+    return Status::error(option("max_new_tokens") + " must be at least 1, got " + std::to_string(maxNewTokens));
   if (minNewTokens < 0)
-    return Status::error("--min-new-tokens must not be negative, got " + std::to_string(minNewTokens));
+    return Status::error(option("min_new_tokens") + " must not be negative, got " + std::to_string(minNewTokens));
   if (numBeams < 1)
-    return Status::error("--num-beams must be at least 1, got " + std::to_string(numBeams));
+    return Status::error(option("num_beams") + " must be at least 1, got " + std::to_string(numBeams));
   if (numReturnSequences < 1)
-    return Status::error("--num-return-sequences must be at least 1, got " +
+    return Status::error(option("num_return_sequences") + " must be at least 1, got " +
                          std::to_string(numReturnSequences));
   if (numBeams > 1 && numReturnSequences > numBeams)
-    return Status::error("--num-return-sequences (" + std::to_string(numReturnSequences) +
-                         ") must not exceed --num-beams (" + std::to_string(numBeams) + ")");
+    return Status::error(option("num_return_sequences") + " (" + std::to_string(numReturnSequences) +
+                         ") must not exceed " + option("num_beams") + " (" + std::to_string(numBeams) + ")");
   if (numBeams == 1 && !doSample && numReturnSequences > 1)
-    return Status::error("greedy search returns one sequence: --num-return-sequences " +
+    return Status::error("greedy search returns one sequence: " + option("num_return_sequences") + " " +
                          std::to_string(numReturnSequences) +
-                         " needs --num-beams >= it or --do-sample");
+                         " needs " + option("num_beams") + " >= it or " + option("do_sample"));
   if (doSample && numBeams > 1)
-    return Status::error("beam sampling (--do-sample with --num-beams > 1) is not supported");
+    return Status::error("beam sampling (" + option("do_sample") + " with " + option("num_beams") + " > 1) is not supported");
   if (!std::isfinite(lengthPenalty))
-    return Status::error("--length-penalty must be finite");
+    return Status::error(option("length_penalty") + " must be finite");
   if (noRepeatNgramSize < 0)
-    return Status::error("--no-repeat-ngram-size must not be negative, got " +
+    return Status::error(option("no_repeat_ngram_size") + " must not be negative, got " +
                          std::to_string(noRepeatNgramSize));
   if (!(repetitionPenalty > 0) || !std::isfinite(repetitionPenalty))
-    return Status::error("--repetition-penalty must be a positive number, got " + num(repetitionPenalty));
+    return Status::error(option("repetition_penalty") + " must be a positive number, got " + num(repetitionPenalty));
   if (!(temperature > 0) || !std::isfinite(temperature))
-    return Status::error("--temperature must be a positive number, got " + num(temperature));
+    return Status::error(option("temperature") + " must be a positive number, got " + num(temperature));
   if (topK < 0)
-    return Status::error("--top-k must not be negative, got " + std::to_string(topK));
+    return Status::error(option("top_k") + " must not be negative, got " + std::to_string(topK));
   // Hugging Face refuses top_p outside (0, 1] (TopPLogitsWarper).
   if (!(topP > 0 && topP <= 1))
-    return Status::error("--top-p must be in (0, 1], got " + num(topP));
+    return Status::error(option("top_p") + " must be in (0, 1], got " + num(topP));
   if (!(minP >= 0 && minP <= 1))
-    return Status::error("--min-p must be in [0, 1], got " + num(minP));
+    return Status::error(option("min_p") + " must be in [0, 1], got " + num(minP));
   if (batchSize < 0)
-    return Status::error("--batch-size must not be negative, got " + std::to_string(batchSize));
+    return Status::error(option("batch_size") + " must not be negative, got " + std::to_string(batchSize));
+  return Status::ok();
+}
+
+Status GenerationConfig::setBatchSize(int64_t n) {
+  if (n < 1)
+    return Status::error(option("batch_size") + " must be at least 1, got " + std::to_string(n));
+  batchSize = n;
   return Status::ok();
 }
 
 std::vector<std::string> GenerationConfig::warnings() const {
   std::vector<std::string> w;
   if (minNewTokens > maxNewTokens)
-    w.push_back("--min-new-tokens (" + std::to_string(minNewTokens) + ") is larger than --max-new-tokens (" +
-                std::to_string(maxNewTokens) + "): generation stops at --max-new-tokens");
+    w.push_back(option("min_new_tokens") + " (" + std::to_string(minNewTokens) + ") is larger than " +
+                option("max_new_tokens") + " (" + std::to_string(maxNewTokens) + "): generation stops at " +
+                option("max_new_tokens"));
   return w;
 }
 
@@ -70,7 +101,7 @@ Status GenerationConfig::validateFor(const ModelInfo &info) const {
     return s;
   for (int64_t e : eosTokenIds)
     if (e < 0 || e >= info.vocabSize)
-      return Status::error("--eos-token-id " + std::to_string(e) + " is outside the vocabulary (size " +
+      return Status::error(option("eos_token_id") + " " + std::to_string(e) + " is outside the vocabulary (size " +
                            std::to_string(info.vocabSize) + ")");
   if (info.encoderDecoder && info.decoderStartTokenId < 0)
     return Status::error("the model is an encoder-decoder but its plan has no decoder_start_token_id");

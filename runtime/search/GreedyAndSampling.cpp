@@ -53,6 +53,19 @@ Status runGreedyOrSample(SlotBatch &batch, const GenerationConfig &cfg, const st
     }
   logits.swap(rowLogits);
 
+  // What generate() returns for item i: copied for the observer as soon as
+  // its rows are done, moved out at the end.
+  auto resultOf = [&](int64_t i, bool move) {
+    GenerationResult res;
+    for (int64_t r = 0; r < R; ++r) {
+      Row &row = rows[size_t(i * R + r)];
+      res.sequences.push_back(GeneratedSequence{move ? std::move(row.generated) : row.generated, row.score});
+    }
+    return res;
+  };
+  GenerationObserver &obs = batch.observer();
+  std::vector<int64_t> rowsDone(static_cast<size_t>(B), 0);
+
   std::vector<float> scores(V);
   for (int64_t t = 0; t < cfg.maxNewTokens; ++t) {
     std::vector<int32_t> slots;
@@ -73,11 +86,17 @@ Status runGreedyOrSample(SlotBatch &batch, const GenerationConfig &cfg, const st
       row.score += double(scores[token]);
       row.history.push_back(token);
       row.generated.push_back(token);
-      if (std::find(eos.begin(), eos.end(), token) != eos.end()) {
-        row.done = true;
-        continue;
-      }
       int64_t item = liveRows[k] / R, r = liveRows[k] % R;
+      bool isEos = std::find(eos.begin(), eos.end(), token) != eos.end();
+      row.done = isEos || t + 1 == cfg.maxNewTokens;
+      obs.onToken(batch.item(item).promptIndex, r, token, row.done);
+      if (row.done) {
+        obs.onSequence(batch.item(item).promptIndex, r, GeneratedSequence{row.generated, row.score});
+        if (++rowsDone[size_t(item)] == R)
+          obs.onPromptDone(batch.item(item).promptIndex, resultOf(item, /*move=*/false));
+      }
+      if (isEos)
+        continue;
       slots.push_back(batch.slot(item, r));
       tokens.push_back(token);
       stillLive.push_back(liveRows[k]);
@@ -90,14 +109,8 @@ Status runGreedyOrSample(SlotBatch &batch, const GenerationConfig &cfg, const st
       return s;
   }
 
-  for (int64_t i = 0; i < B; ++i) {
-    GenerationResult res;
-    for (int64_t r = 0; r < R; ++r) {
-      Row &row = rows[size_t(i * R + r)];
-      res.sequences.push_back(GeneratedSequence{std::move(row.generated), row.score});
-    }
-    out.push_back(std::move(res));
-  }
+  for (int64_t i = 0; i < B; ++i)
+    out.push_back(resultOf(i, /*move=*/true));
   return Status::ok();
 }
 

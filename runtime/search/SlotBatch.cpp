@@ -4,11 +4,19 @@ namespace genrt {
 namespace search {
 
 SlotBatch::SlotBatch(Decoder &decoder, std::vector<BatchItem> items, int64_t rowsPerItem,
-                     GenerationStats &stats, Clock::time_point start)
+                     GenerationStats &stats, Clock::time_point start, GenerationObserver &observer)
     : dec_(decoder), items_(std::move(items)), rows_(rowsPerItem), vocab_(decoder.info().vocabSize),
-      stats_(stats), start_(start) {}
+      stats_(stats), start_(start), obs_(observer) {}
+
+// Asked before each forward call: the only places where a stop can wait
+// long, and where nothing half-done has to be undone.
+static Status stopRequested(GenerationObserver &obs) {
+  return obs.shouldStop() ? Status::error("generation stopped") : Status::ok();
+}
 
 Status SlotBatch::prefill(std::vector<float> &logits, bool copyToAllRows) {
+  if (Status s = stopRequested(obs_); !s)
+    return s;
   for (int64_t i = 0; i < numItems(); ++i)
     for (int64_t r = 0; r < rows_; ++r)
       dec_.resetSlot(slot(i, r));
@@ -50,6 +58,8 @@ Status SlotBatch::prefill(std::vector<float> &logits, bool copyToAllRows) {
 
 Status SlotBatch::step(const std::vector<int32_t> &slots, const std::vector<int64_t> &tokens,
                        std::vector<float> &logits) {
+  if (Status s = stopRequested(obs_); !s)
+    return s;
   std::vector<Chunk> chunks;
   chunks.reserve(slots.size());
   for (size_t k = 0; k < slots.size(); ++k)

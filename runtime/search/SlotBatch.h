@@ -26,7 +26,7 @@ public:
   using Clock = std::chrono::steady_clock;
 
   SlotBatch(Decoder &decoder, std::vector<BatchItem> items, int64_t rowsPerItem,
-            GenerationStats &stats, Clock::time_point start);
+            GenerationStats &stats, Clock::time_point start, GenerationObserver &observer);
 
   int64_t numItems() const { return int64_t(items_.size()); }
   int64_t rowsPerItem() const { return rows_; }
@@ -41,6 +41,7 @@ public:
   /// first reorder. logits: one row per item.
   Status prefill(std::vector<float> &logits, bool copyToAllRows);
   /// Appends tokens[k] to slots[k] (one forward call); logits: row k.
+  /// prefill and step fail with "generation stopped" when the observer asks.
   Status step(const std::vector<int32_t> &slots, const std::vector<int64_t> &tokens,
               std::vector<float> &logits);
   /// Decoder::reorderSlots, skipping entries that would not move anything.
@@ -49,6 +50,7 @@ public:
   /// Call when a step has chosen tokens: records time to first token once.
   void tokensChosen();
   GenerationStats &stats() { return stats_; }
+  GenerationObserver &observer() { return obs_; }
 
 private:
   Decoder &dec_;
@@ -57,6 +59,7 @@ private:
   int64_t vocab_;
   GenerationStats &stats_;
   Clock::time_point start_;
+  GenerationObserver &obs_;
   bool firstStepDone_ = false;
 };
 

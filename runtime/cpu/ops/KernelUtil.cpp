@@ -98,6 +98,12 @@ Expected<Tensor> newTensor(DType dt, std::vector<int64_t> shape) {
   return Tensor(dt, std::move(shape));
 }
 
+Expected<Tensor> resultTensor(Tensor &preset, DType dt, std::vector<int64_t> shape) {
+  if (preset.valid() && preset.rawData() && preset.dtype() == dt && preset.shape() == shape)
+    return std::move(preset);
+  return newTensor(dt, std::move(shape));
+}
+
 Expected<int64_t> normalizeAxis(int64_t axis, int64_t rank) {
   if (axis < -rank || axis >= rank)
     return kernelError("axis " + std::to_string(axis) + " is out of range for rank " +

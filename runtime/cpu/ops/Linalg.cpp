@@ -83,7 +83,7 @@ Error matmulKernel(KernelContext &, const AttrMap &attrs, const Ins &ins, Outs &
     outShape.push_back(M);
   if (b.rank() > 1)
     outShape.push_back(N);
-  auto y = newTensor(DType::F32, outShape);
+  auto y = resultTensor(outs[0], DType::F32, outShape);
   if (!y)
     return y.takeError();
   const float *pa = a.data<float>(), *pb = b.data<float>();

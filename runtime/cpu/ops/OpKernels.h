@@ -49,6 +49,10 @@ constexpr int64_t kMaxTensorBytes = int64_t(1) << 36;
 Expected<int64_t> checkedNumElements(const std::vector<int64_t> &shape, DType dt);
 /// A zero-filled tensor after checkedNumElements.
 Expected<Tensor> newTensor(DType dt, std::vector<int64_t> shape);
+/// The result buffer the executor preset in `preset` (its planned arena
+/// buffer) when dtype and shape match, so the kernel writes in place; else a
+/// new zero-filled tensor. Its contents are not zeroed: the kernel writes all.
+Expected<Tensor> resultTensor(Tensor &preset, DType dt, std::vector<int64_t> shape);
 
 /// axis in [-rank, rank) -> [0, rank); `rank` is rank+1 for insert positions.
 Expected<int64_t> normalizeAxis(int64_t axis, int64_t rank);

@@ -19,7 +19,8 @@
 
 namespace genrt {
 
-std::unique_ptr<Decoder> openDecoder(const std::string &planPath, const std::string &device, Status &err) {
+std::unique_ptr<Decoder> openDecoder(const std::string &planPath, const std::string &device, Status &err,
+                                     const ExecutorOptions &) {
   if (device != "cpu" && device != "auto") {
     err = Status::error("unknown device '" + device + "' (the fake runs on: auto, cpu)");
     return nullptr;

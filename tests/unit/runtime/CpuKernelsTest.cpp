@@ -21,7 +21,8 @@ std::vector<float> randomVec(size_t n, unsigned seed) {
 
 TEST(CpuKernels, MatmulMatchesNaive) {
   struct Case { int64_t M, N, K; };
-  for (Case c : {Case{1, 1, 1}, Case{3, 300, 130}, Case{17, 513, 257}, Case{5, 7, 0}}) {
+  // One row (the GEMV path), small and blocked shapes, K = 0.
+  for (Case c : {Case{1, 1, 1}, Case{1, 300, 130}, Case{3, 300, 130}, Case{17, 513, 257}, Case{5, 7, 0}}) {
     auto a = randomVec(c.M * c.K, 1), b = randomVec(c.K * c.N, 2);
     std::vector<float> bt(c.N * c.K);
     for (int64_t k = 0; k < c.K; ++k)
@@ -37,7 +38,9 @@ TEST(CpuKernels, MatmulMatchesNaive) {
         for (int64_t k = 0; k < c.K; ++k)
           ref += double(a[m * c.K + k]) * b[k * c.N + n];
         maxDiff = std::max(maxDiff, std::fabs(y[m * c.N + n] - ref));
-        EXPECT_EQ(y[m * c.N + n], yt[m * c.N + n]); // one summation order for both layouts
+        // b as stored [N, K] (transpose_b) is read in place: a BLAS may sum in
+        // another order, so the layouts agree to rounding, not bit for bit.
+        maxDiff = std::max(maxDiff, std::fabs(yt[m * c.N + n] - ref));
       }
     EXPECT_LT(maxDiff, 1e-4) << c.M << "x" << c.N << "x" << c.K;
   }

@@ -1,0 +1,179 @@
+"""Hugging Face `generate()` / `GenerationConfig` names onto genc's options.
+
+Every name genc implements keeps HF's meaning and default. HF names genc
+does not implement are accepted only at HF's default value (so a
+`GenerationConfig` saved by a model passes), and refused otherwise: genc
+never silently generates something other than what HF would. Names HF does
+not know raise TypeError listing the valid ones, as a Python call would.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence
+
+from . import _genc
+
+# name -> kind; checked here so that a wrong type fails with HF's name.
+SUPPORTED = {
+    "max_new_tokens": "int",
+    "min_new_tokens": "int",
+    "max_length": "int",  # HF: prompt + new tokens; genc turns it into max_new_tokens
+    "min_length": "int",  # likewise, into min_new_tokens
+    "num_beams": "int",
+    "length_penalty": "float",
+    "early_stopping": "early_stopping",
+    "num_return_sequences": "int",
+    "no_repeat_ngram_size": "int",
+    "repetition_penalty": "float",
+    "do_sample": "bool",
+    "temperature": "float",
+    "top_k": "optional_int",
+    "top_p": "optional_float",
+    "min_p": "optional_float",
+    "eos_token_id": "ids",
+    "attention_mask": "masks",  # per prompt, for prompts given as ids (HF's left padding)
+    "seed": "int",  # genc's: HF draws from torch's global generator instead
+    "batch_size": "int",  # genc's: prompts per batch (default: what the plan allows)
+}
+
+# HF names that change nothing in genc (it never pads its output, and is
+# given prompts with their special tokens already).
+NO_EFFECT = {"pad_token_id", "bos_token_id", "use_cache", "return_dict_in_generate", "output_scores",
+             "output_logits", "output_attentions", "output_hidden_states", "streamer", "synced_gpus",
+             "cache_implementation", "cache_config", "return_legacy_cache", "compile_config",
+             "disable_compile", "use_model_defaults", "transformers_version", "_from_model_config",
+             "generation_kwargs", "is_assistant", "num_assistant_tokens", "num_assistant_tokens_schedule",
+             "assistant_confidence_threshold", "prompt_lookup_num_tokens", "max_matching_ngram_size",
+             "assistant_early_exit", "assistant_lookbehind", "target_lookbehind", "prefill_chunk_size",
+             "trust_remote_code", "custom_generate", "cache_dir", "logits_processor", "stopping_criteria"}
+
+# HF names genc does not implement, with the value that means "off" (HF's default).
+UNSUPPORTED_DEFAULTS: Dict[str, Any] = {
+    "num_beam_groups": 1, "diversity_penalty": 0.0, "penalty_alpha": None, "dola_layers": None,
+    "typical_p": 1.0, "epsilon_cutoff": 0.0, "eta_cutoff": 0.0, "encoder_repetition_penalty": 1.0,
+    "encoder_no_repeat_ngram_size": 0, "bad_words_ids": None, "force_words_ids": None,
+    "renormalize_logits": False, "constraints": None, "forced_bos_token_id": None,
+    "forced_eos_token_id": None, "remove_invalid_values": False, "exponential_decay_length_penalty": None,
+    "suppress_tokens": None, "begin_suppress_tokens": None, "forced_decoder_ids": None,
+    "sequence_bias": None, "token_healing": False, "guidance_scale": None, "low_memory": None,
+    "watermarking_config": None, "max_time": None, "stop_strings": None, "prefix_allowed_tokens_fn": None,
+    "assistant_model": None, "negative_prompt_ids": None, "negative_prompt_attention_mask": None,
+    "decoder_start_token_id": None,  # checked against the plan's below
+}
+
+
+def valid_names() -> List[str]:
+    return sorted(SUPPORTED)
+
+
+def _check_type(name: str, kind: str, value: Any) -> Any:
+    def bad(expected: str) -> TypeError:
+        return TypeError("%s must be %s, got %r" % (name, expected, value))
+
+    is_int = isinstance(value, int) and not isinstance(value, bool)
+    if kind == "int":
+        if not is_int:
+            raise bad("an int")
+    elif kind == "optional_int":
+        if value is not None and not is_int:
+            raise bad("an int or None")
+    elif kind in ("float", "optional_float"):
+        if value is None and kind == "optional_float":
+            return value
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise bad("a number")
+        value = float(value)
+    elif kind == "bool":
+        if not isinstance(value, bool):
+            raise bad("True or False")
+    elif kind == "early_stopping":
+        if not (isinstance(value, bool) or value == "never"):
+            raise bad('True, False or "never"')
+    elif kind == "ids":
+        if is_int:
+            value = [value]
+        if value is not None and not (isinstance(value, (list, tuple)) and
+                                      all(isinstance(v, int) and not isinstance(v, bool) for v in value)):
+            raise bad("an int, a list of ints or None")
+    return value
+
+
+def from_generation_config(config: Any) -> Dict[str, Any]:
+    """The non-default fields of a transformers.GenerationConfig (or any
+    object with to_diff_dict() / to_dict())."""
+    for method in ("to_diff_dict", "to_dict"):
+        if hasattr(config, method):
+            return dict(getattr(config, method)())
+    raise TypeError("generation_config must be a transformers.GenerationConfig, got %s" % type(config).__name__)
+
+
+def gather(kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    """generate()'s keyword arguments, a generation_config among them,
+    checked by name and type: the options genc acts on."""
+    kwargs = dict(kwargs)
+    merged: Dict[str, Any] = {}
+    config = kwargs.pop("generation_config", None)
+    if config is not None:
+        merged.update(from_generation_config(config))
+    merged.update(kwargs)  # explicit kwargs override the config, as in HF
+    out: Dict[str, Any] = {}
+    for name, value in merged.items():
+        if name in SUPPORTED:
+            out[name] = _check_type(name, SUPPORTED[name], value)
+        elif name in NO_EFFECT:
+            continue
+        elif name in UNSUPPORTED_DEFAULTS:
+            if name == "decoder_start_token_id" and value is not None:
+                out[name] = value
+            elif value != UNSUPPORTED_DEFAULTS[name] and value not in (None, [], {}):
+                raise ValueError("genc does not support %s (given %r); it supports: %s"
+                                 % (name, value, ", ".join(valid_names())))
+        else:
+            raise TypeError("generate() got an unexpected keyword argument %r; valid names: %s"
+                            % (name, ", ".join(valid_names())))
+    return out
+
+
+def _prompt_length_limit(name: str, total: int, longest: int) -> int:
+    new = total - longest
+    if new < 1 and name == "max_length":
+        raise ValueError("max_length %d leaves no room for new tokens after the longest prompt (%d tokens); "
+                         "use max_new_tokens" % (total, longest))
+    return max(new, 0)
+
+
+def to_native(options: Dict[str, Any], prompt_lengths: Sequence[int], encoder_decoder: bool,
+              decoder_start: int) -> "_genc._Config":
+    """The runtime's config: HF's defaults, then `options` (from gather).
+    max_length / min_length count the prompt as HF does: the longest one
+    (HF pads a batch to it), or the decoder start token for encoder-decoders."""
+    cfg = _genc._Config()
+    longest = 1 if encoder_decoder else max(prompt_lengths, default=0)
+    for total, new in (("max_length", "max_new_tokens"), ("min_length", "min_new_tokens")):
+        if total in options and new not in options:
+            options = dict(options, **{new: _prompt_length_limit(total, options[total], longest)})
+    start = options.get("decoder_start_token_id")
+    if start is not None and start != decoder_start:
+        raise ValueError("decoder_start_token_id %d differs from the plan's %d (genc compiles it in)"
+                         % (start, decoder_start))
+    for name, value in options.items():
+        if name in ("max_length", "min_length", "attention_mask", "decoder_start_token_id"):
+            continue
+        if name == "early_stopping":
+            value = "never" if value == "never" else ("true" if value else "false")
+        elif name in ("top_k", "top_p", "min_p") and value is None:
+            value = {"top_k": 0, "top_p": 1.0, "min_p": 0.0}[name]  # HF's None: the warper is off
+        elif name == "eos_token_id" and value is None:
+            value = []  # the plan's
+        elif name == "seed" and value < 0:
+            raise ValueError("seed must not be negative, got %d" % value)
+        setattr(cfg, name, value)
+    return cfg
+
+
+def masks_for(options: Dict[str, Any], count: int) -> List[List[int]]:
+    masks: Optional[Sequence[Sequence[int]]] = options.get("attention_mask")
+    if masks is None:
+        return []
+    if len(masks) != count:
+        raise ValueError("attention_mask has %d rows for %d prompts" % (len(masks), count))
+    return [list(m) for m in masks]

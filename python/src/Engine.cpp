@@ -1,0 +1,99 @@
+#include "Engine.h"
+
+#include "runtime/Runtime.h"
+#include "runtime/text/PlanTokenizer.h"
+
+#include <algorithm>
+#include <future>
+
+namespace genpy {
+
+using namespace genrt;
+
+bool Job::waitSlice(std::chrono::milliseconds slice) {
+  std::unique_lock<std::mutex> l(m);
+  return cv.wait_for(l, slice, [&] { return finished || !events.empty(); });
+}
+
+std::unique_ptr<Engine> Engine::open(const std::string &planPath, const std::string &device, Status &err) {
+  std::unique_ptr<Engine> e(new Engine());
+  std::promise<Status> opened;
+  Engine *self = e.get();
+  self->thread_.post([&, self] {
+    Status s = Status::ok();
+    self->decoder_ = openDecoder(planPath, device, s);
+    if (self->decoder_) {
+      self->info_ = self->decoder_->info();
+      self->deviceName_ = self->decoder_->deviceName();
+      self->maxSlots_ = self->decoder_->maxSlots();
+    }
+    opened.set_value(s);
+  });
+  err = opened.get_future().get();
+  if (!e->decoder_)
+    return nullptr; // ~Engine has nothing to free
+  if (Status s = text::loadPlanTokenizer(planPath, e->tokenizer_); !s) {
+    err = s;
+    return nullptr;
+  }
+  return e;
+}
+
+Engine::~Engine() {
+  for (const std::weak_ptr<Job> &w : jobs_)
+    if (std::shared_ptr<Job> job = w.lock())
+      job->stop = true;
+  // Queued behind any job still running; the thread's destructor (after
+  // this body) runs it and joins.
+  // (A std::function must be copyable: the decoder travels as a shared_ptr.)
+  std::shared_ptr<Decoder> d(std::move(decoder_));
+  thread_.post([d = std::move(d)]() mutable { d.reset(); });
+}
+
+Status Engine::checkRequest(const GenerationConfig &cfg, const std::vector<Prompt> &prompts) const {
+  int64_t batchSize = 0;
+  if (Status s = cfg.validateFor(info_); !s)
+    return s;
+  if (Status s = batchSizeFor(cfg, info_, maxSlots_, batchSize); !s)
+    return s;
+  for (size_t n = 0; n < prompts.size(); ++n)
+    if (Status s = validatePrompt(prompts[n], info_, cfg); !s)
+      return Status::error("prompt " + std::to_string(n) + ": " + s.message());
+  return Status::ok();
+}
+
+std::shared_ptr<Job> Engine::start(std::vector<Prompt> prompts, GenerationConfig cfg, bool stream) {
+  auto job = std::make_shared<Job>();
+  jobs_.erase(std::remove_if(jobs_.begin(), jobs_.end(), [](const std::weak_ptr<Job> &w) { return w.expired(); }),
+              jobs_.end());
+  jobs_.push_back(job);
+  // The job, not the engine, owns what the task needs beyond the decoder,
+  // and the decoder outlives every task (~Engine queues behind them).
+  thread_.post([this, job, stream, prompts = std::move(prompts), cfg = std::move(cfg)] {
+    auto push = [&](text::StreamEvent &&ev) {
+      {
+        std::lock_guard<std::mutex> l(job->m);
+        job->events.push_back(std::move(ev));
+      }
+      job->cv.notify_all();
+    };
+    auto stop = [&] { return job->stop.load(); };
+    // Without a stream the observer only answers stop requests: no tokenizer,
+    // so no text is decoded, and the events go nowhere.
+    text::TextStreamObserver observer(stream ? tokenizer_.get() : nullptr,
+                                      stream ? text::TextStreamObserver::Sink(push) : [](text::StreamEvent &&) {},
+                                      stop);
+    std::vector<GenerationResult> results;
+    Status s = generate(*decoder_, cfg, prompts, results, nullptr, &observer);
+    {
+      std::lock_guard<std::mutex> l(job->m);
+      job->status = s;
+      job->results = std::move(results);
+      job->finished = true;
+    }
+    job->cv.notify_all();
+  });
+  return job;
+}
+
+} // namespace genpy

@@ -1,0 +1,75 @@
+// What a Python Generator holds, in plain C++ (no Python here): the plan's
+// decoder on its own DeviceThread, the plan's tokenizer, and generation
+// jobs that run there while the Python side waits without the GIL.
+#pragma once
+#include "DeviceThread.h"
+#include "runtime/Decoder.h"
+#include "runtime/search/Generate.h"
+#include "runtime/text/TextStream.h"
+#include "runtime/text/Tokenizer.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace genpy {
+
+/// One generate() call running on the device thread. The Python thread
+/// waits on it (in slices, to notice Ctrl-C) and takes its events.
+struct Job {
+  std::mutex m;
+  std::condition_variable cv;
+  std::deque<genrt::text::StreamEvent> events; // streaming jobs only
+  bool finished = false;
+  genrt::Status status = genrt::Status::ok();
+  std::vector<genrt::GenerationResult> results;
+  std::atomic<bool> stop{false}; // asked by Python: Ctrl-C, or a stream dropped early
+
+  /// Waits up to `slice` for an event or the end; true when either is there.
+  bool waitSlice(std::chrono::milliseconds slice);
+  bool isFinished() {
+    std::lock_guard<std::mutex> l(m);
+    return finished;
+  }
+};
+
+class Engine {
+public:
+  /// Opens `planPath` on `device` on a new device thread and reads its
+  /// tokenizer. Blocks until done; on failure returns null and sets `err`.
+  static std::unique_ptr<Engine> open(const std::string &planPath, const std::string &device,
+                                      genrt::Status &err);
+  /// Stops the jobs still running, waits for them, then frees the decoder
+  /// on its thread.
+  ~Engine();
+
+  const genrt::ModelInfo &info() const { return info_; }
+  const std::string &deviceName() const { return deviceName_; }
+  const genrt::text::Tokenizer *tokenizer() const { return tokenizer_.get(); }
+
+  /// Starts generate() on the device thread. `prompts` and `cfg` are checked
+  /// already (checkRequest). With `stream`, the job collects text events.
+  std::shared_ptr<Job> start(std::vector<genrt::Prompt> prompts, genrt::GenerationConfig cfg, bool stream);
+
+  /// The checks generate() makes before it runs anything, made here so that
+  /// a bad request fails in the caller's thread with a message naming the
+  /// prompt: the config against the model, then every prompt.
+  genrt::Status checkRequest(const genrt::GenerationConfig &cfg, const std::vector<genrt::Prompt> &prompts) const;
+
+private:
+  Engine() = default;
+  DeviceThread thread_;
+  std::unique_ptr<genrt::Decoder> decoder_; // touched only on thread_
+  std::unique_ptr<genrt::text::Tokenizer> tokenizer_;
+  genrt::ModelInfo info_;
+  std::string deviceName_;
+  int32_t maxSlots_ = 0;
+  std::vector<std::weak_ptr<Job>> jobs_; // to stop at close
+};
+
+} // namespace genpy

@@ -1,0 +1,86 @@
+"""Hugging Face names for generate()'s options: unknown names, wrong types,
+values HF rejects, and what genc does not implement."""
+import pytest
+
+import genc
+
+
+def test_unknown_name_lists_the_valid_ones(gen):
+    with pytest.raises(TypeError) as e:
+        gen.generate("x", max_new_token=5)
+    msg = str(e.value)
+    assert "'max_new_token'" in msg
+    for name in ("max_new_tokens", "num_beams", "do_sample", "top_p", "repetition_penalty"):
+        assert name in msg
+    assert genc.generate_options() == sorted(genc.generate_options())
+
+
+@pytest.mark.parametrize("kwargs,error,text", [
+    (dict(num_beams=0), ValueError, "num_beams must be at least 1, got 0"),
+    (dict(max_new_tokens=0), ValueError, "max_new_tokens must be at least 1, got 0"),
+    (dict(top_p=1.5, do_sample=True), ValueError, "top_p must be in (0, 1], got 1.5"),
+    (dict(top_p=0.0, do_sample=True), ValueError, "top_p must be in (0, 1], got 0"),
+    (dict(batch_size=0), ValueError, "batch_size must be at least 1, got 0"),
+    (dict(temperature=0.0, do_sample=True), ValueError, "temperature must be a positive number"),
+    (dict(num_return_sequences=2), ValueError, "greedy search returns one sequence: num_return_sequences 2 needs num_beams >= it or do_sample"),
+    (dict(num_beams=2, do_sample=True), ValueError, "beam sampling (do_sample with num_beams > 1) is not supported"),
+    (dict(max_new_tokens="5"), TypeError, "max_new_tokens must be an int, got '5'"),
+    (dict(do_sample=1), TypeError, "do_sample must be True or False"),
+    (dict(early_stopping="sometimes"), TypeError, 'early_stopping must be True, False or "never"'),
+    (dict(eos_token_id=[1, "2"]), TypeError, "eos_token_id must be an int, a list of ints or None"),
+    (dict(eos_token_id=5000), ValueError, "eos_token_id 5000 is outside the vocabulary (size 1000)"),
+    (dict(typical_p=0.5), ValueError, "genc does not support typical_p (given 0.5)"),
+    (dict(num_beam_groups=2, diversity_penalty=0.5), ValueError, "genc does not support num_beam_groups"),
+    (dict(max_new_tokens=100), ValueError, "plus max_new_tokens 100 exceeds the plan's maximum length 64"),
+    (dict(max_length=3), ValueError, "max_length 3 leaves no room for new tokens"),
+    (dict(batch_size=9), ValueError, "batch_size 9 needs more than the plan allows"),
+    (dict(seed=-1), ValueError, "seed must not be negative"),
+])
+def test_bad_values_raise_with_hf_names(gen, kwargs, error, text):
+    with pytest.raises(error) as e:
+        gen.generate("Permission is hereby granted", **kwargs)
+    assert text in str(e.value)
+
+
+def test_min_new_tokens_above_max_warns_and_runs(gen):
+    # HF warns and stops at max_new_tokens; genrun prints the same line.
+    with pytest.warns(UserWarning, match=r"min_new_tokens \(9\) is larger than max_new_tokens \(3\)"):
+        out = gen.generate("Copyright", max_new_tokens=3, min_new_tokens=9)
+    assert len(out[0].sequences[0].ids) == 3
+
+
+def test_hf_defaults_of_unsupported_options_pass(gen):
+    base = gen.generate("Copyright", max_new_tokens=4)
+    assert gen.generate("Copyright", max_new_tokens=4, typical_p=1.0, num_beam_groups=1, use_cache=True,
+                        output_scores=False, pad_token_id=0, bos_token_id=None, top_k=50, top_p=None) == base
+    assert gen.generate("Copyright", max_new_tokens=4, early_stopping="never", num_beams=2) == \
+        gen.generate("Copyright", max_new_tokens=4, early_stopping="never", num_beams=2)
+
+
+class DuckConfig:
+    def __init__(self, **kw):
+        self.kw = kw
+
+    def to_diff_dict(self):
+        return dict(self.kw, transformers_version="x")
+
+
+def test_generation_config_object(gen):
+    want = gen.generate("Copyright", max_new_tokens=6, num_beams=2, length_penalty=0.5)
+    cfg = DuckConfig(max_new_tokens=6, num_beams=2, length_penalty=0.5)
+    assert gen.generate("Copyright", generation_config=cfg) == want
+    # kwargs override the config, as in HF
+    assert gen.generate("Copyright", generation_config=DuckConfig(max_new_tokens=2, num_beams=2,
+                                                                   length_penalty=0.5), max_new_tokens=6) == want
+    with pytest.raises(TypeError):
+        gen.generate("Copyright", generation_config=42)
+
+
+def test_transformers_generation_config(gen):
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.GenerationConfig(max_new_tokens=6, num_beams=3, no_repeat_ngram_size=2, eos_token_id=2,
+                                        pad_token_id=0)
+    assert gen.generate("Copyright", generation_config=cfg) == \
+        gen.generate("Copyright", max_new_tokens=6, num_beams=3, no_repeat_ngram_size=2, eos_token_id=2)
+    with pytest.raises(ValueError, match="genc does not support"):
+        gen.generate("Copyright", generation_config=transformers.GenerationConfig(penalty_alpha=0.6, top_k=4))
