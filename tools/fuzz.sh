@@ -25,7 +25,7 @@ FUZZ=${FUZZ_DIR:-build-fuzz}
 BUILD=${BUILD_DIR:-build}
 
 cmake -S . -B "$FUZZ" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang-14 \
-  -DCMAKE_CXX_COMPILER=clang++-14 -DGENC_FUZZ=ON >/dev/null
+  -DCMAKE_CXX_COMPILER=clang++-14 -DGENC_FUZZ=ON -DGENC_PYTHON=OFF >/dev/null
 ninja -C "$FUZZ" "fuzz_$TARGET" >/dev/null
 
 SEEDS=$FUZZ/seeds/$TARGET

@@ -4,6 +4,8 @@
 // a Status, never a crash. Seeds: tests/fuzz/seeds/genrun_options.
 #include "tools/GenrunOptions.h"
 
+#include "runtime/search/Generate.h"
+
 #include <string>
 #include <vector>
 
@@ -34,6 +36,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (args.cfg.validateFor(info)) {
     (void)args.cfg.effectiveEos(info);
     (void)args.cfg.rowsPerPrompt();
+    int64_t batchSize = 0;
+    (void)genrt::batchSizeFor(args.cfg, info, 16, batchSize);
   }
   return 0;
 }

@@ -17,9 +17,11 @@
 
 using namespace genrt;
 
+#ifndef GENC_FUZZ_REPLAY // the mutator calls libFuzzer's LLVMFuzzerMutate
 extern "C" size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t maxSize, unsigned seed) {
   return genfuzz::mutatePlan(data, size, maxSize, seed);
 }
+#endif
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   // The plan's weights are views of these bytes: they must outlive it.
@@ -39,7 +41,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (need < 0 || need > (int64_t(256) << 20))
     return 0;
   Status err = Status::ok();
-  std::unique_ptr<Executor> exec = makeCpuExecutor(plan, err);
+  ExecutorOptions one; // one thread: libFuzzer runs an input at a time
+  one.threads = 1;
+  std::unique_ptr<Executor> exec = makeCpuExecutor(plan, one, err);
   if (!exec)
     return 0;
   Session session(plan, std::move(exec));
