@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds one libFuzzer target of tests/fuzz (clang-14, ASan + UBSan, in
-# build-fuzz/) and runs it for SECONDS on its corpus:
+# build-fuzz/, the sanitizer build tools/test.sh --sanitize tests too) and
+# runs it for SECONDS on its corpus:
 #
 #   tools/fuzz.sh TARGET SECONDS [libFuzzer flags...]
-#   TARGET: plan | onnx | prompt_lines | genrun_options
+#   TARGET: plan | onnx | prompt_lines | genrun_options | all (each in turn: CI's smoke run)
 #
 # The corpus (build-fuzz/corpus/TARGET) grows across runs; it starts from
 # seeds made from the fixtures (plans compiled by the regular build's genc,
@@ -12,15 +13,23 @@
 # leaves its input in build-fuzz/crashes/TARGET/ and fails the script: turn
 # it into a regression test (tests/fuzz/regressions/TARGET/, which
 # tests/fuzz/replay.test runs through the regular build).
+# Long runs that go on past a crash: add -fork=1 -ignore_crashes=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ $# -lt 2 ]; then
-  echo "usage: tools/fuzz.sh plan|onnx|prompt_lines|genrun_options SECONDS [libFuzzer flags...]" >&2
+  echo "usage: tools/fuzz.sh plan|onnx|prompt_lines|genrun_options|all SECONDS [libFuzzer flags...]" >&2
   exit 2
 fi
 TARGET=$1
 SECS=$2
 shift 2
+if [ "$TARGET" = all ]; then
+  rc=0
+  for t in plan onnx prompt_lines genrun_options; do
+    bash tools/fuzz.sh "$t" "$SECS" "$@" || rc=1
+  done
+  exit $rc
+fi
 FUZZ=${FUZZ_DIR:-build-fuzz}
 BUILD=${BUILD_DIR:-build}
 
