@@ -123,6 +123,7 @@ static void generateStreaming(const genrun::Args &args, Decoder &decoder, const 
     out << streamEventLine(ev, tokenizer != nullptr) << '\n';
     out.flush();
   });
+  observer.dropResults(); // every line is out already: nothing to hold until the end
   std::vector<GenerationResult> results;
   if (Status s = generate(decoder, args.cfg, prompts, results, &stats, &observer); !s)
     fail(s.message());

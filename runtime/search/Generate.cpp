@@ -107,8 +107,10 @@ static Status generateAll(Decoder &decoder, const GenerationConfig &cfg, const s
 
   GenerationStats stats;
   stats.firstTokenSeconds = -1; // not yet
+  const bool keep = !observer || observer->keepResults();
   std::vector<GenerationResult> out;
-  out.reserve(prompts.size());
+  if (keep)
+    out.reserve(prompts.size());
   for (size_t first = 0; first < prompts.size(); first += size_t(batchSize)) {
     size_t last = std::min(prompts.size(), first + size_t(batchSize));
     std::vector<BatchItem> items;
@@ -116,14 +118,17 @@ static Status generateAll(Decoder &decoder, const GenerationConfig &cfg, const s
       items.push_back(makeItem(prompts[n], info, n));
     SlotBatch batch(decoder, std::move(items), rows, stats, start, observer ? *observer : silent);
     ++stats.batches;
+    const size_t before = out.size();
     Status s = cfg.numBeams > 1 ? search::runBeamSearch(batch, cfg, eos, out)
                                 : search::runGreedyOrSample(batch, cfg, eos, out);
     if (!s)
       return s;
+    for (size_t n = before; n < out.size(); ++n)
+      for (const GeneratedSequence &seq : out[n].sequences)
+        stats.generatedTokens += int64_t(seq.outputIds.size());
+    if (!keep)
+      out.clear(); // the observer has had them all (onPromptDone)
   }
-  for (const GenerationResult &r : out)
-    for (const GeneratedSequence &seq : r.sequences)
-      stats.generatedTokens += int64_t(seq.outputIds.size());
   stats.totalSeconds = std::chrono::duration<double>(SlotBatch::Clock::now() - start).count();
   if (stats.firstTokenSeconds < 0)
     stats.firstTokenSeconds = 0;
