@@ -33,6 +33,10 @@ inline std::string readPlanHeader(const uint8_t *p, uint64_t fileBytes, PlanHead
   auto inFile = [&](uint64_t off, uint64_t n) { return off <= fileBytes && n <= fileBytes - off; };
   if (!inFile(h.jsonOffset, h.jsonBytes) || !inFile(h.blobOffset, h.blobBytes))
     return "header offsets point outside the file (truncated?)";
+  // Every weight's alignment is relative to the blob: an edited header that
+  // moves it would misalign them all.
+  if (h.blobOffset % kPlanAlignment)
+    return "the data blob is not " + std::to_string(kPlanAlignment) + "-byte aligned in the file";
   return "";
 }
 

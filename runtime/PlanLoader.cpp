@@ -654,6 +654,9 @@ Status loadPlanFromMemory(std::shared_ptr<const void> owner, const uint8_t *data
     out = Plan();
     if (size < kPlanHeaderBytes)
       return Status::error("plan '" + name + "': too small to be a plan (" + std::to_string(size) + " bytes)");
+    if (reinterpret_cast<uintptr_t>(data) % kPlanBufferAlignment)
+      return Status::error("plan '" + name + "': its bytes are not " + std::to_string(kPlanBufferAlignment) +
+                           "-byte aligned in memory");
     return Loader(name, out).runBytes(std::move(owner), data, size);
   });
 }

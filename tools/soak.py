@@ -106,8 +106,9 @@ def options_phase(genrun, plan, prompts, batch, rng):
         kinds[kind] = kinds.get(kind, 0) + 1
         base = [genrun, plan, "--device", "cpu", "--threads", THREADS] + args
         where = "batch at prompt %d (%s)" % (first, " ".join(args))
-        plain = run(base, text).splitlines()
-        stream = [json.loads(l) for l in run(base + ["--stream"], text).splitlines()]
+        # split("\n"), not splitlines(): JSON may hold U+2028 and friends raw.
+        plain = run(base, text).split("\n")[:-1]
+        stream = [json.loads(l) for l in run(base + ["--stream"], text).split("\n") if l]
         if len(plain) != len(chunk):
             raise AssertionError("%s: %d output lines for %d prompts" % (where, len(plain), len(chunk)))
         # A prompt's done event comes when it finishes (not in prompt order:

@@ -12,6 +12,8 @@
 #include "runtime/search/Generate.h"
 #include "runtime/text/PlanTokenizer.h"
 
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -24,14 +26,17 @@ extern "C" size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max
 #endif
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  // The plan's weights are views of these bytes: they must outlive it.
-  auto bytes = std::make_shared<std::vector<uint8_t>>(data, data + size);
+  // The plan's weights are views of these bytes: they must outlive it. A
+  // mapped file starts on a page; here 64 bytes (the loader asks for 16).
+  std::shared_ptr<uint8_t> bytes(static_cast<uint8_t *>(std::aligned_alloc(64, (size + 64) / 64 * 64)), std::free);
+  if (size)
+    std::memcpy(bytes.get(), data, size);
   auto plan = std::make_shared<Plan>();
-  if (!loadPlanFromMemory(bytes, bytes->data(), bytes->size(), "fuzz", *plan))
+  if (!loadPlanFromMemory(bytes, bytes.get(), size, "fuzz", *plan))
     return 0;
   std::unique_ptr<text::Tokenizer> tokenizer;
   std::vector<int64_t> textIds;
-  if (text::loadPlanTokenizerFromMemory(bytes->data(), bytes->size(), "fuzz", tokenizer) && tokenizer) {
+  if (text::loadPlanTokenizerFromMemory(bytes.get(), size, "fuzz", tokenizer) && tokenizer) {
     (void)tokenizer->encode("Hello, world! 123", true, textIds);
     (void)tokenizer->decode(textIds, true);
   }
