@@ -1,5 +1,7 @@
 #include "runtime/cpu/CpuExecutor.h"
 
+#include "runtime/WeightUses.h"
+
 #include "runtime/cpu/AttentionIo.h"
 #include "runtime/cpu/FusedBody.h"
 #include "runtime/cpu/FusedRows.h"
@@ -150,21 +152,13 @@ public:
           return Status::error("fused body '" + name + "' op '" + op.kind + "' has no CPU kernel");
     // A bf16 weight that only matmuls read (as their weight) stays bf16: the
     // decode step then streams half the bytes (runtime/cpu/MatmulBf16.h).
-    std::vector<char> keep(plan_->weights.size(), 0), seen(plan_->weights.size(), 0);
-    for (const auto &[name, prog] : plan_->programs)
-      for (const OpInfo &op : prog.ops)
-        for (size_t i = 0; i < op.operands.size(); ++i) {
-          const ValueInfo &v = prog.values[op.operands[i]];
-          if (v.storage != Storage::Weight)
-            continue;
-          const bool fits = op.kind == "matmul" && i == 1 && plan_->weights[v.index].rank() == 2;
-          keep[v.index] = (seen[v.index] ? keep[v.index] : 1) && fits;
-          seen[v.index] = 1;
-        }
+    const std::vector<char> keep = weightsReadOnlyBy(*plan_, [&](const OpInfo &op, size_t i) {
+      return op.kind == "matmul" && i == 1;
+    });
     try {
       for (size_t w = 0; w < plan_->weights.size(); ++w) {
         const Tensor &t = plan_->weights[w];
-        weights_.push_back(keep[w] && t.dtype() == DType::BF16 ? t : widen(t));
+        weights_.push_back(keep[w] && t.dtype() == DType::BF16 && t.rank() == 2 ? t : widen(t));
       }
     } catch (const std::bad_alloc &) {
       return Status::error("cannot widen the plan's weights to f32 in host memory");

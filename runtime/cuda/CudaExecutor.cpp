@@ -9,6 +9,8 @@
 // replayed after that.
 #include "runtime/cuda/CudaExecutor.h"
 
+#include "runtime/WeightUses.h"
+
 #include "runtime/cuda/AttentionAbi.h"
 #include "runtime/cuda/CudaSteps.h"
 #include "runtime/cuda/DeviceMemory.h"
@@ -216,18 +218,10 @@ private:
   // GEMV kernels (plans from a genc that emits them: `gpu_gemv`).
   void chooseTransposedWeights() {
     const Plan &p = *plan_;
-    std::vector<char> ok(p.weights.size(), 0), seen(p.weights.size(), 0);
-    for (const auto &[name, prog] : p.programs)
-      for (const OpInfo &op : prog.ops)
-        for (size_t i = 0; i < op.operands.size(); ++i) {
-          const ValueInfo &v = prog.values[op.operands[i]];
-          if (v.storage != Storage::Weight)
-            continue;
-          const bool fits = op.kind == "matmul" && i == 1 && attrInt(op.attrs, "transpose_b", 0) == 0 &&
-                            !attrStr(op.attrs, "gpu_gemv", "").empty();
-          ok[v.index] = (seen[v.index] ? ok[v.index] : 1) && fits;
-          seen[v.index] = 1;
-        }
+    const std::vector<char> ok = weightsReadOnlyBy(p, [](const OpInfo &op, size_t i) {
+      return op.kind == "matmul" && i == 1 && attrInt(op.attrs, "transpose_b", 0) == 0 &&
+             !attrStr(op.attrs, "gpu_gemv", "").empty();
+    });
     ctx_.weightTransposed.assign(p.weights.size(), 0);
     for (size_t w = 0; w < p.weights.size(); ++w) {
       const Tensor &t = p.weights[w];
