@@ -9,14 +9,6 @@ namespace genc {
 
 const char *attentionTemplates() {
   return R"(// ---- genc attention templates ---------------------------------------------
-// Storage types: S is what memory holds, ld/st convert to and from f32.
-struct genc_f32 { typedef float S; static __device__ __forceinline__ float ld(S v) { return v; }
-                  static __device__ __forceinline__ S st(float f) { return f; } };
-struct genc_f16 { typedef unsigned short S; static __device__ __forceinline__ float ld(S v) { return genc_h2f(v); }
-                  static __device__ __forceinline__ S st(float f) { return genc_f2h(f); } };
-struct genc_bf16 { typedef unsigned short S; static __device__ __forceinline__ float ld(S v) { return genc_bf2f(v); }
-                   static __device__ __forceinline__ S st(float f) { return genc_f2bf(f); } };
-
 // V elements of storage type T at p[0..V) as f32, in 16-byte (or smaller) words.
 template <typename T, int V>
 static __device__ __forceinline__ void genc_attn_load(float (&dst)[V], const typename T::S *p) {
@@ -41,24 +33,31 @@ static __device__ __forceinline__ float genc_attn_in(const GencAttnParams &p, in
 }
 
 // ---- prologue: norm + RoPE into f32 scratch [T, H + 2 KVH, D] ---------------
+// Block (t, y) does rows [y·RB, y·RB + RB) of token t: a decode step's few
+// tokens still spread over many blocks, each with a few elements per thread
+// (one block per token left a 128-thread block walking every row of it).
 template <typename C>
 static __device__ void genc_attn_prologue(const GencAttnParams &p) {
   constexpr int NK = C::MODE == 1 ? 0 : C::KVH; // cross attention: q only
   constexpr int ROWS = C::H + 2 * NK;
+  constexpr int RB = gencAttnPrologueRows(C::D);
+  const int r0 = blockIdx.y * RB, r1 = r0 + RB < ROWS ? r0 + RB : ROWS;
+  if (r0 >= ROWS) return;
   __shared__ float inv[C::H + C::KVH];
   __shared__ float red[32];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
   for (long long t = blockIdx.x; t < p.tokens; t += gridDim.x) {
     float *out = (float *)p.scratch + t * (long long)C::SSTRIDE;
-    if (C::QKNORM == 1) { // per head: one warp per head
-      for (int h = warp; h < C::H + NK; h += nwarps) {
+    if (C::QKNORM == 1) { // per head: one warp per head of this block's q/k rows
+      const int h1 = r1 < C::H + NK ? r1 : C::H + NK;
+      for (int h = r0 + warp; h < h1; h += nwarps) {
         int which = h < C::H ? 0 : 1, hh = h < C::H ? h : h - C::H;
         float ss = 0.f;
         for (int d = lane; d < C::D; d += 32) { float v = genc_attn_in<C>(p, which, t, hh, d); ss += v * v; }
         for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
         if (lane == 0) inv[h] = 1.f / sqrtf(ss / (float)C::D + C::EPS);
       }
-    } else if (C::QKNORM == 2) { // over all heads of the operand
+    } else if (C::QKNORM == 2) { // over all heads of the operand (every block sums it again)
       for (int which = 0; which < (NK ? 2 : 1); ++which) {
         int n = which == 0 ? C::H : C::KVH;
         float ss = 0.f;
@@ -76,7 +75,7 @@ static __device__ void genc_attn_prologue(const GencAttnParams &p) {
       pos = ((const long long *)p.positions)[t];
       pos = pos < 0 ? 0 : (pos >= p.positionsInTable ? p.positionsInTable - 1 : pos);
     }
-    for (int e = threadIdx.x; e < ROWS * C::D; e += blockDim.x) {
+    for (int e = r0 * C::D + threadIdx.x; e < r1 * C::D; e += blockDim.x) {
       int row = e / C::D, d = e % C::D;
       int which = row < C::H ? 0 : row < C::H + NK ? 1 : 2;
       int h = which == 0 ? row : which == 1 ? row - C::H : row - C::H - NK;
@@ -131,7 +130,17 @@ static __device__ void genc_attn_attend(const GencAttnParams &p) {
     lo = pl.segStart;
     hi = pl.segStart + pl.segLen;
   }
-  const long long n = hi - lo, chunk = (n + S - 1) / S;
+  // A split reads at least MIN_KEYS keys: a short range takes fewer splits
+  // than the launch has (S is fixed per graph), and the blocks past them only
+  // mark their rows empty for the combine.
+  constexpr long long MIN_KEYS = 64;
+  const long long n = hi - lo, want = (n + MIN_KEYS - 1) / MIN_KEYS;
+  const long long used = want < 1 ? 1 : (want < S ? want : S), chunk = (n + used - 1) / used;
+  if (split >= used) {
+    if (threadIdx.x < G)
+      ((float *)p.lse)[(t * C::H + hb + threadIdx.x) * (long long)S + split] = -__int_as_float(0x7f800000);
+    return;
+  }
   const long long a = lo + split * chunk, b = a + chunk < hi ? a + chunk : hi;
 
   // This lane's slices of the group's queries, pre-scaled.
@@ -282,8 +291,10 @@ static __device__ void genc_attn_combine(const GencAttnParams &p) {
     long long at = C::MERGE ? (t * C::H + h) * C::D + d : ((long long)h * p.tokens + t) * C::D + d;
     ((typename O::S *)p.out)[at] = O::st(o);
   }
-  if (C::MODE == 0 && h < C::KVH) {
-    const GencTokenPlace pl = ((const GencTokenPlace *)p.places)[t];
+  const GencTokenPlace pl = ((const GencTokenPlace *)p.places)[t];
+  // A rolling window's row that a later token of this run also maps to is
+  // left to that token (the blocks run in no set order).
+  if (C::MODE == 0 && h < C::KVH && pl.position + p.capacity >= pl.runEnd) {
     const float *src = (const float *)p.scratch + t * (long long)C::SSTRIDE;
     long long row = (((long long)pl.slot * C::KVH + h) * p.capacity + pl.position % p.capacity) * C::D;
     typedef typename C::Cache CT;

@@ -10,6 +10,8 @@
 #include "codegen/CudaEmitter.h"
 
 #include "codegen/AttentionKernels.h"
+#include "codegen/GemvKernels.h"
+#include "codegen/TokenKernels.h"
 #include "codegen/CudaBuilder.h"
 #include "runtime/cuda/AttentionAbi.h"
 #include "codegen/LaunchCount.h"
@@ -486,6 +488,10 @@ CudaModule emitCuda(Module &m, DType activation) {
   AttentionKernels attention = emitAttentionKernels(m, activation);
   cm.attentionCode = std::move(attention.code);
   cm.attentionKernels = std::move(attention.names);
+  GemvKernels gemv = emitGemvKernels(m, activation);
+  cm.gemvCode = std::move(gemv.code);
+  cm.gemvKernels = std::move(gemv.names);
+  cm.tokenKernels.assign(std::begin(kTokenKernelNames), std::end(kTokenKernelNames));
   std::map<std::string, std::string> conflicts;
   auto storage = kernelParamDTypes(m, activation, conflicts);
   for (const auto &f : m.functions()) {
@@ -506,12 +512,13 @@ CudaModule emitCuda(Module &m, DType activation) {
   return cm;
 }
 
-// The attention kernels' shared part: the ABI struct and the templates.
+// The token-choice, GEMV and attention kernels: their ABI structs,
+// templates and entries.
 static std::string attentionSource(const CudaModule &cm) {
+  std::string out = (cm.tokenKernels.empty() ? std::string() : tokenKernelsSource()) + cm.gemvCode;
   if (cm.attentionKernels.empty())
-    return "";
-  return std::string("\n") + genrt::cuda::kGencAttnAbiSource + "\n" + attentionTemplates() +
-         cm.attentionCode;
+    return out;
+  return out + "\n" + genrt::cuda::kGencAttnAbiSource + "\n" + attentionTemplates() + cm.attentionCode;
 }
 
 std::string cudaModuleSource(const CudaModule &cm) {

@@ -50,6 +50,11 @@ struct CudaModule {
   /// The attention ops' kernel families (codegen/AttentionKernels.h).
   std::string attentionCode;
   std::vector<std::string> attentionKernels;
+  /// The matmuls' GEMV families and the weight transposes (codegen/GemvKernels.h).
+  std::string gemvCode;
+  std::vector<std::string> gemvKernels;
+  /// The token-choice kernels (codegen/TokenKernels.h), in every module.
+  std::vector<std::string> tokenKernels;
   /// Bodies with no kernel: (body name, why). The CPU executor runs them.
   std::vector<std::pair<std::string, std::string>> skipped;
 };

@@ -12,6 +12,15 @@ static __device__ __forceinline__ float genc_h2f(unsigned short h) { float f; as
 static __device__ __forceinline__ unsigned short genc_f2h(float f) { unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
 static __device__ __forceinline__ float genc_bf2f(unsigned short h) { return __uint_as_float(((unsigned)h) << 16); }
 static __device__ __forceinline__ unsigned short genc_f2bf(float f) { unsigned short h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+// Storage types for templates (attention, GEMV): S is what memory holds, ld/st
+// convert to and from f32.
+struct genc_f32 { typedef float S; static __device__ __forceinline__ float ld(S v) { return v; }
+                  static __device__ __forceinline__ S st(float f) { return f; } };
+struct genc_f16 { typedef unsigned short S; static __device__ __forceinline__ float ld(S v) { return genc_h2f(v); }
+                  static __device__ __forceinline__ S st(float f) { return genc_f2h(f); } };
+struct genc_bf16 { typedef unsigned short S; static __device__ __forceinline__ float ld(S v) { return genc_bf2f(v); }
+                   static __device__ __forceinline__ S st(float f) { return genc_f2bf(f); } };
+
 static __device__ __forceinline__ float genc_max(float x, float y) { return (x > y || x != x) ? x : y; }
 static __device__ __forceinline__ float genc_min(float x, float y) { return (x < y || x != x) ? x : y; }
 static __device__ __forceinline__ long long genc_f2i(float v) {

@@ -109,13 +109,16 @@ llvm::Expected<CompiledKernel> compileKernel(const CudaKernel &k, const std::vec
 llvm::Expected<CompiledModule> compileModule(const CudaModule &cm, const std::vector<int> &archs) {
 #ifdef GENC_HAVE_NVRTC
   CompiledModule out;
-  if (cm.kernels.empty() && cm.attentionKernels.empty())
-    return out;
+  if (cm.kernels.empty() && cm.attentionKernels.empty() && cm.gemvKernels.empty())
+    return out; // the token kernels alone do not make a module worth loading
   std::string source = cudaModuleSource(cm);
-  const std::string &first = cm.kernels.empty() ? cm.attentionKernels.front() : cm.kernels.front().name;
+  const std::string &first = !cm.kernels.empty()           ? cm.kernels.front().name
+                             : !cm.attentionKernels.empty() ? cm.attentionKernels.front()
+                                                            : cm.gemvKernels.front();
   // One NVRTC run compiles every kernel for an architecture: the count moves
   // an architecture at a time.
-  const uint64_t perArch = cm.kernels.size() + cm.attentionKernels.size();
+  const uint64_t perArch =
+      cm.kernels.size() + cm.attentionKernels.size() + cm.gemvKernels.size() + cm.tokenKernels.size();
   for (size_t i = 0; i < archs.size(); ++i) {
     int a = archs[i];
     std::string sm = "sm_" + std::to_string(a);

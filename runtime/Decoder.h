@@ -53,6 +53,13 @@ public:
   /// exceed maxLength or a token id is out of range.
   virtual Status forward(const std::vector<Chunk> &chunks, float *logits) = 0;
 
+  /// forward(), then each chunk's greedy choice without logits processors:
+  /// the first index of its largest logit (torch.argmax) and that token's
+  /// log-softmax. This default chooses on the host from forward()'s logits;
+  /// a Session over the GPU chooses where the logits are and copies back
+  /// only the choices.
+  virtual Status forwardGreedy(const std::vector<Chunk> &chunks, int64_t *tokens, float *logprobs);
+
   /// Beam reordering: for each k, slot dst[k] takes the cached contents (and
   /// length) that slot src[k] had before the call. Slots not named in dst are
   /// unchanged. A src may appear several times.

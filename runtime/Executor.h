@@ -65,6 +65,14 @@ public:
   /// slot; writes the logits of the run's rows, row-major [rows, vocab], to
   /// `logits` (host memory).
   virtual Status run(const ProgramRun &run, float *logits) = 0;
+  /// Whether runGreedy() chooses where the logits are (the GPU: no logits
+  /// cross to the host). Without it the Session chooses from run()'s logits.
+  virtual bool choosesGreedy() const { return false; }
+  /// Runs @decode_step like run() and writes, per row, the first index of
+  /// its largest logit and that token's log-softmax (runtime/GreedyChoice.h).
+  virtual Status runGreedy(const ProgramRun &, int64_t *, float *) {
+    return Status::error("this executor does not choose tokens itself");
+  }
   /// Runs @encode and stores its K/V in cross-cache entry run.crossEntry.
   virtual Status encode(const ProgramRun &run) = 0;
   /// Beam reordering: slot dst[k] takes the first lengths[src[k]] positions

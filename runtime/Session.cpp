@@ -106,7 +106,7 @@ Status Session::reorderSlots(const std::vector<int32_t> &dst, const std::vector<
   return Status::ok();
 }
 
-Status Session::forward(const std::vector<Chunk> &chunks, float *logits) {
+Status Session::checkChunks(const std::vector<Chunk> &chunks) const {
   const ModelInfo &mi = plan_->model;
   std::vector<int64_t> pending(maxSlots(), 0);
   for (const Chunk &c : chunks) {
@@ -125,6 +125,12 @@ Status Session::forward(const std::vector<Chunk> &chunks, float *logits) {
     if (!entryOfSlot_.empty() && entryOfSlot_[c.slot] < 0)
       return Status::error("forward: slot " + std::to_string(c.slot) + " has no encoded source");
   }
+  return Status::ok();
+}
+
+Status Session::forward(const std::vector<Chunk> &chunks, float *logits) {
+  if (Status s = checkChunks(chunks); !s)
+    return s;
   // Pieces of at most max_tokens tokens; a long prompt is prefilled in
   // several pieces (chunked prefill) and only its last piece gives logits.
   const int64_t budget = plan_->maxTokens;
@@ -154,9 +160,30 @@ Status Session::forward(const std::vector<Chunk> &chunks, float *logits) {
   return Status::ok();
 }
 
+Status Session::forwardGreedy(const std::vector<Chunk> &chunks, int64_t *tokens, float *logprobs) {
+  bool step = exec_->choosesGreedy() && static_cast<int64_t>(chunks.size()) <= maxSlots();
+  for (const Chunk &c : chunks)
+    step &= c.tokens.size() == 1;
+  if (!step)
+    return Decoder::forwardGreedy(chunks, tokens, logprobs);
+  if (Status s = checkChunks(chunks); !s)
+    return s;
+  std::vector<Piece> pieces;
+  for (size_t i = 0; i < chunks.size(); ++i)
+    pieces.push_back({chunks[i].slot, chunks[i].tokens, static_cast<int64_t>(i)});
+  ProgramRun run;
+  if (Status s = buildRun(pieces, run); !s)
+    return s;
+  if (Status s = exec_->runGreedy(run, tokens, logprobs); !s)
+    return s;
+  for (const Piece &p : pieces)
+    lengths_[p.slot] += 1;
+  return Status::ok();
+}
+
 // One program run over the pieces: @decode_step when every piece is one
 // token that wants its logits (the step of a search), else @prefill.
-Status Session::runPieces(const std::vector<Piece> &pieces, float *logits) {
+Status Session::buildRun(const std::vector<Piece> &pieces, ProgramRun &run) const {
   int64_t T = 0, R = 0;
   bool decode = true;
   for (const Piece &p : pieces) {
@@ -165,7 +192,6 @@ Status Session::runPieces(const std::vector<Piece> &pieces, float *logits) {
     R += p.logitRow >= 0;
   }
   decode &= T <= maxSlots();
-  ProgramRun run;
   run.kind = decode ? ProgramKind::Decode : ProgramKind::Prefill;
   run.program = plan_->program(decode ? "decode_step" : "prefill");
   run.symbols = {{"tokens", T}, {"rows", decode ? T : R}};
@@ -188,14 +214,23 @@ Status Session::runPieces(const std::vector<Piece> &pieces, float *logits) {
       run.logitRows.push_back(static_cast<int64_t>(run.inputIds.size()) - 1);
   }
   run.attention.crossLengths = crossLengths_;
+  return Status::ok();
+}
+
+Status Session::runPieces(const std::vector<Piece> &pieces, float *logits) {
+  ProgramRun run;
+  if (Status s = buildRun(pieces, run); !s)
+    return s;
   // The executor writes rows in run order; the search wants them by chunk.
   const int64_t vocab = plan_->model.vocabSize;
   std::vector<float> rows;
   bool inOrder = true;
-  int64_t r = 0;
+  int64_t r = 0, R = 0;
   for (const Piece &p : pieces)
-    if (p.logitRow >= 0)
+    if (p.logitRow >= 0) {
       inOrder &= p.logitRow == r++;
+      ++R;
+    }
   float *out = logits;
   if (!inOrder) {
     rows.resize(static_cast<size_t>(R * vocab));

@@ -23,6 +23,7 @@ public:
   void resetSlot(int32_t slot) override;
   int64_t slotLength(int32_t slot) const override;
   Status forward(const std::vector<Chunk> &chunks, float *logits) override;
+  Status forwardGreedy(const std::vector<Chunk> &chunks, int64_t *tokens, float *logprobs) override;
   Status reorderSlots(const std::vector<int32_t> &dst, const std::vector<int32_t> &src) override;
   Status encode(const std::vector<int64_t> &sourceIds, const std::vector<int32_t> &slots) override;
   int64_t memoryBytes() const override { return exec_->memoryBytes(); }
@@ -39,6 +40,10 @@ private:
     int64_t logitRow; // the chunk whose logits this piece's last token gives; -1: none
   };
   Status runPieces(const std::vector<Piece> &pieces, float *logits);
+  /// The run of the pieces: program, symbols, ids, positions, attention context.
+  Status buildRun(const std::vector<Piece> &pieces, ProgramRun &run) const;
+  /// What forward() refuses before running anything (slots, lengths, ids).
+  Status checkChunks(const std::vector<Chunk> &chunks) const;
   /// Checks the run's symbols against the program's maximums.
   static Status checkSymbols(const ProgramRun &run);
 

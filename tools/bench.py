@@ -85,6 +85,26 @@ def hf_decode(torch, model, ids, new, compiled=False):
     return (tn - t1) / max(steps - 1, 1) * 1e3, t1 * 1e3
 
 
+def hf_loop(torch, model, ids, new):
+    """ms per decode step of a plain forward loop over HF's KV cache (no
+    generate()): the check that the generate() column measures the model."""
+    sync = torch.cuda.synchronize if ids.is_cuda else (lambda: None)
+    mask = torch.ones_like(ids)
+    def go(n):
+        out = model(ids, attention_mask=mask, use_cache=True)
+        past, tok, m = out.past_key_values, out.logits[:, -1:].argmax(-1), mask
+        sync()
+        t = time.perf_counter()
+        for _ in range(n):
+            m = torch.cat([m, torch.ones_like(tok)], dim=1)
+            out = model(tok, attention_mask=m, past_key_values=past, use_cache=True)
+            past, tok = out.past_key_values, out.logits[:, -1:].argmax(-1)
+        sync()
+        return time.perf_counter() - t
+    go(4)
+    return go(new - 1) / (new - 1) * 1e3
+
+
 def cpu_name():
     for line in open("/proc/cpuinfo"):
         if line.startswith("model name"):
@@ -129,7 +149,8 @@ def main():
         dev = torch.cuda.get_device_name()
     bw = copy_bandwidth(torch, args.device)
     rows = []
-    header = ("| model | batch | genrun TTFT ms | genrun ms/token | HF eager TTFT ms | HF eager ms/token "
+    header = ("| model | batch | genrun TTFT ms | genrun ms/token | genrun with GEMV kernels | HF eager TTFT ms "
+              "| HF eager ms/token | HF forward loop ms/token "
               "| HF static+compile ms/token | floor ms/token | floor / genrun | HF eager / genrun "
               "| HF compile / genrun |")
     log(f"device: {dev}; copy bandwidth {bw / 1e9:.1f} GB/s (read + write)")
@@ -176,20 +197,26 @@ def main():
             with open(prompts, "w") as f:
                 for row in ids.tolist():
                     f.write(json.dumps({"input_ids": row}) + "\n")
-            gr = None
-            for _ in range(2):  # the second run is the one reported (page cache warm)
-                r = subprocess.run([os.path.join(bindir, "genrun"), plan, "--device", args.device, "--input", prompts,
-                                    *(["--threads", str(threads)] if cpu else []),
-                                    "--max-new-tokens", str(args.new), "--stats", "--output", os.devnull],
-                                   capture_output=True, text=True, env=env)
-                if r.returncode:
-                    log(f"{name} b{b}: genrun failed\n{r.stderr[-2000:]}")
-                    break
-                m = re.search(r"time to first token ([0-9.]+) ms, decode ([0-9.]+) ms/token", r.stderr)
-                gr = (float(m.group(1)), float(m.group(2)))
+            def genrun(extra_env):
+                res = None
+                for _ in range(2):  # the second run is the one reported (page cache warm)
+                    r = subprocess.run([os.path.join(bindir, "genrun"), plan, "--device", args.device, "--input",
+                                        prompts, *(["--threads", str(threads)] if cpu else []),
+                                        "--max-new-tokens", str(args.new), "--stats", "--output", os.devnull],
+                                       capture_output=True, text=True, env=dict(env, **extra_env))
+                    if r.returncode:
+                        log(f"{name} b{b}: genrun failed\n{r.stderr[-2000:]}")
+                        return None
+                    m = re.search(r"time to first token ([0-9.]+) ms, decode ([0-9.]+) ms/token", r.stderr)
+                    res = (float(m.group(1)), float(m.group(2)))
+                return res
+            gr = genrun({})
             if gr is None:
                 continue
+            # The same plan with the GEMV kernels for <= 8 rows (opt-in): what they gain or lose.
+            nogemv = None if cpu else genrun({"GENC_CUDA_GEMV": "1"})
             hf_ms, hf_ttft = hf_decode(torch, model, ids if cpu else ids.cuda(), args.new)
+            loop_ms = hf_loop(torch, model, ids if cpu else ids.cuda(), args.new)
             comp_ms = None
             if args.compile_peer and b == 1 and name == "llama1b" and not cpu:
                 try:
@@ -202,7 +229,8 @@ def main():
             ctx = args.prompt + args.new / 2
             kv_read = b * layers * 2 * kvh * hd * (4 if cpu else 2) * ctx
             floor_ms = (st["weights_bytes"] + kv_read) / bw * 1e3
-            row = (f"| {name} | {b} | {gr[0]:.2f} | {gr[1]:.3f} | {hf_ttft:.2f} | {hf_ms:.3f} | "
+            row = (f"| {name} | {b} | {gr[0]:.2f} | {gr[1]:.3f} | {'%.3f' % nogemv[1] if nogemv else '-'} | "
+                   f"{hf_ttft:.2f} | {hf_ms:.3f} | {loop_ms:.3f} | "
                    f"{'%.3f' % comp_ms if comp_ms else '-'} | {floor_ms:.3f} | {floor_ms / gr[1]:.0%} | "
                    f"{hf_ms / gr[1]:.2f}x | {'%.2fx' % (comp_ms / gr[1]) if comp_ms else '-'} |")
             rows.append(row)
@@ -210,7 +238,7 @@ def main():
         del model
         torch.cuda.empty_cache()
     table = [f"device: {dev}; copy bandwidth {bw / 1e9:.1f} GB/s; prompt {args.prompt}, {args.new} new tokens, "
-             f"greedy, {'f32' if cpu else 'fp16'}, random weights", "", header, "|" + "---|" * 11, *rows]
+             f"greedy, {'f32' if cpu else 'fp16'}, random weights", "", header, "|" + "---|" * 13, *rows]
     open(os.path.join(args.out, "bench.md"), "w").write("\n".join(table) + "\n")
     log("\n".join(table))
 

@@ -62,6 +62,8 @@ for fx in llama mistral gpt2; do
   check "$fx-dynamo" "$fx" model.dynamo.onnx
 done
 for fx in falcon olmo2 qwen3; do check "$fx" "$fx" model.onnx; done
+# The opt-in GEMV kernels (GENC_CUDA_GEMV=1) on the GQA and rolling-window fixtures.
+for fx in llama mistral gpt2; do GENC_CUDA_GEMV=1 check "$fx-gemv" "$fx" model.onnx; done
 check t5 t5 encoder.onnx,decoder.onnx
 check t5-dynamo t5 encoder.dynamo.onnx,decoder.dynamo.onnx
 check bart bart encoder.onnx,decoder.onnx

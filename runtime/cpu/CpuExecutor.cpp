@@ -150,9 +150,14 @@ public:
       for (const auto &op : body.ops)
         if (!findKernel(op.kind) || op.kind == "fused")
           return Status::error("fused body '" + name + "' op '" + op.kind + "' has no CPU kernel");
+    // A bf16 weight that only matmuls read (as their weight) stays bf16: the
+    // decode step then streams half the bytes (runtime/cpu/MatmulBf16.h).
+    const std::vector<char> keep = cpuKeptBf16Weights(*plan_);
     try {
-      for (const auto &w : plan_->weights)
-        weights_.push_back(widen(w));
+      for (size_t w = 0; w < plan_->weights.size(); ++w) {
+        const Tensor &t = plan_->weights[w];
+        weights_.push_back(keep[w] ? t : widen(t));
+      }
     } catch (const std::bad_alloc &) {
       return Status::error("cannot widen the plan's weights to f32 in host memory");
     }
@@ -291,8 +296,20 @@ private:
   // there already), or rounds a narrower-stored value as the GPU's store would.
   Status settle(const ValueInfo &vi, const Tensor &planned, Tensor &result) {
     if (vi.stored == DType::F16 || vi.stored == DType::BF16) {
-      if (result.dtype() == DType::F32)
-        result = result.castTo(vi.stored).castTo(DType::F32);
+      if (result.dtype() == DType::F32) { // in place: no two copies per op per run
+        const uint8_t *raw = static_cast<const uint8_t *>(result.rawData());
+        const bool inArena = raw >= arena_.get() && raw < arena_.get() + arenaBytes_;
+        // The arena is the executor's own memory; anything else is copied
+        // first (it may be an operand the op passed through).
+        float *x = inArena ? const_cast<float *>(result.data<float>()) : result.data<float>();
+        const int64_t n = result.numElements();
+        if (vi.stored == DType::BF16)
+          for (int64_t i = 0; i < n; ++i)
+            x[i] = bf16ToFloat(floatToBf16(x[i]));
+        else
+          for (int64_t i = 0; i < n; ++i)
+            x[i] = halfToFloat(floatToHalf(x[i]));
+      }
       return Status::ok();
     }
     uint8_t *at = arena_.get() + vi.offset;
@@ -325,6 +342,7 @@ private:
         vals[i] = weights_[prog.values[i].index];
 
     RunState rs{run, KernelContext(), cache_, pool_.get(), &weights_};
+    rs.kernels.pool = pool_.get();
     rs.kernels.symbols = &run.symbols;
     rs.kernels.runBody = [this, &rs](const std::string &b, const std::vector<Tensor> &in,
                                      std::vector<Tensor> &out) {

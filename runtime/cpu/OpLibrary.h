@@ -3,7 +3,8 @@
 // op's semantics (docs/ir-ops.md) has one implementation.
 //
 // Value domain: every tensor a kernel sees is f32, i64 or bool (callers widen
-// f16/bf16/f64 and narrow integers first). Kernels recompute result shapes
+// f16/bf16/f64 and narrow integers first) — except matmul's weight operand,
+// which the CPU executor leaves bf16 in bf16 plans (runtime/cpu/MatmulBf16.h). Kernels recompute result shapes
 // from their operands and check every shape and index that comes from data.
 #pragma once
 #include "runtime/Attr.h"
@@ -17,7 +18,12 @@
 
 namespace genrt::cpu {
 
+class ThreadPool;
+
 struct KernelContext {
+  /// Where kernels that split their work may run it (null: inline). Set by
+  /// the executor; the interpreter runs everything on its own thread.
+  ThreadPool *pool = nullptr;
   /// Sizes of the symbolic dims in force (for `dims` ops).
   const std::map<std::string, int64_t> *symbols = nullptr;
   /// Declared ranks of the op's results (a `dims` op yields a scalar for rank 0).

@@ -9,9 +9,13 @@
 // replayed after that.
 #include "runtime/cuda/CudaExecutor.h"
 
+#include "runtime/WeightUses.h"
+
 #include "runtime/cuda/AttentionAbi.h"
 #include "runtime/cuda/CudaSteps.h"
 #include "runtime/cuda/DeviceMemory.h"
+#include "runtime/cuda/GemvAbi.h"
+#include "runtime/cuda/TokenAbi.h"
 
 #include <algorithm>
 
@@ -62,6 +66,15 @@ public:
       return s;
     if (Status s = mem_.allocate(); !s)
       return s;
+    // The GEMV kernels are opt-in (GENC_CUDA_GEMV=1): on an H100 a whole
+    // decode step of the 1.1B Llama was 4.7% slower with them than with
+    // cuBLASLt alone (docs/performance.md), though events around each call
+    // timed them faster.
+    const char *gv = std::getenv("GENC_CUDA_GEMV");
+    ctx_.gemv = gv && std::string(gv) == "1";
+    ctx_.weightTransposed.assign(plan_->weights.size(), 0);
+    if (ctx_.gemv)
+      chooseTransposedWeights();
     if (Status s = uploadWeights(); !s)
       return s;
     ctx_.dev = &dev_;
@@ -76,6 +89,9 @@ public:
     ctx_.partialRows = partialRows_;
     ctx_.places = mem_.at("token places");
     ctx_.crossLengths = mem_.at("cross lengths");
+    choice_ = mem_.at("greedy choices");
+    if (!mod_.function("genc_greedy", greedyFn_))
+      greedyFn_ = nullptr; // a plan from a genc without it: choices on the host
     for (const char *a : {"input_ids", "positions", "logit_rows"})
       ctx_.arguments[a] = mem_.at(std::string("argument ") + a);
     for (const auto &[name, prog] : plan_->programs)
@@ -89,6 +105,15 @@ public:
     useGraphs_ = !(g && std::string(g) == "0");
     const char *sync = std::getenv("GENC_CUDA_SYNC");
     ctx_.syncEachStep = sync && std::string(sync) == "1";
+    if (const char *skip = std::getenv("GENC_CUDA_SKIP")) {
+      std::string list = skip;
+      for (size_t at = 0; at <= list.size();) {
+        size_t comma = std::min(list.find(',', at), list.size());
+        if (comma > at)
+          ctx_.skipKinds.insert(list.substr(at, comma - at));
+        at = comma + 1;
+      }
+    }
     const char *prof = std::getenv("GENC_CUDA_PROFILE");
     ctx_.profile = prof && std::string(prof) == "1";
     if (ctx_.profile)
@@ -103,27 +128,21 @@ public:
   std::string memoryReport() const override { return mem_.report() + " (" + gemm_->version() + ")"; }
 
   Status run(const ProgramRun &run, float *logits) override {
-    const int64_t T = static_cast<int64_t>(run.inputIds.size());
-    const bool decode = run.kind == ProgramKind::Decode;
-    const int64_t R = decode ? T : static_cast<int64_t>(run.logitRows.size());
-    const CompiledProgram &cp = programs_.at(run.program->name);
-    stage(run);
-    const int64_t vocab = plan_->model.vocabSize;
-    const int64_t bytes = R * vocab * static_cast<int64_t>(sizeof(float));
-    if (bytes > logitsBytes_)
-      return Status::error("the run's logits exceed the staging buffer");
-    Status s = Status::ok();
-    if (decode && useGraphs_ && !ctx_.syncEachStep) {
-      s = replayOrCapture(cp, run, bytes);
-    } else {
-      s = enqueue(cp, run, bytes);
-    }
-    if (s)
-      s = dev_.check(dev_.api->cuStreamSynchronize(stream_),
-                     ("running " + run.program->name + " (GENC_CUDA_SYNC=1 names the kernel)").c_str());
-    if (!s)
+    const int64_t R = rowsOf(run);
+    if (Status s = execute(run, /*greedy=*/false); !s)
       return s;
-    std::memcpy(logits, logitsHost_, static_cast<size_t>(bytes));
+    std::memcpy(logits, logitsHost_, static_cast<size_t>(R * plan_->model.vocabSize * 4));
+    return Status::ok();
+  }
+
+  bool choosesGreedy() const override { return greedyFn_ != nullptr; }
+
+  Status runGreedy(const ProgramRun &run, int64_t *tokens, float *logprobs) override {
+    const int64_t R = rowsOf(run);
+    if (Status s = execute(run, /*greedy=*/true); !s)
+      return s;
+    std::memcpy(tokens, logitsHost_, static_cast<size_t>(R * 8));
+    std::memcpy(logprobs, static_cast<char *>(logitsHost_) + R * 8, static_cast<size_t>(R * 4));
     return Status::ok();
   }
 
@@ -189,21 +208,69 @@ private:
       layerMax = std::max(layerMax, kv.layerElements(l) * static_cast<int64_t>(dtypeSize(kv.dtype)));
     if (p.model.maxBeams > 1)
       mem_.plan("reorder scratch", layerMax);
+    mem_.plan("greedy choices", maxRows * 12);
     stagingBytes_ = maxT * (3 * 8 + static_cast<int64_t>(sizeof(GencTokenPlace))) + kv.crossEntries * 8 + 64;
     logitsBytes_ = maxRows * p.model.vocabSize * 4;
     return Status::ok();
   }
 
+  // Weights that only matmuls read, as b of [K, N]: laid out [N, K] for the
+  // GEMV kernels (plans from a genc that emits them: `gpu_gemv`).
+  void chooseTransposedWeights() {
+    const Plan &p = *plan_;
+    const std::vector<char> ok = weightsReadOnlyBy(p, [](const OpInfo &op, size_t i) {
+      return op.kind == "matmul" && i == 1 && attrInt(op.attrs, "transpose_b", 0) == 0 &&
+             !attrStr(op.attrs, "gpu_gemv", "").empty();
+    });
+    ctx_.weightTransposed.assign(p.weights.size(), 0);
+    for (size_t w = 0; w < p.weights.size(); ++w) {
+      const Tensor &t = p.weights[w];
+      size_t es = dtypeSize(t.dtype());
+      ctx_.weightTransposed[w] = ok[w] && t.rank() == 2 && (es == 2 || es == 4) && t.numBytes() > 0;
+    }
+  }
+
+  // Uploads each weight; a transposed one goes through a staging buffer and
+  // the plan's transpose kernel. Without room for the staging buffer the
+  // weights stay as the plan lays them out (cuBLASLt reads them either way).
   Status uploadWeights() {
+    const DriverApi &a = *dev_.api;
+    size_t stageBytes = 0;
+    for (size_t w = 0; w < plan_->weights.size(); ++w)
+      if (ctx_.weightTransposed[w])
+        stageBytes = std::max(stageBytes, plan_->weights[w].numBytes());
+    CUdeviceptr stage = 0;
+    CUfunction transpose[2] = {};
+    const bool canTranspose = stageBytes && mod_.function("genc_transpose_2", transpose[0]) &&
+                              mod_.function("genc_transpose_4", transpose[1]) &&
+                              a.cuMemAlloc(&stage, stageBytes) == CUDA_SUCCESS;
+    if (!canTranspose) {
+      std::fill(ctx_.weightTransposed.begin(), ctx_.weightTransposed.end(), 0);
+      stage = 0;
+    }
     CUdeviceptr at = mem_.at("weights");
-    for (const Tensor &w : plan_->weights) {
+    Status s = Status::ok();
+    for (size_t i = 0; i < plan_->weights.size() && s; ++i) {
+      const Tensor &w = plan_->weights[i];
       weightPtr_.push_back(at);
-      if (w.numBytes())
-        if (Status s = dev_.check(dev_.api->cuMemcpyHtoD(at, w.rawData(), w.numBytes()), "uploading the weights"); !s)
-          return s;
+      if (!w.numBytes()) {
+      } else if (!ctx_.weightTransposed[i]) {
+        s = dev_.check(a.cuMemcpyHtoD(at, w.rawData(), w.numBytes()), "uploading the weights");
+      } else if ((s = dev_.check(a.cuMemcpyHtoD(stage, w.rawData(), w.numBytes()), "uploading the weights"))) {
+        GencTransposeParams tp{stage, at, w.shape()[0], w.shape()[1]};
+        void *args[] = {&tp};
+        s = dev_.check(a.cuLaunchKernel(transpose[dtypeSize(w.dtype()) == 2 ? 0 : 1],
+                                        static_cast<unsigned>((tp.cols + 31) / 32), static_cast<unsigned>((tp.rows + 31) / 32),
+                                        1, 32, 8, 1, 0, nullptr, args, nullptr),
+                       "transposing a weight for the GEMV kernels");
+        if (s)
+          s = dev_.check(a.cuCtxSynchronize(), "transposing a weight for the GEMV kernels");
+      }
       at += (w.numBytes() + 255) / 256 * 256;
     }
-    return Status::ok();
+    if (stage)
+      a.cuMemFree(stage);
+    return s;
   }
 
   // The run's host-side inputs, laid out in the pinned staging buffer.
@@ -221,6 +288,10 @@ private:
     s += T * 8;
     staged_.places = s;
     GencTokenPlace *pl = reinterpret_cast<GencTokenPlace *>(s);
+    std::map<int32_t, int64_t> runEnd; // slot -> one past its last position in the run
+    if (run.kind != ProgramKind::Encode)
+      for (const TokenPlace &tp : run.attention.tokens)
+        runEnd[tp.slot] = std::max(runEnd[tp.slot], tp.position + 1);
     for (int64_t t = 0; t < T; ++t) {
       GencTokenPlace g{};
       if (run.kind == ProgramKind::Encode) {
@@ -232,6 +303,7 @@ private:
         const TokenPlace &tp = run.attention.tokens[t];
         g.position = tp.position;
         g.cachedBefore = tp.cachedBefore;
+        g.runEnd = runEnd[tp.slot];
         g.slot = tp.slot;
         g.entry = run.attention.crossEntryOfToken.empty() ? 0 : run.attention.crossEntryOfToken[t];
       }
@@ -266,28 +338,67 @@ private:
     return Status::ok();
   }
 
-  // Inputs, every step, and the logits back to the pinned buffer.
-  Status enqueue(const CompiledProgram &cp, const ProgramRun &run, int64_t logitBytes) {
+  static int64_t rowsOf(const ProgramRun &run) {
+    return run.kind == ProgramKind::Decode ? static_cast<int64_t>(run.inputIds.size())
+                                           : static_cast<int64_t>(run.logitRows.size());
+  }
+
+  // One run: its inputs staged, the steps enqueued (a decode step replays
+  // its graph), and what comes back in the pinned buffer: the logits, or with
+  // `greedy` each row's token (i64) then its log-softmax (f32).
+  Status execute(const ProgramRun &run, bool greedy) {
+    const CompiledProgram &cp = programs_.at(run.program->name);
+    stage(run);
+    const int64_t R = rowsOf(run);
+    if (R * plan_->model.vocabSize * 4 > logitsBytes_)
+      return Status::error("the run's logits exceed the staging buffer");
+    Status s = Status::ok();
+    if (run.kind == ProgramKind::Decode && useGraphs_ && !ctx_.syncEachStep)
+      s = replayOrCapture(cp, run, R, greedy);
+    else
+      s = enqueue(cp, run, R, greedy);
+    if (s)
+      s = dev_.check(dev_.api->cuStreamSynchronize(stream_),
+                     ("running " + run.program->name + " (GENC_CUDA_SYNC=1 names the kernel)").c_str());
+    return s;
+  }
+
+  // Inputs, every step, and the logits (or greedy's choices) back to the
+  // pinned buffer.
+  Status enqueue(const CompiledProgram &cp, const ProgramRun &run, int64_t R, bool greedy) {
     if (Status s = enqueueInputs(run); !s)
       return s;
     if (Status s = runSteps(cp, ctx_, run); !s)
       return s;
-    return dev_.check(dev_.api->cuMemcpyDtoHAsync(logitsHost_, cp.outputs.at(0), logitBytes, stream_),
-                      "copying the logits back");
+    const DriverApi &a = *dev_.api;
+    if (!greedy)
+      return dev_.check(a.cuMemcpyDtoHAsync(logitsHost_, cp.outputs.at(0), R * plan_->model.vocabSize * 4, stream_),
+                        "copying the logits back");
+    if (cp.outputStored.at(0) != DType::F32)
+      return Status::error("greedy on the device needs f32 logits");
+    GencGreedyParams p{cp.outputs[0], choice_, choice_ + static_cast<CUdeviceptr>(R) * 8, R, plan_->model.vocabSize};
+    void *args[] = {&p};
+    if (Status s = dev_.check(a.cuLaunchKernel(greedyFn_, static_cast<unsigned>(R), 1, 1, kGreedyThreads, 1, 1, 0,
+                                               stream_, args, nullptr),
+                              "launching genc_greedy");
+        !s)
+      return s;
+    return dev_.check(a.cuMemcpyDtoHAsync(logitsHost_, choice_, R * 12, stream_), "copying the chosen tokens back");
   }
 
   // A decode step of T tokens is the same launches with the same pointers
   // every time (the token ids, places and logits go through the pinned
   // staging buffers): captured once per T, then replayed.
-  Status replayOrCapture(const CompiledProgram &cp, const ProgramRun &run, int64_t logitBytes) {
+  Status replayOrCapture(const CompiledProgram &cp, const ProgramRun &run, int64_t R, bool greedy) {
     const DriverApi &a = *dev_.api;
-    auto it = graphs_.find(staged_.tokens);
+    const int64_t key = 2 * staged_.tokens + greedy;
+    auto it = graphs_.find(key);
     if (it == graphs_.end()) {
       if (Status s = dev_.check(a.cuStreamBeginCapture(stream_, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
                                 "cuStreamBeginCapture");
           !s)
         return s;
-      Status s = enqueue(cp, run, logitBytes);
+      Status s = enqueue(cp, run, R, greedy);
       CUgraph graph = nullptr;
       Status e = dev_.check(a.cuStreamEndCapture(stream_, &graph), "capturing the decode step");
       if (!s)
@@ -299,7 +410,7 @@ private:
       a.cuGraphDestroy(graph);
       if (!i)
         return i;
-      it = graphs_.emplace(staged_.tokens, exec).first;
+      it = graphs_.emplace(key, exec).first;
     }
     return dev_.check(a.cuGraphLaunch(it->second, stream_), "launching the decode step's graph");
   }
@@ -351,6 +462,8 @@ private:
   std::map<std::string, CompiledProgram> programs_;
   std::map<int64_t, CUgraphExec> graphs_;
   bool useGraphs_ = true;
+  CUfunction greedyFn_ = nullptr;
+  CUdeviceptr choice_ = 0; // greedy's choices: i64 tokens [rows], then f32 log-softmax [rows]
   void *staging_ = nullptr, *logitsHost_ = nullptr;
   int64_t stagingBytes_ = 0, logitsBytes_ = 0, partialRows_ = 0;
   Staged staged_;

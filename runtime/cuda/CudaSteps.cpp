@@ -2,6 +2,7 @@
 
 #include "runtime/OpSignatures.h"
 #include "runtime/cuda/AttentionAbi.h"
+#include "runtime/cuda/GemvAbi.h"
 
 #include <algorithm>
 #include <cmath>
@@ -54,24 +55,56 @@ struct ValueMap {
   bool isWeight(int32_t v) const { return prog.values[v].storage == Storage::Weight; }
 };
 
-// matmul(a, W[, bias]) {epilogue, transpose_b}: one cuBLASLt call.
+// matmul(a, W[, bias]) {epilogue, transpose_b}: a generated GEMV kernel for
+// up to 8 rows where the weight lies [N, K] (runtime/cuda/GemvAbi.h), else
+// one cuBLASLt call.
 class GemmStep final : public Step {
 public:
   GemmShape shape;
   CUdeviceptr a = 0, b = 0, bias = 0, y = 0;
   Shape aShape;
+  CUfunction gemv[4] = {}; // rows <= 1, 2, 4, 8
   Status run(StepContext &ctx, const ProgramRun &run) override {
     int64_t n = elementsAt(aShape, run.symbols);
     if (n < 0 || n % shape.K)
       return Status::error(what + ": the input's shape does not evaluate");
-    Status s = ctx.gemm->run(shape, n / shape.K, a, b, bias, y, ctx.stream);
-    if (!s)
-      return Status::error(what + ": " + s.message());
-    if (ctx.syncEachStep)
+    const int64_t M = n / shape.K;
+    Status s = Status::ok();
+    if (M >= 1 && M <= kGemvMaxRows && gemv[0]) {
+      GencGemvParams p{a, b, bias, y, M, shape.K, shape.N};
+      void *args[] = {&p};
+      int which = M <= 1 ? 0 : M <= 2 ? 1 : M <= 4 ? 2 : 3;
+      unsigned grid = static_cast<unsigned>((shape.N + kGemvThreads / 32 - 1) / (kGemvThreads / 32));
+      s = ctx.dev->check(ctx.dev->api->cuLaunchKernel(gemv[which], grid, 1, 1, kGemvThreads, 1, 1, 0, ctx.stream,
+                                                      args, nullptr),
+                         ("launching the GEMV of " + what).c_str());
+    } else if (M > 0) {
+      s = ctx.gemm->run(shape, M, a, b, bias, y, ctx.stream);
+      if (!s)
+        s = Status::error(what + ": " + s.message());
+    }
+    if (s && ctx.syncEachStep)
       return ctx.dev->check(ctx.dev->api->cuStreamSynchronize(ctx.stream), what.c_str());
-    return Status::ok();
+    return s;
   }
 };
+
+// The GEMV kernels of a matmul, where its weight lies [N, K] and the rows
+// are whole 16-byte words (else the step keeps cuBLASLt alone).
+Status prepareGemv(const OpInfo &op, const KernelModule &mod, GemmStep &g) {
+  std::string family = attrStr(op.attrs, "gpu_gemv", "");
+  if (family.empty() || !g.shape.transB)
+    return Status::ok();
+  const int64_t ea = static_cast<int64_t>(dtypeSize(g.shape.a)), eb = static_cast<int64_t>(dtypeSize(g.shape.b));
+  const int64_t wordA = 16 / eb * ea; // a's bytes per weight word
+  if ((g.shape.K * eb) % 16 || (g.shape.K * ea) % wordA || g.a % 16 || g.b % 16)
+    return Status::ok();
+  const char *rows[] = {"_m1", "_m2", "_m4", "_m8"};
+  for (int i = 0; i < 4; ++i)
+    if (Status s = mod.function(family + rows[i], g.gemv[i]); !s)
+      return s;
+  return Status::ok();
+}
 
 // A fused group: its generated kernel.
 class FusedStep final : public Step {
@@ -109,7 +142,8 @@ class AttentionStep final : public Step {
 public:
   CUfunction prologue = nullptr, attend = nullptr, combine = nullptr;
   GencAttnParams base{};
-  int64_t heads = 0, kvHeads = 0, gridY = 0;
+  int64_t heads = 0, kvHeads = 0, headDim = 0, gridY = 0;
+  bool cross = false;
   Status run(StepContext &ctx, const ProgramRun &run) override {
     GencAttnParams p = base;
     const int64_t T = static_cast<int64_t>(run.inputIds.size());
@@ -127,7 +161,10 @@ public:
     p.crossLengths = ctx.crossLengths;
     void *args[] = {&p};
     unsigned tx = static_cast<unsigned>(T);
-    if (Status s = launch(ctx, prologue, std::min(tx, 65535u), 1, 1, args, what + " (prologue)"); !s)
+    const int64_t rows = (cross ? heads : heads + 2 * kvHeads), rb = gencAttnPrologueRows(headDim);
+    if (Status s = launch(ctx, prologue, std::min(tx, 65535u), static_cast<unsigned>((rows + rb - 1) / rb), 1, args,
+                          what + " (prologue)");
+        !s)
       return s;
     if (Status s = launch(ctx, attend, tx, static_cast<unsigned>(gridY), static_cast<unsigned>(S), args,
                           what + " (attend)");
@@ -160,6 +197,8 @@ Status attentionStep(const OpInfo &op, const ValueMap &vm, const KernelModule &m
     return Status::error("has malformed head attributes");
   st->gridY = st->kvHeads * (st->heads / st->kvHeads / perBlock);
   const bool cross = op.kind == "cross_attention", packed = op.kind == "packed_attention";
+  st->cross = cross;
+  st->headDim = D;
   const bool packedIo = at.count("qkv_offsets") != 0;
   GencAttnParams &p = st->base;
   size_t next = 0;
@@ -259,10 +298,12 @@ Status compileProgram(const Program &prog, StepContext &ctx, const KernelModule 
       const ValueInfo &y = prog.values[op.results.at(0)];
       if (w.rank() != 2 || y.shape.empty() || !y.shape.back().isConstant())
         return Status::error("plan op " + where + ": a 2-D weight and a constant result width are needed");
-      g->shape.transB = attrInt(op.attrs, "transpose_b", 0) != 0;
-      g->shape.K = g->shape.transB ? w.shape()[1] : w.shape()[0];
+      const bool planTransB = attrInt(op.attrs, "transpose_b", 0) != 0;
+      const int32_t wi = prog.values[op.operands[1]].index;
+      g->shape.K = planTransB ? w.shape()[1] : w.shape()[0];
       g->shape.N = y.shape.back().constant();
-      if ((g->shape.transB ? w.shape()[0] : w.shape()[1]) != g->shape.N)
+      g->shape.transB = planTransB || (wi < static_cast<int32_t>(ctx.weightTransposed.size()) && ctx.weightTransposed[wi]);
+      if ((planTransB ? w.shape()[0] : w.shape()[1]) != g->shape.N)
         return Status::error("plan op " + where + ": the weight does not match the result's width");
       if (!parseEpilogue(attrStr(op.attrs, "epilogue", ""), g->shape.epilogue) ||
           g->shape.epilogue.bias != (op.operands.size() == 3))
@@ -282,6 +323,9 @@ Status compileProgram(const Program &prog, StepContext &ctx, const KernelModule 
       };
       if (Status s = ctx.gemm->prepare(g->shape, maxM()); !s)
         return Status::error("plan op " + where + ": " + s.message());
+      if (ctx.gemv)
+        if (Status s = prepareGemv(op, mod, *g); !s)
+          return Status::error("plan op " + where + ": " + s.message());
       g->kind = "gemm";
       step = std::move(g);
     } else if (cls == OpClass::Fused) {
@@ -328,8 +372,9 @@ Status compileProgram(const Program &prog, StepContext &ctx, const KernelModule 
 Status runSteps(const CompiledProgram &cp, StepContext &ctx, const ProgramRun &run) {
   if (!ctx.profile) {
     for (const auto &s : cp.steps)
-      if (Status st = s->run(ctx, run); !st)
-        return st;
+      if (ctx.skipKinds.count(s->kind) == 0)
+        if (Status st = s->run(ctx, run); !st)
+          return st;
     return Status::ok();
   }
   const DriverApi &a = *ctx.dev->api;

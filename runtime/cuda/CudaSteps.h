@@ -7,6 +7,7 @@
 #include "runtime/cuda/Gemm.h"
 
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,12 +23,20 @@ struct StepContext {
   CUdeviceptr arena = 0, kv = 0, cross = 0;
   CUdeviceptr scratch = 0, partial = 0, places = 0, crossLengths = 0;
   int64_t partialRows = 0; // rows of `partial` (token x head x split)
+  /// Per plan weight: laid out [N, K] at load for the GEMV kernels (it was
+  /// [K, N] and only matmuls read it); its GEMMs then read it transposed.
+  std::vector<char> weightTransposed;
+  bool gemv = false; // GENC_CUDA_GEMV=1: the GEMV kernels for up to 8 rows
   std::map<std::string, CUdeviceptr> arguments;
   bool syncEachStep = false; // GENC_CUDA_SYNC=1: an asynchronous error names its kernel
   /// GENC_CUDA_PROFILE=1: device time per step kind (events around each
   /// step, no graphs), printed to stderr when the executor closes.
   bool profile = false;
   std::map<std::string, std::pair<double, int64_t>> profileMs; // kind -> (ms, steps)
+  /// GENC_CUDA_SKIP=gemm,attention: steps of these kinds are not run (the
+  /// tokens are garbage): what a step costs without them, with graphs on,
+  /// where events around tiny kernels would mostly time themselves.
+  std::set<std::string> skipKinds;
 };
 
 class Step {

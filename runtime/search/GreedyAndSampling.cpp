@@ -66,6 +66,15 @@ Status runGreedyOrSample(SlotBatch &batch, const GenerationConfig &cfg, const st
   GenerationObserver &obs = batch.observer();
   std::vector<int64_t> rowsDone(static_cast<size_t>(B), 0);
 
+  // Greedy with no processor to apply: the decoder chooses each step's
+  // tokens itself (on the GPU, where the logits are); the first token still
+  // comes from the prefill's logits.
+  const bool decoderChooses = !cfg.doSample && cfg.repetitionPenalty == 1.0 && cfg.noRepeatNgramSize == 0 &&
+                              (cfg.minNewTokens == 0 || eos.empty());
+  std::vector<int64_t> chosen;
+  std::vector<float> chosenLogprob;
+  bool haveChosen = false;
+
   std::vector<float> scores(V);
   for (int64_t t = 0; t < cfg.maxNewTokens; ++t) {
     std::vector<int32_t> slots;
@@ -73,17 +82,22 @@ Status runGreedyOrSample(SlotBatch &batch, const GenerationConfig &cfg, const st
     std::vector<int64_t> stillLive;
     for (size_t k = 0; k < liveRows.size(); ++k) {
       Row &row = rows[size_t(liveRows[k])];
-      std::copy(logits.begin() + k * V, logits.begin() + (k + 1) * V, scores.begin());
-      applyLogitsProcessors(scores.data(), V, row.history, t, cfg, eos);
       int64_t token;
-      if (cfg.doSample) {
-        applyWarpers(scores.data(), V, cfg);
-        token = sampleToken(scores.data(), V, row.rng);
+      if (haveChosen) {
+        token = chosen[k];
+        row.score += double(chosenLogprob[k]);
       } else {
-        token = argmaxFirst(scores.data(), V);
+        std::copy(logits.begin() + k * V, logits.begin() + (k + 1) * V, scores.begin());
+        applyLogitsProcessors(scores.data(), V, row.history, t, cfg, eos);
+        if (cfg.doSample) {
+          applyWarpers(scores.data(), V, cfg);
+          token = sampleToken(scores.data(), V, row.rng);
+        } else {
+          token = argmaxFirst(scores.data(), V);
+        }
+        logSoftmax(scores.data(), V);
+        row.score += double(scores[token]);
       }
-      logSoftmax(scores.data(), V);
-      row.score += double(scores[token]);
       row.history.push_back(token);
       row.generated.push_back(token);
       int64_t item = liveRows[k] / R, r = liveRows[k] % R;
@@ -105,8 +119,11 @@ Status runGreedyOrSample(SlotBatch &batch, const GenerationConfig &cfg, const st
     liveRows.swap(stillLive);
     if (liveRows.empty() || t + 1 == cfg.maxNewTokens)
       break;
-    if (Status s = batch.step(slots, tokens, logits); !s)
+    Status s = decoderChooses ? batch.stepGreedy(slots, tokens, chosen, chosenLogprob)
+                              : batch.step(slots, tokens, logits);
+    if (!s)
       return s;
+    haveChosen = decoderChooses;
   }
 
   for (int64_t i = 0; i < B; ++i)

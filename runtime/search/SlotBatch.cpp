@@ -58,16 +58,30 @@ Status SlotBatch::prefill(std::vector<float> &logits, bool copyToAllRows) {
 
 Status SlotBatch::step(const std::vector<int32_t> &slots, const std::vector<int64_t> &tokens,
                        std::vector<float> &logits) {
+  logits.assign(slots.size() * size_t(vocab_), 0.f);
+  return timedStep(slots, tokens, [&](const std::vector<Chunk> &chunks) { return dec_.forward(chunks, logits.data()); });
+}
+
+Status SlotBatch::stepGreedy(const std::vector<int32_t> &slots, const std::vector<int64_t> &tokens,
+                             std::vector<int64_t> &chosen, std::vector<float> &logprobs) {
+  chosen.assign(slots.size(), 0);
+  logprobs.assign(slots.size(), 0.f);
+  return timedStep(slots, tokens, [&](const std::vector<Chunk> &chunks) {
+    return dec_.forwardGreedy(chunks, chosen.data(), logprobs.data());
+  });
+}
+
+Status SlotBatch::timedStep(const std::vector<int32_t> &slots, const std::vector<int64_t> &tokens,
+                            const std::function<Status(const std::vector<Chunk> &)> &forward) {
   if (Status s = stopRequested(obs_); !s)
     return s;
   std::vector<Chunk> chunks;
   chunks.reserve(slots.size());
   for (size_t k = 0; k < slots.size(); ++k)
     chunks.push_back(Chunk{slots[k], {tokens[k]}});
-  logits.assign(slots.size() * size_t(vocab_), 0.f);
   ++stats_.forwardCalls;
   auto t0 = Clock::now();
-  Status s = dec_.forward(chunks, logits.data());
+  Status s = forward(chunks);
   // A batch's first step pays one-time costs (a CUDA graph's capture): the
   // decode figure is the steady state after it.
   if (firstStepDone_) {

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace genrt {
@@ -44,6 +45,10 @@ public:
   /// prefill and step fail with "generation stopped" when the observer asks.
   Status step(const std::vector<int32_t> &slots, const std::vector<int64_t> &tokens,
               std::vector<float> &logits);
+  /// step() with greedy's choice made by the decoder (Decoder::forwardGreedy):
+  /// chosen[k] and its log-softmax logprobs[k] instead of the logits.
+  Status stepGreedy(const std::vector<int32_t> &slots, const std::vector<int64_t> &tokens,
+                    std::vector<int64_t> &chosen, std::vector<float> &logprobs);
   /// Decoder::reorderSlots, skipping entries that would not move anything.
   Status reorder(const std::vector<int32_t> &dst, const std::vector<int32_t> &src);
 
@@ -53,6 +58,8 @@ public:
   GenerationObserver &observer() { return obs_; }
 
 private:
+  Status timedStep(const std::vector<int32_t> &slots, const std::vector<int64_t> &tokens,
+                   const std::function<Status(const std::vector<Chunk> &)> &forward);
   Decoder &dec_;
   std::vector<BatchItem> items_;
   int64_t rows_;

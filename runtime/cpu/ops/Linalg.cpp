@@ -3,6 +3,7 @@
 #include "runtime/cpu/ops/OpKernels.h"
 #include "runtime/Epilogue.h"
 #include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/MatmulBf16.h"
 
 namespace genrt::cpu {
 namespace {
@@ -49,10 +50,39 @@ Error applyEpilogue(const AttrMap &attrs, const Ins &ins, Tensor &y) {
 // a[A..., M, K] · b[B..., K, N] (+ bias[N], activation: `epilogue`)
 //   -> y[broadcast(A, B)..., M, N]. A 1-D a is [1, K] and a 1-D b is [K, 1],
 // and that dim is dropped from the result.
-Error matmulKernel(KernelContext &, const AttrMap &attrs, const Ins &ins, Outs &outs) {
+// a[..., K] · w, w a bf16 [K, N] weight ([N, K] with transpose_b).
+Error matmulBf16Kernel(KernelContext &ctx, const AttrMap &attrs, const Ins &ins, Outs &outs) {
+  const Tensor &a = ins[0], &b = ins[1];
+  const bool tb = attrInt(attrs, "transpose_b", 0) != 0;
+  if (a.rank() < 1 || b.rank() != 2)
+    return kernelError("a bf16 weight must be 2-D and a of rank >= 1, got " + dimsStr(a.shape()) + " and " +
+                       dimsStr(b.shape()));
+  const int64_t K = a.shape().back(), N = tb ? b.shape()[0] : b.shape()[1];
+  if ((tb ? b.shape()[1] : b.shape()[0]) != K)
+    return kernelError("inner dims differ: " + dimsStr(a.shape()) + " · " + dimsStr(b.shape()) +
+                       (tb ? " (transpose_b)" : ""));
+  std::vector<int64_t> outShape = a.shape();
+  outShape.back() = N;
+  auto y = resultTensor(outs[0], DType::F32, outShape);
+  if (!y)
+    return y.takeError();
+  if (K == 0)
+    std::fill(y->data<float>(), y->data<float>() + y->numElements(), 0.f);
+  else
+    genrt::cpu::matmulBf16(a.data<float>(), b.data<uint16_t>(), y->data<float>(), a.numElements() / K, N, K, tb,
+                           ctx.pool);
+  if (auto e = applyEpilogue(attrs, ins, *y))
+    return e;
+  outs[0] = std::move(*y);
+  return Error::success();
+}
+
+Error matmulKernel(KernelContext &ctx, const AttrMap &attrs, const Ins &ins, Outs &outs) {
   const Tensor &a = ins[0], &b = ins[1];
   if (auto e = expectDType(a, DType::F32, "operand 0"))
     return e;
+  if (b.dtype() == DType::BF16)
+    return matmulBf16Kernel(ctx, attrs, ins, outs);
   if (auto e = expectDType(b, DType::F32, "operand 1"))
     return e;
   if (a.rank() < 1 || b.rank() < 1)

@@ -1,0 +1,153 @@
+#include "codegen/GemvKernels.h"
+
+#include "passes/analysis/Storage.h"
+#include "runtime/Epilogue.h"
+#include "runtime/cuda/GemvAbi.h"
+
+#include <map>
+#include <sstream>
+
+namespace genc {
+namespace {
+
+const char *kTemplates = R"(
+// ---- genc GEMV templates ---------------------------------------------------
+//   y[M, N] = act(a[M, K] . w[N, K]^T + bias[N]),  M <= MT
+// A, W, Y, B: storage types (genc_f32 / genc_f16 / genc_bf16); ACT: 0 none,
+// 1 relu, 2 tanh-GELU (cuBLASLt's GELU epilogue).
+template <int ACT> static __device__ __forceinline__ float genc_gemv_act(float x) {
+  if (ACT == 1) return x > 0.f ? x : 0.f;
+  if (ACT == 2) return 0.5f * x * (1.f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+  return x;
+}
+
+// a's V elements at k, dotted with the weight word wr, into acc[m].
+template <typename A, typename W, int V, int MT>
+static __device__ __forceinline__ void genc_gemv_word(float (&acc)[MT], const typename A::S *a, long long K, int M,
+                                                      long long k, const typename W::S (&wr)[V]) {
+  float wf[V];
+#pragma unroll
+  for (int i = 0; i < V; ++i) wf[i] = W::ld(wr[i]);
+#pragma unroll
+  for (int m = 0; m < MT; ++m) {
+    if (m >= M) break;
+    alignas(16) typename A::S ar[V];
+    genc_vload<typename A::S, V>(ar, a + m * K + k);
+    float s = 0.f;
+#pragma unroll
+    for (int i = 0; i < V; ++i) s += A::ld(ar[i]) * wf[i];
+    acc[m] += s;
+  }
+}
+
+template <typename A, typename W, typename Y, typename B, int BIAS, int ACT, int MT>
+static __device__ void genc_gemv(const GencGemvParams &p) {
+  typedef typename W::S WS;
+  constexpr int V = 16 / (int)sizeof(WS); // weight elements per 16-byte word
+  constexpr int STEP = 32 * V;            // a warp's elements per word
+  constexpr int U = 4;                    // words in flight per lane
+  const int lane = threadIdx.x & 31, M = (int)p.M;
+  const long long n = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  if (n >= p.N) return;
+  const WS *w = (const WS *)p.w + n * p.K;
+  const typename A::S *a = (const typename A::S *)p.a;
+  float acc[MT];
+#pragma unroll
+  for (int m = 0; m < MT; ++m) acc[m] = 0.f;
+  long long k = (long long)lane * V;
+  for (; k + (U - 1) * STEP < p.K; k += U * STEP) {
+    alignas(16) WS wr[U][V];
+#pragma unroll
+    for (int u = 0; u < U; ++u) genc_vload<WS, V>(wr[u], w + k + u * STEP);
+#pragma unroll
+    for (int u = 0; u < U; ++u) genc_gemv_word<A, W, V, MT>(acc, a, p.K, M, k + u * STEP, wr[u]);
+  }
+  for (; k < p.K; k += STEP) {
+    alignas(16) WS wr[V];
+    genc_vload<WS, V>(wr, w + k);
+    genc_gemv_word<A, W, V, MT>(acc, a, p.K, M, k, wr);
+  }
+#pragma unroll
+  for (int m = 0; m < MT; ++m)
+    for (int o = 16; o > 0; o >>= 1) acc[m] += __shfl_xor_sync(0xffffffffu, acc[m], o);
+  if (lane != 0) return;
+  const float b = BIAS ? B::ld(((const typename B::S *)p.bias)[n]) : 0.f;
+#pragma unroll
+  for (int m = 0; m < MT; ++m)
+    if (m < M) ((typename Y::S *)p.y)[m * p.N + n] = Y::st(genc_gemv_act<ACT>(acc[m] + b));
+}
+
+// src [rows, cols] -> dst [cols, rows], 32 x 32 tiles through shared memory.
+template <typename T>
+static __device__ void genc_transpose(const GencTransposeParams &p) {
+  __shared__ T tile[32][33];
+  const long long c0 = (long long)blockIdx.x * 32, r0 = (long long)blockIdx.y * 32;
+  const T *src = (const T *)p.src;
+  T *dst = (T *)p.dst;
+  for (int i = threadIdx.y; i < 32; i += blockDim.y) {
+    long long r = r0 + i, c = c0 + threadIdx.x;
+    if (r < p.rows && c < p.cols) tile[i][threadIdx.x] = src[r * p.cols + c];
+  }
+  __syncthreads();
+  for (int i = threadIdx.y; i < 32; i += blockDim.y) {
+    long long c = c0 + i, r = r0 + threadIdx.x;
+    if (c < p.cols && r < p.rows) dst[c * p.rows + r] = tile[threadIdx.x][i];
+  }
+}
+extern "C" __global__ void __launch_bounds__(256) genc_transpose_2(const GencTransposeParams p) { genc_transpose<unsigned short>(p); }
+extern "C" __global__ void __launch_bounds__(256) genc_transpose_4(const GencTransposeParams p) { genc_transpose<unsigned int>(p); }
+)";
+
+const char *storageStruct(DType t) {
+  return t == DType::F16 ? "genc_f16" : t == DType::BF16 ? "genc_bf16" : "genc_f32";
+}
+
+bool isFloatStorage(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+
+} // namespace
+
+GemvKernels emitGemvKernels(Module &m, DType activation) {
+  GemvKernels out;
+  std::map<std::string, std::string> familyOf; // template arguments -> name
+  std::ostringstream code;
+  for (auto &f : m.functions()) {
+    if (f->name() != "encode" && f->name() != "prefill" && f->name() != "decode_step")
+      continue;
+    for (auto &op : f->ops()) {
+      if (!op->is("matmul") || op->numOperands() < 2 || !op->operand(1)->isWeight() ||
+          op->operand(1)->shape().size() != 2)
+        continue;
+      genrt::Epilogue e;
+      if (!genrt::parseEpilogue(op->strAttr("epilogue", ""), e) || e.bias != (op->numOperands() == 3))
+        continue;
+      DType a = storageDType(*f, op->operand(0), activation), w = op->operand(1)->dtype(),
+            y = storageDType(*f, op->result(0), activation),
+            b = e.bias ? storageDType(*f, op->operand(2), activation) : DType::F32;
+      if (!isFloatStorage(a) || !isFloatStorage(w) || !isFloatStorage(y) || !isFloatStorage(b))
+        continue;
+      const int act = e.activation == "relu" ? 1 : e.activation == "gelu_tanh" ? 2 : 0;
+      std::ostringstream args;
+      args << storageStruct(a) << ", " << storageStruct(w) << ", " << storageStruct(y) << ", "
+           << storageStruct(b) << ", " << e.bias << ", " << act;
+      auto [it, fresh] = familyOf.emplace(args.str(), "gemv_" + std::to_string(familyOf.size()));
+      op->setAttr("gpu_gemv", it->second);
+      if (!fresh)
+        continue;
+      code << "// ==== GEMV " << it->second << " (matmul at \"" << op->loc() << "\") ====\n";
+      for (int mt : {1, 2, 4, 8}) {
+        std::string name = it->second + "_m" + std::to_string(mt);
+        out.names.push_back(name);
+        code << "extern \"C\" __global__ void __launch_bounds__(" << genrt::cuda::kGemvThreads << ") " << name
+             << "(const GencGemvParams p) { genc_gemv<" << args.str() << ", " << mt << ">(p); }\n";
+      }
+    }
+  }
+  if (familyOf.empty())
+    return out;
+  out.names.push_back("genc_transpose_2");
+  out.names.push_back("genc_transpose_4");
+  out.code = std::string("\n") + genrt::cuda::kGencGemvAbiSource + "\n" + kTemplates + code.str();
+  return out;
+}
+
+} // namespace genc

@@ -1,0 +1,29 @@
+// Matrix-vector kernels for the plan's matmuls against weights, used by the
+// CUDA executor when a run has at most 8 rows (decode at small batch):
+// one family per distinct (activation, weight, result, bias storage,
+// activation function), each with entry points for up to 1, 2, 4 and 8
+// rows, plus the transpose kernels that lay weights out for them at load.
+// Entry points and parameters: runtime/cuda/GemvAbi.h.
+//
+// Generated per plan, like the attention kernels, so that the runtime has
+// no kernels of its own (no nvcc, no kernel zoo) and the storage types and
+// epilogue are compile-time constants.
+#pragma once
+#include "compiler/ir/IR.h"
+
+#include <string>
+#include <vector>
+
+namespace genc {
+
+struct GemvKernels {
+  std::string code;               // ABI, templates, entry points (no prelude)
+  std::vector<std::string> names; // every entry point
+};
+
+/// Gives every matmul of @encode / @prefill / @decode_step whose right
+/// operand is a 2-D weight the attribute `gpu_gemv` (its family) and
+/// returns the families' code (empty when there is none).
+GemvKernels emitGemvKernels(Module &m, DType activation);
+
+} // namespace genc
