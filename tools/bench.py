@@ -122,6 +122,7 @@ def main():
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     ap.add_argument("--threads", type=int, default=0, help="cpu: threads for genrun and torch (default: cores)")
     ap.add_argument("--exports", help="reuse (or keep) the exported models in this folder")
+    ap.add_argument("--dtype", help="the plans' dtype (default: f16 on the GPU, f32 on the CPU)")
     ap.add_argument("--bin", help="genc/genrun folder (default: dist/ for cuda, build/tools for cpu)")
     ap.add_argument("--out", default=os.environ.get("OUT", "/tmp/bench"))
     args = ap.parse_args()
@@ -131,6 +132,7 @@ def main():
     torch.set_grad_enabled(False)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     cpu = args.device == "cpu"
+    plan_dtype = args.dtype or ("f32" if cpu else "f16")
     if args.bin:
         bindir = args.bin
     elif cpu:
@@ -169,7 +171,7 @@ def main():
         plan = os.path.join(work, name + ".plan")
         stats = os.path.join(work, name + ".stats.json")
         r = subprocess.run([os.path.join(bindir, "genc"), "compile", os.path.join(d, "model.onnx"), "-o", plan,
-                            "--dtype", "f32" if cpu else "f16", *(["--gpu-arch="] if cpu else []),
+                            "--dtype", plan_dtype, *(["--gpu-arch="] if cpu else []),
                             "--max-batch", str(max(batches)), "--max-beams", "1",
                             "--max-length", str(args.prompt + args.new), "--stats-json", stats],
                            capture_output=True, text=True, env=env)
@@ -227,7 +229,7 @@ def main():
                 except Exception as e:  # report, do not stop the table
                     log(f"{name} b{b}: HF static+compile failed: {e!r:.300}")
             ctx = args.prompt + args.new / 2
-            kv_read = b * layers * 2 * kvh * hd * (4 if cpu else 2) * ctx
+            kv_read = b * layers * 2 * kvh * hd * (4 if plan_dtype == "f32" else 2) * ctx
             floor_ms = (st["weights_bytes"] + kv_read) / bw * 1e3
             row = (f"| {name} | {b} | {gr[0]:.2f} | {gr[1]:.3f} | {'%.3f' % nogemv[1] if nogemv else '-'} | "
                    f"{hf_ttft:.2f} | {hf_ms:.3f} | {loop_ms:.3f} | "
@@ -238,7 +240,7 @@ def main():
         del model
         torch.cuda.empty_cache()
     table = [f"device: {dev}; copy bandwidth {bw / 1e9:.1f} GB/s; prompt {args.prompt}, {args.new} new tokens, "
-             f"greedy, {'f32' if cpu else 'fp16'}, random weights", "", header, "|" + "---|" * 13, *rows]
+             f"greedy, {plan_dtype} plans (HF: {'f32' if cpu else 'fp16'}), random weights", "", header, "|" + "---|" * 13, *rows]
     open(os.path.join(args.out, "bench.md"), "w").write("\n".join(table) + "\n")
     log("\n".join(table))
 

@@ -69,6 +69,19 @@ check t5-dynamo t5 encoder.dynamo.onnx,decoder.dynamo.onnx
 check bart bart encoder.onnx,decoder.onnx
 check bart-dynamo bart encoder.dynamo.onnx,decoder.dynamo.onnx
 
+# Sampling: the same seed gives the same tokens run to run on the GPU, and the
+# tokens the CPU executor samples from the same f32 plan (the sampler is the
+# host's in both; only the logits differ, by float rounding).
+"$BIN/genc" compile tests/fixtures/llama/model.onnx -o "$W/sample.plan" --max-batch 4 > /dev/null 2>&1
+printf '{"input_ids": [5, 6, 7]}\n{"input_ids": [9, 10]}\n' > "$W/sample.jsonl"
+for dev in cuda cuda cpu; do
+  "$BIN/genrun" "$W/sample.plan" --device $dev --input "$W/sample.jsonl" --max-new-tokens 24 --do-sample \
+    --top-k 50 --top-p 0.9 --temperature 0.8 --seed 5 > "$W/sample-$dev.out" 2>&1
+  cat "$W/sample-$dev.out" >> "$W/sample-all.out"
+done
+if [ "$(sort -u "$W/sample-all.out" | wc -l)" = 2 ]; then s=ok; else s=FAIL; fail=1; fi
+rows+=("sampling seed 5: cuda x2, cpu|$s|$(sort -u "$W/sample-all.out" | wc -l) distinct lines for 2 prompts")
+
 plans=()
 for fx in llama mistral gpt2 qwen3; do
   for dt in f32 f16; do
