@@ -71,6 +71,35 @@ Dim Dim::operator*(const Dim &o) const {
   return r;
 }
 
+std::optional<Dim> Dim::mulChecked(const Dim &o, size_t maxTerms) const {
+  Dim r;
+  for (auto &[m1, c1] : terms_)
+    for (auto &[m2, c2] : o.terms_) {
+      Monomial m = m1;
+      m.insert(m.end(), m2.begin(), m2.end());
+      std::sort(m.begin(), m.end());
+      int64_t c, &into = r.terms_[m];
+      if (__builtin_mul_overflow(c1, c2, &c) || __builtin_add_overflow(into, c, &into) ||
+          r.terms_.size() > maxTerms)
+        return std::nullopt;
+      if (into == 0)
+        r.terms_.erase(m);
+    }
+  return r;
+}
+
+std::optional<Dim> Dim::addChecked(const Dim &o) const {
+  Dim r = *this;
+  for (auto &[m, c] : o.terms_) {
+    int64_t &into = r.terms_[m];
+    if (__builtin_add_overflow(into, c, &into))
+      return std::nullopt;
+    if (into == 0)
+      r.terms_.erase(m);
+  }
+  return r;
+}
+
 std::optional<Dim> Dim::divExact(const Dim &o) const {
   if (o.terms_.size() != 1)
     return *this == o ? std::optional<Dim>(Dim(1)) : std::nullopt;
@@ -95,16 +124,18 @@ std::optional<Dim> Dim::divExact(const Dim &o) const {
 }
 
 std::optional<int64_t> Dim::evaluate(const std::map<std::string, int64_t> &env) const {
+  // Checked: a plan's dims and symbols are untrusted, and a wrapped value
+  // would pass a size check it should fail.
   int64_t total = 0;
   for (auto &[m, c] : terms_) {
     int64_t v = c;
     for (const auto &s : m) {
       auto it = env.find(s);
-      if (it == env.end())
+      if (it == env.end() || __builtin_mul_overflow(v, it->second, &v))
         return std::nullopt;
-      v *= it->second;
     }
-    total += v;
+    if (__builtin_add_overflow(total, v, &total))
+      return std::nullopt;
   }
   return total;
 }
@@ -162,8 +193,11 @@ std::string Dim::str() const {
 }
 
 std::optional<Dim> parseDim(const std::string &text) {
-  // sum of terms; term = ['-'] factor ('*' factor)*; factor = integer | identifier
-  Dim total;
+  // sum of terms; term = ['-'] factor ('*' factor)*; factor = integer | identifier.
+  // Coefficients are gathered with overflow checks before any Dim arithmetic,
+  // and the size of the polynomial is bounded: the text may come from a plan.
+  constexpr size_t kMaxTerms = 64, kMaxDegree = 16;
+  std::map<std::vector<std::string>, int64_t> terms;
   size_t i = 0, n = text.size();
   bool expectTerm = true;
   int sign = 1;
@@ -174,18 +208,24 @@ std::optional<Dim> parseDim(const std::string &text) {
         ++i;
         continue;
       }
-      Dim term(sign);
+      int64_t coef = sign;
+      std::vector<std::string> mono;
       sign = 1;
       while (true) {
         size_t start = i;
         if (i < n && std::isdigit(static_cast<unsigned char>(text[i]))) {
-          while (i < n && std::isdigit(static_cast<unsigned char>(text[i])))
-            ++i;
-          term = term * Dim(std::stoll(text.substr(start, i - start)));
+          int64_t f = 0;
+          for (; i < n && std::isdigit(static_cast<unsigned char>(text[i])); ++i)
+            if (__builtin_mul_overflow(f, 10, &f) || __builtin_add_overflow(f, text[i] - '0', &f))
+              return std::nullopt;
+          if (__builtin_mul_overflow(coef, f, &coef))
+            return std::nullopt;
         } else if (i < n && (std::isalpha(static_cast<unsigned char>(text[i])) || text[i] == '_')) {
           while (i < n && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_'))
             ++i;
-          term = term * Dim::symbol(text.substr(start, i - start));
+          if (mono.size() == kMaxDegree)
+            return std::nullopt;
+          mono.push_back(text.substr(start, i - start));
         } else {
           return std::nullopt;
         }
@@ -195,7 +235,10 @@ std::optional<Dim> parseDim(const std::string &text) {
         }
         break;
       }
-      total = total + term;
+      std::sort(mono.begin(), mono.end());
+      int64_t &c = terms[mono];
+      if (terms.size() > kMaxTerms || __builtin_add_overflow(c, coef, &c))
+        return std::nullopt;
       expectTerm = false;
     } else {
       if (text[i] == '+') {
@@ -211,6 +254,14 @@ std::optional<Dim> parseDim(const std::string &text) {
   }
   if (expectTerm)
     return std::nullopt;
+  // Distinct monomials with coefficient-1 factors: no arithmetic can overflow here.
+  Dim total;
+  for (const auto &[mono, c] : terms) {
+    Dim term(c);
+    for (const std::string &s : mono)
+      term = term * Dim::symbol(s);
+    total = total + term;
+  }
   return total;
 }
 
@@ -225,6 +276,16 @@ Dim numElements(const Shape &s) {
   Dim n(1);
   for (const auto &d : s)
     n = n * d;
+  return n;
+}
+
+std::optional<int64_t> evaluateElements(const Shape &s, const std::map<std::string, int64_t> &env) {
+  int64_t n = 1;
+  for (const Dim &d : s) {
+    std::optional<int64_t> v = d.evaluate(env);
+    if (!v || *v < 0 || __builtin_mul_overflow(n, *v, &n))
+      return std::nullopt;
+  }
   return n;
 }
 

@@ -28,6 +28,10 @@ public:
   Dim operator+(const Dim &o) const;
   Dim operator-(const Dim &o) const;
   Dim operator*(const Dim &o) const;
+  /// The product with overflow-checked coefficients; nullopt on overflow or
+  /// beyond `maxTerms` terms (for dims that come from untrusted input).
+  std::optional<Dim> mulChecked(const Dim &o, size_t maxTerms) const;
+  std::optional<Dim> addChecked(const Dim &o) const;
   /// Exact division; nullopt unless every term divides (by a constant or by
   /// a single monomial).
   std::optional<Dim> divExact(const Dim &o) const;
@@ -36,7 +40,8 @@ public:
   bool operator!=(const Dim &o) const { return !(*this == o); }
   bool operator<(const Dim &o) const { return terms_ < o.terms_; }
 
-  /// Value under a binding of symbols; nullopt if a symbol is unbound.
+  /// Value under a binding of symbols; nullopt if a symbol is unbound or the
+  /// arithmetic overflows int64.
   std::optional<int64_t> evaluate(const std::map<std::string, int64_t> &env) const;
   /// Symbols appearing in this dim.
   std::vector<std::string> symbols() const;
@@ -57,13 +62,18 @@ private:
   void addTerm(const Monomial &m, int64_t c);
 };
 
-/// Reads the text Dim::str() writes (`2*seq+1`, `batch*seq`, `64`); nullopt if malformed.
+/// Reads the text Dim::str() writes (`2*seq+1`, `batch*seq`, `64`); nullopt if
+/// malformed, if a coefficient overflows int64, or beyond 64 terms or degree 16.
 std::optional<Dim> parseDim(const std::string &text);
 
 using Shape = std::vector<Dim>;
 std::string shapeStr(const Shape &s);
 /// Product of all dims.
 Dim numElements(const Shape &s);
+/// Product of the dims' values under `env`, evaluated dim by dim (no
+/// polynomial expansion); nullopt if a symbol is unbound, a dim is negative
+/// or the product overflows int64.
+std::optional<int64_t> evaluateElements(const Shape &s, const std::map<std::string, int64_t> &env);
 /// Converts a shape whose dims are all constant to integers.
 std::optional<std::vector<int64_t>> constantShape(const Shape &s);
 

@@ -55,8 +55,8 @@ static Status readPrompt(const json::Value &v, Prompt &p, std::optional<std::str
   return Status::ok();
 }
 
-Status readPromptLines(const std::string &text, const std::string &name, std::vector<Prompt> &prompts,
-                       std::vector<int64_t> &lineNumbers, std::vector<std::optional<std::string>> *texts) {
+static Status readLines(const std::string &text, const std::string &name, std::vector<Prompt> &prompts,
+                        std::vector<int64_t> &lineNumbers, std::vector<std::optional<std::string>> *texts) {
   prompts.clear();
   lineNumbers.clear();
   if (texts)
@@ -92,6 +92,12 @@ Status readPromptLines(const std::string &text, const std::string &name, std::ve
     lineNumbers.push_back(lineNo);
   }
   return Status::ok();
+}
+
+Status readPromptLines(const std::string &text, const std::string &name, std::vector<Prompt> &prompts,
+                       std::vector<int64_t> &lineNumbers, std::vector<std::optional<std::string>> *texts) {
+  return statusOnOutOfMemory("reading the prompts of " + name,
+                             [&] { return readLines(text, name, prompts, lineNumbers, texts); });
 }
 
 namespace {

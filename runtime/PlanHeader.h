@@ -24,7 +24,7 @@ inline std::string readPlanHeader(const uint8_t *p, uint64_t fileBytes, PlanHead
   uint32_t version;
   std::memcpy(&version, p + 8, 4);
   if (version != kPlanFormatVersion)
-    return "plan format version " + std::to_string(version) + ", this genrun reads version " +
+    return "plan format version " + std::to_string(version) + ", this runtime reads version " +
            std::to_string(kPlanFormatVersion) + "; recompile the model with a matching genc";
   std::memcpy(&h.jsonOffset, p + 16, 8);
   std::memcpy(&h.jsonBytes, p + 24, 8);
@@ -33,6 +33,10 @@ inline std::string readPlanHeader(const uint8_t *p, uint64_t fileBytes, PlanHead
   auto inFile = [&](uint64_t off, uint64_t n) { return off <= fileBytes && n <= fileBytes - off; };
   if (!inFile(h.jsonOffset, h.jsonBytes) || !inFile(h.blobOffset, h.blobBytes))
     return "header offsets point outside the file (truncated?)";
+  // Every weight's alignment is relative to the blob: an edited header that
+  // moves it would misalign them all.
+  if (h.blobOffset % kPlanAlignment)
+    return "the data blob is not " + std::to_string(kPlanAlignment) + "-byte aligned in the file";
   return "";
 }
 

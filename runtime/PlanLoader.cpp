@@ -3,6 +3,8 @@
 // untrusted input: a bad one gives a Status error, never a crash.
 #include "runtime/Json.h"
 #include "runtime/PlanHeader.h"
+#include "runtime/PlanLimits.h"
+#include "runtime/PlanVerifier.h"
 #include "runtime/Program.h"
 
 #include <cmath>
@@ -45,8 +47,10 @@ class Loader {
 public:
   Loader(const std::string &path, Plan &plan) : path_(path), plan_(plan) {}
 
-  Status run() {
-    int fd = ::open(path_.c_str(), O_RDONLY);
+  Status runFile() {
+    // O_NONBLOCK: opening a named pipe must not wait for a writer; the
+    // fstat below refuses it (and anything else that is not a plain file).
+    int fd = ::open(path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0)
       return Status::error("cannot open plan '" + path_ + "': " + std::strerror(errno));
     struct stat st;
@@ -64,9 +68,13 @@ public:
     ::close(fd);
     if (map->addr == MAP_FAILED)
       return err("cannot map the file");
-    base_ = static_cast<const uint8_t *>(map->addr);
-    size_ = map->size;
-    plan_.mapping = map;
+    return runBytes(map, static_cast<const uint8_t *>(map->addr), map->size);
+  }
+
+  Status runBytes(std::shared_ptr<const void> owner, const uint8_t *data, size_t size) {
+    base_ = data;
+    size_ = size;
+    plan_.mapping = std::move(owner);
 
     PlanHeader h;
     if (std::string bad = readPlanHeader(base_, size_, h); !bad.empty())
@@ -78,7 +86,12 @@ public:
     Status s = json::parse(std::string(reinterpret_cast<const char *>(base_ + jsonOff), jsonSize), root);
     if (!s)
       return err("metadata: " + s.message());
-    return readRoot(root);
+    if (!(s = readRoot(root)))
+      return s;
+    // Parsed: now the whole plan is checked before anything uses it.
+    if (!(s = verifyPlan(plan_)))
+      return err(s.message());
+    return Status::ok();
   }
 
 private:
@@ -496,6 +509,9 @@ private:
         (!body && !(s = need(p, "max_symbols", maxSyms, json::Value::Kind::Object))) ||
         (!body && !(s = needInt(p, "arena_bytes", prog.arenaBytes))))
       return s;
+    if (prog.arenaBytes > kMaxArenaBytes)
+      return err("metadata: arena_bytes of " + name->asString() + " beyond any sane size (" +
+                 std::to_string(kMaxArenaBytes) + ")");
     static const json::Value kNoSymbols = json::Value::object();
     if (body)
       maxSyms = &kNoSymbols;
@@ -540,8 +556,10 @@ private:
           return err("metadata: a buffer of " + prog.name + " is not " +
                      std::to_string(kPlanBufferAlignment) + "-byte aligned");
         // The buffer must hold the value at the maximum shapes the plan promises.
-        std::optional<int64_t> n = numElements(vi.shape).evaluate(prog.maxSymbols);
-        if (!n || *n < 0 || *n * static_cast<int64_t>(dtypeSize(vi.stored)) > vi.maxBytes)
+        std::optional<int64_t> n = evaluateElements(vi.shape, prog.maxSymbols);
+        int64_t bytes;
+        if (!n || __builtin_mul_overflow(*n, static_cast<int64_t>(dtypeSize(vi.stored)), &bytes) ||
+            bytes > vi.maxBytes)
           return err("metadata: a buffer of " + prog.name + " is smaller than its maximum shape");
       } else if (st == "weight") {
         vi.storage = Storage::Weight;
@@ -624,8 +642,23 @@ private:
 } // namespace
 
 Status loadPlan(const std::string &path, Plan &out) {
-  out = Plan();
-  return Loader(path, out).run();
+  return statusOnOutOfMemory("loading plan '" + path + "'", [&] {
+    out = Plan();
+    return Loader(path, out).runFile();
+  });
+}
+
+Status loadPlanFromMemory(std::shared_ptr<const void> owner, const uint8_t *data, size_t size,
+                          const std::string &name, Plan &out) {
+  return statusOnOutOfMemory("loading plan '" + name + "'", [&] {
+    out = Plan();
+    if (size < kPlanHeaderBytes)
+      return Status::error("plan '" + name + "': too small to be a plan (" + std::to_string(size) + " bytes)");
+    if (reinterpret_cast<uintptr_t>(data) % kPlanBufferAlignment)
+      return Status::error("plan '" + name + "': its bytes are not " + std::to_string(kPlanBufferAlignment) +
+                           "-byte aligned in memory");
+    return Loader(name, out).runBytes(std::move(owner), data, size);
+  });
 }
 
 } // namespace genrt

@@ -107,8 +107,14 @@ struct Plan {
   int64_t arenaBytes() const; // one arena serves every program (they never overlap)
 };
 
-/// Loads and verifies a plan file. Errors name what is wrong (bad magic,
-/// other format version, an offset outside the file, ...).
+/// Loads and verifies a plan file (runtime/PlanVerifier.h). Errors name what
+/// is wrong (bad magic, other format version, an offset outside the file,
+/// an op that reads a value before it is defined, ...). A path that is not a
+/// regular file (a directory, a named pipe) is refused without waiting.
 Status loadPlan(const std::string &path, Plan &out);
+/// The same over a plan's bytes in memory (`name` names it in errors);
+/// `owner` keeps the bytes alive for the plan's weight views.
+Status loadPlanFromMemory(std::shared_ptr<const void> owner, const uint8_t *data, size_t size,
+                          const std::string &name, Plan &out);
 
 } // namespace genrt

@@ -54,8 +54,8 @@ Status resolveDevice(const std::string &requested, std::string &device) {
   return Status::error("unknown device '" + requested + "' (auto, " + known + ")");
 }
 
-std::unique_ptr<Decoder> openDecoder(const std::string &planPath, const std::string &device,
-                                     Status &err, const ExecutorOptions &opts) {
+static std::unique_ptr<Decoder> open(const std::string &planPath, const std::string &device, Status &err,
+                                     const ExecutorOptions &opts) {
   std::string name;
   if (!(err = resolveDevice(device, name)))
     return nullptr;
@@ -71,6 +71,17 @@ std::unique_ptr<Decoder> openDecoder(const std::string &planPath, const std::str
     }
   err = Status::error("no executor for device '" + name + "'");
   return nullptr;
+}
+
+std::unique_ptr<Decoder> openDecoder(const std::string &planPath, const std::string &device,
+                                     Status &err, const ExecutorOptions &opts) {
+  std::unique_ptr<Decoder> d;
+  err = statusOnOutOfMemory("opening plan '" + planPath + "'", [&] {
+    Status s = Status::ok();
+    d = open(planPath, device, s, opts);
+    return s;
+  });
+  return err ? std::move(d) : nullptr;
 }
 
 } // namespace genrt

@@ -1,5 +1,7 @@
 // Status: how the runtime reports errors. No exceptions cross the runtime API.
 #pragma once
+#include <new>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -19,5 +21,18 @@ private:
   bool failed_ = false;
   std::string msg_;
 };
+
+/// The runtime's API edge: runs `body` (which returns a Status) and turns an
+/// allocation failure inside it into an error naming `what` ("loading the
+/// plan"), so that no exception crosses the API. std::length_error is a
+/// size beyond what a container can hold, the same failure.
+template <typename F> Status statusOnOutOfMemory(const std::string &what, F &&body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+  } catch (const std::length_error &) {
+  }
+  return Status::error("out of memory " + what);
+}
 
 } // namespace genrt

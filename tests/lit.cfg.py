@@ -21,6 +21,8 @@ config.substitutions.append(("%gpucheck", os.path.join(config.genc_bin_dir, "gpu
 # %genrun_fake before %genrun, which is its prefix.
 config.substitutions.append(("%genrun_fake", os.path.join(config.genc_bin_dir, "genrun_fake")))
 config.substitutions.append(("%genrun", os.path.join(config.genc_bin_dir, "genrun")))
+# The fuzz targets under ReplayMain.cpp (tests/fuzz/CMakeLists.txt): %replay_plan, ...
+config.substitutions.append(("%replay_", os.path.join(config.genc_bin_dir, "replay_")))
 config.substitutions.append(("%python", config.python))
 config.substitutions.append(("%fixtures", os.path.join(config.genc_src_dir, "tests", "fixtures")))
 config.substitutions.append(("%testtools", os.path.join(config.genc_src_dir, "tests", "tools")))

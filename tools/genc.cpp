@@ -23,6 +23,7 @@
 #include "compiler/interp/Npy.h"
 #include "compiler/ir/Parser.h"
 #include "compiler/ir/Printer.h"
+#include "compiler/ir/ReadFile.h"
 #include "compiler/ir/Verifier.h"
 #include "compiler/onnx/Importer.h"
 #include "passes/PassRegistry.h"
@@ -36,6 +37,7 @@
 #include "llvm/Support/Process.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <set>
@@ -225,7 +227,7 @@ static std::unique_ptr<Module> loadModel(const std::vector<std::string> &paths) 
   if (StringRef(path).endswith(".gir")) {
     if (paths.size() != 1)
       fail("a .gir input stands alone");
-    auto buf = MemoryBuffer::getFile(path);
+    auto buf = readRegularFile(path);
     if (!buf)
       fail("cannot read '" + path + "': " + buf.getError().message());
     auto m = check(parseModule((*buf)->getBuffer().str(), path));
@@ -406,6 +408,23 @@ static int runOpt() {
   return 0;
 }
 
+// derive-plan takes the generation facts (vocabulary, eos / pad / decoder
+// start ids, how many positions the model has) from the config.json
+// Hugging Face exports beside the model; without one it would fail deep in
+// a pass with an interpreter error, so say what is missing first.
+static void requireConfig(const std::string &dir, const CompileProfile &given) {
+  if (StringRef(Inputs[0]).endswith(".gir"))
+    return;
+  if (given.passes && std::find(given.passes->begin(), given.passes->end(), "derive-plan") == given.passes->end())
+    return;
+  SmallString<256> config(dir.empty() ? "." : dir);
+  sys::path::append(config, "config.json");
+  if (!sys::fs::exists(config))
+    fail("'" + (dir.empty() ? std::string(".") : dir) +
+         "' holds no config.json: genc reads the model's vocabulary, token ids and positions from the "
+         "config.json Hugging Face exports beside the model (tools/export.py writes one)");
+}
+
 // The profile file (read first: its errors come before a slow import), the
 // flags over it, then the model's defaults.
 static int runCompile() {
@@ -423,9 +442,11 @@ static int runCompile() {
   given.overrideWith(flagsProfile());
   if (!PrintProfile)
     openRemarks();
+  // The model's own errors (a missing file, a bad proto) come first.
   auto m = timed("import", [] { return loadModel({Inputs.begin(), Inputs.end()}); });
   std::string dir = sys::fs::is_directory(Inputs[0]) ? Inputs[0]
                                                      : sys::path::parent_path(Inputs[0]).str();
+  requireConfig(dir, given);
   check(loadModelConfig(dir, *m));
   CompileProfile profile = check(resolveProfile(given, *m, Emit == EmitKind::IR));
   if (PrintProfile) {

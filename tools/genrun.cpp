@@ -1,6 +1,6 @@
 // genrun: runs a compiled generation plan. A thin main over the runtime
 // library; it links nothing of the compiler (no LLVM: arguments are parsed
-// by hand).
+// by hand, in GenrunOptions.cpp).
 //
 //   genrun model.plan [--input prompts.jsonl | --prompt TEXT ...] [--output out.jsonl] [--device auto|cpu|cuda] [options]
 //
@@ -8,6 +8,8 @@
 // is written only when all of it is ready (to a temporary file renamed into
 // place), so a failure never leaves partial output behind; except with
 // --stream, whose lines go out as tokens become final.
+#include "tools/GenrunOptions.h"
+
 #include "runtime/JsonLines.h"
 #include "runtime/Runtime.h"
 #include "runtime/search/Generate.h"
@@ -27,225 +29,12 @@
 
 using namespace genrt;
 
-static const char *kUsage =
-    "usage: genrun MODEL.plan --input PROMPTS.jsonl [--output OUT.jsonl] [--device auto|cpu|cuda] [options]\n"
-    "       genrun MODEL.plan --prompt TEXT [--prompt TEXT ...] [options]\n"
-    "       genrun MODEL.plan [options] < PROMPTS.jsonl\n"
-    "\n"
-    "Input: one JSON object per line, {\"input_ids\": [...]} with an optional\n"
-    "\"attention_mask\" (masked positions are not fed to the model but, as in\n"
-    "Hugging Face, still count for --repetition-penalty and --no-repeat-ngram-size),\n"
-    "or {\"text\": \"...\"} when the plan carries a tokenizer (encoded as Hugging\n"
-    "Face's tokenizer(text) does, special tokens included). --prompt TEXT is one\n"
-    "text prompt (repeatable); without --input or --prompt, lines come from stdin.\n"
-    "Output (stdout unless --output): one line per input, in order,\n"
-    "{\"sequences\": [{\"output_ids\": [...], \"text\": \"...\", \"score\": S}, ...]}:\n"
-    "generated tokens only; \"text\" (their decoding, special tokens skipped) where\n"
-    "the plan carries a tokenizer.\n"
-    "--stream: instead, one JSON line per event as soon as tokens are final, with\n"
-    "\"prompt\" (the input's index from 0) and \"sequence\": greedy and sampling,\n"
-    "{\"event\":\"token\",...,\"token_id\":T,\"text\":\"piece\"} every step (a sequence's\n"
-    "pieces concatenate to its text); each returned sequence when complete (beam\n"
-    "search: when its hypothesis can no longer change), {\"event\":\"sequence\",...,\n"
-    "\"output_ids\":[...],\"text\":\"...\",\"score\":S}; then per prompt\n"
-    "{\"event\":\"done\",\"prompt\":P,\"sequences\":[...]} (what the line would be without --stream).\n"
-    "score: beam search, Hugging Face's sequences_scores; greedy/sampling, the sum of\n"
-    "the chosen tokens' log-probabilities after the logits processors (and warpers).\n"
-    "\n"
-    "--device auto (default) runs on the GPU when one is visible, else on the CPU.\n"
-    "\n"
-    "Options (Hugging Face generate() meaning and defaults):\n"
-    "  --max-new-tokens N         tokens to generate at most (default 20)\n"
-    "  --min-new-tokens N         no eos before N new tokens (default 0)\n"
-    "  --num-beams N              beam search when > 1 (default 1)\n"
-    "  --length-penalty F         beam score = logprob / length**F (default 1.0)\n"
-    "  --early-stopping true|false|never   (default false)\n"
-    "  --num-return-sequences N   sequences per prompt (default 1)\n"
-    "  --no-repeat-ngram-size N   never repeat an N-gram (default 0: off)\n"
-    "  --repetition-penalty F     (default 1.0: off)\n"
-    "  --do-sample                sample instead of greedy search\n"
-    "  --temperature F            (default 1.0)\n"
-    "  --top-k N                  (default 50; 0: off)\n"
-    "  --top-p F                  (default 1.0: off)\n"
-    "  --min-p F                  (default 0: off)\n"
-    "  --seed N                   sampling seed (default 0)\n"
-    "  --eos-token-id N           repeatable; default: the plan's eos ids\n"
-    "  --batch-size N             prompts per batch (default: what the plan allows)\n"
-    "  --threads N                CPU executor threads (default: the physical cores)\n"
-    "  --stream                   JSON lines per event as tokens are final (above)\n"
-    "  --stats                    print time to first token, tokens/s and memory to stderr\n";
-
 [[noreturn]] static void fail(const std::string &msg) {
   std::cerr << "genrun: error: " << msg << "\n";
   std::exit(1);
 }
 
 namespace {
-
-struct Args {
-  std::string plan;
-  std::string input;
-  std::vector<std::string> prompts; // --prompt, in order
-  std::string output;
-  std::string device = "auto";
-  ExecutorOptions exec;
-  bool stats = false;
-  bool stream = false;
-  GenerationConfig cfg;
-};
-
-bool parseInt(const std::string &s, int64_t &out) {
-  if (s.empty())
-    return false;
-  errno = 0;
-  char *end = nullptr;
-  long long v = std::strtoll(s.c_str(), &end, 10);
-  if (errno != 0 || end != s.c_str() + s.size())
-    return false;
-  out = v;
-  return true;
-}
-
-bool parseDouble(const std::string &s, double &out) {
-  if (s.empty())
-    return false;
-  errno = 0;
-  char *end = nullptr;
-  double v = std::strtod(s.c_str(), &end);
-  if (errno != 0 || end != s.c_str() + s.size() || !std::isfinite(v))
-    return false;
-  out = v;
-  return true;
-}
-
-bool parseBool(const std::string &s, bool &out) {
-  if (s == "true" || s == "1") {
-    out = true;
-    return true;
-  }
-  if (s == "false" || s == "0") {
-    out = false;
-    return true;
-  }
-  return false;
-}
-
-Args parseArgs(int argc, char **argv) {
-  Args a;
-  std::vector<std::string> positional;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "-h" || arg == "--help") {
-      std::cout << kUsage;
-      std::exit(0);
-    }
-    if (arg.size() < 2 || arg.compare(0, 2, "--") != 0 || arg == "--") {
-      if (!arg.empty() && arg[0] == '-' && arg != "-")
-        fail("unknown option '" + arg + "' (see genrun --help)");
-      positional.push_back(arg);
-      continue;
-    }
-    std::string name = arg, value;
-    bool hasValue = false;
-    if (size_t eq = arg.find('='); eq != std::string::npos) {
-      name = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-      hasValue = true;
-    }
-    // Flags that take no value.
-    if (name == "--stats" || name == "--do-sample" || name == "--stream") {
-      bool b = true;
-      if (hasValue && !parseBool(value, b))
-        fail("invalid value '" + value + "' for " + name + ": expected true or false");
-      (name == "--stats" ? a.stats : name == "--stream" ? a.stream : a.cfg.doSample) = b;
-      continue;
-    }
-    static const char *const kValued[] = {
-        "--input", "--prompt", "--output", "--device", "--max-new-tokens", "--min-new-tokens", "--num-beams",
-        "--length-penalty", "--early-stopping", "--num-return-sequences", "--no-repeat-ngram-size",
-        "--repetition-penalty", "--temperature", "--top-k", "--top-p", "--min-p", "--seed",
-        "--eos-token-id", "--batch-size", "--threads"};
-    bool known = false;
-    for (const char *k : kValued)
-      known = known || name == k;
-    if (!known)
-      fail("unknown option '" + name + "' (see genrun --help)");
-    if (!hasValue) {
-      if (i + 1 >= argc)
-        fail("option " + name + " needs a value");
-      value = argv[++i];
-    }
-    auto intArg = [&](int64_t &dst) {
-      if (!parseInt(value, dst))
-        fail("invalid value '" + value + "' for " + name + ": expected an integer");
-    };
-    auto doubleArg = [&](double &dst) {
-      if (!parseDouble(value, dst))
-        fail("invalid value '" + value + "' for " + name + ": expected a number");
-    };
-    GenerationConfig &c = a.cfg;
-    if (name == "--input") {
-      a.input = value;
-    } else if (name == "--prompt") {
-      a.prompts.push_back(value);
-    } else if (name == "--output") {
-      a.output = value;
-    } else if (name == "--device") {
-      a.device = value;
-    } else if (name == "--threads") {
-      int64_t n = 0;
-      intArg(n);
-      if (n < 1 || n > 1024)
-        fail("invalid value '" + value + "' for --threads: expected 1 to 1024");
-      a.exec.threads = static_cast<int>(n);
-    } else if (name == "--max-new-tokens") {
-      intArg(c.maxNewTokens);
-    } else if (name == "--min-new-tokens") {
-      intArg(c.minNewTokens);
-    } else if (name == "--num-beams") {
-      intArg(c.numBeams);
-    } else if (name == "--length-penalty") {
-      doubleArg(c.lengthPenalty);
-    } else if (name == "--early-stopping") {
-      if (!parseEarlyStopping(value, c.earlyStopping))
-        fail("invalid value '" + value + "' for --early-stopping: expected true, false or never");
-    } else if (name == "--num-return-sequences") {
-      intArg(c.numReturnSequences);
-    } else if (name == "--no-repeat-ngram-size") {
-      intArg(c.noRepeatNgramSize);
-    } else if (name == "--repetition-penalty") {
-      doubleArg(c.repetitionPenalty);
-    } else if (name == "--temperature") {
-      doubleArg(c.temperature);
-    } else if (name == "--top-k") {
-      intArg(c.topK);
-    } else if (name == "--top-p") {
-      doubleArg(c.topP);
-    } else if (name == "--min-p") {
-      doubleArg(c.minP);
-    } else if (name == "--seed") {
-      int64_t s;
-      intArg(s);
-      c.seed = uint64_t(s);
-    } else if (name == "--eos-token-id") {
-      int64_t e;
-      intArg(e);
-      c.eosTokenIds.push_back(e);
-    } else if (name == "--batch-size") {
-      intArg(c.batchSize);
-    }
-  }
-  if (positional.empty())
-    fail("no plan given (usage: genrun MODEL.plan --input PROMPTS.jsonl ...)");
-  if (positional.size() > 1)
-    fail("more than one plan given: '" + positional[0] + "', '" + positional[1] + "'");
-  a.plan = positional[0];
-  if (!a.input.empty() && !a.prompts.empty())
-    fail("give --input or --prompt, not both");
-  if (a.input.empty() && a.prompts.empty())
-    a.input = "-";
-  return a;
-}
 
 std::string readFile(const std::string &path) {
   std::FILE *f = path == "-" ? stdin : std::fopen(path.c_str(), "rb");
@@ -270,7 +59,7 @@ std::string readFile(const std::string &path) {
 
 // Output is written only when all of it is ready (to a temporary file
 // renamed into place), so a failure never leaves partial output behind.
-static void generateAll(const Args &args, Decoder &decoder, const text::Tokenizer *tokenizer,
+static void generateAll(const genrun::Args &args, Decoder &decoder, const text::Tokenizer *tokenizer,
                         const std::vector<Prompt> &prompts, GenerationStats &stats) {
   // Open the output before the (possibly long) generation so that a bad
   // path fails fast; write into a temporary beside it, rename at the end.
@@ -321,7 +110,7 @@ static void generateAll(const Args &args, Decoder &decoder, const text::Tokenize
 // --stream: one JSON line per event, flushed as it happens, to --output
 // (written directly: the lines already out are the point) or stdout. On a
 // failure the lines written stay, and the error follows on stderr.
-static void generateStreaming(const Args &args, Decoder &decoder, const text::Tokenizer *tokenizer,
+static void generateStreaming(const genrun::Args &args, Decoder &decoder, const text::Tokenizer *tokenizer,
                               const std::vector<Prompt> &prompts, GenerationStats &stats) {
   std::ofstream file;
   if (!args.output.empty()) {
@@ -334,6 +123,7 @@ static void generateStreaming(const Args &args, Decoder &decoder, const text::To
     out << streamEventLine(ev, tokenizer != nullptr) << '\n';
     out.flush();
   });
+  observer.dropResults(); // every line is out already: nothing to hold until the end
   std::vector<GenerationResult> results;
   if (Status s = generate(decoder, args.cfg, prompts, results, &stats, &observer); !s)
     fail(s.message());
@@ -360,10 +150,18 @@ static void printStats(const Decoder &decoder, size_t promptCount, const Generat
   std::cerr << buf;
 }
 
-int main(int argc, char **argv) {
-  Args args = parseArgs(argc, argv);
+static int run(int argc, char **argv) {
+  genrun::Args args;
+  if (Status s = genrun::parseArgs(std::vector<std::string>(argv, argv + argc), args); !s)
+    fail(s.message());
+  if (args.help) {
+    std::cout << genrun::usageText();
+    return 0;
+  }
   if (Status s = args.cfg.validate(); !s)
     fail(s.message());
+  for (const std::string &w : args.cfg.warnings())
+    std::cerr << "genrun: warning: " << w << "\n";
 
   // Prompts: JSON lines (a file or stdin) or --prompt texts. `where[n]`
   // names prompt n in error messages.
@@ -377,6 +175,9 @@ int main(int argc, char **argv) {
       fail(s.message());
     for (int64_t l : lines)
       where.push_back(name + ":" + std::to_string(l));
+    // Not silence: an empty output could pass for a run that generated nothing.
+    if (prompts.empty())
+      std::cerr << "genrun: warning: " << name << " holds no prompts; the output is empty\n";
   } else {
     for (size_t n = 0; n < args.prompts.size(); ++n) {
       prompts.emplace_back();
@@ -414,4 +215,17 @@ int main(int argc, char **argv) {
   if (args.stats)
     printStats(*decoder, prompts.size(), stats);
   return 0;
+}
+
+int main(int argc, char **argv) {
+  // Nothing of an out-of-memory failure reaches the user as an abort: the
+  // library returns it as a Status, and what genrun itself holds (the
+  // prompts, the output text) is caught here.
+  try {
+    return run(argc, argv);
+  } catch (const std::bad_alloc &) {
+    fail("out of memory");
+  } catch (const std::length_error &) {
+    fail("out of memory");
+  }
 }

@@ -4,12 +4,21 @@
 #      are two, f32 plans, greedy / beam / beam + repetition penalty against
 #      the Hugging Face golden outputs (tests/tools/check_generate.py with
 #      GENRUN_DEVICE=cuda);
-#   2. every generated fused kernel against the CPU (gpucheck), f32 and f16.
+#   2. every generated fused kernel against the CPU (gpucheck), f32 and f16;
+#   3. with --sanitize: compute-sanitizer's memcheck (device leaks too) and
+#      racecheck over genrun on the GPU (greedy and beam, decoder-only and
+#      encoder-decoder, CUDA graphs on) and gpucheck; any report fails it.
 # Prints a table last; exit status 1 if anything is off.
 #
 #   bash tools/gpu_test.sh [--sanitize]        # there, from the repo root
 set -uo pipefail
 cd "$(dirname "$0")/.."
+SANITIZE=0
+case "${1-}" in
+--sanitize) SANITIZE=1 ;;
+"") ;;
+*) echo "usage: tools/gpu_test.sh [--sanitize]" >&2; exit 2 ;;
+esac
 BIN=$(mktemp -d)
 tar -xzf dist/genc-linux-x86_64.tar.gz -C "$BIN"
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH-}
@@ -99,6 +108,40 @@ if [ "${GPU_TEST_SCALE-1}" = 1 ]; then
   else
     rows+=("llama-2048x4 export|FAIL|$(tail -c 300 "$OUT/export.log" | tr '\n' ' ')")
   fi
+fi
+
+# compute-sanitizer: every report is an error (exit 99). Small runs: the
+# tools slow kernels down 10-100x.
+if [ $SANITIZE = 1 ]; then
+  CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  S="--max-batch 2 --max-beams 2 --max-length 32"
+  # shellcheck disable=SC2086
+  "$BIN/genc" compile tests/fixtures/llama/model.onnx -o "$W/san-llama.plan" $S >/dev/null 2>&1
+  # shellcheck disable=SC2086
+  "$BIN/genc" compile tests/fixtures/t5/encoder.onnx tests/fixtures/t5/decoder.onnx -o "$W/san-t5.plan" $S \
+    >/dev/null 2>&1
+  printf '{"input_ids": [5, 6, 7]}\n{"input_ids": [9, 4]}\n' > "$W/san.jsonl"
+  for tool in memcheck racecheck; do
+    extra=()
+    [ $tool = memcheck ] && extra=(--leak-check full)
+    for run in "llama greedy|san-llama.plan|" "llama beam|san-llama.plan|--num-beams 2" \
+               "t5 beam|san-t5.plan|--num-beams 2"; do
+      IFS='|' read -r name plan args <<< "$run"
+      log="$OUT/sanitize-$tool-${name// /-}.log"
+      # shellcheck disable=SC2086
+      if "$CS" --tool $tool "${extra[@]}" --error-exitcode 99 "$BIN/genrun" "$W/$plan" --device cuda \
+           --input "$W/san.jsonl" --max-new-tokens 6 $args > "$log" 2>&1; then r=ok; else r=FAIL; fail=1; fi
+      rows+=("$tool genrun $name|$r|$(grep -E "ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY|error" "$log" | head -3 | tr '\n' ' ')")
+    done
+    log="$OUT/sanitize-$tool-gpucheck.log"
+    if "$CS" --tool $tool "${extra[@]}" --error-exitcode 99 "$BIN/gpucheck" "$W/san-llama.plan" > "$log" 2>&1; then
+      r=ok
+    else
+      r=FAIL
+      fail=1
+    fi
+    rows+=("$tool gpucheck llama|$r|$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | head -2 | tr '\n' ' ')")
+  done
 fi
 
 echo

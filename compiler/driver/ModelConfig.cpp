@@ -1,4 +1,5 @@
 #include "compiler/driver/ModelConfig.h"
+#include "compiler/ir/ReadFile.h"
 
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -32,7 +33,7 @@ static std::string scalarText(const llvm::json::Value &v) {
 }
 
 static llvm::Error loadOne(const std::string &path, Module &m) {
-  auto buf = llvm::MemoryBuffer::getFile(path);
+  auto buf = readRegularFile(path);
   if (!buf)
     return llvm::Error::success(); // optional
   auto v = llvm::json::parse((*buf)->getBuffer());

@@ -1,4 +1,5 @@
 #include "compiler/driver/ProfileYaml.h"
+#include "compiler/ir/ReadFile.h"
 
 #include "codegen/NvrtcCompile.h"
 
@@ -258,7 +259,7 @@ llvm::Expected<CompileProfile> parseProfile(llvm::StringRef text, llvm::StringRe
 }
 
 llvm::Expected<CompileProfile> readProfile(const std::string &path) {
-  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  auto buf = readRegularFile(path, /*IsText=*/true);
   if (!buf)
     return llvm::createStringError(llvm::inconvertibleErrorCode(), "cannot read profile '%s': %s",
                                    path.c_str(), buf.getError().message().c_str());

@@ -1,4 +1,5 @@
 #include "compiler/driver/TokenizerFiles.h"
+#include "compiler/ir/ReadFile.h"
 
 #include "runtime/text/Tokenizer.h"
 
@@ -22,7 +23,7 @@ static std::string join(const std::string &dir, const char *name) {
 // tokenizer_config.json names its special tokens as strings or as
 // {"content": ...} objects (AddedToken).
 static llvm::Error readSpecialTokens(const std::string &path, PlanTokenizer &t) {
-  auto buf = llvm::MemoryBuffer::getFile(path);
+  auto buf = readRegularFile(path);
   if (!buf)
     return llvm::Error::success();
   auto v = llvm::json::parse((*buf)->getBuffer());
@@ -53,7 +54,7 @@ llvm::Expected<std::optional<PlanTokenizer>> findTokenizer(const std::string &di
                                      "pass --no-tokenizer");
     return std::nullopt;
   }
-  auto buf = llvm::MemoryBuffer::getFile(path);
+  auto buf = readRegularFile(path);
   if (!buf)
     return fail("cannot read " + path + ": " + buf.getError().message());
   PlanTokenizer t;

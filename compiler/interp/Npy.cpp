@@ -3,6 +3,7 @@
 //   {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
 // padded with spaces and ended by '\n', then the raw array bytes.
 #include "compiler/interp/Npy.h"
+#include "compiler/ir/ReadFile.h"
 
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -209,8 +210,7 @@ llvm::Expected<Tensor> parseNpy(const std::string &bytes, const std::string &nam
 }
 
 llvm::Expected<Tensor> readNpy(const std::string &path) {
-  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                         /*RequiresNullTerminator=*/false);
+  auto buf = readRegularFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
   if (!buf)
     return npyError(path, "cannot read: " + buf.getError().message());
   return parseNpy((*buf)->getBuffer().str(), path);

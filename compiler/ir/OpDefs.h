@@ -1,6 +1,7 @@
-// The registry of op kinds: arity and the traits passes rely on.
+// The registry of op kinds: arity (from the runtime's table of op
+// signatures, runtime/OpSignatures.h) and the traits passes rely on.
 //
-// Every op the IR may hold is declared here once. The verifier checks arity
+// Every op the IR may hold is declared here with its pattern. The verifier checks arity
 // against it; fusion reads the traits (TVM-style op patterns).
 #pragma once
 #include <string>

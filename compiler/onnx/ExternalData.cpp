@@ -1,4 +1,5 @@
 #include "compiler/onnx/ExternalData.h"
+#include "compiler/ir/ReadFile.h"
 
 #include "compiler/onnx/ImportContext.h"
 #include "compiler/onnx/OnnxTensor.h"
@@ -49,8 +50,7 @@ ExternalDataReader::open(const std::string &location) {
       return fail("external data location " + quoted(location) +
                   " must not leave the model's folder");
   std::string path = fullPath(location);
-  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                         /*RequiresNullTerminator=*/false);
+  auto buf = readRegularFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
   if (!buf)
     return fail("cannot read external data file " + quoted(path) + ": " + buf.getError().message());
   std::shared_ptr<llvm::MemoryBuffer> shared(std::move(*buf));

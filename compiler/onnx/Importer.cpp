@@ -1,6 +1,7 @@
 // The graph walk: parse the file, bind graph inputs and initializers, convert
 // nodes in order (OnnxOps*.cpp), bind outputs, then type the whole function.
 #include "compiler/onnx/Importer.h"
+#include "compiler/ir/ReadFile.h"
 
 #include "compiler/onnx/ExternalData.h"
 #include "compiler/onnx/ImportContext.h"
@@ -21,15 +22,11 @@ static llvm::Error fail(const llvm::Twine &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), msg.str());
 }
 
-/// Reads and parses a .onnx file. Protobuf's default 64 MB total-bytes limit
-/// would refuse real models, so the stream's limit is raised to the format's
-/// own maximum (2 GB; larger models must use external data).
-static llvm::Expected<std::shared_ptr<onnx::ModelProto>> readModel(const std::string &path) {
-  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                         /*RequiresNullTerminator=*/false);
-  if (!buf)
-    return fail("cannot read '" + path + "': " + buf.getError().message());
-  llvm::StringRef bytes = (*buf)->getBuffer();
+/// Parses a .onnx file's bytes (`path` names it in errors). Protobuf's
+/// default 64 MB total-bytes limit would refuse real models, so the
+/// stream's limit is raised to the format's own maximum (2 GB; larger
+/// models must use external data).
+static llvm::Expected<std::shared_ptr<onnx::ModelProto>> parseModel(llvm::StringRef bytes, const std::string &path) {
   if (bytes.empty())
     return fail(path + ": not an ONNX model (the file is empty)");
   if (bytes.size() > static_cast<size_t>(INT_MAX))
@@ -257,9 +254,9 @@ private:
 
 } // namespace
 
-llvm::Error importOnnxFileInto(Module &m, const std::string &path, const ImportOptions &opts,
-                               const std::string &weightPrefix) {
-  auto model = readModel(path);
+static llvm::Error importInto(Module &m, llvm::StringRef bytes, const std::string &path, const std::string &dir,
+                              const ImportOptions &opts, const std::string &weightPrefix) {
+  auto model = parseModel(bytes, path);
   if (!model)
     return model.takeError();
   const onnx::ModelProto &proto = **model;
@@ -278,8 +275,7 @@ llvm::Error importOnnxFileInto(Module &m, const std::string &path, const ImportO
   if (m.function(opts.functionName))
     return fail(path + ": the module already has a function @" + opts.functionName);
 
-  std::string dir = llvm::sys::path::parent_path(path).str();
-  ExternalDataReader external(dir.empty() ? "." : dir);
+  ExternalDataReader external(dir);
   Function *f = m.addFunction(opts.functionName);
   ImportState state(m, *f, path, opts, opset);
   state.weightPrefix = weightPrefix;
@@ -291,6 +287,24 @@ llvm::Error importOnnxFileInto(Module &m, const std::string &path, const ImportO
     return e;
   }
   return llvm::Error::success();
+}
+
+llvm::Error importOnnxFileInto(Module &m, const std::string &path, const ImportOptions &opts,
+                               const std::string &weightPrefix) {
+  auto buf = readRegularFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+  if (!buf)
+    return fail("cannot read '" + path + "': " + buf.getError().message());
+  std::string dir = llvm::sys::path::parent_path(path).str();
+  return importInto(m, (*buf)->getBuffer(), path, dir.empty() ? "." : dir, opts, weightPrefix);
+}
+
+llvm::Expected<std::unique_ptr<Module>> importOnnxBytes(llvm::StringRef bytes, const std::string &name,
+                                                        const std::string &externalDataDir,
+                                                        const ImportOptions &opts) {
+  auto m = std::make_unique<Module>();
+  if (auto e = importInto(*m, bytes, name, externalDataDir, opts, ""))
+    return std::move(e);
+  return std::move(m);
 }
 
 llvm::Expected<std::unique_ptr<Module>> importOnnxFile(const std::string &path,

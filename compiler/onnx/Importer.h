@@ -25,6 +25,11 @@ struct ImportOptions {
 /// into a new module with one function.
 llvm::Expected<std::unique_ptr<Module>> importOnnxFile(const std::string &path,
                                                        const ImportOptions &opts = {});
+/// Imports a model's bytes held in memory (`name` names it in errors;
+/// external data is read relative to `externalDataDir`): the fuzzer's entry.
+llvm::Expected<std::unique_ptr<Module>> importOnnxBytes(llvm::StringRef bytes, const std::string &name,
+                                                        const std::string &externalDataDir,
+                                                        const ImportOptions &opts = {});
 /// Imports into an existing module (for encoder + decoder pairs). A weight
 /// whose name is taken is shared when its content is identical (tied
 /// embeddings), else renamed with `weightPrefix` in front. On error no

@@ -4,6 +4,7 @@ device thread, without the GIL; Ctrl-C stops it."""
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Iterator, List, Optional, Sequence as Seq, Tuple, Union
 
@@ -133,6 +134,9 @@ class Generator:
         masks = _config.masks_for(options, len(ids))
         native = _config.to_native(options, [len(p) for p in ids], self._g.is_encoder_decoder,
                                    self._g.decoder_start_token_id)
+        # What genrun prints as "warning:" lines (the runtime's list, shared).
+        for w in native.warnings():
+            warnings.warn(w, UserWarning, stacklevel=3)
         return ids, native, masks
 
     def _prompt_ids(self, prompt: Prompt, n: int) -> List[int]:

@@ -212,11 +212,18 @@ PYBIND11_MODULE(_genc, m) {
       .def_readwrite("min_p", &GenerationConfig::minP)
       .def_readwrite("seed", &GenerationConfig::seed)
       .def_readwrite("eos_token_id", &GenerationConfig::eosTokenIds)
-      .def_readwrite("batch_size", &GenerationConfig::batchSize)
+      // Through the setter genrun uses too: batch_size 0 is refused alike.
+      .def_property(
+          "batch_size", [](const GenerationConfig &c) { return c.batchSize; },
+          [](GenerationConfig &c, int64_t n) {
+            if (Status s = c.setBatchSize(n); !s)
+              throw py::value_error(s.message());
+          })
       .def("validate", [](const GenerationConfig &c) {
         if (Status s = c.validate(); !s)
           throw py::value_error(s.message());
-      });
+      })
+      .def("warnings", &GenerationConfig::warnings);
 
   py::class_<PyStream>(m, "_Stream")
       .def("__iter__", [](PyStream &s) -> PyStream & { return s; })

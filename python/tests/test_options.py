@@ -18,7 +18,9 @@ def test_unknown_name_lists_the_valid_ones(gen):
 @pytest.mark.parametrize("kwargs,error,text", [
     (dict(num_beams=0), ValueError, "num_beams must be at least 1, got 0"),
     (dict(max_new_tokens=0), ValueError, "max_new_tokens must be at least 1, got 0"),
-    (dict(top_p=1.5, do_sample=True), ValueError, "top_p must be in [0, 1], got 1.5"),
+    (dict(top_p=1.5, do_sample=True), ValueError, "top_p must be in (0, 1], got 1.5"),
+    (dict(top_p=0.0, do_sample=True), ValueError, "top_p must be in (0, 1], got 0"),
+    (dict(batch_size=0), ValueError, "batch_size must be at least 1, got 0"),
     (dict(temperature=0.0, do_sample=True), ValueError, "temperature must be a positive number"),
     (dict(num_return_sequences=2), ValueError, "greedy search returns one sequence: num_return_sequences 2 needs num_beams >= it or do_sample"),
     (dict(num_beams=2, do_sample=True), ValueError, "beam sampling (do_sample with num_beams > 1) is not supported"),
@@ -38,6 +40,13 @@ def test_bad_values_raise_with_hf_names(gen, kwargs, error, text):
     with pytest.raises(error) as e:
         gen.generate("Permission is hereby granted", **kwargs)
     assert text in str(e.value)
+
+
+def test_min_new_tokens_above_max_warns_and_runs(gen):
+    # HF warns and stops at max_new_tokens; genrun prints the same line.
+    with pytest.warns(UserWarning, match=r"min_new_tokens \(9\) is larger than max_new_tokens \(3\)"):
+        out = gen.generate("Copyright", max_new_tokens=3, min_new_tokens=9)
+    assert len(out[0].sequences[0].ids) == 3
 
 
 def test_hf_defaults_of_unsupported_options_pass(gen):

@@ -1,7 +1,7 @@
 #include "runtime/cpu/CpuExecutor.h"
 
-#include "runtime/WeightUses.h"
-
+#include "runtime/HostMemory.h"
+#include "runtime/OpSignatures.h"
 #include "runtime/cpu/AttentionIo.h"
 #include "runtime/cpu/FusedBody.h"
 #include "runtime/cpu/FusedRows.h"
@@ -152,13 +152,11 @@ public:
           return Status::error("fused body '" + name + "' op '" + op.kind + "' has no CPU kernel");
     // A bf16 weight that only matmuls read (as their weight) stays bf16: the
     // decode step then streams half the bytes (runtime/cpu/MatmulBf16.h).
-    const std::vector<char> keep = weightsReadOnlyBy(*plan_, [&](const OpInfo &op, size_t i) {
-      return op.kind == "matmul" && i == 1;
-    });
+    const std::vector<char> keep = cpuKeptBf16Weights(*plan_);
     try {
       for (size_t w = 0; w < plan_->weights.size(); ++w) {
         const Tensor &t = plan_->weights[w];
-        weights_.push_back(keep[w] && t.dtype() == DType::BF16 && t.rank() == 2 ? t : widen(t));
+        weights_.push_back(keep[w] ? t : widen(t));
       }
     } catch (const std::bad_alloc &) {
       return Status::error("cannot widen the plan's weights to f32 in host memory");
@@ -247,21 +245,25 @@ private:
     std::vector<std::unique_ptr<CpuOp>> ops; // one per program op, resolved at load
   };
 
+  // By the op's class in the one table of op signatures: a fused group runs
+  // its body, the cache-backed attention ops run against the KV cache, every
+  // other kind is a kernel of the op library.
   std::unique_ptr<CpuOp> resolve(const OpInfo &op) const {
     const std::string &kind = op.kind;
-    if (kind == "fused") {
+    const OpSignature *sig = findOpSignature(kind);
+    if (!sig)
+      return nullptr;
+    if (sig->cls == OpClass::Fused) {
       std::string body = attrStr(op.attrs, "body");
       auto it = plan_->functions.find(body);
       auto rows = rowWise_.find(body);
       return std::make_unique<FusedOp>(it == plan_->functions.end() ? nullptr : &it->second,
                                        rows == rowWise_.end() ? nullptr : rows->second.get());
     }
-    if (kind == "kv_attention")
-      return std::make_unique<AttentionOp>(AttentionOp::Self);
-    if (kind == "cross_attention")
-      return std::make_unique<AttentionOp>(AttentionOp::Cross);
-    if (kind == "packed_attention")
-      return std::make_unique<AttentionOp>(AttentionOp::Packed);
+    if (sig->cls == OpClass::CacheAttention)
+      return std::make_unique<AttentionOp>(kind == "kv_attention"      ? AttentionOp::Self
+                                           : kind == "cross_attention" ? AttentionOp::Cross
+                                                                       : AttentionOp::Packed);
     if (Kernel k = findKernel(kind))
       return std::make_unique<KernelOp>(k);
     return nullptr;
@@ -402,6 +404,8 @@ private:
 
 std::unique_ptr<Executor> makeCpuExecutor(std::shared_ptr<const Plan> plan, const ExecutorOptions &opts,
                                           Status &err) {
+  if (!(err = checkHostMemory(cpuBytesNeeded(*plan), "the CPU executor's weights, caches, arena and logits")))
+    return nullptr;
   auto e = std::make_unique<cpu::CpuExecutor>(std::move(plan), opts.threads);
   err = e->init();
   if (!err)

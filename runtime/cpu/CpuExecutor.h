@@ -6,13 +6,24 @@
 #include "runtime/Executor.h"
 
 #include <memory>
+#include <vector>
 
 namespace genrt {
 
 /// Resolves every op of the plan to its CPU implementation and allocates the
 /// weights (widened to f32), arena and caches. Fails with a message naming
-/// the first op it cannot run.
+/// the first op it cannot run, or, before allocating, when the plan needs
+/// more memory than the machine has.
 std::unique_ptr<Executor> makeCpuExecutor(std::shared_ptr<const Plan> plan, const ExecutorOptions &opts,
                                           Status &err);
+
+/// Per plan weight: true for a bf16 matrix that only matmuls read (as their
+/// weight), which the CPU executor keeps bf16 instead of widening to f32.
+/// CpuMemory.cpp.
+std::vector<char> cpuKeptBf16Weights(const Plan &plan);
+
+/// Bytes the CPU executor allocates for `plan` (widened weights, caches,
+/// arena, the search's logits); -1 if the sum overflows. CpuMemory.cpp.
+int64_t cpuBytesNeeded(const Plan &plan);
 
 } // namespace genrt

@@ -1,5 +1,6 @@
 #include "runtime/cuda/CudaSteps.h"
 
+#include "runtime/OpSignatures.h"
 #include "runtime/cuda/AttentionAbi.h"
 #include "runtime/cuda/GemvAbi.h"
 
@@ -254,9 +255,15 @@ Status attentionStep(const OpInfo &op, const ValueMap &vm, const KernelModule &m
   return Status::ok();
 }
 
-bool isView(const std::string &k) {
-  return k == "reshape" || k == "squeeze" || k == "unsqueeze" || k == "flatten" || k == "identity";
+// What the GPU runs of a program, by the op's class in the one table of op
+// signatures: GEMMs, fused kernels, the attention kernels, views (copies)
+// and host-side dims; any other kind runs only inside a fused body.
+OpClass classOf(const std::string &k) {
+  const OpSignature *sig = findOpSignature(k);
+  return sig ? sig->cls : OpClass::Kernel;
 }
+
+bool isView(const std::string &k) { return classOf(k) == OpClass::View; }
 
 } // namespace
 
@@ -267,7 +274,7 @@ Status compileProgram(const Program &prog, StepContext &ctx, const KernelModule 
   // a view's shape operand reads it.
   std::set<int32_t> hostOnly;
   for (const OpInfo &op : prog.ops)
-    if (op.kind == "dims")
+    if (classOf(op.kind) == OpClass::HostShape)
       hostOnly.insert(op.results.begin(), op.results.end());
   for (const OpInfo &op : prog.ops)
     for (size_t i = 0; i < op.operands.size(); ++i)
@@ -280,9 +287,10 @@ Status compileProgram(const Program &prog, StepContext &ctx, const KernelModule 
   for (const OpInfo &op : prog.ops) {
     std::string where = "'" + op.kind + "' at \"" + op.loc + "\" in " + prog.name;
     std::unique_ptr<Step> step;
-    if (op.kind == "dims") {
+    const OpClass cls = classOf(op.kind);
+    if (cls == OpClass::HostShape) {
       continue;
-    } else if (op.kind == "matmul") {
+    } else if (cls == OpClass::Gemm) {
       auto g = std::make_unique<GemmStep>();
       if (op.operands.size() < 2 || !vm.isWeight(op.operands[1]))
         return Status::error("plan op " + where + ": the CUDA executor runs a matmul only against a weight");
@@ -320,7 +328,7 @@ Status compileProgram(const Program &prog, StepContext &ctx, const KernelModule 
           return Status::error("plan op " + where + ": " + s.message());
       g->kind = "gemm";
       step = std::move(g);
-    } else if (op.kind == "fused") {
+    } else if (cls == OpClass::Fused) {
       auto f = std::make_unique<FusedStep>();
       std::string body = attrStr(op.attrs, "body", "");
       auto it = kernelOf.find(body);
@@ -334,11 +342,11 @@ Status compileProgram(const Program &prog, StepContext &ctx, const KernelModule 
         f->pointers.push_back(vm.ptr(v));
       f->kind = "fused";
       step = std::move(f);
-    } else if (op.kind == "kv_attention" || op.kind == "cross_attention" || op.kind == "packed_attention") {
+    } else if (cls == OpClass::CacheAttention) {
       if (Status s = attentionStep(op, vm, mod, step); !s)
         return Status::error("plan op " + where + " " + s.message());
       step->kind = "attention";
-    } else if (isView(op.kind)) {
+    } else if (cls == OpClass::View) {
       auto c = std::make_unique<CopyStep>();
       c->src = vm.ptr(op.operands.at(0));
       c->dst = vm.ptr(op.results.at(0));

@@ -41,7 +41,8 @@ Status validatePrompt(const Prompt &p, const ModelInfo &info, const GenerationCo
                          " tokens, more than the plan's maximum length " +
                          std::to_string(info.maxLength));
   int64_t decoderPromptLen = info.encoderDecoder ? 1 : seen;
-  if (info.maxLength > 0 && decoderPromptLen + cfg.maxNewTokens > info.maxLength)
+  // Compared without adding: --max-new-tokens may be near INT64_MAX.
+  if (info.maxLength > 0 && (decoderPromptLen > info.maxLength || cfg.maxNewTokens > info.maxLength - decoderPromptLen))
     return Status::error("the prompt (" + std::to_string(decoderPromptLen) + " tokens) plus " + cfg.option("max_new_tokens") + " " +
                          std::to_string(cfg.maxNewTokens) + " exceeds the plan's maximum length " +
                          std::to_string(info.maxLength));
@@ -84,9 +85,9 @@ Status batchSizeFor(const GenerationConfig &cfg, const ModelInfo &info, int32_t 
   return Status::ok();
 }
 
-Status generate(Decoder &decoder, const GenerationConfig &cfg, const std::vector<Prompt> &prompts,
-                std::vector<GenerationResult> &results, GenerationStats *statsOut,
-                GenerationObserver *observer) {
+static Status generateAll(Decoder &decoder, const GenerationConfig &cfg, const std::vector<Prompt> &prompts,
+                          std::vector<GenerationResult> &results, GenerationStats *statsOut,
+                          GenerationObserver *observer) {
   GenerationObserver silent;
   auto start = SlotBatch::Clock::now();
   const ModelInfo &info = decoder.info();
@@ -106,8 +107,10 @@ Status generate(Decoder &decoder, const GenerationConfig &cfg, const std::vector
 
   GenerationStats stats;
   stats.firstTokenSeconds = -1; // not yet
+  const bool keep = !observer || observer->keepResults();
   std::vector<GenerationResult> out;
-  out.reserve(prompts.size());
+  if (keep)
+    out.reserve(prompts.size());
   for (size_t first = 0; first < prompts.size(); first += size_t(batchSize)) {
     size_t last = std::min(prompts.size(), first + size_t(batchSize));
     std::vector<BatchItem> items;
@@ -115,14 +118,17 @@ Status generate(Decoder &decoder, const GenerationConfig &cfg, const std::vector
       items.push_back(makeItem(prompts[n], info, n));
     SlotBatch batch(decoder, std::move(items), rows, stats, start, observer ? *observer : silent);
     ++stats.batches;
+    const size_t before = out.size();
     Status s = cfg.numBeams > 1 ? search::runBeamSearch(batch, cfg, eos, out)
                                 : search::runGreedyOrSample(batch, cfg, eos, out);
     if (!s)
       return s;
+    for (size_t n = before; n < out.size(); ++n)
+      for (const GeneratedSequence &seq : out[n].sequences)
+        stats.generatedTokens += int64_t(seq.outputIds.size());
+    if (!keep)
+      out.clear(); // the observer has had them all (onPromptDone)
   }
-  for (const GenerationResult &r : out)
-    for (const GeneratedSequence &seq : r.sequences)
-      stats.generatedTokens += int64_t(seq.outputIds.size());
   stats.totalSeconds = std::chrono::duration<double>(SlotBatch::Clock::now() - start).count();
   if (stats.firstTokenSeconds < 0)
     stats.firstTokenSeconds = 0;
@@ -130,6 +136,14 @@ Status generate(Decoder &decoder, const GenerationConfig &cfg, const std::vector
     *statsOut = stats;
   results = std::move(out);
   return Status::ok();
+}
+
+// The API edge: an allocation failure anywhere in the search is a Status.
+Status generate(Decoder &decoder, const GenerationConfig &cfg, const std::vector<Prompt> &prompts,
+                std::vector<GenerationResult> &results, GenerationStats *statsOut,
+                GenerationObserver *observer) {
+  return statusOnOutOfMemory("while generating",
+                             [&] { return generateAll(decoder, cfg, prompts, results, statsOut, observer); });
 }
 
 } // namespace genrt

@@ -81,6 +81,10 @@ public:
   /// Polled once per search step; true stops generate(), which then fails
   /// with "generation stopped" (what was reported so far stays valid).
   virtual bool shouldStop() { return false; }
+  /// False: generate() drops each batch's results once onPromptDone has had
+  /// them and returns none, so a stream written as it goes (genrun
+  /// --stream) holds no more memory after 20,000 prompts than after 1,000.
+  virtual bool keepResults() const { return true; }
 };
 
 /// Checks one prompt against the model and config: token ids inside the

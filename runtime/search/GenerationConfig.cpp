@@ -70,13 +70,30 @@ Status GenerationConfig::validate() const {
     return Status::error(option("temperature") + " must be a positive number, got " + num(temperature));
   if (topK < 0)
     return Status::error(option("top_k") + " must not be negative, got " + std::to_string(topK));
-  if (!(topP >= 0 && topP <= 1))
-    return Status::error(option("top_p") + " must be in [0, 1], got " + num(topP));
+  // Hugging Face refuses top_p outside (0, 1] (TopPLogitsWarper).
+  if (!(topP > 0 && topP <= 1))
+    return Status::error(option("top_p") + " must be in (0, 1], got " + num(topP));
   if (!(minP >= 0 && minP <= 1))
     return Status::error(option("min_p") + " must be in [0, 1], got " + num(minP));
   if (batchSize < 0)
     return Status::error(option("batch_size") + " must not be negative, got " + std::to_string(batchSize));
   return Status::ok();
+}
+
+Status GenerationConfig::setBatchSize(int64_t n) {
+  if (n < 1)
+    return Status::error(option("batch_size") + " must be at least 1, got " + std::to_string(n));
+  batchSize = n;
+  return Status::ok();
+}
+
+std::vector<std::string> GenerationConfig::warnings() const {
+  std::vector<std::string> w;
+  if (minNewTokens > maxNewTokens)
+    w.push_back(option("min_new_tokens") + " (" + std::to_string(minNewTokens) + ") is larger than " +
+                option("max_new_tokens") + " (" + std::to_string(maxNewTokens) + "): generation stops at " +
+                option("max_new_tokens"));
+  return w;
 }
 
 Status GenerationConfig::validateFor(const ModelInfo &info) const {

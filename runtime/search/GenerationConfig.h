@@ -35,7 +35,8 @@ struct GenerationConfig {
   uint64_t seed = 0;
   /// Empty: the model's eos ids (ModelInfo::eosTokenIds).
   std::vector<int64_t> eosTokenIds;
-  /// Prompts per batch; 0: as many as the plan's slots allow.
+  /// Prompts per batch; 0: as many as the plan's slots allow. Set a
+  /// user's value through setBatchSize.
   int64_t batchSize = 0;
 
   /// How messages spell the options: genrun's flags (--max-new-tokens) or
@@ -45,9 +46,18 @@ struct GenerationConfig {
   /// `keyword` ("max_new_tokens") spelled for this config's messages.
   std::string option(const std::string &keyword) const;
 
+  /// A batch size the user gave (genrun --batch-size, Python batch_size):
+  /// at least 1. Leaving it out is how to ask for what the plan allows, so 0
+  /// is refused here rather than read as "unset".
+  Status setBatchSize(int64_t n);
+
   /// Checks ranges and combinations of the options alone. Messages name the
   /// option as `spelling` says.
   Status validate() const;
+  /// What Hugging Face warns about but runs: min new tokens above max new
+  /// tokens (generation stops at the maximum). One line each, spelled as
+  /// `spelling` says; genrun prints them, Python issues warnings.warn.
+  std::vector<std::string> warnings() const;
   /// validate(), then the checks that need the model (eos ids in range, ...).
   Status validateFor(const ModelInfo &info) const;
   /// The eos ids in effect: eosTokenIds, or the model's.

@@ -15,6 +15,9 @@ namespace text {
 /// null `out`. Every offset is checked (a plan is untrusted input); errors
 /// name the plan.
 Status loadPlanTokenizer(const std::string &planPath, std::unique_ptr<Tokenizer> &out);
+/// The same over a plan's bytes in memory; `name` names it in errors.
+Status loadPlanTokenizerFromMemory(const uint8_t *data, size_t size, const std::string &name,
+                                   std::unique_ptr<Tokenizer> &out);
 
 /// Encodes a text prompt as Hugging Face's tokenizer(text) does (special
 /// tokens added) with the plan's tokenizer `tok`, for genrun and the Python

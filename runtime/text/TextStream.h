@@ -51,6 +51,10 @@ public:
   void onSequence(size_t prompt, int64_t sequence, const GeneratedSequence &seq) override;
   void onPromptDone(size_t prompt, const GenerationResult &result) override;
   bool shouldStop() override { return stop_ && stop_(); }
+  bool keepResults() const override { return keepResults_; }
+  /// genrun --stream writes each event as it comes and needs no results
+  /// from generate() (GenerationObserver::keepResults).
+  void dropResults() { keepResults_ = false; }
 
 private:
   std::string decode(const std::vector<int64_t> &ids) const;
@@ -58,6 +62,7 @@ private:
   const Tokenizer *tok_;
   Sink sink_;
   std::function<bool()> stop_;
+  bool keepResults_ = true;
   // One incremental decoder per live (prompt, sequence); dropped at its end.
   std::map<std::pair<size_t, int64_t>, StreamDecoder> decoders_;
 };

@@ -12,7 +12,10 @@ using namespace genc;
 
 namespace {
 
-std::vector<std::unique_ptr<llvm::remarks::Remark>> parseWithLlvm(const std::string &text) {
+// The remarks' strings are views of `text` (and of the parser's buffers):
+// both must outlive them (ASan found the test reading a freed temporary).
+std::vector<std::unique_ptr<llvm::remarks::Remark>>
+parseWithLlvm(const std::string &text, std::unique_ptr<llvm::remarks::RemarkParser> &keep) {
   std::vector<std::unique_ptr<llvm::remarks::Remark>> out;
   auto parser = llvm::remarks::createRemarkParser(llvm::remarks::Format::YAML, text);
   EXPECT_TRUE(static_cast<bool>(parser)) << llvm::toString(parser.takeError());
@@ -29,6 +32,8 @@ std::vector<std::unique_ptr<llvm::remarks::Remark>> parseWithLlvm(const std::str
     }
     out.push_back(std::move(*r));
   }
+  if (parser)
+    keep = std::move(*parser);
   return out;
 }
 
@@ -50,7 +55,9 @@ TEST(RemarkYaml, LlvmParserReadsOurDocuments) {
   Remark passed = analysis;
   passed.kind = RemarkKind::Passed;
 
-  auto rs = parseWithLlvm(remarkYaml(missed) + remarkYaml(analysis) + remarkYaml(passed));
+  const std::string text = remarkYaml(missed) + remarkYaml(analysis) + remarkYaml(passed);
+  std::unique_ptr<llvm::remarks::RemarkParser> parser;
+  auto rs = parseWithLlvm(text, parser);
   ASSERT_EQ(rs.size(), 3u);
   const llvm::remarks::Remark &m = *rs[0];
   EXPECT_EQ(m.RemarkType, llvm::remarks::Type::Missed);

@@ -103,7 +103,10 @@ TEST(GenerationConfig, RejectsBadOptions) {
   EXPECT_EQ(err(c), "--temperature must be a positive number, got 0");
   c = {};
   c.topP = 1.5;
-  EXPECT_EQ(err(c), "--top-p must be in [0, 1], got 1.5");
+  EXPECT_EQ(err(c), "--top-p must be in (0, 1], got 1.5");
+  c = {};
+  c.topP = 0; // HF refuses it too: no token would survive
+  EXPECT_EQ(err(c), "--top-p must be in (0, 1], got 0");
   c = {};
   c.repetitionPenalty = -1;
   EXPECT_EQ(err(c), "--repetition-penalty must be a positive number, got -1");

@@ -141,6 +141,33 @@ TEST(Observer, BeamSearchReportsHypothesesOnceTheyCannotChange) {
   EXPECT_TRUE(someEarly) << "every prompt was reported at the batch's end: nothing streamed early";
 }
 
+// keepResults() false (genrun --stream): the observer gets every prompt,
+// exactly what a kept run returns, and generate() holds none of them.
+TEST(Observer, DroppedResultsAreReportedAndNotReturned) {
+  struct Dropping : Recorder {
+    using Recorder::Recorder;
+    bool keepResults() const override { return false; }
+  };
+  FakeModel m;
+  m.eosBias = 2.0f;
+  GenerationConfig cfg;
+  cfg.numBeams = 2;
+  cfg.maxNewTokens = 9;
+  cfg.batchSize = 2; // several batches: results are dropped after each
+  testutil::Prompts p = testutil::makePrompts(4, 7, m.vocab);
+  FakeDecoder keptDec(m, 4, 2, 64), droppedDec(m, 4, 2, 64);
+  std::vector<GenerationResult> kept, dropped{GenerationResult{}};
+  GenerationStats keptStats, droppedStats;
+  Recorder keptRec(keptDec);
+  Dropping rec(droppedDec);
+  ASSERT_TRUE(generate(keptDec, cfg, p.prompts, kept, &keptStats, &keptRec).isOk());
+  ASSERT_TRUE(generate(droppedDec, cfg, p.prompts, dropped, &droppedStats, &rec).isOk());
+  EXPECT_TRUE(dropped.empty());
+  expectReportedEqualsResults(rec, kept, /*tokens=*/false);
+  EXPECT_EQ(droppedStats.generatedTokens, keptStats.generatedTokens);
+  EXPECT_GT(droppedStats.batches, 1);
+}
+
 TEST(Observer, StopEndsGenerationBeforeTheNextForwardCall) {
   FakeDecoder dec(FakeModel{}, 2, 1, 64);
   GenerationConfig cfg;

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Builds one libFuzzer target of tests/fuzz (clang-14, ASan + UBSan, in
+# build-fuzz/, the sanitizer build tools/test.sh --sanitize tests too) and
+# runs it for SECONDS on its corpus:
+#
+#   tools/fuzz.sh TARGET SECONDS [libFuzzer flags...]
+#   TARGET: plan | onnx | prompt_lines | genrun_options | all (each in turn: CI's smoke run)
+#
+# The corpus (build-fuzz/corpus/TARGET) grows across runs; it starts from
+# seeds made from the fixtures (plans compiled by the regular build's genc,
+# the fixtures' .onnx files, genrun's test inputs). The run's statistics go
+# to build-fuzz/logs/TARGET.log. A crash, leak, timeout or out-of-memory
+# leaves its input in build-fuzz/crashes/TARGET/ and fails the script: turn
+# it into a regression test (tests/fuzz/regressions/TARGET/, which
+# tests/fuzz/replay.test runs through the regular build).
+# Long runs that go on past a crash: add -fork=1 -ignore_crashes=1.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ $# -lt 2 ]; then
+  echo "usage: tools/fuzz.sh plan|onnx|prompt_lines|genrun_options|all SECONDS [libFuzzer flags...]" >&2
+  exit 2
+fi
+TARGET=$1
+SECS=$2
+shift 2
+if [ "$TARGET" = all ]; then
+  rc=0
+  for t in plan onnx prompt_lines genrun_options; do
+    bash tools/fuzz.sh "$t" "$SECS" "$@" || rc=1
+  done
+  exit $rc
+fi
+FUZZ=${FUZZ_DIR:-build-fuzz}
+BUILD=${BUILD_DIR:-build}
+
+cmake -S . -B "$FUZZ" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang-14 \
+  -DCMAKE_CXX_COMPILER=clang++-14 -DGENC_FUZZ=ON -DGENC_PYTHON=OFF >/dev/null
+ninja -C "$FUZZ" "fuzz_$TARGET" >/dev/null
+
+SEEDS=$FUZZ/seeds/$TARGET
+CORPUS=$FUZZ/corpus/$TARGET
+CRASHES=$FUZZ/crashes/$TARGET
+mkdir -p "$SEEDS" "$CORPUS" "$CRASHES" "$FUZZ/logs"
+if [ -z "$(ls -A "$SEEDS")" ]; then
+  case $TARGET in
+  plan)
+    # Small plans of each family: decoder-only (RoPE, sliding window, q/k
+    # norms, learned positions), encoder-decoder (relative bias, cross
+    # attention), f16 and bf16 storage, one with kernels and a tokenizer.
+    [ -x "$BUILD/tools/genc" ] || BUILD_DIR=$BUILD bash tools/build.sh >/dev/null
+    G="$BUILD/tools/genc"
+    S="--max-batch 2 --max-beams 2 --max-length 16 --max-tokens 16"
+    # With kernels where this genc has NVRTC (CI's may not).
+    "$G" compile tests/fixtures/llama/model.onnx -o "$SEEDS/llama.plan" $S --gpu-arch=sm_80 ||
+      "$G" compile tests/fixtures/llama/model.onnx -o "$SEEDS/llama.plan" $S --gpu-arch=
+    "$G" compile tests/fixtures/mistral/model.onnx -o "$SEEDS/mistral-f16.plan" $S --gpu-arch= --dtype f16
+    "$G" compile tests/fixtures/qwen3/model.onnx -o "$SEEDS/qwen3-bf16.plan" $S --gpu-arch= --dtype bf16
+    "$G" compile tests/fixtures/gpt2/model.dynamo.onnx -o "$SEEDS/gpt2-dynamo.plan" $S --gpu-arch=
+    "$G" compile tests/fixtures/t5/encoder.onnx tests/fixtures/t5/decoder.onnx -o "$SEEDS/t5.plan" $S --gpu-arch=
+    "$G" compile tests/fixtures/bart/encoder.onnx tests/fixtures/bart/decoder.onnx -o "$SEEDS/bart.plan" $S --gpu-arch=
+    "$G" compile models/tiny-gpt2/model.onnx -o "$SEEDS/tiny-gpt2.plan" $S --gpu-arch=
+    ;;
+  onnx)
+    for f in tests/fixtures/*/*.onnx models/tiny-gpt2/model.onnx; do
+      cp "$f" "$SEEDS/$(echo "$f" | tr / _)"
+    done
+    ;;
+  prompt_lines) cp tests/genrun/Inputs/*.jsonl "$SEEDS/" ;;
+  genrun_options) cp tests/fuzz/seeds/genrun_options/* "$SEEDS/" ;;
+  *) echo "fuzz.sh: unknown target '$TARGET'" >&2; exit 2 ;;
+  esac 2> >(grep -v "^genc: note" >&2)
+fi
+
+# Limits: 2 GiB resident, 1 GiB per allocation (an allocation that size
+# from a small input is a bug: the loader refuses plans beyond the machine
+# before allocating), 30 s per input.
+LOG=$FUZZ/logs/$TARGET.log
+set +e
+"$FUZZ/fuzz/fuzz_$TARGET" -max_total_time="$SECS" -artifact_prefix="$CRASHES/" -print_final_stats=1 \
+  -rss_limit_mb=2048 -malloc_limit_mb=1024 -timeout=30 "$@" "$CORPUS" "$SEEDS" >"$LOG" 2>&1
+rc=$?
+set -e
+grep -E "^stat::number_of_executed_units|^stat::peak_rss_mb|^#[0-9]+ +DONE" "$LOG" | sed "s/^/fuzz $TARGET: /" || true
+if [ $rc -ne 0 ]; then
+  echo "fuzz $TARGET: FAILED (exit $rc); the input is in $CRASHES/, the report in $LOG:" >&2
+  grep -E "ERROR|SUMMARY|Test unit written" "$LOG" | head -n 5 >&2
+  exit 1
+fi
