@@ -108,22 +108,15 @@ public:
     stats.crossKvCacheBytes = layout.crossBytes();
 
     llvm::json::Array weights;
-    // Copying the weights is where a mapped external-data file is read.
-    uint64_t weightsTotal = 0, weightsDone = 0;
-    for (auto &w : m_.weights())
-      weightsTotal += w->data() ? w->data()->numBytes() : 0;
     for (auto &w : m_.weights()) {
       if (!w->data())
         return fail("weight @" + w->name() + " has no data (IR parsed from text?)");
-      progress::update("write-plan: weights", weightsDone, weightsTotal, /*bytes=*/true);
-      weightsDone += w->data()->numBytes();
       weightIndex_[w.get()] = weights.size();
       auto ref = addBlob(*w->data());
       ref["name"] = w->name();
       weights.push_back(std::move(ref));
       stats.weightsBytes += static_cast<int64_t>(w->data()->numBytes());
     }
-    progress::update("write-plan: weights", weightsDone, weightsTotal, /*bytes=*/true);
     root["weights"] = std::move(weights);
 
     llvm::json::Array programs;
@@ -214,24 +207,28 @@ private:
                               {"ptx", std::move(ptx)}};
   }
 
-  uint64_t addBytes(const std::string &bytes) {
-    uint64_t off = (blob_.size() + genrt::kPlanAlignment - 1) / genrt::kPlanAlignment *
-                   genrt::kPlanAlignment;
-    blob_.resize(off + bytes.size());
-    std::memcpy(blob_.data() + off, bytes.data(), bytes.size());
+  // The blob is a list of pieces written one after another at the end (the
+  // weights straight from their tensors): no copy of gigabytes into one
+  // buffer that grows by reallocation.
+  uint64_t place(const void *data, size_t bytes, std::shared_ptr<const std::string> owned = nullptr) {
+    uint64_t off = (blobSize_ + genrt::kPlanAlignment - 1) / genrt::kPlanAlignment * genrt::kPlanAlignment;
+    pieces_.push_back({off, data, bytes, std::move(owned)});
+    blobSize_ = off + bytes;
     return off;
+  }
+
+  uint64_t addBytes(const std::string &bytes) {
+    auto copy = std::make_shared<const std::string>(bytes);
+    return place(copy->data(), copy->size(), copy);
   }
 
   int64_t metaInt(const std::string &k, int64_t dflt) const {
     return metadataInt(m_, k).value_or(dflt);
   }
 
+  // `t` must outlive write() (the module's weights do).
   llvm::json::Object addBlob(const Tensor &t) {
-    uint64_t off = (blob_.size() + genrt::kPlanAlignment - 1) / genrt::kPlanAlignment *
-                   genrt::kPlanAlignment;
-    blob_.resize(off + t.numBytes());
-    if (t.numBytes())
-      std::memcpy(blob_.data() + off, t.rawData(), t.numBytes());
+    uint64_t off = place(t.rawData(), t.numBytes());
     llvm::json::Array shape;
     for (int64_t d : t.shape())
       shape.push_back(d);
@@ -398,7 +395,7 @@ private:
     std::memcpy(&header[0], genrt::kPlanMagic, 8);
     uint32_t version = genrt::kPlanFormatVersion;
     std::memcpy(&header[8], &version, 4);
-    uint64_t fields[4] = {jsonOff, json.size(), blobOff, blob_.size()};
+    uint64_t fields[4] = {jsonOff, json.size(), blobOff, blobSize_};
     std::memcpy(&header[16], fields, sizeof fields);
     // Write to a temporary file and rename: no partial plan on failure.
     std::string tmp = path + ".tmp";
@@ -409,7 +406,15 @@ private:
         return fail("cannot write '" + path + "': " + ec.message());
       os << header << json;
       os << std::string(blobOff - jsonOff - json.size(), '\0');
-      os.write(reinterpret_cast<const char *>(blob_.data()), blob_.size());
+      uint64_t at = 0;
+      for (const Piece &p : pieces_) {
+        progress::update("write-plan: blob", at, blobSize_, /*bytes=*/true);
+        os << std::string(p.offset - at, '\0');
+        if (p.bytes) // a mapped external-data weight is read here
+          os.write(static_cast<const char *>(p.data), p.bytes);
+        at = p.offset + p.bytes;
+      }
+      progress::update("write-plan: blob", at, blobSize_, /*bytes=*/true);
       os.close();
       if (os.has_error()) {
         llvm::sys::fs::remove(tmp);
@@ -429,7 +434,14 @@ private:
   const CompiledModule *code_;
   std::string profile_;
   const PlanTokenizer *tokenizer_;
-  std::vector<uint8_t> blob_;
+  struct Piece {
+    uint64_t offset;
+    const void *data;
+    size_t bytes;
+    std::shared_ptr<const std::string> owned; // bytes the writer made (kernels), else null
+  };
+  std::vector<Piece> pieces_;
+  uint64_t blobSize_ = 0;
   std::unordered_map<const Value *, size_t> weightIndex_;
 };
 

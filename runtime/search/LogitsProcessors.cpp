@@ -80,6 +80,59 @@ void applyMinNewTokens(float *row, int64_t vocab, int64_t generated, int64_t min
       row[e] = kNegInf;
 }
 
+// Ids outside the vocabulary are ignored here (torch.isin finds nothing);
+// genrun refuses them when it reads the option.
+static void setIds(float *row, int64_t vocab, const std::vector<int64_t> &ids, float value) {
+  for (int64_t t : ids)
+    if (t >= 0 && t < vocab)
+      row[t] = value;
+}
+
+void applySuppressTokens(float *row, int64_t vocab, const std::vector<int64_t> &ids) {
+  setIds(row, vocab, ids, kNegInf);
+}
+
+void applyBeginSuppressTokens(float *row, int64_t vocab, const std::vector<int64_t> &ids, int64_t curLen,
+                              int64_t beginIndex) {
+  if (curLen == beginIndex)
+    setIds(row, vocab, ids, kNegInf);
+}
+
+void applyForcedBos(float *row, int64_t vocab, int64_t bos, int64_t curLen) {
+  if (curLen != 1)
+    return;
+  std::fill(row, row + vocab, kNegInf);
+  setIds(row, vocab, {bos}, 0.f);
+}
+
+void applyForcedEos(float *row, int64_t vocab, const std::vector<int64_t> &eos, int64_t curLen, int64_t maxLength) {
+  if (curLen != maxLength - 1)
+    return;
+  std::fill(row, row + vocab, kNegInf);
+  setIds(row, vocab, eos, 0.f);
+}
+
+void applyMinLength(float *row, int64_t vocab, const std::vector<int64_t> &eos, int64_t curLen, int64_t minLength) {
+  if (curLen < minLength)
+    setIds(row, vocab, eos, kNegInf);
+}
+
+void applyExponentialDecayLengthPenalty(float *row, int64_t vocab, const std::vector<int64_t> &eos, int64_t curLen,
+                                        int64_t regulationStart, double factor) {
+  if (curLen <= regulationStart)
+    return;
+  // torch: a float32 tensor times a Python float computes in float32.
+  const float scale = static_cast<float>(std::pow(factor, double(curLen - regulationStart)) - 1.0);
+  std::vector<int64_t> seen;
+  for (int64_t e : eos) {
+    if (e < 0 || e >= vocab || std::find(seen.begin(), seen.end(), e) != seen.end())
+      continue; // penalties[:, eos] = p assigns once per id
+    seen.push_back(e);
+    const float s = row[e];
+    row[e] = s + (std::isfinite(s) ? std::fabs(s) * scale : 0.f);
+  }
+}
+
 void applyLogitsProcessors(float *row, int64_t vocab, const std::vector<int64_t> &history,
                            int64_t generated, const GenerationConfig &cfg,
                            const std::vector<int64_t> &eos) {

@@ -33,6 +33,28 @@ void applyNoRepeatNgram(float *row, int64_t vocab, const std::vector<int64_t> &h
 void applyMinNewTokens(float *row, int64_t vocab, int64_t generated, int64_t minNewTokens,
                        const std::vector<int64_t> &eos);
 
+// The processors below take `curLen` = HF's input_ids.shape[-1]: the row's
+// history length (padded prompt, or decoder prompt, plus generated tokens).
+
+/// SuppressTokensLogitsProcessor: `ids` -> -inf at every step.
+void applySuppressTokens(float *row, int64_t vocab, const std::vector<int64_t> &ids);
+/// SuppressTokensAtBeginLogitsProcessor: `ids` -> -inf when curLen == beginIndex
+/// (HF's begin index: the prompt's length, +1 when a forced BOS comes first).
+void applyBeginSuppressTokens(float *row, int64_t vocab, const std::vector<int64_t> &ids, int64_t curLen,
+                              int64_t beginIndex);
+/// ForcedBOSTokenLogitsProcessor: at curLen == 1 every score -inf but bos's, 0.
+void applyForcedBos(float *row, int64_t vocab, int64_t bos, int64_t curLen);
+/// ForcedEOSTokenLogitsProcessor: at curLen == maxLength - 1 every score -inf
+/// but the eos ids', 0.
+void applyForcedEos(float *row, int64_t vocab, const std::vector<int64_t> &eos, int64_t curLen, int64_t maxLength);
+/// MinLengthLogitsProcessor: eos ids -> -inf while curLen < minLength.
+void applyMinLength(float *row, int64_t vocab, const std::vector<int64_t> &eos, int64_t curLen, int64_t minLength);
+/// ExponentialDecayLengthPenalty: past regulationStart (its start index +
+/// the prompt's length), each finite eos score s gains |s| * (factor^k - 1),
+/// k = curLen - regulationStart.
+void applyExponentialDecayLengthPenalty(float *row, int64_t vocab, const std::vector<int64_t> &eos, int64_t curLen,
+                                        int64_t regulationStart, double factor);
+
 /// The processors in HF's order (repetition penalty, no-repeat n-gram,
 /// min new tokens). `generated` = tokens generated so far in this row.
 void applyLogitsProcessors(float *row, int64_t vocab, const std::vector<int64_t> &history,

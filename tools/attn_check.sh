@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The attention kernels against the CPU executor, end to end, on the device
+# machine (after tools/pack.sh here): small random-weight models (2 layers)
+# whose attention takes the forms the kernels specialise on — head dims 64,
+# 80 and 128; query heads per KV head 1, 4 and 8; a sliding window below the
+# context — each generating greedily from prompts of 1, 7, 64, 1000 and 4096
+# tokens (fresh random ids each run) on the GPU and on the CPU from the same
+# f32 plan. Each row must give the same tokens, scores within 1e-4 (beyond
+# 4096 the CPU's prefill is too slow to be the reference; GPU checks of
+# longer contexts compare the GPU with itself in profile_gpu.sh / bench.py).
+#
+#   bash tools/attn_check.sh            # there, from the repo root
+#   GPU=cpu bash tools/attn_check.sh    # here: the script's own dry run
+set -uo pipefail
+cd "$(dirname "$0")/.."
+GPU=${GPU:-cuda}
+PY=${PYTHON:-python3}
+BIN=${BIN:-$(mktemp -d)}
+[ -x "$BIN/genrun" ] || tar -xzf dist/genc-linux-x86_64.tar.gz -C "$BIN"
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH-}
+W=$(mktemp -d)
+LENGTHS=${LENGTHS:-1 7 64 1000 4096}
+NEW=8
+# name | export arguments (2 layers, vocab 512; hidden = heads x head dim)
+configs=(
+  "hd64-g1|--arch llama --set head_dim=64 --set num_attention_heads=4 --set num_key_value_heads=4 --set hidden_size=256"
+  "hd64-g4|--arch llama --set head_dim=64 --set num_attention_heads=8 --set num_key_value_heads=2 --set hidden_size=512"
+  "hd128-g8|--arch llama --set head_dim=128 --set num_attention_heads=8 --set num_key_value_heads=1 --set hidden_size=1024"
+  "hd80-g4|--arch llama --set head_dim=80 --set num_attention_heads=8 --set num_key_value_heads=2 --set hidden_size=640"
+  "hd64-g4-window256|--arch mistral --set head_dim=64 --set num_attention_heads=8 --set num_key_value_heads=2 --set hidden_size=512 --set sliding_window=256"
+)
+fail=0
+rows=()
+for entry in "${configs[@]}"; do
+  name=${entry%%|*}
+  exp=${entry#*|}
+  # shellcheck disable=SC2086
+  if ! "$PY" tools/export.py $exp --set num_hidden_layers=2 --set intermediate_size=512 --set vocab_size=512 \
+       --set max_position_embeddings=4200 --seed 5 --no-check --out "$W/$name" > "$W/$name.export.log" 2>&1; then
+    rows+=("$name|export FAILED|$(tail -c 200 "$W/$name.export.log" | tr '\n' ' ')")
+    fail=1
+    continue
+  fi
+  "$BIN/genc" compile "$W/$name/model.onnx" -o "$W/$name.plan" --max-batch 2 --max-beams 1 \
+    --max-length $((4096 + NEW)) --quiet > "$W/$name.genc.log" 2>&1 || {
+    rows+=("$name|genc FAILED|$(tail -c 200 "$W/$name.genc.log" | tr '\n' ' ')"); fail=1; continue; }
+  for len in $LENGTHS; do
+    # Two prompts of different lengths in one batch: packed, ragged.
+    "$PY" -c "import json,random,sys; n=int(sys.argv[1]); r=random.Random()
+for m in (n, max(1, n // 2)): print(json.dumps({'input_ids': [r.randrange(3, 512) for _ in range(m)]}))" "$len" \
+      > "$W/p.jsonl"
+    for dev in "$GPU" cpu; do
+      "$BIN/genrun" "$W/$name.plan" --device "$dev" --input "$W/p.jsonl" --max-new-tokens $NEW \
+        --output "$W/$dev.out" 2> "$W/$dev.err" || echo "genrun $dev failed: $(tail -c 200 "$W/$dev.err")" > "$W/$dev.out"
+    done
+    verdict=$("$PY" - "$W/$GPU.out" "$W/cpu.out" <<'PY'
+import json, sys
+try:
+    a = [json.loads(l) for l in open(sys.argv[1])]
+    b = [json.loads(l) for l in open(sys.argv[2])]
+except ValueError:
+    print("FAIL " + open(sys.argv[1]).read()[:150].replace("\n", " "))
+    sys.exit()
+diff = max(abs(x["sequences"][0]["score"] - y["sequences"][0]["score"]) for x, y in zip(a, b))
+same = all(x["sequences"][0]["output_ids"] == y["sequences"][0]["output_ids"] for x, y in zip(a, b))
+print(("ok" if same and diff <= 1e-4 and len(a) == len(b) else "FAIL") + f" tokens {'same' if same else 'differ'}, max |score diff| {diff:.1e}")
+PY
+)
+    [[ $verdict == ok* ]] || fail=1
+    rows+=("$name len $len|${verdict%% *}|${verdict#* }")
+  done
+done
+echo "== attn_check ($GPU vs cpu, f32 plans, greedy, $NEW new tokens)"
+for r in "${rows[@]}"; do
+  IFS='|' read -r a b c <<< "$r"
+  printf '%-26s %-5s %s\n' "$a" "$b" "$c"
+done
+exit $fail
