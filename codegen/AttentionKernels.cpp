@@ -9,10 +9,6 @@
 namespace genc {
 namespace {
 
-const char *storageStruct(DType t) {
-  return t == DType::F16 ? "genc_f16" : t == DType::BF16 ? "genc_bf16" : "genc_f32";
-}
-
 int64_t numElements(const Value *v) {
   int64_t n = 1;
   for (const Dim &d : v->shape())

@@ -80,6 +80,10 @@ static __device__ __forceinline__ void genc_vstore(T *dst, const T (&src)[V]) {
 )";
 } // namespace
 
+const char *storageStruct(DType t) {
+  return t == DType::F16 ? "genc_f16" : t == DType::BF16 ? "genc_bf16" : "genc_f32";
+}
+
 const char *cudaPrelude() { return kPrelude; }
 
 Dom domOf(DType t) {

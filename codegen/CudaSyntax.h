@@ -28,5 +28,8 @@ bool mentions(const std::string &code, const std::string &name);
 
 /// Device helpers shared by all kernels (once per translation unit).
 const char *cudaPrelude();
+/// The prelude's storage struct for `t` in templates (genc_f32, genc_f16,
+/// genc_bf16; any other type reads as f32).
+const char *storageStruct(DType t);
 
 } // namespace genc

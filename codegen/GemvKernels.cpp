@@ -1,5 +1,6 @@
 #include "codegen/GemvKernels.h"
 
+#include "codegen/CudaSyntax.h"
 #include "passes/analysis/Storage.h"
 #include "runtime/Epilogue.h"
 #include "runtime/cuda/GemvAbi.h"
@@ -97,10 +98,6 @@ static __device__ void genc_transpose(const GencTransposeParams &p) {
 extern "C" __global__ void __launch_bounds__(256) genc_transpose_2(const GencTransposeParams p) { genc_transpose<unsigned short>(p); }
 extern "C" __global__ void __launch_bounds__(256) genc_transpose_4(const GencTransposeParams p) { genc_transpose<unsigned int>(p); }
 )";
-
-const char *storageStruct(DType t) {
-  return t == DType::F16 ? "genc_f16" : t == DType::BF16 ? "genc_bf16" : "genc_f32";
-}
 
 bool isFloatStorage(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
 

@@ -59,6 +59,21 @@ struct KvLayout {
     const KvCacheLayer &L = layers[l];
     return ((slot * L.kvHeads + head) * L.capacity + position % L.capacity) * L.headDim;
   }
+  /// Where layer l's K starts in the self cache (elements; its V follows
+  /// at + layerElements(l)): the layers lie K, V, K, V, ... in order.
+  int64_t layerBase(size_t l) const {
+    int64_t at = 0;
+    for (size_t i = 0; i < l; ++i)
+      at += 2 * layerElements(i);
+    return at;
+  }
+  /// The same for the cross cache.
+  int64_t crossLayerBase(size_t l) const {
+    int64_t at = 0;
+    for (size_t i = 0; i < l; ++i)
+      at += 2 * crossLayerElements(i);
+    return at;
+  }
   int64_t crossLayerElements(size_t l) const {
     const CrossCacheLayer &L = crossLayers[l];
     return crossEntries * L.kvHeads * maxLength * L.headDim;

@@ -222,7 +222,6 @@ private:
       return op.kind == "matmul" && i == 1 && attrInt(op.attrs, "transpose_b", 0) == 0 &&
              !attrStr(op.attrs, "gpu_gemv", "").empty();
     });
-    ctx_.weightTransposed.assign(p.weights.size(), 0);
     for (size_t w = 0; w < p.weights.size(); ++w) {
       const Tensor &t = p.weights[w];
       size_t es = dtypeSize(t.dtype());
@@ -288,10 +287,13 @@ private:
     s += T * 8;
     staged_.places = s;
     GencTokenPlace *pl = reinterpret_cast<GencTokenPlace *>(s);
-    std::map<int32_t, int64_t> runEnd; // slot -> one past its last position in the run
-    if (run.kind != ProgramKind::Encode)
+    // slot -> one past its last position in the run (reused: no allocation per step).
+    if (run.kind != ProgramKind::Encode) {
       for (const TokenPlace &tp : run.attention.tokens)
-        runEnd[tp.slot] = std::max(runEnd[tp.slot], tp.position + 1);
+        runEnd_.at(tp.slot) = 0;
+      for (const TokenPlace &tp : run.attention.tokens)
+        runEnd_[tp.slot] = std::max(runEnd_[tp.slot], tp.position + 1);
+    }
     for (int64_t t = 0; t < T; ++t) {
       GencTokenPlace g{};
       if (run.kind == ProgramKind::Encode) {
@@ -303,7 +305,7 @@ private:
         const TokenPlace &tp = run.attention.tokens[t];
         g.position = tp.position;
         g.cachedBefore = tp.cachedBefore;
-        g.runEnd = runEnd[tp.slot];
+        g.runEnd = runEnd_.at(tp.slot);
         g.slot = tp.slot;
         g.entry = run.attention.crossEntryOfToken.empty() ? 0 : run.attention.crossEntryOfToken[t];
       }
@@ -422,7 +424,6 @@ private:
     const int64_t S = static_cast<int64_t>(run.inputIds.size()), es = static_cast<int64_t>(dtypeSize(kv.dtype));
     if (cp.outputs.size() != 2 * kv.crossLayers.size() || run.crossEntry < 0 || run.crossEntry >= kv.crossEntries)
       return Status::error("encode: @encode's results do not match the cross-attention cache");
-    int64_t layerOffset = 0;
     for (size_t l = 0; l < kv.crossLayers.size(); ++l) {
       const CrossCacheLayer &L = kv.crossLayers[l];
       if (cp.outputStored.at(2 * l) != kv.dtype)
@@ -434,14 +435,13 @@ private:
         c.srcDevice = cp.outputs[2 * l + i];
         c.srcPitch = static_cast<size_t>(S * L.headDim * es);
         c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-        c.dstDevice = ctx_.cross + (layerOffset + (i ? kv.crossLayerElements(l) : 0) + kv.crossOffset(l, run.crossEntry, 0, 0)) * es;
+        c.dstDevice = ctx_.cross + (kv.crossLayerBase(l) + (i ? kv.crossLayerElements(l) : 0) + kv.crossOffset(l, run.crossEntry, 0, 0)) * es;
         c.dstPitch = static_cast<size_t>(kv.maxLength * L.headDim * es);
         c.WidthInBytes = c.srcPitch;
         c.Height = static_cast<size_t>(L.kvHeads);
         if (Status s = dev_.check(dev_.api->cuMemcpy2DAsync(&c, stream_), "storing the encoded source"); !s)
           return s;
       }
-      layerOffset += 2 * kv.crossLayerElements(l);
     }
     return Status::ok();
   }
@@ -463,6 +463,7 @@ private:
   std::map<int64_t, CUgraphExec> graphs_;
   bool useGraphs_ = true;
   CUfunction greedyFn_ = nullptr;
+  std::vector<int64_t> runEnd_ = std::vector<int64_t>(static_cast<size_t>(plan_->kv.slots), 0);
   CUdeviceptr choice_ = 0; // greedy's choices: i64 tokens [rows], then f32 log-softmax [rows]
   void *staging_ = nullptr, *logitsHost_ = nullptr;
   int64_t stagingBytes_ = 0, logitsBytes_ = 0, partialRows_ = 0;

@@ -235,19 +235,13 @@ Status attentionStep(const OpInfo &op, const ValueMap &vm, const KernelModule &m
   } else if (cross) {
     if (layer < 0 || layer >= static_cast<int64_t>(kv.crossLayers.size()))
       return Status::error("names a cross-attention layer the plan does not have");
-    int64_t off = 0;
-    for (int64_t l = 0; l < layer; ++l)
-      off += 2 * kv.crossLayerElements(l);
-    p.cacheK = vm.ctx.cross + off * es;
+    p.cacheK = vm.ctx.cross + kv.crossLayerBase(layer) * es;
     p.cacheV = p.cacheK + kv.crossLayerElements(layer) * es;
     p.capacity = kv.maxLength;
   } else {
     if (layer < 0 || layer >= static_cast<int64_t>(kv.layers.size()))
       return Status::error("names a KV-cache layer the plan does not have");
-    int64_t off = 0;
-    for (int64_t l = 0; l < layer; ++l)
-      off += 2 * kv.layerElements(l);
-    p.cacheK = vm.ctx.kv + off * es;
+    p.cacheK = vm.ctx.kv + kv.layerBase(layer) * es;
     p.cacheV = p.cacheK + kv.layerElements(layer) * es;
     p.capacity = kv.layers[layer].capacity;
   }
@@ -406,12 +400,11 @@ Status copyCacheSlots(StepContext &ctx, CUdeviceptr scratch, const std::vector<i
   const KvLayout &kv = ctx.plan->kv;
   const int64_t es = static_cast<int64_t>(dtypeSize(kv.dtype));
   std::set<int32_t> sources(src.begin(), src.end());
-  int64_t layerOff = 0;
   for (size_t l = 0; l < kv.layers.size(); ++l) {
     const KvCacheLayer &L = kv.layers[l];
     const int64_t pitch = L.capacity * L.headDim * es, slotBytes = L.kvHeads * pitch;
     for (int half = 0; half < 2; ++half) {
-      CUdeviceptr base = ctx.kv + (layerOff + half * kv.layerElements(l)) * es;
+      CUdeviceptr base = ctx.kv + (kv.layerBase(l) + half * kv.layerElements(l)) * es;
       // rows of slot s (every head) from `from` to `to`.
       auto copy = [&](CUdeviceptr to, CUdeviceptr from, int64_t rows) {
         CUDA_MEMCPY2D c{};
@@ -434,7 +427,6 @@ Status copyCacheSlots(StepContext &ctx, CUdeviceptr scratch, const std::vector<i
             !st)
           return st;
     }
-    layerOff += 2 * kv.layerElements(l);
   }
   return ctx.dev->check(ctx.dev->api->cuStreamSynchronize(ctx.stream), "reordering the KV cache");
 }

@@ -1,6 +1,7 @@
 // Greedy search and multinomial sampling (HF's _sample, which does both):
 // one row per returned sequence, processors on the raw logits, then the
 // warpers when sampling. A finished row (eos) stops and is not run again.
+#include "runtime/GreedyChoice.h"
 #include "runtime/search/LogitsProcessors.h"
 #include "runtime/search/Sampler.h"
 #include "runtime/search/SlotBatch.h"
@@ -18,15 +19,6 @@ struct Row {
   bool done = false;
   std::mt19937_64 rng;
 };
-
-int64_t argmaxFirst(const float *row, int64_t vocab) {
-  // torch.argmax returns the first index of the maximum.
-  int64_t best = 0;
-  for (int64_t v = 1; v < vocab; ++v)
-    if (row[v] > row[best])
-      best = v;
-  return best;
-}
 } // namespace
 
 Status runGreedyOrSample(SlotBatch &batch, const GenerationConfig &cfg, const std::vector<int64_t> &eos,
@@ -92,11 +84,13 @@ Status runGreedyOrSample(SlotBatch &batch, const GenerationConfig &cfg, const st
         if (cfg.doSample) {
           applyWarpers(scores.data(), V, cfg);
           token = sampleToken(scores.data(), V, row.rng);
-        } else {
-          token = argmaxFirst(scores.data(), V);
+          logSoftmax(scores.data(), V);
+          row.score += double(scores[token]);
+        } else { // the rule the GPU's genc_greedy follows too
+          float logprob;
+          greedyChoice(scores.data(), V, token, logprob);
+          row.score += double(logprob);
         }
-        logSoftmax(scores.data(), V);
-        row.score += double(scores[token]);
       }
       row.history.push_back(token);
       row.generated.push_back(token);
