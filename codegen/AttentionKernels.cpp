@@ -106,7 +106,7 @@ AttentionKernels emitAttentionKernels(Module &m, DType activation) {
       code << "\n// ==== attention kernels " << name << " (" << op->kind() << " at \"" << op->loc()
            << "\") ====\nstruct " << name << "_cfg {\n"
            << body << "};\n";
-      for (const char *entry : {"prologue", "attend", "combine"})
+      for (const char *entry : {"prologue", "attend", "append"})
         code << "extern \"C\" __global__ void __launch_bounds__(128) " << name << "_" << entry
              << "(const GencAttnParams p) { genc_attn_" << entry << "<" << name << "_cfg>(p); }\n";
     }

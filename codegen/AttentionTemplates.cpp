@@ -106,20 +106,11 @@ static __device__ void genc_attn_prologue(const GencAttnParams &p) {
 }
 
 // ---- attend: one split of one token's keys for one KV head's query group ----
+// Key ranges per mode: self-attention the causal (windowed) prefix, cross the
+// entry's source, @encode the token's own segment.
 template <typename C>
-static __device__ void genc_attn_attend(const GencAttnParams &p) {
-  constexpr int D = C::D, G = C::GROUP, L = C::LANES, VEC = C::VEC;
-  constexpr int NCH = (D + VEC * L - 1) / (VEC * L); // VEC-chunks per lane
-  constexpr int KPB = 128 / L;                       // keys in flight per block
-  __shared__ float accS[G * D];
-  __shared__ float mS[KPB * G], lS[KPB * G];
-  constexpr int PARTS = C::GROUP_ALL / C::GROUP; // blocks sharing one KV head
-  const long long t = blockIdx.x;
-  const int kh = blockIdx.y / PARTS, hb = kh * C::GROUP_ALL + (blockIdx.y % PARTS) * G;
-  const int split = blockIdx.z, S = gridDim.z;
-  const int grp = threadIdx.x / L, li = threadIdx.x % L;
-  const GencTokenPlace pl = ((const GencTokenPlace *)p.places)[t];
-  long long lo, hi;
+static __device__ __forceinline__ void genc_attn_range(const GencAttnParams &p, const GencTokenPlace &pl,
+                                                       long long &lo, long long &hi) {
   if (C::MODE == 0) {
     lo = C::WINDOW > 0 ? (pl.position - C::WINDOW + 1 > 0 ? pl.position - C::WINDOW + 1 : 0) : 0;
     hi = pl.position + 1;
@@ -130,20 +121,100 @@ static __device__ void genc_attn_attend(const GencAttnParams &p) {
     lo = pl.segStart;
     hi = pl.segStart + pl.segLen;
   }
+}
+
+// This lane's VEC-chunks of key j's K (which 0) or V (which 1) row of KV head
+// kh, as f32: from the cache, or (this run's own tokens) from the scratch.
+template <typename C>
+static __device__ __forceinline__ void genc_attn_row(const GencAttnParams &p, const GencTokenPlace &pl, long long t,
+                                                     int kh, long long j, int which, int li,
+                                                     float (&f)[(C::D + C::VEC * C::LANES - 1) / (C::VEC * C::LANES)][C::VEC]) {
+  constexpr int D = C::D, L = C::LANES, VEC = C::VEC, NCH = (D + VEC * L - 1) / (VEC * L);
+  typedef typename C::Cache CT;
+  const typename CT::S *cached = 0;
+  const float *fresh = 0;
+  if (C::MODE == 0) {
+    if (j < pl.cachedBefore)
+      cached = (const typename CT::S *)(which ? p.cacheV : p.cacheK) +
+               (((long long)pl.slot * C::KVH + kh) * p.capacity + j % p.capacity) * D;
+    else
+      fresh = (const float *)p.scratch + (t - (pl.position - j)) * (long long)C::SSTRIDE +
+              (long long)(C::H + which * C::KVH + kh) * D;
+  } else if (C::MODE == 1) {
+    cached = (const typename CT::S *)(which ? p.cacheV : p.cacheK) +
+             (((long long)pl.entry * C::KVH + kh) * p.capacity + j) * D;
+  } else {
+    fresh = (const float *)p.scratch + j * (long long)C::SSTRIDE + (long long)(C::H + which * C::KVH + kh) * D;
+  }
+#pragma unroll
+  for (int c = 0; c < NCH; ++c) {
+    const int d0 = (c * L + li) * VEC;
+    if (d0 < D) {
+      if (cached) genc_attn_load<CT, VEC>(f[c], cached + d0);
+      else genc_attn_load<genc_f32, VEC>(f[c], fresh + d0);
+    } else {
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) f[c][i] = 0.f;
+    }
+  }
+}
+
+// Where head h, dim d of token t's output goes.
+template <typename C>
+static __device__ __forceinline__ long long genc_attn_out_at(const GencAttnParams &p, long long t, int h, int d) {
+  return C::MERGE ? (t * C::H + h) * C::D + d : ((long long)h * p.tokens + t) * C::D + d;
+}
+
+// Token t's k, v of KV head kh into its slot's cache row. A rolling window's
+// row that a later token of this run also maps to is left to that token (the
+// blocks run in no set order).
+template <typename C>
+static __device__ __forceinline__ void genc_attn_append_row(const GencAttnParams &p, const GencTokenPlace &pl,
+                                                            long long t, int kh) {
+  if (C::MODE != 0 || pl.position + p.capacity < pl.runEnd) return;
+  const float *src = (const float *)p.scratch + t * (long long)C::SSTRIDE;
+  long long row = (((long long)pl.slot * C::KVH + kh) * p.capacity + pl.position % p.capacity) * C::D;
+  typedef typename C::Cache CT;
+  for (int d = threadIdx.x; d < C::D; d += blockDim.x) {
+    ((typename CT::S *)p.cacheK)[row + d] = CT::st(src[(long long)(C::H + kh) * C::D + d]);
+    ((typename CT::S *)p.cacheV)[row + d] = CT::st(src[(long long)(C::H + C::KVH + kh) * C::D + d]);
+  }
+}
+
+// The split's keys go by in tiles of KT: (A) each lane group dots one key's K
+// with the group's queries, the scores waiting in shared memory; (B) a warp
+// per head takes the tile's max and turns the scores into weights against
+// the running max; (C) each lane group adds its keys' weighted V rows. Every
+// head's running max and sum rescale once per tile, not once per key, and
+// the lane groups meet once at the end (shuffles within a warp, then the
+// four warps through shared memory, in a fixed order).
+template <typename C>
+static __device__ void genc_attn_attend(const GencAttnParams &p) {
+  constexpr int D = C::D, G = C::GROUP, L = C::LANES, VEC = C::VEC;
+  constexpr int NCH = (D + VEC * L - 1) / (VEC * L); // VEC-chunks per lane
+  constexpr int KPB = 128 / L;                       // lane groups: keys in flight per block
+  constexpr int KT = 256;                            // keys per tile
+  constexpr int SH = G * KT > 4 * G * D ? G * KT : 4 * G * D;
+  __shared__ float sh[SH]; // the tile's scores [G][KT]; at the end the warps' sums [4][G * D]
+  __shared__ float mS[G], lS[G], cS[G];
+  __shared__ int lastS;
+  constexpr int PARTS = C::GROUP_ALL / C::GROUP; // blocks sharing one KV head
+  const long long t = blockIdx.x;
+  const int kh = blockIdx.y / PARTS, hb = kh * C::GROUP_ALL + (blockIdx.y % PARTS) * G;
+  const int split = blockIdx.z, S = gridDim.z;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, grp = threadIdx.x / L, li = threadIdx.x % L;
+  const GencTokenPlace pl = ((const GencTokenPlace *)p.places)[t];
+  long long lo, hi;
+  genc_attn_range<C>(p, pl, lo, hi);
   // A split reads at least MIN_KEYS keys: a short range takes fewer splits
-  // than the launch has (S is fixed per graph), and the blocks past them only
-  // mark their rows empty for the combine.
+  // than the launch has (S is fixed per graph); the blocks past them leave.
   constexpr long long MIN_KEYS = 64;
   const long long n = hi - lo, want = (n + MIN_KEYS - 1) / MIN_KEYS;
   const long long used = want < 1 ? 1 : (want < S ? want : S), chunk = (n + used - 1) / used;
-  if (split >= used) {
-    if (threadIdx.x < G)
-      ((float *)p.lse)[(t * C::H + hb + threadIdx.x) * (long long)S + split] = -__int_as_float(0x7f800000);
-    return;
-  }
+  if (split >= used) return;
   const long long a = lo + split * chunk, b = a + chunk < hi ? a + chunk : hi;
 
-  // This lane's slices of the group's queries, pre-scaled.
+  // This lane's slices of the group's queries.
   float q[G][NCH][VEC];
   const float *qs = (const float *)p.scratch + t * (long long)C::SSTRIDE;
 #pragma unroll
@@ -155,154 +226,172 @@ static __device__ void genc_attn_attend(const GencAttnParams &p) {
         int d = (c * L + li) * VEC + i;
         q[g][c][i] = d < D ? qs[(long long)(hb + g) * D + d] : 0.f;
       }
-  float m[G], l[G], acc[G][NCH][VEC];
+  float acc[G][NCH][VEC];
 #pragma unroll
-  for (int g = 0; g < G; ++g) {
-    m[g] = -__int_as_float(0x7f800000);
-    l[g] = 0.f;
+  for (int g = 0; g < G; ++g)
 #pragma unroll
     for (int c = 0; c < NCH; ++c)
 #pragma unroll
       for (int i = 0; i < VEC; ++i) acc[g][c][i] = 0.f;
-  }
-  typedef typename C::Cache CT;
-  // Every lane runs every iteration (the shuffles need the whole warp);
-  // lanes past the split's end load nothing and update nothing.
-  for (long long j0 = a; j0 < b; j0 += KPB) {
-    const long long j = j0 + grp;
-    const bool valid = j < b;
-    float kf[NCH][VEC], vf[NCH][VEC];
-    // Key j: from the cache, or (this run's own tokens) from the scratch.
-    const typename CT::S *kc = 0, *vc = 0;
-    const float *kfresh = 0, *vfresh = 0;
-    if (!valid) {
-    } else if (C::MODE == 0) {
-      if (j < pl.cachedBefore) {
-        long long row = (((long long)pl.slot * C::KVH + kh) * p.capacity + j % p.capacity) * D;
-        kc = (const typename CT::S *)p.cacheK + row;
-        vc = (const typename CT::S *)p.cacheV + row;
-      } else {
-        const float *src = (const float *)p.scratch + (t - (pl.position - j)) * (long long)C::SSTRIDE;
-        kfresh = src + (long long)(C::H + kh) * D;
-        vfresh = src + (long long)(C::H + C::KVH + kh) * D;
-      }
-    } else if (C::MODE == 1) {
-      long long row = (((long long)pl.entry * C::KVH + kh) * p.capacity + j) * D;
-      kc = (const typename CT::S *)p.cacheK + row;
-      vc = (const typename CT::S *)p.cacheV + row;
-    } else {
-      const float *src = (const float *)p.scratch + j * (long long)C::SSTRIDE;
-      kfresh = src + (long long)(C::H + kh) * D;
-      vfresh = src + (long long)(C::H + C::KVH + kh) * D;
-    }
-#pragma unroll
-    for (int c = 0; c < NCH; ++c) {
-      int d0 = (c * L + li) * VEC;
-      if (valid && d0 < D) {
-        if (kc) { genc_attn_load<CT, VEC>(kf[c], kc + d0); genc_attn_load<CT, VEC>(vf[c], vc + d0); }
-        else { genc_attn_load<genc_f32, VEC>(kf[c], kfresh + d0); genc_attn_load<genc_f32, VEC>(vf[c], vfresh + d0); }
-      } else {
-#pragma unroll
-        for (int i = 0; i < VEC; ++i) kf[c][i] = vf[c][i] = 0.f;
-      }
-    }
-#pragma unroll
-    for (int g = 0; g < G; ++g) {
-      float s = 0.f;
-#pragma unroll
-      for (int c = 0; c < NCH; ++c)
-#pragma unroll
-        for (int i = 0; i < VEC; ++i) s += q[g][c][i] * kf[c][i];
-#pragma unroll
-      for (int o = L / 2; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
-      s *= p.scale;
-      if (C::BIAS) {
-        long long dist = C::MODE == 0 ? j - pl.position : j - t;
-        dist = dist <= -C::BIAS_M ? -C::BIAS_M + 1 : (dist >= C::BIAS_M ? C::BIAS_M - 1 : dist);
-        s += C::Bias::ld(((const typename C::Bias::S *)p.bias)[(long long)(hb + g) * (2 * C::BIAS_M - 1) + dist + C::BIAS_M - 1]);
-      }
-      if (!valid)
-        continue;
-      float mNew = fmaxf(m[g], s), corr = expf(m[g] - mNew), pr = expf(s - mNew);
-      l[g] = l[g] * corr + pr;
-#pragma unroll
-      for (int c = 0; c < NCH; ++c)
-#pragma unroll
-        for (int i = 0; i < VEC; ++i) acc[g][c][i] = acc[g][c][i] * corr + pr * vf[c][i];
-      m[g] = mNew;
-    }
-  }
-  // Combine the block's lane groups, in group order (deterministic).
-  if (li == 0)
-#pragma unroll
-    for (int g = 0; g < G; ++g) { mS[grp * G + g] = m[g]; lS[grp * G + g] = l[g]; }
-  for (int e = threadIdx.x; e < G * D; e += blockDim.x) accS[e] = 0.f;
+  if (threadIdx.x < G) { mS[threadIdx.x] = -__int_as_float(0x7f800000); lS[threadIdx.x] = 0.f; }
   __syncthreads();
-  float M[G];
-#pragma unroll
-  for (int g = 0; g < G; ++g) {
-    M[g] = -__int_as_float(0x7f800000);
-    for (int k = 0; k < KPB; ++k) M[g] = fmaxf(M[g], mS[k * G + g]);
-  }
-  for (int k = 0; k < KPB; ++k) {
-    if (grp == k)
+
+  for (long long t0 = a; t0 < b; t0 += KT) {
+    const int nt = (int)(b - t0 < KT ? b - t0 : KT);
+    // (A) scores
+#pragma unroll 2
+    for (int jj = grp; jj < nt; jj += KPB) {
+      const long long j = t0 + jj;
+      float kf[NCH][VEC];
+      genc_attn_row<C>(p, pl, t, kh, j, 0, li, kf);
 #pragma unroll
       for (int g = 0; g < G; ++g) {
-        float w = m[g] == -__int_as_float(0x7f800000) ? 0.f : expf(m[g] - M[g]);
+        float s = 0.f;
 #pragma unroll
         for (int c = 0; c < NCH; ++c)
 #pragma unroll
-          for (int i = 0; i < VEC; ++i) {
-            int d = (c * L + li) * VEC + i;
-            if (d < D) accS[g * D + d] += w * acc[g][c][i];
-          }
+          for (int i = 0; i < VEC; ++i) s += q[g][c][i] * kf[c][i];
+#pragma unroll
+        for (int o = L / 2; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+        s *= p.scale;
+        if (C::BIAS) {
+          long long dist = C::MODE == 0 ? j - pl.position : j - t;
+          dist = dist <= -C::BIAS_M ? -C::BIAS_M + 1 : (dist >= C::BIAS_M ? C::BIAS_M - 1 : dist);
+          s += C::Bias::ld(((const typename C::Bias::S *)p.bias)[(long long)(hb + g) * (2 * C::BIAS_M - 1) + dist + C::BIAS_M - 1]);
+        }
+        if (li == 0) sh[g * KT + jj] = s;
       }
+    }
+    __syncthreads();
+    // (B) weights: a warp per head
+    for (int g = warp; g < G; g += 4) {
+      float mt = -__int_as_float(0x7f800000);
+      for (int jj = lane; jj < nt; jj += 32) mt = fmaxf(mt, sh[g * KT + jj]);
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, o));
+      const float mOld = mS[g], mNew = fmaxf(mOld, mt);
+      float ls = 0.f;
+      for (int jj = lane; jj < nt; jj += 32) {
+        float e = mNew == -__int_as_float(0x7f800000) ? 0.f : expf(sh[g * KT + jj] - mNew);
+        sh[g * KT + jj] = e;
+        ls += e;
+      }
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) ls += __shfl_xor_sync(0xffffffffu, ls, o);
+      if (lane == 0) {
+        const float c = mOld == -__int_as_float(0x7f800000) ? 0.f : expf(mOld - mNew);
+        cS[g] = c;
+        lS[g] = lS[g] * c + ls;
+        mS[g] = mNew;
+      }
+    }
+    __syncthreads();
+    // (C) weighted V rows
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+      const float c = cS[g];
+#pragma unroll
+      for (int cc = 0; cc < NCH; ++cc)
+#pragma unroll
+        for (int i = 0; i < VEC; ++i) acc[g][cc][i] *= c;
+    }
+#pragma unroll 2
+    for (int jj = grp; jj < nt; jj += KPB) {
+      float vf[NCH][VEC];
+      genc_attn_row<C>(p, pl, t, kh, t0 + jj, 1, li, vf);
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+        const float w = sh[g * KT + jj];
+#pragma unroll
+        for (int c = 0; c < NCH; ++c)
+#pragma unroll
+          for (int i = 0; i < VEC; ++i) acc[g][c][i] += w * vf[c][i];
+      }
+    }
     __syncthreads();
   }
-  for (int e = threadIdx.x; e < G * D; e += blockDim.x) {
-    int g = e / D, d = e % D;
-    float lsum = 0.f;
-    for (int k = 0; k < KPB; ++k)
-      if (mS[k * G + g] != -__int_as_float(0x7f800000)) lsum += lS[k * G + g] * expf(mS[k * G + g] - M[g]);
-    long long r = (t * C::H + hb + g) * (long long)S + split;
-    ((float *)p.partial)[r * D + d] = lsum > 0.f ? accS[e] / lsum : 0.f;
-    if (d == 0) ((float *)p.lse)[r] = lsum > 0.f ? M[g] + logf(lsum) : -__int_as_float(0x7f800000);
-  }
-}
 
-// ---- combine the splits; self-attention appends this run's k, v ------------
-template <typename C>
-static __device__ void genc_attn_combine(const GencAttnParams &p) {
-  const long long t = blockIdx.x;
-  const int h = blockIdx.y, S = (int)p.splits;
-  const long long r0 = (t * C::H + h) * (long long)S;
-  const float *lse = (const float *)p.lse + r0;
-  float M = -__int_as_float(0x7f800000);
-  for (int s = 0; s < S; ++s) M = fmaxf(M, lse[s]);
-  float wsum = 0.f;
-  for (int s = 0; s < S; ++s)
-    if (lse[s] != -__int_as_float(0x7f800000)) wsum += expf(lse[s] - M);
+  // The lane groups' sums: within a warp by shuffles, then the four warps.
+#pragma unroll
+  for (int g = 0; g < G; ++g)
+#pragma unroll
+    for (int c = 0; c < NCH; ++c)
+#pragma unroll
+      for (int i = 0; i < VEC; ++i)
+#pragma unroll
+        for (int o = L; o < 32; o <<= 1) acc[g][c][i] += __shfl_xor_sync(0xffffffffu, acc[g][c][i], o);
+  if (lane < L)
+#pragma unroll
+    for (int g = 0; g < G; ++g)
+#pragma unroll
+      for (int c = 0; c < NCH; ++c)
+#pragma unroll
+        for (int i = 0; i < VEC; ++i) {
+          int d = (c * L + li) * VEC + i;
+          if (d < D) sh[warp * G * D + g * D + d] = acc[g][c][i];
+        }
+  __syncthreads();
   typedef typename C::Out O;
-  for (int d = threadIdx.x; d < C::D; d += blockDim.x) {
-    float o = 0.f;
-    for (int s = 0; s < S; ++s)
-      if (lse[s] != -__int_as_float(0x7f800000)) o += expf(lse[s] - M) * ((const float *)p.partial)[(r0 + s) * C::D + d];
-    o = wsum > 0.f ? o / wsum : 0.f;
-    long long at = C::MERGE ? (t * C::H + h) * C::D + d : ((long long)h * p.tokens + t) * C::D + d;
-    ((typename O::S *)p.out)[at] = O::st(o);
+  for (int e = threadIdx.x; e < G * D; e += blockDim.x) {
+    const int g = e / D, d = e % D;
+    const float l = lS[g], o = (sh[e] + sh[G * D + e]) + (sh[2 * G * D + e] + sh[3 * G * D + e]);
+    const float v = l > 0.f ? o / l : 0.f;
+    if (used == 1) ((typename O::S *)p.out)[genc_attn_out_at<C>(p, t, hb + g, d)] = O::st(v);
+    else ((float *)p.partial)[((t * C::H + hb + g) * (long long)S + split) * D + d] = v;
   }
-  const GencTokenPlace pl = ((const GencTokenPlace *)p.places)[t];
-  // A rolling window's row that a later token of this run also maps to is
-  // left to that token (the blocks run in no set order).
-  if (C::MODE == 0 && h < C::KVH && pl.position + p.capacity >= pl.runEnd) {
-    const float *src = (const float *)p.scratch + t * (long long)C::SSTRIDE;
-    long long row = (((long long)pl.slot * C::KVH + h) * p.capacity + pl.position % p.capacity) * C::D;
-    typedef typename C::Cache CT;
-    for (int d = threadIdx.x; d < C::D; d += blockDim.x) {
-      ((typename CT::S *)p.cacheK)[row + d] = CT::st(src[(long long)(C::H + h) * C::D + d]);
-      ((typename CT::S *)p.cacheV)[row + d] = CT::st(src[(long long)(C::H + C::KVH + h) * C::D + d]);
+  if (used > 1) {
+    if (threadIdx.x < G) {
+      const float l = lS[threadIdx.x];
+      ((float *)p.lse)[(t * C::H + hb + threadIdx.x) * (long long)S + split] =
+          l > 0.f ? mS[threadIdx.x] + logf(l) : -__int_as_float(0x7f800000);
+    }
+    // The last split to finish merges: its partials are visible to it once
+    // every block's writes are fenced before its ticket.
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      unsigned *ticket = (unsigned *)p.tickets + t * gridDim.y + blockIdx.y;
+      const unsigned before = atomicAdd(ticket, 1u);
+      lastS = before == (unsigned)(used - 1);
+      if (lastS) *ticket = 0u; // zero again for the next launch
+    }
+    __syncthreads();
+    if (!lastS) return;
+    __threadfence();
+    if (threadIdx.x < G) {
+      const float *lse = (const float *)p.lse + (t * C::H + hb + threadIdx.x) * (long long)S;
+      float M = -__int_as_float(0x7f800000);
+      for (int s = 0; s < used; ++s) M = fmaxf(M, __ldcg(lse + s));
+      float w = 0.f;
+      for (int s = 0; s < used; ++s) {
+        const float x = __ldcg(lse + s);
+        if (x != -__int_as_float(0x7f800000)) w += expf(x - M);
+      }
+      mS[threadIdx.x] = M;
+      lS[threadIdx.x] = w;
+    }
+    __syncthreads();
+    for (int e = threadIdx.x; e < G * D; e += blockDim.x) {
+      const int g = e / D, d = e % D;
+      const long long r0 = (t * C::H + hb + g) * (long long)S;
+      const float M = mS[g];
+      float o = 0.f;
+      for (int s = 0; s < used; ++s) {
+        const float x = __ldcg((const float *)p.lse + r0 + s);
+        if (x != -__int_as_float(0x7f800000)) o += expf(x - M) * __ldcg((const float *)p.partial + (r0 + s) * D + d);
+      }
+      ((typename O::S *)p.out)[genc_attn_out_at<C>(p, t, hb + g, d)] = O::st(lS[g] > 0.f ? o / lS[g] : 0.f);
     }
   }
+  // Every split of this head has read the cache: the token's k, v go in.
+  if (p.append && blockIdx.y % PARTS == 0) genc_attn_append_row<C>(p, pl, t, kh);
+}
+
+// ---- append this run's k, v where the attend could not ---------------------
+template <typename C>
+static __device__ void genc_attn_append(const GencAttnParams &p) {
+  const GencTokenPlace pl = ((const GencTokenPlace *)p.places)[blockIdx.x];
+  genc_attn_append_row<C>(p, pl, blockIdx.x, blockIdx.y);
 }
 )";
 }

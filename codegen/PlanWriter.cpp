@@ -8,6 +8,7 @@
 #include "passes/analysis/Storage.h"
 #include "runtime/KvLayout.h"
 #include "runtime/PlanFormat.h"
+#include "runtime/cuda/KernelAbi.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
@@ -202,7 +203,8 @@ private:
     };
     code(code_->cubins, cubins);
     code(code_->ptx, ptx);
-    return llvm::json::Object{{"entries", std::move(entries)},
+    return llvm::json::Object{{"abi", static_cast<int64_t>(genrt::cuda::kGencKernelAbi)},
+                              {"entries", std::move(entries)},
                               {"cubins", std::move(cubins)},
                               {"ptx", std::move(ptx)}};
   }

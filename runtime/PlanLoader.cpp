@@ -377,6 +377,9 @@ private:
         !(s = need(*ks, "cubins", cubins, json::Value::Kind::Array)) ||
         !(s = need(*ks, "ptx", ptx, json::Value::Kind::Array)))
       return s;
+    // Absent: a plan from before the version was recorded (1).
+    if (ks->find("abi") && !(s = needInt(*ks, "abi", plan_.kernelAbi, 1)))
+      return s;
     for (const auto &e : entries->items()) {
       KernelInfo k;
       const json::Value *name, *mode, *syms, *work, *shared;

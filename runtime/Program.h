@@ -92,6 +92,9 @@ struct Plan {
   /// GPU kernels of the fused bodies (empty where genc had no NVRTC).
   std::vector<KernelInfo> kernels;
   std::vector<KernelCode> cubins, ptx;
+  /// The kernel contract the kernels were generated for
+  /// (runtime/cuda/KernelAbi.h); 1 where the plan does not say.
+  int64_t kernelAbi = 1;
   KvLayout kv; // self-attention caches, and cross-attention caches of encoder-decoders
   int64_t maxTokens = 0;             // tokens per prefill forward
   /// The compile profile (YAML) genc built the plan with; empty for plans

@@ -6,7 +6,7 @@
 # each step kind left out in turn (GENC_CUDA_SKIP) to see its share.
 #
 #   bash tools/profile_gpu.sh [LAYERS]      # there, from the repo root
-set -euo pipefail
+set -uo pipefail
 cd "$(dirname "$0")/.."
 LAYERS=${1:-4}
 BIN=$(mktemp -d)
@@ -30,3 +30,23 @@ for v in "" "GENC_CUDA_GEMV=1" "GENC_CUDA_SKIP=gemm" "GENC_CUDA_SKIP=attention" 
     --output /dev/null 2>&1 | sed -n 's/.*decode \([0-9.]*\) ms\/token.*/\1/p')
   printf '%-34s %s\n' "${v:-all steps}" "$ms"
 done
+# Per kernel: Nsight Systems over the same run, graph nodes traced one by one
+# (NSYS=0 leaves it out).
+NSYS_BIN=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1 || true)
+if [ "${NSYS-1}" = 1 ] && [ -n "$NSYS_BIN" ]; then
+  "$NSYS_BIN" profile --cuda-graph-trace=node -t cuda -o "$W/prof" --force-overwrite true \
+    "$BIN/genrun" "$W/m.plan" --device cuda --input "$W/p.jsonl" --max-new-tokens 64 --output /dev/null > "$W/nsys.log" 2>&1 ||
+    tail -5 "$W/nsys.log"
+  "$NSYS_BIN" stats --report cuda_gpu_kern_sum --format csv "$W/prof.nsys-rep" 2>/dev/null |
+    python3 -c "
+import csv, sys
+rows = [r for r in csv.reader(l for l in sys.stdin if l.count(',') > 4)]
+head, body = rows[0], rows[1:]
+i = {k: head.index(k) for k in ('Time (%)', 'Instances', 'Avg (ns)', 'Med (ns)', 'Name')}
+print(f\"{'kernel':58} {'calls':>6} {'avg us':>8} {'med us':>8} {'time %':>7}\")
+for r in body[:${NSYS_TOP:-25}]:
+    print(f\"{r[i['Name']][:58]:58} {r[i['Instances']]:>6} {float(r[i['Avg (ns)']])/1e3:8.2f} {float(r[i['Med (ns)']])/1e3:8.2f} {r[i['Time (%)']]:>7}\")
+"
+else
+  echo "(no nsys here)"
+fi

@@ -10,18 +10,22 @@
 //       packed projection X[T, W] (or head-major q, k, v), applies the q/k
 //       RMSNorm and RoPE, writes them in f32 to `scratch` [T, H + 2·KVH, D];
 //       block (t, y) does rows [y·RB, y·RB + RB) of token t.
-//   attn_N_attend    grid (T, KVH, S), block 128: split s of token t's keys for
-//       the GROUP = H / KVH query heads of KV head kh (one read of K/V serves
-//       the group): an online softmax, written as partial outputs `partial`
-//       [T, H, S, D] (f32, normalised) and their log-sum-exp `lse` [T, H, S].
-//       S is gridDim.z: each token splits its own key range evenly over
-//       min(S, ceil(keys / 64)) splits, so the launch does not depend on the
-//       sequences' lengths (CUDA graphs); the splits past those mark their
-//       rows empty (lse = -inf) and return.
-//   attn_N_combine   grid (T, H), block 128: the log-sum-exp weighted sum of the
-//       S partials into `out` ([T, H·D] merged heads, or [H, T, D]); for
-//       self-attention also appends each token's k, v to its slot's cache
-//       rows (after every split has read the cache: stream order).
+//   attn_N_attend    grid (T, KVH·PARTS, S), block 128: split s of token t's
+//       keys for GROUP query heads of KV head kh (one read of K/V serves the
+//       group; a GQA group above 8 heads is split over PARTS blocks). Each
+//       token splits its own key range evenly over min(S, ceil(keys / 64))
+//       splits, so the launch does not depend on the sequences' lengths
+//       (CUDA graphs); the blocks past those return at once. One split
+//       writes the output itself; several write partial outputs `partial`
+//       [T, H, S, D] (f32, normalised) and their log-sum-exp `lse` [T, H, S],
+//       and the last of them to finish (a ticket per (t, y) in `tickets`,
+//       zero between launches) merges them in split order into `out` ([T,
+//       H·D] merged heads, or [H, T, D]). With `append` set, that block also
+//       appends the token's k, v to its slot's cache rows (self-attention).
+//   attn_N_append    grid (T, KVH), block 128: the appends, for runs where a
+//       token's write could overwrite a rolling-window row that another
+//       token of the run still reads (the executor leaves `append` clear
+//       then and launches this after the attend).
 //
 // The struct is spelled once, in GENC_ATTN_ABI below, which both declares it
 // here and is pasted as text into the generated CUDA source.
@@ -53,12 +57,14 @@
     unsigned long long cacheK, cacheV;   /* this layer's K and V */                                \
     unsigned long long scratch;          /* f32 [T, H + 2 KVH, D] */                               \
     unsigned long long partial, lse;     /* f32 [T, H, S, D], [T, H, S] */                         \
+    unsigned long long tickets;          /* u32 [T, gridDim.y], zero */                            \
     unsigned long long out;                                                                        \
     long long tokens;                    /* T */                                                   \
     long long width;                     /* W: the packed projection's row */                      \
     long long capacity;                  /* cache rows per slot and head */                        \
     long long positionsInTable;          /* P: rows of the RoPE tables */                          \
     long long splits;                    /* S: splits of each token's keys */                      \
+    long long append;                    /* 1: attend appends this run's k, v */                   \
     float scale;                                                                                   \
   };
 // clang-format on

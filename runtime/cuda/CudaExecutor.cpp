@@ -15,6 +15,7 @@
 #include "runtime/cuda/CudaSteps.h"
 #include "runtime/cuda/DeviceMemory.h"
 #include "runtime/cuda/GemvAbi.h"
+#include "runtime/cuda/KernelAbi.h"
 #include "runtime/cuda/TokenAbi.h"
 
 #include <algorithm>
@@ -56,6 +57,10 @@ public:
   Status init() {
     if (Status s = Device::open(0, dev_); !s)
       return s;
+    if ((!plan_->cubins.empty() || !plan_->ptx.empty()) && plan_->kernelAbi != kGencKernelAbi)
+      return Status::error("the plan's GPU kernels follow kernel contract " + std::to_string(plan_->kernelAbi) +
+                           ", this genrun launches contract " + std::to_string(kGencKernelAbi) +
+                           "; recompile the model with a matching genc");
     if (Status s = mod_.load(dev_, *plan_); !s)
       return s;
     if (Status s = Gemm::open(dev_, kGemmWorkspace, gemm_); !s)
@@ -66,6 +71,11 @@ public:
       return s;
     if (Status s = mem_.allocate(); !s)
       return s;
+    // The tickets start at zero; each launch leaves them so.
+    for (const char *t : {"attention tickets", "greedy tickets"})
+      if (Status s = dev_.check(dev_.api->cuMemsetD8(mem_.at(t), 0, static_cast<size_t>(mem_.bytes(t))), "zeroing tickets");
+          !s)
+        return s;
     // The GEMV kernels are opt-in (GENC_CUDA_GEMV=1): on an H100 a whole
     // decode step of the 1.1B Llama was 4.7% slower with them than with
     // cuBLASLt alone (docs/performance.md), though events around each call
@@ -87,6 +97,7 @@ public:
     ctx_.scratch = mem_.at("attention scratch");
     ctx_.partial = mem_.at("attention partials");
     ctx_.partialRows = partialRows_;
+    ctx_.tickets = mem_.at("attention tickets");
     ctx_.places = mem_.at("token places");
     ctx_.crossLengths = mem_.at("cross lengths");
     choice_ = mem_.at("greedy choices");
@@ -199,6 +210,7 @@ private:
     partialRows_ = 4 * maxT * std::max<int64_t>(maxH, 1);
     mem_.plan("attention scratch", maxT * maxStride * 4);
     mem_.plan("attention partials", partialRows_ * (maxD + 1) * 4);
+    mem_.plan("attention tickets", maxT * std::max<int64_t>(maxH, 1) * 4);
     mem_.plan("token places", maxT * static_cast<int64_t>(sizeof(GencTokenPlace)));
     mem_.plan("cross lengths", std::max<int64_t>(kv.crossEntries, 1) * 8);
     for (const char *a : {"input_ids", "positions", "logit_rows"})
@@ -209,6 +221,10 @@ private:
     if (p.model.maxBeams > 1)
       mem_.plan("reorder scratch", layerMax);
     mem_.plan("greedy choices", maxRows * 12);
+    greedyParts_ = std::clamp<int64_t>((p.model.vocabSize + kGreedyPartElements - 1) / kGreedyPartElements, 1,
+                                       kGreedyMaxParts);
+    mem_.plan("greedy parts", maxRows * greedyParts_ * static_cast<int64_t>(sizeof(GencGreedyPart)));
+    mem_.plan("greedy tickets", maxRows * 4);
     stagingBytes_ = maxT * (3 * 8 + static_cast<int64_t>(sizeof(GencTokenPlace))) + kv.crossEntries * 8 + 64;
     logitsBytes_ = maxRows * p.model.vocabSize * 4;
     return Status::ok();
@@ -378,10 +394,12 @@ private:
                         "copying the logits back");
     if (cp.outputStored.at(0) != DType::F32)
       return Status::error("greedy on the device needs f32 logits");
-    GencGreedyParams p{cp.outputs[0], choice_, choice_ + static_cast<CUdeviceptr>(R) * 8, R, plan_->model.vocabSize};
+    GencGreedyParams p{cp.outputs[0],         choice_, choice_ + static_cast<CUdeviceptr>(R) * 8,
+                       mem_.at("greedy parts"), mem_.at("greedy tickets"), R,
+                       plan_->model.vocabSize};
     void *args[] = {&p};
-    if (Status s = dev_.check(a.cuLaunchKernel(greedyFn_, static_cast<unsigned>(R), 1, 1, kGreedyThreads, 1, 1, 0,
-                                               stream_, args, nullptr),
+    if (Status s = dev_.check(a.cuLaunchKernel(greedyFn_, static_cast<unsigned>(R), static_cast<unsigned>(greedyParts_),
+                                               1, kGreedyThreads, 1, 1, 0, stream_, args, nullptr),
                               "launching genc_greedy");
         !s)
       return s;
@@ -466,7 +484,7 @@ private:
   std::vector<int64_t> runEnd_ = std::vector<int64_t>(static_cast<size_t>(plan_->kv.slots), 0);
   CUdeviceptr choice_ = 0; // greedy's choices: i64 tokens [rows], then f32 log-softmax [rows]
   void *staging_ = nullptr, *logitsHost_ = nullptr;
-  int64_t stagingBytes_ = 0, logitsBytes_ = 0, partialRows_ = 0;
+  int64_t stagingBytes_ = 0, logitsBytes_ = 0, partialRows_ = 0, greedyParts_ = 1;
   Staged staged_;
 };
 

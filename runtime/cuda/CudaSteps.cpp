@@ -140,10 +140,13 @@ public:
 // kv_attention / cross_attention / packed_attention: the op's kernel family.
 class AttentionStep final : public Step {
 public:
-  CUfunction prologue = nullptr, attend = nullptr, combine = nullptr;
+  CUfunction prologue = nullptr, attend = nullptr, append = nullptr;
   GencAttnParams base{};
   int64_t heads = 0, kvHeads = 0, headDim = 0, gridY = 0;
   bool cross = false;
+  /// Self-attention whose cache rows a later token of a run may need: a
+  /// rolling window shorter than the plan's length.
+  bool selfAttention = false, rolling = false;
   Status run(StepContext &ctx, const ProgramRun &run) override {
     GencAttnParams p = base;
     const int64_t T = static_cast<int64_t>(run.inputIds.size());
@@ -157,8 +160,14 @@ public:
     // The workspace holds the log-sum-exps [rows], then the partials [rows, D].
     p.lse = ctx.partial;
     p.partial = ctx.partial + static_cast<CUdeviceptr>(ctx.partialRows) * 4;
+    p.tickets = ctx.tickets;
     p.places = ctx.places;
     p.crossLengths = ctx.crossLengths;
+    // The attend appends each token's k, v once its head's splits are done,
+    // unless a token of a multi-token run could overwrite a rolling row that
+    // another token of the run still reads: then a launch of its own, after.
+    const bool appendLater = selfAttention && rolling && run.kind != ProgramKind::Decode;
+    p.append = selfAttention && !appendLater;
     void *args[] = {&p};
     unsigned tx = static_cast<unsigned>(T);
     const int64_t rows = (cross ? heads : heads + 2 * kvHeads), rb = gencAttnPrologueRows(headDim);
@@ -170,7 +179,9 @@ public:
                           what + " (attend)");
         !s)
       return s;
-    return launch(ctx, combine, tx, static_cast<unsigned>(heads), 1, args, what + " (combine)");
+    if (!appendLater)
+      return Status::ok();
+    return launch(ctx, append, tx, static_cast<unsigned>(kvHeads), 1, args, what + " (append)");
   }
 };
 
@@ -185,7 +196,7 @@ Status attentionStep(const OpInfo &op, const ValueMap &vm, const KernelModule &m
     return s;
   if (Status s = mod.function(family + "_attend", st->attend); !s)
     return s;
-  if (Status s = mod.function(family + "_combine", st->combine); !s)
+  if (Status s = mod.function(family + "_append", st->append); !s)
     return s;
   const Plan &plan = *vm.ctx.plan;
   const KvLayout &kv = plan.kv;
@@ -244,6 +255,8 @@ Status attentionStep(const OpInfo &op, const ValueMap &vm, const KernelModule &m
     p.cacheK = vm.ctx.kv + kv.layerBase(layer) * es;
     p.cacheV = p.cacheK + kv.layerElements(layer) * es;
     p.capacity = kv.layers[layer].capacity;
+    st->selfAttention = true;
+    st->rolling = p.capacity < kv.maxLength;
   }
   out = std::move(st);
   return Status::ok();

@@ -56,6 +56,13 @@ CUdeviceptr DeviceMemory::at(const std::string &what) const {
   return 0;
 }
 
+int64_t DeviceMemory::bytes(const std::string &what) const {
+  for (const Block &b : blocks_)
+    if (b.what == what)
+      return b.bytes;
+  return 0;
+}
+
 std::string DeviceMemory::report() const {
   std::string r;
   for (const Block &b : blocks_)

@@ -24,6 +24,8 @@ public:
   Status allocate();
   /// The address of the named allocation (after allocate()).
   CUdeviceptr at(const std::string &what) const;
+  /// Its size as planned (rounded up to 256), 0 for none.
+  int64_t bytes(const std::string &what) const;
   int64_t totalBytes() const { return total_; }
   /// "weights 2.1 GiB, kv cache 88 MiB, ..." in planning order.
   std::string report() const;

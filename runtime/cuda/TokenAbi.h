@@ -2,10 +2,13 @@
 // (codegen/TokenKernels.h) and the CUDA executor: a decode step's token is
 // chosen where its logits are, and only the choice crosses to the host.
 //
-//   genc_greedy  grid (rows), block 512: row r of logits [rows, vocab] (f32):
-//       the first index of its largest value (torch.argmax) and that
+//   genc_greedy  grid (rows, P), block 256: row r of logits [rows, vocab]
+//       (f32): the first index of its largest value (torch.argmax) and that
 //       token's log-softmax, (x - max) - log(sum exp(x - max)) with the sum
-//       in f64 (as the host's search does). A fixed reduction tree: the same
+//       in f64 (as the host's search does). Block (r, k) does the k-th of P
+//       equal parts of the row into `parts` [rows, P]; the last of a row's
+//       blocks to finish (a ticket per row in `tickets`, zero between
+//       launches) merges the parts in order. Fixed reduction trees: the same
 //       logits give the same bits.
 #pragma once
 
@@ -14,10 +17,13 @@
 
 // clang-format off
 #define GENC_TOKEN_ABI                                                                             \
+  struct GencGreedyPart { double sum; float max; int index; };                                     \
   struct GencGreedyParams {                                                                        \
     unsigned long long logits;   /* f32 [rows, vocab] */                                           \
     unsigned long long tokens;   /* i64 [rows] */                                                  \
     unsigned long long logprobs; /* f32 [rows] */                                                  \
+    unsigned long long parts;    /* GencGreedyPart [rows, P] */                                    \
+    unsigned long long tickets;  /* u32 [rows], zero */                                            \
     long long rows, vocab;                                                                         \
   };
 // clang-format on
@@ -26,6 +32,9 @@ namespace genrt::cuda {
 GENC_TOKEN_ABI
 static const char *const kGencTokenAbiSource = GENC_TOKEN_XSTR(GENC_TOKEN_ABI);
 
-constexpr int kGreedyThreads = 512;
+constexpr int kGreedyThreads = 256;
+// A row's parts: about 2048 logits each (8 a thread), at most 128 blocks.
+constexpr long long kGreedyPartElements = 2048;
+constexpr long long kGreedyMaxParts = 128;
 
 } // namespace genrt::cuda

@@ -1,0 +1,18 @@
+// The version of the contract between the kernels genc generates into a plan
+// (attention, token choice, GEMV, fused bodies) and the CUDA executor that
+// launches them: their parameter structs and grids. A plan records the
+// version it was generated for (`kernels.abi`); the executor refuses another
+// one by name rather than launching kernels that would read their
+// parameters wrongly. (The CPU executor never runs them.)
+//
+//   1 (absent): three attention kernels (prologue, attend, combine); one
+//     block per row in genc_greedy.
+//   2: the attend kernel merges the splits itself (the last split of a
+//     token's head group to finish, by a ticket) and appends the token's K/V
+//     when the run allows it; attn_N_append does it otherwise. genc_greedy
+//     takes a grid of (rows, parts) and a ticket per row.
+#pragma once
+
+namespace genrt::cuda {
+constexpr int kGencKernelAbi = 2;
+} // namespace genrt::cuda
