@@ -238,10 +238,13 @@ static __device__ void genc_attn_attend(const GencAttnParams &p) {
 
   for (long long t0 = a; t0 < b; t0 += KT) {
     const int nt = (int)(b - t0 < KT ? b - t0 : KT);
-    // (A) scores
+    // (A) scores. Every lane runs every iteration (the shuffles need the
+    // whole warp); a lane group past the tile's end loads nothing.
 #pragma unroll 2
-    for (int jj = grp; jj < nt; jj += KPB) {
-      const long long j = t0 + jj;
+    for (int j0 = 0; j0 < nt; j0 += KPB) {
+      const int jj = j0 + grp;
+      const bool valid = jj < nt;
+      const long long j = t0 + (valid ? jj : 0);
       float kf[NCH][VEC];
       genc_attn_row<C>(p, pl, t, kh, j, 0, li, kf);
 #pragma unroll
@@ -259,7 +262,7 @@ static __device__ void genc_attn_attend(const GencAttnParams &p) {
           dist = dist <= -C::BIAS_M ? -C::BIAS_M + 1 : (dist >= C::BIAS_M ? C::BIAS_M - 1 : dist);
           s += C::Bias::ld(((const typename C::Bias::S *)p.bias)[(long long)(hb + g) * (2 * C::BIAS_M - 1) + dist + C::BIAS_M - 1]);
         }
-        if (li == 0) sh[g * KT + jj] = s;
+        if (li == 0 && valid) sh[g * KT + jj] = s;
       }
     }
     __syncthreads();

@@ -49,13 +49,13 @@ check() { # name fixture model
 # Smoke: one plan end to end; a crash gets a backtrace (cuda-gdb is there).
 "$BIN/genc" compile tests/fixtures/llama/model.onnx -o "$W/smoke.plan" > /dev/null 2>&1
 printf '{"input_ids": [5, 6, 7]}\n' > "$W/smoke.jsonl"
-if ! "$BIN/genrun" "$W/smoke.plan" --device cuda --input "$W/smoke.jsonl" --max-new-tokens 4 --stats; then
+if ! timeout 60 "$BIN/genrun" "$W/smoke.plan" --device cuda --input "$W/smoke.jsonl" --max-new-tokens 4 --stats; then
   echo "== smoke failed; backtrace:"
-  cuda-gdb -batch -ex run -ex bt --args "$BIN/genrun" "$W/smoke.plan" --device cuda --input "$W/smoke.jsonl" \
+  timeout 60 cuda-gdb -batch -ex run -ex bt --args "$BIN/genrun" "$W/smoke.plan" --device cuda --input "$W/smoke.jsonl" \
     --max-new-tokens 4 2>&1 | tail -30
-  GENC_CUDA_SYNC=1 GENC_CUDA_GRAPHS=0 "$BIN/genrun" "$W/smoke.plan" --device cuda --input "$W/smoke.jsonl" --max-new-tokens 4
-  "$BIN/gpucheck" "$W/smoke.plan" 2>&1 | tail -5 ||
-    cuda-gdb -batch -ex run -ex bt --args "$BIN/gpucheck" "$W/smoke.plan" 2>&1 | tail -20
+  GENC_CUDA_SYNC=1 GENC_CUDA_GRAPHS=0 timeout 60 "$BIN/genrun" "$W/smoke.plan" --device cuda --input "$W/smoke.jsonl" --max-new-tokens 4
+  timeout 60 "$BIN/gpucheck" "$W/smoke.plan" 2>&1 | tail -5 ||
+    timeout 60 cuda-gdb -batch -ex run -ex bt --args "$BIN/gpucheck" "$W/smoke.plan" 2>&1 | tail -20
   exit 1
 fi
 "$BIN/genrun" "$W/smoke.plan" --device cpu --input "$W/smoke.jsonl" --max-new-tokens 4

@@ -26,7 +26,7 @@ python3 -c "import json,random; random.seed(1); print(json.dumps({'input_ids':[r
 printf '%-34s %s\n' "decode step (graphs on)" "ms/token"
 for v in "" "GENC_CUDA_GEMV=1" "GENC_CUDA_SKIP=gemm" "GENC_CUDA_SKIP=attention" "GENC_CUDA_SKIP=fused" \
          "GENC_CUDA_SKIP=gemm,attention,fused,copy"; do
-  ms=$(env $v "$BIN/genrun" "$W/m.plan" --device cuda --input "$W/p.jsonl" --max-new-tokens 64 --stats \
+  ms=$(env $v timeout 60 "$BIN/genrun" "$W/m.plan" --device cuda --input "$W/p.jsonl" --max-new-tokens 64 --stats \
     --output /dev/null 2>&1 | sed -n 's/.*decode \([0-9.]*\) ms\/token.*/\1/p')
   printf '%-34s %s\n' "${v:-all steps}" "$ms"
 done
