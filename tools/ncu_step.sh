@@ -21,3 +21,11 @@ n = len(ks)
 for x in ks[-40:]:
     print(f"{x['name']:60} grid {x.get('launch__grid_size','?'):>6} regs {x.get('launch__registers_per_thread','?'):>4} {float(x['gpu__time_duration.sum'].replace(',',''))/1e3:8.2f} us")
 PY
+# One kernel in detail (NCU_DETAIL=regex): speed of light, warp stalls, the
+# hottest source lines.
+if [ -n "${NCU_DETAIL-}" ]; then
+  ncu --cache-control none --clock-control none -k "regex:$NCU_DETAIL" --launch-skip "${NCU_SKIP:-12}" --launch-count 1 \
+    --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section LaunchStats --section SourceCounters \
+    $BIN/genrun $W/m.plan --device cuda --input $W/p.jsonl --max-new-tokens 4 --output /dev/null 2>&1 |
+    grep -v "^==PROF==" | sed -n '/Section/,$p' | grep -v "^ *-\+ *-\+" | cut -c1-150
+fi
