@@ -136,7 +136,7 @@ static __device__ __forceinline__ void genc_attn_row(const GencAttnParams &p, co
   if (C::MODE == 0) {
     if (j < pl.cachedBefore)
       cached = (const typename CT::S *)(which ? p.cacheV : p.cacheK) +
-               (((long long)pl.slot * C::KVH + kh) * p.capacity + j % p.capacity) * D;
+               (((long long)pl.slot * C::KVH + kh) * p.capacity + (j < p.capacity ? j : j % p.capacity)) * D;
     else
       fresh = (const float *)p.scratch + (t - (pl.position - j)) * (long long)C::SSTRIDE +
               (long long)(C::H + which * C::KVH + kh) * D;
@@ -220,12 +220,15 @@ static __device__ void genc_attn_attend(const GencAttnParams &p) {
 #pragma unroll
   for (int g = 0; g < G; ++g)
 #pragma unroll
-    for (int c = 0; c < NCH; ++c)
+    for (int c = 0; c < NCH; ++c) {
+      const int d0 = (c * L + li) * VEC;
+      if (d0 < D) {
+        genc_attn_load<genc_f32, VEC>(q[g][c], qs + (long long)(hb + g) * D + d0);
+      } else {
 #pragma unroll
-      for (int i = 0; i < VEC; ++i) {
-        int d = (c * L + li) * VEC + i;
-        q[g][c][i] = d < D ? qs[(long long)(hb + g) * D + d] : 0.f;
+        for (int i = 0; i < VEC; ++i) q[g][c][i] = 0.f;
       }
+    }
   float acc[G][NCH][VEC];
 #pragma unroll
   for (int g = 0; g < G; ++g)
@@ -240,7 +243,7 @@ static __device__ void genc_attn_attend(const GencAttnParams &p) {
     const int nt = (int)(b - t0 < KT ? b - t0 : KT);
     // (A) scores. Every lane runs every iteration (the shuffles need the
     // whole warp); a lane group past the tile's end loads nothing.
-#pragma unroll 2
+#pragma unroll 4
     for (int j0 = 0; j0 < nt; j0 += KPB) {
       const int jj = j0 + grp;
       const bool valid = jj < nt;
@@ -298,7 +301,7 @@ static __device__ void genc_attn_attend(const GencAttnParams &p) {
 #pragma unroll
         for (int i = 0; i < VEC; ++i) acc[g][cc][i] *= c;
     }
-#pragma unroll 2
+#pragma unroll 4
     for (int jj = grp; jj < nt; jj += KPB) {
       float vf[NCH][VEC];
       genc_attn_row<C>(p, pl, t, kh, t0 + jj, 1, li, vf);
@@ -361,28 +364,33 @@ static __device__ void genc_attn_attend(const GencAttnParams &p) {
     __syncthreads();
     if (!lastS) return;
     __threadfence();
-    if (threadIdx.x < G) {
-      const float *lse = (const float *)p.lse + (t * C::H + hb + threadIdx.x) * (long long)S;
-      float M = -__int_as_float(0x7f800000);
-      for (int s = 0; s < used; ++s) M = fmaxf(M, __ldcg(lse + s));
-      float w = 0.f;
-      for (int s = 0; s < used; ++s) {
-        const float x = __ldcg(lse + s);
-        if (x != -__int_as_float(0x7f800000)) w += expf(x - M);
-      }
-      mS[threadIdx.x] = M;
-      lS[threadIdx.x] = w;
+    // Each head's split weights exp(lse - max) into shared memory (a warp a
+    // head), then every output element sums its splits' partials: loads
+    // that do not wait on one another.
+    float *wS = sh; // [G][64]: S <= 64
+    for (int g = warp; g < G; g += 4) {
+      const float *lse = (const float *)p.lse + (t * C::H + hb + g) * (long long)S;
+      const float x0 = lane < used ? __ldcg(lse + lane) : -__int_as_float(0x7f800000);
+      const float x1 = lane + 32 < used ? __ldcg(lse + lane + 32) : -__int_as_float(0x7f800000);
+      float M = fmaxf(x0, x1);
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
+      const float w0 = x0 == -__int_as_float(0x7f800000) ? 0.f : expf(x0 - M);
+      const float w1 = x1 == -__int_as_float(0x7f800000) ? 0.f : expf(x1 - M);
+      wS[g * 64 + lane] = w0;
+      wS[g * 64 + lane + 32] = w1;
+      float w = w0 + w1;
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) w += __shfl_xor_sync(0xffffffffu, w, o);
+      if (lane == 0) lS[g] = w;
     }
     __syncthreads();
     for (int e = threadIdx.x; e < G * D; e += blockDim.x) {
       const int g = e / D, d = e % D;
-      const long long r0 = (t * C::H + hb + g) * (long long)S;
-      const float M = mS[g];
+      const float *part = (const float *)p.partial + (t * C::H + hb + g) * (long long)S * D + d;
       float o = 0.f;
-      for (int s = 0; s < used; ++s) {
-        const float x = __ldcg((const float *)p.lse + r0 + s);
-        if (x != -__int_as_float(0x7f800000)) o += expf(x - M) * __ldcg((const float *)p.partial + (r0 + s) * D + d);
-      }
+#pragma unroll 4
+      for (int s = 0; s < used; ++s) o += wS[g * 64 + s] * __ldcg(part + (long long)s * D);
       ((typename O::S *)p.out)[genc_attn_out_at<C>(p, t, hb + g, d)] = O::st(lS[g] > 0.f ? o / lS[g] : 0.f);
     }
   }

@@ -9,56 +9,66 @@ namespace genc {
 namespace {
 const char *kSource = R"(
 // ---- genc token choice -----------------------------------------------------
-// Merges part b (later in the row) into a: ties keep a's lower index, as
-// torch.argmax does; an empty or all -inf part has max -inf.
+// The larger max wins, an equal max the lower index (torch.argmax's first
+// index); the sums meet relative to the winner's max. An empty or all -inf
+// part has max -inf and adds nothing.
 static __device__ __forceinline__ GencGreedyPart genc_greedy_merge(GencGreedyPart a, GencGreedyPart b) {
   if (b.max == -__int_as_float(0x7f800000)) return a;
   if (a.max == -__int_as_float(0x7f800000)) return b;
-  if (b.max > a.max) { b.sum += a.sum * exp((double)(a.max - b.max)); return b; }
+  if (b.max > a.max || (b.max == a.max && b.index < a.index)) { GencGreedyPart t = a; a = b; b = t; }
   a.sum += b.sum * exp((double)(b.max - a.max));
   return a;
 }
+static __device__ __forceinline__ GencGreedyPart genc_greedy_shfl(GencGreedyPart a, int o) {
+  GencGreedyPart b;
+  b.sum = __shfl_xor_sync(0xffffffffu, a.sum, o);
+  b.max = __shfl_xor_sync(0xffffffffu, a.max, o);
+  b.index = __shfl_xor_sync(0xffffffffu, a.index, o);
+  return b;
+}
+// The warps' (max, first index) or sums meet through `red`, in warp order.
 extern "C" __global__ void __launch_bounds__(256) genc_greedy(const GencGreedyParams p) {
-  __shared__ float mx[256];
-  __shared__ int ix[256];
-  __shared__ double sm[256];
+  __shared__ float mx[8];
+  __shared__ int ix[8];
+  __shared__ double sm[8];
   __shared__ int lastS;
   const long long r = blockIdx.x;
-  const int k = blockIdx.y, P = gridDim.y, tid = threadIdx.x;
+  const int k = blockIdx.y, P = gridDim.y, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const long long per = (p.vocab + P - 1) / P, v0 = k * per, v1 = v0 + per < p.vocab ? v0 + per : p.vocab;
   const float *x = (const float *)p.logits + r * p.vocab;
-  // The part's max and its first index (a strided scan meets a thread's
-  // indices in increasing order), then the tree in a fixed order.
+  // The part's max and its first index: a strided scan meets a thread's
+  // indices in increasing order; then shuffles, then the 8 warps.
   float m = -__int_as_float(0x7f800000);
   int i = 0x7fffffff;
   for (long long v = v0 + tid; v < v1; v += blockDim.x) {
     const float f = x[v];
     if (f > m) { m = f; i = (int)v; }
   }
-  mx[tid] = m;
-  ix[tid] = i;
-  __syncthreads();
-  for (int w = blockDim.x / 2; w > 0; w >>= 1) {
-    if (tid < w) {
-      const float bm = mx[tid + w];
-      const int bi = ix[tid + w];
-      if (bm > mx[tid] || (bm == mx[tid] && bi < ix[tid])) { mx[tid] = bm; ix[tid] = bi; }
-    }
-    __syncthreads();
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const float bm = __shfl_xor_sync(0xffffffffu, m, o);
+    const int bi = __shfl_xor_sync(0xffffffffu, i, o);
+    if (bm > m || (bm == m && bi < i)) { m = bm; i = bi; }
   }
-  const float M = mx[0];
+  if (lane == 0) { mx[warp] = m; ix[warp] = i; }
+  __syncthreads();
+  m = mx[0];
+  i = ix[0];
+  for (int w = 1; w < 8; ++w)
+    if (mx[w] > m || (mx[w] == m && ix[w] < i)) { m = mx[w]; i = ix[w]; }
   double s = 0.0;
-  if (M != -__int_as_float(0x7f800000))
-    for (long long v = v0 + tid; v < v1; v += blockDim.x) s += exp((double)(x[v] - M));
-  sm[tid] = s;
+  if (m != -__int_as_float(0x7f800000))
+    for (long long v = v0 + tid; v < v1; v += blockDim.x) s += exp((double)(x[v] - m));
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+  if (lane == 0) sm[warp] = s;
   __syncthreads();
-  for (int w = blockDim.x / 2; w > 0; w >>= 1) {
-    if (tid < w) sm[tid] += sm[tid + w];
-    __syncthreads();
-  }
-  GencGreedyPart *parts = (GencGreedyPart *)p.parts + r * P;
-  GencGreedyPart mine = {sm[0], M, ix[0]};
+  GencGreedyPart mine;
+  mine.sum = ((sm[0] + sm[1]) + (sm[2] + sm[3])) + ((sm[4] + sm[5]) + (sm[6] + sm[7]));
+  mine.max = m;
+  mine.index = i;
   if (P > 1) {
+    GencGreedyPart *parts = (GencGreedyPart *)p.parts + r * P;
     if (tid == 0) {
       parts[k] = mine;
       __threadfence();
@@ -67,19 +77,24 @@ extern "C" __global__ void __launch_bounds__(256) genc_greedy(const GencGreedyPa
       if (lastS) *ticket = 0u; // zero again for the next launch
     }
     __syncthreads();
-    if (!lastS || tid != 0) return;
+    if (!lastS || warp != 0) return;
     __threadfence();
+    // Warp 0 merges: lane l the parts l, l + 32, ... in order, then the
+    // lanes by shuffles (a fixed tree: the same bits every time).
+    mine.sum = 0.0;
     mine.max = -__int_as_float(0x7f800000);
-    for (int j = 0; j < P; ++j) {
+    mine.index = 0x7fffffff;
+    for (int j = lane; j < P; j += 32) {
       GencGreedyPart b;
       b.sum = __ldcg(&parts[j].sum);
       b.max = __ldcg(&parts[j].max);
       b.index = __ldcg(&parts[j].index);
       mine = genc_greedy_merge(mine, b);
     }
-  } else if (tid != 0) {
-    return;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) mine = genc_greedy_merge(mine, genc_greedy_shfl(mine, o));
   }
+  if (tid != 0) return;
   // Every logit -inf (or NaN): token 0, as the host's rule gives.
   const bool none = mine.max == -__int_as_float(0x7f800000);
   ((long long *)p.tokens)[r] = none ? 0 : mine.index;

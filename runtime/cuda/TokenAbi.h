@@ -33,8 +33,8 @@ GENC_TOKEN_ABI
 static const char *const kGencTokenAbiSource = GENC_TOKEN_XSTR(GENC_TOKEN_ABI);
 
 constexpr int kGreedyThreads = 256;
-// A row's parts: about 2048 logits each (8 a thread), at most 128 blocks.
-constexpr long long kGreedyPartElements = 2048;
-constexpr long long kGreedyMaxParts = 128;
+// A row's parts: about 1024 logits each (4 a thread), at most 256 blocks.
+constexpr long long kGreedyPartElements = 1024;
+constexpr long long kGreedyMaxParts = 256;
 
 } // namespace genrt::cuda
