@@ -1,5 +1,7 @@
 #include "runtime/cpu/Kernels.h"
 
+#include "runtime/cpu/ThreadPool.h"
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -40,29 +42,46 @@ namespace genrt::cpu {
 // One row of a is a matrix-vector product, which streams b once at memory
 // bandwidth (the decode step's case); b stored [N, K] (transB) is read as
 // stored, never transposed into a copy.
-void matmul(const float *a, const float *b, float *c, int64_t M, int64_t N, int64_t K,
-            bool transB) {
+static void blasMatmul(const float *a, const float *b, float *c, int64_t M, int64_t N, int64_t K, bool transB,
+                       int64_t ldb, int64_t ldc) {
+  if (M == 1) {
+    if (transB)
+      cblas_sgemv(CblasRowMajor, CblasNoTrans, N, K, 1.f, b, ldb, a, 1, 0.f, c, 1);
+    else
+      cblas_sgemv(CblasRowMajor, CblasTrans, K, N, 1.f, b, ldb, a, 1, 0.f, c, 1);
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, transB ? CblasTrans : CblasNoTrans, M, N, K, 1.f, a, K, b, ldb, 0.f, c,
+              ldc);
+}
+
+void matmul(const float *a, const float *b, float *c, int64_t M, int64_t N, int64_t K, bool transB,
+            ThreadPool *pool) {
   if (M == 0 || N == 0)
     return;
   if (K == 0) {
     std::fill(c, c + M * N, 0.f);
     return;
   }
-  if (M == 1) {
-    if (transB)
-      cblas_sgemv(CblasRowMajor, CblasNoTrans, N, K, 1.f, b, K, a, 1, 0.f, c, 1);
-    else
-      cblas_sgemv(CblasRowMajor, CblasTrans, K, N, 1.f, b, N, a, 1, 0.f, c, 1);
+  const int64_t ldb = transB ? K : N;
+  // Blocks of 64 columns at least, and at least ~64k multiply-adds a block
+  // (a hand-off costs microseconds).
+  const int64_t cols = std::max<int64_t>(64, (65536 / std::max<int64_t>(1, M * K) + 63) / 64 * 64);
+  if (!pool || pool->size() <= 1 || N < 2 * cols) {
+    blasMatmul(a, b, c, M, N, K, transB, ldb, N);
     return;
   }
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, transB ? CblasTrans : CblasNoTrans, M, N, K, 1.f, a, K, b,
-              transB ? K : N, 0.f, c, N);
+  const int64_t blocks = (N + 63) / 64;
+  pool->parallelFor(blocks, cols / 64, [&](int64_t b0, int64_t b1) {
+    const int64_t n0 = b0 * 64, n1 = std::min(N, b1 * 64);
+    blasMatmul(a, transB ? b + n0 * K : b + n0, c + n0, M, n1 - n0, K, transB, ldb, N);
+  });
 }
 
 void setMatmulThreads(int n) { openblas_set_num_threads(n); }
 #else
-void matmul(const float *a, const float *b, float *c, int64_t M, int64_t N, int64_t K,
-            bool transB) {
+void matmul(const float *a, const float *b, float *c, int64_t M, int64_t N, int64_t K, bool transB,
+            ThreadPool *) {
   if (!transB) {
     matmulNN(a, b, c, M, N, K);
     return;

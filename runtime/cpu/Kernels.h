@@ -7,13 +7,17 @@
 
 namespace genrt::cpu {
 
+class ThreadPool;
+
 // c[M,N] = a[M,K] · b[K,N]   (row-major; b given as b[N,K] when transB).
 // OpenBLAS where the build has it (sgemv for one row, sgemm otherwise), so
 // the executor and the interpreter still compute identical results; else
-// loops blocked over N and K (a panel of b stays in cache).
+// loops blocked over N and K (a panel of b stays in cache). With a pool,
+// blocks of columns go to its threads, each one single-threaded BLAS call
+// (a column's sum is the same whichever block holds it).
 void matmul(const float *a, const float *b, float *c, int64_t M, int64_t N, int64_t K,
-            bool transB = false);
-/// Threads the matmuls use (the executor's --threads).
+            bool transB = false, ThreadPool *pool = nullptr);
+/// Threads of BLAS's own (1 where the executor's pool splits the work).
 void setMatmulThreads(int n);
 
 // x[outer, n, inner] -> softmax along n, in place (max-subtracted, fp32 sums).
