@@ -1,6 +1,7 @@
 #include "runtime/cpu/ThreadPool.h"
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <set>
 #include <string>
@@ -40,6 +41,24 @@ ThreadPool::~ThreadPool() {
     t.join();
 }
 
+namespace {
+// Polls `done` for up to ~200 µs (a decode step's jobs come closer than
+// that) before the caller blocks.
+template <typename Done>
+bool spinUntil(Done done) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
+  for (int i = 0;; ++i) {
+    if (done())
+      return true;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() > until)
+      return false;
+  }
+}
+} // namespace
+
 void ThreadPool::parallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)> &fn) {
   if (n <= 0)
     return;
@@ -53,33 +72,38 @@ void ThreadPool::parallelFor(int64_t n, int64_t grain, const std::function<void(
     job_ = &fn;
     n_ = n;
     pieces_ = pieces;
-    pending_ = static_cast<int>(pieces - 1);
-    ++generation_;
+    pending_.store(static_cast<int>(pieces - 1));
+    generation_.fetch_add(1); // publishes the job to spinning workers
   }
   wake_.notify_all();
   fn(0, n / pieces); // piece 0 on the calling thread
-  std::unique_lock<std::mutex> lock(mu_);
-  done_.wait(lock, [this] { return pending_ == 0; });
+  if (!spinUntil([this] { return pending_.load(std::memory_order_acquire) == 0; })) {
+    std::unique_lock<std::mutex> lock(mu_);
+    done_.wait(lock, [this] { return pending_.load() == 0; });
+  }
+  std::lock_guard<std::mutex> lock(mu_);
   job_ = nullptr;
 }
 
 void ThreadPool::work(int index) {
   uint64_t seen = 0;
   while (true) {
+    spinUntil([&] { return generation_.load(std::memory_order_acquire) != seen; });
     std::unique_lock<std::mutex> lock(mu_);
-    wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+    wake_.wait(lock, [&] { return stop_ || generation_.load() != seen; });
     if (stop_)
       return;
-    seen = generation_;
+    seen = generation_.load();
     if (index >= pieces_)
       continue;
     const auto *fn = job_;
     int64_t n = n_, pieces = pieces_;
     lock.unlock();
     (*fn)(n * index / pieces, n * (index + 1) / pieces);
-    lock.lock();
-    if (--pending_ == 0)
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      std::lock_guard<std::mutex> l(mu_); // the caller is checking or waiting under it
       done_.notify_one();
+    }
   }
 }
 
