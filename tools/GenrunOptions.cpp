@@ -1,5 +1,7 @@
 #include "tools/GenrunOptions.h"
 
+#include "runtime/Json.h"
+
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -52,6 +54,14 @@ const char *const kUsage =
     "  --min-p F                  (default 0: off)\n"
     "  --seed N                   sampling seed (default 0)\n"
     "  --eos-token-id N           repeatable; default: the plan's eos ids\n"
+    "Logits processors (lengths count the whole prompt, as HF's input_ids):\n"
+    "  --min-length N             no eos before the row is N tokens long (default 0)\n"
+    "  --forced-bos-token-id N    the first generated token after a 1-token prompt\n"
+    "  --forced-eos-token-id N|'[N, ...]'   forced as the last token at the maximum length\n"
+    "  --suppress-tokens '[N, ...]'         never generated\n"
+    "  --begin-suppress-tokens '[N, ...]'   not generated first\n"
+    "  --exponential-decay-length-penalty '[START, FACTOR]'  eos score grows by FACTOR\n"
+    "                             each token past START new tokens\n"
     "  --batch-size N             prompts per batch, at least 1 (default: what the plan allows)\n"
     "  --threads N                CPU executor threads (default: the physical cores)\n"
     "  --stream                   JSON lines per event as tokens are final (above)\n"
@@ -98,11 +108,27 @@ bool isValued(const std::string &name) {
       "--input", "--prompt", "--output", "--device", "--max-new-tokens", "--min-new-tokens", "--num-beams",
       "--length-penalty", "--early-stopping", "--num-return-sequences", "--no-repeat-ngram-size",
       "--repetition-penalty", "--temperature", "--top-k", "--top-p", "--min-p", "--seed",
-      "--eos-token-id", "--batch-size", "--threads"};
+      "--eos-token-id", "--batch-size", "--threads", "--min-length", "--forced-bos-token-id",
+      "--forced-eos-token-id", "--suppress-tokens", "--begin-suppress-tokens", "--exponential-decay-length-penalty"};
   for (const char *k : kValued)
     if (name == k)
       return true;
   return false;
+}
+
+// A JSON list of token ids (HF's shape), into `out`; "" or the error.
+std::string idList(const std::string &value, const std::string &name, std::vector<int64_t> &out) {
+  genrt::json::Value v;
+  const std::string bad = "invalid value '" + value + "' for " + name + ": expected a JSON list of token ids";
+  if (!genrt::json::parse(value, v) || !v.isArray())
+    return bad;
+  out.clear();
+  for (const genrt::json::Value &e : v.items()) {
+    if (!e.isInteger() || e.asInt() < 0)
+      return bad;
+    out.push_back(e.asInt());
+  }
+  return "";
 }
 
 // One valued option; "" or the error.
@@ -162,6 +188,29 @@ std::string setOption(const std::string &name, const std::string &value, Args &a
     std::string bad = intArg(e);
     c.eosTokenIds.push_back(e);
     return bad;
+  } else if (name == "--min-length") {
+    return intArg(c.minLength);
+  } else if (name == "--forced-bos-token-id") {
+    return intArg(c.forcedBosTokenId);
+  } else if (name == "--forced-eos-token-id") {
+    int64_t one = 0;
+    if (parseInt(value, one)) {
+      c.forcedEosTokenIds = {one};
+      return "";
+    }
+    return idList(value, name, c.forcedEosTokenIds);
+  } else if (name == "--suppress-tokens") {
+    return idList(value, name, c.suppressTokens);
+  } else if (name == "--begin-suppress-tokens") {
+    return idList(value, name, c.beginSuppressTokens);
+  } else if (name == "--exponential-decay-length-penalty") {
+    // HF's shape: a pair (start index, decay factor).
+    genrt::json::Value v;
+    if (!genrt::json::parse(value, v) || !v.isArray() || v.items().size() != 2 || !v.items()[0].isInteger() ||
+        v.items()[0].asInt() < 0 || !v.items()[1].isNumber())
+      return "invalid value '" + value + "' for " + name + ": expected [START, FACTOR], START >= 0";
+    c.expDecayStart = v.items()[0].asInt();
+    c.expDecayFactor = v.items()[1].asDouble();
   } else if (name == "--batch-size") {
     int64_t n = 0;
     if (std::string bad = intArg(n); !bad.empty())

@@ -17,7 +17,7 @@ SUPPORTED = {
     "max_new_tokens": "int",
     "min_new_tokens": "int",
     "max_length": "int",  # HF: prompt + new tokens; genc turns it into max_new_tokens
-    "min_length": "int",  # likewise, into min_new_tokens
+    "min_length": "int",  # HF's MinLengthLogitsProcessor: counts each row's prompt
     "num_beams": "int",
     "length_penalty": "float",
     "early_stopping": "early_stopping",
@@ -30,6 +30,11 @@ SUPPORTED = {
     "top_p": "optional_float",
     "min_p": "optional_float",
     "eos_token_id": "ids",
+    "forced_bos_token_id": "optional_int",
+    "forced_eos_token_id": "ids",
+    "suppress_tokens": "ids",
+    "begin_suppress_tokens": "ids",
+    "exponential_decay_length_penalty": "decay",
     "attention_mask": "masks",  # per prompt, for prompts given as ids (HF's left padding)
     "seed": "int",  # genc's: HF draws from torch's global generator instead
     "batch_size": "int",  # genc's: prompts per batch (default: what the plan allows)
@@ -51,9 +56,8 @@ UNSUPPORTED_DEFAULTS: Dict[str, Any] = {
     "num_beam_groups": 1, "diversity_penalty": 0.0, "penalty_alpha": None, "dola_layers": None,
     "typical_p": 1.0, "epsilon_cutoff": 0.0, "eta_cutoff": 0.0, "encoder_repetition_penalty": 1.0,
     "encoder_no_repeat_ngram_size": 0, "bad_words_ids": None, "force_words_ids": None,
-    "renormalize_logits": False, "constraints": None, "forced_bos_token_id": None,
-    "forced_eos_token_id": None, "remove_invalid_values": False, "exponential_decay_length_penalty": None,
-    "suppress_tokens": None, "begin_suppress_tokens": None, "forced_decoder_ids": None,
+    "renormalize_logits": False, "constraints": None,
+    "remove_invalid_values": False, "forced_decoder_ids": None,
     "sequence_bias": None, "token_healing": False, "guidance_scale": None, "low_memory": None,
     "watermarking_config": None, "max_time": None, "stop_strings": None, "prefix_allowed_tokens_fn": None,
     "assistant_model": None, "negative_prompt_ids": None, "negative_prompt_attention_mask": None,
@@ -94,6 +98,12 @@ def _check_type(name: str, kind: str, value: Any) -> Any:
         if value is not None and not (isinstance(value, (list, tuple)) and
                                       all(isinstance(v, int) and not isinstance(v, bool) for v in value)):
             raise bad("an int, a list of ints or None")
+    elif kind == "decay":
+        ok = value is None or (isinstance(value, (list, tuple)) and len(value) == 2 and
+                               isinstance(value[0], int) and not isinstance(value[0], bool) and
+                               isinstance(value[1], (int, float)) and not isinstance(value[1], bool))
+        if not ok:
+            raise bad("a pair (start index, decay factor) or None")
     return value
 
 
@@ -144,11 +154,13 @@ def _prompt_length_limit(name: str, total: int, longest: int) -> int:
 def to_native(options: Dict[str, Any], prompt_lengths: Sequence[int], encoder_decoder: bool,
               decoder_start: int) -> "_genc._Config":
     """The runtime's config: HF's defaults, then `options` (from gather).
-    max_length / min_length count the prompt as HF does: the longest one
-    (HF pads a batch to it), or the decoder start token for encoder-decoders."""
+    max_length counts the prompt as HF does: the longest one (HF pads a batch
+    to it), or the decoder start token for encoder-decoders. The processors'
+    lengths (min_length, forced_eos_token_id at the maximum length, ...)
+    count each row's own prompt: HF's, for prompts of one length."""
     cfg = _genc._Config()
     longest = 1 if encoder_decoder else max(prompt_lengths, default=0)
-    for total, new in (("max_length", "max_new_tokens"), ("min_length", "min_new_tokens")):
+    for total, new in (("max_length", "max_new_tokens"),):
         if total in options and new not in options:
             options = dict(options, **{new: _prompt_length_limit(total, options[total], longest)})
     start = options.get("decoder_start_token_id")
@@ -156,14 +168,24 @@ def to_native(options: Dict[str, Any], prompt_lengths: Sequence[int], encoder_de
         raise ValueError("decoder_start_token_id %d differs from the plan's %d (genc compiles it in)"
                          % (start, decoder_start))
     for name, value in options.items():
-        if name in ("max_length", "min_length", "attention_mask", "decoder_start_token_id"):
+        if name in ("max_length", "attention_mask", "decoder_start_token_id"):
             continue
         if name == "early_stopping":
             value = "never" if value == "never" else ("true" if value else "false")
         elif name in ("top_k", "top_p", "min_p") and value is None:
             value = {"top_k": 0, "top_p": 1.0, "min_p": 0.0}[name]  # HF's None: the warper is off
-        elif name == "eos_token_id" and value is None:
-            value = []  # the plan's
+        elif name in ("eos_token_id", "forced_eos_token_id", "suppress_tokens", "begin_suppress_tokens") \
+                and value is None:
+            value = []  # off (eos: the plan's)
+        elif name == "forced_bos_token_id" and value is None:
+            value = -1
+        elif name == "exponential_decay_length_penalty":
+            if value is None:
+                continue
+            if value[0] < 0:
+                raise ValueError("exponential_decay_length_penalty: the start index must not be negative, got %d"
+                                 % value[0])
+            value = (int(value[0]), float(value[1]))
         elif name == "seed" and value < 0:
             raise ValueError("seed must not be negative, got %d" % value)
         setattr(cfg, name, value)

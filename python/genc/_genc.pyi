@@ -20,6 +20,12 @@ class _Config:
     min_p: float
     seed: int
     eos_token_id: List[int]
+    min_length: int
+    forced_bos_token_id: int  # -1: none
+    forced_eos_token_id: List[int]
+    suppress_tokens: List[int]
+    begin_suppress_tokens: List[int]
+    exponential_decay_length_penalty: Optional[Tuple[int, float]]
     batch_size: int
     def __init__(self) -> None: ...
     def validate(self) -> None: ...

@@ -212,6 +212,22 @@ PYBIND11_MODULE(_genc, m) {
       .def_readwrite("min_p", &GenerationConfig::minP)
       .def_readwrite("seed", &GenerationConfig::seed)
       .def_readwrite("eos_token_id", &GenerationConfig::eosTokenIds)
+      .def_readwrite("min_length", &GenerationConfig::minLength)
+      .def_readwrite("forced_bos_token_id", &GenerationConfig::forcedBosTokenId)
+      .def_readwrite("forced_eos_token_id", &GenerationConfig::forcedEosTokenIds)
+      .def_readwrite("suppress_tokens", &GenerationConfig::suppressTokens)
+      .def_readwrite("begin_suppress_tokens", &GenerationConfig::beginSuppressTokens)
+      .def_property(
+          "exponential_decay_length_penalty",
+          [](const GenerationConfig &c) -> py::object {
+            if (c.expDecayStart < 0)
+              return py::none();
+            return py::make_tuple(c.expDecayStart, c.expDecayFactor);
+          },
+          [](GenerationConfig &c, std::pair<int64_t, double> v) {
+            c.expDecayStart = v.first;
+            c.expDecayFactor = v.second;
+          })
       // Through the setter genrun uses too: batch_size 0 is refused alike.
       .def_property(
           "batch_size", [](const GenerationConfig &c) { return c.batchSize; },

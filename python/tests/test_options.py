@@ -35,6 +35,11 @@ def test_unknown_name_lists_the_valid_ones(gen):
     (dict(max_length=3), ValueError, "max_length 3 leaves no room for new tokens"),
     (dict(batch_size=9), ValueError, "batch_size 9 needs more than the plan allows"),
     (dict(seed=-1), ValueError, "seed must not be negative"),
+    (dict(suppress_tokens=["a"]), TypeError, "suppress_tokens must be an int, a list of ints or None"),
+    (dict(forced_bos_token_id=5000), ValueError, "forced_bos_token_id 5000 is outside the vocabulary"),
+    (dict(exponential_decay_length_penalty=(2,)), TypeError,
+     "exponential_decay_length_penalty must be a pair (start index, decay factor) or None"),
+    (dict(exponential_decay_length_penalty=(2, 0.0)), ValueError, "the decay factor must be a positive number"),
 ])
 def test_bad_values_raise_with_hf_names(gen, kwargs, error, text):
     with pytest.raises(error) as e:
@@ -84,3 +89,18 @@ def test_transformers_generation_config(gen):
         gen.generate("Copyright", max_new_tokens=6, num_beams=3, no_repeat_ngram_size=2, eos_token_id=2)
     with pytest.raises(ValueError, match="genc does not support"):
         gen.generate("Copyright", generation_config=transformers.GenerationConfig(penalty_alpha=0.6, top_k=4))
+
+
+def test_logits_processors_from_hf_names(gen):
+    # suppress_tokens: none of greedy's own choices comes back; a
+    # GenerationConfig's None (HF's "off") changes nothing.
+    plain = gen.generate("Copyright", max_new_tokens=6)[0].sequences[0].ids
+    again = gen.generate("Copyright", max_new_tokens=6, suppress_tokens=None, forced_bos_token_id=None,
+                         exponential_decay_length_penalty=None)[0].sequences[0].ids
+    assert again == plain
+    banned = sorted(set(plain))
+    out = gen.generate("Copyright", max_new_tokens=6, suppress_tokens=banned)[0].sequences[0].ids
+    assert len(out) == 6 and not set(out) & set(banned)
+    # begin_suppress_tokens: only the first token changes for sure.
+    first = gen.generate("Copyright", max_new_tokens=6, begin_suppress_tokens=[plain[0]])[0].sequences[0].ids
+    assert first[0] != plain[0]

@@ -77,7 +77,21 @@ Status GenerationConfig::validate() const {
     return Status::error(option("min_p") + " must be in [0, 1], got " + num(minP));
   if (batchSize < 0)
     return Status::error(option("batch_size") + " must not be negative, got " + std::to_string(batchSize));
+  if (minLength < 0)
+    return Status::error(option("min_length") + " must not be negative, got " + std::to_string(minLength));
+  if (forcedBosTokenId < -1)
+    return Status::error(option("forced_bos_token_id") + " must not be negative, got " +
+                         std::to_string(forcedBosTokenId));
+  if (expDecayStart >= 0 && !(expDecayFactor > 0 && std::isfinite(expDecayFactor)))
+    return Status::error(option("exponential_decay_length_penalty") + ": the decay factor must be a positive number, got " +
+                         num(expDecayFactor));
   return Status::ok();
+}
+
+bool GenerationConfig::hasLogitsProcessors() const {
+  return repetitionPenalty != 1.0 || noRepeatNgramSize != 0 || minNewTokens != 0 || minLength != 0 ||
+         forcedBosTokenId >= 0 || !forcedEosTokenIds.empty() || !suppressTokens.empty() ||
+         !beginSuppressTokens.empty() || expDecayStart >= 0;
 }
 
 Status GenerationConfig::setBatchSize(int64_t n) {
@@ -99,10 +113,22 @@ std::vector<std::string> GenerationConfig::warnings() const {
 Status GenerationConfig::validateFor(const ModelInfo &info) const {
   if (Status s = validate(); !s)
     return s;
-  for (int64_t e : eosTokenIds)
-    if (e < 0 || e >= info.vocabSize)
-      return Status::error(option("eos_token_id") + " " + std::to_string(e) + " is outside the vocabulary (size " +
-                           std::to_string(info.vocabSize) + ")");
+  auto inVocab = [&](const char *name, const std::vector<int64_t> &ids) {
+    for (int64_t e : ids)
+      if (e < 0 || e >= info.vocabSize)
+        return Status::error(option(name) + " " + std::to_string(e) + " is outside the vocabulary (size " +
+                             std::to_string(info.vocabSize) + ")");
+    return Status::ok();
+  };
+  for (auto [name, ids] : {std::pair<const char *, const std::vector<int64_t> *>{"eos_token_id", &eosTokenIds},
+                           {"forced_eos_token_id", &forcedEosTokenIds},
+                           {"suppress_tokens", &suppressTokens},
+                           {"begin_suppress_tokens", &beginSuppressTokens}})
+    if (Status s = inVocab(name, *ids); !s)
+      return s;
+  if (forcedBosTokenId >= 0)
+    if (Status s = inVocab("forced_bos_token_id", {forcedBosTokenId}); !s)
+      return s;
   if (info.encoderDecoder && info.decoderStartTokenId < 0)
     return Status::error("the model is an encoder-decoder but its plan has no decoder_start_token_id");
   return Status::ok();

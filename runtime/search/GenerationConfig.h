@@ -35,6 +35,20 @@ struct GenerationConfig {
   uint64_t seed = 0;
   /// Empty: the model's eos ids (ModelInfo::eosTokenIds).
   std::vector<int64_t> eosTokenIds;
+  // Logits processors HF models carry in their generation config, with HF's
+  // meaning: lengths count the row's whole input_ids (the padded prompt, or
+  // an encoder-decoder's decoder prompt, plus the tokens generated).
+  int64_t minLength = 0;                    ///< min_length: no eos before it
+  int64_t forcedBosTokenId = -1;            ///< forced_bos_token_id (-1: none)
+  std::vector<int64_t> forcedEosTokenIds;   ///< forced_eos_token_id, forced at max length - 1
+  std::vector<int64_t> suppressTokens;      ///< suppress_tokens: never chosen
+  std::vector<int64_t> beginSuppressTokens; ///< begin_suppress_tokens: not as the first new token
+  /// exponential_decay_length_penalty (start index, decay factor); start < 0: off.
+  int64_t expDecayStart = -1;
+  double expDecayFactor = 1.0;
+  /// Any processor that needs the logits on the host (the GPU's own greedy
+  /// choice applies none).
+  bool hasLogitsProcessors() const;
   /// Prompts per batch; 0: as many as the plan's slots allow. Set a
   /// user's value through setBatchSize.
   int64_t batchSize = 0;

@@ -61,8 +61,7 @@ Status runGreedyOrSample(SlotBatch &batch, const GenerationConfig &cfg, const st
   // Greedy with no processor to apply: the decoder chooses each step's
   // tokens itself (on the GPU, where the logits are); the first token still
   // comes from the prefill's logits.
-  const bool decoderChooses = !cfg.doSample && cfg.repetitionPenalty == 1.0 && cfg.noRepeatNgramSize == 0 &&
-                              (cfg.minNewTokens == 0 || eos.empty());
+  const bool decoderChooses = !cfg.doSample && !cfg.hasLogitsProcessors();
   std::vector<int64_t> chosen;
   std::vector<float> chosenLogprob;
   bool haveChosen = false;

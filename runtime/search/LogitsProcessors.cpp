@@ -140,8 +140,22 @@ void applyLogitsProcessors(float *row, int64_t vocab, const std::vector<int64_t>
     applyRepetitionPenalty(row, vocab, history, float(cfg.repetitionPenalty));
   if (cfg.noRepeatNgramSize > 0)
     applyNoRepeatNgram(row, vocab, history, cfg.noRepeatNgramSize);
+  const int64_t curLen = static_cast<int64_t>(history.size()), promptLen = curLen - generated;
+  if (cfg.minLength > 0 && !eos.empty())
+    applyMinLength(row, vocab, eos, curLen, cfg.minLength);
   if (cfg.minNewTokens > 0 && !eos.empty())
     applyMinNewTokens(row, vocab, generated, cfg.minNewTokens, eos);
+  if (cfg.forcedBosTokenId >= 0)
+    applyForcedBos(row, vocab, cfg.forcedBosTokenId, curLen);
+  if (!cfg.forcedEosTokenIds.empty()) // HF: max_length = input length + max_new_tokens
+    applyForcedEos(row, vocab, cfg.forcedEosTokenIds, curLen, promptLen + cfg.maxNewTokens);
+  if (cfg.expDecayStart >= 0 && !eos.empty())
+    applyExponentialDecayLengthPenalty(row, vocab, eos, curLen, cfg.expDecayStart + promptLen, cfg.expDecayFactor);
+  if (!cfg.suppressTokens.empty())
+    applySuppressTokens(row, vocab, cfg.suppressTokens);
+  if (!cfg.beginSuppressTokens.empty()) // HF's begin index: +1 past a forced BOS after a 1-token prompt
+    applyBeginSuppressTokens(row, vocab, cfg.beginSuppressTokens, curLen,
+                             promptLen + (promptLen == 1 && cfg.forcedBosTokenId >= 0 ? 1 : 0));
 }
 
 void applyTemperature(float *row, int64_t vocab, float temperature) {

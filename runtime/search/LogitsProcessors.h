@@ -55,8 +55,12 @@ void applyMinLength(float *row, int64_t vocab, const std::vector<int64_t> &eos, 
 void applyExponentialDecayLengthPenalty(float *row, int64_t vocab, const std::vector<int64_t> &eos, int64_t curLen,
                                         int64_t regulationStart, double factor);
 
-/// The processors in HF's order (repetition penalty, no-repeat n-gram,
-/// min new tokens). `generated` = tokens generated so far in this row.
+/// The processors in HF's order (_get_logits_processor): repetition penalty,
+/// no-repeat n-gram, min length, min new tokens, forced BOS, forced EOS,
+/// exponential decay length penalty, suppress tokens, begin-suppress tokens.
+/// `generated` = tokens generated so far in this row; the history's length
+/// is HF's cur_len, and the prompt part of it (history - generated) HF's
+/// input_ids_seq_length.
 void applyLogitsProcessors(float *row, int64_t vocab, const std::vector<int64_t> &history,
                            int64_t generated, const GenerationConfig &cfg,
                            const std::vector<int64_t> &eos);

@@ -117,3 +117,75 @@ TEST(Warpers, OrderAndDefaults) {
   EXPECT_NE(row[0], -kInf);
   EXPECT_EQ(row[1], -kInf);
 }
+
+// applyLogitsProcessors with the generation-config processors: their lengths
+// come from the history (HF's input_ids) and the tokens generated so far.
+namespace {
+std::vector<float> processed(const GenerationConfig &cfg, const std::vector<int64_t> &history, int64_t generated,
+                             std::vector<int64_t> eos = {0}) {
+  std::vector<float> row = {-1.f, 2.f, 3.f, 4.f, 5.f, 6.f};
+  applyLogitsProcessors(row.data(), int64_t(row.size()), history, generated, cfg, eos);
+  return row;
+}
+} // namespace
+
+TEST(LogitsProcessors, ForcedEosAtTheLastPositionOfThePromptPlusMaxNewTokens) {
+  GenerationConfig cfg;
+  cfg.maxNewTokens = 3;
+  cfg.forcedEosTokenIds = {5};
+  // Prompt of 2, max length 5: forced when cur_len == 4, i.e. after 2 new tokens.
+  std::vector<float> early = processed(cfg, {7, 8, 1}, 1);
+  EXPECT_EQ(early[5], 6.f);
+  std::vector<float> last = processed(cfg, {7, 8, 1, 2}, 2);
+  for (int v = 0; v < 6; ++v)
+    EXPECT_EQ(last[v], v == 5 ? 0.f : -kInf) << v;
+}
+
+TEST(LogitsProcessors, BeginSuppressAtTheFirstNewTokenOnly) {
+  GenerationConfig cfg;
+  cfg.beginSuppressTokens = {3};
+  EXPECT_EQ(processed(cfg, {7, 8}, 0)[3], -kInf);
+  EXPECT_EQ(processed(cfg, {7, 8, 1}, 1)[3], 4.f);
+}
+
+TEST(LogitsProcessors, ForcedBosShiftsBeginSuppressPastIt) {
+  GenerationConfig cfg;
+  cfg.forcedBosTokenId = 2;
+  cfg.beginSuppressTokens = {3};
+  // A 1-token prompt: the first new token is the forced BOS (cur_len 1)...
+  std::vector<float> first = processed(cfg, {7}, 0);
+  for (int v = 0; v < 6; ++v)
+    EXPECT_EQ(first[v], v == 2 ? 0.f : -kInf) << v;
+  // ... and the begin-suppression falls on the token after it.
+  EXPECT_EQ(processed(cfg, {7, 2}, 1)[3], -kInf);
+  EXPECT_EQ(processed(cfg, {7, 2, 1}, 2)[3], 4.f);
+}
+
+TEST(LogitsProcessors, MinLengthCountsThePrompt) {
+  GenerationConfig cfg;
+  cfg.minLength = 4;
+  EXPECT_EQ(processed(cfg, {7, 8, 1}, 1)[0], -kInf); // cur_len 3 < 4
+  EXPECT_EQ(processed(cfg, {7, 8, 1, 2}, 2)[0], -1.f);
+}
+
+TEST(LogitsProcessors, ExponentialDecayStartsAfterThePrompt) {
+  GenerationConfig cfg;
+  cfg.expDecayStart = 1;
+  cfg.expDecayFactor = 2.0;
+  // Prompt of 2: regulation starts at cur_len 3; at cur_len 4 (k = 1) the eos
+  // score -1 gains |-1| * (2^1 - 1).
+  EXPECT_EQ(processed(cfg, {7, 8, 1}, 1)[0], -1.f);
+  EXPECT_FLOAT_EQ(processed(cfg, {7, 8, 1, 2}, 2)[0], 0.f);
+}
+
+TEST(LogitsProcessors, SuppressComesAfterForcedEosAsInHf) {
+  GenerationConfig cfg;
+  cfg.maxNewTokens = 1;
+  cfg.forcedEosTokenIds = {5};
+  cfg.suppressTokens = {5};
+  std::vector<float> row = processed(cfg, {7}, 0);
+  for (int v = 0; v < 6; ++v)
+    EXPECT_EQ(row[v], -kInf) << v;
+  EXPECT_TRUE(cfg.hasLogitsProcessors());
+  EXPECT_FALSE(GenerationConfig().hasLogitsProcessors());
+}
