@@ -129,6 +129,10 @@ def main():
                     help="skip the onnxruntime check (large models for benchmarks)")
     ap.add_argument("--golden", type=int, default=0, metavar="N",
                     help="record HF greedy generate() for N new tokens (decoder-only)")
+    ap.add_argument("--golden-processors", action="store_true",
+                    help="with --golden: also greedy and beam search under the generation-config "
+                         "logits processors (suppress, begin-suppress, min_length, forced eos, "
+                         "exponential decay)")
     args = ap.parse_args()
 
     try:
@@ -262,8 +266,44 @@ def write_golden(model, cfg, args, torch):
               "input_ids": ids.tolist(), "attention_mask": mask.tolist(),
               "greedy": {"args": {"max_new_tokens": args.golden, "min_new_tokens": args.golden},
                          "sequences": out.sequences.tolist(), "top2_margin": margins}}
+    if args.golden_processors:
+        golden.update(processor_golden(model, out.sequences[:, ids.shape[1]:], ids, mask, pad, eos, args, torch))
     with open(os.path.join(args.out, "golden.json"), "w") as f:
         json.dump(golden, f)
+
+
+def processor_golden(model, plain, ids, mask, pad, eos, args, torch):
+    """Greedy and beam search under the processors HF builds from a generation
+    config, each set where it changes the outcome: the two tokens plain greedy
+    chose most often suppressed, the rows' first choices suppressed at the
+    beginning, eos banned until two tokens past the padded prompt and forced
+    at the maximum length, its score decayed upwards after 3 new tokens."""
+    counts = {}
+    for t in plain.flatten().tolist():
+        counts[t] = counts.get(t, 0) + 1
+    common = [t for t, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])) if t != eos][:2]
+    first = sorted({int(t) for t in plain[:2, 0].tolist()} - set(common) - {eos})
+    procs = {"suppress_tokens": common, "begin_suppress_tokens": first, "min_length": ids.shape[1] + 2,
+             "forced_eos_token_id": eos, "exponential_decay_length_penalty": [3, 1.5]}
+    sections = {}
+    for name, extra in (("greedy_processors", {"num_beams": 1}),
+                        ("beam_processors", {"num_beams": 3, "num_return_sequences": 2})):
+        kw = dict(max_new_tokens=args.golden, **procs, **extra)
+        out = model.generate(input_ids=ids, attention_mask=mask, do_sample=False, output_scores=True,
+                             return_dict_in_generate=True, pad_token_id=pad, eos_token_id=eos,
+                             **{k: tuple(v) if k == "exponential_decay_length_penalty" else v
+                                for k, v in kw.items()})
+        sec = {"args": kw, "sequences": out.sequences.tolist()}
+        if extra["num_beams"] == 1:
+            margins = []
+            for s in out.scores:
+                top = torch.topk(s.float(), 2, dim=-1).values
+                margins.append((top[:, 0] - top[:, 1]).tolist())
+            sec["top2_margin"] = margins
+        else:
+            sec["sequences_scores"] = out.sequences_scores.tolist()
+        sections[name] = sec
+    return sections
 
 
 if __name__ == "__main__":

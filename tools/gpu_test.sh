@@ -36,7 +36,7 @@ check() { # name fixture model
   local log="$OUT/gen-$name.log"
   # The modes the fixture's golden.json records.
   local modes
-  modes=$(python3 -c "import json,sys; g=json.load(open(sys.argv[1])); print(' '.join(m for m in ('greedy','beam','beam_reppen') if m in g))" "tests/fixtures/$fx/golden.json")
+  modes=$(python3 -c "import json,sys; g=json.load(open(sys.argv[1])); print(' '.join(m for m in ('greedy','beam','beam_reppen','greedy_processors','beam_processors') if m in g))" "tests/fixtures/$fx/golden.json")
   # shellcheck disable=SC2086
   if python3 tests/tools/check_generate.py "$BIN/genc" "$BIN/genrun" "tests/fixtures/$fx" "$model" "$W/$name" \
        $modes > "$log" 2>&1; then
@@ -66,6 +66,7 @@ for fx in llama mistral gpt2; do
   check "$fx-dynamo" "$fx" model.dynamo.onnx
 done
 for fx in falcon olmo2 qwen3; do check "$fx" "$fx" model.onnx; done
+check processors processors model.onnx
 # The opt-in GEMV kernels (GENC_CUDA_GEMV=1) on the GQA and rolling-window fixtures.
 for fx in llama mistral gpt2; do GENC_CUDA_GEMV=1 check "$fx-gemv" "$fx" model.onnx; done
 check t5 t5 encoder.onnx,decoder.onnx

@@ -1,7 +1,8 @@
 """Generation parity with Hugging Face: genc compile + genrun vs a fixture's golden.json.
 
 usage: check_generate.py GENC GENRUN FIXTURE_DIR MODEL_FILE WORKDIR MODE...
-MODE: greedy | beam | beam_reppen (the golden.json sections).
+MODE: greedy | beam | beam_reppen | greedy_processors | beam_processors (the
+golden.json sections; a greedy_* section is compared as greedy).
 MODEL_FILE: model.onnx, or ENCODER,DECODER (e.g. encoder.onnx,decoder.onnx) for an
 encoder-decoder fixture, or "." for the fixture folder itself.
 
@@ -65,11 +66,16 @@ for mode in modes:
     flag = {"max_new_tokens": "--max-new-tokens", "num_beams": "--num-beams",
             "no_repeat_ngram_size": "--no-repeat-ngram-size", "length_penalty": "--length-penalty",
             "early_stopping": "--early-stopping", "num_return_sequences": "--num-return-sequences",
-            "repetition_penalty": "--repetition-penalty", "min_new_tokens": "--min-new-tokens"}
+            "repetition_penalty": "--repetition-penalty", "min_new_tokens": "--min-new-tokens",
+            "min_length": "--min-length", "forced_bos_token_id": "--forced-bos-token-id",
+            "forced_eos_token_id": "--forced-eos-token-id", "suppress_tokens": "--suppress-tokens",
+            "begin_suppress_tokens": "--begin-suppress-tokens",
+            "exponential_decay_length_penalty": "--exponential-decay-length-penalty"}
     for k, v in args.items():
         if k not in flag:
             sys.exit(f"check_generate: unknown golden argument {k}")
-        cmd += [flag[k], str(v).lower() if isinstance(v, bool) else str(v)]
+        text = json.dumps(v) if isinstance(v, (list, tuple)) else str(v).lower() if isinstance(v, bool) else str(v)
+        cmd += [flag[k], text]
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode != 0:
         print(f"{mode}: genrun failed:\n{res.stderr}")
@@ -86,7 +92,7 @@ for mode in modes:
         continue
     mismatched, max_score_diff = 0, 0.0
     for i, (got, want) in enumerate(zip(got_rows, want_rows)):
-        if mode == "greedy":
+        if mode.startswith("greedy"):
             margins = [step[i] for step in sec["top2_margin"]]
             n = next((s for s, m in enumerate(margins) if m < greedy_margin), len(margins))
             ok = got[:n] == want[:n]
