@@ -60,6 +60,7 @@ public:
     model["max_batch"] = opts.maxBatch;
     model["max_beams"] = opts.maxBeams;
     model["max_length"] = opts.maxLength;
+    model["generation_defaults"] = generationDefaults();
     root["model"] = std::move(model);
     root["max_tokens"] = opts.prefillTokens();
     root["activation_dtype"] = dtypeName(activation_);
@@ -169,6 +170,36 @@ public:
   }
 
 private:
+  // The generation options of config.json / generation_config.json that the
+  // runtime acts on, in HF's names and JSON shapes: genrun and the Python
+  // package start from them, as HF generate() starts from the model's
+  // generation config (their flags and keywords override).
+  llvm::json::Object generationDefaults() {
+    static const char *const kKeys[] = {
+        "max_new_tokens", "min_new_tokens", "min_length", "num_beams", "length_penalty", "early_stopping",
+        "no_repeat_ngram_size", "repetition_penalty", "do_sample", "temperature", "top_k", "top_p", "min_p",
+        "forced_bos_token_id", "forced_eos_token_id", "suppress_tokens", "begin_suppress_tokens",
+        "exponential_decay_length_penalty", "num_return_sequences"};
+    llvm::json::Object out;
+    for (const char *k : kKeys) {
+      auto it = m_.metadata().find(std::string("config.") + k);
+      if (it == m_.metadata().end() || it->second.empty())
+        continue; // absent or null: HF's default
+      const std::string &text = it->second;
+      if (std::string(k) == "early_stopping" && text == "never") {
+        out[k] = "never";
+        continue;
+      }
+      auto v = llvm::json::parse(text);
+      if (!v) {
+        llvm::consumeError(v.takeError());
+        continue; // not a value the runtime reads (e.g. a string)
+      }
+      out[k] = std::move(*v);
+    }
+    return out;
+  }
+
   // Launch metadata per kernel, with the storage dtype of each pointer
   // parameter (what the launcher must pass); one cubin per sm_XX and PTX per
   // compute_XX holding every kernel (codegen/NvrtcCompile.h), in the blob.

@@ -6,6 +6,7 @@
 // as one packed batch (no padding) and returns the logits of the last token
 // of each chunk.
 #pragma once
+#include "runtime/Json.h"
 #include "runtime/Status.h"
 
 #include <cstdint>
@@ -26,6 +27,9 @@ struct ModelInfo {
   int64_t maxBatch = 0;  // sequences per batch the plan was sized for
   int64_t maxBeams = 0;  // beams per sequence
   int64_t maxLength = 0; // prompt + generated tokens per sequence
+  /// The model's generation config as the plan records it (HF names, a JSON
+  /// object; null in plans from before it): GenerationConfig::applyDefaults.
+  json::Value generationDefaults;
 };
 
 /// Tokens to append to one slot's sequence.

@@ -165,6 +165,13 @@ private:
     const json::Value *eos;
     if (!(s = need(*model, "eos_token_ids", eos, json::Value::Kind::Array)))
       return s;
+    // Optional (plans from before it); its values are checked where they are
+    // applied (GenerationConfig::applyDefaults), by name.
+    if (const json::Value *gd = model->find("generation_defaults")) {
+      if (!gd->isObject())
+        return err("metadata: model.generation_defaults must be an object");
+      mi.generationDefaults = *gd;
+    }
     if (const json::Value *ad = root.find("activation_dtype")) {
       auto dt = ad->isString() ? parseDType(ad->asString()) : std::nullopt;
       if (!dt || (*dt != DType::F32 && *dt != DType::F16 && *dt != DType::BF16))

@@ -253,10 +253,17 @@ Status parseArgs(const std::vector<std::string> &argv, Args &a) {
       if (hasValue && !parseBool(value, b))
         return Status::error("invalid value '" + value + "' for " + name + ": expected true or false");
       (name == "--stats" ? a.stats : name == "--stream" ? a.stream : a.cfg.doSample) = b;
+      if (name == "--do-sample")
+        a.given.push_back("do_sample");
       continue;
     }
     if (!isValued(name))
       return Status::error("unknown option '" + name + "' (see genrun --help)");
+    std::string keyword = name.substr(2);
+    for (char &ch : keyword)
+      if (ch == '-')
+        ch = '_';
+    a.given.push_back(keyword);
     if (!hasValue) {
       if (i + 1 >= argv.size())
         return Status::error("option " + name + " needs a value");

@@ -22,6 +22,9 @@ struct Args {
   bool stream = false;              // --stream: JSON lines per event
   bool help = false;                // --help: print usageText() and stop
   genrt::GenerationConfig cfg;
+  /// The generation options given, in HF's names ("num_beams"): the plan's
+  /// defaults fill in the rest (GenerationConfig::applyDefaults).
+  std::vector<std::string> given;
 };
 
 /// The --help text.

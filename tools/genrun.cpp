@@ -160,8 +160,6 @@ static int run(int argc, char **argv) {
   }
   if (Status s = args.cfg.validate(); !s)
     fail(s.message());
-  for (const std::string &w : args.cfg.warnings())
-    std::cerr << "genrun: warning: " << w << "\n";
 
   // Prompts: JSON lines (a file or stdin) or --prompt texts. `where[n]`
   // names prompt n in error messages.
@@ -195,8 +193,15 @@ static int run(int argc, char **argv) {
     fail(s.message());
 
   const ModelInfo &info = decoder->info();
+  // The model's generation config under the flags given, as HF generate()
+  // starts from it.
+  if (Status s = args.cfg.applyDefaults(info.generationDefaults, args.given); !s)
+    fail(s.message());
   if (Status s = args.cfg.validateFor(info); !s)
     fail(s.message());
+  for (const std::string &w : args.cfg.warnings())
+    std::cerr << "genrun: warning: " << w << "\n";
+
   for (size_t n = 0; n < prompts.size(); ++n) {
     if (texts[n]) {
       std::string field = args.prompts.empty() ? "field \"text\": " : "";

@@ -21,11 +21,12 @@ static std::string scalarText(const llvm::json::Value &v) {
     return s->str();
   if (const auto *a = v.getAsArray()) {
     std::string r = "[";
+    // Numbers only (token id lists, exponential_decay_length_penalty's pair).
     for (size_t i = 0; i < a->size(); ++i) {
-      auto x = (*a)[i].getAsInteger();
-      if (!x)
+      const llvm::json::Value &x = (*a)[i];
+      if (!x.getAsInteger() && !x.getAsNumber())
         return "";
-      r += (i ? ", " : "") + std::to_string(*x);
+      r += (i ? ", " : "") + scalarText(x);
     }
     return r + "]";
   }

@@ -116,11 +116,13 @@ def from_generation_config(config: Any) -> Dict[str, Any]:
     raise TypeError("generation_config must be a transformers.GenerationConfig, got %s" % type(config).__name__)
 
 
-def gather(kwargs: Dict[str, Any]) -> Dict[str, Any]:
+def gather(kwargs: Dict[str, Any], defaults: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """generate()'s keyword arguments, a generation_config among them,
-    checked by name and type: the options genc acts on."""
+    checked by name and type: the options genc acts on. `defaults`: the
+    model's generation config as the plan records it, under both (as HF
+    generate() starts from the model's)."""
     kwargs = dict(kwargs)
-    merged: Dict[str, Any] = {}
+    merged: Dict[str, Any] = dict(defaults or {})
     config = kwargs.pop("generation_config", None)
     if config is not None:
         merged.update(from_generation_config(config))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Iterator, List, Optional, Sequence as Seq, Tuple, Union
+from typing import Any, Dict, Iterator, List, Optional, Sequence as Seq, Tuple, Union
 
 from . import _config, _genc
 
@@ -88,6 +88,12 @@ class Generator:
         return list(self._g.eos_token_id)
 
     @property
+    def generation_defaults(self) -> Dict[str, Any]:
+        """The model's generation config as the plan records it (HF names):
+        what generate() uses for every option its keywords leave out."""
+        return dict(self._g.generation_defaults)
+
+    @property
     def max_batch(self) -> int:
         return self._g.max_batch
 
@@ -129,7 +135,7 @@ class Generator:
         self.close()
 
     def _request(self, prompts: Any, kwargs: Any) -> Tuple[List[List[int]], Any, List[List[int]]]:
-        options = _config.gather(kwargs)
+        options = _config.gather(kwargs, self._g.generation_defaults)
         ids = [self._prompt_ids(p, n) for n, p in enumerate(_prompt_list(prompts))]
         masks = _config.masks_for(options, len(ids))
         native = _config.to_native(options, [len(p) for p in ids], self._g.is_encoder_decoder,

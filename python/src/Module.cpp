@@ -184,6 +184,34 @@ void setEarlyStopping(GenerationConfig &c, const std::string &v) {
 
 } // namespace
 
+// A JSON value of the plan (the model's generation defaults) as Python data.
+static py::object toPython(const genrt::json::Value &v) {
+  using K = genrt::json::Value::Kind;
+  switch (v.kind()) {
+  case K::Null:
+    return py::none();
+  case K::Bool:
+    return py::bool_(v.asBool());
+  case K::Number:
+    return v.isInteger() ? py::object(py::int_(v.asInt())) : py::object(py::float_(v.asDouble()));
+  case K::String:
+    return py::str(v.asString());
+  case K::Array: {
+    py::list l;
+    for (const auto &e : v.items())
+      l.append(toPython(e));
+    return std::move(l);
+  }
+  case K::Object: {
+    py::dict d;
+    for (const auto &[k, e] : v.members())
+      d[py::str(k)] = toPython(e);
+    return std::move(d);
+  }
+  }
+  return py::none();
+}
+
 PYBIND11_MODULE(_genc, m) {
   m.doc() = "genc's runtime: run a compiled generation plan (use the genc package, not this module)";
   py::register_exception<GencError>(m, "Error", PyExc_RuntimeError);
@@ -255,6 +283,8 @@ PYBIND11_MODULE(_genc, m) {
       .def_property_readonly("device", [](PyGenerator &g) { return g.engine().deviceName(); })
       .def_property_readonly("has_tokenizer", [](PyGenerator &g) { return g.engine().tokenizer() != nullptr; })
       .def_property_readonly("vocab_size", [](PyGenerator &g) { return g.engine().info().vocabSize; })
+      .def_property_readonly("generation_defaults",
+                             [](PyGenerator &g) { return toPython(g.engine().info().generationDefaults); })
       .def_property_readonly("eos_token_id", [](PyGenerator &g) { return g.engine().info().eosTokenIds; })
       .def_property_readonly("max_batch", [](PyGenerator &g) { return g.engine().info().maxBatch; })
       .def_property_readonly("max_beams", [](PyGenerator &g) { return g.engine().info().maxBeams; })

@@ -1,5 +1,6 @@
 """Hugging Face names for generate()'s options: unknown names, wrong types,
 values HF rejects, and what genc does not implement."""
+import os
 import pytest
 
 import genc
@@ -104,3 +105,31 @@ def test_logits_processors_from_hf_names(gen):
     # begin_suppress_tokens: only the first token changes for sure.
     first = gen.generate("Copyright", max_new_tokens=6, begin_suppress_tokens=[plain[0]])[0].sequences[0].ids
     assert first[0] != plain[0]
+
+
+def test_generation_config_of_the_model_is_the_default(tmp_path):
+    # generation_config.json beside the model: the plan's defaults, which
+    # kwargs override one by one, as in HF generate().
+    import json
+    import shutil
+    from conftest import SRC
+    fx = os.path.join(SRC, "tests", "fixtures", "processors")
+    for f in ("model.onnx", "model.onnx.data", "config.json"):
+        shutil.copy(os.path.join(fx, f), tmp_path / f)
+    plain_plan = genc.compile(str(tmp_path / "model.onnx"), str(tmp_path / "plain.plan"), max_length=64,
+                              progress=False)
+    (tmp_path / "generation_config.json").write_text(json.dumps(
+        {"suppress_tokens": [870, 916], "min_length": 6, "max_new_tokens": 5, "forced_eos_token_id": 2}))
+    cfg_plan = genc.compile(str(tmp_path / "model.onnx"), str(tmp_path / "cfg.plan"), max_length=64,
+                            progress=False)
+    prompt = [[5, 6, 7]]
+    with genc.Generator(cfg_plan, device="cpu") as g, genc.Generator(plain_plan, device="cpu") as p:
+        assert g.generation_defaults["suppress_tokens"] == [870, 916]
+        assert p.generation_defaults == {}
+        by_default = g.generate(prompt)[0].sequences[0].ids
+        as_kwargs = p.generate(prompt, suppress_tokens=[870, 916], min_length=6, max_new_tokens=5,
+                               forced_eos_token_id=2)[0].sequences[0].ids
+        assert by_default == as_kwargs and len(by_default) <= 5
+        overridden = g.generate(prompt, suppress_tokens=None, min_length=0, max_new_tokens=20,
+                                forced_eos_token_id=None)[0].sequences[0].ids
+        assert overridden == p.generate(prompt)[0].sequences[0].ids

@@ -1,5 +1,6 @@
 #include "runtime/search/GenerationConfig.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -85,6 +86,80 @@ Status GenerationConfig::validate() const {
   if (expDecayStart >= 0 && !(expDecayFactor > 0 && std::isfinite(expDecayFactor)))
     return Status::error(option("exponential_decay_length_penalty") + ": the decay factor must be a positive number, got " +
                          num(expDecayFactor));
+  return Status::ok();
+}
+
+Status GenerationConfig::applyDefaults(const json::Value &defaults, const std::vector<std::string> &given) {
+  if (!defaults.isObject())
+    return Status::ok();
+  for (const auto &[key, v] : defaults.members()) {
+    if (std::find(given.begin(), given.end(), key) != given.end())
+      continue;
+    const Status bad = Status::error("the plan's generation default " + key + " has an unusable value");
+    auto integer = [&](int64_t &dst) {
+      if (!v.isInteger())
+        return false;
+      dst = v.asInt();
+      return true;
+    };
+    auto number = [&](double &dst) {
+      if (!v.isNumber())
+        return false;
+      dst = v.asDouble();
+      return true;
+    };
+    auto ids = [&](std::vector<int64_t> &dst) { // an int or a list of ints
+      std::vector<int64_t> out;
+      if (v.isInteger())
+        out.push_back(v.asInt());
+      else if (v.isArray())
+        for (const json::Value &e : v.items()) {
+          if (!e.isInteger())
+            return false;
+          out.push_back(e.asInt());
+        }
+      else
+        return false;
+      dst = std::move(out);
+      return true;
+    };
+    bool ok = true;
+    if (key == "max_new_tokens") ok = integer(maxNewTokens);
+    else if (key == "min_new_tokens") ok = integer(minNewTokens);
+    else if (key == "min_length") ok = integer(minLength);
+    else if (key == "num_beams") ok = integer(numBeams);
+    else if (key == "num_return_sequences") ok = integer(numReturnSequences);
+    else if (key == "length_penalty") ok = number(lengthPenalty);
+    else if (key == "no_repeat_ngram_size") ok = integer(noRepeatNgramSize);
+    else if (key == "repetition_penalty") ok = number(repetitionPenalty);
+    else if (key == "temperature") ok = number(temperature);
+    else if (key == "top_k") ok = integer(topK);
+    else if (key == "top_p") ok = number(topP);
+    else if (key == "min_p") ok = number(minP);
+    else if (key == "forced_bos_token_id") ok = integer(forcedBosTokenId);
+    else if (key == "forced_eos_token_id") ok = ids(forcedEosTokenIds);
+    else if (key == "suppress_tokens") ok = ids(suppressTokens);
+    else if (key == "begin_suppress_tokens") ok = ids(beginSuppressTokens);
+    else if (key == "do_sample") {
+      ok = v.isBool();
+      doSample = ok && v.asBool();
+    } else if (key == "early_stopping") {
+      if (v.isBool())
+        earlyStopping = v.asBool() ? EarlyStopping::True : EarlyStopping::False;
+      else
+        ok = v.isString() && parseEarlyStopping(v.asString(), earlyStopping);
+    } else if (key == "exponential_decay_length_penalty") {
+      ok = v.isArray() && v.items().size() == 2 && v.items()[0].isInteger() && v.items()[0].asInt() >= 0 &&
+           v.items()[1].isNumber();
+      if (ok) {
+        expDecayStart = v.items()[0].asInt();
+        expDecayFactor = v.items()[1].asDouble();
+      }
+    }
+    // Other names: a newer genc's; this runtime does not act on them.
+    if (!ok)
+      return bad;
+  }
   return Status::ok();
 }
 

@@ -65,6 +65,11 @@ struct GenerationConfig {
   /// is refused here rather than read as "unset".
   Status setBatchSize(int64_t n);
 
+  /// The plan's generation defaults (ModelInfo::generationDefaults: HF names
+  /// and shapes) for every option not in `given` (HF names the user set).
+  /// A value of the wrong type is an error naming the plan's field.
+  Status applyDefaults(const json::Value &defaults, const std::vector<std::string> &given);
+
   /// Checks ranges and combinations of the options alone. Messages name the
   /// option as `spelling` says.
   Status validate() const;
