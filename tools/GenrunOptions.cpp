@@ -62,6 +62,10 @@ const char *const kUsage =
     "  --begin-suppress-tokens '[N, ...]'   not generated first\n"
     "  --exponential-decay-length-penalty '[START, FACTOR]'  eos score grows by FACTOR\n"
     "                             each token past START new tokens\n"
+    "  --bad-words-ids '[[N, ...], ...]'    token sequences never completed\n"
+    "  --sequence-bias '[[[N, ...], BIAS], ...]'  added to a sequence's last token\n"
+    "  --renormalize-logits       log-softmax the processed scores (beam scores)\n"
+    "  --typical-p F, --epsilon-cutoff F, --eta-cutoff F   sampling warpers (default off)\n"
     "  --batch-size N             prompts per batch, at least 1 (default: what the plan allows)\n"
     "  --threads N                CPU executor threads (default: the physical cores)\n"
     "  --stream                   JSON lines per event as tokens are final (above)\n"
@@ -109,7 +113,8 @@ bool isValued(const std::string &name) {
       "--length-penalty", "--early-stopping", "--num-return-sequences", "--no-repeat-ngram-size",
       "--repetition-penalty", "--temperature", "--top-k", "--top-p", "--min-p", "--seed",
       "--eos-token-id", "--batch-size", "--threads", "--min-length", "--forced-bos-token-id",
-      "--forced-eos-token-id", "--suppress-tokens", "--begin-suppress-tokens", "--exponential-decay-length-penalty"};
+      "--forced-eos-token-id", "--suppress-tokens", "--begin-suppress-tokens", "--exponential-decay-length-penalty",
+      "--bad-words-ids", "--sequence-bias", "--typical-p", "--epsilon-cutoff", "--eta-cutoff"};
   for (const char *k : kValued)
     if (name == k)
       return true;
@@ -211,6 +216,19 @@ std::string setOption(const std::string &name, const std::string &value, Args &a
       return "invalid value '" + value + "' for " + name + ": expected [START, FACTOR], START >= 0";
     c.expDecayStart = v.items()[0].asInt();
     c.expDecayFactor = v.items()[1].asDouble();
+  } else if (name == "--bad-words-ids" || name == "--sequence-bias") {
+    genrt::json::Value v;
+    const bool bw = name == "--bad-words-ids";
+    if (!genrt::json::parse(value, v) ||
+        !(bw ? genrt::parseBadWordsIds(v, c.badWordsIds) : genrt::parseSequenceBias(v, c.sequenceBias)))
+      return "invalid value '" + value + "' for " + name + ": expected " +
+             (bw ? "[[N, ...], ...]" : "[[[N, ...], BIAS], ...]") + " (HF's shape)";
+  } else if (name == "--typical-p") {
+    return doubleArg(c.typicalP);
+  } else if (name == "--epsilon-cutoff") {
+    return doubleArg(c.epsilonCutoff);
+  } else if (name == "--eta-cutoff") {
+    return doubleArg(c.etaCutoff);
   } else if (name == "--batch-size") {
     int64_t n = 0;
     if (std::string bad = intArg(n); !bad.empty())
@@ -248,13 +266,16 @@ Status parseArgs(const std::vector<std::string> &argv, Args &a) {
       hasValue = true;
     }
     // Flags that take no value.
-    if (name == "--stats" || name == "--do-sample" || name == "--stream") {
+    if (name == "--stats" || name == "--do-sample" || name == "--stream" || name == "--renormalize-logits") {
       bool b = true;
       if (hasValue && !parseBool(value, b))
         return Status::error("invalid value '" + value + "' for " + name + ": expected true or false");
-      (name == "--stats" ? a.stats : name == "--stream" ? a.stream : a.cfg.doSample) = b;
-      if (name == "--do-sample")
-        a.given.push_back("do_sample");
+      (name == "--stats"                ? a.stats
+       : name == "--stream"             ? a.stream
+       : name == "--renormalize-logits" ? a.cfg.renormalizeLogits
+                                        : a.cfg.doSample) = b;
+      if (name == "--do-sample" || name == "--renormalize-logits")
+        a.given.push_back(name == "--do-sample" ? "do_sample" : "renormalize_logits");
       continue;
     }
     if (!isValued(name))

@@ -44,7 +44,55 @@ for cur in (4, 5, 9):
     # start index 1 after a 3-token prompt: regulation starts at 4; factor 1.5
     case("exp_decay", lp.ExponentialDecayLengthPenalty((1, 1.5), eos, 3), cur, eos + [4, 15])
 
-print("// Made by tools/make_processor_golden.py from Hugging Face's processor classes; do not edit.")
-print("// name, args, cur_len, scores (f32 bits), HF's result (f32 bits)")
-for name, args, cur, s, o in cases:
-    print(f'{{"{name}", {{{", ".join(str(a) for a in args)}}}, {cur}, {{{bits(s)}}}, {{{bits(o)}}}}},')
+def first():
+    print("// Made by tools/make_processor_golden.py from Hugging Face's processor classes; do not edit.")
+    print("// name, args, cur_len, scores (f32 bits), HF's result (f32 bits)")
+    for name, args, cur, s, o in cases:
+        print(f'{{"{name}", {{{", ".join(str(a) for a in args)}}}, {cur}, {{{bits(s)}}}, {{{bits(o)}}}}},')
+
+
+# Second table (ProcessorGolden2.inc): processors that read the history, take
+# float arguments or are sampling warpers past min_p:
+#   python tools/make_processor_golden.py --second > tests/unit/runtime/ProcessorGolden2.inc
+def second():
+    out = []
+    hist = [5, 9, 14, 5, 9]
+
+    def case2(name, proc, history, ints, floats, scale=4.0):
+        scores = torch.randn(1, V, generator=g) * scale
+        scores[0, 3] = -float("inf")
+        ids = torch.tensor([history], dtype=torch.long)
+        res = proc(ids, scores.clone())
+        out.append((name, history, ints, floats, scores[0], res[0]))
+
+    # sequence_bias: one-token biases, a 2- and a 3-gram that match the
+    # history's end, one that does not, one longer than the history.
+    bias = [[[7], -2.5], [[11], 1.25], [[9, 20], 3.0], [[14, 5, 9, 21], -1.5], [[5, 22], 4.0],
+            [[1, 2, 3, 4, 5, 6, 7], 2.0], [[21], 0.5]]
+    flat = []
+    for seq, b in bias:  # ints: len, ids... per entry; floats: biases
+        flat += [len(seq)] + seq
+    for h in (hist, hist[:1]):
+        case2("sequence_bias", lp.SequenceBiasLogitsProcessor(sequence_bias=bias), h, flat, [b for _, b in bias])
+    bad = [[7], [2], [9, 20], [5, 9, 33], [4, 4]]
+    flat = []
+    for seq in bad:
+        flat += [len(seq)] + seq
+    case2("bad_words", lp.NoBadWordsLogitsProcessor(bad, eos_token_id=[2]), hist, flat + [2], [])
+    for mass in (0.2, 0.9):
+        case2("typical", lp.TypicalLogitsWarper(mass), hist, [], [mass], scale=1.5)
+    for eps in (3e-3, 2e-2):
+        case2("epsilon", lp.EpsilonLogitsWarper(eps), hist, [], [eps], scale=1.5)
+    for eta in (3e-3, 2e-2):
+        case2("eta", lp.EtaLogitsWarper(eta, device="cpu"), hist, [], [eta], scale=1.5)
+    case2("renormalize", lp.LogitNormalization(), hist, [], [])
+    print("// Made by tools/make_processor_golden.py --second from Hugging Face's processor classes; do not edit.")
+    print("// name, history, int args, float args, scores (f32 bits), HF's result (f32 bits)")
+    for name, h, ints, floats, s, o in out:
+        print(f'{{"{name}", {{{", ".join(map(str, h))}}}, {{{", ".join(map(str, ints))}}}, '
+              f'{{{", ".join(repr(float(f)) for f in floats)}}}, {{{bits(s)}}}, {{{bits(o)}}}}},')
+
+
+if __name__ == "__main__":
+    import sys
+    second() if "--second" in sys.argv[1:] else first()

@@ -21,12 +21,16 @@ static std::string scalarText(const llvm::json::Value &v) {
     return s->str();
   if (const auto *a = v.getAsArray()) {
     std::string r = "[";
-    // Numbers only (token id lists, exponential_decay_length_penalty's pair).
+    // Numbers and lists of them (token id lists, bad_words_ids, the pairs
+    // of exponential_decay_length_penalty and sequence_bias), as JSON.
     for (size_t i = 0; i < a->size(); ++i) {
       const llvm::json::Value &x = (*a)[i];
-      if (!x.getAsInteger() && !x.getAsNumber())
+      if (!x.getAsInteger() && !x.getAsNumber() && !x.getAsArray())
         return "";
-      r += (i ? ", " : "") + scalarText(x);
+      std::string t = scalarText(x);
+      if (t.empty())
+        return "";
+      r += (i ? ", " : "") + t;
     }
     return r + "]";
   }

@@ -35,6 +35,12 @@ SUPPORTED = {
     "suppress_tokens": "ids",
     "begin_suppress_tokens": "ids",
     "exponential_decay_length_penalty": "decay",
+    "bad_words_ids": "sequences",
+    "sequence_bias": "sequence_bias",
+    "renormalize_logits": "bool",
+    "typical_p": "optional_float",
+    "epsilon_cutoff": "optional_float",
+    "eta_cutoff": "optional_float",
     "attention_mask": "masks",  # per prompt, for prompts given as ids (HF's left padding)
     "seed": "int",  # genc's: HF draws from torch's global generator instead
     "batch_size": "int",  # genc's: prompts per batch (default: what the plan allows)
@@ -54,9 +60,8 @@ NO_EFFECT = {"pad_token_id", "bos_token_id", "use_cache", "return_dict_in_genera
 # HF names genc does not implement, with the value that means "off" (HF's default).
 UNSUPPORTED_DEFAULTS: Dict[str, Any] = {
     "num_beam_groups": 1, "diversity_penalty": 0.0, "penalty_alpha": None, "dola_layers": None,
-    "typical_p": 1.0, "epsilon_cutoff": 0.0, "eta_cutoff": 0.0, "encoder_repetition_penalty": 1.0,
-    "encoder_no_repeat_ngram_size": 0, "bad_words_ids": None, "force_words_ids": None,
-    "renormalize_logits": False, "constraints": None,
+    "encoder_repetition_penalty": 1.0,
+    "encoder_no_repeat_ngram_size": 0, "force_words_ids": None, "constraints": None,
     "remove_invalid_values": False, "forced_decoder_ids": None,
     "sequence_bias": None, "token_healing": False, "guidance_scale": None, "low_memory": None,
     "watermarking_config": None, "max_time": None, "stop_strings": None, "prefix_allowed_tokens_fn": None,
@@ -98,6 +103,21 @@ def _check_type(name: str, kind: str, value: Any) -> Any:
         if value is not None and not (isinstance(value, (list, tuple)) and
                                       all(isinstance(v, int) and not isinstance(v, bool) for v in value)):
             raise bad("an int, a list of ints or None")
+    elif kind == "sequences":
+        def is_ids(s):
+            return isinstance(s, (list, tuple)) and len(s) > 0 and \
+                all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in s)
+        if value is not None and not (isinstance(value, (list, tuple)) and all(is_ids(s) for s in value)):
+            raise bad("a list of token id lists or None")
+    elif kind == "sequence_bias":
+        if isinstance(value, dict):  # HF's dict form {(ids...): bias}
+            value = [[list(k), v] for k, v in value.items()]
+        ok = value is None or (isinstance(value, (list, tuple)) and all(
+            isinstance(e, (list, tuple)) and len(e) == 2 and isinstance(e[0], (list, tuple)) and len(e[0]) > 0 and
+            all(isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in e[0]) and
+            isinstance(e[1], (int, float)) and not isinstance(e[1], bool) for e in value))
+        if not ok:
+            raise bad("a list of [token ids, bias] pairs, a dict of them or None")
     elif kind == "decay":
         ok = value is None or (isinstance(value, (list, tuple)) and len(value) == 2 and
                                isinstance(value[0], int) and not isinstance(value[0], bool) and
@@ -176,9 +196,15 @@ def to_native(options: Dict[str, Any], prompt_lengths: Sequence[int], encoder_de
             value = "never" if value == "never" else ("true" if value else "false")
         elif name in ("top_k", "top_p", "min_p") and value is None:
             value = {"top_k": 0, "top_p": 1.0, "min_p": 0.0}[name]  # HF's None: the warper is off
-        elif name in ("eos_token_id", "forced_eos_token_id", "suppress_tokens", "begin_suppress_tokens") \
-                and value is None:
+        elif name in ("eos_token_id", "forced_eos_token_id", "suppress_tokens", "begin_suppress_tokens",
+                      "bad_words_ids", "sequence_bias") and value is None:
             value = []  # off (eos: the plan's)
+        elif name == "sequence_bias":
+            value = [(list(ids), float(b)) for ids, b in value]
+        elif name in ("typical_p",) and value is None:
+            value = 1.0
+        elif name in ("epsilon_cutoff", "eta_cutoff") and value is None:
+            value = 0.0
         elif name == "forced_bos_token_id" and value is None:
             value = -1
         elif name == "exponential_decay_length_penalty":

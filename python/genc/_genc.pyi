@@ -26,6 +26,12 @@ class _Config:
     suppress_tokens: List[int]
     begin_suppress_tokens: List[int]
     exponential_decay_length_penalty: Optional[Tuple[int, float]]
+    bad_words_ids: List[List[int]]
+    sequence_bias: List[Tuple[List[int], float]]
+    renormalize_logits: bool
+    typical_p: float
+    epsilon_cutoff: float
+    eta_cutoff: float
     batch_size: int
     def __init__(self) -> None: ...
     def validate(self) -> None: ...

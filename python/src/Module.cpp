@@ -245,6 +245,12 @@ PYBIND11_MODULE(_genc, m) {
       .def_readwrite("forced_eos_token_id", &GenerationConfig::forcedEosTokenIds)
       .def_readwrite("suppress_tokens", &GenerationConfig::suppressTokens)
       .def_readwrite("begin_suppress_tokens", &GenerationConfig::beginSuppressTokens)
+      .def_readwrite("bad_words_ids", &GenerationConfig::badWordsIds)
+      .def_readwrite("sequence_bias", &GenerationConfig::sequenceBias)
+      .def_readwrite("renormalize_logits", &GenerationConfig::renormalizeLogits)
+      .def_readwrite("typical_p", &GenerationConfig::typicalP)
+      .def_readwrite("epsilon_cutoff", &GenerationConfig::epsilonCutoff)
+      .def_readwrite("eta_cutoff", &GenerationConfig::etaCutoff)
       .def_property(
           "exponential_decay_length_penalty",
           [](const GenerationConfig &c) -> py::object {

@@ -30,7 +30,8 @@ def test_unknown_name_lists_the_valid_ones(gen):
     (dict(early_stopping="sometimes"), TypeError, 'early_stopping must be True, False or "never"'),
     (dict(eos_token_id=[1, "2"]), TypeError, "eos_token_id must be an int, a list of ints or None"),
     (dict(eos_token_id=5000), ValueError, "eos_token_id 5000 is outside the vocabulary (size 1000)"),
-    (dict(typical_p=0.5), ValueError, "genc does not support typical_p (given 0.5)"),
+    (dict(encoder_repetition_penalty=1.5), ValueError, "genc does not support encoder_repetition_penalty (given 1.5)"),
+    (dict(typical_p=0.0, do_sample=True), ValueError, "typical_p must be in (0, 1], got 0"),
     (dict(num_beam_groups=2, diversity_penalty=0.5), ValueError, "genc does not support num_beam_groups"),
     (dict(max_new_tokens=100), ValueError, "plus max_new_tokens 100 exceeds the plan's maximum length 64"),
     (dict(max_length=3), ValueError, "max_length 3 leaves no room for new tokens"),
@@ -105,6 +106,16 @@ def test_logits_processors_from_hf_names(gen):
     # begin_suppress_tokens: only the first token changes for sure.
     first = gen.generate("Copyright", max_new_tokens=6, begin_suppress_tokens=[plain[0]])[0].sequences[0].ids
     assert first[0] != plain[0]
+    # bad_words_ids / sequence_bias (HF's dict form too): one-token bans.
+    bad = gen.generate("Copyright", max_new_tokens=6, bad_words_ids=[[t] for t in banned])[0].sequences[0].ids
+    assert bad == out
+    biased = gen.generate("Copyright", max_new_tokens=6,
+                          sequence_bias={(t,): -1e30 for t in banned})[0].sequences[0].ids
+    assert biased == out
+    # The sampling warpers run (typical_p 1.0 / None is HF's off).
+    assert gen.generate("Copyright", max_new_tokens=6, typical_p=None, epsilon_cutoff=None)[0].sequences[0].ids == plain
+    s = gen.generate("Copyright", max_new_tokens=6, do_sample=True, typical_p=0.5, eta_cutoff=0.01, seed=3)
+    assert 1 <= len(s[0].sequences[0].ids) <= 6
 
 
 def test_generation_config_of_the_model_is_the_default(tmp_path):

@@ -83,10 +83,61 @@ Status GenerationConfig::validate() const {
   if (forcedBosTokenId < -1)
     return Status::error(option("forced_bos_token_id") + " must not be negative, got " +
                          std::to_string(forcedBosTokenId));
+  if (!(typicalP > 0 && typicalP <= 1))
+    return Status::error(option("typical_p") + " must be in (0, 1], got " + num(typicalP));
+  if (!(epsilonCutoff >= 0 && epsilonCutoff < 1))
+    return Status::error(option("epsilon_cutoff") + " must be in [0, 1), got " + num(epsilonCutoff));
+  if (!(etaCutoff >= 0 && etaCutoff < 1))
+    return Status::error(option("eta_cutoff") + " must be in [0, 1), got " + num(etaCutoff));
+  for (const auto &[seq, bias] : sequenceBias)
+    if (seq.empty() || std::isnan(bias))
+      return Status::error(option("sequence_bias") + ": each entry needs a non-empty token list and a bias");
+  for (const auto &seq : badWordsIds)
+    if (seq.empty())
+      return Status::error(option("bad_words_ids") + ": a sequence is empty");
   if (expDecayStart >= 0 && !(expDecayFactor > 0 && std::isfinite(expDecayFactor)))
     return Status::error(option("exponential_decay_length_penalty") + ": the decay factor must be a positive number, got " +
                          num(expDecayFactor));
   return Status::ok();
+}
+
+bool parseTokenSequences(const json::Value &v, std::vector<std::vector<int64_t>> &out) {
+  if (!v.isArray())
+    return false;
+  std::vector<std::vector<int64_t>> r;
+  for (const json::Value &seq : v.items()) {
+    if (!seq.isArray() || seq.items().empty())
+      return false;
+    r.emplace_back();
+    for (const json::Value &t : seq.items()) {
+      if (!t.isInteger() || t.asInt() < 0)
+        return false;
+      r.back().push_back(t.asInt());
+    }
+  }
+  out = std::move(r);
+  return true;
+}
+
+bool parseBadWordsIds(const json::Value &v, std::vector<std::vector<int64_t>> &out) {
+  return parseTokenSequences(v, out);
+}
+
+bool parseSequenceBias(const json::Value &v, std::vector<std::pair<std::vector<int64_t>, float>> &out) {
+  if (!v.isArray())
+    return false;
+  std::vector<std::pair<std::vector<int64_t>, float>> r;
+  for (const json::Value &e : v.items()) {
+    if (!e.isArray() || e.items().size() != 2 || !e.items()[1].isNumber())
+      return false;
+    std::vector<std::vector<int64_t>> one;
+    json::Value wrapped = json::Value::array({e.items()[0]});
+    if (!parseTokenSequences(wrapped, one))
+      return false;
+    r.emplace_back(std::move(one[0]), float(e.items()[1].asDouble()));
+  }
+  out = std::move(r);
+  return true;
 }
 
 Status GenerationConfig::applyDefaults(const json::Value &defaults, const std::vector<std::string> &given) {
@@ -136,6 +187,15 @@ Status GenerationConfig::applyDefaults(const json::Value &defaults, const std::v
     else if (key == "top_k") ok = integer(topK);
     else if (key == "top_p") ok = number(topP);
     else if (key == "min_p") ok = number(minP);
+    else if (key == "typical_p") ok = number(typicalP);
+    else if (key == "epsilon_cutoff") ok = number(epsilonCutoff);
+    else if (key == "eta_cutoff") ok = number(etaCutoff);
+    else if (key == "renormalize_logits") {
+      ok = v.isBool();
+      renormalizeLogits = ok && v.asBool();
+    } else if (key == "bad_words_ids" || key == "sequence_bias") {
+      ok = key == "bad_words_ids" ? parseBadWordsIds(v, badWordsIds) : parseSequenceBias(v, sequenceBias);
+    }
     else if (key == "forced_bos_token_id") ok = integer(forcedBosTokenId);
     else if (key == "forced_eos_token_id") ok = ids(forcedEosTokenIds);
     else if (key == "suppress_tokens") ok = ids(suppressTokens);
@@ -166,7 +226,8 @@ Status GenerationConfig::applyDefaults(const json::Value &defaults, const std::v
 bool GenerationConfig::hasLogitsProcessors() const {
   return repetitionPenalty != 1.0 || noRepeatNgramSize != 0 || minNewTokens != 0 || minLength != 0 ||
          forcedBosTokenId >= 0 || !forcedEosTokenIds.empty() || !suppressTokens.empty() ||
-         !beginSuppressTokens.empty() || expDecayStart >= 0;
+         !beginSuppressTokens.empty() || expDecayStart >= 0 || !sequenceBias.empty() || !badWordsIds.empty() ||
+         renormalizeLogits;
 }
 
 Status GenerationConfig::setBatchSize(int64_t n) {
@@ -203,6 +264,12 @@ Status GenerationConfig::validateFor(const ModelInfo &info) const {
       return s;
   if (forcedBosTokenId >= 0)
     if (Status s = inVocab("forced_bos_token_id", {forcedBosTokenId}); !s)
+      return s;
+  for (const auto &[seq, bias] : sequenceBias)
+    if (Status s = inVocab("sequence_bias", seq); !s)
+      return s;
+  for (const auto &seq : badWordsIds)
+    if (Status s = inVocab("bad_words_ids", seq); !s)
       return s;
   if (info.encoderDecoder && info.decoderStartTokenId < 0)
     return Status::error("the model is an encoder-decoder but its plan has no decoder_start_token_id");

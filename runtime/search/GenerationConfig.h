@@ -16,6 +16,11 @@ enum class EarlyStopping { False, True, Never };
 bool parseEarlyStopping(const std::string &text, EarlyStopping &out);
 const char *earlyStoppingName(EarlyStopping e);
 
+/// bad_words_ids as HF writes it: [[ids], ...]; false if it is not that.
+bool parseBadWordsIds(const json::Value &v, std::vector<std::vector<int64_t>> &out);
+/// sequence_bias as HF's list form: [[[ids], bias], ...].
+bool parseSequenceBias(const json::Value &v, std::vector<std::pair<std::vector<int64_t>, float>> &out);
+
 struct GenerationConfig {
   // HF's default is max_length=20 counting the prompt; genrun counts new
   // tokens only, so its default is 20 new tokens.
@@ -46,6 +51,15 @@ struct GenerationConfig {
   /// exponential_decay_length_penalty (start index, decay factor); start < 0: off.
   int64_t expDecayStart = -1;
   double expDecayFactor = 1.0;
+  /// sequence_bias: (token sequence, bias) pairs, HF's list form.
+  std::vector<std::pair<std::vector<int64_t>, float>> sequenceBias;
+  /// bad_words_ids: sequences never completed.
+  std::vector<std::vector<int64_t>> badWordsIds;
+  bool renormalizeLogits = false; ///< renormalize_logits: log-softmax after the processors
+  // Sampling warpers past min_p (HF's defaults: off).
+  double typicalP = 1.0;
+  double epsilonCutoff = 0.0;
+  double etaCutoff = 0.0;
   /// Any processor that needs the logits on the host (the GPU's own greedy
   /// choice applies none).
   bool hasLogitsProcessors() const;

@@ -133,13 +133,44 @@ void applyExponentialDecayLengthPenalty(float *row, int64_t vocab, const std::ve
   }
 }
 
+void applySequenceBias(float *row, int64_t vocab, const std::vector<int64_t> &history,
+                       const std::vector<std::pair<std::vector<int64_t>, float>> &bias) {
+  std::vector<float> add(static_cast<size_t>(vocab), 0.f);
+  for (const auto &[seq, b] : bias) // one-token biases are set, not added (HF's length_1_bias)
+    if (seq.size() == 1 && seq[0] < vocab)
+      add[size_t(seq[0])] = b;
+  const int64_t n = static_cast<int64_t>(history.size());
+  for (const auto &[seq, b] : bias) {
+    const int64_t len = static_cast<int64_t>(seq.size());
+    if (len == 1 || len - 1 > n || seq.back() >= vocab) // HF: a prefix longer than the history
+      continue;
+    if (std::equal(seq.begin(), seq.end() - 1, history.end() - (len - 1)))
+      add[size_t(seq.back())] += b;
+  }
+  for (int64_t v = 0; v < vocab; ++v)
+    row[v] += add[size_t(v)];
+}
+
+void applyBadWords(float *row, int64_t vocab, const std::vector<int64_t> &history,
+                   const std::vector<std::vector<int64_t>> &badWords, const std::vector<int64_t> &eos) {
+  std::vector<std::pair<std::vector<int64_t>, float>> bias;
+  for (const auto &seq : badWords)
+    if (!(seq.size() == 1 && std::find(eos.begin(), eos.end(), seq[0]) != eos.end()))
+      bias.emplace_back(seq, kNegInf);
+  applySequenceBias(row, vocab, history, bias);
+}
+
 void applyLogitsProcessors(float *row, int64_t vocab, const std::vector<int64_t> &history,
                            int64_t generated, const GenerationConfig &cfg,
                            const std::vector<int64_t> &eos) {
+  if (!cfg.sequenceBias.empty())
+    applySequenceBias(row, vocab, history, cfg.sequenceBias);
   if (cfg.repetitionPenalty != 1.0)
     applyRepetitionPenalty(row, vocab, history, float(cfg.repetitionPenalty));
   if (cfg.noRepeatNgramSize > 0)
     applyNoRepeatNgram(row, vocab, history, cfg.noRepeatNgramSize);
+  if (!cfg.badWordsIds.empty())
+    applyBadWords(row, vocab, history, cfg.badWordsIds, eos);
   const int64_t curLen = static_cast<int64_t>(history.size()), promptLen = curLen - generated;
   if (cfg.minLength > 0 && !eos.empty())
     applyMinLength(row, vocab, eos, curLen, cfg.minLength);
@@ -156,6 +187,8 @@ void applyLogitsProcessors(float *row, int64_t vocab, const std::vector<int64_t>
   if (!cfg.beginSuppressTokens.empty()) // HF's begin index: +1 past a forced BOS after a 1-token prompt
     applyBeginSuppressTokens(row, vocab, cfg.beginSuppressTokens, curLen,
                              promptLen + (promptLen == 1 && cfg.forcedBosTokenId >= 0 ? 1 : 0));
+  if (cfg.renormalizeLogits)
+    logSoftmax(row, vocab);
 }
 
 void applyTemperature(float *row, int64_t vocab, float temperature) {
@@ -210,6 +243,74 @@ void applyMinP(float *row, int64_t vocab, float minP, int64_t minTokensToKeep) {
       row[order[i]] = kNegInf;
 }
 
+void applyTypicalP(float *row, int64_t vocab, double mass, int64_t minTokensToKeep) {
+  std::vector<float> logp(row, row + vocab);
+  logSoftmax(logp.data(), vocab);
+  // entropy = -sum(logp * p), NaN terms (p = 0, logp = -inf) skipped (nansum)
+  float ent = 0.f;
+  for (int64_t v = 0; v < vocab; ++v) {
+    float t = logp[size_t(v)] * std::exp(logp[size_t(v)]);
+    if (!std::isnan(t))
+      ent += t;
+  }
+  ent = -ent;
+  std::vector<float> shifted(static_cast<size_t>(vocab));
+  for (int64_t v = 0; v < vocab; ++v)
+    shifted[size_t(v)] = std::fabs(-logp[size_t(v)] - ent);
+  std::vector<int64_t> order(static_cast<size_t>(vocab));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return shifted[a] < shifted[b]; });
+  std::vector<float> sortedLogits(static_cast<size_t>(vocab)), probs;
+  for (int64_t i = 0; i < vocab; ++i)
+    sortedLogits[size_t(i)] = row[order[size_t(i)]];
+  softmax(sortedLogits.data(), vocab, probs);
+  double cum = 0;
+  int64_t lastInd = 0;
+  for (int64_t i = 0; i < vocab; ++i) {
+    cum += probs[size_t(i)];
+    if (float(cum) < float(mass))
+      ++lastInd;
+  }
+  lastInd = std::min(lastInd, vocab - 1);
+  const float cut = shifted[size_t(order[size_t(lastInd)])];
+  for (int64_t i = std::min(minTokensToKeep, vocab); i < vocab; ++i)
+    if (shifted[size_t(order[size_t(i)])] > cut)
+      row[order[size_t(i)]] = kNegInf;
+}
+
+// Removes tokens with probability below `cut`, but never the minTokensToKeep
+// best-scoring ones (HF: and only scores below the k-th largest).
+static void removeBelow(float *row, int64_t vocab, const std::vector<float> &probs, float cut,
+                        int64_t minTokensToKeep) {
+  std::vector<float> sorted(row, row + vocab);
+  const int64_t k = std::min(minTokensToKeep, vocab);
+  std::nth_element(sorted.begin(), sorted.begin() + (k - 1), sorted.end(), std::greater<float>());
+  const float kth = sorted[size_t(k - 1)];
+  for (int64_t v = 0; v < vocab; ++v)
+    if (probs[size_t(v)] < cut && row[v] < kth)
+      row[v] = kNegInf;
+}
+
+void applyEpsilonCutoff(float *row, int64_t vocab, double epsilon, int64_t minTokensToKeep) {
+  std::vector<float> probs;
+  softmax(row, vocab, probs);
+  removeBelow(row, vocab, probs, float(epsilon), minTokensToKeep);
+}
+
+void applyEtaCutoff(float *row, int64_t vocab, double eta, int64_t minTokensToKeep) {
+  std::vector<float> probs, logp(row, row + vocab);
+  softmax(row, vocab, probs);
+  logSoftmax(logp.data(), vocab);
+  float ent = 0.f; // torch Categorical(logits).entropy(): -sum(p * logp), 0 * -inf as 0
+  for (int64_t v = 0; v < vocab; ++v)
+    if (probs[size_t(v)] > 0.f)
+      ent += probs[size_t(v)] * logp[size_t(v)];
+  ent = -ent;
+  const float e = float(eta);
+  const float cut = std::min(e, std::sqrt(e) * std::exp(-ent));
+  removeBelow(row, vocab, probs, cut, minTokensToKeep);
+}
+
 void applyWarpers(float *row, int64_t vocab, const GenerationConfig &cfg) {
   if (cfg.temperature != 1.0)
     applyTemperature(row, vocab, float(cfg.temperature));
@@ -219,6 +320,12 @@ void applyWarpers(float *row, int64_t vocab, const GenerationConfig &cfg) {
     applyTopP(row, vocab, cfg.topP);
   if (cfg.minP > 0.0)
     applyMinP(row, vocab, float(cfg.minP));
+  if (cfg.typicalP < 1.0)
+    applyTypicalP(row, vocab, cfg.typicalP);
+  if (cfg.epsilonCutoff > 0.0 && cfg.epsilonCutoff < 1.0)
+    applyEpsilonCutoff(row, vocab, cfg.epsilonCutoff);
+  if (cfg.etaCutoff > 0.0 && cfg.etaCutoff < 1.0)
+    applyEtaCutoff(row, vocab, cfg.etaCutoff);
 }
 
 } // namespace search

@@ -55,9 +55,22 @@ void applyMinLength(float *row, int64_t vocab, const std::vector<int64_t> &eos, 
 void applyExponentialDecayLengthPenalty(float *row, int64_t vocab, const std::vector<int64_t> &eos, int64_t curLen,
                                         int64_t regulationStart, double factor);
 
-/// The processors in HF's order (_get_logits_processor): repetition penalty,
-/// no-repeat n-gram, min length, min new tokens, forced BOS, forced EOS,
-/// exponential decay length penalty, suppress tokens, begin-suppress tokens.
+/// SequenceBiasLogitsProcessor: a one-token sequence's bias always; a longer
+/// one's to its last token when the history ends with the rest (and is at
+/// least as long as that prefix: transformers 5.23). Biases of one token add up; the whole
+/// bias row is added to the scores, as HF does.
+void applySequenceBias(float *row, int64_t vocab, const std::vector<int64_t> &history,
+                       const std::vector<std::pair<std::vector<int64_t>, float>> &bias);
+/// NoBadWordsLogitsProcessor: a sequence bias of -inf for each bad word
+/// sequence, except single eos tokens (HF drops those).
+void applyBadWords(float *row, int64_t vocab, const std::vector<int64_t> &history,
+                   const std::vector<std::vector<int64_t>> &badWords, const std::vector<int64_t> &eos);
+
+/// The processors in HF's order (_get_logits_processor): sequence bias,
+/// repetition penalty, no-repeat n-gram, bad words, min length, min new tokens, forced BOS, forced EOS,
+/// exponential decay length penalty, suppress tokens, begin-suppress tokens;
+/// with renormalize_logits a log-softmax last (HF puts it after the warpers:
+/// sampling's draw and score do not change for it coming first).
 /// `generated` = tokens generated so far in this row; the history's length
 /// is HF's cur_len, and the prompt part of it (history - generated) HF's
 /// input_ids_seq_length.
@@ -74,8 +87,17 @@ void applyTopP(float *row, int64_t vocab, double topP, int64_t minTokensToKeep =
 /// MinPLogitsWarper: removes tokens with probability < min_p * max probability.
 void applyMinP(float *row, int64_t vocab, float minP, int64_t minTokensToKeep = 1);
 
+/// TypicalLogitsWarper: keeps the tokens whose surprisal is closest to the
+/// entropy, up to `mass` of probability.
+void applyTypicalP(float *row, int64_t vocab, double mass, int64_t minTokensToKeep = 1);
+/// EpsilonLogitsWarper: removes tokens with probability < epsilon.
+void applyEpsilonCutoff(float *row, int64_t vocab, double epsilon, int64_t minTokensToKeep = 1);
+/// EtaLogitsWarper: removes tokens with probability < min(eta, sqrt(eta)·exp(-entropy)).
+void applyEtaCutoff(float *row, int64_t vocab, double eta, int64_t minTokensToKeep = 1);
+
 /// The warpers HF adds for sampling, in its order: temperature (if != 1),
-/// top-k (if != 0), top-p (if < 1), min-p (if set).
+/// top-k (if != 0), top-p (if < 1), min-p (if set), typical-p (if < 1),
+/// epsilon (if in (0, 1)), eta (if in (0, 1)).
 void applyWarpers(float *row, int64_t vocab, const GenerationConfig &cfg);
 
 /// softmax(row) into probs (float, like torch).
