@@ -143,7 +143,10 @@ bool parseSequenceBias(const json::Value &v, std::vector<std::pair<std::vector<i
 Status GenerationConfig::applyDefaults(const json::Value &defaults, const std::vector<std::string> &given) {
   if (!defaults.isObject())
     return Status::ok();
-  for (const auto &[key, v] : defaults.members()) {
+  for (const auto &member : defaults.members()) {
+    // Named, not structured bindings: lambdas below capture them (C++17).
+    const std::string &key = member.first;
+    const json::Value &v = member.second;
     if (std::find(given.begin(), given.end(), key) != given.end())
       continue;
     const Status bad = Status::error("the plan's generation default " + key + " has an unusable value");
