@@ -124,15 +124,8 @@ bool isValued(const std::string &name) {
 // A JSON list of token ids (HF's shape), into `out`; "" or the error.
 std::string idList(const std::string &value, const std::string &name, std::vector<int64_t> &out) {
   genrt::json::Value v;
-  const std::string bad = "invalid value '" + value + "' for " + name + ": expected a JSON list of token ids";
-  if (!genrt::json::parse(value, v) || !v.isArray())
-    return bad;
-  out.clear();
-  for (const genrt::json::Value &e : v.items()) {
-    if (!e.isInteger() || e.asInt() < 0)
-      return bad;
-    out.push_back(e.asInt());
-  }
+  if (!genrt::json::parse(value, v) || !genrt::parseTokenIds(v, out))
+    return "invalid value '" + value + "' for " + name + ": expected a JSON list of token ids";
   return "";
 }
 
@@ -211,11 +204,8 @@ std::string setOption(const std::string &name, const std::string &value, Args &a
   } else if (name == "--exponential-decay-length-penalty") {
     // HF's shape: a pair (start index, decay factor).
     genrt::json::Value v;
-    if (!genrt::json::parse(value, v) || !v.isArray() || v.items().size() != 2 || !v.items()[0].isInteger() ||
-        v.items()[0].asInt() < 0 || !v.items()[1].isNumber())
+    if (!genrt::json::parse(value, v) || !genrt::parseExpDecay(v, c.expDecayStart, c.expDecayFactor))
       return "invalid value '" + value + "' for " + name + ": expected [START, FACTOR], START >= 0";
-    c.expDecayStart = v.items()[0].asInt();
-    c.expDecayFactor = v.items()[1].asDouble();
   } else if (name == "--bad-words-ids" || name == "--sequence-bias") {
     genrt::json::Value v;
     const bool bw = name == "--bad-words-ids";

@@ -1,9 +1,15 @@
+#!/usr/bin/env bash
+# Per-kernel device times of a decode step with Nsight Compute, on the device
+# machine (after tools/pack.sh here), on tools/profile_model.sh's Llama: every
+# kernel of the last few launches with its grid, registers and duration; or,
+# with NCU_DETAIL=REGEX (NCU_SKIP=N launches of it skipped first), one kernel's
+# speed of light, warp stalls and hottest source lines.
+#
+#   bash tools/ncu_step.sh                               # there, from the repo root
+#   NCU_DETAIL=attn_0_attend NCU_SKIP=13 bash tools/ncu_step.sh
 set -u
-BIN=$(mktemp -d); tar -xzf dist/genc-linux-x86_64.tar.gz -C $BIN; export LD_LIBRARY_PATH=/usr/local/cuda/lib64
-W=$(mktemp -d)
-python3 tools/export.py --arch llama --set hidden_size=2048 --set intermediate_size=5632 --set num_hidden_layers=4 --set num_attention_heads=32 --set num_key_value_heads=4 --set head_dim=64 --set vocab_size=32000 --set max_position_embeddings=2048 --seed 3 --no-check --out $W/m > /dev/null 2>&1
-$BIN/genc compile $W/m/model.onnx -o $W/m.plan --dtype f16 --max-batch 32 --max-beams 1 --max-length 256 > /dev/null
-python3 -c "import json,random; random.seed(1); print(json.dumps({'input_ids':[random.randrange(3,32000) for _ in range(128)]}))" > $W/p.jsonl
+cd "$(dirname "$0")/.."
+. tools/profile_model.sh
 if [ -z "${NCU_DETAIL-}" ]; then
 ncu --cache-control none --clock-control none --metrics gpu__time_duration.sum,launch__grid_size,launch__registers_per_thread --csv \
   $BIN/genrun $W/m.plan --device cuda --input $W/p.jsonl --max-new-tokens 4 --output /dev/null > $W/ncu.csv 2> $W/ncu.err

@@ -101,26 +101,39 @@ Status GenerationConfig::validate() const {
   return Status::ok();
 }
 
-bool parseTokenSequences(const json::Value &v, std::vector<std::vector<int64_t>> &out) {
+bool parseTokenIds(const json::Value &v, std::vector<int64_t> &out) {
   if (!v.isArray())
     return false;
-  std::vector<std::vector<int64_t>> r;
-  for (const json::Value &seq : v.items()) {
-    if (!seq.isArray() || seq.items().empty())
+  std::vector<int64_t> r;
+  for (const json::Value &t : v.items()) {
+    if (!t.isInteger() || t.asInt() < 0)
       return false;
-    r.emplace_back();
-    for (const json::Value &t : seq.items()) {
-      if (!t.isInteger() || t.asInt() < 0)
-        return false;
-      r.back().push_back(t.asInt());
-    }
+    r.push_back(t.asInt());
   }
   out = std::move(r);
   return true;
 }
 
+bool parseExpDecay(const json::Value &v, int64_t &start, double &factor) {
+  if (!v.isArray() || v.items().size() != 2 || !v.items()[0].isInteger() || v.items()[0].asInt() < 0 ||
+      !v.items()[1].isNumber())
+    return false;
+  start = v.items()[0].asInt();
+  factor = v.items()[1].asDouble();
+  return true;
+}
+
 bool parseBadWordsIds(const json::Value &v, std::vector<std::vector<int64_t>> &out) {
-  return parseTokenSequences(v, out);
+  if (!v.isArray())
+    return false;
+  std::vector<std::vector<int64_t>> r;
+  for (const json::Value &seq : v.items()) {
+    r.emplace_back();
+    if (!parseTokenIds(seq, r.back()) || r.back().empty())
+      return false;
+  }
+  out = std::move(r);
+  return true;
 }
 
 bool parseSequenceBias(const json::Value &v, std::vector<std::pair<std::vector<int64_t>, float>> &out) {
@@ -130,11 +143,10 @@ bool parseSequenceBias(const json::Value &v, std::vector<std::pair<std::vector<i
   for (const json::Value &e : v.items()) {
     if (!e.isArray() || e.items().size() != 2 || !e.items()[1].isNumber())
       return false;
-    std::vector<std::vector<int64_t>> one;
-    json::Value wrapped = json::Value::array({e.items()[0]});
-    if (!parseTokenSequences(wrapped, one))
+    std::vector<int64_t> seq;
+    if (!parseTokenIds(e.items()[0], seq) || seq.empty())
       return false;
-    r.emplace_back(std::move(one[0]), float(e.items()[1].asDouble()));
+    r.emplace_back(std::move(seq), float(e.items()[1].asDouble()));
   }
   out = std::move(r);
   return true;
@@ -162,19 +174,12 @@ Status GenerationConfig::applyDefaults(const json::Value &defaults, const std::v
       dst = v.asDouble();
       return true;
     };
-    auto ids = [&](std::vector<int64_t> &dst) { // an int or a list of ints
-      std::vector<int64_t> out;
-      if (v.isInteger())
-        out.push_back(v.asInt());
-      else if (v.isArray())
-        for (const json::Value &e : v.items()) {
-          if (!e.isInteger())
-            return false;
-          out.push_back(e.asInt());
-        }
-      else
+    auto ids = [&](std::vector<int64_t> &dst) { // an id or a list of them
+      if (!v.isInteger())
+        return parseTokenIds(v, dst);
+      if (v.asInt() < 0)
         return false;
-      dst = std::move(out);
+      dst = {v.asInt()};
       return true;
     };
     bool ok = true;
@@ -212,12 +217,7 @@ Status GenerationConfig::applyDefaults(const json::Value &defaults, const std::v
       else
         ok = v.isString() && parseEarlyStopping(v.asString(), earlyStopping);
     } else if (key == "exponential_decay_length_penalty") {
-      ok = v.isArray() && v.items().size() == 2 && v.items()[0].isInteger() && v.items()[0].asInt() >= 0 &&
-           v.items()[1].isNumber();
-      if (ok) {
-        expDecayStart = v.items()[0].asInt();
-        expDecayFactor = v.items()[1].asDouble();
-      }
+      ok = parseExpDecay(v, expDecayStart, expDecayFactor);
     }
     // Other names: a newer genc's; this runtime does not act on them.
     if (!ok)

@@ -16,6 +16,10 @@ enum class EarlyStopping { False, True, Never };
 bool parseEarlyStopping(const std::string &text, EarlyStopping &out);
 const char *earlyStoppingName(EarlyStopping e);
 
+/// A JSON list of token ids (non-negative integers); false if it is not that.
+bool parseTokenIds(const json::Value &v, std::vector<int64_t> &out);
+/// exponential_decay_length_penalty as HF writes it: [start >= 0, factor].
+bool parseExpDecay(const json::Value &v, int64_t &start, double &factor);
 /// bad_words_ids as HF writes it: [[ids], ...]; false if it is not that.
 bool parseBadWordsIds(const json::Value &v, std::vector<std::vector<int64_t>> &out);
 /// sequence_bias as HF's list form: [[[ids], bias], ...].

@@ -133,31 +133,47 @@ void applyExponentialDecayLengthPenalty(float *row, int64_t vocab, const std::ve
   }
 }
 
-void applySequenceBias(float *row, int64_t vocab, const std::vector<int64_t> &history,
-                       const std::vector<std::pair<std::vector<int64_t>, float>> &bias) {
+// HF's SequenceBiasLogitsProcessor over n entries, entry(k) giving the k-th
+// (sequence, bias) or a null sequence to leave it out: one-token biases set
+// (HF's length_1_bias), longer ones added where the history ends with their
+// prefix, the whole bias row added to the scores.
+template <typename Entry>
+static void addSequenceBias(float *row, int64_t vocab, const std::vector<int64_t> &history, size_t n,
+                            Entry entry) {
   std::vector<float> add(static_cast<size_t>(vocab), 0.f);
-  for (const auto &[seq, b] : bias) // one-token biases are set, not added (HF's length_1_bias)
-    if (seq.size() == 1 && seq[0] < vocab)
-      add[size_t(seq[0])] = b;
-  const int64_t n = static_cast<int64_t>(history.size());
-  for (const auto &[seq, b] : bias) {
-    const int64_t len = static_cast<int64_t>(seq.size());
-    if (len == 1 || len - 1 > n || seq.back() >= vocab) // HF: a prefix longer than the history
+  for (size_t k = 0; k < n; ++k) {
+    auto [seq, b] = entry(k);
+    if (seq && seq->size() == 1 && (*seq)[0] < vocab)
+      add[size_t((*seq)[0])] = b;
+  }
+  const int64_t have = static_cast<int64_t>(history.size());
+  for (size_t k = 0; k < n; ++k) {
+    auto [seq, b] = entry(k);
+    if (!seq)
       continue;
-    if (std::equal(seq.begin(), seq.end() - 1, history.end() - (len - 1)))
-      add[size_t(seq.back())] += b;
+    const int64_t len = static_cast<int64_t>(seq->size());
+    if (len == 1 || len - 1 > have || seq->back() >= vocab) // HF: a prefix longer than the history
+      continue;
+    if (std::equal(seq->begin(), seq->end() - 1, history.end() - (len - 1)))
+      add[size_t(seq->back())] += b;
   }
   for (int64_t v = 0; v < vocab; ++v)
     row[v] += add[size_t(v)];
 }
 
+void applySequenceBias(float *row, int64_t vocab, const std::vector<int64_t> &history,
+                       const std::vector<std::pair<std::vector<int64_t>, float>> &bias) {
+  addSequenceBias(row, vocab, history, bias.size(),
+                  [&](size_t k) { return std::make_pair(&bias[k].first, bias[k].second); });
+}
+
 void applyBadWords(float *row, int64_t vocab, const std::vector<int64_t> &history,
                    const std::vector<std::vector<int64_t>> &badWords, const std::vector<int64_t> &eos) {
-  std::vector<std::pair<std::vector<int64_t>, float>> bias;
-  for (const auto &seq : badWords)
-    if (!(seq.size() == 1 && std::find(eos.begin(), eos.end(), seq[0]) != eos.end()))
-      bias.emplace_back(seq, kNegInf);
-  applySequenceBias(row, vocab, history, bias);
+  addSequenceBias(row, vocab, history, badWords.size(), [&](size_t k) {
+    const std::vector<int64_t> &seq = badWords[k];
+    const bool eosAlone = seq.size() == 1 && std::find(eos.begin(), eos.end(), seq[0]) != eos.end();
+    return std::make_pair(eosAlone ? nullptr : &seq, kNegInf); // HF drops a lone eos
+  });
 }
 
 void applyLogitsProcessors(float *row, int64_t vocab, const std::vector<int64_t> &history,

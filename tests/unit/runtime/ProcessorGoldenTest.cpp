@@ -32,12 +32,17 @@ float asFloat(uint32_t u) {
   return f;
 }
 
+std::vector<float> asRow(const std::vector<uint32_t> &bits) {
+  std::vector<float> row;
+  for (uint32_t u : bits)
+    row.push_back(asFloat(u));
+  return row;
+}
+
 TEST(ProcessorGolden, EveryRowAsHuggingFaceReturnsIt) {
   int checked = 0;
   for (const Golden &g : kCases) {
-    std::vector<float> row;
-    for (uint32_t u : g.scores)
-      row.push_back(asFloat(u));
+    std::vector<float> row = asRow(g.scores);
     const int64_t V = static_cast<int64_t>(row.size());
     const std::vector<int64_t> &a = g.args;
     if (g.name == "suppress") {
@@ -92,9 +97,7 @@ std::vector<std::vector<int64_t>> sequences(const std::vector<int64_t> &ints, si
 TEST(ProcessorGolden, HistoryBiasAndWarpersAsHuggingFaceReturnsThem) {
   int checked = 0;
   for (const Golden2 &g : kCases2) {
-    std::vector<float> row;
-    for (uint32_t u : g.scores)
-      row.push_back(asFloat(u));
+    std::vector<float> row = asRow(g.scores);
     const int64_t V = static_cast<int64_t>(row.size());
     size_t at = 0;
     if (g.name == "sequence_bias") {
