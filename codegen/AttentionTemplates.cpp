@@ -284,6 +284,9 @@ static __device__ void genc_attn_attend(const GencAttnParams &p) {
       }
 #pragma unroll
       for (int o = 16; o > 0; o >>= 1) ls += __shfl_xor_sync(0xffffffffu, ls, o);
+      // Shuffles order no memory: every lane has read mS[g] before lane 0
+      // writes it (racecheck's warp-level WAR otherwise).
+      __syncwarp();
       if (lane == 0) {
         const float c = mOld == -__int_as_float(0x7f800000) ? 0.f : expf(mOld - mNew);
         cS[g] = c;
