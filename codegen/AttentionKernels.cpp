@@ -3,6 +3,7 @@
 #include "codegen/CudaSyntax.h"
 #include "passes/analysis/Storage.h"
 
+#include <cstdlib>
 #include <map>
 #include <sstream>
 
@@ -14,6 +15,16 @@ int64_t numElements(const Value *v) {
   for (const Dim &d : v->shape())
     n *= d.isConstant() ? d.constant() : 0;
   return n;
+}
+
+// Query heads per attend block: 4, the compromise tools/attn_sweep.sh found on
+// an H100 (docs/performance.md): 2 is 2% faster at batch 1, 8 is 6% faster at
+// batch 8 with 1900-token contexts. GENC_ATTN_GROUP overrides it for the sweep.
+int maxHeadsPerBlock() {
+  constexpr int kMaxHeadsPerBlock = 4;
+  const char *e = std::getenv("GENC_ATTN_GROUP");
+  const int v = e ? std::atoi(e) : 0;
+  return v >= 1 && v <= 8 ? v : kMaxHeadsPerBlock;
 }
 
 // The configuration of one attention op as the struct the templates read:
@@ -49,10 +60,14 @@ std::string configBody(const Function &f, const Op &op, DType activation, int &h
   int lanes = 1;
   while (lanes < 32 && lanes * vec < D)
     lanes *= 2;
-  // At most 8 query heads per block keep the queries and accumulators in
-  // registers; a larger group is split over blocks.
+  // A decode step's attend is a latency chain, not a bandwidth job: one
+  // warp's instruction stream holds every (key, head) dot and weighted row
+  // of its block, so its length grows with the heads per block. Groups of
+  // at most kMaxHeadsPerBlock query heads spread it over more blocks; the
+  // group's K/V rows, read again by each block, come from L2.
   headsPerBlock = static_cast<int>(G);
-  while (headsPerBlock > 8 && headsPerBlock % 2 == 0)
+  const int maxHeads = maxHeadsPerBlock();
+  while (headsPerBlock > maxHeads && headsPerBlock % 2 == 0)
     headsPerBlock /= 2;
 
   std::ostringstream c;

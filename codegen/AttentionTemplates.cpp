@@ -208,7 +208,7 @@ static __device__ void genc_attn_attend(const GencAttnParams &p) {
   genc_attn_range<C>(p, pl, lo, hi);
   // A split reads at least MIN_KEYS keys: a short range takes fewer splits
   // than the launch has (S is fixed per graph); the blocks past them leave.
-  constexpr long long MIN_KEYS = 64;
+  constexpr long long MIN_KEYS = 32;
   const long long n = hi - lo, want = (n + MIN_KEYS - 1) / MIN_KEYS;
   const long long used = want < 1 ? 1 : (want < S ? want : S), chunk = (n + used - 1) / used;
   if (split >= used) return;
