@@ -180,7 +180,8 @@ private:
         "no_repeat_ngram_size", "repetition_penalty", "do_sample", "temperature", "top_k", "top_p", "min_p",
         "forced_bos_token_id", "forced_eos_token_id", "suppress_tokens", "begin_suppress_tokens",
         "exponential_decay_length_penalty", "num_return_sequences", "typical_p", "epsilon_cutoff", "eta_cutoff",
-        "renormalize_logits", "bad_words_ids", "sequence_bias"};
+        "renormalize_logits", "bad_words_ids", "sequence_bias", "encoder_repetition_penalty",
+        "encoder_no_repeat_ngram_size"};
     llvm::json::Object out;
     for (const char *k : kKeys) {
       auto it = m_.metadata().find(std::string("config.") + k);

@@ -65,6 +65,9 @@ const char *const kUsage =
     "  --bad-words-ids '[[N, ...], ...]'    token sequences never completed\n"
     "  --sequence-bias '[[[N, ...], BIAS], ...]'  added to a sequence's last token\n"
     "  --renormalize-logits       log-softmax the processed scores (beam scores)\n"
+    "  --encoder-repetition-penalty F       the source's tokens (a decoder-only model's\n"
+    "                             prompt) made F times likelier (default 1.0: off)\n"
+    "  --encoder-no-repeat-ngram-size N     never repeat an N-gram of the source (prompt)\n"
     "  --typical-p F, --epsilon-cutoff F, --eta-cutoff F   sampling warpers (default off)\n"
     "  --batch-size N             prompts per batch, at least 1 (default: what the plan allows)\n"
     "  --threads N                CPU executor threads (default: the physical cores)\n"
@@ -114,7 +117,8 @@ bool isValued(const std::string &name) {
       "--repetition-penalty", "--temperature", "--top-k", "--top-p", "--min-p", "--seed",
       "--eos-token-id", "--batch-size", "--threads", "--min-length", "--forced-bos-token-id",
       "--forced-eos-token-id", "--suppress-tokens", "--begin-suppress-tokens", "--exponential-decay-length-penalty",
-      "--bad-words-ids", "--sequence-bias", "--typical-p", "--epsilon-cutoff", "--eta-cutoff"};
+      "--bad-words-ids", "--sequence-bias", "--typical-p", "--epsilon-cutoff", "--eta-cutoff",
+      "--encoder-repetition-penalty", "--encoder-no-repeat-ngram-size"};
   for (const char *k : kValued)
     if (name == k)
       return true;
@@ -168,6 +172,10 @@ std::string setOption(const std::string &name, const std::string &value, Args &a
     return intArg(c.noRepeatNgramSize);
   } else if (name == "--repetition-penalty") {
     return doubleArg(c.repetitionPenalty);
+  } else if (name == "--encoder-no-repeat-ngram-size") {
+    return intArg(c.encoderNoRepeatNgramSize);
+  } else if (name == "--encoder-repetition-penalty") {
+    return doubleArg(c.encoderRepetitionPenalty);
   } else if (name == "--temperature") {
     return doubleArg(c.temperature);
   } else if (name == "--top-k") {

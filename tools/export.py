@@ -277,7 +277,9 @@ def processor_golden(model, plain, ids, mask, pad, eos, args, torch):
     config, each set where it changes the outcome: the two tokens plain greedy
     chose most often suppressed, the rows' first choices suppressed at the
     beginning, eos banned until two tokens past the padded prompt and forced
-    at the maximum length, its score decayed upwards after 3 new tokens."""
+    at the maximum length, its score decayed upwards after 3 new tokens. Then
+    the encoder processors, whose encoder input is the (padded) prompt here:
+    the prompt's tokens made likelier and its bigrams never repeated."""
     counts = {}
     for t in plain.flatten().tolist():
         counts[t] = counts.get(t, 0) + 1
@@ -285,10 +287,13 @@ def processor_golden(model, plain, ids, mask, pad, eos, args, torch):
     first = sorted({int(t) for t in plain[:2, 0].tolist()} - set(common) - {eos})
     procs = {"suppress_tokens": common, "begin_suppress_tokens": first, "min_length": ids.shape[1] + 2,
              "forced_eos_token_id": eos, "exponential_decay_length_penalty": [3, 1.5]}
+    encoder = {"encoder_repetition_penalty": 1.8, "encoder_no_repeat_ngram_size": 2}
     sections = {}
-    for name, extra in (("greedy_processors", {"num_beams": 1}),
-                        ("beam_processors", {"num_beams": 3, "num_return_sequences": 2})):
-        kw = dict(max_new_tokens=args.golden, **procs, **extra)
+    for name, extra in (("greedy_processors", dict(procs, num_beams=1)),
+                        ("beam_processors", dict(procs, num_beams=3, num_return_sequences=2)),
+                        ("greedy_encoder_processors", dict(encoder, num_beams=1)),
+                        ("beam_encoder_processors", dict(encoder, num_beams=3, num_return_sequences=2))):
+        kw = dict(max_new_tokens=args.golden, **extra)
         out = model.generate(input_ids=ids, attention_mask=mask, do_sample=False, output_scores=True,
                              return_dict_in_generate=True, pad_token_id=pad, eos_token_id=eos,
                              **{k: tuple(v) if k == "exponential_decay_length_penalty" else v

@@ -36,7 +36,7 @@ check() { # name fixture model
   local log="$OUT/gen-$name.log"
   # The modes the fixture's golden.json records.
   local modes
-  modes=$(python3 -c "import json,sys; g=json.load(open(sys.argv[1])); print(' '.join(m for m in ('greedy','beam','beam_reppen','greedy_processors','beam_processors') if m in g))" "tests/fixtures/$fx/golden.json")
+  modes=$(python3 -c "import json,sys; g=json.load(open(sys.argv[1])); print(' '.join(m for m in ('greedy','beam','beam_reppen','greedy_processors','beam_processors','greedy_encoder_processors','beam_encoder_processors') if m in g))" "tests/fixtures/$fx/golden.json")
   # shellcheck disable=SC2086
   if python3 tests/tools/check_generate.py "$BIN/genc" "$BIN/genrun" "tests/fixtures/$fx" "$model" "$W/$name" \
        $modes > "$log" 2>&1; then

@@ -86,6 +86,17 @@ def second():
     for eta in (3e-3, 2e-2):
         case2("eta", lp.EtaLogitsWarper(eta, device="cpu"), hist, [], [eta], scale=1.5)
     case2("renormalize", lp.LogitNormalization(), hist, [], [])
+    # Appended (earlier rows keep their random scores). encoder ids as ints:
+    # repetition penalty above and below 1, repeated ids, one id -inf (3);
+    # n-grams of 1, 2 and 3 tokens against a history ending 5, 9 (n = 2 bans
+    # what follows each 9 of the source, n = 3 what follows each 5, 9), and a
+    # history too short for n = 3.
+    enc = [9, 21, 5, 9, 3, 9, 30, 5, 9, 12]
+    for pen in (1.7, 0.6):
+        case2("encoder_repetition", lp.EncoderRepetitionPenaltyLogitsProcessor(pen, torch.tensor([enc])),
+              hist, enc, [pen])
+    for n, h in ((1, hist), (2, hist), (3, hist), (3, hist[:1])):
+        case2("encoder_no_repeat", lp.EncoderNoRepeatNGramLogitsProcessor(n, torch.tensor([enc])), h, [n] + enc, [])
     print("// Made by tools/make_processor_golden.py --second from Hugging Face's processor classes; do not edit.")
     print("// name, history, int args, float args, scores (f32 bits), HF's result (f32 bits)")
     for name, h, ints, floats, s, o in out:

@@ -24,6 +24,8 @@ SUPPORTED = {
     "num_return_sequences": "int",
     "no_repeat_ngram_size": "int",
     "repetition_penalty": "float",
+    "encoder_no_repeat_ngram_size": "int",  # over the source (a decoder-only model's prompt)
+    "encoder_repetition_penalty": "float",
     "do_sample": "bool",
     "temperature": "float",
     "top_k": "optional_int",
@@ -60,10 +62,9 @@ NO_EFFECT = {"pad_token_id", "bos_token_id", "use_cache", "return_dict_in_genera
 # HF names genc does not implement, with the value that means "off" (HF's default).
 UNSUPPORTED_DEFAULTS: Dict[str, Any] = {
     "num_beam_groups": 1, "diversity_penalty": 0.0, "penalty_alpha": None, "dola_layers": None,
-    "encoder_repetition_penalty": 1.0,
-    "encoder_no_repeat_ngram_size": 0, "force_words_ids": None, "constraints": None,
+    "force_words_ids": None, "constraints": None,
     "remove_invalid_values": False, "forced_decoder_ids": None,
-    "sequence_bias": None, "token_healing": False, "guidance_scale": None, "low_memory": None,
+    "token_healing": False, "guidance_scale": None, "low_memory": None,
     "watermarking_config": None, "max_time": None, "stop_strings": None, "prefix_allowed_tokens_fn": None,
     "assistant_model": None, "negative_prompt_ids": None, "negative_prompt_attention_mask": None,
     "decoder_start_token_id": None,  # checked against the plan's below

@@ -13,6 +13,8 @@ class _Config:
     num_return_sequences: int
     no_repeat_ngram_size: int
     repetition_penalty: float
+    encoder_no_repeat_ngram_size: int
+    encoder_repetition_penalty: float
     do_sample: bool
     temperature: float
     top_k: int

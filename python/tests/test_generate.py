@@ -40,6 +40,9 @@ def as_lines(results):
     (dict(max_new_tokens=8, repetition_penalty=1.3, min_new_tokens=4, eos_token_id=[94, 163]),
      ["--max-new-tokens", "8", "--repetition-penalty", "1.3", "--min-new-tokens", "4", "--eos-token-id", "94",
       "--eos-token-id", "163"]),
+    (dict(max_new_tokens=8, num_beams=2, encoder_repetition_penalty=1.6, encoder_no_repeat_ngram_size=2),
+     ["--max-new-tokens", "8", "--num-beams", "2", "--encoder-repetition-penalty", "1.6",
+      "--encoder-no-repeat-ngram-size", "2"]),
 ])
 def test_generate_equals_genrun(gen, plan, genrun, kwargs, flags):
     assert as_lines(gen.generate(PROMPTS, **kwargs)) == genrun_lines(genrun, plan, PROMPTS, *flags)

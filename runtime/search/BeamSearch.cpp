@@ -164,7 +164,7 @@ Status runBeamSearch(SlotBatch &batch, const GenerationConfig &cfg, const std::v
         logSoftmax(row, V);
         history = batch.item(i).history;
         history.insert(history.end(), st.running[j].begin(), st.running[j].end());
-        applyLogitsProcessors(row, V, history, t, cfg, eos);
+        applyLogitsProcessors(row, V, history, encoderIds(batch.item(i)), t, cfg, eos);
         for (int64_t v = 0; v < V; ++v)
           acc[v] = row[v] + st.runningScore[j];
         topOfRow(acc, j, K, idx, cands);

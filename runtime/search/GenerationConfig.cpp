@@ -67,6 +67,12 @@ Status GenerationConfig::validate() const {
                          std::to_string(noRepeatNgramSize));
   if (!(repetitionPenalty > 0) || !std::isfinite(repetitionPenalty))
     return Status::error(option("repetition_penalty") + " must be a positive number, got " + num(repetitionPenalty));
+  if (encoderNoRepeatNgramSize < 0)
+    return Status::error(option("encoder_no_repeat_ngram_size") + " must not be negative, got " +
+                         std::to_string(encoderNoRepeatNgramSize));
+  if (!(encoderRepetitionPenalty > 0) || !std::isfinite(encoderRepetitionPenalty))
+    return Status::error(option("encoder_repetition_penalty") + " must be a positive number, got " +
+                         num(encoderRepetitionPenalty));
   if (!(temperature > 0) || !std::isfinite(temperature))
     return Status::error(option("temperature") + " must be a positive number, got " + num(temperature));
   if (topK < 0)
@@ -191,6 +197,8 @@ Status GenerationConfig::applyDefaults(const json::Value &defaults, const std::v
     else if (key == "length_penalty") ok = number(lengthPenalty);
     else if (key == "no_repeat_ngram_size") ok = integer(noRepeatNgramSize);
     else if (key == "repetition_penalty") ok = number(repetitionPenalty);
+    else if (key == "encoder_no_repeat_ngram_size") ok = integer(encoderNoRepeatNgramSize);
+    else if (key == "encoder_repetition_penalty") ok = number(encoderRepetitionPenalty);
     else if (key == "temperature") ok = number(temperature);
     else if (key == "top_k") ok = integer(topK);
     else if (key == "top_p") ok = number(topP);
@@ -227,7 +235,8 @@ Status GenerationConfig::applyDefaults(const json::Value &defaults, const std::v
 }
 
 bool GenerationConfig::hasLogitsProcessors() const {
-  return repetitionPenalty != 1.0 || noRepeatNgramSize != 0 || minNewTokens != 0 || minLength != 0 ||
+  return repetitionPenalty != 1.0 || noRepeatNgramSize != 0 || encoderRepetitionPenalty != 1.0 ||
+         encoderNoRepeatNgramSize != 0 || minNewTokens != 0 || minLength != 0 ||
          forcedBosTokenId >= 0 || !forcedEosTokenIds.empty() || !suppressTokens.empty() ||
          !beginSuppressTokens.empty() || expDecayStart >= 0 || !sequenceBias.empty() || !badWordsIds.empty() ||
          renormalizeLogits;

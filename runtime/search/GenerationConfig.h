@@ -36,6 +36,10 @@ struct GenerationConfig {
   int64_t numReturnSequences = 1;
   int64_t noRepeatNgramSize = 0;
   double repetitionPenalty = 1.0;
+  /// encoder_repetition_penalty / encoder_no_repeat_ngram_size: over HF's
+  /// encoder_input_ids (an encoder-decoder's source, a decoder-only prompt).
+  double encoderRepetitionPenalty = 1.0;
+  int64_t encoderNoRepeatNgramSize = 0;
   bool doSample = false;
   double temperature = 1.0;
   int64_t topK = 50; // HF's default; 0 turns top-k off

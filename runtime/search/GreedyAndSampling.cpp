@@ -79,7 +79,7 @@ Status runGreedyOrSample(SlotBatch &batch, const GenerationConfig &cfg, const st
         row.score += double(chosenLogprob[k]);
       } else {
         std::copy(logits.begin() + k * V, logits.begin() + (k + 1) * V, scores.begin());
-        applyLogitsProcessors(scores.data(), V, row.history, t, cfg, eos);
+        applyLogitsProcessors(scores.data(), V, row.history, encoderIds(batch.item(liveRows[k] / R)), t, cfg, eos);
         if (cfg.doSample) {
           applyWarpers(scores.data(), V, cfg);
           token = sampleToken(scores.data(), V, row.rng);

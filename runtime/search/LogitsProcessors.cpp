@@ -71,6 +71,36 @@ void applyNoRepeatNgram(float *row, int64_t vocab, const std::vector<int64_t> &h
   }
 }
 
+void applyEncoderRepetitionPenalty(float *row, int64_t vocab, const std::vector<int64_t> &encoderIds,
+                                   double penalty) {
+  // HF keeps 1 / penalty (a double) and torch rounds it to float against
+  // float scores; gather, then scatter: each distinct id once.
+  const float inv = float(1.0 / penalty);
+  std::vector<int64_t> ids(encoderIds);
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  for (int64_t id : ids) {
+    if (id < 0 || id >= vocab)
+      continue;
+    const float s = row[id];
+    row[id] = s < 0 ? s * inv : s / inv;
+  }
+}
+
+void applyEncoderNoRepeatNgram(float *row, int64_t vocab, const std::vector<int64_t> &history,
+                               const std::vector<int64_t> &encoderIds, int64_t n) {
+  const int64_t len = int64_t(history.size()), encLen = int64_t(encoderIds.size());
+  if (n <= 0 || len + 1 < n)
+    return; // HF's key, the history's last n - 1 tokens, is shorter than any n-gram's prefix
+  const int64_t *prefix = history.data() + (len - (n - 1));
+  for (int64_t start = 0; start + n <= encLen; ++start)
+    if (std::equal(prefix, prefix + (n - 1), encoderIds.data() + start)) {
+      const int64_t banned = encoderIds[start + n - 1];
+      if (banned >= 0 && banned < vocab)
+        row[banned] = kNegInf;
+    }
+}
+
 void applyMinNewTokens(float *row, int64_t vocab, int64_t generated, int64_t minNewTokens,
                        const std::vector<int64_t> &eos) {
   if (generated >= minNewTokens)
@@ -177,14 +207,18 @@ void applyBadWords(float *row, int64_t vocab, const std::vector<int64_t> &histor
 }
 
 void applyLogitsProcessors(float *row, int64_t vocab, const std::vector<int64_t> &history,
-                           int64_t generated, const GenerationConfig &cfg,
-                           const std::vector<int64_t> &eos) {
+                           const std::vector<int64_t> &encoderIds, int64_t generated,
+                           const GenerationConfig &cfg, const std::vector<int64_t> &eos) {
   if (!cfg.sequenceBias.empty())
     applySequenceBias(row, vocab, history, cfg.sequenceBias);
+  if (cfg.encoderRepetitionPenalty != 1.0)
+    applyEncoderRepetitionPenalty(row, vocab, encoderIds, cfg.encoderRepetitionPenalty);
   if (cfg.repetitionPenalty != 1.0)
     applyRepetitionPenalty(row, vocab, history, float(cfg.repetitionPenalty));
   if (cfg.noRepeatNgramSize > 0)
     applyNoRepeatNgram(row, vocab, history, cfg.noRepeatNgramSize);
+  if (cfg.encoderNoRepeatNgramSize > 0)
+    applyEncoderNoRepeatNgram(row, vocab, history, encoderIds, cfg.encoderNoRepeatNgramSize);
   if (!cfg.badWordsIds.empty())
     applyBadWords(row, vocab, history, cfg.badWordsIds, eos);
   const int64_t curLen = static_cast<int64_t>(history.size()), promptLen = curLen - generated;

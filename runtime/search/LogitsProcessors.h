@@ -28,6 +28,19 @@ void applyRepetitionPenalty(float *row, int64_t vocab, const std::vector<int64_t
 /// an n-gram already present in the history.
 void applyNoRepeatNgram(float *row, int64_t vocab, const std::vector<int64_t> &history, int64_t n);
 
+// The encoder's input ids (`encoderIds`) are HF's encoder_input_ids: an
+// encoder-decoder's source, a decoder-only model's prompt.
+
+/// EncoderRepetitionPenaltyLogitsProcessor: each distinct token of the
+/// encoder's input is made more likely: score < 0 ? score / penalty :
+/// score * penalty (HF multiplies and divides by 1 / penalty, in float).
+void applyEncoderRepetitionPenalty(float *row, int64_t vocab, const std::vector<int64_t> &encoderIds,
+                                   double penalty);
+/// EncoderNoRepeatNGramLogitsProcessor: bans every token that would complete,
+/// with the history's last n - 1 tokens, an n-gram of the encoder's input.
+void applyEncoderNoRepeatNgram(float *row, int64_t vocab, const std::vector<int64_t> &history,
+                               const std::vector<int64_t> &encoderIds, int64_t n);
+
 /// MinNewTokensLengthLogitsProcessor: eos ids -> -inf while fewer than
 /// `minNewTokens` tokens have been generated.
 void applyMinNewTokens(float *row, int64_t vocab, int64_t generated, int64_t minNewTokens,
@@ -67,7 +80,8 @@ void applyBadWords(float *row, int64_t vocab, const std::vector<int64_t> &histor
                    const std::vector<std::vector<int64_t>> &badWords, const std::vector<int64_t> &eos);
 
 /// The processors in HF's order (_get_logits_processor): sequence bias,
-/// repetition penalty, no-repeat n-gram, bad words, min length, min new tokens, forced BOS, forced EOS,
+/// encoder repetition penalty, repetition penalty, no-repeat n-gram, encoder
+/// no-repeat n-gram, bad words, min length, min new tokens, forced BOS, forced EOS,
 /// exponential decay length penalty, suppress tokens, begin-suppress tokens;
 /// with renormalize_logits a log-softmax last (HF puts it after the warpers:
 /// sampling's draw and score do not change for it coming first).
@@ -75,8 +89,8 @@ void applyBadWords(float *row, int64_t vocab, const std::vector<int64_t> &histor
 /// is HF's cur_len, and the prompt part of it (history - generated) HF's
 /// input_ids_seq_length.
 void applyLogitsProcessors(float *row, int64_t vocab, const std::vector<int64_t> &history,
-                           int64_t generated, const GenerationConfig &cfg,
-                           const std::vector<int64_t> &eos);
+                           const std::vector<int64_t> &encoderIds, int64_t generated,
+                           const GenerationConfig &cfg, const std::vector<int64_t> &eos);
 
 void applyTemperature(float *row, int64_t vocab, float temperature);
 /// TopKLogitsWarper: removes scores below the k-th largest (ties survive).

@@ -22,6 +22,11 @@ struct BatchItem {
   uint64_t promptIndex = 0;           // position in the caller's prompt list
 };
 
+/// HF's encoder_input_ids for the item: the source, or a decoder-only prompt.
+inline const std::vector<int64_t> &encoderIds(const BatchItem &item) {
+  return item.sourceIds.empty() ? item.history : item.sourceIds;
+}
+
 class SlotBatch {
 public:
   using Clock = std::chrono::steady_clock;

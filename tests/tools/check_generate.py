@@ -1,7 +1,8 @@
 """Generation parity with Hugging Face: genc compile + genrun vs a fixture's golden.json.
 
 usage: check_generate.py GENC GENRUN FIXTURE_DIR MODEL_FILE WORKDIR MODE...
-MODE: greedy | beam | beam_reppen | greedy_processors | beam_processors (the
+MODE: greedy | beam | beam_reppen | greedy_processors | beam_processors |
+greedy_encoder_processors | beam_encoder_processors (the
 golden.json sections; a greedy_* section is compared as greedy).
 MODEL_FILE: model.onnx, or ENCODER,DECODER (e.g. encoder.onnx,decoder.onnx) for an
 encoder-decoder fixture, or "." for the fixture folder itself.
@@ -70,7 +71,9 @@ for mode in modes:
             "min_length": "--min-length", "forced_bos_token_id": "--forced-bos-token-id",
             "forced_eos_token_id": "--forced-eos-token-id", "suppress_tokens": "--suppress-tokens",
             "begin_suppress_tokens": "--begin-suppress-tokens",
-            "exponential_decay_length_penalty": "--exponential-decay-length-penalty"}
+            "exponential_decay_length_penalty": "--exponential-decay-length-penalty",
+            "encoder_repetition_penalty": "--encoder-repetition-penalty",
+            "encoder_no_repeat_ngram_size": "--encoder-no-repeat-ngram-size"}
     for k, v in args.items():
         if k not in flag:
             sys.exit(f"check_generate: unknown golden argument {k}")

@@ -122,12 +122,27 @@ TEST(Warpers, OrderAndDefaults) {
 // come from the history (HF's input_ids) and the tokens generated so far.
 namespace {
 std::vector<float> processed(const GenerationConfig &cfg, const std::vector<int64_t> &history, int64_t generated,
-                             std::vector<int64_t> eos = {0}) {
+                             std::vector<int64_t> eos = {0}, std::vector<int64_t> encoderIds = {}) {
   std::vector<float> row = {-1.f, 2.f, 3.f, 4.f, 5.f, 6.f};
-  applyLogitsProcessors(row.data(), int64_t(row.size()), history, generated, cfg, eos);
+  applyLogitsProcessors(row.data(), int64_t(row.size()), history, encoderIds, generated, cfg, eos);
   return row;
 }
 } // namespace
+
+TEST(LogitsProcessors, EncoderProcessorsReadTheEncodersIdsNotTheHistory) {
+  GenerationConfig cfg;
+  cfg.encoderNoRepeatNgramSize = 1;
+  std::vector<float> row = processed(cfg, {1, 2}, 1, {0}, {4, 4});
+  EXPECT_EQ(row[4], -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(row[1], 2.f);
+  EXPECT_EQ(row[2], 3.f);
+  cfg.encoderNoRepeatNgramSize = 0;
+  cfg.encoderRepetitionPenalty = 2.0;
+  row = processed(cfg, {1, 2}, 1, {0}, {0, 5});
+  EXPECT_EQ(row[0], -0.5f); // negative scores shrink towards 0: likelier
+  EXPECT_EQ(row[5], 12.f);
+  EXPECT_EQ(row[1], 2.f);
+}
 
 TEST(LogitsProcessors, ForcedEosAtTheLastPositionOfThePromptPlusMaxNewTokens) {
   GenerationConfig cfg;

@@ -120,6 +120,10 @@ TEST(ProcessorGolden, HistoryBiasAndWarpersAsHuggingFaceReturnsThem) {
       applyEtaCutoff(row.data(), V, g.floats[0]);
     } else if (g.name == "renormalize") {
       logSoftmax(row.data(), V);
+    } else if (g.name == "encoder_repetition") { // ints: the encoder's ids
+      applyEncoderRepetitionPenalty(row.data(), V, g.ints, g.floats[0]);
+    } else if (g.name == "encoder_no_repeat") { // ints: n, then the encoder's ids
+      applyEncoderNoRepeatNgram(row.data(), V, g.history, {g.ints.begin() + 1, g.ints.end()}, g.ints[0]);
     } else {
       FAIL() << "unknown golden case " << g.name;
     }
@@ -134,7 +138,7 @@ TEST(ProcessorGolden, HistoryBiasAndWarpersAsHuggingFaceReturnsThem) {
     }
     ++checked;
   }
-  EXPECT_EQ(checked, 10);
+  EXPECT_EQ(checked, 16);
 }
 
 } // namespace
