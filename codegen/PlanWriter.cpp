@@ -14,6 +14,7 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -181,7 +182,7 @@ private:
         "forced_bos_token_id", "forced_eos_token_id", "suppress_tokens", "begin_suppress_tokens",
         "exponential_decay_length_penalty", "num_return_sequences", "typical_p", "epsilon_cutoff", "eta_cutoff",
         "renormalize_logits", "bad_words_ids", "sequence_bias", "encoder_repetition_penalty",
-        "encoder_no_repeat_ngram_size"};
+        "encoder_no_repeat_ngram_size", "stop_strings"};
     llvm::json::Object out;
     for (const char *k : kKeys) {
       auto it = m_.metadata().find(std::string("config.") + k);
@@ -190,6 +191,18 @@ private:
       const std::string &text = it->second;
       if (std::string(k) == "early_stopping" && text == "never") {
         out[k] = "never";
+        continue;
+      }
+      if (std::string(k) == "stop_strings") {
+        // A list of strings was recorded as JSON; one string as its text.
+        auto list = llvm::json::parse(text);
+        const llvm::json::Array *a = list ? list->getAsArray() : nullptr;
+        if (!list)
+          llvm::consumeError(list.takeError());
+        if (a && std::all_of(a->begin(), a->end(), [](const llvm::json::Value &e) { return e.getAsString(); }))
+          out[k] = std::move(*list);
+        else
+          out[k] = text;
         continue;
       }
       auto v = llvm::json::parse(text);

@@ -68,6 +68,8 @@ const char *const kUsage =
     "  --encoder-repetition-penalty F       the source's tokens (a decoder-only model's\n"
     "                             prompt) made F times likelier (default 1.0: off)\n"
     "  --encoder-no-repeat-ngram-size N     never repeat an N-gram of the source (prompt)\n"
+    "  --stop-strings '[\"S\", ...]'        a row ends with the token completing S in its\n"
+    "                             text (needs the plan's tokenizer)\n"
     "  --typical-p F, --epsilon-cutoff F, --eta-cutoff F   sampling warpers (default off)\n"
     "  --batch-size N             prompts per batch, at least 1 (default: what the plan allows)\n"
     "  --threads N                CPU executor threads (default: the physical cores)\n"
@@ -118,7 +120,7 @@ bool isValued(const std::string &name) {
       "--eos-token-id", "--batch-size", "--threads", "--min-length", "--forced-bos-token-id",
       "--forced-eos-token-id", "--suppress-tokens", "--begin-suppress-tokens", "--exponential-decay-length-penalty",
       "--bad-words-ids", "--sequence-bias", "--typical-p", "--epsilon-cutoff", "--eta-cutoff",
-      "--encoder-repetition-penalty", "--encoder-no-repeat-ngram-size"};
+      "--encoder-repetition-penalty", "--encoder-no-repeat-ngram-size", "--stop-strings"};
   for (const char *k : kValued)
     if (name == k)
       return true;
@@ -221,6 +223,11 @@ std::string setOption(const std::string &name, const std::string &value, Args &a
         !(bw ? genrt::parseBadWordsIds(v, c.badWordsIds) : genrt::parseSequenceBias(v, c.sequenceBias)))
       return "invalid value '" + value + "' for " + name + ": expected " +
              (bw ? "[[N, ...], ...]" : "[[[N, ...], BIAS], ...]") + " (HF's shape)";
+  } else if (name == "--stop-strings") {
+    genrt::json::Value v;
+    if (!genrt::json::parse(value, v) || !genrt::parseStopStrings(v, c.stopStrings))
+      return "invalid value '" + value + "' for " + name +
+             ": expected a JSON string or list of strings, none empty (e.g. '[\"\\n\\n\", \"END\"]')";
   } else if (name == "--typical-p") {
     return doubleArg(c.typicalP);
   } else if (name == "--epsilon-cutoff") {

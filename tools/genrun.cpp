@@ -197,6 +197,7 @@ static int run(int argc, char **argv) {
   // starts from it.
   if (Status s = args.cfg.applyDefaults(info.generationDefaults, args.given); !s)
     fail(s.message());
+  args.cfg.tokenizer = tokenizer.get();
   if (Status s = args.cfg.validateFor(info); !s)
     fail(s.message());
   for (const std::string &w : args.cfg.warnings())

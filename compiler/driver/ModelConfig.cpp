@@ -4,6 +4,7 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
 
 namespace genc {
 
@@ -22,12 +23,20 @@ static std::string scalarText(const llvm::json::Value &v) {
   if (const auto *a = v.getAsArray()) {
     std::string r = "[";
     // Numbers and lists of them (token id lists, bad_words_ids, the pairs
-    // of exponential_decay_length_penalty and sequence_bias), as JSON.
+    // of exponential_decay_length_penalty and sequence_bias), and lists of
+    // strings (stop_strings), as JSON.
     for (size_t i = 0; i < a->size(); ++i) {
       const llvm::json::Value &x = (*a)[i];
-      if (!x.getAsInteger() && !x.getAsNumber() && !x.getAsArray())
+      if (!x.getAsInteger() && !x.getAsNumber() && !x.getAsArray() && !x.getAsString())
         return "";
-      std::string t = scalarText(x);
+      std::string t;
+      if (x.getAsString()) {
+        llvm::raw_string_ostream os(t);
+        os << x; // quoted and escaped
+        os.flush();
+      } else {
+        t = scalarText(x);
+      }
       if (t.empty())
         return "";
       r += (i ? ", " : "") + t;

@@ -26,6 +26,7 @@ SUPPORTED = {
     "repetition_penalty": "float",
     "encoder_no_repeat_ngram_size": "int",  # over the source (a decoder-only model's prompt)
     "encoder_repetition_penalty": "float",
+    "stop_strings": "strings",  # read with the plan's tokenizer
     "do_sample": "bool",
     "temperature": "float",
     "top_k": "optional_int",
@@ -65,7 +66,7 @@ UNSUPPORTED_DEFAULTS: Dict[str, Any] = {
     "force_words_ids": None, "constraints": None,
     "remove_invalid_values": False, "forced_decoder_ids": None,
     "token_healing": False, "guidance_scale": None, "low_memory": None,
-    "watermarking_config": None, "max_time": None, "stop_strings": None, "prefix_allowed_tokens_fn": None,
+    "watermarking_config": None, "max_time": None, "prefix_allowed_tokens_fn": None,
     "assistant_model": None, "negative_prompt_ids": None, "negative_prompt_attention_mask": None,
     "decoder_start_token_id": None,  # checked against the plan's below
 }
@@ -119,6 +120,12 @@ def _check_type(name: str, kind: str, value: Any) -> Any:
             isinstance(e[1], (int, float)) and not isinstance(e[1], bool) for e in value))
         if not ok:
             raise bad("a list of [token ids, bias] pairs, a dict of them or None")
+    elif kind == "strings":
+        if isinstance(value, str):
+            value = [value]
+        if value is not None and not (isinstance(value, (list, tuple)) and
+                                      all(isinstance(s, str) and s for s in value)):
+            raise bad("a string, a list of non-empty strings or None")
     elif kind == "decay":
         ok = value is None or (isinstance(value, (list, tuple)) and len(value) == 2 and
                                isinstance(value[0], int) and not isinstance(value[0], bool) and
@@ -198,7 +205,7 @@ def to_native(options: Dict[str, Any], prompt_lengths: Sequence[int], encoder_de
         elif name in ("top_k", "top_p", "min_p") and value is None:
             value = {"top_k": 0, "top_p": 1.0, "min_p": 0.0}[name]  # HF's None: the warper is off
         elif name in ("eos_token_id", "forced_eos_token_id", "suppress_tokens", "begin_suppress_tokens",
-                      "bad_words_ids", "sequence_bias") and value is None:
+                      "bad_words_ids", "sequence_bias", "stop_strings") and value is None:
             value = []  # off (eos: the plan's)
         elif name == "sequence_bias":
             value = [(list(ids), float(b)) for ids, b in value]

@@ -15,6 +15,7 @@ class _Config:
     repetition_penalty: float
     encoder_no_repeat_ngram_size: int
     encoder_repetition_penalty: float
+    stop_strings: List[str]
     do_sample: bool
     temperature: float
     top_k: int

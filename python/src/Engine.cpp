@@ -50,8 +50,10 @@ Engine::~Engine() {
   thread_.post([d = std::move(d)]() mutable { d.reset(); });
 }
 
-Status Engine::checkRequest(const GenerationConfig &cfg, const std::vector<Prompt> &prompts) const {
+Status Engine::checkRequest(const GenerationConfig &given, const std::vector<Prompt> &prompts) const {
   int64_t batchSize = 0;
+  GenerationConfig cfg = given;
+  cfg.tokenizer = tokenizer_.get(); // stop_strings are read with the plan's
   if (Status s = cfg.validateFor(info_); !s)
     return s;
   if (Status s = batchSizeFor(cfg, info_, maxSlots_, batchSize); !s)
@@ -67,6 +69,7 @@ std::shared_ptr<Job> Engine::start(std::vector<Prompt> prompts, GenerationConfig
   jobs_.erase(std::remove_if(jobs_.begin(), jobs_.end(), [](const std::weak_ptr<Job> &w) { return w.expired(); }),
               jobs_.end());
   jobs_.push_back(job);
+  cfg.tokenizer = tokenizer_.get();
   // The job, not the engine, owns what the task needs beyond the decoder,
   // and the decoder outlives every task (~Engine queues behind them).
   thread_.post([this, job, stream, prompts = std::move(prompts), cfg = std::move(cfg)] {

@@ -235,6 +235,7 @@ PYBIND11_MODULE(_genc, m) {
       .def_readwrite("repetition_penalty", &GenerationConfig::repetitionPenalty)
       .def_readwrite("encoder_no_repeat_ngram_size", &GenerationConfig::encoderNoRepeatNgramSize)
       .def_readwrite("encoder_repetition_penalty", &GenerationConfig::encoderRepetitionPenalty)
+      .def_readwrite("stop_strings", &GenerationConfig::stopStrings)
       .def_readwrite("do_sample", &GenerationConfig::doSample)
       .def_readwrite("temperature", &GenerationConfig::temperature)
       .def_readwrite("top_k", &GenerationConfig::topK)

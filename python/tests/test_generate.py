@@ -43,6 +43,9 @@ def as_lines(results):
     (dict(max_new_tokens=8, num_beams=2, encoder_repetition_penalty=1.6, encoder_no_repeat_ngram_size=2),
      ["--max-new-tokens", "8", "--num-beams", "2", "--encoder-repetition-penalty", "1.6",
       "--encoder-no-repeat-ngram-size", "2"]),
+    # Both rows stop early: "notnot…ications" and "||||||||orresponding…".
+    (dict(max_new_tokens=12, stop_strings=["cations", "ngorr"]),
+     ["--max-new-tokens", "12", "--stop-strings", '["cations", "ngorr"]']),
 ])
 def test_generate_equals_genrun(gen, plan, genrun, kwargs, flags):
     assert as_lines(gen.generate(PROMPTS, **kwargs)) == genrun_lines(genrun, plan, PROMPTS, *flags)
@@ -134,3 +137,12 @@ def test_ctrl_c_stops_generating(gen):
         gen.generate(PROMPTS * 2000, max_new_tokens=40, eos_token_id=[])  # tens of seconds if not stopped
     assert time.monotonic() - start < 5
     assert len(gen.generate("Copyright", max_new_tokens=2)[0].ids) == 2
+
+
+def test_stop_strings_end_rows_early(gen):
+    plain = gen.generate(PROMPTS, max_new_tokens=12)
+    stopped = gen.generate(PROMPTS, max_new_tokens=12, stop_strings=["cations", "ngorr"])
+    for p, s in zip(plain, stopped):
+        assert len(s.ids) < len(p.ids) and p.ids[:len(s.ids)] == s.ids
+        assert "cations" in s.text or "ngorr" in s.text
+    assert gen.generate(PROMPTS, max_new_tokens=12, stop_strings="cations")[0].ids == stopped[0].ids

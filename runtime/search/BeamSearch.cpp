@@ -5,8 +5,8 @@
 //   running beam score; all float32 as in torch. Running scores start at
 //   [0, -1e9, ...] so the first step expands beam 0 only.
 // - top K = max(2, 1 + #eos) * num_beams candidates over beams * vocab.
-// - a candidate "hits the stopping criteria" if its token is an eos id or it
-//   reaches max_new_tokens. Only hits among the first num_beams candidates
+// - a candidate "hits the stopping criteria" if its token is an eos id, it
+//   reaches max_new_tokens or it completes a stop string. Only hits among the first num_beams candidates
 //   finish, with score logprob / generated_len ** length_penalty.
 // - the next running beams are the best num_beams candidates after hits get
 //   -1e9; the finished set is the best num_beams of (old finished + new
@@ -117,8 +117,9 @@ float lengthDivisor(int64_t len, double lengthPenalty) {
 
 } // namespace
 
-Status runBeamSearch(SlotBatch &batch, const GenerationConfig &cfg, const std::vector<int64_t> &eos,
+Status runBeamSearch(SlotBatch &batch, const GenerationConfig &cfg, const StopRules &stop,
                      std::vector<GenerationResult> &out) {
+  const std::vector<int64_t> &eos = stop.eos;
   const int64_t V = batch.vocab();
   const int64_t N = cfg.numBeams;
   const int64_t B = batch.numItems();
@@ -174,7 +175,8 @@ Status runBeamSearch(SlotBatch &batch, const GenerationConfig &cfg, const std::v
 
       std::vector<char> hits(static_cast<size_t>(K));
       for (int64_t k = 0; k < K; ++k) {
-        hits[k] = isEos(cands[k].token, eos) || t + 1 >= cfg.maxNewTokens;
+        hits[k] = isEos(cands[k].token, eos) || t + 1 >= cfg.maxNewTokens ||
+                  stop.strings.hits(batch.item(i).history, st.running[size_t(cands[k].beam)], cands[k].token);
         allHit = allHit && hits[k];
       }
 

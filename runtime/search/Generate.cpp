@@ -103,7 +103,7 @@ static Status generateAll(Decoder &decoder, const GenerationConfig &cfg, const s
   int64_t batchSize = 0;
   if (Status s = batchSizeFor(cfg, info, decoder.maxSlots(), batchSize); !s)
     return s;
-  const std::vector<int64_t> eos = cfg.effectiveEos(info);
+  const search::StopRules stop{cfg.effectiveEos(info), search::StopStrings(cfg.stopStrings, cfg.tokenizer)};
 
   GenerationStats stats;
   stats.firstTokenSeconds = -1; // not yet
@@ -119,8 +119,8 @@ static Status generateAll(Decoder &decoder, const GenerationConfig &cfg, const s
     SlotBatch batch(decoder, std::move(items), rows, stats, start, observer ? *observer : silent);
     ++stats.batches;
     const size_t before = out.size();
-    Status s = cfg.numBeams > 1 ? search::runBeamSearch(batch, cfg, eos, out)
-                                : search::runGreedyOrSample(batch, cfg, eos, out);
+    Status s = cfg.numBeams > 1 ? search::runBeamSearch(batch, cfg, stop, out)
+                                : search::runGreedyOrSample(batch, cfg, stop, out);
     if (!s)
       return s;
     for (size_t n = before; n < out.size(); ++n)

@@ -158,6 +158,26 @@ bool parseSequenceBias(const json::Value &v, std::vector<std::pair<std::vector<i
   return true;
 }
 
+bool parseStopStrings(const json::Value &v, std::vector<std::string> &out) {
+  std::vector<std::string> r;
+  if (v.isString()) {
+    r.push_back(v.asString());
+  } else if (v.isArray()) {
+    for (const json::Value &e : v.items()) {
+      if (!e.isString())
+        return false;
+      r.push_back(e.asString());
+    }
+  } else {
+    return false;
+  }
+  for (const std::string &s : r)
+    if (s.empty())
+      return false;
+  out = std::move(r);
+  return true;
+}
+
 Status GenerationConfig::applyDefaults(const json::Value &defaults, const std::vector<std::string> &given) {
   if (!defaults.isObject())
     return Status::ok();
@@ -226,6 +246,8 @@ Status GenerationConfig::applyDefaults(const json::Value &defaults, const std::v
         ok = v.isString() && parseEarlyStopping(v.asString(), earlyStopping);
     } else if (key == "exponential_decay_length_penalty") {
       ok = parseExpDecay(v, expDecayStart, expDecayFactor);
+    } else if (key == "stop_strings") {
+      ok = v.isNull() || parseStopStrings(v, stopStrings);
     }
     // Other names: a newer genc's; this runtime does not act on them.
     if (!ok)
@@ -261,6 +283,10 @@ std::vector<std::string> GenerationConfig::warnings() const {
 Status GenerationConfig::validateFor(const ModelInfo &info) const {
   if (Status s = validate(); !s)
     return s;
+  if (!stopStrings.empty() && !tokenizer)
+    return Status::error(option("stop_strings") +
+                         " needs the model's tokenizer, and this plan carries none (compile it with "
+                         "tokenizer.json beside the model)");
   auto inVocab = [&](const char *name, const std::vector<int64_t> &ids) {
     for (int64_t e : ids)
       if (e < 0 || e >= info.vocabSize)

@@ -9,6 +9,9 @@
 #include <vector>
 
 namespace genrt {
+namespace text {
+class Tokenizer;
+}
 
 enum class EarlyStopping { False, True, Never };
 /// "true", "false", "never" (genrun's and the Python package's spelling);
@@ -24,6 +27,8 @@ bool parseExpDecay(const json::Value &v, int64_t &start, double &factor);
 bool parseBadWordsIds(const json::Value &v, std::vector<std::vector<int64_t>> &out);
 /// sequence_bias as HF's list form: [[[ids], bias], ...].
 bool parseSequenceBias(const json::Value &v, std::vector<std::pair<std::vector<int64_t>, float>> &out);
+/// stop_strings as HF takes them: a string or a list of strings, none empty.
+bool parseStopStrings(const json::Value &v, std::vector<std::string> &out);
 
 struct GenerationConfig {
   // HF's default is max_length=20 counting the prompt; genrun counts new
@@ -68,6 +73,13 @@ struct GenerationConfig {
   double typicalP = 1.0;
   double epsilonCutoff = 0.0;
   double etaCutoff = 0.0;
+  /// stop_strings: a row ends with the token that completes one of them in
+  /// its text (HF's StopStringCriteria; search/StopStrings.h). Needs
+  /// `tokenizer`.
+  std::vector<std::string> stopStrings;
+  /// The plan's tokenizer, which stop_strings are read with (not owned;
+  /// null: the plan carries none).
+  const text::Tokenizer *tokenizer = nullptr;
   /// Any processor that needs the logits on the host (the GPU's own greedy
   /// choice applies none).
   bool hasLogitsProcessors() const;

@@ -21,8 +21,9 @@ struct Row {
 };
 } // namespace
 
-Status runGreedyOrSample(SlotBatch &batch, const GenerationConfig &cfg, const std::vector<int64_t> &eos,
+Status runGreedyOrSample(SlotBatch &batch, const GenerationConfig &cfg, const StopRules &stop,
                          std::vector<GenerationResult> &out) {
+  const std::vector<int64_t> &eos = stop.eos;
   const int64_t V = batch.vocab();
   const int64_t R = batch.rowsPerItem();
   const int64_t B = batch.numItems();
@@ -94,7 +95,8 @@ Status runGreedyOrSample(SlotBatch &batch, const GenerationConfig &cfg, const st
       row.history.push_back(token);
       row.generated.push_back(token);
       int64_t item = liveRows[k] / R, r = liveRows[k] % R;
-      bool isEos = std::find(eos.begin(), eos.end(), token) != eos.end();
+      // A stop string ends the row as eos does (HF: unfinished_sequences).
+      bool isEos = std::find(eos.begin(), eos.end(), token) != eos.end() || stop.strings.hits(row.history);
       row.done = isEos || t + 1 == cfg.maxNewTokens;
       obs.onToken(batch.item(item).promptIndex, r, token, row.done);
       if (row.done) {

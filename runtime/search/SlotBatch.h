@@ -6,6 +6,7 @@
 #pragma once
 #include "runtime/Decoder.h"
 #include "runtime/search/Generate.h"
+#include "runtime/search/StopStrings.h"
 
 #include <chrono>
 #include <cstdint>
@@ -75,11 +76,18 @@ private:
   bool firstStepDone_ = false;
 };
 
+/// What ends a row besides max_new_tokens: HF's EosTokenCriteria and
+/// StopStringCriteria.
+struct StopRules {
+  std::vector<int64_t> eos;
+  StopStrings strings;
+};
+
 /// Greedy search (cfg.doSample false) or multinomial sampling.
-Status runGreedyOrSample(SlotBatch &batch, const GenerationConfig &cfg, const std::vector<int64_t> &eos,
+Status runGreedyOrSample(SlotBatch &batch, const GenerationConfig &cfg, const StopRules &stop,
                          std::vector<GenerationResult> &out);
 /// HF's vectorized beam search (_beam_search).
-Status runBeamSearch(SlotBatch &batch, const GenerationConfig &cfg, const std::vector<int64_t> &eos,
+Status runBeamSearch(SlotBatch &batch, const GenerationConfig &cfg, const StopRules &stop,
                      std::vector<GenerationResult> &out);
 
 } // namespace search

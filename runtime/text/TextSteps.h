@@ -44,6 +44,8 @@ public:
   /// True for ByteFallback (and chains holding it): it renders a run of
   /// <0xXX> tokens as a whole, so a later byte can change earlier text.
   virtual bool judgesByteRuns() const { return false; }
+  /// True for ByteLevel (and chains holding it).
+  virtual bool isByteLevel() const { return false; }
 };
 
 /// `v` null gives a null step (the pipeline skips it).

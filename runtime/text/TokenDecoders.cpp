@@ -61,10 +61,17 @@ public:
         return true;
     return false;
   }
+  bool isByteLevel() const override {
+    for (const auto &d : steps)
+      if (d->isByteLevel())
+        return true;
+    return false;
+  }
 };
 
 class ByteLevelDec : public TokenDecoder {
 public:
+  bool isByteLevel() const override { return true; }
   void decodeChain(std::vector<std::string> &tokens) const override {
     std::string bytes;
     for (const std::string &t : tokens) {

@@ -11,6 +11,7 @@
 #include "runtime/text/Unicode.h"
 
 #include <algorithm>
+#include <cctype>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -308,6 +309,44 @@ bool Tokenizer::continuesByteRun(int64_t id) const {
     return false;
   const std::string *t = impl_->model->idToToken(id);
   return t && t->size() == 6 && t->compare(0, 3, "<0x") == 0 && (*t)[5] == '>';
+}
+
+std::string Tokenizer::stopStringText(int64_t id) const {
+  const Impl &m = *impl_;
+  const std::string *t = nullptr;
+  if (auto it = m.addedById.find(id); it != m.addedById.end())
+    t = &m.added[it->second].content;
+  else
+    t = m.model->idToToken(id);
+  if (!t)
+    return "";
+  if (m.decoder && m.decoder->judgesByteRuns()) {
+    // HF prefers ByteFallback when a chain has both.
+    if (t->size() == 6 && t->compare(0, 3, "<0x") == 0 && (*t)[5] == '>' && isxdigit((unsigned char)(*t)[3]) &&
+        isxdigit((unsigned char)(*t)[4]))
+      return std::string(1, char(std::stoi(t->substr(3, 2), nullptr, 16)));
+  } else if (m.decoder && m.decoder->isByteLevel()) {
+    std::string bytes;
+    bool all = true;
+    for (char32_t c : decodeUtf8(*t)) {
+      const int b = byteLevelByte(c);
+      if (b < 0) {
+        all = false;
+        break;
+      }
+      bytes += char(b);
+    }
+    if (all)
+      return bytes;
+  }
+  static const std::string kPrefix = "abcdef"; // HF's static_prefix
+  std::vector<int64_t> ids;
+  if (!m.encode(kPrefix, /*addSpecial=*/false, ids))
+    ids.clear();
+  ids.push_back(id);
+  const std::string s = m.decode(ids, /*skipSpecial=*/false);
+  const size_t at = s.find(kPrefix);
+  return at == std::string::npos ? m.decode({id}, false) : s.substr(at + kPrefix.size());
 }
 
 int64_t Tokenizer::idLimit() const {

@@ -38,6 +38,13 @@ public:
   /// end of the run.
   bool continuesByteRun(int64_t id) const;
 
+  /// The text token `id` stands for as transformers 5.23's StopStringCriteria
+  /// reads it (clean_tokenizer_vocab): under a ByteLevel decoder the raw
+  /// bytes of a token in its alphabet, partial characters included; under
+  /// ByteFallback a <0xXX> token's byte; otherwise the text the token adds
+  /// after "abcdef" (decode(ids("abcdef") + [id]) from just past "abcdef").
+  std::string stopStringText(int64_t id) const;
+
   struct Impl;
 
 private:

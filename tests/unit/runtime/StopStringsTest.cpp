@@ -1,0 +1,81 @@
+// StopStrings against transformers' StopStringCriteria: every row of
+// StopStringsGolden.inc (tools/make_stop_golden.py, HF's own class on
+// models/tiny-gpt2's byte-level tokenizer) gets HF's verdict; then the rule's
+// edges spelled out, and the two-part form beam search uses.
+#include "runtime/search/StopStrings.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+using namespace genrt;
+using genrt::search::StopStrings;
+
+namespace {
+
+struct Golden {
+  std::vector<std::string> stops;
+  std::vector<int64_t> ids;
+  bool hit;
+};
+
+const Golden kCases[] = {
+#include "StopStringsGolden.inc"
+};
+
+std::unique_ptr<text::Tokenizer> tinyGpt2() {
+  std::ifstream f(std::string(GENC_SOURCE_DIR) + "/models/tiny-gpt2/tokenizer.json");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  std::unique_ptr<text::Tokenizer> tok;
+  Status s = text::Tokenizer::fromJson(ss.str(), tok);
+  EXPECT_TRUE(s) << s.message();
+  return tok;
+}
+
+TEST(StopStrings, EveryGoldenRowAsHuggingFaceDecides) {
+  std::unique_ptr<text::Tokenizer> tok = tinyGpt2();
+  ASSERT_TRUE(tok);
+  int hits = 0, checked = 0;
+  for (const Golden &g : kCases) {
+    StopStrings stop(g.stops, tok.get());
+    EXPECT_EQ(stop.hits(g.ids), g.hit) << "stop '" << g.stops[0] << "', case " << checked;
+    // Beam search's form: the prompt, the beam's tokens, the candidate.
+    if (g.ids.size() >= 2) {
+      const size_t cut = g.ids.size() / 2;
+      std::vector<int64_t> head(g.ids.begin(), g.ids.begin() + cut), mid(g.ids.begin() + cut, g.ids.end() - 1);
+      EXPECT_EQ(stop.hits(head, mid, g.ids.back()), g.hit) << "split form, case " << checked;
+    }
+    hits += g.hit;
+    ++checked;
+  }
+  EXPECT_GT(hits, 100); // the table exercises matches, not only misses
+  EXPECT_EQ(checked, 2752);
+}
+
+TEST(StopStrings, TheStringMustReachIntoTheLastToken) {
+  std::unique_ptr<text::Tokenizer> tok = tinyGpt2();
+  ASSERT_TRUE(tok);
+  std::vector<int64_t> ids;
+  ASSERT_TRUE(tok->encode("a copyright license granted", false, ids));
+  StopStrings stop({"license"}, tok.get());
+  // The whole text ends past "license": no hit at the end ...
+  EXPECT_FALSE(stop.hits(ids));
+  // ... but at the token that completes it.
+  std::vector<int64_t> upTo;
+  bool seen = false;
+  for (int64_t id : ids) {
+    upTo.push_back(id);
+    seen = seen || stop.hits(upTo);
+    if (tok->decode(upTo, false).find("license") != std::string::npos) {
+      EXPECT_TRUE(stop.hits(upTo)) << tok->decode(upTo, false);
+      break;
+    }
+  }
+  EXPECT_TRUE(seen);
+  StopStrings none({}, nullptr);
+  EXPECT_FALSE(none.hits(ids));
+}
+
+} // namespace
