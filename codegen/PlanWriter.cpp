@@ -177,7 +177,7 @@ private:
   // generation config (their flags and keywords override).
   llvm::json::Object generationDefaults() {
     static const char *const kKeys[] = {
-        "max_new_tokens", "min_new_tokens", "min_length", "num_beams", "length_penalty", "early_stopping",
+        "max_new_tokens", "max_length", "min_new_tokens", "min_length", "num_beams", "length_penalty", "early_stopping",
         "no_repeat_ngram_size", "repetition_penalty", "do_sample", "temperature", "top_k", "top_p", "min_p",
         "forced_bos_token_id", "forced_eos_token_id", "suppress_tokens", "begin_suppress_tokens",
         "exponential_decay_length_penalty", "num_return_sequences", "typical_p", "epsilon_cutoff", "eta_cutoff",

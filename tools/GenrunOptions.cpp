@@ -39,7 +39,10 @@ const char *const kUsage =
     "--device auto (default) runs on the GPU when one is visible, else on the CPU.\n"
     "\n"
     "Options (Hugging Face generate() meaning and defaults):\n"
-    "  --max-new-tokens N         tokens to generate at most (default 20)\n"
+    "  --max-new-tokens N         tokens to generate at most (default 20, or what\n"
+    "                             the model's max_length leaves)\n"
+    "  --max-length N             HF's max_length: the longest prompt + new tokens;\n"
+    "                             --max-new-tokens wins when both are given\n"
     "  --min-new-tokens N         no eos before N new tokens (default 0)\n"
     "  --num-beams N              beam search when > 1 (default 1)\n"
     "  --length-penalty F         beam score = logprob / length**F (default 1.0)\n"
@@ -114,7 +117,7 @@ bool parseBool(const std::string &s, bool &out) {
 
 bool isValued(const std::string &name) {
   static const char *const kValued[] = {
-      "--input", "--prompt", "--output", "--device", "--max-new-tokens", "--min-new-tokens", "--num-beams",
+      "--input", "--prompt", "--output", "--device", "--max-new-tokens", "--max-length", "--min-new-tokens", "--num-beams",
       "--length-penalty", "--early-stopping", "--num-return-sequences", "--no-repeat-ngram-size",
       "--repetition-penalty", "--temperature", "--top-k", "--top-p", "--min-p", "--seed",
       "--eos-token-id", "--batch-size", "--threads", "--min-length", "--forced-bos-token-id",
@@ -158,7 +161,10 @@ std::string setOption(const std::string &name, const std::string &value, Args &a
       return "invalid value '" + value + "' for --threads: expected 1 to 1024";
     a.exec.threads = static_cast<int>(n);
   } else if (name == "--max-new-tokens") {
+    c.maxNewTokensGiven = true;
     return intArg(c.maxNewTokens);
+  } else if (name == "--max-length") {
+    return intArg(c.maxLength);
   } else if (name == "--min-new-tokens") {
     return intArg(c.minNewTokens);
   } else if (name == "--num-beams") {

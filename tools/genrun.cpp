@@ -200,18 +200,26 @@ static int run(int argc, char **argv) {
   args.cfg.tokenizer = tokenizer.get();
   if (Status s = args.cfg.validateFor(info); !s)
     fail(s.message());
-  for (const std::string &w : args.cfg.warnings())
-    std::cerr << "genrun: warning: " << w << "\n";
 
   for (size_t n = 0; n < prompts.size(); ++n) {
-    if (texts[n]) {
-      std::string field = args.prompts.empty() ? "field \"text\": " : "";
-      if (Status s = text::encodePrompt(tokenizer.get(), *texts[n], "give \"input_ids\"", prompts[n].inputIds); !s)
-        fail(where[n] + ": " + field + s.message());
-    }
+    if (!texts[n])
+      continue;
+    std::string field = args.prompts.empty() ? "field \"text\": " : "";
+    if (Status s = text::encodePrompt(tokenizer.get(), *texts[n], "give \"input_ids\"", prompts[n].inputIds); !s)
+      fail(where[n] + ": " + field + s.message());
+  }
+  // max_length counts the longest prompt as given (HF pads a batch to it),
+  // or an encoder-decoder's decoder start token.
+  int64_t longest = info.encoderDecoder ? 1 : 0;
+  for (size_t n = 0; n < prompts.size() && !info.encoderDecoder; ++n)
+    longest = std::max<int64_t>(longest, static_cast<int64_t>(prompts[n].inputIds.size()));
+  if (Status s = args.cfg.resolveMaxLength(longest); !s)
+    fail(s.message());
+  for (const std::string &w : args.cfg.warnings())
+    std::cerr << "genrun: warning: " << w << "\n";
+  for (size_t n = 0; n < prompts.size(); ++n)
     if (Status s = validatePrompt(prompts[n], info, args.cfg); !s)
       fail(where[n] + ": " + s.message());
-  }
 
   GenerationStats stats;
   if (args.stream)

@@ -152,9 +152,11 @@ def gather(kwargs: Dict[str, Any], defaults: Optional[Dict[str, Any]] = None) ->
     kwargs = dict(kwargs)
     merged: Dict[str, Any] = dict(defaults or {})
     config = kwargs.pop("generation_config", None)
-    if config is not None:
-        merged.update(from_generation_config(config))
-    merged.update(kwargs)  # explicit kwargs override the config, as in HF
+    user = dict(from_generation_config(config)) if config is not None else {}
+    user.update(kwargs)  # explicit kwargs override the config, as in HF
+    if "max_length" in user and "max_new_tokens" not in user:
+        merged.pop("max_new_tokens", None)  # the user's max_length beats the model's max_new_tokens
+    merged.update(user)
     out: Dict[str, Any] = {}
     for name, value in merged.items():
         if name in SUPPORTED:

@@ -146,3 +146,12 @@ def test_generation_config_of_the_model_is_the_default(tmp_path):
         overridden = g.generate(prompt, suppress_tokens=None, min_length=0, max_new_tokens=20,
                                 forced_eos_token_id=None)[0].sequences[0].ids
         assert overridden == p.generate(prompt)[0].sequences[0].ids
+
+
+def test_max_length_and_max_new_tokens_precedence():
+    from genc import _config
+    # The model's max_new_tokens beats its max_length; a user's max_length
+    # beats the model's max_new_tokens; a user's max_new_tokens beats all.
+    assert _config.gather({}, {"max_new_tokens": 7, "max_length": 30}) == {"max_new_tokens": 7, "max_length": 30}
+    assert _config.gather({"max_length": 12}, {"max_new_tokens": 7}) == {"max_length": 12}
+    assert _config.gather({"max_new_tokens": 3}, {"max_length": 30}) == {"max_new_tokens": 3, "max_length": 30}

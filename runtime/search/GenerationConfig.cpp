@@ -41,9 +41,22 @@ std::string GenerationConfig::option(const std::string &keyword) const {
   return flag;
 }
 
+Status GenerationConfig::resolveMaxLength(int64_t longestPrompt) {
+  if (maxNewTokensGiven || maxLength <= 0)
+    return Status::ok();
+  if (maxLength - longestPrompt < 1)
+    return Status::error(option("max_length") + " " + std::to_string(maxLength) +
+                         " leaves no room for new tokens after the longest prompt (" +
+                         std::to_string(longestPrompt) + " tokens); give " + option("max_new_tokens"));
+  maxNewTokens = maxLength - longestPrompt;
+  return Status::ok();
+}
+
 Status GenerationConfig::validate() const {
   if (maxNewTokens < 1)
     return Status::error(option("max_new_tokens") + " must be at least 1, got " + std::to_string(maxNewTokens));
+  if (maxLength < 0)
+    return Status::error(option("max_length") + " must not be negative, got " + std::to_string(maxLength));
   if (minNewTokens < 0)
     return Status::error(option("min_new_tokens") + " must not be negative, got " + std::to_string(minNewTokens));
   if (numBeams < 1)
@@ -209,7 +222,13 @@ Status GenerationConfig::applyDefaults(const json::Value &defaults, const std::v
       return true;
     };
     bool ok = true;
-    if (key == "max_new_tokens") ok = integer(maxNewTokens);
+    if (key == "max_new_tokens") {
+      // A max_length the user gave beats the plan's max_new_tokens.
+      if (std::find(given.begin(), given.end(), "max_length") != given.end())
+        continue;
+      ok = integer(maxNewTokens);
+      maxNewTokensGiven = ok;
+    } else if (key == "max_length") ok = integer(maxLength);
     else if (key == "min_new_tokens") ok = integer(minNewTokens);
     else if (key == "min_length") ok = integer(minLength);
     else if (key == "num_beams") ok = integer(numBeams);

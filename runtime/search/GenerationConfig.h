@@ -34,6 +34,13 @@ struct GenerationConfig {
   // HF's default is max_length=20 counting the prompt; genrun counts new
   // tokens only, so its default is 20 new tokens.
   int64_t maxNewTokens = 20;
+  /// Whether maxNewTokens was given (a flag, a keyword or the plan's
+  /// default) rather than left at genrun's 20.
+  bool maxNewTokensGiven = false;
+  /// max_length: HF's prompt + new tokens; 0: unset. Without a given
+  /// max_new_tokens, resolveMaxLength makes it max_new_tokens against the
+  /// longest prompt (HF pads a batch to it).
+  int64_t maxLength = 0;
   int64_t minNewTokens = 0;
   int64_t numBeams = 1;
   double lengthPenalty = 1.0;
@@ -103,6 +110,11 @@ struct GenerationConfig {
   /// and shapes) for every option not in `given` (HF names the user set).
   /// A value of the wrong type is an error naming the plan's field.
   Status applyDefaults(const json::Value &defaults, const std::vector<std::string> &given);
+
+  /// max_length into max_new_tokens (see maxLength), given the longest
+  /// decoder prompt (an encoder-decoder's: the start token, 1). An error
+  /// when it leaves no room.
+  Status resolveMaxLength(int64_t longestPrompt);
 
   /// Checks ranges and combinations of the options alone. Messages name the
   /// option as `spelling` says.
