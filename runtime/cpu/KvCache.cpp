@@ -1,4 +1,5 @@
 #include "runtime/cpu/KvCache.h"
+#include "runtime/cpu/VectorMath.h"
 
 #include <algorithm>
 #include <cmath>
@@ -146,32 +147,46 @@ void parallel(ThreadPool *pool, int64_t n, const std::function<void(int64_t, int
     fn(0, n);
 }
 
-/// softmax(scale · q·key(j) + bias[j]) · value(j) over keys j in [0, n).
+/// A thread's scratch for attendRow: scores, row pointers, and the rows a
+/// non-f32 cache had to widen (each key its own: a row reads them all at
+/// once), allocated when first needed.
+struct RowScratch {
+  std::vector<float> p, kScratch, vScratch;
+  std::vector<const float *> k, v;
+  std::unique_ptr<float[]> kRows, vRows;
+  int64_t rowsCap = 0, n = 0, D = 0;
+  /// A cache row as readSelf / readCross gave it: in place when the cache
+  /// holds f32, else copied out of the shared scratch to key j's own place.
+  const float *keep(bool isV, int64_t j, const float *row) {
+    const std::vector<float> &scratch = isV ? vScratch : kScratch;
+    if (scratch.empty() || row != scratch.data())
+      return row;
+    if (rowsCap < n * D) {
+      kRows.reset(new float[size_t(n * D)]);
+      vRows.reset(new float[size_t(n * D)]);
+      rowsCap = n * D;
+    }
+    float *dst = (isV ? vRows : kRows).get() + j * D;
+    std::memcpy(dst, row, size_t(D) * sizeof(float));
+    return dst;
+  }
+};
+
+/// softmax(scale · q·key(j) + bias[j]) · value(j) over keys j in [0, n):
+/// the rows' pointers first, then one vectorised pass (VectorMath.h).
 template <typename KeyFn, typename ValueFn>
 void attendRow(const float *q, int64_t n, int64_t D, float scale, const float *bias, KeyFn key,
-               ValueFn value, std::vector<float> &p, float *o) {
-  p.resize(n);
-  float mx = -INFINITY;
+               ValueFn value, RowScratch &s, float *o) {
+  s.p.resize(n);
+  s.k.resize(n);
+  s.v.resize(n);
+  s.n = n;
+  s.D = D;
   for (int64_t j = 0; j < n; ++j) {
-    const float *k = key(j);
-    float s = 0.f;
-    for (int64_t e = 0; e < D; ++e)
-      s += q[e] * k[e];
-    p[j] = s * scale + (bias ? bias[j] : 0.f);
-    mx = std::max(mx, p[j]);
+    s.k[j] = key(j);
+    s.v[j] = value(j);
   }
-  float sum = 0.f;
-  for (float &x : p) {
-    x = std::exp(x - mx);
-    sum += x;
-  }
-  std::fill(o, o + D, 0.f);
-  for (int64_t j = 0; j < n; ++j) {
-    const float *v = value(j);
-    float w = p[j] / sum;
-    for (int64_t e = 0; e < D; ++e)
-      o[e] += w * v[e];
-  }
+  attendRowF32(q, s.k.data(), s.v.data(), n, D, scale, bias, s.p.data(), o);
 }
 
 } // namespace
@@ -213,7 +228,8 @@ Status selfAttention(HostKvCache &cache, const AttrMap &attrs, const std::vector
       return Status::error("kv_attention: the cache cannot hold the attended positions");
   // (token, head) pairs are independent: each writes its own output row.
   parallel(pool, T * H, [&](int64_t begin, int64_t end) {
-    std::vector<float> p, b, kScratch, vScratch;
+    RowScratch p;
+    std::vector<float> b;
     for (int64_t th = begin; th < end; ++th) {
       const int64_t t = th / H, h = th % H;
       const TokenPlace &tok = tokens[t];
@@ -224,7 +240,7 @@ Status selfAttention(HostKvCache &cache, const AttrMap &attrs, const std::vector
       auto row = [&](bool isV, int64_t j) -> const float * {
         int64_t pos = lo + j;
         if (pos < tok.cachedBefore)
-          return cache.readSelf(li, isV, tok.slot, kh, pos, isV ? vScratch : kScratch);
+          return p.keep(isV, j, cache.readSelf(li, isV, tok.slot, kh, pos, isV ? p.vScratch : p.kScratch));
         return (isV ? vd : kd) + (kh * T + (t - (tok.position - pos))) * D;
       };
       if (bias.table) {
@@ -268,13 +284,14 @@ Status crossAttention(const HostKvCache &cache, const AttrMap &attrs, const std:
       return Status::error("cross_attention: a token's sequence has no encoded source");
   }
   parallel(pool, T * H, [&](int64_t begin, int64_t end) {
-    std::vector<float> p, kScratch, vScratch;
+    RowScratch p;
     for (int64_t th = begin; th < end; ++th) {
       const int64_t t = th / H, h = th % H, e = ctx.crossEntryOfToken[t], kh = h / group;
-      attendRow(q.data<float>() + (h * T + t) * D, ctx.crossLengths[e], D, scale, nullptr,
-                [&](int64_t j) { return cache.readCross(li, false, e, kh, j, kScratch); },
-                [&](int64_t j) { return cache.readCross(li, true, e, kh, j, vScratch); }, p,
-                out.data<float>() + (h * T + t) * D);
+      attendRow(
+          q.data<float>() + (h * T + t) * D, ctx.crossLengths[e], D, scale, nullptr,
+          [&](int64_t j) { return p.keep(false, j, cache.readCross(li, false, e, kh, j, p.kScratch)); },
+          [&](int64_t j) { return p.keep(true, j, cache.readCross(li, true, e, kh, j, p.vScratch)); }, p,
+          out.data<float>() + (h * T + t) * D);
     }
   });
   return Status::ok();
@@ -295,7 +312,8 @@ Status packedAttention(const AttrMap &attrs, const std::vector<Tensor> &ins, Ten
   if (Status s = RelativeBias::from(attrs, ins, 3, H, bias); !s)
     return Status::error("packed_attention: " + s.message());
   float scale = static_cast<float>(attrFloat(attrs, "scale", 1.0 / std::sqrt(double(D))));
-  std::vector<float> p, b;
+  RowScratch p;
+  std::vector<float> b;
   for (const SourceSegment &sg : ctx.segments) {
     if (sg.start < 0 || sg.len <= 0 || sg.start + sg.len > T)
       return Status::error("packed_attention: a source lies outside the packed tokens");
