@@ -12,15 +12,18 @@
 #
 #   bash tools/gpu_test.sh [--sanitize]        # there, from the repo root
 #   bash tools/gpu_test.sh --sanitize-only     # the smoke run and 3. alone
+#   bash tools/gpu_test.sh --quick             # llama, processors, t5, stop strings
 set -uo pipefail
 cd "$(dirname "$0")/.."
 SANITIZE=0
 PARITY=1
+QUICK=0
 case "${1-}" in
 --sanitize) SANITIZE=1 ;;
 --sanitize-only) SANITIZE=1; PARITY=0 ;;
+--quick) QUICK=1 ;;
 "") ;;
-*) echo "usage: tools/gpu_test.sh [--sanitize | --sanitize-only]" >&2; exit 2 ;;
+*) echo "usage: tools/gpu_test.sh [--sanitize | --sanitize-only | --quick]" >&2; exit 2 ;;
 esac
 BIN=$(mktemp -d)
 tar -xzf dist/genc-linux-x86_64.tar.gz -C "$BIN"
@@ -60,7 +63,32 @@ if ! timeout 60 "$BIN/genrun" "$W/smoke.plan" --device cuda --input "$W/smoke.js
 fi
 "$BIN/genrun" "$W/smoke.plan" --device cpu --input "$W/smoke.jsonl" --max-new-tokens 4
 
+# stop_strings: the GPU's own greedy choice (no logits on the host) and the
+# CPU must cut the same rows at the same tokens.
+stop_check() {
+  "$BIN/genc" compile models/tiny-gpt2/model.onnx -o "$W/tg.plan" --max-length 64 > /dev/null 2>&1
+  for dev in cuda cpu; do
+    for s in '"cations"' '["zzz", " IN"]'; do
+      "$BIN/genrun" "$W/tg.plan" --device $dev --prompt "The licensor grants you" --max-new-tokens 16 \
+        --stop-strings "$s" 2>&1 | sed 's/"score":[^}]*//'
+      "$BIN/genrun" "$W/tg.plan" --device $dev --prompt "The licensor grants you" --max-new-tokens 16 \
+        --num-beams 2 --stop-strings "$s" 2>&1 | sed 's/"score":[^}]*//'
+    done > "$W/stop-$dev.out"
+  done
+  if cmp -s "$W/stop-cuda.out" "$W/stop-cpu.out" && grep -q ications "$W/stop-cuda.out"; then s=ok; else s=FAIL; fail=1; fi
+  rows+=("stop strings: cuda == cpu|$s|$(wc -l < "$W/stop-cuda.out") runs, greedy and beam")
+}
+
+if [ $QUICK = 1 ]; then
+  check llama llama model.onnx
+  check processors processors model.onnx
+  check t5 t5 encoder.onnx,decoder.onnx
+  stop_check
+  PARITY=0
+fi
+
 if [ $PARITY = 1 ]; then
+stop_check
 for fx in llama mistral gpt2; do
   check "$fx" "$fx" model.onnx
   check "$fx-dynamo" "$fx" model.dynamo.onnx
