@@ -2,6 +2,8 @@
 // the CPU executor, so that both compute bit-identical results. Plain loops
 // over row-major buffers, fp32 accumulation; each kernel states its shapes.
 #pragma once
+#include "runtime/cpu/Activation.h"
+
 #include <cmath>
 #include <cstdint>
 
@@ -44,8 +46,8 @@ inline float silu(float x) { return x / (1.f + std::exp(-x)); }
 inline float geluErf(float x) { return 0.5f * x * (1.f + std::erf(x * 0.70710678118654752f)); }
 // gelu(x) ≈ x/2 · (1 + tanh(√(2/π) · (x + 0.044715 x³)))
 inline float geluTanh(float x) {
-  const float kBeta = 0.79788456080286536f, kKappa = 0.044715f;
-  return 0.5f * x * (1.f + std::tanh(kBeta * (x + kKappa * x * x * x)));
+  geluTanhRow(&x, 1); // the epilogue's arithmetic, to the bit
+  return x;
 }
 
 } // namespace genrt::cpu

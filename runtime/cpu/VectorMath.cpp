@@ -1,5 +1,7 @@
 #include "runtime/cpu/VectorMath.h"
 
+#include "runtime/cpu/ExpPoly.h"
+
 #include <cmath>
 #include <cstring>
 
@@ -52,28 +54,6 @@ GENC_INLINE void dot4(const float *__restrict q, const float *__restrict k0, con
   out[1] = s1;
   out[2] = s2;
   out[3] = s3;
-}
-
-// exp for t <= 0 (a score minus the row's maximum), branch-free so that it
-// vectorises: t = k ln2 + r with |r| <= ln2 / 2, e^r by its degree-6 Taylor
-// polynomial, 2^k put into the exponent bits. Below -87 (and -inf) it gives
-// 0: expf's results there are too small to move a softmax.
-GENC_INLINE float expNonPositive(float t) {
-  const bool under = !(t >= -87.0f);
-  t = under ? -87.0f : t;
-  const float k = std::nearbyint(t * 1.44269504088896341f);
-  const float r = (t - k * 0.693145751953125f) - k * 1.42860682030941723212e-6f;
-  float p = 1.f / 720.f;
-  p = p * r + 1.f / 120.f;
-  p = p * r + 1.f / 24.f;
-  p = p * r + 1.f / 6.f;
-  p = p * r + 0.5f;
-  p = p * r + 1.f;
-  p = p * r + 1.f;
-  const int32_t bits = (static_cast<int32_t>(k) + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, sizeof scale);
-  return under ? 0.f : p * scale;
 }
 
 } // namespace

@@ -54,8 +54,7 @@ Error applyEpilogue(KernelContext &ctx, const AttrMap &attrs, const Ins &ins, Te
         for (int64_t i = 0; i < N; ++i)
           row[i] = row[i] < 0.f ? 0.f : row[i];
       else if (kind == 2)
-        for (int64_t i = 0; i < N; ++i)
-          row[i] = genrt::cpu::geluTanh(row[i]);
+        geluTanhRow(row, N);
     }
   };
   // About 16k elements a piece.

@@ -1,7 +1,8 @@
-// attendRowF32 (the CPU attention row) against the same softmax attention
+// The CPU's vectorised rows: attendRowF32 (the attention row) against the same softmax attention
 // in double precision: random rows, key counts that are and are not
 // multiples of the 4-key blocks, head dims below, at and off the 16-wide
 // vectors, a bias, and far-apart scores (exp's underflow path).
+#include "runtime/cpu/Activation.h"
 #include "runtime/cpu/VectorMath.h"
 
 #include <gtest/gtest.h>
@@ -73,6 +74,32 @@ TEST(VectorMath, AttendRowMatchesDoublePrecision) {
         ++rows;
       }
   EXPECT_EQ(rows, 60);
+}
+
+} // namespace
+
+namespace {
+
+// tanh-GELU against the double-precision formula over [-12, 12] (tanh's
+// saturation both ways, the cancellation near 0), and each element the same
+// bits whether it is computed alone (the gelu kernel) or inside a row (a
+// linear layer's epilogue): vector body and scalar tail round alike.
+TEST(Activation, GeluTanhRowMatchesDoubleAndItsScalarSelf) {
+  std::vector<float> x;
+  for (float v = -12.f; v <= 12.f; v += 0.0137f)
+    x.push_back(v);
+  x.push_back(0.f);
+  x.push_back(1e-6f);
+  x.push_back(-1e-6f);
+  std::vector<float> row = x;
+  genrt::cpu::geluTanhRow(row.data(), int64_t(row.size()));
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double v = x[i], want = 0.5 * v * (1 + std::tanh(0.79788456080286536 * (v + 0.044715 * v * v * v)));
+    EXPECT_NEAR(row[i], want, 4e-7 * (1 + std::fabs(want))) << "x " << x[i];
+    float alone = x[i];
+    genrt::cpu::geluTanhRow(&alone, 1);
+    EXPECT_EQ(alone, row[i]) << "x " << x[i];
+  }
 }
 
 } // namespace
