@@ -1,5 +1,6 @@
 #include "runtime/cpu/Kernels.h"
 
+#include "runtime/cpu/MatmulFewRows.h"
 #include "runtime/cpu/ThreadPool.h"
 
 #include <algorithm>
@@ -64,6 +65,8 @@ void matmul(const float *a, const float *b, float *c, int64_t M, int64_t N, int6
     return;
   }
   const int64_t ldb = transB ? K : N;
+  if (!transB && matmulFewRows(a, b, c, M, N, K, pool))
+    return;
   // Blocks of 64 columns at least, and at least ~64k multiply-adds a block
   // (a hand-off costs microseconds).
   const int64_t cols = std::max<int64_t>(64, (65536 / std::max<int64_t>(1, M * K) + 63) / 64 * 64);

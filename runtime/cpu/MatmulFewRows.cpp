@@ -1,0 +1,76 @@
+#include "runtime/cpu/MatmulFewRows.h"
+
+#include "runtime/cpu/ThreadPool.h"
+
+#include <algorithm>
+#include <immintrin.h>
+
+namespace genrt::cpu {
+namespace {
+
+const bool kAvx512 = (__builtin_cpu_init(), __builtin_cpu_supports("avx512f"));
+
+// Columns [n0, n1) in blocks of 64 (four vectors) with all M rows'
+// accumulators in registers (M x 4 <= 32), w's rows streamed in order; the
+// last < 64 columns in single vectors, then masked.
+template <int M>
+__attribute__((target("avx512f"))) void columns(const float *a, const float *w, float *y, int64_t N, int64_t K,
+                                                int64_t n0, int64_t n1) {
+  int64_t j = n0;
+  for (; j + 64 <= n1; j += 64) {
+    __m512 acc[M][4];
+    for (int m = 0; m < M; ++m)
+      for (int v = 0; v < 4; ++v)
+        acc[m][v] = _mm512_setzero_ps();
+    const float *wk = w + j;
+    for (int64_t k = 0; k < K; ++k, wk += N) {
+      const __m512 w0 = _mm512_loadu_ps(wk), w1 = _mm512_loadu_ps(wk + 16), w2 = _mm512_loadu_ps(wk + 32),
+                   w3 = _mm512_loadu_ps(wk + 48);
+      for (int m = 0; m < M; ++m) {
+        const __m512 av = _mm512_set1_ps(a[m * K + k]);
+        acc[m][0] = _mm512_fmadd_ps(av, w0, acc[m][0]);
+        acc[m][1] = _mm512_fmadd_ps(av, w1, acc[m][1]);
+        acc[m][2] = _mm512_fmadd_ps(av, w2, acc[m][2]);
+        acc[m][3] = _mm512_fmadd_ps(av, w3, acc[m][3]);
+      }
+    }
+    for (int m = 0; m < M; ++m)
+      for (int v = 0; v < 4; ++v)
+        _mm512_storeu_ps(y + m * N + j + 16 * v, acc[m][v]);
+  }
+  for (; j < n1; j += 16) {
+    const __mmask16 mask = j + 16 <= n1 ? __mmask16(0xffff) : __mmask16((1u << (n1 - j)) - 1);
+    __m512 acc[M];
+    for (int m = 0; m < M; ++m)
+      acc[m] = _mm512_setzero_ps();
+    const float *wk = w + j;
+    for (int64_t k = 0; k < K; ++k, wk += N) {
+      const __m512 wv = _mm512_maskz_loadu_ps(mask, wk);
+      for (int m = 0; m < M; ++m)
+        acc[m] = _mm512_fmadd_ps(_mm512_set1_ps(a[m * K + k]), wv, acc[m]);
+    }
+    for (int m = 0; m < M; ++m)
+      _mm512_mask_storeu_ps(y + m * N + j, mask, acc[m]);
+  }
+}
+
+using ColumnsFn = void (*)(const float *, const float *, float *, int64_t, int64_t, int64_t, int64_t);
+constexpr ColumnsFn kColumns[kFewRowsMax + 1] = {nullptr,    nullptr,    columns<2>, columns<3>, columns<4>,
+                                                 columns<5>, columns<6>, columns<7>, columns<8>};
+
+} // namespace
+
+bool matmulFewRows(const float *a, const float *w, float *y, int64_t M, int64_t N, int64_t K, ThreadPool *pool) {
+  if (!kAvx512 || M < 2 || M > kFewRowsMax || N < 16)
+    return false;
+  const ColumnsFn fn = kColumns[M];
+  const int64_t blocks = (N + 63) / 64; // pieces of whole 64-column blocks
+  auto piece = [&](int64_t b0, int64_t b1) { fn(a, w, y, N, K, b0 * 64, std::min(N, b1 * 64)); };
+  if (pool && pool->size() > 1)
+    pool->parallelFor(blocks, 1, piece);
+  else
+    piece(0, blocks);
+  return true;
+}
+
+} // namespace genrt::cpu
