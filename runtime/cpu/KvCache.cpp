@@ -227,30 +227,38 @@ Status selfAttention(HostKvCache &cache, const AttrMap &attrs, const std::vector
     if (tokens[t].position - tokens[t].cachedBefore > t)
       return Status::error("kv_attention: the cache cannot hold the attended positions");
   // (token, head) pairs are independent: each writes its own output row.
+  // Tokens are dealt from both ends (0, T-1, 1, T-2, ...): a causal
+  // prefill's later tokens attend to more keys, and the pool's contiguous
+  // pieces then carry even work.
   parallel(pool, T * H, [&](int64_t begin, int64_t end) {
     RowScratch p;
     std::vector<float> b;
     for (int64_t th = begin; th < end; ++th) {
-      const int64_t t = th / H, h = th % H;
+      const int64_t i = th / H, h = th % H, t = i % 2 ? T - 1 - i / 2 : i / 2;
       const TokenPlace &tok = tokens[t];
       int64_t lo = window > 0 ? std::max<int64_t>(0, tok.position - window + 1) : 0;
       int64_t n = tok.position - lo + 1;
       int64_t kh = h / group;
-      // Position j: from the cache before this run, else from this run's operands.
-      auto row = [&](bool isV, int64_t j) -> const float * {
-        int64_t pos = lo + j;
-        if (pos < tok.cachedBefore)
-          return p.keep(isV, j, cache.readSelf(li, isV, tok.slot, kh, pos, isV ? p.vScratch : p.kScratch));
-        return (isV ? vd : kd) + (kh * T + (t - (tok.position - pos))) * D;
-      };
+      // Keys [0, cached): from the cache before this run; the rest, this
+      // run's operands, are consecutive rows there (a prefill's every key).
+      const int64_t cached = std::min(n, std::max<int64_t>(0, tok.cachedBefore - lo));
+      const int64_t first = kh * T + (t - (tok.position - (lo + cached))); // operand row of key `cached`
       if (bias.table) {
         b.resize(n);
         for (int64_t j = 0; j < n; ++j)
           b[j] = bias.at(h, lo + j - tok.position);
       }
-      attendRow(qd + (h * T + t) * D, n, D, scale, bias.table ? b.data() : nullptr,
-                [&](int64_t j) { return row(false, j); }, [&](int64_t j) { return row(true, j); }, p,
-                od + (h * T + t) * D);
+      attendRow(
+          qd + (h * T + t) * D, n, D, scale, bias.table ? b.data() : nullptr,
+          [&](int64_t j) {
+            return j < cached ? p.keep(false, j, cache.readSelf(li, false, tok.slot, kh, lo + j, p.kScratch))
+                              : kd + (first + (j - cached)) * D;
+          },
+          [&](int64_t j) {
+            return j < cached ? p.keep(true, j, cache.readSelf(li, true, tok.slot, kh, lo + j, p.vScratch))
+                              : vd + (first + (j - cached)) * D;
+          },
+          p, od + (h * T + t) * D);
     }
   });
   // Append after attending, so a rolling buffer never loses a key that an
