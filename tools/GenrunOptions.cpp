@@ -147,6 +147,13 @@ std::string setOption(const std::string &name, const std::string &value, Args &a
   auto doubleArg = [&](double &dst) {
     return parseDouble(value, dst) ? "" : "invalid value '" + value + "' for " + name + ": expected a number";
   };
+  // A value in HF's JSON shape, read by `parse`; `expected` names the shape.
+  auto jsonArg = [&](auto parse, const std::string &expected) -> std::string {
+    genrt::json::Value v;
+    if (genrt::json::parse(value, v) && parse(v))
+      return "";
+    return "invalid value '" + value + "' for " + name + ": expected " + expected;
+  };
   if (name == "--input") {
     a.input = value;
   } else if (name == "--prompt") {
@@ -217,23 +224,18 @@ std::string setOption(const std::string &name, const std::string &value, Args &a
     return idList(value, name, c.suppressTokens);
   } else if (name == "--begin-suppress-tokens") {
     return idList(value, name, c.beginSuppressTokens);
-  } else if (name == "--exponential-decay-length-penalty") {
-    // HF's shape: a pair (start index, decay factor).
-    genrt::json::Value v;
-    if (!genrt::json::parse(value, v) || !genrt::parseExpDecay(v, c.expDecayStart, c.expDecayFactor))
-      return "invalid value '" + value + "' for " + name + ": expected [START, FACTOR], START >= 0";
-  } else if (name == "--bad-words-ids" || name == "--sequence-bias") {
-    genrt::json::Value v;
-    const bool bw = name == "--bad-words-ids";
-    if (!genrt::json::parse(value, v) ||
-        !(bw ? genrt::parseBadWordsIds(v, c.badWordsIds) : genrt::parseSequenceBias(v, c.sequenceBias)))
-      return "invalid value '" + value + "' for " + name + ": expected " +
-             (bw ? "[[N, ...], ...]" : "[[[N, ...], BIAS], ...]") + " (HF's shape)";
+  } else if (name == "--exponential-decay-length-penalty") { // HF's pair (start index, decay factor)
+    return jsonArg([&](const genrt::json::Value &v) { return genrt::parseExpDecay(v, c.expDecayStart, c.expDecayFactor); },
+                   "[START, FACTOR], START >= 0");
+  } else if (name == "--bad-words-ids") {
+    return jsonArg([&](const genrt::json::Value &v) { return genrt::parseBadWordsIds(v, c.badWordsIds); },
+                   "[[N, ...], ...] (HF's shape)");
+  } else if (name == "--sequence-bias") {
+    return jsonArg([&](const genrt::json::Value &v) { return genrt::parseSequenceBias(v, c.sequenceBias); },
+                   "[[[N, ...], BIAS], ...] (HF's shape)");
   } else if (name == "--stop-strings") {
-    genrt::json::Value v;
-    if (!genrt::json::parse(value, v) || !genrt::parseStopStrings(v, c.stopStrings))
-      return "invalid value '" + value + "' for " + name +
-             ": expected a JSON string or list of strings, none empty (e.g. '[\"\\n\\n\", \"END\"]')";
+    return jsonArg([&](const genrt::json::Value &v) { return genrt::parseStopStrings(v, c.stopStrings); },
+                   "a JSON string or list of strings, none empty (e.g. '[\"\\n\\n\", \"END\"]')");
   } else if (name == "--typical-p") {
     return doubleArg(c.typicalP);
   } else if (name == "--epsilon-cutoff") {

@@ -213,6 +213,12 @@ Status GenerationConfig::applyDefaults(const json::Value &defaults, const std::v
       dst = v.asDouble();
       return true;
     };
+    auto boolean = [&](bool &dst) {
+      if (!v.isBool())
+        return false;
+      dst = v.asBool();
+      return true;
+    };
     auto ids = [&](std::vector<int64_t> &dst) { // an id or a list of them
       if (!v.isInteger())
         return parseTokenIds(v, dst);
@@ -245,20 +251,16 @@ Status GenerationConfig::applyDefaults(const json::Value &defaults, const std::v
     else if (key == "typical_p") ok = number(typicalP);
     else if (key == "epsilon_cutoff") ok = number(epsilonCutoff);
     else if (key == "eta_cutoff") ok = number(etaCutoff);
-    else if (key == "renormalize_logits") {
-      ok = v.isBool();
-      renormalizeLogits = ok && v.asBool();
-    } else if (key == "bad_words_ids" || key == "sequence_bias") {
+    else if (key == "renormalize_logits") ok = boolean(renormalizeLogits);
+    else if (key == "bad_words_ids" || key == "sequence_bias") {
       ok = key == "bad_words_ids" ? parseBadWordsIds(v, badWordsIds) : parseSequenceBias(v, sequenceBias);
     }
     else if (key == "forced_bos_token_id") ok = integer(forcedBosTokenId);
     else if (key == "forced_eos_token_id") ok = ids(forcedEosTokenIds);
     else if (key == "suppress_tokens") ok = ids(suppressTokens);
     else if (key == "begin_suppress_tokens") ok = ids(beginSuppressTokens);
-    else if (key == "do_sample") {
-      ok = v.isBool();
-      doSample = ok && v.asBool();
-    } else if (key == "early_stopping") {
+    else if (key == "do_sample") ok = boolean(doSample);
+    else if (key == "early_stopping") {
       if (v.isBool())
         earlyStopping = v.asBool() ? EarlyStopping::True : EarlyStopping::False;
       else

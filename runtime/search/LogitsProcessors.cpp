@@ -55,50 +55,37 @@ void applyRepetitionPenalty(float *row, int64_t vocab, const std::vector<int64_t
   }
 }
 
-void applyNoRepeatNgram(float *row, int64_t vocab, const std::vector<int64_t> &history, int64_t n) {
-  int64_t len = int64_t(history.size());
+// Bans every token that completes, after the history's last n - 1 tokens,
+// an n-gram of `source` (the history itself, or the encoder's input). A
+// history shorter than n - 1 completes none (HF's key is then too short).
+static void banNgramCompletions(float *row, int64_t vocab, const std::vector<int64_t> &history,
+                                const std::vector<int64_t> &source, int64_t n) {
+  const int64_t len = int64_t(history.size()), srcLen = int64_t(source.size());
   if (n <= 0 || len + 1 < n)
     return;
-  // The n-gram being completed starts with the last n-1 tokens; every earlier
-  // n-gram with that prefix bans its last token.
   const int64_t *prefix = history.data() + (len - (n - 1));
-  for (int64_t start = 0; start + n <= len; ++start) {
-    if (std::equal(prefix, prefix + (n - 1), history.data() + start)) {
-      int64_t banned = history[start + n - 1];
+  for (int64_t start = 0; start + n <= srcLen; ++start)
+    if (std::equal(prefix, prefix + (n - 1), source.data() + start)) {
+      const int64_t banned = source[start + n - 1];
       if (banned >= 0 && banned < vocab)
         row[banned] = kNegInf;
     }
-  }
+}
+
+void applyNoRepeatNgram(float *row, int64_t vocab, const std::vector<int64_t> &history, int64_t n) {
+  banNgramCompletions(row, vocab, history, history, n);
 }
 
 void applyEncoderRepetitionPenalty(float *row, int64_t vocab, const std::vector<int64_t> &encoderIds,
                                    double penalty) {
-  // HF keeps 1 / penalty (a double) and torch rounds it to float against
-  // float scores; gather, then scatter: each distinct id once.
-  const float inv = float(1.0 / penalty);
-  std::vector<int64_t> ids(encoderIds);
-  std::sort(ids.begin(), ids.end());
-  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-  for (int64_t id : ids) {
-    if (id < 0 || id >= vocab)
-      continue;
-    const float s = row[id];
-    row[id] = s < 0 ? s * inv : s / inv;
-  }
+  // HF's processor is the repetition penalty by 1 / penalty (a double that
+  // torch rounds to float against float scores).
+  applyRepetitionPenalty(row, vocab, encoderIds, float(1.0 / penalty));
 }
 
 void applyEncoderNoRepeatNgram(float *row, int64_t vocab, const std::vector<int64_t> &history,
                                const std::vector<int64_t> &encoderIds, int64_t n) {
-  const int64_t len = int64_t(history.size()), encLen = int64_t(encoderIds.size());
-  if (n <= 0 || len + 1 < n)
-    return; // HF's key, the history's last n - 1 tokens, is shorter than any n-gram's prefix
-  const int64_t *prefix = history.data() + (len - (n - 1));
-  for (int64_t start = 0; start + n <= encLen; ++start)
-    if (std::equal(prefix, prefix + (n - 1), encoderIds.data() + start)) {
-      const int64_t banned = encoderIds[start + n - 1];
-      if (banned >= 0 && banned < vocab)
-        row[banned] = kNegInf;
-    }
+  banNgramCompletions(row, vocab, history, encoderIds, n);
 }
 
 void applyMinNewTokens(float *row, int64_t vocab, int64_t generated, int64_t minNewTokens,

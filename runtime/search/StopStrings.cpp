@@ -9,9 +9,9 @@ StopStrings::StopStrings(std::vector<std::string> strings, const text::Tokenizer
     : strings_(std::move(strings)), tok_(tok) {}
 
 // Texts are made as tokens are met: a step meets a few, the vocabulary is
-// large. The map's references stay valid as it grows.
+// large. The map's references stay valid as it grows. One generate() call
+// owns the object and reads it from its one thread: no lock.
 const std::string &StopStrings::tokenText(int64_t id) const {
-  std::lock_guard<std::mutex> l(m_);
   auto it = texts_.find(id);
   if (it != texts_.end())
     return it->second;

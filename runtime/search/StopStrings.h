@@ -8,7 +8,6 @@
 #include "runtime/text/Tokenizer.h"
 
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -34,7 +33,6 @@ private:
 
   std::vector<std::string> strings_;
   const text::Tokenizer *tok_;
-  mutable std::mutex m_;
   mutable std::unordered_map<int64_t, std::string> texts_;
 };
 
