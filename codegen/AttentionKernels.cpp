@@ -123,7 +123,8 @@ AttentionKernels emitAttentionKernels(Module &m, DType activation) {
            << body << "};\n";
       for (const char *entry : {"prologue", "attend", "append"})
         code << "extern \"C\" __global__ void __launch_bounds__(128) " << name << "_" << entry
-             << "(const GencAttnParams p) { genc_attn_" << entry << "<" << name << "_cfg>(p); }\n";
+             << "(const GencAttnParams p) {\n  genc_pdl_wait();\n  genc_pdl_launch();\n  genc_attn_" << entry
+             << "<" << name << "_cfg>(p);\n}\n";
     }
   }
   out.code = code.str();

@@ -227,6 +227,7 @@ bool Builder::build(CudaKernel &kern, std::string &why) {
   std::string head = "extern \"C\" __global__ void " + kern.name + "(\n    " + sig + params + ") {\n";
   if (rows_)
     head += "  extern __shared__ float genc_smem[];\n  __shared__ float genc_red[32];\n";
+  head += "  genc_pdl_wait();\n  genc_pdl_launch();\n";
   kern.code = legend + globals_ + head + code + "}\n";
   return true;
 }

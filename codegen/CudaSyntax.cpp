@@ -70,6 +70,22 @@ static __device__ __forceinline__ void genc_vload(T (&dst)[V], const T *src) {
 #pragma unroll
   for (int k = 0; k < B / W; ++k) reinterpret_cast<Word *>(dst)[k] = reinterpret_cast<const Word *>(src)[k];
 }
+// Programmatic dependent launch (sm_90; runtime/cuda/Device.h): every genc
+// kernel may be scheduled while the stream's previous kernel still runs. It
+// reads nothing but weights before genc_pdl_wait(), which returns once that
+// kernel has finished and its writes are visible; genc_pdl_launch() then lets
+// the next kernel be scheduled (at most two kernels overlap). Both are
+// no-ops where the launch did not ask for it, and below sm_90.
+static __device__ __forceinline__ void genc_pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+static __device__ __forceinline__ void genc_pdl_launch() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
 template <typename T, int V>
 static __device__ __forceinline__ void genc_vstore(T *dst, const T (&src)[V]) {
   constexpr int B = (int)sizeof(T) * V, W = B < 16 ? B : 16;

@@ -46,7 +46,7 @@ static __device__ void genc_gemv(const GencGemvParams &p) {
   typedef typename W::S WS;
   constexpr int V = 16 / (int)sizeof(WS); // weight elements per 16-byte word
   constexpr int STEP = 32 * V;            // a warp's elements per word
-  constexpr int U = 4;                    // words in flight per lane
+  constexpr int U = 8;                    // words in flight per lane
   const int lane = threadIdx.x & 31, M = (int)p.M;
   const long long n = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
   if (n >= p.N) return;
@@ -55,7 +55,19 @@ static __device__ void genc_gemv(const GencGemvParams &p) {
   float acc[MT];
 #pragma unroll
   for (int m = 0; m < MT; ++m) acc[m] = 0.f;
+  // The weight's first words are loaded before the wait: they stream while
+  // the kernel before (whose output is `a`) finishes.
   long long k = (long long)lane * V;
+  alignas(16) WS first[U][V];
+#pragma unroll
+  for (int u = 0; u < U; ++u)
+    if (k + u * STEP < p.K) genc_vload<WS, V>(first[u], w + k + u * STEP);
+  genc_pdl_wait();
+  genc_pdl_launch();
+#pragma unroll
+  for (int u = 0; u < U; ++u)
+    if (k + u * STEP < p.K) genc_gemv_word<A, W, V, MT>(acc, a, p.K, M, k + u * STEP, first[u]);
+  k += U * STEP;
   for (; k + (U - 1) * STEP < p.K; k += U * STEP) {
     alignas(16) WS wr[U][V];
 #pragma unroll
@@ -82,6 +94,8 @@ static __device__ void genc_gemv(const GencGemvParams &p) {
 template <typename T>
 static __device__ void genc_transpose(const GencTransposeParams &p) {
   __shared__ T tile[32][33];
+  genc_pdl_wait();
+  genc_pdl_launch();
   const long long c0 = (long long)blockIdx.x * 32, r0 = (long long)blockIdx.y * 32;
   const T *src = (const T *)p.src;
   T *dst = (T *)p.dst;

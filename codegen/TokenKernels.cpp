@@ -32,6 +32,8 @@ extern "C" __global__ void __launch_bounds__(256) genc_greedy(const GencGreedyPa
   __shared__ int ix[8];
   __shared__ double sm[8];
   __shared__ int lastS;
+  genc_pdl_wait();
+  genc_pdl_launch();
   const long long r = blockIdx.x;
   const int k = blockIdx.y, P = gridDim.y, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const long long per = (p.vocab + P - 1) / P, v0 = k * per, v1 = v0 + per < p.vocab ? v0 + per : p.vocab;

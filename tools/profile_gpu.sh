@@ -2,7 +2,8 @@
 # Where a decode step's time goes, by step kind, on the device machine (after
 # tools/pack.sh here), on tools/profile_model.sh's Llama: batch 1, prompt 128,
 # 64 new tokens: the decode step with every step kind, then with each step
-# kind left out in turn (GENC_CUDA_SKIP) to see its share. Per kernel:
+# kind left out in turn (GENC_CUDA_SKIP) to see its share, and with the
+# launch / GEMM choices switched (GENC_CUDA_PDL, GENC_CUDA_GEMV). Per kernel:
 # tools/ncu_step.sh.
 #
 #   bash tools/profile_gpu.sh [LAYERS]      # there, from the repo root
@@ -15,8 +16,10 @@ python3 -c "import json,random; random.seed(1); print(json.dumps({'input_ids':[r
 # Each kind's cost inside the replayed graph: the step without it (tokens
 # garbage, timing real) against the whole step.
 printf '%-34s %s\n' "decode step (graphs on)" "ms/token"
-for v in "" "GENC_CUDA_GEMV=1" "GENC_CUDA_SKIP=gemm" "GENC_CUDA_SKIP=attention" "GENC_CUDA_SKIP=fused" \
-         "GENC_CUDA_SKIP=gemm,attention,fused,copy"; do
+# The launch and GEMM choices too: programmatic dependent launch off
+# (GENC_CUDA_PDL=0), the GEMV kernels for few rows on (GENC_CUDA_GEMV=1).
+for v in "" "GENC_CUDA_GEMV=1" "GENC_CUDA_PDL=0" "GENC_CUDA_PDL=0 GENC_CUDA_GEMV=1" "GENC_CUDA_SKIP=gemm" \
+         "GENC_CUDA_SKIP=attention" "GENC_CUDA_SKIP=fused" "GENC_CUDA_SKIP=gemm,attention,fused,copy"; do
   ms=$(env $v timeout 60 "$BIN/genrun" "$W/m.plan" --device cuda --input "$W/p.jsonl" --max-new-tokens 64 --stats \
     --output /dev/null 2>&1 | sed -n 's/.*decode \([0-9.]*\) ms\/token.*/\1/p')
   printf '%-34s %s\n' "${v:-all steps}" "$ms"

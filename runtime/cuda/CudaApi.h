@@ -45,6 +45,7 @@ namespace genrt::cuda {
   X(cuFuncSetAttribute)                                                                            \
   X(cuFuncGetAttribute)                                                                            \
   X(cuLaunchKernel)                                                                                \
+  X(cuLaunchKernelEx)                                                                              \
   X(cuStreamCreate)                                                                                \
   X(cuStreamDestroy)                                                                               \
   X(cuStreamSynchronize)                                                                           \

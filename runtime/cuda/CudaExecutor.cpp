@@ -274,10 +274,9 @@ private:
       } else if ((s = dev_.check(a.cuMemcpyHtoD(stage, w.rawData(), w.numBytes()), "uploading the weights"))) {
         GencTransposeParams tp{stage, at, w.shape()[0], w.shape()[1]};
         void *args[] = {&tp};
-        s = dev_.check(a.cuLaunchKernel(transpose[dtypeSize(w.dtype()) == 2 ? 0 : 1],
-                                        static_cast<unsigned>((tp.cols + 31) / 32), static_cast<unsigned>((tp.rows + 31) / 32),
-                                        1, 32, 8, 1, 0, nullptr, args, nullptr),
-                       "transposing a weight for the GEMV kernels");
+        s = dev_.launch(transpose[dtypeSize(w.dtype()) == 2 ? 0 : 1], static_cast<unsigned>((tp.cols + 31) / 32),
+                        static_cast<unsigned>((tp.rows + 31) / 32), 1, 32, 8, 0, nullptr, args,
+                        "the transpose of a weight for the GEMV kernels");
         if (s)
           s = dev_.check(a.cuCtxSynchronize(), "transposing a weight for the GEMV kernels");
       }
@@ -398,9 +397,8 @@ private:
                        mem_.at("greedy parts"), mem_.at("greedy tickets"), R,
                        plan_->model.vocabSize};
     void *args[] = {&p};
-    if (Status s = dev_.check(a.cuLaunchKernel(greedyFn_, static_cast<unsigned>(R), static_cast<unsigned>(greedyParts_),
-                                               1, kGreedyThreads, 1, 1, 0, stream_, args, nullptr),
-                              "launching genc_greedy");
+    if (Status s = dev_.launch(greedyFn_, static_cast<unsigned>(R), static_cast<unsigned>(greedyParts_), 1,
+                               kGreedyThreads, 1, 0, stream_, args, "genc_greedy");
         !s)
       return s;
     return dev_.check(a.cuMemcpyDtoHAsync(logitsHost_, choice_, R * 12, stream_), "copying the chosen tokens back");

@@ -26,9 +26,7 @@ Status launch(StepContext &ctx, CUfunction fn, unsigned gx, unsigned gy, unsigne
               const std::string &what) {
   if (gx == 0 || gy == 0 || gz == 0)
     return Status::ok();
-  Status s = ctx.dev->check(
-      ctx.dev->api->cuLaunchKernel(fn, gx, gy, gz, kAttnThreads, 1, 1, 0, ctx.stream, args, nullptr),
-      ("launching " + what).c_str());
+  Status s = ctx.dev->launch(fn, gx, gy, gz, kAttnThreads, 1, 0, ctx.stream, args, what);
   if (s && ctx.syncEachStep)
     s = ctx.dev->check(ctx.dev->api->cuStreamSynchronize(ctx.stream), what.c_str());
   return s;
@@ -75,9 +73,7 @@ public:
       void *args[] = {&p};
       int which = M <= 1 ? 0 : M <= 2 ? 1 : M <= 4 ? 2 : 3;
       unsigned grid = static_cast<unsigned>((shape.N + kGemvThreads / 32 - 1) / (kGemvThreads / 32));
-      s = ctx.dev->check(ctx.dev->api->cuLaunchKernel(gemv[which], grid, 1, 1, kGemvThreads, 1, 1, 0, ctx.stream,
-                                                      args, nullptr),
-                         ("launching the GEMV of " + what).c_str());
+      s = ctx.dev->launch(gemv[which], grid, 1, 1, kGemvThreads, 1, 0, ctx.stream, args, "the GEMV of " + what);
     } else if (M > 0) {
       s = ctx.gemm->run(shape, M, a, b, bias, y, ctx.stream);
       if (!s)
@@ -376,10 +372,21 @@ Status compileProgram(const Program &prog, StepContext &ctx, const KernelModule 
   return Status::ok();
 }
 
+namespace {
+// GENC_CUDA_SKIP names a kind ("attention") or a kind in one program
+// ("prefill:attention": a decode-only microbenchmark skips the prefill).
+bool skipped(const StepContext &ctx, const ProgramRun &run, const std::string &kind) {
+  if (ctx.skipKinds.empty())
+    return false;
+  static const char *const kPrograms[] = {"encode:", "prefill:", "decode:"};
+  return ctx.skipKinds.count(kind) || ctx.skipKinds.count(kPrograms[static_cast<int>(run.kind)] + kind);
+}
+} // namespace
+
 Status runSteps(const CompiledProgram &cp, StepContext &ctx, const ProgramRun &run) {
   if (!ctx.profile) {
     for (const auto &s : cp.steps)
-      if (ctx.skipKinds.count(s->kind) == 0)
+      if (!skipped(ctx, run, s->kind))
         if (Status st = s->run(ctx, run); !st)
           return st;
     return Status::ok();

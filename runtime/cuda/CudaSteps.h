@@ -36,7 +36,8 @@ struct StepContext {
   std::map<std::string, std::pair<double, int64_t>> profileMs; // kind -> (ms, steps)
   /// GENC_CUDA_SKIP=gemm,attention: steps of these kinds are not run (the
   /// tokens are garbage): what a step costs without them, with graphs on,
-  /// where events around tiny kernels would mostly time themselves.
+  /// where events around tiny kernels would mostly time themselves;
+  /// "prefill:attention" skips a kind in one program only.
   std::set<std::string> skipKinds;
 };
 

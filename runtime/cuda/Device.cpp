@@ -38,7 +38,28 @@ Status Device::open(int ordinal, Device &out) {
     return m;
   out.freeBytes = static_cast<int64_t>(freeB);
   out.totalBytes = static_cast<int64_t>(totalB);
+  const char *pdl = std::getenv("GENC_CUDA_PDL");
+  out.pdl = out.major >= 9 && !(pdl && std::string(pdl) == "0");
   return Status::ok();
+}
+
+Status Device::launch(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                      unsigned shared, CUstream stream, void **args, const std::string &what) const {
+  CUlaunchAttribute attr{};
+  attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  attr.value.programmaticStreamSerializationAllowed = 1;
+  CUlaunchConfig cfg{};
+  cfg.gridDimX = gx;
+  cfg.gridDimY = gy;
+  cfg.gridDimZ = gz;
+  cfg.blockDimX = bx;
+  cfg.blockDimY = by;
+  cfg.blockDimZ = 1;
+  cfg.sharedMemBytes = shared;
+  cfg.hStream = stream;
+  cfg.attrs = pdl ? &attr : nullptr;
+  cfg.numAttrs = pdl ? 1 : 0;
+  return check(api->cuLaunchKernelEx(&cfg, fn, args, nullptr), ("launching " + what).c_str());
 }
 
 void Device::close() {
@@ -157,9 +178,8 @@ Status FusedLaunch::launch(const Device &dev, const std::map<std::string, int64_
       return s;
     sharedLimitSet_ = static_cast<int>(sharedBytes);
   }
-  CUresult r = dev.api->cuLaunchKernel(fn_, static_cast<unsigned>(grid), 1, 1, static_cast<unsigned>(block),
-                                       1, 1, static_cast<unsigned>(sharedBytes), stream, args.data(), nullptr);
-  return dev.check(r, ("launching kernel '" + k.name + "'").c_str());
+  return dev.launch(fn_, static_cast<unsigned>(grid), 1, 1, static_cast<unsigned>(block), 1,
+                    static_cast<unsigned>(sharedBytes), stream, args.data(), "kernel '" + k.name + "'");
 }
 
 } // namespace genrt::cuda

@@ -19,11 +19,22 @@ struct Device {
   int smCount = 0;
   int maxSharedPerBlock = 0; // bytes, opt-in limit
   int64_t freeBytes = 0, totalBytes = 0;
+  /// Programmatic dependent launch (sm_90+; GENC_CUDA_PDL=0 turns it off):
+  /// genc's kernels may start while the stream's previous kernel drains.
+  bool pdl = false;
 
   /// Opens GPU `ordinal` and makes its primary context current.
   static Status open(int ordinal, Device &out);
   void close();
   int arch() const { return major * 10 + minor; }
+  /// Launches one of genc's generated kernels (block threads in x, y). Each
+  /// of them starts with genc_pdl_wait() (codegen's prelude), so it may be
+  /// launched with programmatic stream serialization: it is scheduled while
+  /// the previous kernel's last blocks run, reads only weights until that
+  /// kernel has finished, and its wait makes that kernel's writes visible.
+  /// Never for a kernel that is not genc's (cuBLASLt's go through it).
+  Status launch(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned shared,
+                CUstream stream, void **args, const std::string &what) const;
   /// A driver call's result as a Status naming the call.
   Status check(CUresult r, const char *what) const {
     return r == CUDA_SUCCESS ? Status::ok() : Status::error(cuError(*api, r, what));
