@@ -70,6 +70,15 @@ static __device__ void genc_attn_prologue(const GencAttnParams &p) {
       }
     }
     __syncthreads();
+    // A decode step's k, v go straight into the cache (append == 2): the
+    // decode kernel then reads every key from there. A rolling row another
+    // token of the run maps to is that token's (as genc_attn_append_row).
+    GencTokenPlace pl;
+    bool appendRow = false;
+    if (C::MODE == 0 && p.append == 2) {
+      pl = ((const GencTokenPlace *)p.places)[t];
+      appendRow = !(pl.position + p.capacity < pl.runEnd);
+    }
     long long pos = 0;
     if (C::ROPE) {
       pos = ((const long long *)p.positions)[t];
@@ -100,6 +109,11 @@ static __device__ void genc_attn_prologue(const GencAttnParams &p) {
         v = v * c + rot * s;
       }
       out[(long long)row * C::D + d] = v;
+      if (appendRow && which > 0) {
+        typedef typename C::Cache CT;
+        ((typename CT::S *)(which == 1 ? p.cacheK : p.cacheV))
+            [(((long long)pl.slot * C::KVH + h) * p.capacity + pl.position % p.capacity) * C::D + d] = CT::st(v);
+      }
     }
     __syncthreads();
   }

@@ -518,7 +518,8 @@ static std::string attentionSource(const CudaModule &cm) {
   std::string out = (cm.tokenKernels.empty() ? std::string() : tokenKernelsSource()) + cm.gemvCode;
   if (cm.attentionKernels.empty())
     return out;
-  return out + "\n" + genrt::cuda::kGencAttnAbiSource + "\n" + attentionTemplates() + cm.attentionCode;
+  return out + "\n" + genrt::cuda::kGencAttnAbiSource + "\n" + attentionTemplates() +
+         attentionDecodeTemplates() + cm.attentionCode;
 }
 
 std::string cudaModuleSource(const CudaModule &cm) {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <set>
 
 namespace genrt::cuda {
@@ -23,10 +24,10 @@ int64_t elementsAt(const Shape &shape, const std::map<std::string, int64_t> &sym
 }
 
 Status launch(StepContext &ctx, CUfunction fn, unsigned gx, unsigned gy, unsigned gz, void **args,
-              const std::string &what) {
+              const std::string &what, unsigned shared = 0) {
   if (gx == 0 || gy == 0 || gz == 0)
     return Status::ok();
-  Status s = ctx.dev->launch(fn, gx, gy, gz, kAttnThreads, 1, 0, ctx.stream, args, what);
+  Status s = ctx.dev->launch(fn, gx, gy, gz, kAttnThreads, 1, shared, ctx.stream, args, what);
   if (s && ctx.syncEachStep)
     s = ctx.dev->check(ctx.dev->api->cuStreamSynchronize(ctx.stream), what.c_str());
   return s;
@@ -137,6 +138,12 @@ public:
 class AttentionStep final : public Step {
 public:
   CUfunction prologue = nullptr, attend = nullptr, append = nullptr;
+  /// The Flash-Decoding kernel for decode steps (none in plans from an
+  /// older genc, or for shapes it does not take): its grid's y and shared
+  /// bytes.
+  CUfunction decode = nullptr;
+  int64_t decodeGridY = 0;
+  unsigned decodeShared = 0;
   GencAttnParams base{};
   int64_t heads = 0, kvHeads = 0, headDim = 0, gridY = 0;
   bool cross = false;
@@ -147,9 +154,13 @@ public:
     GencAttnParams p = base;
     const int64_t T = static_cast<int64_t>(run.inputIds.size());
     p.tokens = T;
-    // Splits: enough blocks to fill the GPU twice over, within the partials.
-    int64_t blocks = std::max<int64_t>(1, T * gridY);
-    int64_t S = std::clamp<int64_t>((2 * ctx.dev->smCount + blocks - 1) / blocks, 1, 64);
+    const bool useDecode = decode && run.kind == ProgramKind::Decode;
+    // Splits: enough blocks to fill the GPU twice over (the decode kernel:
+    // three blocks an SM, as many as its shared memory lets stay), within
+    // the partials and what the merge takes.
+    const int64_t perSm = useDecode ? 3 : 2, maxS = useDecode ? 256 : 64;
+    int64_t blocks = std::max<int64_t>(1, T * (useDecode ? decodeGridY : gridY));
+    int64_t S = std::clamp<int64_t>((perSm * ctx.dev->smCount + blocks - 1) / blocks, 1, maxS);
     S = std::max<int64_t>(1, std::min<int64_t>(S, ctx.partialRows / std::max<int64_t>(1, T * heads)));
     p.splits = S;
     p.scratch = ctx.scratch;
@@ -164,6 +175,10 @@ public:
     // another token of the run still reads: then a launch of its own, after.
     const bool appendLater = selfAttention && rolling && run.kind != ProgramKind::Decode;
     p.append = selfAttention && !appendLater;
+    // The decode kernel reads every key from the cache: the prologue writes
+    // the step's k, v there first.
+    if (useDecode && selfAttention)
+      p.append = 2;
     void *args[] = {&p};
     unsigned tx = static_cast<unsigned>(T);
     const int64_t rows = (cross ? heads : heads + 2 * kvHeads), rb = gencAttnPrologueRows(headDim);
@@ -171,6 +186,9 @@ public:
                           what + " (prologue)");
         !s)
       return s;
+    if (useDecode)
+      return launch(ctx, decode, tx, static_cast<unsigned>(decodeGridY), static_cast<unsigned>(S), args,
+                    what + " (decode)", decodeShared);
     if (Status s = launch(ctx, attend, tx, static_cast<unsigned>(gridY), static_cast<unsigned>(S), args,
                           what + " (attend)");
         !s)
@@ -203,6 +221,23 @@ Status attentionStep(const OpInfo &op, const ValueMap &vm, const KernelModule &m
       (st->heads / st->kvHeads) % perBlock)
     return Status::error("has malformed head attributes");
   st->gridY = st->kvHeads * (st->heads / st->kvHeads / perBlock);
+  const int64_t decodePerBlock = attrInt(at, "gpu_decode_heads_per_block", 0),
+                decodeShared = attrInt(at, "gpu_decode_smem", 0);
+  const Device &dev = *vm.ctx.dev;
+  // GENC_CUDA_DECODE=0: decode steps take the attend kernel too (A/B runs).
+  const char *off = std::getenv("GENC_CUDA_DECODE");
+  CUfunction fn = nullptr;
+  if (!(off && std::string(off) == "0") && decodePerBlock > 0 && (st->heads / st->kvHeads) % decodePerBlock == 0 &&
+      decodeShared > 0 && decodeShared <= dev.maxSharedPerBlock && mod.function(family + "_decode", fn)) {
+    if (Status s = dev.check(dev.api->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                         static_cast<int>(decodeShared)),
+                             "cuFuncSetAttribute");
+        !s)
+      return s;
+    st->decode = fn;
+    st->decodeGridY = st->kvHeads * (st->heads / st->kvHeads / decodePerBlock);
+    st->decodeShared = static_cast<unsigned>(decodeShared);
+  }
   const bool cross = op.kind == "cross_attention", packed = op.kind == "packed_attention";
   st->cross = cross;
   st->headDim = D;
