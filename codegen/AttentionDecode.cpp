@@ -10,87 +10,146 @@ namespace genc {
 
 const char *attentionDecodeTemplates() {
   return R"(// ---- genc decode attention ----------------------------------------------
-static __device__ __forceinline__ void genc_cp16(void *smem, const void *gmem) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"((unsigned)__cvta_generic_to_shared(smem)),
-               "l"(gmem));
-}
-static __device__ __forceinline__ void genc_cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N> static __device__ __forceinline__ void genc_cp_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+// Which keys block (t, y, s) takes: whole tiles of KT keys, and only as
+// many splits as have tiles (every block of a token computes the same
+// `used`); and where its cache rows start.
+template <typename C, int KT>
+struct GencDecodeRange {
+  long long a, b, used, rowBase;
+  int tiles;
+  __device__ GencDecodeRange(const GencAttnParams &p, const GencTokenPlace &pl, int kh, int split, int S) {
+    long long lo, hi;
+    genc_attn_range<C>(p, pl, lo, hi);
+    const long long n = hi - lo > 0 ? hi - lo : 0, tilesAll = (n + KT - 1) / KT;
+    const long long perSplit = (tilesAll + S - 1) / S > 0 ? (tilesAll + S - 1) / S : 1;
+    used = tilesAll > 0 ? (tilesAll + perSplit - 1) / perSplit : 1;
+    a = lo + split * perSplit * KT;
+    b = a + perSplit * KT < hi ? a + perSplit * KT : hi;
+    tiles = split < used ? (int)((b - a + KT - 1) / KT) : 0;
+    rowBase = ((long long)(C::MODE == 0 ? pl.slot : pl.entry) * C::KVH + kh) * p.capacity;
+  }
+};
+
+// Tile i's K and V rows [KT][RW] words into stage i % ST (row stride RW + 1
+// words: lanes reading rows in parallel meet distinct banks); rows past the
+// range are zero-filled (a zero V row times a zero weight stays zero).
+template <typename C, int KT, int ST>
+static __device__ __forceinline__ void genc_decode_issue(const GencAttnParams &p, const GencDecodeRange<C, KT> &r,
+                                                         uint4 *tiles, int i) {
+  typedef typename C::Cache::S CS;
+  constexpr int D = C::D, RW = D * (int)sizeof(CS) / 16, RS = RW + 1, EW = 16 / (int)sizeof(CS);
+  const long long j0 = r.a + (long long)i * KT;
+  const int nt = (int)(r.b - j0 < KT ? r.b - j0 : KT);
+  uint4 *kt = tiles + (i % ST) * 2 * KT * RS, *vt = kt + KT * RS;
+  for (int e = threadIdx.x; e < 2 * KT * RW; e += 128) {
+    const int which = e / (KT * RW), row = (e / RW) % KT, c = e % RW;
+    const long long j = j0 + (row < nt ? row : 0);
+    const long long at = r.rowBase + (C::MODE == 0 && j >= p.capacity ? j % p.capacity : j);
+    const CS *src = (const CS *)(which ? p.cacheV : p.cacheK) + at * D + c * EW;
+    const unsigned dst = (unsigned)__cvta_generic_to_shared((which ? vt : kt) + row * RS + c);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(row < nt ? 16 : 0));
+  }
 }
 
+// Query head hb + h's output for this split: o[h][d] / l[h] (unnormalised
+// sums o [G][D] in shared memory, running max m and sum l per head). One
+// split writes the output; several write partials [T, H, S, D] and their
+// log-sum-exp, and the last to finish (a ticket per (t, y)) merges them in
+// split order. `work`: shared floats for G x 256 merge weights.
+template <typename C, int G>
+static __device__ void genc_decode_finish(const GencAttnParams &p, long long t, int hb, int split, long long used,
+                                          const float *o, float *m, float *l, float *work) {
+  typedef typename C::Out O;
+  constexpr int D = C::D, SMAX = 256;
+  __shared__ int lastS;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, S = gridDim.z;
+  for (int e = tid; e < G * D; e += 128) {
+    const int h = e / D, d = e % D;
+    const float v = l[h] > 0.f ? o[e] / l[h] : 0.f;
+    if (used == 1) ((typename O::S *)p.out)[genc_attn_out_at<C>(p, t, hb + h, d)] = O::st(v);
+    else ((float *)p.partial)[((t * C::H + hb + h) * (long long)S + split) * D + d] = v;
+  }
+  if (used == 1) return;
+  if (tid < G)
+    ((float *)p.lse)[(t * C::H + hb + tid) * (long long)S + split] =
+        l[tid] > 0.f ? m[tid] + logf(l[tid]) : -__int_as_float(0x7f800000);
+  __threadfence();
+  __syncthreads();
+  if (tid == 0) {
+    unsigned *ticket = (unsigned *)p.tickets + t * gridDim.y + blockIdx.y;
+    lastS = atomicAdd(ticket, 1u) == (unsigned)(used - 1);
+    if (lastS) *ticket = 0u; // zero again for the next launch
+  }
+  __syncthreads();
+  if (!lastS) return;
+  __threadfence();
+  for (int h = warp; h < G; h += 4) {
+    const float *lse = (const float *)p.lse + (t * C::H + hb + h) * (long long)S;
+    float M = -__int_as_float(0x7f800000);
+    for (int s = lane; s < used; s += 32) M = fmaxf(M, __ldcg(lse + s));
+#pragma unroll
+    for (int x = 16; x > 0; x >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, x));
+    float sum = 0.f;
+    for (int s = lane; s < used; s += 32) {
+      const float x = __ldcg(lse + s), w = x == -__int_as_float(0x7f800000) ? 0.f : expf(x - M);
+      work[h * SMAX + s] = w;
+      sum += w;
+    }
+#pragma unroll
+    for (int x = 16; x > 0; x >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, x);
+    __syncwarp(); // every lane has read l[h] (above) before lane 0 writes it
+    if (lane == 0) l[h] = sum;
+  }
+  __syncthreads();
+  for (int e = tid; e < G * D; e += 128) {
+    const int h = e / D, d = e % D;
+    const float *part = (const float *)p.partial + (t * C::H + hb + h) * (long long)S * D + d;
+    float acc = 0.f;
+#pragma unroll 4
+    for (int s = 0; s < used; ++s) acc += work[h * SMAX + s] * __ldcg(part + (long long)s * D);
+    ((typename O::S *)p.out)[genc_attn_out_at<C>(p, t, hb + h, d)] = O::st(l[h] > 0.f ? acc / l[h] : 0.f);
+  }
+}
+
+// ---- f32 caches: CUDA cores ------------------------------------------------
 // Block (t, y, s), 128 threads: token t's single query row; KV head
 // kh = y / DPARTS and its query heads [hb, hb + DGROUP); split s of the
-// token's keys, whole tiles of DKT keys each. Shared memory: DSTAGES stages
-// of K and V tiles [DKT][RW + 1] 16-byte words (one word of padding per row:
-// lanes reading rows in parallel meet distinct banks). Per tile: (A) lane j
-// of a warp dots key j with its heads' queries (warps over heads, and over
-// keys where the group has fewer than 4 heads); (B) a warp per head turns
-// the scores into weights against its running max; (C) each thread adds the
-// weighted V rows of DPT dims for its subset of the tile's keys. Every key
-// is read from the cache: the prologue appended this step's k, v
-// (append == 2). Splits write normalised partials [T, H, S, D] and their
-// log-sum-exp; the last to finish (ticket per (t, y)) merges them in split
-// order.
+// token's keys. Per tile of DKT keys: (A) lane j of a warp dots key j with
+// its heads' queries (warps over heads, and over keys where the group has
+// fewer than 4 heads); (B) a warp per head turns the scores into weights
+// against its running max; (C) each thread adds the weighted V rows of DPT
+// dims for its subset of the tile's keys.
 template <typename C>
-static __device__ void genc_attn_decode(const GencAttnParams &p) {
+static __device__ void genc_attn_decode_fma(const GencAttnParams &p) {
   typedef typename C::Cache CT;
   typedef typename CT::S CS;
-  typedef typename C::Out O;
   constexpr int D = C::D, G = C::DGROUP, ST = C::DSTAGES, KT = C::DKT;
-  constexpr int RW = D * (int)sizeof(CS) / 16; // 16-byte words per cache row
-  constexpr int RS = RW + 1;                   // padded row stride in shared memory
-  constexpr int EW = 16 / (int)sizeof(CS);     // cache elements per word
-  constexpr int HW = G < 4 ? G : 4;            // (A): warps across heads
-  constexpr int KW = KT / 32;                  // (A): warps across keys
-  constexpr int HPW = (G + HW - 1) / HW;       // (A): heads per warp
-  constexpr int DPT = D > 256 ? D / 128 : 2;   // (C): dims per thread
-  constexpr int NDG = D / DPT;                 // (C): threads across a row
-  constexpr int KS = 128 / NDG;                // (C): key subsets
+  constexpr int RW = D * (int)sizeof(CS) / 16, RS = RW + 1, EW = 16 / (int)sizeof(CS);
+  constexpr int HW = G < 4 ? G : 4;          // (A): warps across heads
+  constexpr int KW = KT / 32;                // (A): warps across keys
+  constexpr int HPW = (G + HW - 1) / HW;     // (A): heads per warp
+  constexpr int DPT = D > 256 ? D / 128 : 2; // (C): dims per thread
+  constexpr int NDG = D / DPT;               // (C): threads across a row
+  constexpr int KS = 128 / NDG;              // (C): key subsets
   constexpr int DPARTS = C::GROUP_ALL / G;
-  constexpr int SMAX = 256;                    // splits the merge takes
   static_assert(HW * KW <= 4 && KS >= 1, "decode attention: 4 warps");
-  static_assert(ST * 2 * KT * RS * 4 >= (KS * G * D > G * SMAX ? KS * G * D : G * SMAX),
+  static_assert(ST * 2 * KT * RS * 4 >= (KS + 1) * G * D + G * 256,
                 "decode attention: the tiles' memory holds the final sums and merge weights");
   extern __shared__ uint4 genc_attn_tiles[]; // [ST][K, V][KT][RS]
   __shared__ __align__(16) float qS[G][D];
   __shared__ float scS[G][KT];
   __shared__ __align__(16) float pS[KT][G];
   __shared__ float mS[G], lS[G], cS[G];
-  __shared__ int lastS;
   const long long t = blockIdx.x;
   const int kh = blockIdx.y / DPARTS, hb = kh * C::GROUP_ALL + (blockIdx.y % DPARTS) * G;
-  const int split = blockIdx.z, S = gridDim.z;
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int split = blockIdx.z, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const GencTokenPlace pl = ((const GencTokenPlace *)p.places)[t];
-  long long lo, hi;
-  genc_attn_range<C>(p, pl, lo, hi);
-  // Whole tiles per split, and only as many splits as have tiles: every
-  // block of a token computes the same `used`.
-  const long long n = hi - lo > 0 ? hi - lo : 0, tilesAll = (n + KT - 1) / KT;
-  const long long perSplit = (tilesAll + S - 1) / S > 0 ? (tilesAll + S - 1) / S : 1;
-  const long long used = tilesAll > 0 ? (tilesAll + perSplit - 1) / perSplit : 1;
-  if (split >= used) return;
-  const long long a = lo + split * perSplit * KT, b = a + perSplit * KT < hi ? a + perSplit * KT : hi;
-  const int tiles = (int)((b - a + KT - 1) / KT);
-  const long long rowBase = ((long long)(C::MODE == 0 ? pl.slot : pl.entry) * C::KVH + kh) * p.capacity;
-  const CS *cacheK = (const CS *)p.cacheK, *cacheV = (const CS *)p.cacheV;
-  auto issue = [&](int i) {
-    const long long j0 = a + (long long)i * KT;
-    const int nt = (int)(b - j0 < KT ? b - j0 : KT);
-    uint4 *kt = genc_attn_tiles + (i % ST) * 2 * KT * RS, *vt = kt + KT * RS;
-    for (int e = tid; e < 2 * KT * RW; e += 128) {
-      const int which = e / (KT * RW), r = (e / RW) % KT, c = e % RW;
-      if (r < nt) {
-        const long long j = j0 + r, row = rowBase + (C::MODE == 0 && j >= p.capacity ? j % p.capacity : j);
-        genc_cp16((which ? vt : kt) + r * RS + c, (which ? cacheV : cacheK) + row * D + c * EW);
-      }
-    }
-  };
+  const GencDecodeRange<C, KT> r(p, pl, kh, split, gridDim.z);
+  if (split >= r.used) return;
 #pragma unroll
   for (int s = 0; s < ST - 1; ++s) {
-    if (s < tiles) issue(s);
-    genc_cp_commit();
+    if (s < r.tiles) genc_decode_issue<C, KT, ST>(p, r, genc_attn_tiles, s);
+    asm volatile("cp.async.commit_group;\n" ::);
   }
   const float *qs = (const float *)p.scratch + t * (long long)C::SSTRIDE + (long long)hb * D;
   for (int e = tid; e < G * D; e += 128) qS[e / D][e % D] = qs[e];
@@ -103,13 +162,13 @@ static __device__ void genc_attn_decode(const GencAttnParams &p) {
   const int hw = warp % HW, kw = warp / HW; // (A)
   const int ks = tid / NDG, dg = tid % NDG; // (C)
 
-  for (int i = 0; i < tiles; ++i) {
-    if (i + ST - 1 < tiles) issue(i + ST - 1);
-    genc_cp_commit();
-    genc_cp_wait<ST - 1>(); // this thread's copies of tile i have landed
-    __syncthreads();        // and everyone's
-    const long long j0 = a + (long long)i * KT;
-    const int nt = (int)(b - j0 < KT ? b - j0 : KT);
+  for (int i = 0; i < r.tiles; ++i) {
+    if (i + ST - 1 < r.tiles) genc_decode_issue<C, KT, ST>(p, r, genc_attn_tiles, i + ST - 1);
+    asm volatile("cp.async.commit_group;\n" ::);
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(ST - 1)); // this thread's copies of tile i
+    __syncthreads();                                         // and everyone's
+    const long long j0 = r.a + (long long)i * KT;
+    const int nt = (int)(r.b - j0 < KT ? r.b - j0 : KT);
     const uint4 *kt = genc_attn_tiles + (i % ST) * 2 * KT * RS, *vt = kt + KT * RS;
     // (A) scores
     if (kw < KW) {
@@ -195,8 +254,9 @@ static __device__ void genc_attn_decode(const GencAttnParams &p) {
     __syncthreads(); // the stage and the weights are free again
   }
 
-  // The key subsets' sums meet in the tiles' memory (no copy is in flight).
-  float *red = (float *)genc_attn_tiles;
+  // The key subsets' sums meet in the tiles' memory (no copy is in flight):
+  // [KS][G][D], then their total [G][D] after them, then the merge's weights.
+  float *red = (float *)genc_attn_tiles, *o = red + KS * G * D;
   if (ks < KS)
 #pragma unroll
     for (int h = 0; h < G; ++h)
@@ -204,56 +264,195 @@ static __device__ void genc_attn_decode(const GencAttnParams &p) {
       for (int x = 0; x < DPT; ++x) red[(ks * G + h) * D + dg * DPT + x] = acc[h][x];
   __syncthreads();
   for (int e = tid; e < G * D; e += 128) {
-    const int h = e / D, d = e % D;
-    float o = 0.f;
-#pragma unroll
-    for (int k = 0; k < KS; ++k) o += red[(k * G + h) * D + d];
-    const float l = lS[h], v = l > 0.f ? o / l : 0.f;
-    if (used == 1) ((typename O::S *)p.out)[genc_attn_out_at<C>(p, t, hb + h, d)] = O::st(v);
-    else ((float *)p.partial)[((t * C::H + hb + h) * (long long)S + split) * D + d] = v;
-  }
-  if (used == 1) return;
-  if (tid < G) {
-    const float l = lS[tid];
-    ((float *)p.lse)[(t * C::H + hb + tid) * (long long)S + split] =
-        l > 0.f ? mS[tid] + logf(l) : -__int_as_float(0x7f800000);
-  }
-  __threadfence();
-  __syncthreads();
-  if (tid == 0) {
-    unsigned *ticket = (unsigned *)p.tickets + t * gridDim.y + blockIdx.y;
-    lastS = atomicAdd(ticket, 1u) == (unsigned)(used - 1);
-    if (lastS) *ticket = 0u; // zero again for the next launch
-  }
-  __syncthreads();
-  if (!lastS) return;
-  __threadfence();
-  float *wS = (float *)genc_attn_tiles; // [G][SMAX] split weights
-  for (int h = warp; h < G; h += 4) {
-    const float *lse = (const float *)p.lse + (t * C::H + hb + h) * (long long)S;
-    float M = -__int_as_float(0x7f800000);
-    for (int s = lane; s < used; s += 32) M = fmaxf(M, __ldcg(lse + s));
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, o));
     float sum = 0.f;
-    for (int s = lane; s < used; s += 32) {
-      const float x = __ldcg(lse + s), w = x == -__int_as_float(0x7f800000) ? 0.f : expf(x - M);
-      wS[h * SMAX + s] = w;
-      sum += w;
-    }
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-    if (lane == 0) lS[h] = sum;
+    for (int k = 0; k < KS; ++k) sum += red[k * G * D + e];
+    o[e] = sum;
+  }
+  __syncthreads();
+  genc_decode_finish<C, G>(p, t, hb, split, r.used, o, mS, lS, o + G * D);
+}
+
+// ---- f16 / bf16 caches: tensor cores ---------------------------------------
+// mma.m16n8k16, f32 accumulators. Rows are the group's query heads (at most
+// 8: rows 8..15 stay zero), so lane (g = lane / 4, q = lane % 4) holds head
+// g's scores and outputs at columns 2q, 2q + 1 of each 8-wide tile. A tile of
+// 64 keys: warp w takes keys [16w, 16w + 16): S = Q K^T (two 8-key tiles
+// over D / 16 steps, K fragments by ldmatrix), its own online softmax (row
+// max over the four lanes of a head), P (the S accumulators repacked as
+// 16-bit A fragments, FlashAttention-2's trick) times V (ldmatrix.trans),
+// 8 dims a tile. The four warps' (max, sum, O) meet once at the end.
+template <int BF16>
+static __device__ __forceinline__ void genc_mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  if (BF16)
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+template <typename C>
+static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
+  typedef typename C::Cache CT;
+  typedef typename CT::S CS;
+  constexpr int D = C::D, G = C::DGROUP, ST = C::DSTAGES, KT = 64, BF16 = C::DMMA == 2;
+  constexpr int RW = D * 2 / 16, RS = RW + 1, RSB = RS * 16; // row stride in bytes
+  constexpr int KSTEPS = D / 16, NT = D / 8;
+  constexpr int DPARTS = C::GROUP_ALL / G;
+  static_assert(G <= 8 && D % 16 == 0 && KT == C::DKT, "decode attention (mma): the shape it takes");
+  static_assert(ST * 2 * KT * RS * 4 >= 4 * 8 * D + G * D + G * 256,
+                "decode attention (mma): the tiles' memory holds the warps' sums and merge weights");
+  extern __shared__ uint4 genc_attn_tiles[]; // [ST][K, V][KT][RS]
+  __shared__ float mW[4][8], lW[4][8], mS[G], lS[G];
+  const long long t = blockIdx.x;
+  const int kh = blockIdx.y / DPARTS, hb = kh * C::GROUP_ALL + (blockIdx.y % DPARTS) * G;
+  const int split = blockIdx.z, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int g = lane >> 2, q = lane & 3;
+  const GencTokenPlace pl = ((const GencTokenPlace *)p.places)[t];
+  const GencDecodeRange<C, KT> r(p, pl, kh, split, gridDim.z);
+  if (split >= r.used) return;
+#pragma unroll
+  for (int s = 0; s < ST - 1; ++s) {
+    if (s < r.tiles) genc_decode_issue<C, KT, ST>(p, r, genc_attn_tiles, s);
+    asm volatile("cp.async.commit_group;\n" ::);
+  }
+  // Head g's query as A fragments (rows 8..15 and heads past the group: 0).
+  unsigned qa[KSTEPS][2];
+  {
+    const float *qs = (const float *)p.scratch + t * (long long)C::SSTRIDE + (long long)(hb + g) * D;
+#pragma unroll
+    for (int k = 0; k < KSTEPS; ++k)
+#pragma unroll
+      for (int x = 0; x < 2; ++x) {
+        const int d = k * 16 + x * 8 + 2 * q;
+        const float lo = g < G ? qs[d] : 0.f, hi = g < G ? qs[d + 1] : 0.f;
+        qa[k][x] = (unsigned)CT::st(lo) | ((unsigned)CT::st(hi) << 16);
+      }
+  }
+  float o[NT][4];
+#pragma unroll
+  for (int n = 0; n < NT; ++n)
+#pragma unroll
+    for (int x = 0; x < 4; ++x) o[n][x] = 0.f;
+  float m = -__int_as_float(0x7f800000), l = 0.f; // head g, this warp's keys (l: this lane's part)
+  const unsigned tilesAt = (unsigned)__cvta_generic_to_shared(genc_attn_tiles);
+
+  for (int i = 0; i < r.tiles; ++i) {
+    if (i + ST - 1 < r.tiles) genc_decode_issue<C, KT, ST>(p, r, genc_attn_tiles, i + ST - 1);
+    asm volatile("cp.async.commit_group;\n" ::);
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(ST - 1));
+    __syncthreads();
+    const long long j0 = r.a + (long long)i * KT;
+    const int nt = (int)(r.b - j0 < KT ? r.b - j0 : KT);
+    const unsigned kt = tilesAt + (unsigned)((i % ST) * 2 * KT * RSB), vt = kt + KT * RSB;
+    const int k0 = warp * 16; // this warp's keys in the tile
+    // S = Q K^T: two 8-key tiles. ldmatrix.x2 (lanes 0..15 give rows):
+    // matrix 0 = keys k0 + n*8 .. +7 at dims 16k .. +7, matrix 1 at +8.
+    float s[2][4];
+#pragma unroll
+    for (int n = 0; n < 2; ++n) {
+#pragma unroll
+      for (int x = 0; x < 4; ++x) s[n][x] = 0.f;
+      const unsigned rowAt = kt + (unsigned)((k0 + n * 8 + (lane & 7)) * RSB + ((lane >> 3) & 1) * 16);
+#pragma unroll
+      for (int k = 0; k < KSTEPS; ++k) {
+        unsigned b0, b1;
+        asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
+                     : "=r"(b0), "=r"(b1) : "r"(rowAt + k * 32));
+        const unsigned a[4] = {qa[k][0], 0u, qa[k][1], 0u};
+        genc_mma16816<BF16>(s[n], a, b0, b1);
+      }
+    }
+    // Scale, bias, mask; the row max over the head's four lanes.
+    float mt = -__int_as_float(0x7f800000);
+#pragma unroll
+    for (int n = 0; n < 2; ++n)
+#pragma unroll
+      for (int x = 0; x < 2; ++x) {
+        const int jj = k0 + n * 8 + 2 * q + x;
+        float v = s[n][x] * p.scale;
+        if (C::BIAS) {
+          const long long j = j0 + jj;
+          long long dist = C::MODE == 0 ? j - pl.position : j - t;
+          dist = dist <= -C::BIAS_M ? -C::BIAS_M + 1 : (dist >= C::BIAS_M ? C::BIAS_M - 1 : dist);
+          v += g < G ? C::Bias::ld(((const typename C::Bias::S *)p.bias)[(long long)(hb + g) * (2 * C::BIAS_M - 1) + dist + C::BIAS_M - 1]) : 0.f;
+        }
+        s[n][x] = jj < nt ? v : -__int_as_float(0x7f800000);
+        mt = fmaxf(mt, s[n][x]);
+      }
+    mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, 1));
+    mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, 2));
+    const float mNew = fmaxf(m, mt);
+    const float c = m == -__int_as_float(0x7f800000) ? 0.f : expf(m - mNew);
+    m = mNew;
+    l *= c;
+#pragma unroll
+    for (int n = 0; n < NT; ++n) { o[n][0] *= c; o[n][1] *= c; }
+    unsigned pa[4] = {0u, 0u, 0u, 0u}; // P as the A fragment of keys k0 .. k0 + 15
+#pragma unroll
+    for (int n = 0; n < 2; ++n) {
+      const float e0 = mNew == -__int_as_float(0x7f800000) ? 0.f : expf(s[n][0] - mNew);
+      const float e1 = mNew == -__int_as_float(0x7f800000) ? 0.f : expf(s[n][1] - mNew);
+      l += e0 + e1;
+      pa[2 * n] = (unsigned)CT::st(e0) | ((unsigned)CT::st(e1) << 16);
+    }
+    // O += P V: ldmatrix.x4.trans, matrices = keys k0 .. +7 / k0 + 8 .. +15
+    // at dims 16j .. +7, then the same at 16j + 8: B fragments of two tiles.
+    const unsigned vAt = vt + (unsigned)((k0 + (lane & 7) + ((lane >> 3) & 1) * 8) * RSB + (lane >> 4) * 16);
+#pragma unroll
+    for (int j = 0; j < NT / 2; ++j) {
+      unsigned b0, b1, b2, b3;
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                   : "=r"(b0), "=r"(b1), "=r"(b2), "=r"(b3) : "r"(vAt + j * 32));
+      genc_mma16816<BF16>(o[2 * j], pa, b0, b1);
+      genc_mma16816<BF16>(o[2 * j + 1], pa, b2, b3);
+    }
+    __syncthreads(); // the stage is free again
+  }
+
+  // The warps meet: each head's max, its sum (over the four lanes), and the
+  // warps' O rows [4][8][D] in the tiles' memory (no copy is in flight).
+  l += __shfl_xor_sync(0xffffffffu, l, 1);
+  l += __shfl_xor_sync(0xffffffffu, l, 2);
+  if (q == 0) { mW[warp][g] = m; lW[warp][g] = l; }
+  float *ow = (float *)genc_attn_tiles, *os = ow + 4 * 8 * D;
+#pragma unroll
+  for (int n = 0; n < NT; ++n) {
+    ow[(warp * 8 + g) * D + n * 8 + 2 * q] = o[n][0];
+    ow[(warp * 8 + g) * D + n * 8 + 2 * q + 1] = o[n][1];
+  }
+  __syncthreads();
+  if (tid < G) {
+    float M = -__int_as_float(0x7f800000), L = 0.f;
+#pragma unroll
+    for (int w = 0; w < 4; ++w) M = fmaxf(M, mW[w][tid]);
+#pragma unroll
+    for (int w = 0; w < 4; ++w) L += mW[w][tid] == -__int_as_float(0x7f800000) ? 0.f : lW[w][tid] * expf(mW[w][tid] - M);
+    mS[tid] = M;
+    lS[tid] = L;
   }
   __syncthreads();
   for (int e = tid; e < G * D; e += 128) {
     const int h = e / D, d = e % D;
-    const float *part = (const float *)p.partial + (t * C::H + hb + h) * (long long)S * D + d;
-    float o = 0.f;
-#pragma unroll 4
-    for (int s = 0; s < used; ++s) o += wS[h * SMAX + s] * __ldcg(part + (long long)s * D);
-    ((typename O::S *)p.out)[genc_attn_out_at<C>(p, t, hb + h, d)] = O::st(lS[h] > 0.f ? o / lS[h] : 0.f);
+    float sum = 0.f;
+#pragma unroll
+    for (int w = 0; w < 4; ++w)
+      sum += mW[w][h] == -__int_as_float(0x7f800000) ? 0.f : ow[(w * 8 + h) * D + d] * expf(mW[w][h] - mS[h]);
+    os[e] = sum;
   }
+  __syncthreads();
+  genc_decode_finish<C, G>(p, t, hb, split, r.used, os, mS, lS, os + G * D);
+}
+
+template <typename C>
+static __device__ void genc_attn_decode(const GencAttnParams &p) {
+  if constexpr (C::DMMA != 0) genc_attn_decode_mma<C>(p);
+  else genc_attn_decode_fma<C>(p);
 }
 )";
 }

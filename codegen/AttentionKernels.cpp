@@ -2,6 +2,7 @@
 
 #include "codegen/CudaSyntax.h"
 #include "passes/analysis/Storage.h"
+#include "runtime/cuda/AttentionAbi.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -28,40 +29,10 @@ int maxHeadsPerBlock() {
   return v >= 1 && v <= 8 ? v : kMaxHeadsPerBlock;
 }
 
-// The decode kernel's shape (codegen/AttentionDecode.cpp): the query heads
-// of a block (the whole GQA group, halved while above 8), keys per tile (32
-// a warp; warps go over keys where the group has fewer than 4 heads), the
-// stages in flight (about 72 KB of tiles: 3 blocks an SM on Hopper) and the
-// dynamic shared bytes. `heads` 0: no decode kernel (packed @encode, rows
-// that are not whole 16-byte words, a group that does not halve to 8 or
-// fewer heads).
-struct DecodeShape {
-  int heads = 0, keysPerTile = 0, stages = 0;
-  int64_t sharedBytes = 0;
-};
-
-DecodeShape decodeShape(int mode, int64_t groupAll, int64_t D, int es) {
-  DecodeShape s;
-  if (mode == 2 || D <= 0 || (D * es) % 16 || (D > 256 && D % 128))
-    return s;
-  int64_t g = groupAll;
-  while (g > 8 && g % 2 == 0)
-    g /= 2;
-  if (g < 1 || g > 8)
-    return s;
-  const int64_t hw = std::min<int64_t>(g, 4), rowBytes = (D * es / 16 + 1) * 16;
-  s.keysPerTile = static_cast<int>(32 * (4 / hw));
-  const int64_t stageBytes = 2 * s.keysPerTile * rowBytes;
-  s.stages = static_cast<int>(std::clamp<int64_t>(73728 / stageBytes, 2, 4));
-  s.sharedBytes = s.stages * stageBytes;
-  s.heads = static_cast<int>(g);
-  return s;
-}
-
 // The configuration of one attention op as the struct the templates read:
 // its text is also the key that dedups families.
 std::string configBody(const Function &f, const Op &op, DType activation, int &headsPerBlock,
-                       DecodeShape &decode) {
+                       genrt::cuda::DecodeShape &decode) {
   const int mode = op.is("kv_attention") ? 0 : op.is("cross_attention") ? 1 : 2;
   const int64_t H = op.intAttr("num_heads", 0), KVH = op.intAttr("num_kv_heads", H),
                 D = op.intAttr("head_dim", 0), G = KVH ? H / KVH : 1;
@@ -101,13 +72,13 @@ std::string configBody(const Function &f, const Op &op, DType activation, int &h
   const int maxHeads = maxHeadsPerBlock();
   while (headsPerBlock > maxHeads && headsPerBlock % 2 == 0)
     headsPerBlock /= 2;
-  decode = decodeShape(mode, G, D, es);
+  decode = genrt::cuda::decodeShape(mode, G, D, es, activation == DType::BF16);
 
   std::ostringstream c;
   c << "  static constexpr int MODE = " << mode << ", H = " << H << ", KVH = " << KVH << ", D = " << D
     << ", GROUP = " << headsPerBlock << ", GROUP_ALL = " << G << ";\n"
     << "  static constexpr int DGROUP = " << std::max(decode.heads, 1) << ", DSTAGES = " << decode.stages
-    << ", DKT = " << decode.keysPerTile << ";\n"
+    << ", DKT = " << decode.keysPerTile << ", DMMA = " << decode.mma << ";\n"
     << "  static constexpr int PACKED = " << packed << ", MERGE = " << op.intAttr("merge_heads", 0) << ";\n"
     << "  static constexpr long long QOFF = " << (packed ? offs[0] : 0)
     << ", KOFF = " << (packed && offs.size() > 1 ? offs[1] : 0)
@@ -145,16 +116,14 @@ AttentionKernels emitAttentionKernels(Module &m, DType activation) {
       if (!op->is("kv_attention") && !op->is("cross_attention") && !op->is("packed_attention"))
         continue;
       int perBlock = 1;
-      DecodeShape decode;
+      genrt::cuda::DecodeShape decode;
       std::string body = configBody(*f, *op, activation, perBlock, decode);
       auto [it, fresh] = familyOf.emplace(body, "attn_" + std::to_string(familyOf.size()));
       const std::string &name = it->second;
       op->setAttr("gpu_kernel", name);
       op->setAttr("gpu_heads_per_block", static_cast<int64_t>(perBlock));
-      if (decode.heads) {
+      if (decode.heads)
         op->setAttr("gpu_decode_heads_per_block", static_cast<int64_t>(decode.heads));
-        op->setAttr("gpu_decode_smem", decode.sharedBytes);
-      }
       if (!fresh)
         continue;
       out.names.push_back(name);

@@ -25,9 +25,8 @@ struct AttentionKernels {
 /// Gives every attention op of @encode / @prefill / @decode_step the
 /// attributes `gpu_kernel` (its family) and `gpu_heads_per_block` (the query
 /// heads one attend block handles), and where the family has the decode
-/// kernel also `gpu_decode_heads_per_block` and `gpu_decode_smem` (its
-/// dynamic shared bytes); returns the families' code. Ops that share a
-/// configuration share a family.
+/// kernel also `gpu_decode_heads_per_block`; returns the families' code. Ops
+/// that share a configuration share a family.
 AttentionKernels emitAttentionKernels(Module &m, DType activation);
 
 /// The templates the families instantiate (codegen/AttentionTemplates.cpp),

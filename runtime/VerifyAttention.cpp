@@ -25,6 +25,8 @@ std::string headsRule(const OpSite &s, Heads &h) {
            std::to_string(kMaxHeadDim) + "), with num_heads a multiple of num_kv_heads";
   if (!intAttrIn(a, "gpu_heads_per_block", 1, 1, h.H, perBlock) || (h.H / h.KVH) % perBlock)
     return "gpu_heads_per_block must divide num_heads / num_kv_heads";
+  if (!intAttrIn(a, "gpu_decode_heads_per_block", 0, 0, 8, perBlock) || (perBlock && (h.H / h.KVH) % perBlock))
+    return "gpu_decode_heads_per_block must be 0 to 8 and divide num_heads / num_kv_heads";
   double scale = attrFloat(a, "scale", 1.0);
   if (!std::isfinite(scale))
     return "its scale must be finite";

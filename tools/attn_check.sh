@@ -9,7 +9,13 @@
 # 4096 the CPU's prefill is too slow to be the reference; GPU checks of
 # longer contexts compare the GPU with itself in profile_gpu.sh / bench.py).
 #
+# With DTYPE=f16 / bf16 the plans are 16-bit and the reference is the GPU
+# itself with the decode kernel off (GENC_CUDA_DECODE=0: decode steps on the
+# attend kernel, CUDA cores, f32 math): the tensor-core decode kernel must
+# give the same tokens, scores within TOL (default 5e-2 there).
+#
 #   bash tools/attn_check.sh            # there, from the repo root
+#   DTYPE=f16 bash tools/attn_check.sh  # there: the 16-bit decode kernel
 #   GPU=cpu bash tools/attn_check.sh    # here: the script's own dry run
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +26,8 @@ BIN=${BIN:-$(mktemp -d)}
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH-}
 W=$(mktemp -d)
 LENGTHS=${LENGTHS:-1 7 64 1000 4096}
+DTYPE=${DTYPE:-f32}
+if [ "$DTYPE" = f32 ]; then REF=cpu; TOL=${TOL:-1e-4}; else REF=attend; TOL=${TOL:-5e-2}; fi
 NEW=8
 # name | export arguments (2 layers, vocab 512; hidden = heads x head dim)
 configs=(
@@ -41,7 +49,7 @@ for entry in "${configs[@]}"; do
     fail=1
     continue
   fi
-  "$BIN/genc" compile "$W/$name/model.onnx" -o "$W/$name.plan" --max-batch 2 --max-beams 1 \
+  "$BIN/genc" compile "$W/$name/model.onnx" -o "$W/$name.plan" --dtype "$DTYPE" --max-batch 2 --max-beams 1 \
     --max-length $((4096 + NEW)) --quiet > "$W/$name.genc.log" 2>&1 || {
     rows+=("$name|genc FAILED|$(tail -c 200 "$W/$name.genc.log" | tr '\n' ' ')"); fail=1; continue; }
   for len in $LENGTHS; do
@@ -49,12 +57,13 @@ for entry in "${configs[@]}"; do
     "$PY" -c "import json,random,sys; n=int(sys.argv[1]); r=random.Random()
 for m in (n, max(1, n // 2)): print(json.dumps({'input_ids': [r.randrange(3, 512) for _ in range(m)]}))" "$len" \
       > "$W/p.jsonl"
-    for dev in "$GPU" cpu; do
-      "$BIN/genrun" "$W/$name.plan" --device "$dev" --input "$W/p.jsonl" --max-new-tokens $NEW \
+    for dev in "$GPU" "$REF"; do
+      if [ "$dev" = attend ]; then run=(env GENC_CUDA_DECODE=0 "$BIN/genrun" --device "$GPU"); else run=("$BIN/genrun" --device "$dev"); fi
+      "${run[@]}" "$W/$name.plan" --input "$W/p.jsonl" --max-new-tokens $NEW \
         --output "$W/$dev.out" 2> "$W/$dev.err" || echo "genrun $dev failed: $(tail -c 200 "$W/$dev.err")" > "$W/$dev.out"
     done
-    verdict=$("$PY" - "$W/$GPU.out" "$W/cpu.out" <<'PY'
-import json, sys
+    verdict=$(TOL=$TOL "$PY" - "$W/$GPU.out" "$W/$REF.out" <<'PY'
+import json, os, sys
 try:
     a = [json.loads(l) for l in open(sys.argv[1])]
     b = [json.loads(l) for l in open(sys.argv[2])]
@@ -63,14 +72,14 @@ except ValueError:
     sys.exit()
 diff = max(abs(x["sequences"][0]["score"] - y["sequences"][0]["score"]) for x, y in zip(a, b))
 same = all(x["sequences"][0]["output_ids"] == y["sequences"][0]["output_ids"] for x, y in zip(a, b))
-print(("ok" if same and diff <= 1e-4 and len(a) == len(b) else "FAIL") + f" tokens {'same' if same else 'differ'}, max |score diff| {diff:.1e}")
+print(("ok" if same and diff <= float(os.environ["TOL"]) and len(a) == len(b) else "FAIL") + f" tokens {'same' if same else 'differ'}, max |score diff| {diff:.1e}")
 PY
 )
     [[ $verdict == ok* ]] || fail=1
     rows+=("$name len $len|${verdict%% *}|${verdict#* }")
   done
 done
-echo "== attn_check ($GPU vs cpu, f32 plans, greedy, $NEW new tokens)"
+echo "== attn_check ($GPU vs $REF, $DTYPE plans, greedy, $NEW new tokens)"
 for r in "${rows[@]}"; do
   IFS='|' read -r a b c <<< "$r"
   printf '%-26s %-5s %s\n' "$a" "$b" "$c"

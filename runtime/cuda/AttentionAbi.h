@@ -75,4 +75,37 @@ static const char *const kGencAttnAbiSource = GENC_ATTN_XSTR(GENC_ATTN_ABI);
 
 constexpr int kAttnThreads = 128;
 
+/// The decode kernel's shape (codegen/AttentionDecode.cpp), which genc
+/// compiles it for and the executor sizes its launch by: the query heads of
+/// a block (the whole GQA group, halved while above 8), whether it runs on
+/// tensor cores (16-bit caches, head dims in steps of 16: `mma` 1 f16, 2
+/// bf16), keys per tile (tensor cores 64; else 32 a warp, warps going over
+/// keys where the group has fewer than 4 heads), the tile stages (about 72
+/// KB: 3 blocks an SM on Hopper) and their dynamic shared bytes. `heads` 0:
+/// no decode kernel (a packed @encode, cache rows that are not whole 16-byte
+/// words, a group that does not halve to 8 or fewer heads).
+struct DecodeShape {
+  int heads = 0, mma = 0, keysPerTile = 0, stages = 0;
+  long long sharedBytes = 0;
+};
+
+inline DecodeShape decodeShape(int mode, long long groupAll, long long D, int elementBytes, bool bf16) {
+  DecodeShape s;
+  if (mode == 2 || D <= 0 || elementBytes <= 0 || (D * elementBytes) % 16 || (D > 256 && D % 128))
+    return s;
+  long long g = groupAll;
+  while (g > 8 && g % 2 == 0)
+    g /= 2;
+  if (g < 1 || g > 8)
+    return s;
+  const long long hw = g < 4 ? g : 4, rowBytes = (D * elementBytes / 16 + 1) * 16;
+  s.mma = elementBytes == 2 && D % 16 == 0 && D <= 256 ? (bf16 ? 2 : 1) : 0;
+  s.keysPerTile = s.mma ? 64 : static_cast<int>(32 * (4 / hw));
+  const long long stageBytes = 2 * s.keysPerTile * rowBytes, fit = 73728 / stageBytes;
+  s.stages = static_cast<int>(fit < 2 ? 2 : fit > 4 ? 4 : fit);
+  s.sharedBytes = s.stages * stageBytes;
+  s.heads = static_cast<int>(g);
+  return s;
+}
+
 } // namespace genrt::cuda

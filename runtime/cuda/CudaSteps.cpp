@@ -221,14 +221,22 @@ Status attentionStep(const OpInfo &op, const ValueMap &vm, const KernelModule &m
       (st->heads / st->kvHeads) % perBlock)
     return Status::error("has malformed head attributes");
   st->gridY = st->kvHeads * (st->heads / st->kvHeads / perBlock);
-  const int64_t decodePerBlock = attrInt(at, "gpu_decode_heads_per_block", 0),
-                decodeShared = attrInt(at, "gpu_decode_smem", 0);
+  // The decode kernel where genc compiled one (its shape follows from the
+  // op's, as genc derived it; a plan naming another is refused at load).
   const Device &dev = *vm.ctx.dev;
+  const int64_t decodePerBlock = attrInt(at, "gpu_decode_heads_per_block", 0);
+  const int mode = op.kind == "kv_attention" ? 0 : op.kind == "cross_attention" ? 1 : 2;
+  const DecodeShape shape = decodeShape(mode, st->heads / st->kvHeads, D, static_cast<int>(dtypeSize(kv.dtype)),
+                                        kv.dtype == DType::BF16);
+  if (decodePerBlock && decodePerBlock != shape.heads)
+    return Status::error("names a decode kernel of " + std::to_string(decodePerBlock) +
+                         " heads a block where its shape gives " + std::to_string(shape.heads));
+  const int64_t decodeShared = shape.sharedBytes;
   // GENC_CUDA_DECODE=0: decode steps take the attend kernel too (A/B runs).
   const char *off = std::getenv("GENC_CUDA_DECODE");
   CUfunction fn = nullptr;
-  if (!(off && std::string(off) == "0") && decodePerBlock > 0 && (st->heads / st->kvHeads) % decodePerBlock == 0 &&
-      decodeShared > 0 && decodeShared <= dev.maxSharedPerBlock && mod.function(family + "_decode", fn)) {
+  if (!(off && std::string(off) == "0") && decodePerBlock > 0 && decodeShared <= dev.maxSharedPerBlock &&
+      mod.function(family + "_decode", fn)) {
     if (Status s = dev.check(dev.api->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                          static_cast<int>(decodeShared)),
                              "cuFuncSetAttribute");
