@@ -77,6 +77,7 @@ PY
 )
     [[ $verdict == ok* ]] || fail=1
     rows+=("$name len $len|${verdict%% *}|${verdict#* }")
+    echo "$name len $len: $verdict" >&2 # progress
   done
 done
 echo "== attn_check ($GPU vs $REF, $DTYPE plans, greedy, $NEW new tokens)"
