@@ -77,6 +77,8 @@ def main():
     ap.add_argument("--new", type=int, default=16)
     ap.add_argument("--reps", type=int, default=50)
     ap.add_argument("--out", default=os.environ.get("OUT", "/tmp/attn_bench"))
+    ap.add_argument("--ncu", help="instead of the table: Nsight Compute's detail of the decode kernel, "
+                    "this regex's kernels, for each batch")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     import torch
@@ -128,6 +130,19 @@ def main():
                 log(f"b{b}: genrun failed\n{r.stderr[-2000:]}")
                 return None
             return float(m.group(1))
+        if args.ncu:  # one decode step's attention kernels in detail, after the prefill's
+            r = subprocess.run(["ncu", "--cache-control", "none", "--clock-control", "none", "-k", "regex:" + args.ncu,
+                                "--launch-skip", str(2 * args.layers), "--launch-count", "2", "--section",
+                                "SpeedOfLight", "--section", "LaunchStats", "--section", "Occupancy", "--section",
+                                "WarpStateStats", "--section", "MemoryWorkloadAnalysis",
+                                os.path.join(bindir, "genrun"), plan, "--device", "cuda", "--input", prompts,
+                                "--max-new-tokens", "3", "--output", os.devnull],
+                               capture_output=True, text=True, env=dict(env, GENC_CUDA_SKIP="gemm,fused,copy,prefill:attention",
+                                                                        GENC_CUDA_GRAPHS="0"), timeout=300)
+            log(f"== ncu b{b} context {length}")
+            log("\n".join(l[:140] for l in r.stdout.splitlines() if l.strip() and not l.startswith("==PROF==")
+                          and not set(l.strip()) <= set("- "))[-6000:])
+            continue
         attn = step_ms("gemm,fused,copy,prefill:attention")
         none = step_ms("gemm,fused,copy,attention")
         if attn is None or none is None:
