@@ -132,11 +132,11 @@ def main():
             return float(m.group(1))
         if args.ncu:  # one decode step's attention kernels in detail, after the prefill's
             r = subprocess.run(["ncu", "--cache-control", "none", "--clock-control", "none", "-k", "regex:" + args.ncu,
-                                "--launch-skip", str(2 * args.layers), "--launch-count", "2", "--section",
+                                "--launch-skip", str(args.layers), "--launch-count", "2", "--section",
                                 "SpeedOfLight", "--section", "LaunchStats", "--section", "Occupancy", "--section",
                                 "WarpStateStats", "--section", "MemoryWorkloadAnalysis",
                                 os.path.join(bindir, "genrun"), plan, "--device", "cuda", "--input", prompts,
-                                "--max-new-tokens", "3", "--output", os.devnull],
+                                "--max-new-tokens", "4", "--output", os.devnull],
                                capture_output=True, text=True, env=dict(env, GENC_CUDA_SKIP="gemm,fused,copy,prefill:attention",
                                                                         GENC_CUDA_GRAPHS="0"), timeout=300)
             log(f"== ncu b{b} context {length}")
