@@ -54,60 +54,84 @@ static __device__ __forceinline__ void genc_decode_issue(const GencAttnParams &p
 // Query head hb + h's output for this split: o[h][d] / l[h] (unnormalised
 // sums o [G][D] in shared memory, running max m and sum l per head). One
 // split writes the output; several write partials [T, H, S, D] and their
-// log-sum-exp, and the last to finish (a ticket per (t, y)) merges them in
-// split order. `work`: shared floats for G x 256 merge weights.
+// log-sum-exp for genc_attn_merge.
 template <typename C, int G>
 static __device__ void genc_decode_finish(const GencAttnParams &p, long long t, int hb, int split, long long used,
-                                          const float *o, float *m, float *l, float *work) {
+                                          const float *o, const float *m, const float *l) {
   typedef typename C::Out O;
-  constexpr int D = C::D, SMAX = 256;
-  __shared__ int lastS;
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, S = gridDim.z;
+  constexpr int D = C::D;
+  const int tid = threadIdx.x, S = gridDim.z;
   for (int e = tid; e < G * D; e += 128) {
     const int h = e / D, d = e % D;
     const float v = l[h] > 0.f ? o[e] / l[h] : 0.f;
     if (used == 1) ((typename O::S *)p.out)[genc_attn_out_at<C>(p, t, hb + h, d)] = O::st(v);
     else ((float *)p.partial)[((t * C::H + hb + h) * (long long)S + split) * D + d] = v;
   }
-  if (used == 1) return;
-  if (tid < G)
+  if (used > 1 && tid < G)
     ((float *)p.lse)[(t * C::H + hb + tid) * (long long)S + split] =
         l[tid] > 0.f ? m[tid] + logf(l[tid]) : -__int_as_float(0x7f800000);
-  __threadfence();
-  __syncthreads();
-  if (tid == 0) {
-    unsigned *ticket = (unsigned *)p.tickets + t * gridDim.y + blockIdx.y;
-    lastS = atomicAdd(ticket, 1u) == (unsigned)(used - 1);
-    if (lastS) *ticket = 0u; // zero again for the next launch
-  }
-  __syncthreads();
-  if (!lastS) return;
-  __threadfence();
-  for (int h = warp; h < G; h += 4) {
-    const float *lse = (const float *)p.lse + (t * C::H + hb + h) * (long long)S;
+}
+
+// ---- merge: the splits' partials of one (token, head) -----------------------
+// Block (t, h), 128 threads, after the decode kernel (the same splits S =
+// p.splits; a token whose keys took one split has its output already).
+// Weights exp(lse_s - max) in shared memory, then SG groups of threads each
+// sum every SG-th split over VD-wide columns of the row, loads independent
+// of one another, the groups' sums added in group order.
+template <typename C>
+static __device__ void genc_attn_merge(const GencAttnParams &p) {
+  typedef typename C::Out O;
+  constexpr int D = C::D, KT = C::DKT, SMAX = 256;
+  constexpr int VD = D % 4 == 0 ? 4 : 1, COLS = D / VD, SG = 128 / COLS;
+  static_assert(SG >= 1, "merge: a row in one block");
+  __shared__ float wS[SMAX];
+  __shared__ float sumS[SG][D];
+  __shared__ float lS;
+  const long long t = blockIdx.x;
+  const int h = blockIdx.y, tid = threadIdx.x, lane = tid & 31, S = (int)p.splits;
+  const GencTokenPlace pl = ((const GencTokenPlace *)p.places)[t];
+  const GencDecodeRange<C, KT> r(p, pl, h / C::GROUP_ALL, 0, S);
+  if (r.used == 1) return;
+  const int used = (int)r.used;
+  const float *lse = (const float *)p.lse + (t * C::H + h) * (long long)S;
+  if (tid < 32) {
     float M = -__int_as_float(0x7f800000);
-    for (int s = lane; s < used; s += 32) M = fmaxf(M, __ldcg(lse + s));
+    for (int s = lane; s < used; s += 32) M = fmaxf(M, lse[s]);
 #pragma unroll
     for (int x = 16; x > 0; x >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, x));
     float sum = 0.f;
     for (int s = lane; s < used; s += 32) {
-      const float x = __ldcg(lse + s), w = x == -__int_as_float(0x7f800000) ? 0.f : expf(x - M);
-      work[h * SMAX + s] = w;
+      const float w = lse[s] == -__int_as_float(0x7f800000) ? 0.f : expf(lse[s] - M);
+      wS[s] = w;
       sum += w;
     }
 #pragma unroll
     for (int x = 16; x > 0; x >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, x);
-    __syncwarp(); // every lane has read l[h] (above) before lane 0 writes it
-    if (lane == 0) l[h] = sum;
+    if (lane == 0) lS = sum;
   }
   __syncthreads();
-  for (int e = tid; e < G * D; e += 128) {
-    const int h = e / D, d = e % D;
-    const float *part = (const float *)p.partial + (t * C::H + hb + h) * (long long)S * D + d;
-    float acc = 0.f;
-#pragma unroll 4
-    for (int s = 0; s < used; ++s) acc += work[h * SMAX + s] * __ldcg(part + (long long)s * D);
-    ((typename O::S *)p.out)[genc_attn_out_at<C>(p, t, hb + h, d)] = O::st(l[h] > 0.f ? acc / l[h] : 0.f);
+  const int sg = tid / COLS, col = tid % COLS;
+  if (sg < SG) {
+    const float *part = (const float *)p.partial + (t * C::H + h) * (long long)S * D + col * VD;
+    float acc[VD];
+#pragma unroll
+    for (int x = 0; x < VD; ++x) acc[x] = 0.f;
+#pragma unroll 8
+    for (int s = sg; s < used; s += SG) {
+      float v[VD];
+      genc_attn_load<genc_f32, VD>(v, part + (long long)s * D);
+#pragma unroll
+      for (int x = 0; x < VD; ++x) acc[x] += wS[s] * v[x];
+    }
+#pragma unroll
+    for (int x = 0; x < VD; ++x) sumS[sg][col * VD + x] = acc[x];
+  }
+  __syncthreads();
+  for (int d = tid; d < D; d += 128) {
+    float o = 0.f;
+#pragma unroll
+    for (int g = 0; g < SG; ++g) o += sumS[g][d];
+    ((typename O::S *)p.out)[genc_attn_out_at<C>(p, t, h, d)] = O::st(lS > 0.f ? o / lS : 0.f);
   }
 }
 
@@ -128,13 +152,12 @@ static __device__ void genc_attn_decode_fma(const GencAttnParams &p) {
   constexpr int HW = G < 4 ? G : 4;          // (A): warps across heads
   constexpr int KW = KT / 32;                // (A): warps across keys
   constexpr int HPW = (G + HW - 1) / HW;     // (A): heads per warp
-  constexpr int DPT = D > 256 ? D / 128 : 2; // (C): dims per thread
+  constexpr int DPT = 2;                     // (C): dims per thread
   constexpr int NDG = D / DPT;               // (C): threads across a row
   constexpr int KS = 128 / NDG;              // (C): key subsets
   constexpr int DPARTS = C::GROUP_ALL / G;
   static_assert(HW * KW <= 4 && KS >= 1, "decode attention: 4 warps");
-  static_assert(ST * 2 * KT * RS * 4 >= (KS + 1) * G * D + G * 256,
-                "decode attention: the tiles' memory holds the final sums and merge weights");
+  static_assert(ST * 2 * KT * RS * 4 >= (KS + 1) * G * D, "decode attention: the tiles' memory holds the final sums");
   extern __shared__ uint4 genc_attn_tiles[]; // [ST][K, V][KT][RS]
   __shared__ __align__(16) float qS[G][D];
   __shared__ float scS[G][KT];
@@ -255,7 +278,7 @@ static __device__ void genc_attn_decode_fma(const GencAttnParams &p) {
   }
 
   // The key subsets' sums meet in the tiles' memory (no copy is in flight):
-  // [KS][G][D], then their total [G][D] after them, then the merge's weights.
+  // [KS][G][D], then their total [G][D] after them.
   float *red = (float *)genc_attn_tiles, *o = red + KS * G * D;
   if (ks < KS)
 #pragma unroll
@@ -270,7 +293,7 @@ static __device__ void genc_attn_decode_fma(const GencAttnParams &p) {
     o[e] = sum;
   }
   __syncthreads();
-  genc_decode_finish<C, G>(p, t, hb, split, r.used, o, mS, lS, o + G * D);
+  genc_decode_finish<C, G>(p, t, hb, split, r.used, o, mS, lS);
 }
 
 // ---- f16 / bf16 caches: tensor cores ---------------------------------------
@@ -305,8 +328,7 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
   constexpr int KSTEPS = D / 16, NT = D / 8;
   constexpr int DPARTS = C::GROUP_ALL / G;
   static_assert(G <= 8 && D % 16 == 0 && KT == C::DKT, "decode attention (mma): the shape it takes");
-  static_assert(ST * 2 * KT * RS * 4 >= 4 * 8 * D + G * D + G * 256,
-                "decode attention (mma): the tiles' memory holds the warps' sums and merge weights");
+  static_assert(ST * 2 * KT * RS * 4 >= 4 * 8 * D + G * D, "decode attention (mma): the tiles' memory holds the warps' sums");
   extern __shared__ uint4 genc_attn_tiles[]; // [ST][K, V][KT][RS]
   __shared__ float mW[4][8], lW[4][8], mS[G], lS[G];
   const long long t = blockIdx.x;
@@ -446,7 +468,7 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
     os[e] = sum;
   }
   __syncthreads();
-  genc_decode_finish<C, G>(p, t, hb, split, r.used, os, mS, lS, os + G * D);
+  genc_decode_finish<C, G>(p, t, hb, split, r.used, os, mS, lS);
 }
 
 template <typename C>

@@ -130,8 +130,8 @@ AttentionKernels emitAttentionKernels(Module &m, DType activation) {
       code << "\n// ==== attention kernels " << name << " (" << op->kind() << " at \"" << op->loc()
            << "\") ====\nstruct " << name << "_cfg {\n"
            << body << "};\n";
-      for (const char *entry : {"prologue", "attend", "append", "decode"})
-        if (std::string(entry) != "decode" || decode.heads)
+      for (const char *entry : {"prologue", "attend", "append", "decode", "merge"})
+        if ((std::string(entry) != "decode" && std::string(entry) != "merge") || decode.heads)
           code << "extern \"C\" __global__ void __launch_bounds__(128) " << name << "_" << entry
                << "(const GencAttnParams p) {\n  genc_pdl_wait();\n  genc_pdl_launch();\n  genc_attn_" << entry
                << "<" << name << "_cfg>(p);\n}\n";

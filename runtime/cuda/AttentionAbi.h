@@ -82,8 +82,9 @@ constexpr int kAttnThreads = 128;
 /// bf16), keys per tile (tensor cores 64; else 32 a warp, warps going over
 /// keys where the group has fewer than 4 heads), the tile stages (about 72
 /// KB: 3 blocks an SM on Hopper) and their dynamic shared bytes. `heads` 0:
-/// no decode kernel (a packed @encode, cache rows that are not whole 16-byte
-/// words, a group that does not halve to 8 or fewer heads).
+/// no decode kernel (a packed @encode, head dims above 256, cache rows that
+/// are not whole 16-byte words, a group that does not halve to 8 or fewer
+/// heads).
 struct DecodeShape {
   int heads = 0, mma = 0, keysPerTile = 0, stages = 0;
   long long sharedBytes = 0;
@@ -91,7 +92,7 @@ struct DecodeShape {
 
 inline DecodeShape decodeShape(int mode, long long groupAll, long long D, int elementBytes, bool bf16) {
   DecodeShape s;
-  if (mode == 2 || D <= 0 || elementBytes <= 0 || (D * elementBytes) % 16 || (D > 256 && D % 128))
+  if (mode == 2 || D <= 0 || D > 256 || elementBytes <= 0 || (D * elementBytes) % 16)
     return s;
   long long g = groupAll;
   while (g > 8 && g % 2 == 0)

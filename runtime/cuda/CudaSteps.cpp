@@ -137,12 +137,31 @@ public:
 // kv_attention / cross_attention / packed_attention: the op's kernel family.
 class AttentionStep final : public Step {
 public:
+  /// The decode kernel's splits for T tokens: the count whose blocks finish
+  /// soonest at the longest context the cache holds (waves of resident
+  /// blocks x tiles a split; a split more costs about half a tile for its
+  /// partials and merge). Fixed per T, so a captured graph replays at any
+  /// length: the kernel takes min(S, the token's tiles) splits itself.
+  int64_t decodeSplits(int64_t T, int64_t smCount, int64_t maxS) const {
+    const int64_t slots = std::max<int64_t>(1, decodePerSm * smCount), blocks = std::max<int64_t>(1, T * decodeGridY);
+    int64_t best = 1;
+    double bestCost = 0;
+    for (int64_t S = 1; S <= std::min(maxS, decodeTiles); ++S) {
+      const int64_t per = (decodeTiles + S - 1) / S, used = (decodeTiles + per - 1) / per;
+      const double cost = static_cast<double>((blocks * used + slots - 1) / slots * per) + (S > 1 ? 0.5 : 0.0);
+      if (S == 1 || cost < bestCost) {
+        best = S;
+        bestCost = cost;
+      }
+    }
+    return best;
+  }
   CUfunction prologue = nullptr, attend = nullptr, append = nullptr;
   /// The Flash-Decoding kernel for decode steps (none in plans from an
   /// older genc, or for shapes it does not take): its grid's y and shared
   /// bytes.
-  CUfunction decode = nullptr;
-  int64_t decodeGridY = 0;
+  CUfunction decode = nullptr, merge = nullptr;
+  int64_t decodeGridY = 0, decodeTiles = 1, decodePerSm = 1, decodeKeysPerTile = 64;
   unsigned decodeShared = 0;
   GencAttnParams base{};
   int64_t heads = 0, kvHeads = 0, headDim = 0, gridY = 0;
@@ -155,13 +174,15 @@ public:
     const int64_t T = static_cast<int64_t>(run.inputIds.size());
     p.tokens = T;
     const bool useDecode = decode && run.kind == ProgramKind::Decode;
-    // Splits: enough blocks to fill the GPU twice over (the decode kernel:
-    // three blocks an SM, as many as its shared memory lets stay), within
-    // the partials and what the merge takes.
-    const int64_t perSm = useDecode ? 3 : 2, maxS = useDecode ? 256 : 64;
-    int64_t blocks = std::max<int64_t>(1, T * (useDecode ? decodeGridY : gridY));
-    int64_t S = std::clamp<int64_t>((perSm * ctx.dev->smCount + blocks - 1) / blocks, 1, maxS);
-    S = std::max<int64_t>(1, std::min<int64_t>(S, ctx.partialRows / std::max<int64_t>(1, T * heads)));
+    const int64_t maxS = std::max<int64_t>(
+        1, std::min<int64_t>(useDecode ? 256 : 64, ctx.partialRows / std::max<int64_t>(1, T * heads)));
+    int64_t S = 1;
+    if (useDecode) {
+      S = decodeSplits(T, ctx.dev->smCount, maxS);
+    } else { // enough blocks to fill the GPU twice over
+      const int64_t blocks = std::max<int64_t>(1, T * gridY);
+      S = std::clamp<int64_t>((2 * ctx.dev->smCount + blocks - 1) / blocks, 1, maxS);
+    }
     p.splits = S;
     p.scratch = ctx.scratch;
     // The workspace holds the log-sum-exps [rows], then the partials [rows, D].
@@ -186,9 +207,13 @@ public:
                           what + " (prologue)");
         !s)
       return s;
-    if (useDecode)
-      return launch(ctx, decode, tx, static_cast<unsigned>(decodeGridY), static_cast<unsigned>(S), args,
-                    what + " (decode)", decodeShared);
+    if (useDecode) {
+      if (Status s = launch(ctx, decode, tx, static_cast<unsigned>(decodeGridY), static_cast<unsigned>(S), args,
+                            what + " (decode)", decodeShared);
+          !s || S == 1)
+        return s;
+      return launch(ctx, merge, tx, static_cast<unsigned>(heads), 1, args, what + " (merge)");
+    }
     if (Status s = launch(ctx, attend, tx, static_cast<unsigned>(gridY), static_cast<unsigned>(S), args,
                           what + " (attend)");
         !s)
@@ -242,9 +267,18 @@ Status attentionStep(const OpInfo &op, const ValueMap &vm, const KernelModule &m
                              "cuFuncSetAttribute");
         !s)
       return s;
+    if (Status s = mod.function(family + "_merge", st->merge); !s)
+      return s;
     st->decode = fn;
     st->decodeGridY = st->kvHeads * (st->heads / st->kvHeads / decodePerBlock);
     st->decodeShared = static_cast<unsigned>(decodeShared);
+    // Blocks an SM holds: its shared memory (1 KB a block reserved) and
+    // registers (128 threads) allow.
+    int regs = 0;
+    dev.api->cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, fn);
+    const int64_t bySmem = (228 * 1024) / (decodeShared + 2048), byRegs = 65536 / (std::max(regs, 32) * 128);
+    st->decodePerSm = std::clamp<int64_t>(std::min(bySmem, byRegs), 1, 16);
+    st->decodeKeysPerTile = shape.keysPerTile;
   }
   const bool cross = op.kind == "cross_attention", packed = op.kind == "packed_attention";
   st->cross = cross;
@@ -297,6 +331,7 @@ Status attentionStep(const OpInfo &op, const ValueMap &vm, const KernelModule &m
     st->selfAttention = true;
     st->rolling = p.capacity < kv.maxLength;
   }
+  st->decodeTiles = std::max<int64_t>(1, (p.capacity + st->decodeKeysPerTile - 1) / st->decodeKeysPerTile);
   out = std::move(st);
   return Status::ok();
 }
