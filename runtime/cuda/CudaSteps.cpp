@@ -139,8 +139,10 @@ class AttentionStep final : public Step {
 public:
   /// The decode kernel's splits for T tokens: the count whose blocks finish
   /// soonest at the longest context the cache holds (waves of resident
-  /// blocks x tiles a split; a split more costs about half a tile for its
-  /// partials and merge). Fixed per T, so a captured graph replays at any
+  /// blocks x (tiles a split + about one for a block's start, measured: one
+  /// tile a block at batch 256 was 1.8x slower than four); a split more
+  /// costs about half a tile for its partials and merge). Fixed per T, so a
+  /// captured graph replays at any
   /// length: the kernel takes min(S, the token's tiles) splits itself.
   int64_t decodeSplits(int64_t T, int64_t smCount, int64_t maxS) const {
     const int64_t slots = std::max<int64_t>(1, decodePerSm * smCount), blocks = std::max<int64_t>(1, T * decodeGridY);
@@ -148,7 +150,7 @@ public:
     double bestCost = 0;
     for (int64_t S = 1; S <= std::min(maxS, decodeTiles); ++S) {
       const int64_t per = (decodeTiles + S - 1) / S, used = (decodeTiles + per - 1) / per;
-      const double cost = static_cast<double>((blocks * used + slots - 1) / slots * per) + (S > 1 ? 0.5 : 0.0);
+      const double cost = static_cast<double>((blocks * used + slots - 1) / slots * (per + 1)) + (S > 1 ? 0.5 : 0.0);
       if (S == 1 || cost < bestCost) {
         best = S;
         bestCost = cost;
