@@ -4,8 +4,11 @@ StopStringCriteria (5.23, torch) says about sequences of a real tokenizer's
 ids, made with its own class (e.g. /work/venv-bench/bin/python):
 
   python tools/make_stop_golden.py > tests/unit/runtime/StopStringsGolden.inc
+  python tools/make_stop_golden.py tests/fixtures/tokenizers/byte-fallback/tokenizer.json \
+      > tests/unit/runtime/StopStringsGoldenByteFallback.inc
 
-The tokenizer is models/tiny-gpt2's (byte-level BPE, 1000 tokens). Stop
+The tokenizer is models/tiny-gpt2's (byte-level BPE, 1000 tokens) or the
+one named (the byte-fallback one: tools/make_bytefallback_tokenizer.py). Stop
 strings are cut from the text of random token windows (so they occur, with
 every overhang: across tokens, inside one, partial UTF-8 bytes), plus a few
 fixed ones; each case is a stop-string set, a sequence, and HF's verdict for
@@ -13,13 +16,15 @@ the sequence's last token. Strings are C++ literals with octal escapes.
 """
 import os
 import random
+import sys
 
 import torch
 from transformers import PreTrainedTokenizerFast
 from transformers.generation.stopping_criteria import StopStringCriteria
 
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-tok = PreTrainedTokenizerFast(tokenizer_file=os.path.join(SRC, "models", "tiny-gpt2", "tokenizer.json"))
+TOKENIZER = sys.argv[1] if len(sys.argv) > 1 else os.path.join(SRC, "models", "tiny-gpt2", "tokenizer.json")
+tok = PreTrainedTokenizerFast(tokenizer_file=TOKENIZER)
 rng = random.Random(5)
 V = len(tok.get_vocab())
 
@@ -57,7 +62,8 @@ for stops in sets:
         hit = bool(crit(torch.tensor([seq]), None)[0])
         cases.append((stops, seq, hit))
 
-print("// Made by tools/make_stop_golden.py from transformers' StopStringCriteria; do not edit.")
+print("// Made by tools/make_stop_golden.py from transformers' StopStringCriteria on "
+      + os.path.relpath(os.path.abspath(TOKENIZER), SRC) + "; do not edit.")
 print("// stop strings, ids, HF's verdict for the last token")
 for stops, seq, hit in cases:
     print("{{%s}, {%s}, %s}," % (", ".join(lit(s) for s in stops), ", ".join(map(str, seq)), "true" if hit else "false"))

@@ -1,7 +1,9 @@
 // StopStrings against transformers' StopStringCriteria: every row of
 // StopStringsGolden.inc (tools/make_stop_golden.py, HF's own class on
-// models/tiny-gpt2's byte-level tokenizer) gets HF's verdict; then the rule's
-// edges spelled out, and the two-part form beam search uses.
+// models/tiny-gpt2's byte-level tokenizer) and of
+// StopStringsGoldenByteFallback.inc (the same on a Llama-2-style byte-fallback
+// tokenizer, tests/fixtures/tokenizers/byte-fallback) gets HF's verdict; then
+// the rule's edges spelled out, and the two-part form beam search uses.
 #include "runtime/search/StopStrings.h"
 
 #include <gtest/gtest.h>
@@ -23,23 +25,29 @@ struct Golden {
 const Golden kCases[] = {
 #include "StopStringsGolden.inc"
 };
+const Golden kByteFallbackCases[] = {
+#include "StopStringsGoldenByteFallback.inc"
+};
 
-std::unique_ptr<text::Tokenizer> tinyGpt2() {
-  std::ifstream f(std::string(GENC_SOURCE_DIR) + "/models/tiny-gpt2/tokenizer.json");
+std::unique_ptr<text::Tokenizer> tokenizerAt(const std::string &path) {
+  std::ifstream f(std::string(GENC_SOURCE_DIR) + "/" + path);
   std::stringstream ss;
   ss << f.rdbuf();
   std::unique_ptr<text::Tokenizer> tok;
   Status s = text::Tokenizer::fromJson(ss.str(), tok);
-  EXPECT_TRUE(s) << s.message();
+  EXPECT_TRUE(s) << path << ": " << s.message();
   return tok;
 }
 
-TEST(StopStrings, EveryGoldenRowAsHuggingFaceDecides) {
-  std::unique_ptr<text::Tokenizer> tok = tinyGpt2();
-  ASSERT_TRUE(tok);
-  int hits = 0, checked = 0;
-  for (const Golden &g : kCases) {
-    StopStrings stop(g.stops, tok.get());
+std::unique_ptr<text::Tokenizer> tinyGpt2() { return tokenizerAt("models/tiny-gpt2/tokenizer.json"); }
+
+// Every row, in the whole-sequence form and beam search's split form; how
+// many rows there were and how many of them hit.
+template <size_t N>
+void checkGolden(const text::Tokenizer &tok, const Golden (&cases)[N], int &checked, int &hits) {
+  checked = hits = 0;
+  for (const Golden &g : cases) {
+    StopStrings stop(g.stops, &tok);
     EXPECT_EQ(stop.hits(g.ids), g.hit) << "stop '" << g.stops[0] << "', case " << checked;
     // Beam search's form: the prompt, the beam's tokens, the candidate.
     if (g.ids.size() >= 2) {
@@ -50,8 +58,26 @@ TEST(StopStrings, EveryGoldenRowAsHuggingFaceDecides) {
     hits += g.hit;
     ++checked;
   }
+}
+
+TEST(StopStrings, EveryGoldenRowAsHuggingFaceDecides) {
+  std::unique_ptr<text::Tokenizer> tok = tinyGpt2();
+  ASSERT_TRUE(tok);
+  int checked = 0, hits = 0;
+  checkGolden(*tok, kCases, checked, hits);
   EXPECT_GT(hits, 100); // the table exercises matches, not only misses
   EXPECT_EQ(checked, 2752);
+}
+
+// Byte fallback: HF reads a <0xXX> piece as its byte, other pieces by their
+// text after "abcdef" ("▁" as a space).
+TEST(StopStrings, EveryGoldenRowAsHuggingFaceDecidesUnderByteFallback) {
+  std::unique_ptr<text::Tokenizer> tok = tokenizerAt("tests/fixtures/tokenizers/byte-fallback/tokenizer.json");
+  ASSERT_TRUE(tok);
+  int checked = 0, hits = 0;
+  checkGolden(*tok, kByteFallbackCases, checked, hits);
+  EXPECT_GT(hits, 100);
+  EXPECT_EQ(checked, 3552);
 }
 
 TEST(StopStrings, TheStringMustReachIntoTheLastToken) {
