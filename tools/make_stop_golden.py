@@ -6,9 +6,12 @@ ids, made with its own class (e.g. /work/venv-bench/bin/python):
   python tools/make_stop_golden.py > tests/unit/runtime/StopStringsGolden.inc
   python tools/make_stop_golden.py tests/fixtures/tokenizers/byte-fallback/tokenizer.json \
       > tests/unit/runtime/StopStringsGoldenByteFallback.inc
+  python tools/make_stop_golden.py tests/fixtures/tokenizers/unigram/tokenizer.json \
+      > tests/unit/runtime/StopStringsGoldenUnigram.inc
 
 The tokenizer is models/tiny-gpt2's (byte-level BPE, 1000 tokens) or the
-one named (the byte-fallback one: tools/make_bytefallback_tokenizer.py). Stop
+one named (tools/make_test_tokenizer.py makes a byte-fallback and a Unigram
+one; sets HF refuses — a character no token produces — are left out). Stop
 strings are cut from the text of random token windows (so they occur, with
 every overhang: across tokens, inside one, partial UTF-8 bytes), plus a few
 fixed ones; each case is a stop-string set, a sequence, and HF's verdict for
@@ -47,8 +50,13 @@ for _ in range(24):  # strings cut from the text of random windows of random ids
     sets.append([s[a:b]])
 
 cases = []
+refused = []
 for stops in sets:
-    crit = StopStringCriteria(tok, stops)
+    try:
+        crit = StopStringCriteria(tok, stops)
+    except ValueError:  # a string with characters no token can produce: HF refuses it
+        refused.append(stops)
+        continue
     seqs = [base[:n] for n in range(1, len(base) + 1)]
     for _ in range(30):
         seqs.append([rng.randrange(V) for _ in range(rng.randint(1, 8))])
@@ -64,6 +72,8 @@ for stops in sets:
 
 print("// Made by tools/make_stop_golden.py from transformers' StopStringCriteria on "
       + os.path.relpath(os.path.abspath(TOKENIZER), SRC) + "; do not edit.")
+for stops in refused:
+    print("// refused by StopStringCriteria (no token produces a character of it): " + lit(stops[0])[1:-1])
 print("// stop strings, ids, HF's verdict for the last token")
 for stops, seq, hit in cases:
     print("{{%s}, {%s}, %s}," % (", ".join(lit(s) for s in stops), ", ".join(map(str, seq)), "true" if hit else "false"))

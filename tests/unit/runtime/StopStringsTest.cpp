@@ -1,8 +1,9 @@
 // StopStrings against transformers' StopStringCriteria: every row of
 // StopStringsGolden.inc (tools/make_stop_golden.py, HF's own class on
 // models/tiny-gpt2's byte-level tokenizer) and of
-// StopStringsGoldenByteFallback.inc (the same on a Llama-2-style byte-fallback
-// tokenizer, tests/fixtures/tokenizers/byte-fallback) gets HF's verdict; then
+// StopStringsGoldenByteFallback.inc / StopStringsGoldenUnigram.inc (the same on
+// a Llama-2-style byte-fallback and a T5-style Unigram tokenizer,
+// tests/fixtures/tokenizers/) gets HF's verdict; then
 // the rule's edges spelled out, and the two-part form beam search uses.
 #include "runtime/search/StopStrings.h"
 
@@ -27,6 +28,9 @@ const Golden kCases[] = {
 };
 const Golden kByteFallbackCases[] = {
 #include "StopStringsGoldenByteFallback.inc"
+};
+const Golden kUnigramCases[] = {
+#include "StopStringsGoldenUnigram.inc"
 };
 
 std::unique_ptr<text::Tokenizer> tokenizerAt(const std::string &path) {
@@ -78,6 +82,17 @@ TEST(StopStrings, EveryGoldenRowAsHuggingFaceDecidesUnderByteFallback) {
   checkGolden(*tok, kByteFallbackCases, checked, hits);
   EXPECT_GT(hits, 100);
   EXPECT_EQ(checked, 3552);
+}
+
+// Neither byte-level nor byte fallback (a T5-style Unigram): every piece by
+// its text after "abcdef".
+TEST(StopStrings, EveryGoldenRowAsHuggingFaceDecidesForAUnigramVocabulary) {
+  std::unique_ptr<text::Tokenizer> tok = tokenizerAt("tests/fixtures/tokenizers/unigram/tokenizer.json");
+  ASSERT_TRUE(tok);
+  int checked = 0, hits = 0;
+  checkGolden(*tok, kUnigramCases, checked, hits);
+  EXPECT_GT(hits, 100);
+  EXPECT_EQ(checked, 3570);
 }
 
 TEST(StopStrings, TheStringMustReachIntoTheLastToken) {
