@@ -10,6 +10,8 @@ byte-fallback: Llama-2 style (BPE with byte fallback, "▁" for spaces,
 lacks (emoji, most accents) come out as byte pieces, the case
 StopStringCriteria treats specially. unigram: T5 style (a Unigram model,
 Metaspace, no byte fallback: such characters are <unk>), read by its text.
+The vocabulary follows docs/ as it is: after docs change, remake a fixture
+only together with its golden table (tools/make_stop_golden.py).
 """
 import glob
 import json
