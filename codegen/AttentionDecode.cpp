@@ -51,6 +51,28 @@ static __device__ __forceinline__ void genc_decode_issue(const GencAttnParams &p
   }
 }
 
+// The pipeline: tiles 0 .. ST - 2 in flight before the loop; at tile i,
+// tile i + ST - 1 goes out and tile i is waited for (this thread's copies,
+// then everyone's). A group is committed every time, empty or not, so the
+// count the wait names stays right at the range's end.
+template <typename C, int KT, int ST>
+static __device__ __forceinline__ void genc_decode_fill(const GencAttnParams &p, const GencDecodeRange<C, KT> &r,
+                                                        uint4 *tiles) {
+#pragma unroll
+  for (int s = 0; s < ST - 1; ++s) {
+    if (s < r.tiles) genc_decode_issue<C, KT, ST>(p, r, tiles, s);
+    asm volatile("cp.async.commit_group;\n" ::);
+  }
+}
+template <typename C, int KT, int ST>
+static __device__ __forceinline__ void genc_decode_next(const GencAttnParams &p, const GencDecodeRange<C, KT> &r,
+                                                        uint4 *tiles, int i) {
+  if (i + ST - 1 < r.tiles) genc_decode_issue<C, KT, ST>(p, r, tiles, i + ST - 1);
+  asm volatile("cp.async.commit_group;\n" ::);
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(ST - 1));
+  __syncthreads();
+}
+
 // Query head hb + h's output for this split: o[h][d] / l[h] (unnormalised
 // sums o [G][D] in shared memory, running max m and sum l per head). One
 // split writes the output; several write partials [T, H, S, D] and their
@@ -169,11 +191,7 @@ static __device__ void genc_attn_decode_fma(const GencAttnParams &p) {
   const GencTokenPlace pl = ((const GencTokenPlace *)p.places)[t];
   const GencDecodeRange<C, KT> r(p, pl, kh, split, gridDim.z);
   if (split >= r.used) return;
-#pragma unroll
-  for (int s = 0; s < ST - 1; ++s) {
-    if (s < r.tiles) genc_decode_issue<C, KT, ST>(p, r, genc_attn_tiles, s);
-    asm volatile("cp.async.commit_group;\n" ::);
-  }
+  genc_decode_fill<C, KT, ST>(p, r, genc_attn_tiles);
   const float *qs = (const float *)p.scratch + t * (long long)C::SSTRIDE + (long long)hb * D;
   for (int e = tid; e < G * D; e += 128) qS[e / D][e % D] = qs[e];
   if (tid < G) { mS[tid] = -__int_as_float(0x7f800000); lS[tid] = 0.f; }
@@ -186,10 +204,7 @@ static __device__ void genc_attn_decode_fma(const GencAttnParams &p) {
   const int ks = tid / NDG, dg = tid % NDG; // (C)
 
   for (int i = 0; i < r.tiles; ++i) {
-    if (i + ST - 1 < r.tiles) genc_decode_issue<C, KT, ST>(p, r, genc_attn_tiles, i + ST - 1);
-    asm volatile("cp.async.commit_group;\n" ::);
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(ST - 1)); // this thread's copies of tile i
-    __syncthreads();                                         // and everyone's
+    genc_decode_next<C, KT, ST>(p, r, genc_attn_tiles, i);
     const long long j0 = r.a + (long long)i * KT;
     const int nt = (int)(r.b - j0 < KT ? r.b - j0 : KT);
     const uint4 *kt = genc_attn_tiles + (i % ST) * 2 * KT * RS, *vt = kt + KT * RS;
@@ -221,12 +236,7 @@ static __device__ void genc_attn_decode_fma(const GencAttnParams &p) {
         const int h = hw + x * HW;
         if (h >= G) continue;
         float v = s[x] * p.scale;
-        if (C::BIAS) {
-          const long long j = j0 + jj;
-          long long dist = C::MODE == 0 ? j - pl.position : j - t;
-          dist = dist <= -C::BIAS_M ? -C::BIAS_M + 1 : (dist >= C::BIAS_M ? C::BIAS_M - 1 : dist);
-          v += C::Bias::ld(((const typename C::Bias::S *)p.bias)[(long long)(hb + h) * (2 * C::BIAS_M - 1) + dist + C::BIAS_M - 1]);
-        }
+        if (C::BIAS) v += genc_attn_bias<C>(p, pl, t, hb + h, j0 + jj);
         scS[h][jj] = jj < nt ? v : -__int_as_float(0x7f800000);
       }
     }
@@ -338,11 +348,7 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
   const GencTokenPlace pl = ((const GencTokenPlace *)p.places)[t];
   const GencDecodeRange<C, KT> r(p, pl, kh, split, gridDim.z);
   if (split >= r.used) return;
-#pragma unroll
-  for (int s = 0; s < ST - 1; ++s) {
-    if (s < r.tiles) genc_decode_issue<C, KT, ST>(p, r, genc_attn_tiles, s);
-    asm volatile("cp.async.commit_group;\n" ::);
-  }
+  genc_decode_fill<C, KT, ST>(p, r, genc_attn_tiles);
   // Head g's query as A fragments (rows 8..15 and heads past the group: 0).
   unsigned qa[KSTEPS][2];
   {
@@ -365,10 +371,7 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
   const unsigned tilesAt = (unsigned)__cvta_generic_to_shared(genc_attn_tiles);
 
   for (int i = 0; i < r.tiles; ++i) {
-    if (i + ST - 1 < r.tiles) genc_decode_issue<C, KT, ST>(p, r, genc_attn_tiles, i + ST - 1);
-    asm volatile("cp.async.commit_group;\n" ::);
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(ST - 1));
-    __syncthreads();
+    genc_decode_next<C, KT, ST>(p, r, genc_attn_tiles, i);
     const long long j0 = r.a + (long long)i * KT;
     const int nt = (int)(r.b - j0 < KT ? r.b - j0 : KT);
     const unsigned kt = tilesAt + (unsigned)((i % ST) * 2 * KT * RSB), vt = kt + KT * RSB;
@@ -398,12 +401,7 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
       for (int x = 0; x < 2; ++x) {
         const int jj = k0 + n * 8 + 2 * q + x;
         float v = s[n][x] * p.scale;
-        if (C::BIAS) {
-          const long long j = j0 + jj;
-          long long dist = C::MODE == 0 ? j - pl.position : j - t;
-          dist = dist <= -C::BIAS_M ? -C::BIAS_M + 1 : (dist >= C::BIAS_M ? C::BIAS_M - 1 : dist);
-          v += g < G ? C::Bias::ld(((const typename C::Bias::S *)p.bias)[(long long)(hb + g) * (2 * C::BIAS_M - 1) + dist + C::BIAS_M - 1]) : 0.f;
-        }
+        if (C::BIAS && g < G) v += genc_attn_bias<C>(p, pl, t, hb + g, j0 + jj);
         s[n][x] = jj < nt ? v : -__int_as_float(0x7f800000);
         mt = fmaxf(mt, s[n][x]);
       }

@@ -173,6 +173,16 @@ static __device__ __forceinline__ void genc_attn_row(const GencAttnParams &p, co
   }
 }
 
+// T5's relative bias of query head h for key j (token t at place pl): the
+// distance, clamped to the table's range, picks the entry.
+template <typename C>
+static __device__ __forceinline__ float genc_attn_bias(const GencAttnParams &p, const GencTokenPlace &pl, long long t,
+                                                       int h, long long j) {
+  long long dist = C::MODE == 0 ? j - pl.position : j - t;
+  dist = dist <= -C::BIAS_M ? -C::BIAS_M + 1 : (dist >= C::BIAS_M ? C::BIAS_M - 1 : dist);
+  return C::Bias::ld(((const typename C::Bias::S *)p.bias)[(long long)h * (2 * C::BIAS_M - 1) + dist + C::BIAS_M - 1]);
+}
+
 // Where head h, dim d of token t's output goes.
 template <typename C>
 static __device__ __forceinline__ long long genc_attn_out_at(const GencAttnParams &p, long long t, int h, int d) {
@@ -274,11 +284,7 @@ static __device__ void genc_attn_attend(const GencAttnParams &p) {
 #pragma unroll
         for (int o = L / 2; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
         s *= p.scale;
-        if (C::BIAS) {
-          long long dist = C::MODE == 0 ? j - pl.position : j - t;
-          dist = dist <= -C::BIAS_M ? -C::BIAS_M + 1 : (dist >= C::BIAS_M ? C::BIAS_M - 1 : dist);
-          s += C::Bias::ld(((const typename C::Bias::S *)p.bias)[(long long)(hb + g) * (2 * C::BIAS_M - 1) + dist + C::BIAS_M - 1]);
-        }
+        if (C::BIAS) s += genc_attn_bias<C>(p, pl, t, hb + g, j);
         if (li == 0 && valid) sh[g * KT + jj] = s;
       }
     }

@@ -45,13 +45,16 @@ std::unique_ptr<text::Tokenizer> tokenizerAt(const std::string &path) {
 
 std::unique_ptr<text::Tokenizer> tinyGpt2() { return tokenizerAt("models/tiny-gpt2/tokenizer.json"); }
 
-// Every row, in the whole-sequence form and beam search's split form; how
-// many rows there were and how many of them hit.
+// Every row of a table on the tokenizer at `path`, in the whole-sequence form
+// and beam search's split form; the table has `rows` rows and exercises
+// matches, not only misses.
 template <size_t N>
-void checkGolden(const text::Tokenizer &tok, const Golden (&cases)[N], int &checked, int &hits) {
-  checked = hits = 0;
+void expectGolden(const std::string &path, const Golden (&cases)[N], int rows) {
+  std::unique_ptr<text::Tokenizer> tok = tokenizerAt(path);
+  ASSERT_TRUE(tok);
+  int hits = 0, checked = 0;
   for (const Golden &g : cases) {
-    StopStrings stop(g.stops, &tok);
+    StopStrings stop(g.stops, tok.get());
     EXPECT_EQ(stop.hits(g.ids), g.hit) << "stop '" << g.stops[0] << "', case " << checked;
     // Beam search's form: the prompt, the beam's tokens, the candidate.
     if (g.ids.size() >= 2) {
@@ -62,37 +65,24 @@ void checkGolden(const text::Tokenizer &tok, const Golden (&cases)[N], int &chec
     hits += g.hit;
     ++checked;
   }
+  EXPECT_GT(hits, 100);
+  EXPECT_EQ(checked, rows);
 }
 
 TEST(StopStrings, EveryGoldenRowAsHuggingFaceDecides) {
-  std::unique_ptr<text::Tokenizer> tok = tinyGpt2();
-  ASSERT_TRUE(tok);
-  int checked = 0, hits = 0;
-  checkGolden(*tok, kCases, checked, hits);
-  EXPECT_GT(hits, 100); // the table exercises matches, not only misses
-  EXPECT_EQ(checked, 2752);
+  expectGolden("models/tiny-gpt2/tokenizer.json", kCases, 2752);
 }
 
 // Byte fallback: HF reads a <0xXX> piece as its byte, other pieces by their
 // text after "abcdef" ("▁" as a space).
 TEST(StopStrings, EveryGoldenRowAsHuggingFaceDecidesUnderByteFallback) {
-  std::unique_ptr<text::Tokenizer> tok = tokenizerAt("tests/fixtures/tokenizers/byte-fallback/tokenizer.json");
-  ASSERT_TRUE(tok);
-  int checked = 0, hits = 0;
-  checkGolden(*tok, kByteFallbackCases, checked, hits);
-  EXPECT_GT(hits, 100);
-  EXPECT_EQ(checked, 3552);
+  expectGolden("tests/fixtures/tokenizers/byte-fallback/tokenizer.json", kByteFallbackCases, 3552);
 }
 
 // Neither byte-level nor byte fallback (a T5-style Unigram): every piece by
 // its text after "abcdef".
 TEST(StopStrings, EveryGoldenRowAsHuggingFaceDecidesForAUnigramVocabulary) {
-  std::unique_ptr<text::Tokenizer> tok = tokenizerAt("tests/fixtures/tokenizers/unigram/tokenizer.json");
-  ASSERT_TRUE(tok);
-  int checked = 0, hits = 0;
-  checkGolden(*tok, kUnigramCases, checked, hits);
-  EXPECT_GT(hits, 100);
-  EXPECT_EQ(checked, 3570);
+  expectGolden("tests/fixtures/tokenizers/unigram/tokenizer.json", kUnigramCases, 3570);
 }
 
 TEST(StopStrings, TheStringMustReachIntoTheLastToken) {
