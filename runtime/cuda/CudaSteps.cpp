@@ -142,8 +142,8 @@ public:
   /// blocks x (tiles a split + about one for a block's start, measured: one
   /// tile a block at batch 256 was 1.8x slower than four); a split more
   /// costs about half a tile for its partials and merge). Fixed per T, so a
-  /// captured graph replays at any
-  /// length: the kernel takes min(S, the token's tiles) splits itself.
+  /// captured graph replays at any length: the kernel takes min(S, the
+  /// token's tiles) splits itself.
   int64_t decodeSplits(int64_t T, int64_t smCount, int64_t maxS) const {
     const int64_t slots = std::max<int64_t>(1, decodePerSm * smCount), blocks = std::max<int64_t>(1, T * decodeGridY);
     int64_t best = 1;
@@ -163,7 +163,7 @@ public:
   /// older genc, or for shapes it does not take): its grid's y and shared
   /// bytes.
   CUfunction decode = nullptr, merge = nullptr;
-  int64_t decodeGridY = 0, decodeTiles = 1, decodePerSm = 1, decodeKeysPerTile = 64;
+  int64_t decodeGridY = 0, decodeTiles = 1, decodePerSm = 1;
   unsigned decodeShared = 0;
   GencAttnParams base{};
   int64_t heads = 0, kvHeads = 0, headDim = 0, gridY = 0;
@@ -280,7 +280,6 @@ Status attentionStep(const OpInfo &op, const ValueMap &vm, const KernelModule &m
     dev.api->cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, fn);
     const int64_t bySmem = (228 * 1024) / (decodeShared + 2048), byRegs = 65536 / (std::max(regs, 32) * 128);
     st->decodePerSm = std::clamp<int64_t>(std::min(bySmem, byRegs), 1, 16);
-    st->decodeKeysPerTile = shape.keysPerTile;
   }
   const bool cross = op.kind == "cross_attention", packed = op.kind == "packed_attention";
   st->cross = cross;
@@ -333,7 +332,8 @@ Status attentionStep(const OpInfo &op, const ValueMap &vm, const KernelModule &m
     st->selfAttention = true;
     st->rolling = p.capacity < kv.maxLength;
   }
-  st->decodeTiles = std::max<int64_t>(1, (p.capacity + st->decodeKeysPerTile - 1) / st->decodeKeysPerTile);
+  if (shape.keysPerTile > 0)
+    st->decodeTiles = std::max<int64_t>(1, (p.capacity + shape.keysPerTile - 1) / shape.keysPerTile);
   out = std::move(st);
   return Status::ok();
 }
