@@ -73,6 +73,20 @@ static __device__ __forceinline__ void genc_decode_next(const GencAttnParams &p,
   __syncthreads();
 }
 
+// A decode step's own k, v (append == 2): the block whose split holds the
+// token's position (the first part of its KV head's group) computes them
+// and writes them to the cache before any of its tiles is read; no other
+// split reads that row. Block-uniform: every thread calls it.
+template <typename C, int KT>
+static __device__ __forceinline__ void genc_decode_append(const GencAttnParams &p, long long t,
+                                                          const GencTokenPlace &pl, const GencDecodeRange<C, KT> &r,
+                                                          int kh, int part) {
+  if (part == 0 && genc_attn_appends_now<C>(p, pl) && pl.position >= r.a && pl.position < r.b) {
+    genc_attn_rows<C>(p, t, C::H + kh, C::H + kh + 1, nullptr, true, pl);
+    genc_attn_rows<C>(p, t, C::H + C::KVH + kh, C::H + C::KVH + kh + 1, nullptr, true, pl);
+  }
+}
+
 // Query head hb + h's output for this split: o[h][d] / l[h] (unnormalised
 // sums o [G][D] in shared memory, running max m and sum l per head). One
 // split writes the output; several write partials [T, H, S, D] and their
@@ -191,9 +205,9 @@ static __device__ void genc_attn_decode_fma(const GencAttnParams &p) {
   const GencTokenPlace pl = ((const GencTokenPlace *)p.places)[t];
   const GencDecodeRange<C, KT> r(p, pl, kh, split, gridDim.z);
   if (split >= r.used) return;
+  genc_decode_append<C, KT>(p, t, pl, r, kh, blockIdx.y % DPARTS);
   genc_decode_fill<C, KT, ST>(p, r, genc_attn_tiles);
-  const float *qs = (const float *)p.scratch + t * (long long)C::SSTRIDE + (long long)hb * D;
-  for (int e = tid; e < G * D; e += 128) qS[e / D][e % D] = qs[e];
+  genc_attn_rows<C>(p, t, hb, hb + G, &qS[0][0], false, pl); // the group's queries, while the tiles load
   if (tid < G) { mS[tid] = -__int_as_float(0x7f800000); lS[tid] = 0.f; }
   float acc[G][DPT];
 #pragma unroll
@@ -339,6 +353,7 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
   constexpr int DPARTS = C::GROUP_ALL / G;
   static_assert(G <= 8 && D % 16 == 0 && KT == C::DKT, "decode attention (mma): the shape it takes");
   static_assert(ST * 2 * KT * RS * 4 >= 4 * 8 * D + G * D, "decode attention (mma): the tiles' memory holds the warps' sums");
+  static_assert(2 * KT * RS * 4 >= G * D, "decode attention (mma): a stage holds the group's queries");
   extern __shared__ uint4 genc_attn_tiles[]; // [ST][K, V][KT][RS]
   __shared__ float mW[4][8], lW[4][8], mS[G], lS[G];
   const long long t = blockIdx.x;
@@ -348,19 +363,24 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
   const GencTokenPlace pl = ((const GencTokenPlace *)p.places)[t];
   const GencDecodeRange<C, KT> r(p, pl, kh, split, gridDim.z);
   if (split >= r.used) return;
+  genc_decode_append<C, KT>(p, t, pl, r, kh, blockIdx.y % DPARTS);
   genc_decode_fill<C, KT, ST>(p, r, genc_attn_tiles);
-  // Head g's query as A fragments (rows 8..15 and heads past the group: 0).
+  // The group's queries, while the tiles load, in the last stage's memory
+  // (the fill leaves it alone); head g's as A fragments (rows 8..15 and
+  // heads past the group: 0).
   unsigned qa[KSTEPS][2];
   {
-    const float *qs = (const float *)p.scratch + t * (long long)C::SSTRIDE + (long long)(hb + g) * D;
+    float *qs = (float *)(genc_attn_tiles + (ST - 1) * 2 * KT * RS);
+    genc_attn_rows<C>(p, t, hb, hb + G, qs, false, pl);
 #pragma unroll
     for (int k = 0; k < KSTEPS; ++k)
 #pragma unroll
       for (int x = 0; x < 2; ++x) {
         const int d = k * 16 + x * 8 + 2 * q;
-        const float lo = g < G ? qs[d] : 0.f, hi = g < G ? qs[d + 1] : 0.f;
+        const float lo = g < G ? qs[g * D + d] : 0.f, hi = g < G ? qs[g * D + d + 1] : 0.f;
         qa[k][x] = (unsigned)CT::st(lo) | ((unsigned)CT::st(hi) << 16);
       }
+    __syncthreads(); // the first tile to the last stage comes after every lane's read
   }
   float o[NT][4];
 #pragma unroll

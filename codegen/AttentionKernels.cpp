@@ -122,8 +122,10 @@ AttentionKernels emitAttentionKernels(Module &m, DType activation) {
       const std::string &name = it->second;
       op->setAttr("gpu_kernel", name);
       op->setAttr("gpu_heads_per_block", static_cast<int64_t>(perBlock));
-      if (decode.heads)
+      if (decode.heads) {
         op->setAttr("gpu_decode_heads_per_block", static_cast<int64_t>(decode.heads));
+        op->setAttr("gpu_decode_rows", static_cast<int64_t>(1)); // no prologue launch before it
+      }
       if (!fresh)
         continue;
       out.names.push_back(name);

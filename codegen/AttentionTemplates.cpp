@@ -32,90 +32,102 @@ static __device__ __forceinline__ float genc_attn_in(const GencAttnParams &p, in
   return X::ld(src[((long long)h * p.tokens + t) * C::D + d]);
 }
 
+// ---- rows: norm + RoPE of one token's q, k, v rows ------------------------
+// Rows [r0, r1) of token t in the order q heads, k heads, v heads: the q/k
+// RMSNorm, then RoPE. Each row goes to dst[(row - r0) * D + d] (f32) where
+// dst is set, and a k or v row to its cache row at the token's position
+// where toCache. Every thread of the block calls it (it synchronises).
+template <typename C>
+static __device__ void genc_attn_rows(const GencAttnParams &p, long long t, int r0, int r1, float *dst,
+                                      bool toCache, const GencTokenPlace &pl) {
+  constexpr int NK = C::MODE == 1 ? 0 : C::KVH; // cross attention: q only
+  __shared__ float inv[C::H + C::KVH];
+  __shared__ float red[32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+  if (C::QKNORM == 1) { // per head: one warp per q/k row
+    const int h1 = r1 < C::H + NK ? r1 : C::H + NK;
+    for (int h = r0 + warp; h < h1; h += nwarps) {
+      int which = h < C::H ? 0 : 1, hh = h < C::H ? h : h - C::H;
+      float ss = 0.f;
+      for (int d = lane; d < C::D; d += 32) { float v = genc_attn_in<C>(p, which, t, hh, d); ss += v * v; }
+      for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+      if (lane == 0) inv[h] = 1.f / sqrtf(ss / (float)C::D + C::EPS);
+    }
+  } else if (C::QKNORM == 2) { // over all heads of the operand (every caller sums it again)
+    for (int which = 0; which < (NK ? 2 : 1); ++which) {
+      int n = which == 0 ? C::H : C::KVH;
+      float ss = 0.f;
+      for (int e = threadIdx.x; e < n * C::D; e += blockDim.x) {
+        float v = genc_attn_in<C>(p, which, t, e / C::D, e % C::D); ss += v * v;
+      }
+      ss = genc_block_sum(ss, red);
+      if (threadIdx.x == 0) inv[which] = 1.f / sqrtf(ss / (float)(n * C::D) + C::EPS);
+      __syncthreads();
+    }
+  }
+  __syncthreads();
+  long long pos = 0;
+  if (C::ROPE) {
+    pos = ((const long long *)p.positions)[t];
+    pos = pos < 0 ? 0 : (pos >= p.positionsInTable ? p.positionsInTable - 1 : pos);
+  }
+  for (int e = r0 * C::D + threadIdx.x; e < r1 * C::D; e += blockDim.x) {
+    int row = e / C::D, d = e % C::D;
+    int which = row < C::H ? 0 : row < C::H + NK ? 1 : 2;
+    int h = which == 0 ? row : which == 1 ? row - C::H : row - C::H - NK;
+    // x·scale after the norm, for element d and its RoPE partner.
+    auto normed = [&](int dd) {
+      float v = genc_attn_in<C>(p, which, t, h, dd);
+      if (C::QKNORM && which < 2) {
+        float f = C::QKNORM == 1 ? inv[which == 0 ? h : C::H + h] : inv[which];
+        const typename C::Norm::S *w = (const typename C::Norm::S *)(which == 0 ? p.qNorm : p.kNorm);
+        int wi = (which == 0 ? C::QNW : C::KNW) == C::D ? dd : h * C::D + dd;
+        v = v * f * C::Norm::ld(w[wi]);
+      }
+      return v;
+    };
+    float v = normed(d);
+    if (C::ROPE && which < 2 && d < C::R) {
+      float rot;
+      if (C::ROPE == 1) rot = d < C::R / 2 ? -normed(d + C::R / 2) : normed(d - C::R / 2);
+      else rot = (d % 2 == 0) ? -normed(d + 1) : normed(d - 1);
+      float c = C::Rope::ld(((const typename C::Rope::S *)p.cosTable)[pos * C::R + d]);
+      float s = C::Rope::ld(((const typename C::Rope::S *)p.sinTable)[pos * C::R + d]);
+      v = v * c + rot * s;
+    }
+    if (dst) dst[(long long)(row - r0) * C::D + d] = v;
+    if (C::MODE == 0 && toCache && which > 0) {
+      typedef typename C::Cache CT;
+      ((typename CT::S *)(which == 1 ? p.cacheK : p.cacheV))
+          [(((long long)pl.slot * C::KVH + h) * p.capacity + pl.position % p.capacity) * C::D + d] = CT::st(v);
+    }
+  }
+  __syncthreads();
+}
+
+// Whether token t's k, v go into the cache before its keys are read (a
+// decode step, append == 2): not where a later token of the run maps to the
+// same rolling row (that token's to write, as genc_attn_append_row).
+template <typename C>
+static __device__ __forceinline__ bool genc_attn_appends_now(const GencAttnParams &p, const GencTokenPlace &pl) {
+  return C::MODE == 0 && p.append == 2 && !(pl.position + p.capacity < pl.runEnd);
+}
+
 // ---- prologue: norm + RoPE into f32 scratch [T, H + 2 KVH, D] ---------------
 // Block (t, y) does rows [y·RB, y·RB + RB) of token t: a decode step's few
 // tokens still spread over many blocks, each with a few elements per thread
 // (one block per token left a 128-thread block walking every row of it).
 template <typename C>
 static __device__ void genc_attn_prologue(const GencAttnParams &p) {
-  constexpr int NK = C::MODE == 1 ? 0 : C::KVH; // cross attention: q only
+  constexpr int NK = C::MODE == 1 ? 0 : C::KVH;
   constexpr int ROWS = C::H + 2 * NK;
   constexpr int RB = gencAttnPrologueRows(C::D);
   const int r0 = blockIdx.y * RB, r1 = r0 + RB < ROWS ? r0 + RB : ROWS;
   if (r0 >= ROWS) return;
-  __shared__ float inv[C::H + C::KVH];
-  __shared__ float red[32];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
   for (long long t = blockIdx.x; t < p.tokens; t += gridDim.x) {
-    float *out = (float *)p.scratch + t * (long long)C::SSTRIDE;
-    if (C::QKNORM == 1) { // per head: one warp per head of this block's q/k rows
-      const int h1 = r1 < C::H + NK ? r1 : C::H + NK;
-      for (int h = r0 + warp; h < h1; h += nwarps) {
-        int which = h < C::H ? 0 : 1, hh = h < C::H ? h : h - C::H;
-        float ss = 0.f;
-        for (int d = lane; d < C::D; d += 32) { float v = genc_attn_in<C>(p, which, t, hh, d); ss += v * v; }
-        for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-        if (lane == 0) inv[h] = 1.f / sqrtf(ss / (float)C::D + C::EPS);
-      }
-    } else if (C::QKNORM == 2) { // over all heads of the operand (every block sums it again)
-      for (int which = 0; which < (NK ? 2 : 1); ++which) {
-        int n = which == 0 ? C::H : C::KVH;
-        float ss = 0.f;
-        for (int e = threadIdx.x; e < n * C::D; e += blockDim.x) {
-          float v = genc_attn_in<C>(p, which, t, e / C::D, e % C::D); ss += v * v;
-        }
-        ss = genc_block_sum(ss, red);
-        if (threadIdx.x == 0) inv[which] = 1.f / sqrtf(ss / (float)(n * C::D) + C::EPS);
-        __syncthreads();
-      }
-    }
-    __syncthreads();
-    // A decode step's k, v go straight into the cache (append == 2): the
-    // decode kernel then reads every key from there. A rolling row another
-    // token of the run maps to is that token's (as genc_attn_append_row).
-    GencTokenPlace pl;
-    bool appendRow = false;
-    if (C::MODE == 0 && p.append == 2) {
-      pl = ((const GencTokenPlace *)p.places)[t];
-      appendRow = !(pl.position + p.capacity < pl.runEnd);
-    }
-    long long pos = 0;
-    if (C::ROPE) {
-      pos = ((const long long *)p.positions)[t];
-      pos = pos < 0 ? 0 : (pos >= p.positionsInTable ? p.positionsInTable - 1 : pos);
-    }
-    for (int e = r0 * C::D + threadIdx.x; e < r1 * C::D; e += blockDim.x) {
-      int row = e / C::D, d = e % C::D;
-      int which = row < C::H ? 0 : row < C::H + NK ? 1 : 2;
-      int h = which == 0 ? row : which == 1 ? row - C::H : row - C::H - NK;
-      // x·scale after the norm, for element d and its RoPE partner.
-      auto normed = [&](int dd) {
-        float v = genc_attn_in<C>(p, which, t, h, dd);
-        if (C::QKNORM && which < 2) {
-          float f = C::QKNORM == 1 ? inv[which == 0 ? h : C::H + h] : inv[which];
-          const typename C::Norm::S *w = (const typename C::Norm::S *)(which == 0 ? p.qNorm : p.kNorm);
-          int wi = (which == 0 ? C::QNW : C::KNW) == C::D ? dd : h * C::D + dd;
-          v = v * f * C::Norm::ld(w[wi]);
-        }
-        return v;
-      };
-      float v = normed(d);
-      if (C::ROPE && which < 2 && d < C::R) {
-        float rot;
-        if (C::ROPE == 1) rot = d < C::R / 2 ? -normed(d + C::R / 2) : normed(d - C::R / 2);
-        else rot = (d % 2 == 0) ? -normed(d + 1) : normed(d - 1);
-        float c = C::Rope::ld(((const typename C::Rope::S *)p.cosTable)[pos * C::R + d]);
-        float s = C::Rope::ld(((const typename C::Rope::S *)p.sinTable)[pos * C::R + d]);
-        v = v * c + rot * s;
-      }
-      out[(long long)row * C::D + d] = v;
-      if (appendRow && which > 0) {
-        typedef typename C::Cache CT;
-        ((typename CT::S *)(which == 1 ? p.cacheK : p.cacheV))
-            [(((long long)pl.slot * C::KVH + h) * p.capacity + pl.position % p.capacity) * C::D + d] = CT::st(v);
-      }
-    }
-    __syncthreads();
+    const GencTokenPlace pl = ((const GencTokenPlace *)p.places)[t];
+    genc_attn_rows<C>(p, t, r0, r1, (float *)p.scratch + t * (long long)C::SSTRIDE + (long long)r0 * C::D,
+                      genc_attn_appends_now<C>(p, pl), pl);
   }
 }
 

@@ -27,6 +27,9 @@ std::string headsRule(const OpSite &s, Heads &h) {
     return "gpu_heads_per_block must divide num_heads / num_kv_heads";
   if (!intAttrIn(a, "gpu_decode_heads_per_block", 0, 0, 8, perBlock) || (perBlock && (h.H / h.KVH) % perBlock))
     return "gpu_decode_heads_per_block must be 0 to 8 and divide num_heads / num_kv_heads";
+  int64_t rows;
+  if (!intAttrIn(a, "gpu_decode_rows", 0, 0, perBlock ? 1 : 0, rows))
+    return "gpu_decode_rows must be 0 or 1, and 0 without a decode kernel";
   double scale = attrFloat(a, "scale", 1.0);
   if (!std::isfinite(scale))
     return "its scale must be finite";

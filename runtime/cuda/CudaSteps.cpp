@@ -164,6 +164,7 @@ public:
   /// bytes.
   CUfunction decode = nullptr, merge = nullptr;
   int64_t decodeGridY = 0, decodeTiles = 1, decodePerSm = 1;
+  bool decodeRows = false; // the decode kernel computes its q, k, v rows (no prologue)
   unsigned decodeShared = 0;
   GencAttnParams base{};
   int64_t heads = 0, kvHeads = 0, headDim = 0, gridY = 0;
@@ -205,10 +206,12 @@ public:
     void *args[] = {&p};
     unsigned tx = static_cast<unsigned>(T);
     const int64_t rows = (cross ? heads : heads + 2 * kvHeads), rb = gencAttnPrologueRows(headDim);
-    if (Status s = launch(ctx, prologue, std::min(tx, 65535u), static_cast<unsigned>((rows + rb - 1) / rb), 1, args,
-                          what + " (prologue)");
-        !s)
-      return s;
+    // A decode kernel from this genc norms and rotates its own rows.
+    if (!(useDecode && decodeRows))
+      if (Status s = launch(ctx, prologue, std::min(tx, 65535u), static_cast<unsigned>((rows + rb - 1) / rb), 1,
+                            args, what + " (prologue)");
+          !s)
+        return s;
     if (useDecode) {
       if (Status s = launch(ctx, decode, tx, static_cast<unsigned>(decodeGridY), static_cast<unsigned>(S), args,
                             what + " (decode)", decodeShared);
@@ -272,6 +275,7 @@ Status attentionStep(const OpInfo &op, const ValueMap &vm, const KernelModule &m
     if (Status s = mod.function(family + "_merge", st->merge); !s)
       return s;
     st->decode = fn;
+    st->decodeRows = attrInt(at, "gpu_decode_rows", 0) == 1;
     st->decodeGridY = st->kvHeads * (st->heads / st->kvHeads / decodePerBlock);
     st->decodeShared = static_cast<unsigned>(decodeShared);
     // Blocks an SM holds: its shared memory (1 KB a block reserved) and
