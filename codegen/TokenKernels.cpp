@@ -102,6 +102,127 @@ extern "C" __global__ void __launch_bounds__(256) genc_greedy(const GencGreedyPa
   ((long long *)p.tokens)[r] = none ? 0 : mine.index;
   ((float *)p.logprobs)[r] = none ? mine.max : -(float)log(mine.sum);
 }
+
+// ---- genc beam candidates ---------------------------------------------------
+// (value desc, index asc): the host's rule (runtime/BeamChoice.h). A thread
+// with nothing offers (-inf, INT_MAX), which every real candidate beats.
+static __device__ __forceinline__ bool genc_beam_before(float a, int ia, float b, int ib) {
+  return a > b || (a == b && ia < ib);
+}
+// The block's best of the threads' (v, i), to every thread; rv, ri: 8 each.
+static __device__ __forceinline__ void genc_beam_best(float &v, int &i, float *rv, int *ri) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const float bv = __shfl_xor_sync(0xffffffffu, v, o);
+    const int bi = __shfl_xor_sync(0xffffffffu, i, o);
+    if (genc_beam_before(bv, bi, v, i)) { v = bv; i = bi; }
+  }
+  if (lane == 0) { rv[warp] = v; ri[warp] = i; }
+  __syncthreads();
+  v = rv[0];
+  i = ri[0];
+  for (int w = 1; w < 8; ++w)
+    if (genc_beam_before(rv[w], ri[w], v, i)) { v = rv[w]; i = ri[w]; }
+  __syncthreads();
+}
+// Block (r, k): part k of row r (at most 2048 logits, 8 a thread). Its best
+// K by rounds (each round the block's best untaken element), in order, to
+// parts; the last block of the row merges the P lists by rounds over their
+// heads (thread j holds list j's).
+extern "C" __global__ void __launch_bounds__(256) genc_beam_topk(const GencBeamParams p) {
+  __shared__ float val[2048];
+  __shared__ float rv[8];
+  __shared__ int ri[8];
+  __shared__ int lastS;
+  genc_pdl_wait();
+  genc_pdl_launch();
+  const float NEG = -__int_as_float(0x7f800000);
+  const long long r = blockIdx.x;
+  const int k = blockIdx.y, P = gridDim.y, tid = threadIdx.x, K = (int)p.k;
+  const long long per = (p.vocab + P - 1) / P, v0 = k * per, v1 = v0 + per < p.vocab ? v0 + per : p.vocab;
+  const int n = v1 > v0 ? (int)(v1 - v0) : 0;
+  const float *x = (const float *)p.logits + r * p.vocab;
+  // genc_greedy's choice: the row's max and its log-softmax -lse (-inf:
+  // every logit -inf, the row stays as it is).
+  const float mx = x[((const long long *)p.greedy)[r]];
+  const float lse = -((const float *)((const long long *)p.greedy + p.rows))[r];
+  const bool none = mx == NEG;
+  const GencBeamRow rule = ((const GencBeamRow *)p.rowRules)[r];
+  const int *list = (const int *)p.list;
+  for (int j = tid; j < n; j += 256) {
+    const float f = x[v0 + j];
+    val[j] = none ? f : (f - mx) - lse;
+  }
+  __syncthreads();
+  if (rule.penalty != 1.f) // distinct ids: one thread each
+    for (int e = rule.penBegin + tid; e < rule.penEnd; e += 256) {
+      const long long t = list[e];
+      if (t >= v0 && t < v1) {
+        const float s = val[t - v0];
+        val[t - v0] = s < 0.f ? s * rule.penalty : s / rule.penalty;
+      }
+    }
+  __syncthreads();
+  for (int e = rule.banBegin + tid; e < rule.banEnd; e += 256) {
+    const long long t = list[e];
+    if (t >= v0 && t < v1) val[t - v0] = NEG;
+  }
+  __syncthreads();
+  float mine[8];
+#pragma unroll
+  for (int q = 0; q < 8; ++q) {
+    const int j = tid + 256 * q;
+    mine[q] = j < n ? val[j] + rule.score : NEG;
+  }
+  unsigned taken = 0;
+  GencBeamCand *parts = (GencBeamCand *)p.parts + (r * P + k) * K;
+  for (int c = 0; c < K; ++c) {
+    float v = NEG;
+    int i = 0x7fffffff;
+#pragma unroll
+    for (int q = 0; q < 8; ++q) {
+      const int j = tid + 256 * q;
+      if (j < n && !((taken >> q) & 1u) && genc_beam_before(mine[q], (int)(v0 + j), v, i)) { v = mine[q]; i = (int)(v0 + j); }
+    }
+    genc_beam_best(v, i, rv, ri);
+    if (i != 0x7fffffff && (int)((i - v0) % 256) == tid) taken |= 1u << (int)((i - v0) / 256);
+    if (tid == 0) { parts[c].score = v; parts[c].token = i; }
+  }
+  if (tid == 0) {
+    __threadfence();
+    unsigned *ticket = (unsigned *)p.tickets + r;
+    lastS = atomicAdd(ticket, 1u) == (unsigned)(P - 1);
+    if (lastS) *ticket = 0u; // zero again for the next launch
+  }
+  __syncthreads();
+  if (!lastS) return;
+  __threadfence();
+  // The row's P lists, in shared memory where they fit (val is free now).
+  const GencBeamCand *all = (const GencBeamCand *)p.parts + r * P * K, *lists = all;
+  if (P * K <= 1024) {
+    GencBeamCand *staged = (GencBeamCand *)val;
+    for (int e = tid; e < P * K; e += 256) {
+      staged[e].score = __ldcg(&all[e].score);
+      staged[e].token = __ldcg(&all[e].token);
+    }
+    __syncthreads();
+    lists = staged;
+  }
+  GencBeamCand *out = (GencBeamCand *)p.out + r * K;
+  int head = 0;
+  for (int c = 0; c < K; ++c) {
+    float v = NEG;
+    int i = 0x7fffffff;
+    if (tid < P && head < K) {
+      v = lists[tid * K + head].score;
+      i = lists[tid * K + head].token;
+    }
+    genc_beam_best(v, i, rv, ri);
+    if (tid < P && head < K && i != 0x7fffffff && lists[tid * K + head].token == i) ++head;
+    if (tid == 0) { out[c].score = v; out[c].token = i; }
+  }
+}
 )";
 } // namespace
 

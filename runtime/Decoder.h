@@ -6,6 +6,7 @@
 // as one packed batch (no padding) and returns the logits of the last token
 // of each chunk.
 #pragma once
+#include "runtime/BeamChoice.h"
 #include "runtime/Json.h"
 #include "runtime/Status.h"
 
@@ -63,6 +64,13 @@ public:
   /// a Session over the GPU chooses where the logits are and copies back
   /// only the choices.
   virtual Status forwardGreedy(const std::vector<Chunk> &chunks, int64_t *tokens, float *logprobs);
+
+  /// forward(), then each chunk's best k beam candidates by the rule of
+  /// rows[i] (runtime/BeamChoice.h): tokens[i*k ..] and their scores. This
+  /// default ranks on the host from forward()'s logits; a Session over the
+  /// GPU ranks where the logits are and copies back only the candidates.
+  virtual Status forwardBeams(const std::vector<Chunk> &chunks, const std::vector<BeamRow> &rows, int64_t k,
+                              int32_t *tokens, float *scores);
 
   /// Beam reordering: for each k, slot dst[k] takes the cached contents (and
   /// length) that slot src[k] had before the call. Slots not named in dst are

@@ -3,6 +3,7 @@
 // tokens run, in which slot, at which position, with which program; an
 // executor only runs that program over its weights, arena and caches.
 #pragma once
+#include "runtime/BeamChoice.h"
 #include "runtime/Program.h"
 #include "runtime/Status.h"
 
@@ -72,6 +73,15 @@ public:
   /// its largest logit and that token's log-softmax (runtime/GreedyChoice.h).
   virtual Status runGreedy(const ProgramRun &, int64_t *, float *) {
     return Status::error("this executor does not choose tokens itself");
+  }
+  /// Whether runBeams() ranks beam candidates where the logits are, for k
+  /// candidates a row. Without it the Session ranks from run()'s logits.
+  virtual bool choosesBeams(int64_t /*k*/) const { return false; }
+  /// Runs @decode_step like run() and writes, per row r, its best k
+  /// candidates by rows[r]'s rule (runtime/BeamChoice.h): tokens[r*k ..]
+  /// and their scores.
+  virtual Status runBeams(const ProgramRun &, const std::vector<BeamRow> &, int64_t, int32_t *, float *) {
+    return Status::error("this executor does not rank beam candidates itself");
   }
   /// Runs @encode and stores its K/V in cross-cache entry run.crossEntry.
   virtual Status encode(const ProgramRun &run) = 0;

@@ -161,11 +161,28 @@ Status Session::forward(const std::vector<Chunk> &chunks, float *logits) {
 }
 
 Status Session::forwardGreedy(const std::vector<Chunk> &chunks, int64_t *tokens, float *logprobs) {
-  bool step = exec_->choosesGreedy() && static_cast<int64_t>(chunks.size()) <= maxSlots();
+  if (!exec_->choosesGreedy() || !deviceStep(chunks))
+    return Decoder::forwardGreedy(chunks, tokens, logprobs);
+  return runStep(chunks, [&](const ProgramRun &run) { return exec_->runGreedy(run, tokens, logprobs); });
+}
+
+Status Session::forwardBeams(const std::vector<Chunk> &chunks, const std::vector<BeamRow> &rows, int64_t k,
+                             int32_t *tokens, float *scores) {
+  if (!exec_->choosesBeams(k) || !deviceStep(chunks) || rows.size() != chunks.size())
+    return Decoder::forwardBeams(chunks, rows, k, tokens, scores);
+  return runStep(chunks, [&](const ProgramRun &run) { return exec_->runBeams(run, rows, k, tokens, scores); });
+}
+
+// A decode step whose token choice the executor makes where the logits are:
+// every chunk one token, at most a slot each.
+bool Session::deviceStep(const std::vector<Chunk> &chunks) const {
+  bool step = static_cast<int64_t>(chunks.size()) <= maxSlots();
   for (const Chunk &c : chunks)
     step &= c.tokens.size() == 1;
-  if (!step)
-    return Decoder::forwardGreedy(chunks, tokens, logprobs);
+  return step;
+}
+
+Status Session::runStep(const std::vector<Chunk> &chunks, const std::function<Status(const ProgramRun &)> &choose) {
   if (Status s = checkChunks(chunks); !s)
     return s;
   std::vector<Piece> pieces;
@@ -174,7 +191,7 @@ Status Session::forwardGreedy(const std::vector<Chunk> &chunks, int64_t *tokens,
   ProgramRun run;
   if (Status s = buildRun(pieces, run); !s)
     return s;
-  if (Status s = exec_->runGreedy(run, tokens, logprobs); !s)
+  if (Status s = choose(run); !s)
     return s;
   for (const Piece &p : pieces)
     lengths_[p.slot] += 1;

@@ -10,6 +10,7 @@
 #include "runtime/Decoder.h"
 #include "runtime/Executor.h"
 
+#include <functional>
 #include <memory>
 
 namespace genrt {
@@ -24,6 +25,8 @@ public:
   int64_t slotLength(int32_t slot) const override;
   Status forward(const std::vector<Chunk> &chunks, float *logits) override;
   Status forwardGreedy(const std::vector<Chunk> &chunks, int64_t *tokens, float *logprobs) override;
+  Status forwardBeams(const std::vector<Chunk> &chunks, const std::vector<BeamRow> &rows, int64_t k,
+                      int32_t *tokens, float *scores) override;
   Status reorderSlots(const std::vector<int32_t> &dst, const std::vector<int32_t> &src) override;
   Status encode(const std::vector<int64_t> &sourceIds, const std::vector<int32_t> &slots) override;
   int64_t memoryBytes() const override { return exec_->memoryBytes(); }
@@ -44,6 +47,10 @@ private:
   Status buildRun(const std::vector<Piece> &pieces, ProgramRun &run) const;
   /// What forward() refuses before running anything (slots, lengths, ids).
   Status checkChunks(const std::vector<Chunk> &chunks) const;
+  bool deviceStep(const std::vector<Chunk> &chunks) const;
+  /// A decode step of one token a chunk: `choose` runs it and takes the
+  /// executor's choice; then the slots grow by one.
+  Status runStep(const std::vector<Chunk> &chunks, const std::function<Status(const ProgramRun &)> &choose);
   /// Checks the run's symbols against the program's maximums.
   static Status checkSymbols(const ProgramRun &run);
 

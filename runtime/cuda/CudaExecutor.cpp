@@ -72,7 +72,8 @@ public:
     if (Status s = mem_.allocate(); !s)
       return s;
     // The tickets start at zero; each launch leaves them so.
-    for (const char *t : {"attention tickets", "greedy tickets"})
+    for (const char *t : {"attention tickets", "greedy tickets", "beam tickets"})
+      if (mem_.bytes(t) > 0)
       if (Status s = dev_.check(dev_.api->cuMemsetD8(mem_.at(t), 0, static_cast<size_t>(mem_.bytes(t))), "zeroing tickets");
           !s)
         return s;
@@ -103,6 +104,11 @@ public:
     choice_ = mem_.at("greedy choices");
     if (!mod_.function("genc_greedy", greedyFn_))
       greedyFn_ = nullptr; // a plan from a genc without it: choices on the host
+    // GENC_CUDA_BEAMS=0: beam candidates ranked on the host from copied
+    // logits (A/B runs).
+    const char *bk = std::getenv("GENC_CUDA_BEAMS");
+    if (beamIdsCap_ == 0 || (bk && std::string(bk) == "0") || !mod_.function("genc_beam_topk", beamFn_))
+      beamFn_ = nullptr; // no beams, or a plan from a genc without it: candidates on the host
     for (const char *a : {"input_ids", "positions", "logit_rows"})
       ctx_.arguments[a] = mem_.at(std::string("argument ") + a);
     for (const auto &[name, prog] : plan_->programs)
@@ -112,6 +118,9 @@ public:
       return s;
     if (Status s = mem_.pinned(logitsBytes_, logitsHost_); !s)
       return s;
+    if (beamFn_)
+      if (Status s = mem_.pinned(beamStagingBytes_, beamStaging_); !s)
+        return s;
     const char *g = std::getenv("GENC_CUDA_GRAPHS");
     useGraphs_ = !(g && std::string(g) == "0");
     const char *sync = std::getenv("GENC_CUDA_SYNC");
@@ -140,7 +149,7 @@ public:
 
   Status run(const ProgramRun &run, float *logits) override {
     const int64_t R = rowsOf(run);
-    if (Status s = execute(run, /*greedy=*/false); !s)
+    if (Status s = execute(run, Choice::Logits); !s)
       return s;
     std::memcpy(logits, logitsHost_, static_cast<size_t>(R * plan_->model.vocabSize * 4));
     return Status::ok();
@@ -150,10 +159,68 @@ public:
 
   Status runGreedy(const ProgramRun &run, int64_t *tokens, float *logprobs) override {
     const int64_t R = rowsOf(run);
-    if (Status s = execute(run, /*greedy=*/true); !s)
+    if (Status s = execute(run, Choice::Greedy); !s)
       return s;
     std::memcpy(tokens, logitsHost_, static_cast<size_t>(R * 8));
     std::memcpy(logprobs, static_cast<char *>(logitsHost_) + R * 8, static_cast<size_t>(R * 4));
+    return Status::ok();
+  }
+
+  bool choosesBeams(int64_t k) const override {
+    const int64_t V = plan_->model.vocabSize;
+    return beamFn_ && greedyFn_ && k >= 1 && k <= kBeamMaxK && k <= V &&
+           (V + greedyParts_ - 1) / greedyParts_ <= kBeamPartElements;
+  }
+
+  Status runBeams(const ProgramRun &run, const std::vector<BeamRow> &rows, int64_t k, int32_t *tokens,
+                  float *scores) override {
+    const int64_t R = rowsOf(run), V = plan_->model.vocabSize;
+    if (static_cast<int64_t>(rows.size()) != R || !choosesBeams(k))
+      return Status::error("runBeams: a rule per row and a k the kernel takes");
+    int64_t ids = 0;
+    for (const BeamRow &r : rows)
+      ids += static_cast<int64_t>(r.penalized.size() + r.banned.size());
+    if (ids > beamIdsCap_) { // more listed ids than the buffer holds: rank on the host
+      if (Status s = execute(run, Choice::Logits); !s)
+        return s;
+      for (int64_t r = 0; r < R; ++r)
+        beamCandidates(static_cast<float *>(logitsHost_) + r * V, V, rows[r], k, tokens + r * k, scores + r * k);
+      return Status::ok();
+    }
+    // The rules and their ids through the pinned staging buffer, ahead of
+    // the step (the graph reads them from fixed device buffers).
+    GencBeamRow *rule = static_cast<GencBeamRow *>(beamStaging_);
+    int32_t *list = reinterpret_cast<int32_t *>(rule + R);
+    int32_t at = 0;
+    for (int64_t r = 0; r < R; ++r) {
+      const BeamRow &b = rows[r];
+      rule[r] = GencBeamRow{b.score, b.penalty, at, at + static_cast<int32_t>(b.penalized.size()), 0, 0};
+      std::copy(b.penalized.begin(), b.penalized.end(), list + at);
+      at += static_cast<int32_t>(b.penalized.size());
+      rule[r].banBegin = at;
+      std::copy(b.banned.begin(), b.banned.end(), list + at);
+      at += static_cast<int32_t>(b.banned.size());
+      rule[r].banEnd = at;
+    }
+    const DriverApi &a = *dev_.api;
+    if (Status s = dev_.check(a.cuMemcpyHtoDAsync(mem_.at("beam rules"), rule, R * sizeof(GencBeamRow), stream_),
+                              "copying the beam rules");
+        !s)
+      return s;
+    if (at > 0)
+      if (Status s = dev_.check(a.cuMemcpyHtoDAsync(mem_.at("beam ids"), list, at * 4, stream_), "copying the beam rules");
+          !s)
+        return s;
+    beamK_ = k;
+    if (Status s = execute(run, Choice::Beams); !s)
+      return s;
+    const GencBeamCand *c = static_cast<const GencBeamCand *>(logitsHost_);
+    for (int64_t e = 0; e < R * k; ++e) {
+      if (c[e].token < 0 || c[e].token >= V)
+        return Status::error("the beam kernel returned token " + std::to_string(c[e].token) + " outside the vocabulary");
+      tokens[e] = c[e].token;
+      scores[e] = c[e].score;
+    }
     return Status::ok();
   }
 
@@ -225,6 +292,15 @@ private:
                                        kGreedyMaxParts);
     mem_.plan("greedy parts", maxRows * greedyParts_ * static_cast<int64_t>(sizeof(GencGreedyPart)));
     mem_.plan("greedy tickets", maxRows * 4);
+    if (p.model.maxBeams > 1) { // beam candidates on the device (genc_beam_topk)
+      beamIdsCap_ = maxRows * 2 * std::max<int64_t>(p.model.maxLength, 1) + 4096;
+      mem_.plan("beam rules", maxRows * static_cast<int64_t>(sizeof(GencBeamRow)));
+      mem_.plan("beam ids", beamIdsCap_ * 4);
+      mem_.plan("beam parts", maxRows * greedyParts_ * kBeamMaxK * static_cast<int64_t>(sizeof(GencBeamCand)));
+      mem_.plan("beam tickets", maxRows * 4);
+      mem_.plan("beam choices", maxRows * kBeamMaxK * static_cast<int64_t>(sizeof(GencBeamCand)));
+      beamStagingBytes_ = maxRows * static_cast<int64_t>(sizeof(GencBeamRow)) + beamIdsCap_ * 4;
+    }
     stagingBytes_ = maxT * (3 * 8 + static_cast<int64_t>(sizeof(GencTokenPlace))) + kv.crossEntries * 8 + 64;
     logitsBytes_ = maxRows * p.model.vocabSize * 4;
     return Status::ok();
@@ -362,8 +438,10 @@ private:
 
   // One run: its inputs staged, the steps enqueued (a decode step replays
   // its graph), and what comes back in the pinned buffer: the logits, or with
-  // `greedy` each row's token (i64) then its log-softmax (f32).
-  Status execute(const ProgramRun &run, bool greedy) {
+  // Choice::Greedy each row's token (i64) then its log-softmax (f32), or
+  // with Choice::Beams each row's beamK_ candidates (GencBeamCand).
+  enum class Choice { Logits, Greedy, Beams };
+  Status execute(const ProgramRun &run, Choice choice) {
     const CompiledProgram &cp = programs_.at(run.program->name);
     stage(run);
     const int64_t R = rowsOf(run);
@@ -371,9 +449,9 @@ private:
       return Status::error("the run's logits exceed the staging buffer");
     Status s = Status::ok();
     if (run.kind == ProgramKind::Decode && useGraphs_ && !ctx_.syncEachStep)
-      s = replayOrCapture(cp, run, R, greedy);
+      s = replayOrCapture(cp, run, R, choice);
     else
-      s = enqueue(cp, run, R, greedy);
+      s = enqueue(cp, run, R, choice);
     if (s)
       s = dev_.check(dev_.api->cuStreamSynchronize(stream_),
                      ("running " + run.program->name + " (GENC_CUDA_SYNC=1 names the kernel)").c_str());
@@ -382,13 +460,13 @@ private:
 
   // Inputs, every step, and the logits (or greedy's choices) back to the
   // pinned buffer.
-  Status enqueue(const CompiledProgram &cp, const ProgramRun &run, int64_t R, bool greedy) {
+  Status enqueue(const CompiledProgram &cp, const ProgramRun &run, int64_t R, Choice choice) {
     if (Status s = enqueueInputs(run); !s)
       return s;
     if (Status s = runSteps(cp, ctx_, run); !s)
       return s;
     const DriverApi &a = *dev_.api;
-    if (!greedy)
+    if (choice == Choice::Logits)
       return dev_.check(a.cuMemcpyDtoHAsync(logitsHost_, cp.outputs.at(0), R * plan_->model.vocabSize * 4, stream_),
                         "copying the logits back");
     if (cp.outputStored.at(0) != DType::F32)
@@ -401,22 +479,38 @@ private:
                                kGreedyThreads, 1, 0, stream_, args, "genc_greedy");
         !s)
       return s;
+    if (choice == Choice::Beams) {
+      GencBeamParams b{cp.outputs[0],         choice_,
+                       mem_.at("beam rules"), mem_.at("beam ids"),
+                       mem_.at("beam parts"), mem_.at("beam tickets"),
+                       mem_.at("beam choices"), R,
+                       plan_->model.vocabSize, beamK_};
+      void *bargs[] = {&b};
+      if (Status s = dev_.launch(beamFn_, static_cast<unsigned>(R), static_cast<unsigned>(greedyParts_), 1,
+                                 kGreedyThreads, 1, 0, stream_, bargs, "genc_beam_topk");
+          !s)
+        return s;
+      return dev_.check(a.cuMemcpyDtoHAsync(logitsHost_, mem_.at("beam choices"),
+                                            R * beamK_ * static_cast<int64_t>(sizeof(GencBeamCand)), stream_),
+                        "copying the beam candidates back");
+    }
     return dev_.check(a.cuMemcpyDtoHAsync(logitsHost_, choice_, R * 12, stream_), "copying the chosen tokens back");
   }
 
   // A decode step of T tokens is the same launches with the same pointers
   // every time (the token ids, places and logits go through the pinned
   // staging buffers): captured once per T, then replayed.
-  Status replayOrCapture(const CompiledProgram &cp, const ProgramRun &run, int64_t R, bool greedy) {
+  Status replayOrCapture(const CompiledProgram &cp, const ProgramRun &run, int64_t R, Choice choice) {
     const DriverApi &a = *dev_.api;
-    const int64_t key = 2 * staged_.tokens + greedy;
+    const int64_t key = (staged_.tokens * 3 + static_cast<int64_t>(choice)) * (kBeamMaxK + 1) +
+                        (choice == Choice::Beams ? beamK_ : 0);
     auto it = graphs_.find(key);
     if (it == graphs_.end()) {
       if (Status s = dev_.check(a.cuStreamBeginCapture(stream_, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
                                 "cuStreamBeginCapture");
           !s)
         return s;
-      Status s = enqueue(cp, run, R, greedy);
+      Status s = enqueue(cp, run, R, choice);
       CUgraph graph = nullptr;
       Status e = dev_.check(a.cuStreamEndCapture(stream_, &graph), "capturing the decode step");
       if (!s)
@@ -478,11 +572,13 @@ private:
   std::map<std::string, CompiledProgram> programs_;
   std::map<int64_t, CUgraphExec> graphs_;
   bool useGraphs_ = true;
-  CUfunction greedyFn_ = nullptr;
+  CUfunction greedyFn_ = nullptr, beamFn_ = nullptr;
   std::vector<int64_t> runEnd_ = std::vector<int64_t>(static_cast<size_t>(plan_->kv.slots), 0);
   CUdeviceptr choice_ = 0; // greedy's choices: i64 tokens [rows], then f32 log-softmax [rows]
   void *staging_ = nullptr, *logitsHost_ = nullptr;
   int64_t stagingBytes_ = 0, logitsBytes_ = 0, partialRows_ = 0, greedyParts_ = 1;
+  int64_t beamIdsCap_ = 0, beamStagingBytes_ = 0, beamK_ = 1; // beam candidates (0 ids: none)
+  void *beamStaging_ = nullptr;
   Staged staged_;
 };
 

@@ -10,6 +10,17 @@
 //       blocks to finish (a ticket per row in `tickets`, zero between
 //       launches) merges the parts in order. Fixed reduction trees: the same
 //       logits give the same bits.
+//
+//   genc_beam_topk  grid (rows, P), block 256, after genc_greedy on the same
+//       logits (its token and log-softmax give the row's max and
+//       log-sum-exp): row r's best K beam candidates by the rule of
+//       runtime/BeamChoice.h — the log-softmax, the repetition penalty on the
+//       row's `penalized` ids, -inf on its `banned` ids, + its running score —
+//       ranked (value desc, index asc). Block (r, k) stages the k-th part of
+//       the row (at most kBeamPartElements) in shared memory, edits the ids
+//       that fall in it, and writes its own best K, in order, to `parts`
+//       [rows, P, K]; the last block of a row (a ticket, as genc_greedy's)
+//       merges the P ordered lists into `outTokens` / `outScores` [rows, K].
 #pragma once
 
 #define GENC_TOKEN_STR(...) #__VA_ARGS__
@@ -25,6 +36,19 @@
     unsigned long long parts;    /* GencGreedyPart [rows, P] */                                    \
     unsigned long long tickets;  /* u32 [rows], zero */                                            \
     long long rows, vocab;                                                                         \
+  };                                                                                               \
+  /* One row's rule: ids [penBegin, penEnd) and [banBegin, banEnd) of `list`. */                   \
+  struct GencBeamRow { float score, penalty; int penBegin, penEnd, banBegin, banEnd; };            \
+  struct GencBeamCand { float score; int token; };                                                 \
+  struct GencBeamParams {                                                                          \
+    unsigned long long logits;    /* f32 [rows, vocab] */                                          \
+    unsigned long long greedy;    /* genc_greedy's i64 tokens [rows], then f32 log-softmax [rows] */ \
+    unsigned long long rowRules;  /* GencBeamRow [rows] */                                         \
+    unsigned long long list;      /* i32 ids the rules name */                                     \
+    unsigned long long parts;     /* GencBeamCand [rows, P, K] */                                  \
+    unsigned long long tickets;   /* u32 [rows], zero */                                           \
+    unsigned long long out;       /* GencBeamCand [rows, K] */                                     \
+    long long rows, vocab, k;                                                                      \
   };
 // clang-format on
 
@@ -36,5 +60,9 @@ constexpr int kGreedyThreads = 256;
 // A row's parts: about 1024 logits each (4 a thread), at most 256 blocks.
 constexpr long long kGreedyPartElements = 1024;
 constexpr long long kGreedyMaxParts = 256;
+// Beam candidates: K at most 32 a row; a part at most 2048 logits (8 KB of
+// shared memory), so vocabularies up to 256 parts x 2048.
+constexpr int kBeamMaxK = 32;
+constexpr long long kBeamPartElements = 2048;
 
 } // namespace genrt::cuda

@@ -91,20 +91,6 @@ void reportFinal(SlotBatch &batch, std::vector<ItemState> &items, const Generati
   }
 }
 
-// Appends the best k candidates of one beam's accumulated scores: any global
-// top-k candidate is among its own beam's top k.
-void topOfRow(const std::vector<float> &acc, int64_t beam, int64_t k, std::vector<int64_t> &idx,
-              std::vector<Candidate> &out) {
-  int64_t vocab = int64_t(acc.size());
-  k = std::min(k, vocab);
-  idx.resize(vocab);
-  std::iota(idx.begin(), idx.end(), 0);
-  auto cmp = [&](int64_t a, int64_t b) { return acc[a] > acc[b] || (acc[a] == acc[b] && a < b); };
-  std::nth_element(idx.begin(), idx.begin() + (k - 1), idx.end(), cmp);
-  for (int64_t n = 0; n < k; ++n)
-    out.push_back(Candidate{acc[idx[n]], beam, idx[n], beam * vocab + idx[n]});
-}
-
 bool isEos(int64_t token, const std::vector<int64_t> &eos) {
   return std::find(eos.begin(), eos.end(), token) != eos.end();
 }
@@ -135,12 +121,6 @@ Status runBeamSearch(SlotBatch &batch, const GenerationConfig &cfg, const StopRu
   std::vector<float> itemLogits;
   if (Status s = batch.prefill(itemLogits, /*copyToAllRows=*/false); !s)
     return s;
-  // All beams of an item start from the same prompt: same logits.
-  std::vector<float> logits(static_cast<size_t>(B * N * V));
-  for (int64_t i = 0; i < B; ++i)
-    for (int64_t j = 0; j < N; ++j)
-      std::copy(itemLogits.begin() + i * V, itemLogits.begin() + (i + 1) * V,
-                logits.begin() + (i * N + j) * V);
 
   std::vector<ItemState> items(static_cast<size_t>(B));
   for (ItemState &st : items) {
@@ -151,25 +131,66 @@ Status runBeamSearch(SlotBatch &batch, const GenerationConfig &cfg, const StopRu
     st.finished.assign(size_t(N), Hyp{});
   }
 
-  std::vector<float> acc(static_cast<size_t>(V));
-  std::vector<int64_t> idx;
-  std::vector<Candidate> cands;
+  // Each row's best K candidates, [B * N, K]: the decoder ranks them where
+  // the logits are when every processor only edits listed tokens (a
+  // BeamRow); else the host, from the logits, through every processor.
+  // (K per row, or the whole vocabulary where it is smaller: the item's
+  // best K are among its rows' best KR.)
+  const bool listed = listedTokensOnly(cfg);
+  const int64_t KR = std::min(K, V);
+  std::vector<int32_t> candToken(static_cast<size_t>(B * N * KR));
+  std::vector<float> candScore(static_cast<size_t>(B * N * KR));
+  std::vector<float> logits, work(static_cast<size_t>(V));
   std::vector<int64_t> history;
+  std::vector<BeamRow> rules(static_cast<size_t>(B * N));
+  auto historyOf = [&](int64_t i, int64_t j) {
+    history = batch.item(i).history;
+    const std::vector<int64_t> &gen = items[size_t(i)].running[size_t(j)];
+    history.insert(history.end(), gen.begin(), gen.end());
+  };
+  // The rows' rules for step t (generated = t tokens so far).
+  auto makeRules = [&](int64_t t) {
+    for (int64_t i = 0; i < B; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        BeamRow &r = rules[size_t(i * N + j)];
+        historyOf(i, j);
+        listedTokenRule(history, t, cfg, eos, V, r);
+        r.score = items[size_t(i)].runningScore[size_t(j)];
+      }
+  };
+  // Host ranking of row (i, j) from its logits.
+  auto rankOnHost = [&](const float *row, int64_t i, int64_t j, int64_t t) {
+    std::copy(row, row + V, work.begin());
+    int32_t *tk = candToken.data() + (i * N + j) * KR;
+    float *sc = candScore.data() + (i * N + j) * KR;
+    if (listed)
+      return beamCandidates(work.data(), V, rules[size_t(i * N + j)], KR, tk, sc);
+    logSoftmax(work.data(), V);
+    historyOf(i, j);
+    applyLogitsProcessors(work.data(), V, history, encoderIds(batch.item(i)), t, cfg, eos);
+    const float score = items[size_t(i)].runningScore[size_t(j)];
+    for (int64_t v = 0; v < V; ++v)
+      work[v] = work[v] + score;
+    topCandidates(work.data(), V, KR, tk, sc);
+  };
+  // Step 0: every beam of an item starts from the prompt's logits.
+  if (listed)
+    makeRules(0);
+  for (int64_t i = 0; i < B; ++i)
+    for (int64_t j = 0; j < N; ++j)
+      rankOnHost(itemLogits.data() + i * V, i, j, 0);
+
+  std::vector<Candidate> cands;
   for (int64_t t = 0;; ++t) {
     bool allHit = true;
     for (int64_t i = 0; i < B; ++i) {
       ItemState &st = items[size_t(i)];
       cands.clear();
-      for (int64_t j = 0; j < N; ++j) {
-        float *row = logits.data() + (i * N + j) * V;
-        logSoftmax(row, V);
-        history = batch.item(i).history;
-        history.insert(history.end(), st.running[j].begin(), st.running[j].end());
-        applyLogitsProcessors(row, V, history, encoderIds(batch.item(i)), t, cfg, eos);
-        for (int64_t v = 0; v < V; ++v)
-          acc[v] = row[v] + st.runningScore[j];
-        topOfRow(acc, j, K, idx, cands);
-      }
+      for (int64_t j = 0; j < N; ++j)
+        for (int64_t n = 0; n < KR; ++n) {
+          const int64_t tok = candToken[size_t((i * N + j) * KR + n)];
+          cands.push_back(Candidate{candScore[size_t((i * N + j) * KR + n)], j, tok, j * V + tok});
+        }
       std::sort(cands.begin(), cands.end(), before);
       cands.resize(size_t(K));
 
@@ -272,8 +293,17 @@ Status runBeamSearch(SlotBatch &batch, const GenerationConfig &cfg, const StopRu
     }
     if (Status s = batch.reorder(dst, src); !s)
       return s;
-    if (Status s = batch.step(slots, tokens, logits); !s)
-      return s;
+    if (listed) {
+      makeRules(t + 1);
+      if (Status s = batch.stepBeams(slots, tokens, rules, KR, candToken, candScore); !s)
+        return s;
+    } else {
+      if (Status s = batch.step(slots, tokens, logits); !s)
+        return s;
+      for (int64_t i = 0; i < B; ++i)
+        for (int64_t j = 0; j < N; ++j)
+          rankOnHost(logits.data() + (i * N + j) * V, i, j, t + 1);
+    }
   }
 
   for (ItemState &st : items)

@@ -55,11 +55,12 @@ void applyRepetitionPenalty(float *row, int64_t vocab, const std::vector<int64_t
   }
 }
 
-// Bans every token that completes, after the history's last n - 1 tokens,
-// an n-gram of `source` (the history itself, or the encoder's input). A
-// history shorter than n - 1 completes none (HF's key is then too short).
-static void banNgramCompletions(float *row, int64_t vocab, const std::vector<int64_t> &history,
-                                const std::vector<int64_t> &source, int64_t n) {
+// The tokens that complete, after the history's last n - 1 tokens, an
+// n-gram of `source` (the history itself, or the encoder's input), in the
+// vocabulary. A history shorter than n - 1 completes none (HF's key is then
+// too short).
+static void ngramCompletions(const std::vector<int64_t> &history, const std::vector<int64_t> &source, int64_t n,
+                             int64_t vocab, std::vector<int64_t> &out) {
   const int64_t len = int64_t(history.size()), srcLen = int64_t(source.size());
   if (n <= 0 || len + 1 < n)
     return;
@@ -68,8 +69,16 @@ static void banNgramCompletions(float *row, int64_t vocab, const std::vector<int
     if (std::equal(prefix, prefix + (n - 1), source.data() + start)) {
       const int64_t banned = source[start + n - 1];
       if (banned >= 0 && banned < vocab)
-        row[banned] = kNegInf;
+        out.push_back(banned);
     }
+}
+
+static void banNgramCompletions(float *row, int64_t vocab, const std::vector<int64_t> &history,
+                                const std::vector<int64_t> &source, int64_t n) {
+  std::vector<int64_t> banned;
+  ngramCompletions(history, source, n, vocab, banned);
+  for (int64_t t : banned)
+    row[t] = kNegInf;
 }
 
 void applyNoRepeatNgram(float *row, int64_t vocab, const std::vector<int64_t> &history, int64_t n) {
@@ -226,6 +235,42 @@ void applyLogitsProcessors(float *row, int64_t vocab, const std::vector<int64_t>
                              promptLen + (promptLen == 1 && cfg.forcedBosTokenId >= 0 ? 1 : 0));
   if (cfg.renormalizeLogits)
     logSoftmax(row, vocab);
+}
+
+bool listedTokensOnly(const GenerationConfig &cfg) {
+  return cfg.sequenceBias.empty() && cfg.encoderRepetitionPenalty == 1.0 && cfg.encoderNoRepeatNgramSize <= 0 &&
+         cfg.badWordsIds.empty() && cfg.forcedBosTokenId < 0 && cfg.forcedEosTokenIds.empty() &&
+         cfg.expDecayStart < 0 && !cfg.renormalizeLogits;
+}
+
+void listedTokenRule(const std::vector<int64_t> &history, int64_t generated, const GenerationConfig &cfg,
+                     const std::vector<int64_t> &eos, int64_t vocab, BeamRow &row) {
+  std::vector<int64_t> ids;
+  row.penalty = float(cfg.repetitionPenalty);
+  row.penalized.clear();
+  if (cfg.repetitionPenalty != 1.0) {
+    ids = history;
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    for (int64_t t : ids)
+      if (t >= 0 && t < vocab)
+        row.penalized.push_back(int32_t(t));
+  }
+  ids.clear();
+  if (cfg.noRepeatNgramSize > 0)
+    ngramCompletions(history, history, cfg.noRepeatNgramSize, vocab, ids);
+  const int64_t curLen = static_cast<int64_t>(history.size()), promptLen = curLen - generated;
+  const bool minLength = cfg.minLength > 0 && curLen < cfg.minLength,
+             minNew = cfg.minNewTokens > 0 && generated < cfg.minNewTokens;
+  if (minLength || minNew)
+    ids.insert(ids.end(), eos.begin(), eos.end());
+  ids.insert(ids.end(), cfg.suppressTokens.begin(), cfg.suppressTokens.end());
+  if (curLen == promptLen + (promptLen == 1 && cfg.forcedBosTokenId >= 0 ? 1 : 0))
+    ids.insert(ids.end(), cfg.beginSuppressTokens.begin(), cfg.beginSuppressTokens.end());
+  row.banned.clear();
+  for (int64_t t : ids)
+    if (t >= 0 && t < vocab)
+      row.banned.push_back(int32_t(t));
 }
 
 void applyTemperature(float *row, int64_t vocab, float temperature) {

@@ -8,6 +8,7 @@
 // In beam search HF applies the processors to log-softmax scores; in greedy
 // search and sampling to the raw logits. The warpers only run when sampling.
 #pragma once
+#include "runtime/BeamChoice.h"
 #include "runtime/search/GenerationConfig.h"
 
 #include <cstdint>
@@ -91,6 +92,15 @@ void applyBadWords(float *row, int64_t vocab, const std::vector<int64_t> &histor
 void applyLogitsProcessors(float *row, int64_t vocab, const std::vector<int64_t> &history,
                            const std::vector<int64_t> &encoderIds, int64_t generated,
                            const GenerationConfig &cfg, const std::vector<int64_t> &eos);
+
+/// Whether every processor cfg turns on only edits listed tokens of a
+/// log-softmax row (a repetition penalty, bans): what a BeamRow carries, so
+/// the device ranks beam candidates without the logits crossing.
+bool listedTokensOnly(const GenerationConfig &cfg);
+/// For such a cfg: the BeamRow edits applyLogitsProcessors would make to a
+/// row with this history (its penalty and bans; the score is the caller's).
+void listedTokenRule(const std::vector<int64_t> &history, int64_t generated, const GenerationConfig &cfg,
+                     const std::vector<int64_t> &eos, int64_t vocab, BeamRow &row);
 
 void applyTemperature(float *row, int64_t vocab, float temperature);
 /// TopKLogitsWarper: removes scores below the k-th largest (ties survive).

@@ -71,6 +71,16 @@ Status SlotBatch::stepGreedy(const std::vector<int32_t> &slots, const std::vecto
   });
 }
 
+Status SlotBatch::stepBeams(const std::vector<int32_t> &slots, const std::vector<int64_t> &tokens,
+                            const std::vector<BeamRow> &rows, int64_t k, std::vector<int32_t> &candTokens,
+                            std::vector<float> &candScores) {
+  candTokens.assign(slots.size() * size_t(k), 0);
+  candScores.assign(slots.size() * size_t(k), 0.f);
+  return timedStep(slots, tokens, [&](const std::vector<Chunk> &chunks) {
+    return dec_.forwardBeams(chunks, rows, k, candTokens.data(), candScores.data());
+  });
+}
+
 Status SlotBatch::timedStep(const std::vector<int32_t> &slots, const std::vector<int64_t> &tokens,
                             const std::function<Status(const std::vector<Chunk> &)> &forward) {
   if (Status s = stopRequested(obs_); !s)

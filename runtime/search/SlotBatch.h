@@ -55,6 +55,11 @@ public:
   /// chosen[k] and its log-softmax logprobs[k] instead of the logits.
   Status stepGreedy(const std::vector<int32_t> &slots, const std::vector<int64_t> &tokens,
                     std::vector<int64_t> &chosen, std::vector<float> &logprobs);
+  /// step() with beam candidates ranked by the decoder (Decoder::forwardBeams):
+  /// k (token, score) pairs a slot, by rows[k]'s rule.
+  Status stepBeams(const std::vector<int32_t> &slots, const std::vector<int64_t> &tokens,
+                   const std::vector<BeamRow> &rows, int64_t k, std::vector<int32_t> &candTokens,
+                   std::vector<float> &candScores);
   /// Decoder::reorderSlots, skipping entries that would not move anything.
   Status reorder(const std::vector<int32_t> &dst, const std::vector<int32_t> &src);
 

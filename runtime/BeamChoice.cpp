@@ -1,0 +1,62 @@
+#include "runtime/BeamChoice.h"
+
+#include "runtime/Decoder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+namespace genrt {
+
+void topCandidates(const float *acc, int64_t vocab, int64_t k, int32_t *tokens, float *scores) {
+  std::vector<int32_t> idx(static_cast<size_t>(vocab));
+  std::iota(idx.begin(), idx.end(), 0);
+  auto before = [&](int32_t a, int32_t b) { return acc[a] > acc[b] || (acc[a] == acc[b] && a < b); };
+  std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), before);
+  for (int64_t n = 0; n < k; ++n) {
+    tokens[n] = idx[n];
+    scores[n] = acc[idx[n]];
+  }
+}
+
+void beamCandidates(float *row, int64_t vocab, const BeamRow &r, int64_t k, int32_t *tokens, float *scores) {
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  // log_softmax as the search's logSoftmax and the greedy rule: the sum in f64.
+  float mx = kNegInf;
+  for (int64_t v = 0; v < vocab; ++v)
+    mx = std::max(mx, row[v]);
+  if (mx != kNegInf) {
+    double sum = 0;
+    for (int64_t v = 0; v < vocab; ++v)
+      sum += std::exp(double(row[v] - mx));
+    const float lse = float(std::log(sum));
+    for (int64_t v = 0; v < vocab; ++v)
+      row[v] = (row[v] - mx) - lse;
+  }
+  if (r.penalty != 1.f)
+    for (int32_t t : r.penalized) {
+      const float s = row[t];
+      row[t] = s < 0 ? s * r.penalty : s / r.penalty;
+    }
+  for (int32_t t : r.banned)
+    row[t] = kNegInf;
+  for (int64_t v = 0; v < vocab; ++v)
+    row[v] = row[v] + r.score;
+  topCandidates(row, vocab, k, tokens, scores);
+}
+
+Status Decoder::forwardBeams(const std::vector<Chunk> &chunks, const std::vector<BeamRow> &rows, int64_t k,
+                             int32_t *tokens, float *scores) {
+  const int64_t V = info().vocabSize;
+  if (rows.size() != chunks.size() || k < 1 || k > V)
+    return Status::error("forwardBeams: a row rule per chunk and 1 <= k <= vocab");
+  std::vector<float> logits(chunks.size() * static_cast<size_t>(V));
+  if (Status s = forward(chunks, logits.data()); !s)
+    return s;
+  for (size_t i = 0; i < chunks.size(); ++i)
+    beamCandidates(logits.data() + i * V, V, rows[i], k, tokens + i * k, scores + i * k);
+  return Status::ok();
+}
+
+} // namespace genrt

@@ -1,0 +1,29 @@
+// Beam search's candidates from one row of logits, on the host: the rule the
+// device kernel (runtime/cuda/TokenAbi.h, genc_beam_topk) reproduces, so a
+// decode step of a beam search returns k (token, score) pairs a row instead
+// of its logits.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace genrt {
+
+/// What a row's candidates are ranked by: HF's log_softmax(logits), then the
+/// logits processors that only touch listed tokens — the repetition penalty
+/// (s < 0 ? s * penalty : s / penalty) on `penalized` (distinct ids, in the
+/// vocabulary), then -inf on `banned` — then + `score`, the running beam's
+/// score (all float32, as in torch).
+struct BeamRow {
+  float score = 0.f;
+  float penalty = 1.f;
+  std::vector<int32_t> penalized, banned;
+};
+
+/// The best k of acc[0 .. vocab) by (value desc, index asc): torch.topk's
+/// order as the search breaks its ties. k <= vocab.
+void topCandidates(const float *acc, int64_t vocab, int64_t k, int32_t *tokens, float *scores);
+
+/// row := the scores BeamRow describes (from logits), then its best k.
+void beamCandidates(float *row, int64_t vocab, const BeamRow &r, int64_t k, int32_t *tokens, float *scores);
+
+} // namespace genrt
