@@ -223,6 +223,18 @@ extern "C" __global__ void __launch_bounds__(256) genc_beam_topk(const GencBeamP
     if (tid == 0) { out[c].score = v; out[c].token = i; }
   }
 }
+
+// ---- beam reordering: cache rows between slots --------------------------------
+extern "C" __global__ void __launch_bounds__(256) genc_kv_copy(const GencKvCopyParams p) {
+  genc_pdl_wait();
+  genc_pdl_launch();
+  const GencKvCopy c = ((const GencKvCopy *)p.copies)[blockIdx.x];
+  const long long at = blockIdx.z * p.halfBytes + blockIdx.y * p.headBytes + c.from * p.rowBytes;
+  const uint4 *src = (const uint4 *)((const char *)p.in + c.src * p.slotBytes + at);
+  uint4 *dst = (uint4 *)((char *)p.out + c.dst * p.slotBytes + at);
+  const long long words = c.to > c.from ? (c.to - c.from) * p.rowBytes / 16 : 0;
+  for (long long w = threadIdx.x; w < words; w += blockDim.x) dst[w] = src[w];
+}
 )";
 } // namespace
 

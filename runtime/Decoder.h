@@ -76,6 +76,12 @@ public:
   /// length) that slot src[k] had before the call. Slots not named in dst are
   /// unchanged. A src may appear several times.
   virtual Status reorderSlots(const std::vector<int32_t> &dst, const std::vector<int32_t> &src) = 0;
+  /// reorderSlots() where dst[k] already holds the first shared[k]
+  /// positions of src[k] (the beams of one prompt): only the rest moves.
+  virtual Status reorderSlots(const std::vector<int32_t> &dst, const std::vector<int32_t> &src,
+                              const std::vector<int64_t> & /*shared*/) {
+    return reorderSlots(dst, src);
+  }
 
   /// Encoder-decoder models: encodes one source sentence for all the slots
   /// listed (its beams); their cross-attention reads it. Decoder-only: unused.

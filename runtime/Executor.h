@@ -86,9 +86,11 @@ public:
   /// Runs @encode and stores its K/V in cross-cache entry run.crossEntry.
   virtual Status encode(const ProgramRun &run) = 0;
   /// Beam reordering: slot dst[k] takes the first lengths[src[k]] positions
-  /// of slot src[k] as they were before the call.
+  /// of slot src[k] as they were before the call; its positions below
+  /// from[k] already hold the same (a prompt its beams share), so only
+  /// [from[k], length) move (all of a rolling buffer that wrapped).
   virtual Status copySlots(const std::vector<int32_t> &dst, const std::vector<int32_t> &src,
-                           const std::vector<int64_t> &lengths) = 0;
+                           const std::vector<int64_t> &lengths, const std::vector<int64_t> &from) = 0;
 
   /// Bytes the executor holds: weights + caches + arena (+ workspaces).
   virtual int64_t memoryBytes() const = 0;

@@ -88,12 +88,21 @@ Status Session::encode(const std::vector<int64_t> &sourceIds, const std::vector<
 }
 
 Status Session::reorderSlots(const std::vector<int32_t> &dst, const std::vector<int32_t> &src) {
-  if (dst.size() != src.size())
-    return Status::error("reorderSlots: dst and src differ in length");
-  for (size_t i = 0; i < dst.size(); ++i)
+  return reorderSlots(dst, src, std::vector<int64_t>(dst.size(), 0));
+}
+
+Status Session::reorderSlots(const std::vector<int32_t> &dst, const std::vector<int32_t> &src,
+                             const std::vector<int64_t> &shared) {
+  if (dst.size() != src.size() || shared.size() != dst.size())
+    return Status::error("reorderSlots: dst, src and shared differ in length");
+  std::vector<int64_t> from(dst.size());
+  for (size_t i = 0; i < dst.size(); ++i) {
     if (dst[i] < 0 || dst[i] >= maxSlots() || src[i] < 0 || src[i] >= maxSlots())
       return Status::error("reorderSlots: slot out of range");
-  if (Status s = exec_->copySlots(dst, src, lengths_); !s)
+    // What dst already holds of src: at most what both hold.
+    from[i] = std::clamp<int64_t>(shared[i], 0, std::min(lengths_[dst[i]], lengths_[src[i]]));
+  }
+  if (Status s = exec_->copySlots(dst, src, lengths_, from); !s)
     return s;
   std::vector<int64_t> old = lengths_;
   for (size_t i = 0; i < dst.size(); ++i)

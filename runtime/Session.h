@@ -28,6 +28,8 @@ public:
   Status forwardBeams(const std::vector<Chunk> &chunks, const std::vector<BeamRow> &rows, int64_t k,
                       int32_t *tokens, float *scores) override;
   Status reorderSlots(const std::vector<int32_t> &dst, const std::vector<int32_t> &src) override;
+  Status reorderSlots(const std::vector<int32_t> &dst, const std::vector<int32_t> &src,
+                      const std::vector<int64_t> &shared) override;
   Status encode(const std::vector<int64_t> &sourceIds, const std::vector<int32_t> &slots) override;
   int64_t memoryBytes() const override { return exec_->memoryBytes(); }
   std::string memoryReport() const override { return exec_->memoryReport(); }

@@ -261,9 +261,9 @@ public:
     return Status::ok();
   }
 
-  Status copySlots(const std::vector<int32_t> &dst, const std::vector<int32_t> &src,
-                   const std::vector<int64_t> &lengths) override {
-    cache_.copySlots(dst, src, lengths);
+  Status copySlots(const std::vector<int32_t> &dst, const std::vector<int32_t> &src, const std::vector<int64_t> &lengths,
+                   const std::vector<int64_t> &from) override {
+    cache_.copySlots(dst, src, lengths, from);
     return Status::ok();
   }
 

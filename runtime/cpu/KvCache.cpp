@@ -108,25 +108,38 @@ const float *HostKvCache::readCross(size_t l, bool v, int64_t entry, int64_t hea
 }
 
 void HostKvCache::copySlots(const std::vector<int32_t> &dst, const std::vector<int32_t> &src,
-                            const std::vector<int64_t> &lengths) {
+                            const std::vector<int64_t> &lengths, const std::vector<int64_t> &from) {
   const size_t es = dtypeSize(layout_.dtype);
   for (size_t l = 0; l < layout_.layers.size(); ++l) {
     const KvCacheLayer &L = layout_.layers[l];
-    // A slot of one head is `capacity` contiguous rows: snapshot each source
-    // slot first, since a slot may be both a source and a destination.
-    const size_t slotBytes = static_cast<size_t>(L.kvHeads * L.capacity * L.headDim) * es;
+    const size_t rowBytes = static_cast<size_t>(L.headDim) * es, headBytes = L.capacity * rowBytes,
+                 slotBytes = L.kvHeads * headBytes;
+    // Rows [lo, hi) of pair i: past what dst holds already, to what src
+    // holds; all of a rolling buffer that has wrapped.
+    auto span = [&](size_t i, int64_t &lo, int64_t &hi) {
+      const int64_t len = lengths[src[i]];
+      lo = len > L.capacity ? 0 : std::min(from[i], len);
+      hi = std::min(len, L.capacity);
+    };
     for (int kv = 0; kv < 2; ++kv) {
       uint8_t *base = at(self_[l], kv ? layout_.layerElements(l) : 0);
-      std::vector<std::vector<uint8_t>> snap;
-      for (int32_t s : src)
-        snap.emplace_back(base + s * slotBytes, base + (s + 1) * slotBytes);
+      // A slot may be both a source and a destination: snapshot the rows
+      // each source gives before any is overwritten.
+      std::vector<std::vector<uint8_t>> snap(dst.size());
       for (size_t i = 0; i < dst.size(); ++i) {
-        // Only the rows the source holds matter; a rolling buffer holds all.
-        int64_t rows = std::min(lengths[src[i]], L.capacity);
-        size_t rowBytes = static_cast<size_t>(L.headDim) * es;
-        for (int64_t h = 0; h < L.kvHeads; ++h)
-          std::memcpy(base + dst[i] * slotBytes + h * L.capacity * rowBytes,
-                      snap[i].data() + h * L.capacity * rowBytes, rows * rowBytes);
+        int64_t lo, hi;
+        span(i, lo, hi);
+        snap[i].resize(static_cast<size_t>(std::max<int64_t>(hi - lo, 0)) * rowBytes * L.kvHeads);
+        for (int64_t h = 0; h < L.kvHeads && hi > lo; ++h)
+          std::memcpy(snap[i].data() + h * (hi - lo) * rowBytes, base + src[i] * slotBytes + h * headBytes + lo * rowBytes,
+                      (hi - lo) * rowBytes);
+      }
+      for (size_t i = 0; i < dst.size(); ++i) {
+        int64_t lo, hi;
+        span(i, lo, hi);
+        for (int64_t h = 0; h < L.kvHeads && hi > lo; ++h)
+          std::memcpy(base + dst[i] * slotBytes + h * headBytes + lo * rowBytes, snap[i].data() + h * (hi - lo) * rowBytes,
+                      (hi - lo) * rowBytes);
       }
     }
   }

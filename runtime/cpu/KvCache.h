@@ -42,9 +42,10 @@ public:
   const float *readCross(size_t l, bool v, int64_t entry, int64_t head, int64_t pos,
                          std::vector<float> &scratch) const;
 
-  /// Slot dst[i] takes slot src[i]'s first lengths[src[i]] positions.
+  /// Slot dst[i] takes slot src[i]'s first lengths[src[i]] positions, of
+  /// which those below from[i] it holds already (Executor::copySlots).
   void copySlots(const std::vector<int32_t> &dst, const std::vector<int32_t> &src,
-                 const std::vector<int64_t> &lengths);
+                 const std::vector<int64_t> &lengths, const std::vector<int64_t> &from);
 
 private:
   uint8_t *at(std::vector<uint8_t> &buf, int64_t element) const {

@@ -121,6 +121,14 @@ public:
     if (beamFn_)
       if (Status s = mem_.pinned(beamStagingBytes_, beamStaging_); !s)
         return s;
+    if (copier_.maxRecords > 0) {
+      copier_.scratch = mem_.at("reorder scratch");
+      copier_.records = mem_.at("reorder records");
+      if (Status s = mem_.pinned(copier_.maxRecords * static_cast<int64_t>(sizeof(GencKvCopy)), copier_.staging); !s)
+        return s;
+      if (!mod_.function("genc_kv_copy", copier_.fn))
+        copier_.fn = nullptr; // a plan from a genc without it: 2D memcpys
+    }
     const char *g = std::getenv("GENC_CUDA_GRAPHS");
     useGraphs_ = !(g && std::string(g) == "0");
     const char *sync = std::getenv("GENC_CUDA_SYNC");
@@ -237,8 +245,10 @@ public:
   }
 
   Status copySlots(const std::vector<int32_t> &dst, const std::vector<int32_t> &src,
-                   const std::vector<int64_t> &lengths) override {
-    return copyCacheSlots(ctx_, mem_.at("reorder scratch"), dst, src, lengths);
+                   const std::vector<int64_t> &lengths, const std::vector<int64_t> &from) override {
+    if (!copier_.scratch)
+      return Status::error("this plan has one beam a sequence: no slot reordering");
+    return copyCacheSlots(ctx_, copier_, dst, src, lengths, from);
   }
 
 private:
@@ -285,8 +295,11 @@ private:
     int64_t layerMax = 0;
     for (size_t l = 0; l < kv.layers.size(); ++l)
       layerMax = std::max(layerMax, kv.layerElements(l) * static_cast<int64_t>(dtypeSize(kv.dtype)));
-    if (p.model.maxBeams > 1)
-      mem_.plan("reorder scratch", layerMax);
+    if (p.model.maxBeams > 1) { // K and V of one layer, every slot; the copy records of every layer
+      mem_.plan("reorder scratch", 2 * layerMax);
+      copier_.maxRecords = 2 * static_cast<int64_t>(kv.layers.size()) * std::max<int64_t>(kv.slots, 1);
+      mem_.plan("reorder records", copier_.maxRecords * static_cast<int64_t>(sizeof(GencKvCopy)));
+    }
     mem_.plan("greedy choices", maxRows * 12);
     greedyParts_ = std::clamp<int64_t>((p.model.vocabSize + kGreedyPartElements - 1) / kGreedyPartElements, 1,
                                        kGreedyMaxParts);
@@ -579,6 +592,7 @@ private:
   int64_t stagingBytes_ = 0, logitsBytes_ = 0, partialRows_ = 0, greedyParts_ = 1;
   int64_t beamIdsCap_ = 0, beamStagingBytes_ = 0, beamK_ = 1; // beam candidates (0 ids: none)
   void *beamStaging_ = nullptr;
+  KvCopier copier_; // beam reordering (plans of more than one beam)
   Staged staged_;
 };
 

@@ -3,10 +3,12 @@
 #include "runtime/OpSignatures.h"
 #include "runtime/cuda/AttentionAbi.h"
 #include "runtime/cuda/GemvAbi.h"
+#include "runtime/cuda/TokenAbi.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <map>
 #include <set>
 
 namespace genrt::cuda {
@@ -499,40 +501,113 @@ Status runSteps(const CompiledProgram &cp, StepContext &ctx, const ProgramRun &r
   return Status::ok();
 }
 
-Status copyCacheSlots(StepContext &ctx, CUdeviceptr scratch, const std::vector<int32_t> &dst,
-                      const std::vector<int32_t> &src, const std::vector<int64_t> &lengths) {
+Status copyCacheSlots(StepContext &ctx, const KvCopier &k, const std::vector<int32_t> &dst,
+                      const std::vector<int32_t> &src, const std::vector<int64_t> &lengths,
+                      const std::vector<int64_t> &from) {
   const KvLayout &kv = ctx.plan->kv;
+  const DriverApi &a = *ctx.dev->api;
   const int64_t es = static_cast<int64_t>(dtypeSize(kv.dtype));
-  std::set<int32_t> sources(src.begin(), src.end());
+  // Per layer: [sources, each with the widest rows any pair takes] then the
+  // pairs; all layers' records staged and copied over at once.
+  struct Layer {
+    size_t at = 0, sources = 0, pairs = 0;
+    bool kernel = false;
+  };
+  std::vector<Layer> layers(kv.layers.size());
+  GencKvCopy *rec = static_cast<GencKvCopy *>(k.staging);
+  size_t n = 0;
   for (size_t l = 0; l < kv.layers.size(); ++l) {
     const KvCacheLayer &L = kv.layers[l];
-    const int64_t pitch = L.capacity * L.headDim * es, slotBytes = L.kvHeads * pitch;
-    for (int half = 0; half < 2; ++half) {
-      CUdeviceptr base = ctx.kv + (kv.layerBase(l) + half * kv.layerElements(l)) * es;
-      // rows of slot s (every head) from `from` to `to`.
-      auto copy = [&](CUdeviceptr to, CUdeviceptr from, int64_t rows) {
-        CUDA_MEMCPY2D c{};
-        c.srcMemoryType = c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-        c.srcDevice = from;
-        c.dstDevice = to;
-        c.srcPitch = c.dstPitch = static_cast<size_t>(pitch);
-        c.WidthInBytes = static_cast<size_t>(rows * L.headDim * es);
-        c.Height = static_cast<size_t>(L.kvHeads);
-        if (c.WidthInBytes == 0)
-          return Status::ok();
-        return ctx.dev->check(ctx.dev->api->cuMemcpy2DAsync(&c, ctx.stream), "reordering the KV cache");
-      };
-      for (int32_t s : sources)
-        if (Status st = copy(scratch + s * slotBytes, base + s * slotBytes, std::min(lengths[s], L.capacity)); !st)
-          return st;
-      for (size_t i = 0; i < dst.size(); ++i)
-        if (Status st = copy(base + dst[i] * slotBytes, scratch + src[i] * slotBytes,
-                             std::min(lengths[src[i]], L.capacity));
-            !st)
-          return st;
+    const int64_t rowBytes = L.headDim * es;
+    Layer &ly = layers[l];
+    ly.kernel = k.fn && rowBytes % 16 == 0 && (ctx.kv + kv.layerBase(l) * es) % 16 == 0 && k.scratch % 16 == 0 &&
+                static_cast<int64_t>(n + 2 * dst.size()) <= k.maxRecords;
+    ly.at = n;
+    std::map<int32_t, GencKvCopy> sources;
+    std::vector<GencKvCopy> pairs;
+    for (size_t i = 0; i < dst.size(); ++i) {
+      const int64_t len = lengths[src[i]];
+      const int64_t lo = len > L.capacity ? 0 : std::min(from[i], len), hi = std::min(len, L.capacity);
+      pairs.push_back(GencKvCopy{dst[i], src[i], lo, hi});
+      auto [it, fresh] = sources.emplace(src[i], GencKvCopy{src[i], src[i], lo, hi});
+      if (!fresh)
+        it->second.from = std::min<long long>(it->second.from, lo);
+    }
+    for (const auto &[s, c] : sources)
+      rec[n++] = c;
+    ly.sources = sources.size();
+    for (const GencKvCopy &c : pairs)
+      rec[n++] = c;
+    ly.pairs = pairs.size();
+    if (!ly.kernel)
+      n = ly.at; // this layer by memcpy: its records are not needed
+  }
+  if (n > 0)
+    if (Status s = ctx.dev->check(a.cuMemcpyHtoDAsync(k.records, rec, n * sizeof(GencKvCopy), ctx.stream),
+                                  "reordering the KV cache");
+        !s)
+      return s;
+  std::vector<GencKvCopy> memcpyRecords;
+  for (size_t l = 0; l < kv.layers.size(); ++l) {
+    const KvCacheLayer &L = kv.layers[l];
+    const int64_t rowBytes = L.headDim * es, headBytes = L.capacity * rowBytes, slotBytes = L.kvHeads * headBytes;
+    const int64_t halfBytes = kv.layerElements(l) * es;
+    const CUdeviceptr base = ctx.kv + kv.layerBase(l) * es;
+    const Layer &ly = layers[l];
+    if (ly.kernel) {
+      for (int phase = 0; phase < 2; ++phase) {
+        GencKvCopyParams p{phase ? k.scratch : base, phase ? base : k.scratch,
+                           k.records + (ly.at + (phase ? ly.sources : 0)) * sizeof(GencKvCopy), halfBytes, slotBytes,
+                           headBytes, rowBytes};
+        void *args[] = {&p};
+        const size_t count = phase ? ly.pairs : ly.sources;
+        if (count == 0)
+          continue;
+        if (Status s = ctx.dev->launch(k.fn, static_cast<unsigned>(count), static_cast<unsigned>(L.kvHeads), 2, 256,
+                                       1, 0, ctx.stream, args, "genc_kv_copy (beam reordering)");
+            !s)
+          return s;
+      }
+      continue;
+    }
+    // Rows [c.from, c.to) of every head, K and V, from `in` to `out`.
+    auto copy = [&](CUdeviceptr in, CUdeviceptr out, const GencKvCopy &c) {
+      for (int half = 0; half < 2; ++half) {
+        CUDA_MEMCPY2D m{};
+        m.srcMemoryType = m.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+        m.srcDevice = in + half * halfBytes + c.src * slotBytes + c.from * rowBytes;
+        m.dstDevice = out + half * halfBytes + c.dst * slotBytes + c.from * rowBytes;
+        m.srcPitch = m.dstPitch = static_cast<size_t>(headBytes);
+        m.WidthInBytes = static_cast<size_t>(std::max<int64_t>(c.to - c.from, 0) * rowBytes);
+        m.Height = static_cast<size_t>(L.kvHeads);
+        if (m.WidthInBytes == 0)
+          continue;
+        if (Status s = ctx.dev->check(a.cuMemcpy2DAsync(&m, ctx.stream), "reordering the KV cache"); !s)
+          return s;
+      }
+      return Status::ok();
+    };
+    std::map<int32_t, GencKvCopy> sources;
+    for (size_t i = 0; i < dst.size(); ++i) {
+      const int64_t len = lengths[src[i]];
+      const int64_t lo = len > L.capacity ? 0 : std::min(from[i], len), hi = std::min(len, L.capacity);
+      auto [it, fresh] = sources.emplace(src[i], GencKvCopy{src[i], src[i], lo, hi});
+      if (!fresh)
+        it->second.from = std::min<long long>(it->second.from, lo);
+    }
+    for (const auto &[s, c] : sources)
+      if (Status st = copy(base, k.scratch, c); !st)
+        return st;
+    for (size_t i = 0; i < dst.size(); ++i) {
+      const int64_t len = lengths[src[i]];
+      const int64_t lo = len > L.capacity ? 0 : std::min(from[i], len), hi = std::min(len, L.capacity);
+      if (Status st = copy(k.scratch, base, GencKvCopy{dst[i], src[i], lo, hi}); !st)
+        return st;
     }
   }
-  return ctx.dev->check(ctx.dev->api->cuStreamSynchronize(ctx.stream), "reordering the KV cache");
+  // No sync: the next run on this stream follows the copies, and its own
+  // sync reports what failed; the staged records are not reused before it.
+  return Status::ok();
 }
 
 } // namespace genrt::cuda

@@ -63,9 +63,20 @@ Status compileProgram(const Program &prog, StepContext &ctx, const KernelModule 
 
 Status runSteps(const CompiledProgram &cp, StepContext &ctx, const ProgramRun &run);
 
-/// Beam reordering on the device: slot dst[k] takes src[k]'s rows, through
-/// `scratch` (one layer's K or V of every slot) so a slot may be both.
-Status copyCacheSlots(StepContext &ctx, CUdeviceptr scratch, const std::vector<int32_t> &dst,
-                      const std::vector<int32_t> &src, const std::vector<int64_t> &lengths);
+/// Beam reordering on the device (Executor::copySlots): per layer, the
+/// sources' rows into `scratch` (one layer's K and V of every slot), then
+/// into their destinations, so a slot may be both; by genc_kv_copy (two
+/// launches a layer, the copy records through pinned `staging` into
+/// `records`) where the plan has it and the rows are whole 16-byte words,
+/// else by 2D memcpys.
+struct KvCopier {
+  CUfunction fn = nullptr;
+  CUdeviceptr scratch = 0, records = 0;
+  void *staging = nullptr;
+  int64_t maxRecords = 0;
+};
+Status copyCacheSlots(StepContext &ctx, const KvCopier &k, const std::vector<int32_t> &dst,
+                      const std::vector<int32_t> &src, const std::vector<int64_t> &lengths,
+                      const std::vector<int64_t> &from);
 
 } // namespace genrt::cuda

@@ -21,6 +21,9 @@
 //       that fall in it, and writes its own best K, in order, to `parts`
 //       [rows, P, K]; the last block of a row (a ticket, as genc_greedy's)
 //       merges the P ordered lists into `outTokens` / `outScores` [rows, K].
+//
+//   genc_kv_copy  grid (n, KVH, 2), block 256: copy i's rows of head y of K
+//       (z 0) or V (z 1), in 16-byte words (rows a multiple of 16 bytes).
 #pragma once
 
 #define GENC_TOKEN_STR(...) #__VA_ARGS__
@@ -38,6 +41,13 @@
     long long rows, vocab;                                                                         \
   };                                                                                               \
   /* One row's rule: ids [penBegin, penEnd) and [banBegin, banEnd) of `list`. */                   \
+  /* Beam reordering: rows [from, to) of every head of slot src to slot dst. */                  \
+  struct GencKvCopy { long long dst, src, from, to; };                                             \
+  struct GencKvCopyParams {                                                                        \
+    unsigned long long in, out;   /* a layer's K (its V halfBytes on), or the scratch's */         \
+    unsigned long long copies;    /* GencKvCopy [n] */                                             \
+    long long halfBytes, slotBytes, headBytes, rowBytes;                                           \
+  };                                                                                               \
   struct GencBeamRow { float score, penalty; int penBegin, penEnd, banBegin, banEnd; };            \
   struct GencBeamCand { float score; int token; };                                                 \
   struct GencBeamParams {                                                                          \

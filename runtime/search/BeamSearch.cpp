@@ -280,18 +280,21 @@ Status runBeamSearch(SlotBatch &batch, const GenerationConfig &cfg, const StopRu
       break;
 
     // Move the caches behind the new running beams, then feed their tokens.
+    // After the first reorder every beam of an item holds its prompt: only
+    // the generated rows move (FastSeq's point: the prompt is the bulk).
     std::vector<int32_t> dst, src, slots;
-    std::vector<int64_t> tokens;
+    std::vector<int64_t> tokens, shared;
     for (int64_t i = 0; i < B; ++i) {
       const ItemState &st = items[size_t(i)];
       for (int64_t j = 0; j < N; ++j) {
         dst.push_back(batch.slot(i, j));
         src.push_back(batch.slot(i, t == 0 ? 0 : st.cameFrom[j]));
+        shared.push_back(t == 0 ? 0 : int64_t(batch.item(i).decoderPrompt.size()));
         slots.push_back(batch.slot(i, j));
         tokens.push_back(st.running[j].back());
       }
     }
-    if (Status s = batch.reorder(dst, src); !s)
+    if (Status s = batch.reorder(dst, src, shared); !s)
       return s;
     if (listed) {
       makeRules(t + 1);

@@ -102,16 +102,19 @@ Status SlotBatch::timedStep(const std::vector<int32_t> &slots, const std::vector
   return s;
 }
 
-Status SlotBatch::reorder(const std::vector<int32_t> &dst, const std::vector<int32_t> &src) {
+Status SlotBatch::reorder(const std::vector<int32_t> &dst, const std::vector<int32_t> &src,
+                          const std::vector<int64_t> &shared) {
   std::vector<int32_t> d, s;
+  std::vector<int64_t> h;
   for (size_t k = 0; k < dst.size(); ++k)
     if (dst[k] != src[k]) {
       d.push_back(dst[k]);
       s.push_back(src[k]);
+      h.push_back(shared.empty() ? 0 : shared[k]);
     }
   if (d.empty())
     return Status::ok();
-  return dec_.reorderSlots(d, s);
+  return dec_.reorderSlots(d, s, h);
 }
 
 void SlotBatch::tokensChosen() {

@@ -60,8 +60,10 @@ public:
   Status stepBeams(const std::vector<int32_t> &slots, const std::vector<int64_t> &tokens,
                    const std::vector<BeamRow> &rows, int64_t k, std::vector<int32_t> &candTokens,
                    std::vector<float> &candScores);
-  /// Decoder::reorderSlots, skipping entries that would not move anything.
-  Status reorder(const std::vector<int32_t> &dst, const std::vector<int32_t> &src);
+  /// Decoder::reorderSlots, skipping entries that would not move anything;
+  /// shared[k]: the positions dst[k] already holds of src[k] (empty: none).
+  Status reorder(const std::vector<int32_t> &dst, const std::vector<int32_t> &src,
+                 const std::vector<int64_t> &shared = {});
 
   /// Call when a step has chosen tokens: records time to first token once.
   void tokensChosen();

@@ -29,7 +29,7 @@ public:
     encodes.push_back(r);
     return Status::ok();
   }
-  Status copySlots(const std::vector<int32_t> &dst, const std::vector<int32_t> &src,
+  Status copySlots(const std::vector<int32_t> &dst, const std::vector<int32_t> &src, const std::vector<int64_t> &,
                    const std::vector<int64_t> &) override {
     copies.push_back(dst);
     copies.push_back(src);
