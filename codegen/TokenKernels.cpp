@@ -164,6 +164,15 @@ extern "C" __global__ void __launch_bounds__(256) genc_beam_topk(const GencBeamP
       }
     }
   __syncthreads();
+  if (rule.force) { // a forced BOS / EOS step: every id -inf but the forced, 0
+    for (int j = tid; j < n; j += 256) val[j] = NEG;
+    __syncthreads();
+    for (int e = rule.forcedBegin + tid; e < rule.forcedEnd; e += 256) {
+      const long long t = list[e];
+      if (t >= v0 && t < v1) val[t - v0] = 0.f;
+    }
+    __syncthreads();
+  }
   for (int e = rule.banBegin + tid; e < rule.banEnd; e += 256) {
     const long long t = list[e];
     if (t >= v0 && t < v1) val[t - v0] = NEG;

@@ -39,6 +39,11 @@ void beamCandidates(float *row, int64_t vocab, const BeamRow &r, int64_t k, int3
       const float s = row[t];
       row[t] = s < 0 ? s * r.penalty : s / r.penalty;
     }
+  if (r.force) {
+    std::fill(row, row + vocab, kNegInf);
+    for (int32_t t : r.forced)
+      row[t] = 0.f;
+  }
   for (int32_t t : r.banned)
     row[t] = kNegInf;
   for (int64_t v = 0; v < vocab; ++v)

@@ -11,12 +11,14 @@ namespace genrt {
 /// What a row's candidates are ranked by: HF's log_softmax(logits), then the
 /// logits processors that only touch listed tokens — the repetition penalty
 /// (s < 0 ? s * penalty : s / penalty) on `penalized` (distinct ids, in the
-/// vocabulary), then -inf on `banned` — then + `score`, the running beam's
-/// score (all float32, as in torch).
+/// vocabulary); with `force` (a forced BOS / EOS step) every id -inf but
+/// the `forced` ones, 0; then -inf on `banned` — then + `score`, the running
+/// beam's score (all float32, as in torch).
 struct BeamRow {
   float score = 0.f;
   float penalty = 1.f;
-  std::vector<int32_t> penalized, banned;
+  bool force = false;
+  std::vector<int32_t> penalized, forced, banned;
 };
 
 /// The best k of acc[0 .. vocab) by (value desc, index asc): torch.topk's

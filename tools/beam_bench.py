@@ -37,7 +37,8 @@ WORKLOADS = {
     "gpt2": dict(export=bench.MODELS["gpt2"], seq2seq=False, batch=32, source=128),
     "t5": dict(export=["--arch", "t5", "--set", "d_model=768", "--set", "d_ff=3072", "--set", "num_layers=12",
                        "--set", "num_decoder_layers=12", "--set", "num_heads=12", "--set", "d_kv=64",
-                       "--set", "vocab_size=32128"], seq2seq=True, batch=16, source=512),
+                       "--set", "vocab_size=32128", "--set", "decoder_start_token_id=0"], seq2seq=True,
+               batch=16, source=512),
     "bart": dict(export=["--arch", "bart", "--set", "d_model=1024", "--set", "encoder_layers=12",
                          "--set", "decoder_layers=12", "--set", "encoder_attention_heads=16",
                          "--set", "decoder_attention_heads=16", "--set", "encoder_ffn_dim=4096",
@@ -88,7 +89,9 @@ def check(root, bindir, env, work):
     for opts in (["--num-beams", "4"],
                  ["--num-beams", "4", "--no-repeat-ngram-size", "3", "--repetition-penalty", "1.3"],
                  ["--num-beams", "3", "--no-repeat-ngram-size", "2", "--min-new-tokens", "6",
-                  "--num-return-sequences", "2", "--early-stopping", "true"]):
+                  "--num-return-sequences", "2", "--early-stopping", "true"],
+                 ["--num-beams", "4", "--forced-eos-token-id", "[7, 50256]", "--suppress-tokens", "[11, 13]",
+                  "--repetition-penalty", "0.8"]):
         outs = {}
         for dev in os.environ.get("BEAM_CHECK_DEVICES", "cpu,cuda").split(","):  # cpu,cpu: a dry run here
             r = run([os.path.join(bindir, "genrun"), plan, "--device", dev, "--input", prompts, "--max-new-tokens",

@@ -187,7 +187,7 @@ public:
       return Status::error("runBeams: a rule per row and a k the kernel takes");
     int64_t ids = 0;
     for (const BeamRow &r : rows)
-      ids += static_cast<int64_t>(r.penalized.size() + r.banned.size());
+      ids += static_cast<int64_t>(r.penalized.size() + r.forced.size() + r.banned.size());
     if (ids > beamIdsCap_) { // more listed ids than the buffer holds: rank on the host
       if (Status s = execute(run, Choice::Logits); !s)
         return s;
@@ -202,13 +202,21 @@ public:
     int32_t at = 0;
     for (int64_t r = 0; r < R; ++r) {
       const BeamRow &b = rows[r];
-      rule[r] = GencBeamRow{b.score, b.penalty, at, at + static_cast<int32_t>(b.penalized.size()), 0, 0};
+      GencBeamRow &g = rule[r];
+      g = GencBeamRow{};
+      g.score = b.score;
+      g.penalty = b.penalty;
+      g.force = b.force;
+      g.penBegin = at;
       std::copy(b.penalized.begin(), b.penalized.end(), list + at);
       at += static_cast<int32_t>(b.penalized.size());
-      rule[r].banBegin = at;
+      g.penEnd = g.forcedBegin = at;
+      std::copy(b.forced.begin(), b.forced.end(), list + at);
+      at += static_cast<int32_t>(b.forced.size());
+      g.forcedEnd = g.banBegin = at;
       std::copy(b.banned.begin(), b.banned.end(), list + at);
       at += static_cast<int32_t>(b.banned.size());
-      rule[r].banEnd = at;
+      g.banEnd = at;
     }
     const DriverApi &a = *dev_.api;
     if (Status s = dev_.check(a.cuMemcpyHtoDAsync(mem_.at("beam rules"), rule, R * sizeof(GencBeamRow), stream_),

@@ -15,7 +15,8 @@
 //       logits (its token and log-softmax give the row's max and
 //       log-sum-exp): row r's best K beam candidates by the rule of
 //       runtime/BeamChoice.h — the log-softmax, the repetition penalty on the
-//       row's `penalized` ids, -inf on its `banned` ids, + its running score —
+//       row's `penalized` ids, a forced step's wipe, -inf on its `banned`
+//       ids, + its running score —
 //       ranked (value desc, index asc). Block (r, k) stages the k-th part of
 //       the row (at most kBeamPartElements) in shared memory, edits the ids
 //       that fall in it, and writes its own best K, in order, to `parts`
@@ -40,7 +41,7 @@
     unsigned long long tickets;  /* u32 [rows], zero */                                            \
     long long rows, vocab;                                                                         \
   };                                                                                               \
-  /* One row's rule: ids [penBegin, penEnd) and [banBegin, banEnd) of `list`. */                   \
+  /* One row's rule (runtime/BeamChoice.h's BeamRow): its ids, ranges of `list`. */              \
   /* Beam reordering: rows [from, to) of every head of slot src to slot dst. */                  \
   struct GencKvCopy { long long dst, src, from, to; };                                             \
   struct GencKvCopyParams {                                                                        \
@@ -48,7 +49,10 @@
     unsigned long long copies;    /* GencKvCopy [n] */                                             \
     long long halfBytes, slotBytes, headBytes, rowBytes;                                           \
   };                                                                                               \
-  struct GencBeamRow { float score, penalty; int penBegin, penEnd, banBegin, banEnd; };            \
+  struct GencBeamRow {                                                                             \
+    float score, penalty;                                                                          \
+    int penBegin, penEnd, forcedBegin, forcedEnd, banBegin, banEnd, force, pad;                    \
+  };                                                                                               \
   struct GencBeamCand { float score; int token; };                                                 \
   struct GencBeamParams {                                                                          \
     unsigned long long logits;    /* f32 [rows, vocab] */                                          \

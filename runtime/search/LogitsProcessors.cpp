@@ -239,8 +239,7 @@ void applyLogitsProcessors(float *row, int64_t vocab, const std::vector<int64_t>
 
 bool listedTokensOnly(const GenerationConfig &cfg) {
   return cfg.sequenceBias.empty() && cfg.encoderRepetitionPenalty == 1.0 && cfg.encoderNoRepeatNgramSize <= 0 &&
-         cfg.badWordsIds.empty() && cfg.forcedBosTokenId < 0 && cfg.forcedEosTokenIds.empty() &&
-         cfg.expDecayStart < 0 && !cfg.renormalizeLogits;
+         cfg.badWordsIds.empty() && cfg.expDecayStart < 0 && !cfg.renormalizeLogits;
 }
 
 void listedTokenRule(const std::vector<int64_t> &history, int64_t generated, const GenerationConfig &cfg,
@@ -264,6 +263,26 @@ void listedTokenRule(const std::vector<int64_t> &history, int64_t generated, con
              minNew = cfg.minNewTokens > 0 && generated < cfg.minNewTokens;
   if (minLength || minNew)
     ids.insert(ids.end(), eos.begin(), eos.end());
+  // A forced BOS / EOS step sets every score: what came before it is gone,
+  // the suppressions after it still apply. The EOS one comes last in HF.
+  row.force = false;
+  row.forced.clear();
+  std::vector<int64_t> forced;
+  if (cfg.forcedBosTokenId >= 0 && curLen == 1) {
+    row.force = true;
+    forced = {cfg.forcedBosTokenId};
+  }
+  if (!cfg.forcedEosTokenIds.empty() && curLen == promptLen + cfg.maxNewTokens - 1) {
+    row.force = true;
+    forced = cfg.forcedEosTokenIds;
+  }
+  if (row.force) {
+    row.penalized.clear();
+    ids.clear();
+    for (int64_t t : forced)
+      if (t >= 0 && t < vocab)
+        row.forced.push_back(int32_t(t));
+  }
   ids.insert(ids.end(), cfg.suppressTokens.begin(), cfg.suppressTokens.end());
   if (curLen == promptLen + (promptLen == 1 && cfg.forcedBosTokenId >= 0 ? 1 : 0))
     ids.insert(ids.end(), cfg.beginSuppressTokens.begin(), cfg.beginSuppressTokens.end());

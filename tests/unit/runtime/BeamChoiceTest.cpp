@@ -91,8 +91,8 @@ TEST(BeamChoice, AllMinusInfinityStaysMinusInfinity) {
 TEST(BeamChoice, ListedTokenRuleEqualsTheProcessors) {
   std::mt19937 rng(11);
   const std::vector<int64_t> eos = {2, 9};
-  int listed = 0;
-  for (int trial = 0; trial < 400; ++trial) {
+  int listed = 0, forcedRows = 0;
+  for (int trial = 0; trial < 1000; ++trial) {
     const int64_t V = 12 + rng() % 40;
     GenerationConfig cfg;
     const double pens[] = {1.0, 1.3, 0.7};
@@ -104,16 +104,21 @@ TEST(BeamChoice, ListedTokenRuleEqualsTheProcessors) {
       cfg.suppressTokens = {int64_t(rng() % V), int64_t(rng() % V)};
     if (rng() % 3 == 0)
       cfg.beginSuppressTokens = {int64_t(rng() % V)};
+    if (rng() % 4 == 0)
+      cfg.forcedBosTokenId = rng() % 2 ? 1 : V + 3; // out of the vocabulary: every score -inf
+    if (rng() % 4 == 0)
+      cfg.forcedEosTokenIds = {2, int64_t(rng() % V)};
+    cfg.maxNewTokens = 1 + rng() % 6;
     if (rng() % 5 == 0)
-      cfg.forcedBosTokenId = 1; // not a listed-token processor
-    if (rng() % 5 == 0)
-      cfg.renormalizeLogits = true; // nor this
+      cfg.renormalizeLogits = true; // not a listed-token processor
+    if (rng() % 7 == 0)
+      cfg.expDecayStart = 1; // nor this
     const bool only = listedTokensOnly(cfg);
-    EXPECT_EQ(only, cfg.forcedBosTokenId < 0 && !cfg.renormalizeLogits);
+    EXPECT_EQ(only, cfg.expDecayStart < 0 && !cfg.renormalizeLogits);
     if (!only)
       continue;
     ++listed;
-    const int64_t prompt = 1 + rng() % 6, generated = rng() % 6;
+    const int64_t prompt = rng() % 3 ? 1 : 1 + rng() % 6, generated = rng() % 6; // 1-token prompts: forced BOS
     std::vector<int64_t> history;
     for (int64_t i = 0; i < prompt + generated; ++i)
       history.push_back(rng() % 4 == 0 ? int64_t(rng() % 3) : int64_t(rng() % V)); // repeats: n-grams recur
@@ -131,11 +136,13 @@ TEST(BeamChoice, ListedTokenRuleEqualsTheProcessors) {
     topCandidates(host.data(), V, V, want.data(), wantSc.data());
     BeamRow r;
     listedTokenRule(history, generated, cfg, eos, V, r);
+    forcedRows += r.force;
     r.score = score;
     beamCandidates(row.data(), V, r, V, got.data(), gotSc.data());
     ASSERT_EQ(got, want) << "trial " << trial;
     for (int64_t n = 0; n < V; ++n)
       ASSERT_EQ(std::memcmp(&gotSc[n], &wantSc[n], 4), 0) << "trial " << trial << " rank " << n;
   }
-  EXPECT_GT(listed, 200);
+  EXPECT_GT(listed, 500);
+  EXPECT_GT(forcedRows, 20); // forced BOS / EOS steps were among them
 }
