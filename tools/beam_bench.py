@@ -37,7 +37,7 @@ WORKLOADS = {
     "gpt2": dict(export=bench.MODELS["gpt2"], seq2seq=False, batch=32, source=128),
     "t5": dict(export=["--arch", "t5", "--set", "d_model=768", "--set", "d_ff=3072", "--set", "num_layers=12",
                        "--set", "num_decoder_layers=12", "--set", "num_heads=12", "--set", "d_kv=64",
-                       "--set", "vocab_size=32128", "--set", "decoder_start_token_id=0"], seq2seq=True,
+                       "--set", "vocab_size=32128", "--set", "decoder_start_token_id=0", "--allow-new-keys"], seq2seq=True,
                batch=16, source=512),
     "bart": dict(export=["--arch", "bart", "--set", "d_model=1024", "--set", "encoder_layers=12",
                          "--set", "decoder_layers=12", "--set", "encoder_attention_heads=16",
