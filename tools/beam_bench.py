@@ -168,11 +168,18 @@ def main():
                          str(NEW), "--stats", "--output", os.devnull], dict(env, **extra), f"genrun {name}")
                 if r is None:
                     return None
-                m = re.search(r"decode ([0-9.]+) ms/token, total ([0-9.]+) s", r.stderr)
-                res = (float(m.group(1)), float(m.group(2)))
+                m = re.search(r"time to first token ([0-9.]+) ms, decode ([0-9.]+) ms/token, total ([0-9.]+) s",
+                              r.stderr)
+                res = (float(m.group(2)), float(m.group(3)), float(m.group(1)))
             return res
         ours = genrun({})
         host = genrun({"GENC_CUDA_BEAMS": "0"})
+        # The driver loads each kernel at its first launch by default: what
+        # that costs a process's first batch.
+        eager = genrun({"CUDA_MODULE_LOADING": "EAGER"})
+        if eager:
+            bench.log(f"{name}: time to first token {ours[2]:.1f} ms, total {ours[1]:.3f} s; with eager module "
+                      f"loading {eager[2]:.1f} ms, {eager[1]:.3f} s")
         if ours is None:
             continue
         cls = transformers.AutoModelForSeq2SeqLM if w["seq2seq"] else transformers.AutoModelForCausalLM
