@@ -34,15 +34,23 @@ void beamCandidates(float *row, int64_t vocab, const BeamRow &r, int64_t k, int3
     for (int64_t v = 0; v < vocab; ++v)
       row[v] = (row[v] - mx) - lse;
   }
-  if (r.penalty != 1.f)
-    for (int32_t t : r.penalized) {
-      const float s = row[t];
-      row[t] = s < 0 ? s * r.penalty : s / r.penalty;
-    }
+  auto penalise = [&](const std::vector<int32_t> &ids, float p) {
+    if (p != 1.f)
+      for (int32_t t : ids) {
+        const float s = row[t];
+        row[t] = s < 0 ? s * p : s / p;
+      }
+  };
+  penalise(r.encoderPenalized, r.encoderPenalty);
+  penalise(r.penalized, r.penalty);
   if (r.force) {
     std::fill(row, row + vocab, kNegInf);
     for (int32_t t : r.forced)
       row[t] = 0.f;
+  }
+  for (int32_t t : r.decayed) {
+    const float s = row[t];
+    row[t] = s + (std::isfinite(s) ? std::fabs(s) * r.decayScale : 0.f);
   }
   for (int32_t t : r.banned)
     row[t] = kNegInf;

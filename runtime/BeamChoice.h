@@ -9,16 +9,19 @@
 namespace genrt {
 
 /// What a row's candidates are ranked by: HF's log_softmax(logits), then the
-/// logits processors that only touch listed tokens — the repetition penalty
-/// (s < 0 ? s * penalty : s / penalty) on `penalized` (distinct ids, in the
-/// vocabulary); with `force` (a forced BOS / EOS step) every id -inf but
-/// the `forced` ones, 0; then -inf on `banned` — then + `score`, the running
-/// beam's score (all float32, as in torch).
+/// logits processors that only touch listed tokens, in HF's order — the
+/// encoder repetition penalty and then the repetition penalty (s < 0 ?
+/// s * p : s / p) on `encoderPenalized` / `penalized` (distinct ids, in the
+/// vocabulary); with `force` (a forced BOS / EOS step) every id -inf but the
+/// `forced` ones, 0; the exponential decay length penalty on `decayed`
+/// (finite s: s + |s| * decayScale); then -inf on `banned` (bans commute
+/// with the decay: it keeps -inf and finite apart) — then + `score`, the
+/// running beam's score (all float32, as in torch).
 struct BeamRow {
   float score = 0.f;
-  float penalty = 1.f;
+  float encoderPenalty = 1.f, penalty = 1.f, decayScale = 0.f;
   bool force = false;
-  std::vector<int32_t> penalized, forced, banned;
+  std::vector<int32_t> encoderPenalized, penalized, forced, decayed, banned;
 };
 
 /// The best k of acc[0 .. vocab) by (value desc, index asc): torch.topk's

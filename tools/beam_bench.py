@@ -16,7 +16,8 @@ ranked on the host from copied logits.
 
 --check: a 2-layer GPT-2 at full width and vocabulary (50,257 logits a row:
 the kernel's several-part path) as an f32 plan, beam searches with and
-without a repetition penalty, n-gram ban and min-new-tokens bans, on the GPU
+without every processor the device rule takes (penalties, n-gram bans,
+min-new-tokens, forced EOS, suppressions, the exponential decay), on the GPU
 and on the CPU: the same tokens, scores within 1e-4.
 """
 import argparse
@@ -91,7 +92,9 @@ def check(root, bindir, env, work):
                  ["--num-beams", "3", "--no-repeat-ngram-size", "2", "--min-new-tokens", "6",
                   "--num-return-sequences", "2", "--early-stopping", "true"],
                  ["--num-beams", "4", "--forced-eos-token-id", "[7, 50256]", "--suppress-tokens", "[11, 13]",
-                  "--repetition-penalty", "0.8"]):
+                  "--repetition-penalty", "0.8"],
+                 ["--num-beams", "4", "--encoder-repetition-penalty", "1.4", "--encoder-no-repeat-ngram-size", "2",
+                  "--exponential-decay-length-penalty", "[2, 1.3]", "--eos-token-id", "7", "--eos-token-id", "50256"]):
         outs = {}
         for dev in os.environ.get("BEAM_CHECK_DEVICES", "cpu,cuda").split(","):  # cpu,cpu: a dry run here
             r = run([os.path.join(bindir, "genrun"), plan, "--device", dev, "--input", prompts, "--max-new-tokens",

@@ -187,7 +187,8 @@ public:
       return Status::error("runBeams: a rule per row and a k the kernel takes");
     int64_t ids = 0;
     for (const BeamRow &r : rows)
-      ids += static_cast<int64_t>(r.penalized.size() + r.forced.size() + r.banned.size());
+      ids += static_cast<int64_t>(r.encoderPenalized.size() + r.penalized.size() + r.forced.size() +
+                                  r.decayed.size() + r.banned.size());
     if (ids > beamIdsCap_) { // more listed ids than the buffer holds: rank on the host
       if (Status s = execute(run, Choice::Logits); !s)
         return s;
@@ -200,23 +201,27 @@ public:
     GencBeamRow *rule = static_cast<GencBeamRow *>(beamStaging_);
     int32_t *list = reinterpret_cast<int32_t *>(rule + R);
     int32_t at = 0;
+    // Appends ids to the list; [begin, end) of them.
+    auto put = [&](const std::vector<int32_t> &v, int &begin, int &end) {
+      begin = at;
+      std::copy(v.begin(), v.end(), list + at);
+      at += static_cast<int32_t>(v.size());
+      end = at;
+    };
     for (int64_t r = 0; r < R; ++r) {
       const BeamRow &b = rows[r];
       GencBeamRow &g = rule[r];
       g = GencBeamRow{};
       g.score = b.score;
+      g.encPenalty = b.encoderPenalty;
       g.penalty = b.penalty;
+      g.decayScale = b.decayScale;
       g.force = b.force;
-      g.penBegin = at;
-      std::copy(b.penalized.begin(), b.penalized.end(), list + at);
-      at += static_cast<int32_t>(b.penalized.size());
-      g.penEnd = g.forcedBegin = at;
-      std::copy(b.forced.begin(), b.forced.end(), list + at);
-      at += static_cast<int32_t>(b.forced.size());
-      g.forcedEnd = g.banBegin = at;
-      std::copy(b.banned.begin(), b.banned.end(), list + at);
-      at += static_cast<int32_t>(b.banned.size());
-      g.banEnd = at;
+      put(b.encoderPenalized, g.encBegin, g.encEnd);
+      put(b.penalized, g.penBegin, g.penEnd);
+      put(b.forced, g.forcedBegin, g.forcedEnd);
+      put(b.decayed, g.decayBegin, g.decayEnd);
+      put(b.banned, g.banBegin, g.banEnd);
     }
     const DriverApi &a = *dev_.api;
     if (Status s = dev_.check(a.cuMemcpyHtoDAsync(mem_.at("beam rules"), rule, R * sizeof(GencBeamRow), stream_),
@@ -314,7 +319,7 @@ private:
     mem_.plan("greedy parts", maxRows * greedyParts_ * static_cast<int64_t>(sizeof(GencGreedyPart)));
     mem_.plan("greedy tickets", maxRows * 4);
     if (p.model.maxBeams > 1) { // beam candidates on the device (genc_beam_topk)
-      beamIdsCap_ = maxRows * 2 * std::max<int64_t>(p.model.maxLength, 1) + 4096;
+      beamIdsCap_ = maxRows * 4 * std::max<int64_t>(p.model.maxLength, 1) + 4096;
       mem_.plan("beam rules", maxRows * static_cast<int64_t>(sizeof(GencBeamRow)));
       mem_.plan("beam ids", beamIdsCap_ * 4);
       mem_.plan("beam parts", maxRows * greedyParts_ * kBeamMaxK * static_cast<int64_t>(sizeof(GencBeamCand)));

@@ -154,7 +154,7 @@ Status runBeamSearch(SlotBatch &batch, const GenerationConfig &cfg, const StopRu
       for (int64_t j = 0; j < N; ++j) {
         BeamRow &r = rules[size_t(i * N + j)];
         historyOf(i, j);
-        listedTokenRule(history, t, cfg, eos, V, r);
+        listedTokenRule(history, encoderIds(batch.item(i)), t, cfg, eos, V, r);
         r.score = items[size_t(i)].runningScore[size_t(j)];
       }
   };

@@ -238,33 +238,45 @@ void applyLogitsProcessors(float *row, int64_t vocab, const std::vector<int64_t>
 }
 
 bool listedTokensOnly(const GenerationConfig &cfg) {
-  return cfg.sequenceBias.empty() && cfg.encoderRepetitionPenalty == 1.0 && cfg.encoderNoRepeatNgramSize <= 0 &&
-         cfg.badWordsIds.empty() && cfg.expDecayStart < 0 && !cfg.renormalizeLogits;
+  return cfg.sequenceBias.empty() && cfg.badWordsIds.empty() && !cfg.renormalizeLogits;
 }
 
-void listedTokenRule(const std::vector<int64_t> &history, int64_t generated, const GenerationConfig &cfg,
-                     const std::vector<int64_t> &eos, int64_t vocab, BeamRow &row) {
-  std::vector<int64_t> ids;
+// Distinct ids of `ids` in the vocabulary, as int32.
+static std::vector<int32_t> distinctInVocab(std::vector<int64_t> ids, int64_t vocab) {
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  std::vector<int32_t> out;
+  for (int64_t t : ids)
+    if (t >= 0 && t < vocab)
+      out.push_back(int32_t(t));
+  return out;
+}
+
+void listedTokenRule(const std::vector<int64_t> &history, const std::vector<int64_t> &encoderIds, int64_t generated,
+                     const GenerationConfig &cfg, const std::vector<int64_t> &eos, int64_t vocab, BeamRow &row) {
+  // As applyLogitsProcessors, in its order; HF's encoder penalty is the
+  // repetition penalty by 1 / penalty, rounded to float.
+  row.encoderPenalty = float(1.0 / cfg.encoderRepetitionPenalty);
+  row.encoderPenalized.clear();
+  if (cfg.encoderRepetitionPenalty != 1.0)
+    row.encoderPenalized = distinctInVocab(encoderIds, vocab);
   row.penalty = float(cfg.repetitionPenalty);
   row.penalized.clear();
-  if (cfg.repetitionPenalty != 1.0) {
-    ids = history;
-    std::sort(ids.begin(), ids.end());
-    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-    for (int64_t t : ids)
-      if (t >= 0 && t < vocab)
-        row.penalized.push_back(int32_t(t));
-  }
-  ids.clear();
+  if (cfg.repetitionPenalty != 1.0)
+    row.penalized = distinctInVocab(history, vocab);
+  std::vector<int64_t> ids;
   if (cfg.noRepeatNgramSize > 0)
     ngramCompletions(history, history, cfg.noRepeatNgramSize, vocab, ids);
+  if (cfg.encoderNoRepeatNgramSize > 0)
+    ngramCompletions(history, encoderIds, cfg.encoderNoRepeatNgramSize, vocab, ids);
   const int64_t curLen = static_cast<int64_t>(history.size()), promptLen = curLen - generated;
   const bool minLength = cfg.minLength > 0 && curLen < cfg.minLength,
              minNew = cfg.minNewTokens > 0 && generated < cfg.minNewTokens;
   if (minLength || minNew)
     ids.insert(ids.end(), eos.begin(), eos.end());
   // A forced BOS / EOS step sets every score: what came before it is gone,
-  // the suppressions after it still apply. The EOS one comes last in HF.
+  // what comes after it (the decay, the suppressions) still applies. The
+  // EOS one comes last in HF.
   row.force = false;
   row.forced.clear();
   std::vector<int64_t> forced;
@@ -277,11 +289,19 @@ void listedTokenRule(const std::vector<int64_t> &history, int64_t generated, con
     forced = cfg.forcedEosTokenIds;
   }
   if (row.force) {
+    row.encoderPenalized.clear();
     row.penalized.clear();
     ids.clear();
     for (int64_t t : forced)
       if (t >= 0 && t < vocab)
         row.forced.push_back(int32_t(t));
+  }
+  // applyExponentialDecayLengthPenalty: each distinct eos once.
+  row.decayed.clear();
+  const int64_t regulationStart = cfg.expDecayStart + promptLen;
+  if (cfg.expDecayStart >= 0 && !eos.empty() && curLen > regulationStart) {
+    row.decayScale = static_cast<float>(std::pow(cfg.expDecayFactor, double(curLen - regulationStart)) - 1.0);
+    row.decayed = distinctInVocab(eos, vocab);
   }
   ids.insert(ids.end(), cfg.suppressTokens.begin(), cfg.suppressTokens.end());
   if (curLen == promptLen + (promptLen == 1 && cfg.forcedBosTokenId >= 0 ? 1 : 0))

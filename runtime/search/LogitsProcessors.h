@@ -99,8 +99,8 @@ void applyLogitsProcessors(float *row, int64_t vocab, const std::vector<int64_t>
 bool listedTokensOnly(const GenerationConfig &cfg);
 /// For such a cfg: the BeamRow edits applyLogitsProcessors would make to a
 /// row with this history (its penalty and bans; the score is the caller's).
-void listedTokenRule(const std::vector<int64_t> &history, int64_t generated, const GenerationConfig &cfg,
-                     const std::vector<int64_t> &eos, int64_t vocab, BeamRow &row);
+void listedTokenRule(const std::vector<int64_t> &history, const std::vector<int64_t> &encoderIds, int64_t generated,
+                     const GenerationConfig &cfg, const std::vector<int64_t> &eos, int64_t vocab, BeamRow &row);
 
 void applyTemperature(float *row, int64_t vocab, float temperature);
 /// TopKLogitsWarper: removes scores below the k-th largest (ties survive).

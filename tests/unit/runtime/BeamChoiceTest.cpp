@@ -109,12 +109,17 @@ TEST(BeamChoice, ListedTokenRuleEqualsTheProcessors) {
     if (rng() % 4 == 0)
       cfg.forcedEosTokenIds = {2, int64_t(rng() % V)};
     cfg.maxNewTokens = 1 + rng() % 6;
-    if (rng() % 5 == 0)
-      cfg.renormalizeLogits = true; // not a listed-token processor
+    if (rng() % 3 == 0) {
+      cfg.expDecayStart = rng() % 3;
+      cfg.expDecayFactor = rng() % 2 ? 1.5 : 0.8;
+    }
+    const double encPens[] = {1.0, 1.5, 0.6};
+    cfg.encoderRepetitionPenalty = encPens[rng() % 3];
+    cfg.encoderNoRepeatNgramSize = rng() % 3;
     if (rng() % 7 == 0)
-      cfg.expDecayStart = 1; // nor this
+      cfg.renormalizeLogits = true; // not a listed-token processor
     const bool only = listedTokensOnly(cfg);
-    EXPECT_EQ(only, cfg.expDecayStart < 0 && !cfg.renormalizeLogits);
+    EXPECT_EQ(only, !cfg.renormalizeLogits);
     if (!only)
       continue;
     ++listed;
@@ -122,20 +127,23 @@ TEST(BeamChoice, ListedTokenRuleEqualsTheProcessors) {
     std::vector<int64_t> history;
     for (int64_t i = 0; i < prompt + generated; ++i)
       history.push_back(rng() % 4 == 0 ? int64_t(rng() % 3) : int64_t(rng() % V)); // repeats: n-grams recur
+    std::vector<int64_t> encoderIds;
+    for (int64_t i = 0, n = 2 + rng() % 8; i < n; ++i)
+      encoderIds.push_back(rng() % 3 == 0 ? history[rng() % history.size()] : int64_t(rng() % (V + 2)));
     std::vector<float> row(V);
     for (float &x : row)
       x = float(int(rng() % 9) - 4) * 0.75f;
     const float score = -float(rng() % 5);
     std::vector<float> host = row;
     logSoftmax(host.data(), V);
-    applyLogitsProcessors(host.data(), V, history, history, generated, cfg, eos);
+    applyLogitsProcessors(host.data(), V, history, encoderIds, generated, cfg, eos);
     for (float &h : host)
       h = h + score;
     std::vector<int32_t> want(V), got(V);
     std::vector<float> wantSc(V), gotSc(V);
     topCandidates(host.data(), V, V, want.data(), wantSc.data());
     BeamRow r;
-    listedTokenRule(history, generated, cfg, eos, V, r);
+    listedTokenRule(history, encoderIds, generated, cfg, eos, V, r);
     forcedRows += r.force;
     r.score = score;
     beamCandidates(row.data(), V, r, V, got.data(), gotSc.data());
