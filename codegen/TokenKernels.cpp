@@ -155,20 +155,15 @@ extern "C" __global__ void __launch_bounds__(256) genc_beam_topk(const GencBeamP
     val[j] = none ? f : (f - mx) - lse;
   }
   __syncthreads();
-  // The penalties: distinct ids, one thread each; the encoder's first.
-  for (int pass = 0; pass < 2; ++pass) {
-    const float pen = pass ? rule.penalty : rule.encPenalty;
-    const int b = pass ? rule.penBegin : rule.encBegin, e1 = pass ? rule.penEnd : rule.encEnd;
-    if (pen != 1.f)
-      for (int e = b + tid; e < e1; e += 256) {
-        const long long t = list[e];
-        if (t >= v0 && t < v1) {
-          const float s = val[t - v0];
-          val[t - v0] = s < 0.f ? s * pen : s / pen;
-        }
+  if (rule.penalty != 1.f) // distinct ids: one thread each
+    for (int e = rule.penBegin + tid; e < rule.penEnd; e += 256) {
+      const long long t = list[e];
+      if (t >= v0 && t < v1) {
+        const float s = val[t - v0];
+        val[t - v0] = s < 0.f ? s * rule.penalty : s / rule.penalty;
       }
-    __syncthreads();
-  }
+    }
+  __syncthreads();
   if (rule.force) { // a forced BOS / EOS step: every id -inf but the forced, 0
     for (int j = tid; j < n; j += 256) val[j] = NEG;
     __syncthreads();
@@ -178,14 +173,6 @@ extern "C" __global__ void __launch_bounds__(256) genc_beam_topk(const GencBeamP
     }
     __syncthreads();
   }
-  for (int e = rule.decayBegin + tid; e < rule.decayEnd; e += 256) { // distinct eos ids
-    const long long t = list[e];
-    if (t >= v0 && t < v1) {
-      const float s = val[t - v0];
-      val[t - v0] = s + (isfinite(s) ? fabsf(s) * rule.decayScale : 0.f);
-    }
-  }
-  __syncthreads();
   for (int e = rule.banBegin + tid; e < rule.banEnd; e += 256) {
     const long long t = list[e];
     if (t >= v0 && t < v1) val[t - v0] = NEG;

@@ -185,11 +185,16 @@ public:
     const int64_t R = rowsOf(run), V = plan_->model.vocabSize;
     if (static_cast<int64_t>(rows.size()) != R || !choosesBeams(k))
       return Status::error("runBeams: a rule per row and a k the kernel takes");
+    // The kernel takes the repetition penalty, forced steps and bans; the
+    // encoder penalty and the exponential decay (rare) are ranked on the host
+    // until the kernel has them too.
     int64_t ids = 0;
-    for (const BeamRow &r : rows)
-      ids += static_cast<int64_t>(r.encoderPenalized.size() + r.penalized.size() + r.forced.size() +
-                                  r.decayed.size() + r.banned.size());
-    if (ids > beamIdsCap_) { // more listed ids than the buffer holds: rank on the host
+    bool hostOnly = false;
+    for (const BeamRow &r : rows) {
+      ids += static_cast<int64_t>(r.penalized.size() + r.forced.size() + r.banned.size());
+      hostOnly |= (r.encoderPenalty != 1.f && !r.encoderPenalized.empty()) || !r.decayed.empty();
+    }
+    if (ids > beamIdsCap_ || hostOnly) { // or more listed ids than the buffer holds
       if (Status s = execute(run, Choice::Logits); !s)
         return s;
       for (int64_t r = 0; r < R; ++r)
@@ -201,27 +206,23 @@ public:
     GencBeamRow *rule = static_cast<GencBeamRow *>(beamStaging_);
     int32_t *list = reinterpret_cast<int32_t *>(rule + R);
     int32_t at = 0;
-    // Appends ids to the list; [begin, end) of them.
-    auto put = [&](const std::vector<int32_t> &v, int &begin, int &end) {
-      begin = at;
-      std::copy(v.begin(), v.end(), list + at);
-      at += static_cast<int32_t>(v.size());
-      end = at;
-    };
     for (int64_t r = 0; r < R; ++r) {
       const BeamRow &b = rows[r];
       GencBeamRow &g = rule[r];
       g = GencBeamRow{};
       g.score = b.score;
-      g.encPenalty = b.encoderPenalty;
       g.penalty = b.penalty;
-      g.decayScale = b.decayScale;
       g.force = b.force;
-      put(b.encoderPenalized, g.encBegin, g.encEnd);
-      put(b.penalized, g.penBegin, g.penEnd);
-      put(b.forced, g.forcedBegin, g.forcedEnd);
-      put(b.decayed, g.decayBegin, g.decayEnd);
-      put(b.banned, g.banBegin, g.banEnd);
+      g.penBegin = at;
+      std::copy(b.penalized.begin(), b.penalized.end(), list + at);
+      at += static_cast<int32_t>(b.penalized.size());
+      g.penEnd = g.forcedBegin = at;
+      std::copy(b.forced.begin(), b.forced.end(), list + at);
+      at += static_cast<int32_t>(b.forced.size());
+      g.forcedEnd = g.banBegin = at;
+      std::copy(b.banned.begin(), b.banned.end(), list + at);
+      at += static_cast<int32_t>(b.banned.size());
+      g.banEnd = at;
     }
     const DriverApi &a = *dev_.api;
     if (Status s = dev_.check(a.cuMemcpyHtoDAsync(mem_.at("beam rules"), rule, R * sizeof(GencBeamRow), stream_),

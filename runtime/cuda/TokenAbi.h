@@ -14,9 +14,9 @@
 //   genc_beam_topk  grid (rows, P), block 256, after genc_greedy on the same
 //       logits (its token and log-softmax give the row's max and
 //       log-sum-exp): row r's best K beam candidates by the rule of
-//       runtime/BeamChoice.h — the log-softmax, the encoder repetition and
-//       repetition penalties, a forced step's wipe, the exponential decay on
-//       eos, -inf on the banned ids, + its running score —
+//       runtime/BeamChoice.h — the log-softmax, the repetition penalty on the
+//       row's `penalized` ids, a forced step's wipe, -inf on its `banned`
+//       ids, + its running score —
 //       ranked (value desc, index asc). Block (r, k) stages the k-th part of
 //       the row (at most kBeamPartElements) in shared memory, edits the ids
 //       that fall in it, and writes its own best K, in order, to `parts`
@@ -50,9 +50,8 @@
     long long halfBytes, slotBytes, headBytes, rowBytes;                                           \
   };                                                                                               \
   struct GencBeamRow {                                                                             \
-    float score, encPenalty, penalty, decayScale;                                                  \
-    int encBegin, encEnd, penBegin, penEnd, forcedBegin, forcedEnd, decayBegin, decayEnd;          \
-    int banBegin, banEnd, force, pad;                                                              \
+    float score, penalty;                                                                          \
+    int penBegin, penEnd, forcedBegin, forcedEnd, banBegin, banEnd, force, pad;                    \
   };                                                                                               \
   struct GencBeamCand { float score; int token; };                                                 \
   struct GencBeamParams {                                                                          \
