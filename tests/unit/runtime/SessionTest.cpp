@@ -30,11 +30,13 @@ public:
     return Status::ok();
   }
   Status copySlots(const std::vector<int32_t> &dst, const std::vector<int32_t> &src, const std::vector<int64_t> &,
-                   const std::vector<int64_t> &) override {
+                   const std::vector<int64_t> &f) override {
     copies.push_back(dst);
     copies.push_back(src);
+    froms.push_back(f);
     return Status::ok();
   }
+  std::vector<std::vector<int64_t>> froms;
   int64_t memoryBytes() const override { return 42; }
 };
 
@@ -155,6 +157,26 @@ TEST(Session, ReorderMovesLengthsAndCrossEntries) {
   Status s = f.session->encode({3}, {0});
   EXPECT_FALSE(s);
   EXPECT_NE(s.message().find("every cross-attention cache entry is in use"), std::string::npos);
+}
+
+// What a destination already holds of its source is at most what both
+// hold: the executor copies from there on.
+TEST(Session, ReorderPastASharedPrefix) {
+  Fixture f(false, /*maxTokens=*/8);
+  std::vector<float> logits(4 * kVocab);
+  ASSERT_TRUE(f.session->forward({{0, {1, 2, 3}}, {1, {1, 2}}, {2, {1, 2, 3, 4}}}, logits.data()));
+  ASSERT_TRUE(f.session->reorderSlots({1, 2, 3}, {0, 1, 0}, {2, 5, 3}));
+  ASSERT_EQ(f.exec->froms.size(), 1u);
+  // slot 1 (2 rows) from slot 0 (3): 2; slot 2 (4) from slot 1 (2): 5 -> 2;
+  // slot 3 (empty) from slot 0: 0.
+  EXPECT_EQ(f.exec->froms[0], (std::vector<int64_t>{2, 2, 0}));
+  EXPECT_EQ(f.session->slotLength(1), 3);
+  EXPECT_EQ(f.session->slotLength(2), 2);
+  EXPECT_EQ(f.session->slotLength(3), 3);
+  // The plain form shares nothing.
+  ASSERT_TRUE(f.session->reorderSlots({0}, {2}));
+  EXPECT_EQ(f.exec->froms[1], (std::vector<int64_t>{0}));
+  EXPECT_FALSE(f.session->reorderSlots({0}, {1}, {}));
 }
 
 TEST(Session, DecoderOnlyHasNoEncoderAndSymbolsAreChecked) {
