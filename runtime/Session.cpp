@@ -96,9 +96,12 @@ Status Session::reorderSlots(const std::vector<int32_t> &dst, const std::vector<
   if (dst.size() != src.size() || shared.size() != dst.size())
     return Status::error("reorderSlots: dst, src and shared differ in length");
   std::vector<int64_t> from(dst.size());
+  std::vector<char> taken(static_cast<size_t>(maxSlots()), 0);
   for (size_t i = 0; i < dst.size(); ++i) {
     if (dst[i] < 0 || dst[i] >= maxSlots() || src[i] < 0 || src[i] >= maxSlots())
       return Status::error("reorderSlots: slot out of range");
+    if (taken[dst[i]]++)
+      return Status::error("reorderSlots: slot " + std::to_string(dst[i]) + " is a destination twice");
     // What dst already holds of src: at most what both hold.
     from[i] = std::clamp<int64_t>(shared[i], 0, std::min(lengths_[dst[i]], lengths_[src[i]]));
   }

@@ -329,7 +329,9 @@ private:
       beamStagingBytes_ = maxRows * static_cast<int64_t>(sizeof(GencBeamRow)) + beamIdsCap_ * 4;
     }
     stagingBytes_ = maxT * (3 * 8 + static_cast<int64_t>(sizeof(GencTokenPlace))) + kv.crossEntries * 8 + 64;
-    logitsBytes_ = maxRows * p.model.vocabSize * 4;
+    // The logits come back here, or a row's greedy choice, or its beam
+    // candidates (k of 8 bytes: more than a small vocabulary's logits).
+    logitsBytes_ = maxRows * std::max<int64_t>(p.model.vocabSize * 4, kBeamMaxK * 8);
     return Status::ok();
   }
 

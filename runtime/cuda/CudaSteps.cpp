@@ -514,6 +514,9 @@ Status copyCacheSlots(StepContext &ctx, const KvCopier &k, const std::vector<int
     bool kernel = false;
   };
   std::vector<Layer> layers(kv.layers.size());
+  // The staged records of an earlier reorder may still be in flight.
+  if (Status s = ctx.dev->check(a.cuStreamSynchronize(ctx.stream), "reordering the KV cache"); !s)
+    return s;
   GencKvCopy *rec = static_cast<GencKvCopy *>(k.staging);
   size_t n = 0;
   for (size_t l = 0; l < kv.layers.size(); ++l) {
@@ -606,7 +609,7 @@ Status copyCacheSlots(StepContext &ctx, const KvCopier &k, const std::vector<int
     }
   }
   // No sync: the next run on this stream follows the copies, and its own
-  // sync reports what failed; the staged records are not reused before it.
+  // sync reports what failed; the next reorder waits for these first.
   return Status::ok();
 }
 

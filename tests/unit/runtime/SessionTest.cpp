@@ -177,6 +177,9 @@ TEST(Session, ReorderPastASharedPrefix) {
   ASSERT_TRUE(f.session->reorderSlots({0}, {2}));
   EXPECT_EQ(f.exec->froms[1], (std::vector<int64_t>{0}));
   EXPECT_FALSE(f.session->reorderSlots({0}, {1}, {}));
+  Status twice = f.session->reorderSlots({3, 3}, {0, 1});
+  EXPECT_FALSE(twice);
+  EXPECT_NE(twice.message().find("a destination twice"), std::string::npos);
 }
 
 TEST(Session, DecoderOnlyHasNoEncoderAndSymbolsAreChecked) {
