@@ -103,6 +103,9 @@ static Status generateAll(Decoder &decoder, const GenerationConfig &cfg, const s
   int64_t batchSize = 0;
   if (Status s = batchSizeFor(cfg, info, decoder.maxSlots(), batchSize); !s)
     return s;
+  if (!cfg.stopStrings.empty() && cfg.tokenizer)
+    if (Status s = search::StopStrings::check(cfg.stopStrings, *cfg.tokenizer); !s)
+      return s;
   const search::StopRules stop{cfg.effectiveEos(info), search::StopStrings(cfg.stopStrings, cfg.tokenizer)};
 
   GenerationStats stats;

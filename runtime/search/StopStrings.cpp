@@ -18,6 +18,29 @@ const std::string &StopStrings::tokenText(int64_t id) const {
   return texts_.emplace(id, tok_->stopStringText(id)).first->second;
 }
 
+// The first step of hitsAt's walk, for one token: whether `t` can be the
+// last token of a match of `s`.
+static bool canEnd(const std::string &s, const std::string &t) {
+  const size_t L = s.size();
+  for (size_t m = 1; m <= t.size(); ++m)
+    if (m > L ? t.compare(m - L, L, s) == 0 : s.compare(L - m, m, t, 0, m) == 0)
+      return true;
+  return false;
+}
+
+Status StopStrings::check(const std::vector<std::string> &strings, const text::Tokenizer &tok) {
+  if (strings.empty())
+    return Status::ok();
+  for (int64_t id = 0, n = tok.idLimit(); id < n; ++id) {
+    const std::string t = tok.stopStringText(id);
+    for (const std::string &s : strings)
+      if (!s.empty() && canEnd(s, t))
+        return Status::ok();
+  }
+  return Status::error("stop_strings: no token of the vocabulary can end any of them (characters the tokenizer "
+                       "does not have?); Hugging Face refuses them too");
+}
+
 // HF's walk (_stop_string_get_matching_positions): the string ends after
 // the last token's first m bytes, for some m >= 1 — either those m bytes are
 // the string's last m (m <= L), or they end with the whole string (m > L:

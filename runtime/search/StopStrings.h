@@ -5,6 +5,7 @@
 // (Tokenizer::stopStringText: raw bytes for byte-level vocabularies), and
 // strings are matched as UTF-8 bytes.
 #pragma once
+#include "runtime/Status.h"
 #include "runtime/text/Tokenizer.h"
 
 #include <cstdint>
@@ -19,6 +20,11 @@ class StopStrings {
 public:
   /// No strings: hits() is always false (`tok` may then be null).
   StopStrings(std::vector<std::string> strings, const text::Tokenizer *tok);
+
+  /// HF's refusal (StopStringCriteria's preprocessing): an error when no
+  /// token of the vocabulary can end any of the strings — the last token of
+  /// a match must begin with the end of a string, or hold a whole one.
+  static Status check(const std::vector<std::string> &strings, const text::Tokenizer &tok);
 
   bool empty() const { return strings_.empty(); }
   /// True when `head` + `mid` + `last` (a sequence whose newest token is

@@ -85,6 +85,27 @@ TEST(StopStrings, EveryGoldenRowAsHuggingFaceDecidesForAUnigramVocabulary) {
   expectGolden("tests/fixtures/tokenizers/unigram/tokenizer.json", kUnigramCases, 3570);
 }
 
+// HF refuses a set when no token can end any of its strings (the sets
+// tools/make_stop_golden.py found refused); every set of the tables it
+// accepted passes.
+TEST(StopStrings, RefusedAsHuggingFaceRefusesThem) {
+  std::unique_ptr<text::Tokenizer> uni = tokenizerAt("tests/fixtures/tokenizers/unigram/tokenizer.json");
+  ASSERT_TRUE(uni);
+  for (const char *s : {"\303\274", "\360\237\230\200"}) {
+    Status st = StopStrings::check({s}, *uni);
+    EXPECT_FALSE(st) << s;
+    EXPECT_NE(st.message().find("Hugging Face refuses them too"), std::string::npos);
+  }
+  EXPECT_TRUE(StopStrings::check({"\303\274", "license"}, *uni)); // one string that can end is enough
+  for (const Golden &g : kUnigramCases)
+    ASSERT_TRUE(StopStrings::check(g.stops, *uni)) << g.stops[0];
+  std::unique_ptr<text::Tokenizer> gpt2 = tinyGpt2(); // byte-level: every byte is a token
+  ASSERT_TRUE(gpt2);
+  EXPECT_TRUE(StopStrings::check({"\360\237\230\200"}, *gpt2));
+  for (const Golden &g : kCases)
+    ASSERT_TRUE(StopStrings::check(g.stops, *gpt2)) << g.stops[0];
+}
+
 TEST(StopStrings, TheStringMustReachIntoTheLastToken) {
   std::unique_ptr<text::Tokenizer> tok = tinyGpt2();
   ASSERT_TRUE(tok);
