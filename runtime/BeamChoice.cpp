@@ -20,20 +20,24 @@ void topCandidates(const float *acc, int64_t vocab, int64_t k, int32_t *tokens, 
   }
 }
 
-void beamCandidates(float *row, int64_t vocab, const BeamRow &r, int64_t k, int32_t *tokens, float *scores) {
+void logSoftmax(float *row, int64_t vocab) {
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-  // log_softmax as the search's logSoftmax and the greedy rule: the sum in f64.
   float mx = kNegInf;
   for (int64_t v = 0; v < vocab; ++v)
     mx = std::max(mx, row[v]);
-  if (mx != kNegInf) {
-    double sum = 0;
-    for (int64_t v = 0; v < vocab; ++v)
-      sum += std::exp(double(row[v] - mx));
-    const float lse = float(std::log(sum));
-    for (int64_t v = 0; v < vocab; ++v)
-      row[v] = (row[v] - mx) - lse;
-  }
+  if (mx == kNegInf)
+    return; // every token banned: leave -inf rather than NaN
+  double sum = 0;
+  for (int64_t v = 0; v < vocab; ++v)
+    sum += std::exp(double(row[v] - mx));
+  const float lse = float(std::log(sum));
+  for (int64_t v = 0; v < vocab; ++v)
+    row[v] = (row[v] - mx) - lse;
+}
+
+void beamCandidates(float *row, int64_t vocab, const BeamRow &r, int64_t k, int32_t *tokens, float *scores) {
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  logSoftmax(row, vocab);
   auto penalise = [&](const std::vector<int32_t> &ids, float p) {
     if (p != 1.f)
       for (int32_t t : ids) {

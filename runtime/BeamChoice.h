@@ -24,6 +24,10 @@ struct BeamRow {
   std::vector<int32_t> encoderPenalized, penalized, forced, decayed, banned;
 };
 
+/// row := log_softmax(row): (x - max) - log(sum exp(x - max)), the sum in f64
+/// (a row of -inf stays so). The searches' and the beam kernel's rule.
+void logSoftmax(float *row, int64_t vocab);
+
 /// The best k of acc[0 .. vocab) by (value desc, index asc): torch.topk's
 /// order as the search breaks its ties. k <= vocab.
 void topCandidates(const float *acc, int64_t vocab, int64_t k, int32_t *tokens, float *scores);

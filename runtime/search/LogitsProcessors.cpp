@@ -10,20 +10,6 @@ namespace search {
 
 static constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-void logSoftmax(float *row, int64_t vocab) {
-  float mx = kNegInf;
-  for (int64_t v = 0; v < vocab; ++v)
-    mx = std::max(mx, row[v]);
-  if (mx == kNegInf)
-    return; // every token banned: leave -inf rather than NaN
-  double sum = 0;
-  for (int64_t v = 0; v < vocab; ++v)
-    sum += std::exp(double(row[v] - mx));
-  float lse = float(std::log(sum));
-  for (int64_t v = 0; v < vocab; ++v)
-    row[v] = (row[v] - mx) - lse;
-}
-
 void softmax(const float *row, int64_t vocab, std::vector<float> &probs) {
   probs.resize(vocab);
   float mx = kNegInf;
@@ -40,16 +26,22 @@ void softmax(const float *row, int64_t vocab, std::vector<float> &probs) {
     probs[v] = float(std::exp(double(row[v] - mx)) / sum);
 }
 
+// Distinct ids of `ids` in the vocabulary, as int32.
+static std::vector<int32_t> distinctInVocab(std::vector<int64_t> ids, int64_t vocab) {
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  std::vector<int32_t> out;
+  for (int64_t t : ids)
+    if (t >= 0 && t < vocab)
+      out.push_back(int32_t(t));
+  return out;
+}
+
 void applyRepetitionPenalty(float *row, int64_t vocab, const std::vector<int64_t> &history,
                             float penalty) {
   // HF gathers, penalises and scatters back, so a repeated token is
   // penalised once: dedupe first.
-  std::vector<int64_t> ids(history);
-  std::sort(ids.begin(), ids.end());
-  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-  for (int64_t id : ids) {
-    if (id < 0 || id >= vocab)
-      continue;
+  for (int32_t id : distinctInVocab(history, vocab)) {
     float s = row[id];
     row[id] = s < 0 ? s * penalty : s / penalty;
   }
@@ -239,17 +231,6 @@ void applyLogitsProcessors(float *row, int64_t vocab, const std::vector<int64_t>
 
 bool listedTokensOnly(const GenerationConfig &cfg) {
   return cfg.sequenceBias.empty() && cfg.badWordsIds.empty() && !cfg.renormalizeLogits;
-}
-
-// Distinct ids of `ids` in the vocabulary, as int32.
-static std::vector<int32_t> distinctInVocab(std::vector<int64_t> ids, int64_t vocab) {
-  std::sort(ids.begin(), ids.end());
-  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-  std::vector<int32_t> out;
-  for (int64_t t : ids)
-    if (t >= 0 && t < vocab)
-      out.push_back(int32_t(t));
-  return out;
 }
 
 void listedTokenRule(const std::vector<int64_t> &history, const std::vector<int64_t> &encoderIds, int64_t generated,

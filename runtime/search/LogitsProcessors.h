@@ -17,8 +17,7 @@
 namespace genrt {
 namespace search {
 
-/// row := log_softmax(row).
-void logSoftmax(float *row, int64_t vocab);
+using genrt::logSoftmax; // runtime/BeamChoice.h: the one rule, the sum in f64
 
 /// RepetitionPenaltyLogitsProcessor: each distinct token of the history gets
 /// score < 0 ? score * penalty : score / penalty (once, however often it occurs).
