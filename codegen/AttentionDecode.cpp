@@ -81,7 +81,8 @@ template <typename C, int KT>
 static __device__ __forceinline__ void genc_decode_append(const GencAttnParams &p, long long t,
                                                           const GencTokenPlace &pl, const GencDecodeRange<C, KT> &r,
                                                           int kh, int part) {
-  if (part == 0 && genc_attn_appends_now<C>(p, pl) && pl.position >= r.a && pl.position < r.b) {
+  const long long own = genc_shard_row<C>(p, pl.position);
+  if (part == 0 && genc_attn_appends_now<C>(p, pl) && own >= r.a && own < r.b) {
     genc_attn_rows<C>(p, t, C::H + kh, C::H + kh + 1, nullptr, true, pl);
     genc_attn_rows<C>(p, t, C::H + C::KVH + kh, C::H + C::KVH + kh + 1, nullptr, true, pl);
   }
@@ -103,8 +104,8 @@ static __device__ void genc_decode_finish(const GencAttnParams &p, long long t, 
     if (used == 1) ((typename O::S *)p.out)[genc_attn_out_at<C>(p, t, hb + h, d)] = O::st(v);
     else ((float *)p.partial)[((t * C::H + hb + h) * (long long)S + split) * D + d] = v;
   }
-  if (used > 1 && tid < G)
-    ((float *)p.lse)[(t * C::H + hb + tid) * (long long)S + split] =
+  if (tid < G && (used > 1 || p.lseOut))
+    ((float *)(used > 1 ? p.lse : p.lseOut))[(t * C::H + hb + tid) * (long long)(used > 1 ? S : 1) + (used > 1 ? split : 0)] =
         l[tid] > 0.f ? m[tid] + logf(l[tid]) : -__int_as_float(0x7f800000);
 }
 
@@ -143,7 +144,10 @@ static __device__ void genc_attn_merge(const GencAttnParams &p) {
     }
 #pragma unroll
     for (int x = 16; x > 0; x >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, x);
-    if (lane == 0) lS = sum;
+    if (lane == 0) {
+      lS = sum;
+      if (p.lseOut) ((float *)p.lseOut)[t * C::H + h] = sum > 0.f ? M + logf(sum) : -__int_as_float(0x7f800000);
+    }
   }
   __syncthreads();
   const int sg = tid / COLS, col = tid % COLS;

@@ -132,8 +132,11 @@ AttentionKernels emitAttentionKernels(Module &m, DType activation) {
       code << "\n// ==== attention kernels " << name << " (" << op->kind() << " at \"" << op->loc()
            << "\") ====\nstruct " << name << "_cfg {\n"
            << body << "};\n";
-      for (const char *entry : {"prologue", "attend", "append", "decode", "merge"})
-        if ((std::string(entry) != "decode" && std::string(entry) != "merge") || decode.heads)
+      // weigh / finish: tree attention's combine, for self-attention only.
+      const bool self = op->is("kv_attention");
+      for (const char *entry : {"prologue", "attend", "append", "decode", "merge", "weigh", "finish"})
+        if (const std::string e = entry; ((e != "decode" && e != "merge") || decode.heads) &&
+                                         ((e != "weigh" && e != "finish") || self))
           code << "extern \"C\" __global__ void __launch_bounds__(128) " << name << "_" << entry
                << "(const GencAttnParams p) {\n  genc_pdl_wait();\n  genc_pdl_launch();\n  genc_attn_" << entry
                << "<" << name << "_cfg>(p);\n}\n";

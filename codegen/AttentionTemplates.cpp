@@ -32,6 +32,28 @@ static __device__ __forceinline__ float genc_attn_in(const GencAttnParams &p, in
   return X::ld(src[((long long)h * p.tokens + t) * C::D + d]);
 }
 
+// ---- tree attention: this GPU's share of a sharded cache -----------------
+// Position p lives on shard p % N at row p / N (runtime/KvLayout.h). The
+// kernels work in this shard's rows: the positions below `positions` that
+// it holds are its rows [0, genc_shard_rows), row j holds position j·N + r.
+// One shard (N <= 1) is the identity; cross-attention and @encode are never
+// sharded.
+template <typename C>
+static __device__ __forceinline__ long long genc_shard_rows(const GencAttnParams &p, long long positions) {
+  if (C::MODE != 0 || p.shards <= 1) return positions;
+  return positions > p.shard ? (positions - p.shard + p.shards - 1) / p.shards : 0;
+}
+template <typename C>
+static __device__ __forceinline__ long long genc_shard_pos(const GencAttnParams &p, long long row) {
+  return C::MODE != 0 || p.shards <= 1 ? row : row * p.shards + p.shard;
+}
+// The row of position `pos` on this shard; -1 where another shard holds it.
+template <typename C>
+static __device__ __forceinline__ long long genc_shard_row(const GencAttnParams &p, long long pos) {
+  if (C::MODE != 0 || p.shards <= 1) return pos;
+  return pos % p.shards == p.shard ? pos / p.shards : -1;
+}
+
 // ---- rows: norm + RoPE of one token's q, k, v rows ------------------------
 // Rows [r0, r1) of token t in the order q heads, k heads, v heads: the q/k
 // RMSNorm, then RoPE. Each row goes to dst[(row - r0) * D + d] (f32) where
@@ -99,7 +121,8 @@ static __device__ void genc_attn_rows(const GencAttnParams &p, long long t, int 
     if (C::MODE == 0 && toCache && which > 0) {
       typedef typename C::Cache CT;
       ((typename CT::S *)(which == 1 ? p.cacheK : p.cacheV))
-          [(((long long)pl.slot * C::KVH + h) * p.capacity + pl.position % p.capacity) * C::D + d] = CT::st(v);
+          [(((long long)pl.slot * C::KVH + h) * p.capacity + genc_shard_row<C>(p, pl.position) % p.capacity) * C::D + d] =
+              CT::st(v);
     }
   }
   __syncthreads();
@@ -107,10 +130,12 @@ static __device__ void genc_attn_rows(const GencAttnParams &p, long long t, int 
 
 // Whether token t's k, v go into the cache before its keys are read (a
 // decode step, append == 2): not where a later token of the run maps to the
-// same rolling row (that token's to write, as genc_attn_append_row).
+// same rolling row (that token's to write, as genc_attn_append_row), nor
+// where another shard holds its position.
 template <typename C>
 static __device__ __forceinline__ bool genc_attn_appends_now(const GencAttnParams &p, const GencTokenPlace &pl) {
-  return C::MODE == 0 && p.append == 2 && !(pl.position + p.capacity < pl.runEnd);
+  return C::MODE == 0 && p.append == 2 && !(p.shards <= 1 && pl.position + p.capacity < pl.runEnd) &&
+         genc_shard_row<C>(p, pl.position) >= 0;
 }
 
 // ---- prologue: norm + RoPE into f32 scratch [T, H + 2 KVH, D] ---------------
@@ -138,8 +163,8 @@ template <typename C>
 static __device__ __forceinline__ void genc_attn_range(const GencAttnParams &p, const GencTokenPlace &pl,
                                                        long long &lo, long long &hi) {
   if (C::MODE == 0) {
-    lo = C::WINDOW > 0 ? (pl.position - C::WINDOW + 1 > 0 ? pl.position - C::WINDOW + 1 : 0) : 0;
-    hi = pl.position + 1;
+    lo = genc_shard_rows<C>(p, C::WINDOW > 0 ? (pl.position - C::WINDOW + 1 > 0 ? pl.position - C::WINDOW + 1 : 0) : 0);
+    hi = genc_shard_rows<C>(p, pl.position + 1);
   } else if (C::MODE == 1) {
     lo = 0;
     hi = ((const long long *)p.crossLengths)[pl.entry];
@@ -160,11 +185,12 @@ static __device__ __forceinline__ void genc_attn_row(const GencAttnParams &p, co
   const typename CT::S *cached = 0;
   const float *fresh = 0;
   if (C::MODE == 0) {
-    if (j < pl.cachedBefore)
+    const long long jp = genc_shard_pos<C>(p, j); // row j's position
+    if (jp < pl.cachedBefore)
       cached = (const typename CT::S *)(which ? p.cacheV : p.cacheK) +
                (((long long)pl.slot * C::KVH + kh) * p.capacity + (j < p.capacity ? j : j % p.capacity)) * D;
     else
-      fresh = (const float *)p.scratch + (t - (pl.position - j)) * (long long)C::SSTRIDE +
+      fresh = (const float *)p.scratch + (t - (pl.position - jp)) * (long long)C::SSTRIDE +
               (long long)(C::H + which * C::KVH + kh) * D;
   } else if (C::MODE == 1) {
     cached = (const typename CT::S *)(which ? p.cacheV : p.cacheK) +
@@ -190,7 +216,7 @@ static __device__ __forceinline__ void genc_attn_row(const GencAttnParams &p, co
 template <typename C>
 static __device__ __forceinline__ float genc_attn_bias(const GencAttnParams &p, const GencTokenPlace &pl, long long t,
                                                        int h, long long j) {
-  long long dist = C::MODE == 0 ? j - pl.position : j - t;
+  long long dist = C::MODE == 0 ? genc_shard_pos<C>(p, j) - pl.position : j - t;
   dist = dist <= -C::BIAS_M ? -C::BIAS_M + 1 : (dist >= C::BIAS_M ? C::BIAS_M - 1 : dist);
   return C::Bias::ld(((const typename C::Bias::S *)p.bias)[(long long)h * (2 * C::BIAS_M - 1) + dist + C::BIAS_M - 1]);
 }
@@ -207,9 +233,10 @@ static __device__ __forceinline__ long long genc_attn_out_at(const GencAttnParam
 template <typename C>
 static __device__ __forceinline__ void genc_attn_append_row(const GencAttnParams &p, const GencTokenPlace &pl,
                                                             long long t, int kh) {
-  if (C::MODE != 0 || pl.position + p.capacity < pl.runEnd) return;
+  const long long own = genc_shard_row<C>(p, pl.position);
+  if (C::MODE != 0 || own < 0 || (p.shards <= 1 && pl.position + p.capacity < pl.runEnd)) return;
   const float *src = (const float *)p.scratch + t * (long long)C::SSTRIDE;
-  long long row = (((long long)pl.slot * C::KVH + kh) * p.capacity + pl.position % p.capacity) * C::D;
+  long long row = (((long long)pl.slot * C::KVH + kh) * p.capacity + own % p.capacity) * C::D;
   typedef typename C::Cache CT;
   for (int d = threadIdx.x; d < C::D; d += blockDim.x) {
     ((typename CT::S *)p.cacheK)[row + d] = CT::st(src[(long long)(C::H + kh) * C::D + d]);
@@ -380,6 +407,10 @@ static __device__ void genc_attn_attend(const GencAttnParams &p) {
     if (used == 1) ((typename O::S *)p.out)[genc_attn_out_at<C>(p, t, hb + g, d)] = O::st(v);
     else ((float *)p.partial)[((t * C::H + hb + g) * (long long)S + split) * D + d] = v;
   }
+  if (used == 1 && p.lseOut && threadIdx.x < G) {
+    const float l = lS[threadIdx.x];
+    ((float *)p.lseOut)[t * C::H + hb + threadIdx.x] = l > 0.f ? mS[threadIdx.x] + logf(l) : -__int_as_float(0x7f800000);
+  }
   if (used > 1) {
     if (threadIdx.x < G) {
       const float l = lS[threadIdx.x];
@@ -417,7 +448,10 @@ static __device__ void genc_attn_attend(const GencAttnParams &p) {
       float w = w0 + w1;
 #pragma unroll
       for (int o = 16; o > 0; o >>= 1) w += __shfl_xor_sync(0xffffffffu, w, o);
-      if (lane == 0) lS[g] = w;
+      if (lane == 0) {
+        lS[g] = w;
+        if (p.lseOut) ((float *)p.lseOut)[t * C::H + hb + g] = w > 0.f ? M + logf(w) : -__int_as_float(0x7f800000);
+      }
     }
     __syncthreads();
     for (int e = threadIdx.x; e < G * D; e += blockDim.x) {
@@ -438,6 +472,31 @@ template <typename C>
 static __device__ void genc_attn_append(const GencAttnParams &p) {
   const GencTokenPlace pl = ((const GencTokenPlace *)p.places)[blockIdx.x];
   genc_attn_append_row<C>(p, pl, blockIdx.x, blockIdx.y);
+}
+
+// ---- tree attention: the GPUs' outputs combined around two all-reduces -----
+// Block (t, h): this GPU's output row weighed by exp(lse - max over GPUs)
+// into [w · o | w] (f32) before the sum over GPUs, then that sum's quotient
+// back into the output. A GPU with none of the keys has lse -inf: w = 0.
+template <typename C>
+static __device__ void genc_attn_weigh(const GencAttnParams &p) {
+  typedef typename C::Out O;
+  const long long t = blockIdx.x, th = t * C::H + blockIdx.y;
+  const float l = ((const float *)p.lseOut)[th], M = ((const float *)p.lseMax)[th];
+  const float w = l == -__int_as_float(0x7f800000) ? 0.f : expf(l - M);
+  float *dst = (float *)p.packed + th * (C::D + 1);
+  for (int d = threadIdx.x; d < C::D; d += blockDim.x)
+    dst[d] = w * O::ld(((const typename O::S *)p.out)[genc_attn_out_at<C>(p, t, blockIdx.y, d)]);
+  if (threadIdx.x == 0) dst[C::D] = w;
+}
+template <typename C>
+static __device__ void genc_attn_finish(const GencAttnParams &p) {
+  typedef typename C::Out O;
+  const long long t = blockIdx.x, th = t * C::H + blockIdx.y;
+  const float *src = (const float *)p.packed + th * (C::D + 1);
+  const float w = src[C::D];
+  for (int d = threadIdx.x; d < C::D; d += blockDim.x)
+    ((typename O::S *)p.out)[genc_attn_out_at<C>(p, t, blockIdx.y, d)] = O::st(w > 0.f ? src[d] / w : 0.f);
 }
 )";
 }

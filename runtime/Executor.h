@@ -54,6 +54,7 @@ struct ProgramRun {
 /// What a user may choose about an executor when opening a plan.
 struct ExecutorOptions {
   int threads = 0; // CPU: worker threads (0: the machine's physical cores)
+  int gpus = 1;    // CUDA: GPUs of this machine (> 1: tree attention over them)
 };
 
 class Executor {

@@ -44,6 +44,25 @@ int64_t KvLayout::crossBytes() const {
   return n;
 }
 
+Status KvLayout::sharded(int64_t n, KvLayout &out) const {
+  if (n < 1 || n > 4096)
+    return Status::error("KV cache: " + std::to_string(n) + " shards (1 to 4096)");
+  if (shards != 1)
+    return Status::error("KV cache: a shard's layout cannot be sharded again");
+  out = *this;
+  if (n == 1)
+    return Status::ok(); // the whole cache, rolling windows too
+  out.shards = n;
+  for (size_t l = 0; l < layers.size(); ++l) {
+    KvCacheLayer &L = out.layers[l];
+    if (L.capacity < maxLength)
+      return Status::error("layer " + std::to_string(l) + " keeps a sliding window of " + std::to_string(L.window) +
+                           " positions in a rolling buffer; tree attention shards whole-sequence caches only");
+    L.capacity = shardRows(maxLength, 0, n);
+  }
+  return Status::ok();
+}
+
 Status KvLayout::verify() const {
   if (slots <= 0 || maxLength <= 0)
     return Status::error("KV cache: slots and max length must be positive");
@@ -51,8 +70,8 @@ Status KvLayout::verify() const {
     return Status::error("KV cache: more than 2^31 slots");
   for (size_t l = 0; l < layers.size(); ++l) {
     const KvCacheLayer &L = layers[l];
-    if (L.kvHeads <= 0 || L.headDim <= 0 || L.window < 0 ||
-        L.capacity != capacityFor(L.window, maxLength))
+    if (L.kvHeads <= 0 || L.headDim <= 0 || L.window < 0 || shards < 1 ||
+        L.capacity != (shards == 1 ? capacityFor(L.window, maxLength) : shardRows(maxLength, 0, shards)))
       return Status::error("KV cache: layer " + std::to_string(l) + " has a bad shape");
   }
   for (size_t l = 0; l < crossLayers.size(); ++l)

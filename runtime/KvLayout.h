@@ -9,6 +9,13 @@
 // capacity = max_length, or `window` for a sliding-window layer: a rolling
 // buffer where position p lives in row p % capacity.
 //
+// Tree attention (genrun --gpus N) shards the self-attention cache by
+// position: position p lives on shard p % N, in its row p / N, so every
+// shard holds an equal share of any sequence at any length (a decode step's
+// attention splits evenly whatever the context) and a step's new K/V go to
+// one shard. A shard's layout is this one with capacity ceil(max_length /
+// N); a rolling window is not sharded (its rows wrap by position).
+//
 // Cross-attention (encoder-decoder), per layer: K and V, each [entries,
 // kv_heads, max_length, head_dim]. An entry holds one encoded source; every
 // beam of a batch item reads its item's entry (FastSeq: never one copy per
@@ -37,6 +44,7 @@ struct KvLayout {
   int64_t slots = 0;           // max_batch * max_beams
   int64_t maxLength = 0;       // positions per sequence
   std::vector<KvCacheLayer> layers;
+  int64_t shards = 1;          // tree attention: the self cache is one of `shards`
   int64_t crossEntries = 0;    // max_batch (encoder-decoder only)
   std::vector<CrossCacheLayer> crossLayers;
 
@@ -48,6 +56,18 @@ struct KvLayout {
   void addLayer(int64_t kvHeads, int64_t headDim, int64_t window) {
     layers.push_back({kvHeads, headDim, window, capacityFor(window, maxLength)});
   }
+
+  /// Tree attention: the shard holding position p, its row there, and how
+  /// many of the positions [0, n) shard r holds (its rows [0, that)).
+  static int64_t shardOf(int64_t p, int64_t shards) { return p % shards; }
+  static int64_t shardRow(int64_t p, int64_t shards) { return p / shards; }
+  static int64_t shardRows(int64_t n, int64_t shard, int64_t shards) {
+    return n > shard ? (n - shard + shards - 1) / shards : 0;
+  }
+  /// The layout of one of `n` shards (n >= 1): each self-attention layer
+  /// keeps ceil(max_length / n) rows per slot and head; cross caches are
+  /// whole on every shard. Refused for a rolling-window layer.
+  Status sharded(int64_t n, KvLayout &out) const;
 
   /// Elements of one layer's K (or V) for all slots.
   int64_t layerElements(size_t l) const {

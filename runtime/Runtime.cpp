@@ -59,6 +59,10 @@ static std::unique_ptr<Decoder> open(const std::string &planPath, const std::str
   std::string name;
   if (!(err = resolveDevice(device, name)))
     return nullptr;
+  if (opts.gpus > 1 && name != "cuda") {
+    err = Status::error("--gpus " + std::to_string(opts.gpus) + " needs --device cuda (the device here is " + name + ")");
+    return nullptr;
+  }
   auto plan = std::make_shared<Plan>();
   if (!(err = loadPlan(planPath, *plan)))
     return nullptr;

@@ -76,6 +76,9 @@ const char *const kUsage =
     "  --typical-p F, --epsilon-cutoff F, --eta-cutoff F   sampling warpers (default off)\n"
     "  --batch-size N             prompts per batch, at least 1 (default: what the plan allows)\n"
     "  --threads N                CPU executor threads (default: the physical cores)\n"
+    "  --gpus N                   GPUs of this machine (default 1); more than one shards\n"
+    "                             each sequence's KV cache by position across them (tree\n"
+    "                             attention: weights on every GPU, attention combined by NCCL)\n"
     "  --stream                   JSON lines per event as tokens are final (above)\n"
     "  --stats                    print time to first token, tokens/s and memory to stderr\n";
 
@@ -120,7 +123,7 @@ bool isValued(const std::string &name) {
       "--input", "--prompt", "--output", "--device", "--max-new-tokens", "--max-length", "--min-new-tokens", "--num-beams",
       "--length-penalty", "--early-stopping", "--num-return-sequences", "--no-repeat-ngram-size",
       "--repetition-penalty", "--temperature", "--top-k", "--top-p", "--min-p", "--seed",
-      "--eos-token-id", "--batch-size", "--threads", "--min-length", "--forced-bos-token-id",
+      "--eos-token-id", "--batch-size", "--threads", "--gpus", "--min-length", "--forced-bos-token-id",
       "--forced-eos-token-id", "--suppress-tokens", "--begin-suppress-tokens", "--exponential-decay-length-penalty",
       "--bad-words-ids", "--sequence-bias", "--typical-p", "--epsilon-cutoff", "--eta-cutoff",
       "--encoder-repetition-penalty", "--encoder-no-repeat-ngram-size", "--stop-strings"};
@@ -167,6 +170,11 @@ std::string setOption(const std::string &name, const std::string &value, Args &a
     if (!parseInt(value, n) || n < 1 || n > 1024)
       return "invalid value '" + value + "' for --threads: expected 1 to 1024";
     a.exec.threads = static_cast<int>(n);
+  } else if (name == "--gpus") {
+    int64_t n = 0;
+    if (!parseInt(value, n) || n < 1 || n > 64)
+      return "invalid value '" + value + "' for --gpus: expected 1 to 64";
+    a.exec.gpus = static_cast<int>(n);
   } else if (name == "--max-new-tokens") {
     c.maxNewTokensGiven = true;
     return intArg(c.maxNewTokens);

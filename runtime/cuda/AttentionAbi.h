@@ -27,6 +27,17 @@
 //       token of the run still reads (the executor leaves `append` clear
 //       then and launches this after the attend).
 //
+// Tree attention (self-attention, --gpus N): the cache is sharded by
+// position (runtime/KvLayout.h: position p on shard p % N, row p / N);
+// `shards`, `shard` say which this GPU holds, and every kernel reads, masks
+// and appends only its own rows. With `lseOut` set, the kernels also write
+// the log-sum-exp of each (token, head)'s output over its keys here (-inf:
+// none here). Two more entry points (kv_attention families only), grid
+// (T, H), block 128, combine the GPUs' outputs around the collectives:
+//   attn_N_weigh   `packed` [T, H, D + 1] = [w · out | w], w = exp(lseOut -
+//       lseMax), lseMax the all-reduced max of lseOut;
+//   attn_N_finish  out = packed[.., :D] / packed[.., D] after the sum.
+//
 // The struct is spelled once, in GENC_ATTN_ABI below, which both declares it
 // here and is pasted as text into the generated CUDA source.
 #pragma once
@@ -66,6 +77,10 @@
     long long splits;                    /* S: splits of each token's keys */                      \
     long long append;                    /* 1: attend appends this run's k, v */                   \
     float scale;                                                                                   \
+    long long shards, shard;             /* tree attention: N, this GPU's r (1, 0: all) */        \
+    unsigned long long lseOut;           /* f32 [T, H] or 0 */                                      \
+    unsigned long long lseMax;           /* f32 [T, H]: the max over GPUs */                        \
+    unsigned long long packed;           /* f32 [T, H, D + 1] */                                    \
   };
 // clang-format on
 

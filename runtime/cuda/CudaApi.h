@@ -49,6 +49,7 @@ namespace genrt::cuda {
   X(cuStreamCreate)                                                                                \
   X(cuStreamDestroy)                                                                               \
   X(cuStreamSynchronize)                                                                           \
+  X(cuStreamQuery)                                                                                 \
   X(cuStreamBeginCapture)                                                                          \
   X(cuStreamEndCapture)                                                                            \
   X(cuGraphInstantiate)                                                                            \

@@ -17,8 +17,11 @@
 #include "runtime/cuda/GemvAbi.h"
 #include "runtime/cuda/KernelAbi.h"
 #include "runtime/cuda/TokenAbi.h"
+#include "runtime/cuda/TreeExecutor.h"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include <cstdio>
 #include <cstdlib>
@@ -47,6 +50,8 @@ public:
     for (auto &[t, g] : graphs_)
       if (g)
         dev_.api->cuGraphExecDestroy(g);
+    if (ctx_.tree.comm)
+      ctx_.tree.nccl->commDestroy(ctx_.tree.comm);
     if (stream_)
       dev_.api->cuStreamDestroy(stream_);
     gemm_.reset();
@@ -54,9 +59,14 @@ public:
     dev_.close();
   }
 
-  Status init() {
-    if (Status s = Device::open(0, dev_); !s)
+  /// `tree`: this executor is one GPU of a tree-attention group.
+  Status init(const TreeRank *tree) {
+    if (Status s = Device::open(tree ? tree->ordinal : 0, dev_); !s)
       return s;
+    kv_ = plan_->kv;
+    if (tree)
+      if (Status s = plan_->kv.sharded(tree->ranks, kv_); !s)
+        return Status::error("tree attention over " + std::to_string(tree->ranks) + " GPUs: " + s.message());
     if ((!plan_->cubins.empty() || !plan_->ptx.empty()) && plan_->kernelAbi != kGencKernelAbi)
       return Status::error("the plan's GPU kernels follow kernel contract " + std::to_string(plan_->kernelAbi) +
                            ", this genrun launches contract " + std::to_string(kGencKernelAbi) +
@@ -67,12 +77,31 @@ public:
       return s;
     if (Status s = dev_.check(dev_.api->cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate"); !s)
       return s;
-    if (Status s = planMemory(); !s)
+    if (Status s = planMemory(tree != nullptr); !s)
       return s;
     if (Status s = mem_.allocate(); !s)
       return s;
-    // The tickets start at zero; each launch leaves them so.
-    for (const char *t : {"attention tickets", "greedy tickets", "beam tickets"})
+    if (tree) {
+      StepContext::Tree &tr = ctx_.tree;
+      tr.nccl = tree->nccl;
+      tr.shards = tree->ranks;
+      tr.shard = tree->rank;
+      tr.lse = mem_.at("tree lse");
+      tr.lseMax = mem_.at("tree lse max");
+      tr.packed = mem_.at("tree packed");
+      ncclComm_t comm = nullptr;
+      if (Status s = tr.nccl->check(tr.nccl->commInitRank(&comm, tree->ranks, tree->id, tree->rank),
+                                    "ncclCommInitRank");
+          !s)
+        return s;
+      tr.comm = comm;
+      const char *to = std::getenv("GENC_NCCL_TIMEOUT_S");
+      timeoutS_ = to && std::atof(to) > 0 ? std::atof(to) : 120.0;
+    }
+    // The tickets start at zero; each launch leaves them so. The caches too:
+    // rows a run never wrote hold zeros, not whatever the memory held
+    // (a benchmark that skips the prefill reads them).
+    for (const char *t : {"attention tickets", "greedy tickets", "beam tickets", "kv cache"})
       if (mem_.bytes(t) > 0)
       if (Status s = dev_.check(dev_.api->cuMemsetD8(mem_.at(t), 0, static_cast<size_t>(mem_.bytes(t))), "zeroing tickets");
           !s)
@@ -92,6 +121,7 @@ public:
     ctx_.gemm = gemm_.get();
     ctx_.stream = stream_;
     ctx_.plan = plan_.get();
+    ctx_.layout = &kv_;
     ctx_.arena = mem_.at("arena");
     ctx_.kv = mem_.at("kv cache");
     ctx_.cross = mem_.at("cross kv cache");
@@ -155,11 +185,14 @@ public:
   int64_t memoryBytes() const override { return mem_.totalBytes(); }
   std::string memoryReport() const override { return mem_.report() + " (" + gemm_->version() + ")"; }
 
+  // Where a tree-attention group runs the same step on every GPU, only one
+  // returns results: the others are given no buffers (nullptr).
   Status run(const ProgramRun &run, float *logits) override {
     const int64_t R = rowsOf(run);
     if (Status s = execute(run, Choice::Logits); !s)
       return s;
-    std::memcpy(logits, logitsHost_, static_cast<size_t>(R * plan_->model.vocabSize * 4));
+    if (logits)
+      std::memcpy(logits, logitsHost_, static_cast<size_t>(R * plan_->model.vocabSize * 4));
     return Status::ok();
   }
 
@@ -169,6 +202,8 @@ public:
     const int64_t R = rowsOf(run);
     if (Status s = execute(run, Choice::Greedy); !s)
       return s;
+    if (!tokens)
+      return Status::ok();
     std::memcpy(tokens, logitsHost_, static_cast<size_t>(R * 8));
     std::memcpy(logprobs, static_cast<char *>(logitsHost_) + R * 8, static_cast<size_t>(R * 4));
     return Status::ok();
@@ -197,7 +232,7 @@ public:
     if (ids > beamIdsCap_ || hostOnly) { // or more listed ids than the buffer holds
       if (Status s = execute(run, Choice::Logits); !s)
         return s;
-      for (int64_t r = 0; r < R; ++r)
+      for (int64_t r = 0; r < R && tokens; ++r)
         beamCandidates(static_cast<float *>(logitsHost_) + r * V, V, rows[r], k, tokens + r * k, scores + r * k);
       return Status::ok();
     }
@@ -237,7 +272,7 @@ public:
     if (Status s = execute(run, Choice::Beams); !s)
       return s;
     const GencBeamCand *c = static_cast<const GencBeamCand *>(logitsHost_);
-    for (int64_t e = 0; e < R * k; ++e) {
+    for (int64_t e = 0; e < R * k && tokens; ++e) {
       if (c[e].token < 0 || c[e].token >= V)
         return Status::error("the beam kernel returned token " + std::to_string(c[e].token) + " outside the vocabulary");
       tokens[e] = c[e].token;
@@ -255,21 +290,29 @@ public:
       return s;
     if (Status s = storeCross(cp, run); !s)
       return s;
-    return dev_.check(dev_.api->cuStreamSynchronize(stream_), "running encode (GENC_CUDA_SYNC=1 names the kernel)");
+    return waitStream("running encode (GENC_CUDA_SYNC=1 names the kernel)");
   }
 
   Status copySlots(const std::vector<int32_t> &dst, const std::vector<int32_t> &src,
                    const std::vector<int64_t> &lengths, const std::vector<int64_t> &from) override {
     if (!copier_.scratch)
       return Status::error("this plan has one beam a sequence: no slot reordering");
-    return copyCacheSlots(ctx_, copier_, dst, src, lengths, from);
+    if (kv_.shards == 1)
+      return copyCacheSlots(ctx_, copier_, dst, src, lengths, from);
+    // A shard moves its own rows of those positions.
+    std::vector<int64_t> rows(lengths.size()), fromRows(from.size());
+    for (size_t i = 0; i < lengths.size(); ++i)
+      rows[i] = KvLayout::shardRows(lengths[i], ctx_.tree.shard, kv_.shards);
+    for (size_t i = 0; i < from.size(); ++i)
+      fromRows[i] = KvLayout::shardRows(from[i], ctx_.tree.shard, kv_.shards);
+    return copyCacheSlots(ctx_, copier_, dst, src, rows, fromRows);
   }
 
 private:
   // Sizes every device buffer before allocating any.
-  Status planMemory() {
+  Status planMemory(bool tree) {
     const Plan &p = *plan_;
-    const KvLayout &kv = p.kv;
+    const KvLayout &kv = kv_;
     int64_t weightBytes = 0;
     for (const Tensor &w : p.weights)
       weightBytes += (static_cast<int64_t>(w.numBytes()) + 255) / 256 * 256;
@@ -302,6 +345,11 @@ private:
     mem_.plan("attention scratch", maxT * maxStride * 4);
     mem_.plan("attention partials", partialRows_ * (maxD + 1) * 4);
     mem_.plan("attention tickets", maxT * std::max<int64_t>(maxH, 1) * 4);
+    if (kv.shards > 1 || tree) { // tree attention: lse [T, H], its max, [T, H, D + 1] (f32)
+      mem_.plan("tree lse", maxT * std::max<int64_t>(maxH, 1) * 4);
+      mem_.plan("tree lse max", maxT * std::max<int64_t>(maxH, 1) * 4);
+      mem_.plan("tree packed", maxT * std::max<int64_t>(maxH, 1) * (maxD + 1) * 4);
+    }
     mem_.plan("token places", maxT * static_cast<int64_t>(sizeof(GencTokenPlace)));
     mem_.plan("cross lengths", std::max<int64_t>(kv.crossEntries, 1) * 8);
     for (const char *a : {"input_ids", "positions", "logit_rows"})
@@ -482,9 +530,43 @@ private:
     else
       s = enqueue(cp, run, R, choice);
     if (s)
-      s = dev_.check(dev_.api->cuStreamSynchronize(stream_),
-                     ("running " + run.program->name + " (GENC_CUDA_SYNC=1 names the kernel)").c_str());
+      s = waitStream("running " + run.program->name + " (GENC_CUDA_SYNC=1 names the kernel)");
     return s;
+  }
+
+  // The stream's work done. In a tree-attention group a collective waits
+  // on the other GPUs: poll, and give up (aborting the communicator, which
+  // ends its kernels) after GENC_NCCL_TIMEOUT_S seconds or an NCCL error.
+  Status waitStream(const std::string &what) {
+    const DriverApi &a = *dev_.api;
+    StepContext::Tree &tr = ctx_.tree;
+    if (!tr.comm)
+      return dev_.check(a.cuStreamSynchronize(stream_), what.c_str());
+    const auto start = std::chrono::steady_clock::now();
+    for (int spin = 0;; ++spin) {
+      const CUresult r = a.cuStreamQuery(stream_);
+      if (r == CUDA_SUCCESS)
+        return Status::ok();
+      if (r != CUDA_ERROR_NOT_READY)
+        return dev_.check(r, what.c_str());
+      int async = kNcclSuccess;
+      tr.nccl->commGetAsyncError(tr.comm, &async);
+      const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if ((async != kNcclSuccess && async != kNcclInProgress) || waited > timeoutS_) {
+        Status why = async != kNcclSuccess && async != kNcclInProgress
+                         ? tr.nccl->check(async, "a collective")
+                         : Status::error("NCCL: GPU " + std::to_string(tr.shard) + " had no answer from the other " +
+                                         std::to_string(tr.shards - 1) + " in " + std::to_string(int(timeoutS_)) +
+                                         " s (GENC_NCCL_TIMEOUT_S); communicator aborted");
+        tr.nccl->commAbort(tr.comm);
+        tr.comm = nullptr;
+        return Status::error(why.message() + " while " + what);
+      }
+      if (spin > 2000)
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      else
+        std::this_thread::yield();
+    }
   }
 
   // Inputs, every step, and the logits (or greedy's choices) back to the
@@ -591,6 +673,8 @@ private:
   };
 
   std::shared_ptr<const Plan> plan_;
+  KvLayout kv_; // the plan's caches, or this GPU's shard of them
+  double timeoutS_ = 120;
   Device dev_;
   DeviceMemory mem_;
   KernelModule mod_;
@@ -615,13 +699,26 @@ private:
 } // namespace
 } // namespace cuda
 
-std::unique_ptr<Executor> makeCudaExecutor(std::shared_ptr<const Plan> plan, const ExecutorOptions &,
+std::unique_ptr<Executor> makeCudaExecutor(std::shared_ptr<const Plan> plan, const ExecutorOptions &opts,
                                            Status &err) {
+  const char *force = std::getenv("GENC_TREE_FORCE");
+  if (opts.gpus > 1 || (force && std::string(force) == "1"))
+    return cuda::makeTreeExecutor(std::move(plan), opts, err);
   auto e = std::make_unique<cuda::CudaExecutor>(std::move(plan));
-  err = e->init();
+  err = e->init(nullptr);
   if (!err)
     return nullptr;
   return e;
 }
+
+namespace cuda {
+std::unique_ptr<Executor> makeCudaReplica(std::shared_ptr<const Plan> plan, const TreeRank &rank, Status &err) {
+  auto e = std::make_unique<CudaExecutor>(std::move(plan));
+  err = e->init(&rank);
+  if (!err)
+    return nullptr;
+  return e;
+}
+} // namespace cuda
 
 } // namespace genrt

@@ -178,6 +178,11 @@ public:
     GencAttnParams p = base;
     const int64_t T = static_cast<int64_t>(run.inputIds.size());
     p.tokens = T;
+    if (selfAttention) {
+      p.shards = ctx.tree.shards;
+      p.shard = ctx.tree.shard;
+      p.lseOut = ctx.tree.comm ? ctx.tree.lse : 0;
+    }
     const bool useDecode = decode && run.kind == ProgramKind::Decode;
     const int64_t maxS = std::max<int64_t>(
         1, std::min<int64_t>(useDecode ? 256 : 64, ctx.partialRows / std::max<int64_t>(1, T * heads)));
@@ -231,6 +236,58 @@ public:
   }
 };
 
+// Tree attention's combine after a self-attention op (its output o and
+// log-sum-exp on this GPU): M = AllReduce_max(lse), packed = [w·o | w] with
+// w = exp(lse − M), AllReduce_sum(packed), out = packed[:D] / packed[D]
+// (Shyam et al., 2024): two collectives, the second one packed, in f32, on
+// the step's stream (inside the decode step's CUDA graph).
+class TreeCombineStep final : public Step {
+public:
+  CUfunction weigh = nullptr, finish = nullptr;
+  GencAttnParams base{};
+  int64_t heads = 0, headDim = 0;
+  Status run(StepContext &ctx, const ProgramRun &run) override {
+    const StepContext::Tree &tr = ctx.tree;
+    GencAttnParams p = base;
+    const int64_t T = static_cast<int64_t>(run.inputIds.size()), rows = T * heads;
+    p.tokens = T;
+    p.lseOut = tr.lse;
+    p.lseMax = tr.lseMax;
+    p.packed = tr.packed;
+    void *args[] = {&p};
+    const NcclApi &n = *tr.nccl;
+    if (Status s = n.check(n.allReduce(reinterpret_cast<void *>(tr.lse), reinterpret_cast<void *>(tr.lseMax),
+                                       static_cast<size_t>(rows), kNcclFloat32, kNcclMax, tr.comm, ctx.stream),
+                           "ncclAllReduce (max of the log-sum-exps)");
+        !s)
+      return Status::error(what + ": " + s.message());
+    if (Status s = launch(ctx, weigh, static_cast<unsigned>(T), static_cast<unsigned>(heads), 1, args,
+                          what + " (weigh)");
+        !s)
+      return s;
+    if (Status s = n.check(n.allReduce(reinterpret_cast<void *>(tr.packed), reinterpret_cast<void *>(tr.packed),
+                                       static_cast<size_t>(rows * (headDim + 1)), kNcclFloat32, kNcclSum, tr.comm,
+                                       ctx.stream),
+                           "ncclAllReduce (sum of the weighed outputs)");
+        !s)
+      return Status::error(what + ": " + s.message());
+    return launch(ctx, finish, static_cast<unsigned>(T), static_cast<unsigned>(heads), 1, args, what + " (finish)");
+  }
+};
+
+Status treeCombineStep(const OpInfo &op, const ValueMap &vm, const KernelModule &mod, std::unique_ptr<Step> &out) {
+  const std::string family = attrStr(op.attrs, "gpu_kernel", "");
+  auto st = std::make_unique<TreeCombineStep>();
+  if (!mod.function(family + "_weigh", st->weigh) || !mod.function(family + "_finish", st->finish))
+    return Status::error("has no tree-attention combine kernels (a plan from an older genc: recompile it)");
+  st->heads = attrInt(op.attrs, "num_heads", 0);
+  st->headDim = attrInt(op.attrs, "head_dim", 0);
+  st->base.out = vm.ptr(op.results.at(0));
+  st->base.shards = 1;
+  out = std::move(st);
+  return Status::ok();
+}
+
 Status attentionStep(const OpInfo &op, const ValueMap &vm, const KernelModule &mod,
                      std::unique_ptr<Step> &out) {
   const AttrMap &at = op.attrs;
@@ -245,7 +302,7 @@ Status attentionStep(const OpInfo &op, const ValueMap &vm, const KernelModule &m
   if (Status s = mod.function(family + "_append", st->append); !s)
     return s;
   const Plan &plan = *vm.ctx.plan;
-  const KvLayout &kv = plan.kv;
+  const KvLayout &kv = *vm.ctx.layout;
   st->heads = attrInt(at, "num_heads", 0);
   st->kvHeads = attrInt(at, "num_kv_heads", st->heads);
   const int64_t D = attrInt(at, "head_dim", 0), perBlock = attrInt(at, "gpu_heads_per_block", 1);
@@ -292,6 +349,7 @@ Status attentionStep(const OpInfo &op, const ValueMap &vm, const KernelModule &m
   st->headDim = D;
   const bool packedIo = at.count("qkv_offsets") != 0;
   GencAttnParams &p = st->base;
+  p.shards = 1;
   size_t next = 0;
   p.x = vm.ptr(op.operands.at(next++));
   if (!packedIo && !cross) {
@@ -435,6 +493,13 @@ Status compileProgram(const Program &prog, StepContext &ctx, const KernelModule 
       if (Status s = attentionStep(op, vm, mod, step); !s)
         return Status::error("plan op " + where + " " + s.message());
       step->kind = "attention";
+      if (ctx.tree.comm && op.kind == "kv_attention") { // its combine with the other GPUs' shards
+        step->what = where;
+        out.steps.push_back(std::move(step));
+        if (Status s = treeCombineStep(op, vm, mod, step); !s)
+          return Status::error("plan op " + where + " " + s.message());
+        step->kind = "combine";
+      }
     } else if (cls == OpClass::View) {
       auto c = std::make_unique<CopyStep>();
       c->src = vm.ptr(op.operands.at(0));
@@ -504,7 +569,7 @@ Status runSteps(const CompiledProgram &cp, StepContext &ctx, const ProgramRun &r
 Status copyCacheSlots(StepContext &ctx, const KvCopier &k, const std::vector<int32_t> &dst,
                       const std::vector<int32_t> &src, const std::vector<int64_t> &lengths,
                       const std::vector<int64_t> &from) {
-  const KvLayout &kv = ctx.plan->kv;
+  const KvLayout &kv = *ctx.layout;
   const DriverApi &a = *ctx.dev->api;
   const int64_t es = static_cast<int64_t>(dtypeSize(kv.dtype));
   // Per layer: [sources, each with the widest rows any pair takes] then the

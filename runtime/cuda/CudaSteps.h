@@ -5,6 +5,7 @@
 #include "runtime/Executor.h"
 #include "runtime/cuda/Device.h"
 #include "runtime/cuda/Gemm.h"
+#include "runtime/cuda/Nccl.h"
 
 #include <map>
 #include <set>
@@ -20,6 +21,9 @@ struct StepContext {
   Gemm *gemm = nullptr;
   CUstream stream = nullptr;
   const Plan *plan = nullptr;
+  /// The caches as this executor holds them: the plan's, or one shard of
+  /// it (tree attention).
+  const KvLayout *layout = nullptr;
   CUdeviceptr arena = 0, kv = 0, cross = 0;
   CUdeviceptr scratch = 0, partial = 0, places = 0, crossLengths = 0;
   int64_t partialRows = 0; // rows of `partial` (token x head x split)
@@ -28,6 +32,15 @@ struct StepContext {
   /// [K, N] and only matmuls read it); its GEMMs then read it transposed.
   std::vector<char> weightTransposed;
   bool gemv = false; // GENC_CUDA_GEMV=1: the GEMV kernels for up to 8 rows
+  /// Tree attention (--gpus N): this GPU is shard `shard` of `shards`; after
+  /// each self-attention op its output is combined with the other GPUs'
+  /// through `comm` (lse -> max, then [w·o | w] -> sum, in f32).
+  struct Tree {
+    const NcclApi *nccl = nullptr;
+    ncclComm_t comm = nullptr;
+    int64_t shards = 1, shard = 0;
+    CUdeviceptr lse = 0, lseMax = 0, packed = 0;
+  } tree;
   std::map<std::string, CUdeviceptr> arguments;
   bool syncEachStep = false; // GENC_CUDA_SYNC=1: an asynchronous error names its kernel
   /// GENC_CUDA_PROFILE=1: device time per step kind (events around each

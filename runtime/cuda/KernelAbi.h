@@ -11,8 +11,11 @@
 //     token's head group to finish, by a ticket) and appends the token's K/V
 //     when the run allows it; attn_N_append does it otherwise. genc_greedy
 //     takes a grid of (rows, parts) and a ticket per row.
+//   3: tree attention: GencAttnParams gains the shard (N, r) every
+//     self-attention kernel reads and masks by, the log-sum-exp out, and the
+//     attn_N_weigh / attn_N_finish entries that combine GPUs' outputs.
 #pragma once
 
 namespace genrt::cuda {
-constexpr int kGencKernelAbi = 2;
+constexpr int kGencKernelAbi = 3;
 } // namespace genrt::cuda

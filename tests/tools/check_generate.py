@@ -64,6 +64,9 @@ for mode in modes:
     # GENRUN_DEVICE: the executor to check (tools/gpu_test.sh sets cuda).
     cmd = [genrun, plan, "--input", prompts, "--device", os.environ.get("GENRUN_DEVICE", "cpu"),
            "--batch-size", str(batch)]
+    # GENRUN_GPUS: tree attention over that many GPUs (tools/tree_check.sh).
+    if os.environ.get("GENRUN_GPUS"):
+        cmd += ["--gpus", os.environ["GENRUN_GPUS"]]
     flag = {"max_new_tokens": "--max-new-tokens", "num_beams": "--num-beams",
             "no_repeat_ngram_size": "--no-repeat-ngram-size", "length_penalty": "--length-penalty",
             "early_stopping": "--early-stopping", "num_return_sequences": "--num-return-sequences",
