@@ -34,12 +34,12 @@ declare -a rows
 fail=0
 check() { # name fixture model gpus [force]
   local name=$1 fx=$2 model=$3 gpus=$4 force=${5-0}
-  local log="$OUT/tree-$name.log" modes
+  local log="$W/tree-${name// /-}.log" modes
   modes=$(python3 -c "import json,sys; g=json.load(open(sys.argv[1])); print(' '.join(m for m in ('greedy','beam','beam_reppen','greedy_processors','beam_processors') if m in g))" "tests/fixtures/$fx/golden.json")
   # shellcheck disable=SC2086
   if GENC_TREE_FORCE=$force GENRUN_GPUS=$gpus python3 tests/tools/check_generate.py "$BIN/genc" "$BIN/genrun" \
        "tests/fixtures/$fx" "$model" "$W/$name" $modes > "$log" 2>&1; then
-    rows+=("$name|ok|$(tr '\n' ';' < "$log" | cut -c1-150)")
+    rows+=("$name|ok|$(tr '\n' ';' < "$log" | cut -c1-120)")
   else
     rows+=("$name|FAIL|$(tail -c 400 "$log" | tr '\n' ' ')")
     fail=1
@@ -62,7 +62,7 @@ m="$W/llama8k"
 if python3 tools/export.py --arch llama --set hidden_size=2048 --set intermediate_size=5632 \
      --set num_hidden_layers=2 --set num_attention_heads=32 --set num_key_value_heads=4 --set head_dim=64 \
      --set vocab_size=32000 --set max_position_embeddings=8448 --scale 2 --seed 5 --no-check --out "$m" \
-     > "$OUT/export8k.log" 2>&1; then
+     > "$W/export8k.log" 2>&1; then
   python3 -c "
 import json, random
 r = random.Random(1)
@@ -76,19 +76,21 @@ with open('$W/p8k.jsonl', 'w') as f:
     for v in "plain 1 0" "tree-x1 1 1" "tree-x2 2 0"; do
       set -- $v
       GENC_TREE_FORCE=$3 "$BIN/genrun" "$W/l8k.$dt.plan" --device cuda --gpus $2 --input "$W/p8k.jsonl" \
-        --max-new-tokens 32 --stats 2> "$OUT/l8k-$dt-$1.err" | sed 's/"score":[^}]*//' > "$W/l8k-$dt-$1.out"
+        --max-new-tokens 32 --stats 2> "$W/l8k-$dt-$1.err" > "$W/l8k-$dt-$1.jsonl"
+      python3 -c "import json,sys; [print(json.loads(l)['sequences'][0]['output_ids']) for l in open(sys.argv[1])]" \
+        "$W/l8k-$dt-$1.jsonl" > "$W/l8k-$dt-$1.out"
     done
     if [ -s "$W/l8k-$dt-plain.out" ] && cmp -s "$W/l8k-$dt-plain.out" "$W/l8k-$dt-tree-x1.out" &&
        cmp -s "$W/l8k-$dt-plain.out" "$W/l8k-$dt-tree-x2.out"; then r=ok; else r=FAIL; [ $dt = f32 ] && fail=1; fi
     same=$(python3 -c "
-import json, sys
-a, b = ([json.loads(l)['sequences'][0]['output_ids'] for l in open(p)] for p in sys.argv[1:3])
+import ast, sys
+a, b = ([ast.literal_eval(l) for l in open(p)] for p in sys.argv[1:3])
 print(sum(x == y for u, v in zip(a, b) for x, y in zip(u, v)), 'of', sum(len(u) for u in a), 'tokens equal x2 vs plain')" \
       "$W/l8k-$dt-plain.out" "$W/l8k-$dt-tree-x2.out" 2>&1)
-    rows+=("llama d2048 8k context $dt: plain, tree x1, x2|$r|$same; $(grep -ho 'decode [0-9.]* ms/token' "$OUT"/l8k-$dt-*.err | tr '\n' ' ')")
+    rows+=("llama d2048 8k context $dt: plain, tree x1, x2|$r|$same; plain / x1 / x2 $(for v in plain tree-x1 tree-x2; do grep -o 'decode [0-9.]* ms/token' "$W/l8k-$dt-$v.err"; done | tr '\n' ' ')")
   done
 else
-  rows+=("llama 8k export|FAIL|$(tail -c 300 "$OUT/export8k.log" | tr '\n' ' ')")
+  rows+=("llama 8k export|FAIL|$(tail -c 300 "$W/export8k.log" | tr '\n' ' ')")
   fail=1
 fi
 

@@ -97,6 +97,17 @@ public:
       tr.comm = comm;
       const char *to = std::getenv("GENC_NCCL_TIMEOUT_S");
       timeoutS_ = to && std::atof(to) > 0 ? std::atof(to) : 120.0;
+      // NCCL connects its peers at a communicator's first collective, which
+      // cannot happen inside a stream capture (the first decode step's graph
+      // would fail with "internal error" where no prefill ran a collective
+      // before it): one small all-reduce now, outside any capture.
+      if (Status s = tr.nccl->check(tr.nccl->allReduce(reinterpret_cast<void *>(tr.lse), reinterpret_cast<void *>(tr.lseMax),
+                                                     1, kNcclFloat32, kNcclMax, tr.comm, stream_),
+                                    "ncclAllReduce (connecting the GPUs)");
+          !s)
+        return s;
+      if (Status s = waitStream("connecting the GPUs"); !s)
+        return s;
     }
     // The tickets start at zero; each launch leaves them so. The caches too:
     // rows a run never wrote hold zeros, not whatever the memory held
