@@ -478,25 +478,45 @@ static __device__ void genc_attn_append(const GencAttnParams &p) {
 // Block (t, h): this GPU's output row weighed by exp(lse - max over GPUs)
 // into [w · o | w] (f32) before the sum over GPUs, then that sum's quotient
 // back into the output. A GPU with none of the keys has lse -inf: w = 0.
+// With `combine` 1 the collective is one all-gather of every GPU's [o | lse]
+// (N parts of [T, H, D + 1]) and the finish does the max and the weights.
 template <typename C>
 static __device__ void genc_attn_weigh(const GencAttnParams &p) {
   typedef typename C::Out O;
   const long long t = blockIdx.x, th = t * C::H + blockIdx.y;
-  const float l = ((const float *)p.lseOut)[th], M = ((const float *)p.lseMax)[th];
-  const float w = l == -__int_as_float(0x7f800000) ? 0.f : expf(l - M);
-  float *dst = (float *)p.packed + th * (C::D + 1);
+  const float l = ((const float *)p.lseOut)[th];
+  const float w = p.combine ? 1.f : l == -__int_as_float(0x7f800000) ? 0.f : expf(l - ((const float *)p.lseMax)[th]);
+  float *dst = (float *)p.packed + ((p.combine ? p.shard * p.tokens * C::H : 0) + th) * (C::D + 1);
   for (int d = threadIdx.x; d < C::D; d += blockDim.x)
     dst[d] = w * O::ld(((const typename O::S *)p.out)[genc_attn_out_at<C>(p, t, blockIdx.y, d)]);
-  if (threadIdx.x == 0) dst[C::D] = w;
+  if (threadIdx.x == 0) dst[C::D] = p.combine ? l : w;
 }
 template <typename C>
 static __device__ void genc_attn_finish(const GencAttnParams &p) {
   typedef typename C::Out O;
   const long long t = blockIdx.x, th = t * C::H + blockIdx.y;
   const float *src = (const float *)p.packed + th * (C::D + 1);
-  const float w = src[C::D];
-  for (int d = threadIdx.x; d < C::D; d += blockDim.x)
-    ((typename O::S *)p.out)[genc_attn_out_at<C>(p, t, blockIdx.y, d)] = O::st(w > 0.f ? src[d] / w : 0.f);
+  if (!p.combine) {
+    const float w = src[C::D];
+    for (int d = threadIdx.x; d < C::D; d += blockDim.x)
+      ((typename O::S *)p.out)[genc_attn_out_at<C>(p, t, blockIdx.y, d)] = O::st(w > 0.f ? src[d] / w : 0.f);
+    return;
+  }
+  const long long part = p.tokens * C::H * (C::D + 1); // one GPU's [T, H, D + 1]
+  float M = -__int_as_float(0x7f800000), sum = 0.f;
+  for (long long r = 0; r < p.shards; ++r) M = fmaxf(M, src[r * part + C::D]);
+  for (long long r = 0; r < p.shards; ++r) {
+    const float l = src[r * part + C::D];
+    sum += l == -__int_as_float(0x7f800000) ? 0.f : expf(l - M);
+  }
+  for (int d = threadIdx.x; d < C::D; d += blockDim.x) {
+    float o = 0.f;
+    for (long long r = 0; r < p.shards; ++r) {
+      const float l = src[r * part + C::D];
+      if (l != -__int_as_float(0x7f800000)) o += expf(l - M) * src[r * part + d];
+    }
+    ((typename O::S *)p.out)[genc_attn_out_at<C>(p, t, blockIdx.y, d)] = O::st(sum > 0.f ? o / sum : 0.f);
+  }
 }
 )";
 }

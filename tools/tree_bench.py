@@ -38,14 +38,26 @@ import sys
 import tarfile
 import time
 
-LAYERS, HIDDEN, HEADS, KV_HEADS, HEAD_DIM, FFN, VOCAB = 22, 2048, 32, 4, 64, 5632, 32000
-KV_BYTES = LAYERS * 2 * KV_HEADS * HEAD_DIM * 2  # f16 K and V of one position, every layer
+# The whole-step model (the 1.1B Llama config) and the attention-alone one (Llama-3-8B's
+# attention: 32 heads, 8 KV heads, head dim 128; tiny FFN and vocabulary, 4 layers).
+MODELS = {
+    "llama1b": dict(layers=22, hidden=2048, heads=32, kv_heads=4, head_dim=64, ffn=5632, vocab=32000),
+    "attn8b": dict(layers=4, hidden=4096, heads=32, kv_heads=8, head_dim=128, ffn=256, vocab=512),
+}
+
+
+def kv_bytes(m):
+    """f16 K and V of one position, every layer."""
+    return m["layers"] * 2 * m["kv_heads"] * m["head_dim"] * 2
+
+
 PREFILL_SKIP = "prefill:gemm,prefill:fused,prefill:attention,prefill:copy,prefill:combine"
-VARIANTS = {
-    "full": PREFILL_SKIP,
-    "attn": PREFILL_SKIP + ",gemm,fused,copy",
-    "nocomb": PREFILL_SKIP + ",gemm,fused,copy,combine",
-    "empty": PREFILL_SKIP + ",gemm,fused,copy,attention,combine",
+VARIANTS = {  # name: (kinds skipped, the combine)
+    "full": (PREFILL_SKIP, "allreduce"),
+    "attn": (PREFILL_SKIP + ",gemm,fused,copy", "allreduce"),
+    "gather": (PREFILL_SKIP + ",gemm,fused,copy", "gather"),
+    "nocomb": (PREFILL_SKIP + ",gemm,fused,copy,combine", "allreduce"),
+    "empty": (PREFILL_SKIP + ",gemm,fused,copy,attention,combine", "allreduce"),
 }
 
 
@@ -60,12 +72,12 @@ def free_bytes():
     return [int(x) * (1 << 20) for x in out.split()]
 
 
-def longest(free, gpus):
-    """Positions a plan may hold on `gpus` GPUs: each keeps the weights (2.2 GB), the position
-    tables (at most 512 B a position, every GPU), the workspaces (~3 GB with --max-tokens 8192) and
-    its 1/gpus of the cache."""
+def longest(free, gpus, m):
+    """Positions a plan of model m may hold on `gpus` GPUs: each keeps the weights (2.2 GB), the
+    position tables (at most 512 B a position, every GPU), the workspaces (~3 GB with --max-tokens
+    8192) and its 1/gpus of the cache."""
     fixed = 2.3e9 + 3.5e9
-    n = int((min(free) - fixed) / (KV_BYTES / gpus + 512))
+    n = int((min(free) - fixed) / (kv_bytes(m) / gpus + 512))
     return n // 65536 * 65536
 
 
@@ -78,22 +90,23 @@ def bindir(root, work):
     return d
 
 
-def prepare(root, work, lengths):
+def prepare(root, work, name, lengths):
+    m = MODELS[name]
     bins = bindir(root, work)
-    model = os.path.join(work, "model")
+    model = os.path.join(work, name)
     t = time.time()
     if not os.path.exists(os.path.join(model, "model.onnx")):
         r = subprocess.run([sys.executable, os.path.join(root, "tools", "export.py"), "--arch", "llama",
-                            "--set", f"hidden_size={HIDDEN}", "--set", f"intermediate_size={FFN}",
-                            "--set", f"num_hidden_layers={LAYERS}", "--set", f"num_attention_heads={HEADS}",
-                            "--set", f"num_key_value_heads={KV_HEADS}", "--set", f"head_dim={HEAD_DIM}",
-                            "--set", f"vocab_size={VOCAB}", "--set", f"max_position_embeddings={max(lengths)}",
+                            "--set", f"hidden_size={m['hidden']}", "--set", f"intermediate_size={m['ffn']}",
+                            "--set", f"num_hidden_layers={m['layers']}", "--set", f"num_attention_heads={m['heads']}",
+                            "--set", f"num_key_value_heads={m['kv_heads']}", "--set", f"head_dim={m['head_dim']}",
+                            "--set", f"vocab_size={m['vocab']}", "--set", f"max_position_embeddings={max(lengths)}",
                             "--seed", "11", "--no-check", "--out", model], capture_output=True, text=True)
         if r.returncode:
             sys.exit(f"export failed\n{r.stderr[-3000:]}")
-        log(f"export: {time.time() - t:.0f} s")
+        log(f"export {name}: {time.time() - t:.0f} s")
     for n in lengths:
-        plan = os.path.join(work, f"L{n}.plan")
+        plan = os.path.join(work, f"{name}-L{n}.plan")
         if os.path.exists(plan):
             continue
         t = time.time()
@@ -116,7 +129,8 @@ def prompt(work, n):
 
 
 def decode_ms(bins, plan, gpus, context, new, variant, logf):
-    env = dict(os.environ, GENC_CUDA_SKIP=VARIANTS[variant], NCCL_NVLS_ENABLE="0")
+    skip, combine = VARIANTS[variant]
+    env = dict(os.environ, GENC_CUDA_SKIP=skip, GENC_TREE_COMBINE=combine, NCCL_NVLS_ENABLE="0")
     t = time.time()
     r = subprocess.run([os.path.join(bins, "genrun"), plan, "--device", "cuda", "--gpus", str(gpus), "--input",
                         prompt(os.path.dirname(plan), context), "--max-new-tokens", str(new), "--stats",
@@ -131,10 +145,59 @@ def decode_ms(bins, plan, gpus, context, new, variant, logf):
     return float(m.group(1))
 
 
+def measure(bins, work, name, gpus, contexts, lengths, common, new, logf):
+    """Rows of the table for model `name`: per GPU count and context, decode ms/token (llama1b),
+    attention µs/layer, its speed-up over one GPU, and the combine's cost (all-reduce; gather)."""
+    m = MODELS[name]
+    layers = m["layers"]
+    whole = name == "llama1b"
+    rows, res = [], {}
+    per_layer = lambda a, b: (a - b) / layers * 1e3 if a is not None and b is not None else None  # noqa: E731
+    fmt = lambda x, f="{:.1f}": f.format(x) if x is not None else "-"  # noqa: E731
+    for g in gpus:
+        points = list(contexts) + (["longest"] if whole else [])
+        if whole and g > 1 and 1 in lengths:
+            points.append("longest-1")
+        for c in points:
+            if c == "longest":
+                plan_len, ctx = lengths[g], lengths[g] - new
+            elif c == "longest-1":
+                plan_len, ctx = lengths[1], lengths[1] - new
+            else:
+                plan_len, ctx = common, c
+            plan = os.path.join(work, f"{name}-L{plan_len}.plan")
+            variants = (["full"] if whole else []) + ([] if isinstance(c, str) else ["attn", "empty"])
+            if g > 1 and not isinstance(c, str):
+                variants += ["gather", "nocomb"]
+            ms = {v: decode_ms(bins, plan, g, ctx, new, v, logf) for v in variants}
+            res[(g, c)] = ms
+            attn, gather = per_layer(ms.get("attn"), ms.get("empty")), per_layer(ms.get("gather"), ms.get("empty"))
+            comb, gcomb = per_layer(ms.get("attn"), ms.get("nocomb")), per_layer(ms.get("gather"), ms.get("nocomb"))
+            one = res.get((1, "longest"), {}) if c == "longest-1" else {} if c == "longest" else res.get((1, c), {})
+            one_attn = per_layer(one.get("attn"), one.get("empty"))
+            best = min(x for x in (attn, gather) if x is not None) if attn is not None or gather is not None else None
+            speed = fmt(one["full"] / ms["full"], "{:.2f}x") if g > 1 and one.get("full") and ms.get("full") else ""
+            aspeed = fmt(one_attn / best, "{:.2f}x") if g > 1 and one_attn and best else ""
+            cells = [str(g), str(ctx), f"{ctx * kv_bytes(m) / 1e9:.1f}"]
+            if whole:
+                cells += [fmt(ms.get("full"), "{:.3f}"), speed]
+            cells += [fmt(attn), fmt(gather) if g > 1 else "", aspeed, fmt(comb) if g > 1 else "",
+                      fmt(gcomb) if g > 1 else ""]
+            row = "| " + " | ".join(cells) + " |"
+            log(row)
+            rows.append(row)
+    head = ["GPUs", "context", "KV GB"] + (["decode ms/token", "vs 1 GPU"] if whole else []) + [
+        "attention µs/layer (all-reduce)", "(gather)", "best vs 1 GPU", "combine µs/layer (all-reduce)",
+        "(gather)"]
+    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head), *rows]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--gpus", default="1,2")
     ap.add_argument("--contexts", default="32768,131072,262144,524288")
+    ap.add_argument("--attn-contexts", default="32768,131072,262144,524288,1048576")
+    ap.add_argument("--models", default="attn8b,llama1b")
     ap.add_argument("--new", type=int, default=8)
     ap.add_argument("--work", default="/tmp/tree_bench")
     ap.add_argument("--phase", default="all", choices=["prepare", "run", "all"])
@@ -144,60 +207,41 @@ def main():
     os.makedirs(args.work, exist_ok=True)
     os.makedirs(args.out, exist_ok=True)
     gpus = [int(g) for g in args.gpus.split(",")]
-    contexts = [int(c) for c in args.contexts.split(",")]
     lf = os.path.join(args.work, "lengths.json")
     if os.path.exists(lf):
         lengths = {int(k): v for k, v in json.load(open(lf)).items()}
     else:
         free = free_bytes()
         log(f"free per GPU: {[f'{b / 2**30:.1f} GiB' for b in free]}")
-        lengths = {g: longest(free[:g], g) for g in gpus}
+        lengths = {g: longest(free[:g], g, MODELS["llama1b"]) for g in gpus}
         json.dump(lengths, open(lf, "w"))
-    # One plan holds the listed contexts (for every GPU count: the same plan, the same timings but
-    # for the sharding); one per GPU count at its longest.
-    common = max(contexts) + args.new
-    need = sorted({common, *lengths.values()})
-    log(f"plans: max length {need}; longest per GPU count {lengths}")
-    if args.phase in ("prepare", "all"):
-        prepare(root, args.work, need)
+    plans = {}
+    for name in args.models.split(","):
+        contexts = [int(c) for c in (args.contexts if name == "llama1b" else args.attn_contexts).split(",")]
+        common = max(contexts) + args.new
+        plans[name] = (contexts, common, sorted({common, *lengths.values()}) if name == "llama1b" else [common])
+        log(f"{name}: plans of max length {plans[name][2]}; longest per GPU count {lengths}")
+        if args.phase in ("prepare", "all"):
+            prepare(root, args.work, name, plans[name][2])
     if args.phase == "prepare":
         return
     bins = bindir(root, args.work)
     logf = open(os.path.join(args.out, "tree_bench.log"), "a")
     dev = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
                          text=True).stdout.split("\n")[0]
-    rows, results = [], {}
-    for g in gpus:
-        for c in contexts + ["longest"]:
-            plan_len = lengths[g] if c == "longest" else common
-            ctx = plan_len - args.new if c == "longest" else c
-            plan = os.path.join(args.work, f"L{plan_len}.plan")
-            variants = ["full"] if c == "longest" else ["full", "attn", "empty"] + (["nocomb"] if g > 1 else [])
-            ms = {v: decode_ms(bins, plan, g, ctx, args.new, v, logf) for v in variants}
-            results[(g, c)] = (ctx, ms)
-            attn = (ms["attn"] - ms["empty"]) / LAYERS * 1e3 if ms.get("attn") and ms.get("empty") else None
-            comb = (ms["attn"] - ms["nocomb"]) / LAYERS * 1e3 if ms.get("attn") and ms.get("nocomb") else None
-            one = results.get((1, c), (0, {}))[1]
-            one_attn = (one["attn"] - one["empty"]) / LAYERS * 1e3 if one.get("attn") and one.get("empty") else None
-            fmt = lambda x, f="{:.3f}": f.format(x) if x is not None else "-"  # noqa: E731
-            speed = (fmt(one["full"] / ms["full"], "{:.2f}x") if g > 1 and c != "longest" and one.get("full")
-                     and ms.get("full") else "")
-            aspeed = fmt(one_attn / attn, "{:.2f}x") if g > 1 and one_attn and attn else ""
-            kv_gb = ctx * KV_BYTES / 1e9
-            row = (f"| {g} | {ctx} | {kv_gb:.1f} | {fmt(ms.get('full'))} | {speed} | {fmt(attn, '{:.1f}')} | {aspeed} "
-                   f"| {fmt(comb, '{:.1f}')} |")
-            log(row)
-            rows.append(row)
-    msg = [f"| {t} | {t * HEADS * 4} B | {t * HEADS * (HEAD_DIM + 1) * 4} B |" for t in (1,)]
-    table = [f"device: {dev} x{max(gpus)}; Llama 1.1B config (22 layers, 32 heads, 4 KV heads, head dim 64), "
-             f"f16, batch 1, greedy, {args.new} decode steps after a skipped prefill",
-             "", "| GPUs | context | KV GB | decode ms/token | vs 1 GPU | attention µs/layer | vs 1 GPU "
-             "| combine µs/layer |", "|---|---|---|---|---|---|---|---|", *rows, "",
-             f"longest context held: " + ", ".join(f"{g} GPU{'s' if g > 1 else ''}: {lengths[g] - args.new}"
-                                                   for g in gpus) +
-             (f" ({(lengths[max(gpus)]) / lengths[1]:.2f}x)" if 1 in lengths and max(gpus) > 1 else ""),
-             "", "bytes sent per layer per step (the two all-reduce messages, f32):", "",
-             "| tokens | max of lse | sum of [w·o, w] |", "|---|---|---|", *msg]
+    table = [f"device: {dev} x{max(gpus)}; f16, batch 1, greedy, {args.new} decode steps after a skipped prefill", ""]
+    for name, (contexts, common, _) in plans.items():
+        m = MODELS[name]
+        table += [f"{name}: {m['layers']} layers, {m['heads']} heads, {m['kv_heads']} KV heads, head dim "
+                  f"{m['head_dim']}, hidden {m['hidden']}, FFN {m['ffn']}, vocabulary {m['vocab']}", ""]
+        table += measure(bins, args.work, name, gpus, contexts, lengths, common, args.new, logf)
+        t, H, D = 1, m["heads"], m["head_dim"]
+        table += ["", f"bytes sent per layer per step at batch 1 (f32): all-reduce: max of lse {t * H * 4} B, "
+                  f"sum of [w·o, w] {t * H * (D + 1) * 4} B; gather: [o, lse] {t * H * (D + 1) * 4} B a GPU", ""]
+        if name == "llama1b":
+            table += ["longest context held: " + ", ".join(f"{g} GPU{'s' if g > 1 else ''}: {lengths[g] - args.new}"
+                                                        for g in gpus) +
+                      (f" ({lengths[max(gpus)] / lengths[1]:.2f}x)" if 1 in lengths and max(gpus) > 1 else ""), ""]
     open(os.path.join(args.out, "tree_bench.md"), "w").write("\n".join(table) + "\n")
     log("\n".join(table))
 

@@ -56,6 +56,11 @@ for f in "${fixtures[@]}"; do
   check "$1 x2" "$1" "$2" 2
   [ $QUICK = 0 ] || [ "$1" = llama ] && check "$1 x1 tree" "$1" "$2" 1 1
 done
+# The one-collective combine (GENC_TREE_COMBINE=gather).
+for f in "llama model.onnx" "t5 encoder.onnx,decoder.onnx"; do
+  set -- $f
+  GENC_TREE_COMBINE=gather check "$1 x2 gather" "$1" "$2" 2
+done
 
 # A real-width Llama at an 8k context: plain == tree x1 == tree x2.
 m="$W/llama8k"
@@ -73,21 +78,21 @@ with open('$W/p8k.jsonl', 'w') as f:
   [ $QUICK = 1 ] && dts=f32
   for dt in $dts; do
     "$BIN/genc" compile "$m/model.onnx" --dtype $dt --max-batch 2 --max-length 8192 -o "$W/l8k.$dt.plan" --quiet
-    for v in "plain 1 0" "tree-x1 1 1" "tree-x2 2 0"; do
+    for v in "plain 1 0 allreduce" "tree-x1 1 1 allreduce" "tree-x2 2 0 allreduce" "tree-x2g 2 0 gather"; do
       set -- $v
-      GENC_TREE_FORCE=$3 "$BIN/genrun" "$W/l8k.$dt.plan" --device cuda --gpus $2 --input "$W/p8k.jsonl" \
+      GENC_TREE_COMBINE=$4 GENC_TREE_FORCE=$3 "$BIN/genrun" "$W/l8k.$dt.plan" --device cuda --gpus $2 --input "$W/p8k.jsonl" \
         --max-new-tokens 32 --stats 2> "$W/l8k-$dt-$1.err" > "$W/l8k-$dt-$1.jsonl"
       python3 -c "import json,sys; [print(json.loads(l)['sequences'][0]['output_ids']) for l in open(sys.argv[1])]" \
         "$W/l8k-$dt-$1.jsonl" > "$W/l8k-$dt-$1.out"
     done
     if [ -s "$W/l8k-$dt-plain.out" ] && cmp -s "$W/l8k-$dt-plain.out" "$W/l8k-$dt-tree-x1.out" &&
-       cmp -s "$W/l8k-$dt-plain.out" "$W/l8k-$dt-tree-x2.out"; then r=ok; else r=FAIL; [ $dt = f32 ] && fail=1; fi
+       cmp -s "$W/l8k-$dt-plain.out" "$W/l8k-$dt-tree-x2.out" && cmp -s "$W/l8k-$dt-plain.out" "$W/l8k-$dt-tree-x2g.out"; then r=ok; else r=FAIL; [ $dt = f32 ] && fail=1; fi
     same=$(python3 -c "
 import ast, sys
 a, b = ([ast.literal_eval(l) for l in open(p)] for p in sys.argv[1:3])
 print(sum(x == y for u, v in zip(a, b) for x, y in zip(u, v)), 'of', sum(len(u) for u in a), 'tokens equal x2 vs plain')" \
       "$W/l8k-$dt-plain.out" "$W/l8k-$dt-tree-x2.out" 2>&1)
-    rows+=("llama d2048 8k context $dt: plain, tree x1, x2|$r|$same; plain / x1 / x2 $(for v in plain tree-x1 tree-x2; do grep -o 'decode [0-9.]* ms/token' "$W/l8k-$dt-$v.err"; done | tr '\n' ' ')")
+    rows+=("llama d2048 8k context $dt: plain, tree x1, x2, x2 gather|$r|$same; plain / x1 / x2 / x2 gather $(for v in plain tree-x1 tree-x2 tree-x2g; do grep -o 'decode [0-9.]* ms/token' "$W/l8k-$dt-$v.err"; done | tr '\n' ' ')")
   done
 else
   rows+=("llama 8k export|FAIL|$(tail -c 300 "$W/export8k.log" | tr '\n' ' ')")

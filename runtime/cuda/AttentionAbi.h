@@ -33,10 +33,15 @@
 // and appends only its own rows. With `lseOut` set, the kernels also write
 // the log-sum-exp of each (token, head)'s output over its keys here (-inf:
 // none here). Two more entry points (kv_attention families only), grid
-// (T, H), block 128, combine the GPUs' outputs around the collectives:
-//   attn_N_weigh   `packed` [T, H, D + 1] = [w · out | w], w = exp(lseOut -
-//       lseMax), lseMax the all-reduced max of lseOut;
-//   attn_N_finish  out = packed[.., :D] / packed[.., D] after the sum.
+// (T, H), block 128, combine the GPUs' outputs around the collectives, by
+// `combine`:
+//   0, all-reduce (the paper's): attn_N_weigh writes `packed` [T, H, D + 1]
+//       = [w · out | w], w = exp(lseOut - lseMax), lseMax the all-reduced
+//       max of lseOut; after the sum over GPUs attn_N_finish writes out =
+//       packed[.., :D] / packed[.., D];
+//   1, all-gather: attn_N_weigh writes [out | lseOut] into this GPU's part
+//       of `packed` [N, T, H, D + 1]; after the gather attn_N_finish
+//       combines the N parts itself (max, weights, weighted sum).
 //
 // The struct is spelled once, in GENC_ATTN_ABI below, which both declares it
 // here and is pasted as text into the generated CUDA source.
@@ -80,7 +85,8 @@
     long long shards, shard;             /* tree attention: N, this GPU's r (1, 0: all) */        \
     unsigned long long lseOut;           /* f32 [T, H] or 0 */                                      \
     unsigned long long lseMax;           /* f32 [T, H]: the max over GPUs */                        \
-    unsigned long long packed;           /* f32 [T, H, D + 1] */                                    \
+    unsigned long long packed;           /* f32 [(N,) T, H, D + 1] */                               \
+    long long combine;                   /* 0: two all-reduces, 1: one all-gather */                \
   };
 // clang-format on
 

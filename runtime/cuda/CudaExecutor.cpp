@@ -89,6 +89,8 @@ public:
       tr.lse = mem_.at("tree lse");
       tr.lseMax = mem_.at("tree lse max");
       tr.packed = mem_.at("tree packed");
+      const char *how = std::getenv("GENC_TREE_COMBINE");
+      tr.combine = how && std::string(how) == "gather" ? 1 : 0;
       ncclComm_t comm = nullptr;
       if (Status s = tr.nccl->check(tr.nccl->commInitRank(&comm, tree->ranks, tree->id, tree->rank),
                                     "ncclCommInitRank");
@@ -359,7 +361,7 @@ private:
     if (kv.shards > 1 || tree) { // tree attention: lse [T, H], its max, [T, H, D + 1] (f32)
       mem_.plan("tree lse", maxT * std::max<int64_t>(maxH, 1) * 4);
       mem_.plan("tree lse max", maxT * std::max<int64_t>(maxH, 1) * 4);
-      mem_.plan("tree packed", maxT * std::max<int64_t>(maxH, 1) * (maxD + 1) * 4);
+      mem_.plan("tree packed", maxT * std::max<int64_t>(maxH, 1) * (maxD + 1) * 4 * kv.shards);
     }
     mem_.plan("token places", maxT * static_cast<int64_t>(sizeof(GencTokenPlace)));
     mem_.plan("cross lengths", std::max<int64_t>(kv.crossEntries, 1) * 8);

@@ -254,8 +254,24 @@ public:
     p.lseOut = tr.lse;
     p.lseMax = tr.lseMax;
     p.packed = tr.packed;
+    p.shards = tr.shards;
+    p.shard = tr.shard;
+    p.combine = tr.combine;
     void *args[] = {&p};
     const NcclApi &n = *tr.nccl;
+    if (tr.combine == 1) { // [o | lse] of every GPU to every GPU, in place
+      const size_t part = static_cast<size_t>(rows * (headDim + 1));
+      if (Status s = launch(ctx, weigh, static_cast<unsigned>(T), static_cast<unsigned>(heads), 1, args,
+                            what + " (pack)");
+          !s)
+        return s;
+      if (Status s = n.check(n.allGather(reinterpret_cast<float *>(tr.packed) + tr.shard * part,
+                                         reinterpret_cast<void *>(tr.packed), part, kNcclFloat32, tr.comm, ctx.stream),
+                             "ncclAllGather (the GPUs' outputs and log-sum-exps)");
+          !s)
+        return Status::error(what + ": " + s.message());
+      return launch(ctx, finish, static_cast<unsigned>(T), static_cast<unsigned>(heads), 1, args, what + " (combine)");
+    }
     if (Status s = n.check(n.allReduce(reinterpret_cast<void *>(tr.lse), reinterpret_cast<void *>(tr.lseMax),
                                        static_cast<size_t>(rows), kNcclFloat32, kNcclMax, tr.comm, ctx.stream),
                            "ncclAllReduce (max of the log-sum-exps)");

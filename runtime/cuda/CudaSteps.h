@@ -40,6 +40,9 @@ struct StepContext {
     ncclComm_t comm = nullptr;
     int64_t shards = 1, shard = 0;
     CUdeviceptr lse = 0, lseMax = 0, packed = 0;
+    /// 0: the paper's two all-reduces; 1: one all-gather of [o | lse]
+    /// (GENC_TREE_COMBINE=gather), combined by each GPU itself.
+    int combine = 0;
   } tree;
   std::map<std::string, CUdeviceptr> arguments;
   bool syncEachStep = false; // GENC_CUDA_SYNC=1: an asynchronous error names its kernel

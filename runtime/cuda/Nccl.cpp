@@ -42,6 +42,7 @@ Loaded load() {
   sym(l.api.commAbort, "ncclCommAbort");
   sym(l.api.commGetAsyncError, "ncclCommGetAsyncError");
   sym(l.api.allReduce, "ncclAllReduce");
+  sym(l.api.allGather, "ncclAllGather");
   sym(l.api.getErrorString, "ncclGetErrorString");
   if (!missing.empty()) {
     l.status = Status::error(l.api.library + " lacks " + missing);

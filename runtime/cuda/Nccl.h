@@ -28,6 +28,7 @@ struct NcclApi {
   int (*commAbort)(ncclComm_t) = nullptr;
   int (*commGetAsyncError)(ncclComm_t, int *) = nullptr;
   int (*allReduce)(const void *, void *, size_t, int, int, ncclComm_t, CUstream) = nullptr;
+  int (*allGather)(const void *, void *, size_t, int, ncclComm_t, CUstream) = nullptr;
   const char *(*getErrorString)(int) = nullptr;
   std::string library; // what was opened
   int version = 0;     // e.g. 22703
