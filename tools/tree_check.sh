@@ -10,6 +10,7 @@
 #      weights) at an 8k-token context, greedy, f32 and f16 plans: the plain
 #      executor, the tree path on one GPU and on two give the same tokens;
 #   3. bad input: more GPUs than the machine has; a sliding-window plan.
+# On a machine of one GPU, "x2" runs are the tree path's one-GPU group.
 # Prints a table last; exit status 1 if anything is off.
 #   bash tools/tree_check.sh [--quick]   # --quick: llama, t5 and the 8k Llama f32
 set -uo pipefail
@@ -51,15 +52,18 @@ else
   fixtures=("llama model.onnx" "gpt2 model.onnx" "qwen3 model.onnx" "falcon model.onnx" "olmo2 model.onnx"
             "processors model.onnx" "t5 encoder.onnx,decoder.onnx" "bart encoder.onnx,decoder.onnx")
 fi
+# On one GPU only the tree path's one-GPU group runs (both combines).
+N=2
+[ "$GPUS" -lt 2 ] && N=1
 for f in "${fixtures[@]}"; do
   set -- $f
-  check "$1 x2" "$1" "$2" 2
+  [ $N = 2 ] && check "$1 x2" "$1" "$2" 2
   [ $QUICK = 0 ] || [ "$1" = llama ] && check "$1 x1 tree" "$1" "$2" 1 1
 done
 # The one-collective combine (GENC_TREE_COMBINE=gather).
 for f in "llama model.onnx" "t5 encoder.onnx,decoder.onnx"; do
   set -- $f
-  GENC_TREE_COMBINE=gather check "$1 x2 gather" "$1" "$2" 2
+  GENC_TREE_COMBINE=gather check "$1 x$N gather" "$1" "$2" $N 1
 done
 
 # A real-width Llama at an 8k context: plain == tree x1 == tree x2.
@@ -78,7 +82,7 @@ with open('$W/p8k.jsonl', 'w') as f:
   [ $QUICK = 1 ] && dts=f32
   for dt in $dts; do
     "$BIN/genc" compile "$m/model.onnx" --dtype $dt --max-batch 2 --max-length 8192 -o "$W/l8k.$dt.plan" --quiet
-    for v in "plain 1 0 allreduce" "tree-x1 1 1 allreduce" "tree-x2 2 0 allreduce" "tree-x2g 2 0 gather"; do
+    for v in "plain 1 0 allreduce" "tree-x1 1 1 allreduce" "tree-x2 $N 1 allreduce" "tree-x2g $N 1 gather"; do
       set -- $v
       GENC_TREE_COMBINE=$4 GENC_TREE_FORCE=$3 "$BIN/genrun" "$W/l8k.$dt.plan" --device cuda --gpus $2 --input "$W/p8k.jsonl" \
         --max-new-tokens 32 --stats 2> "$W/l8k-$dt-$1.err" > "$W/l8k-$dt-$1.jsonl"
@@ -113,8 +117,8 @@ bad() { # name expect-regex cmd...
 printf '{"input_ids": [5, 6, 7]}\n' > "$W/bad.jsonl"
 bad "--gpus $((GPUS + 1))" "this machine shows $GPUS GPU" "$BIN/genrun" "$W/bad.plan" --device cuda --gpus $((GPUS + 1)) --input "$W/bad.jsonl"
 "$BIN/genc" compile tests/fixtures/mistral/model.onnx -o "$W/sw.plan" --max-length 256 > /dev/null 2>&1
-bad "sliding window" "sliding window" "$BIN/genrun" "$W/sw.plan" --device cuda --gpus 2 --input "$W/bad.jsonl"
-bad "no NCCL" "NCCL" env GENC_NCCL_LIB=/nonexistent/libnccl.so.2 "$BIN/genrun" "$W/bad.plan" --device cuda --gpus 2 --input "$W/bad.jsonl"
+GENC_TREE_FORCE=1 bad "sliding window" "sliding window" "$BIN/genrun" "$W/sw.plan" --device cuda --gpus $N --input "$W/bad.jsonl"
+bad "no NCCL" "NCCL" env GENC_TREE_FORCE=1 GENC_NCCL_LIB=/nonexistent/libnccl.so.2 "$BIN/genrun" "$W/bad.plan" --device cuda --gpus $N --input "$W/bad.jsonl"
 
 echo
 echo "| check | result | detail |"
