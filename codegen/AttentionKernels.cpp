@@ -72,7 +72,11 @@ std::string configBody(const Function &f, const Op &op, DType activation, int &h
   const int maxHeads = maxHeadsPerBlock();
   while (headsPerBlock > maxHeads && headsPerBlock % 2 == 0)
     headsPerBlock /= 2;
-  decode = genrt::cuda::decodeShape(mode, G, D, es, activation == DType::BF16);
+  // GENC_DECODE_STAGE_KB: the decode kernel's tile stages' budget (sweeps).
+  const char *kb = std::getenv("GENC_DECODE_STAGE_KB");
+  const long long budget = kb && std::atoll(kb) >= 16 && std::atoll(kb) <= 200 ? std::atoll(kb) * 1024
+                                                                               : genrt::cuda::kDecodeStageBudget;
+  decode = genrt::cuda::decodeShape(mode, G, D, es, activation == DType::BF16, budget);
 
   std::ostringstream c;
   c << "  static constexpr int MODE = " << mode << ", H = " << H << ", KVH = " << KVH << ", D = " << D
@@ -125,6 +129,7 @@ AttentionKernels emitAttentionKernels(Module &m, DType activation) {
       if (decode.heads) {
         op->setAttr("gpu_decode_heads_per_block", static_cast<int64_t>(decode.heads));
         op->setAttr("gpu_decode_rows", static_cast<int64_t>(1)); // no prologue launch before it
+        op->setAttr("gpu_decode_stages", static_cast<int64_t>(decode.stages));
       }
       if (!fresh)
         continue;

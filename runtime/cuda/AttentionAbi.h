@@ -111,7 +111,11 @@ struct DecodeShape {
   long long sharedBytes = 0;
 };
 
-inline DecodeShape decodeShape(int mode, long long groupAll, long long D, int elementBytes, bool bf16) {
+/// `stageBudget`: the tile stages' shared bytes aimed at (genc's choice,
+/// recorded in the plan as the op's `gpu_decode_stages`).
+constexpr long long kDecodeStageBudget = 73728;
+inline DecodeShape decodeShape(int mode, long long groupAll, long long D, int elementBytes, bool bf16,
+                               long long stageBudget = kDecodeStageBudget) {
   DecodeShape s;
   if (mode == 2 || D <= 0 || D > 256 || elementBytes <= 0 || (D * elementBytes) % 16)
     return s;
@@ -123,7 +127,7 @@ inline DecodeShape decodeShape(int mode, long long groupAll, long long D, int el
   const long long hw = g < 4 ? g : 4, rowBytes = (D * elementBytes / 16 + 1) * 16;
   s.mma = elementBytes == 2 && D % 16 == 0 && D <= 256 ? (bf16 ? 2 : 1) : 0;
   s.keysPerTile = s.mma ? 64 : static_cast<int>(32 * (4 / hw));
-  const long long stageBytes = 2 * s.keysPerTile * rowBytes, fit = 73728 / stageBytes;
+  const long long stageBytes = 2 * s.keysPerTile * rowBytes, fit = stageBudget / stageBytes;
   s.stages = static_cast<int>(fit < 2 ? 2 : fit > 4 ? 4 : fit);
   s.sharedBytes = s.stages * stageBytes;
   s.heads = static_cast<int>(g);

@@ -189,6 +189,13 @@ public:
     int64_t S = 1;
     if (useDecode) {
       S = decodeSplits(T, ctx.dev->smCount, maxS);
+      // GENC_CUDA_SPLITS=N: the decode kernel's splits fixed (A/B sweeps).
+      static const int64_t forced = [] {
+        const char *e = std::getenv("GENC_CUDA_SPLITS");
+        return e ? std::atoll(e) : 0;
+      }();
+      if (forced > 0)
+        S = std::min(forced, maxS);
     } else { // enough blocks to fill the GPU twice over
       const int64_t blocks = std::max<int64_t>(1, T * gridY);
       S = std::clamp<int64_t>((2 * ctx.dev->smCount + blocks - 1) / blocks, 1, maxS);
@@ -331,8 +338,16 @@ Status attentionStep(const OpInfo &op, const ValueMap &vm, const KernelModule &m
   const Device &dev = *vm.ctx.dev;
   const int64_t decodePerBlock = attrInt(at, "gpu_decode_heads_per_block", 0);
   const int mode = op.kind == "kv_attention" ? 0 : op.kind == "cross_attention" ? 1 : 2;
-  const DecodeShape shape = decodeShape(mode, st->heads / st->kvHeads, D, static_cast<int>(dtypeSize(kv.dtype)),
-                                        kv.dtype == DType::BF16);
+  DecodeShape shape = decodeShape(mode, st->heads / st->kvHeads, D, static_cast<int>(dtypeSize(kv.dtype)),
+                                  kv.dtype == DType::BF16);
+  // The stages genc compiled the kernel with (plans from before the
+  // attribute: the default budget's).
+  if (const int64_t stages = attrInt(at, "gpu_decode_stages", 0); stages && shape.heads) {
+    if (stages < 2 || stages > 4)
+      return Status::error("names a decode kernel of " + std::to_string(stages) + " tile stages (2 to 4)");
+    shape.sharedBytes = shape.sharedBytes / shape.stages * stages;
+    shape.stages = static_cast<int>(stages);
+  }
   if (decodePerBlock && decodePerBlock != shape.heads)
     return Status::error("names a decode kernel of " + std::to_string(decodePerBlock) +
                          " heads a block where its shape gives " + std::to_string(shape.heads));
