@@ -7,11 +7,13 @@ usage (on a machine with two GPUs or more, after tools/pack.sh here):
   python3 tools/tree_bench.py [--gpus 1,2] [--contexts 32768,131072,262144,524288] [--new 8]
                               [--work DIR] [--phase prepare|run|all]
 
-The model: the 1.1B Llama config (TinyLlama's: d 2048, 22 layers, 32 heads, 4 KV heads, head dim
-64, FFN 5632, vocabulary 32000), random weights, f16 plans, batch 1, greedy. (The issue's
-Llama-3-8B-like config would take tens of minutes of the device's time to export and compile
-with random weights; the 1.1B's KV cache, 22.5 KB a position, still fills a GPU at ~6M
-positions.)
+The models (--models): llama1b, the 1.1B Llama config (TinyLlama's: d 2048, 22 layers, 32 heads,
+4 KV heads, head dim 64, FFN 5632, vocabulary 32000) for whole decode steps and the longest
+context; attn8b, Llama-3-8B's attention (d 4096, 32 heads, 8 KV heads, head dim 128) in 4 layers
+with a tiny FFN and vocabulary, for the attention part alone. Random weights, f16 plans, batch 1,
+greedy. (The whole Llama-3-8B-like config would take tens of minutes of the device's time to
+export and compile with random weights; the 1.1B's KV cache, 22.5 KB a position, still fills a
+GPU at ~6M positions.)
 
 Only decode is timed: the prompt's prefill runs with every kernel skipped (GENC_CUDA_SKIP), so a
 context of millions of positions costs seconds to set up; the cache holds zeros (the executor
@@ -19,6 +21,7 @@ clears it at load), which costs the attention kernels the same time as real keys
 and GPU count, genrun's `decode ms/token` (--stats) is read for:
   full    every decode kernel;
   attn    attention (and on several GPUs its combine) alone;
+  gather  as attn with the one-collective combine (GENC_TREE_COMBINE=gather);
   nocomb  attention alone, the combine skipped too (several GPUs: attn - nocomb is the combine);
   empty   nothing but the graph's launch and the token choice.
 Attention per layer = (attn - empty) / layers. The longest context: a plan whose max length fills
