@@ -5,8 +5,10 @@
 #include "runtime/cpu/AttentionIo.h"
 #include "runtime/cpu/FusedBody.h"
 #include "runtime/cpu/FusedRows.h"
+#include "runtime/WeightUses.h"
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cpu/KvCache.h"
+#include "runtime/cpu/MatmulPanels.h"
 #include "runtime/cpu/OpLibrary.h"
 
 #include <algorithm>
@@ -36,10 +38,14 @@ Tensor widen(const Tensor &t) {
 // by the first prompt's prefill: on a 2-core machine GPT-2's first prefill
 // took 2x HF's for the page faults of 500 MB of weights alone (HF's weights
 // are in memory before its first token too).
-void prefault(const std::vector<Tensor> &weights) {
+template <typename Panels>
+void prefault(const std::vector<Tensor> &weights, const Panels &panels) {
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   volatile unsigned char sink = 0;
-  for (const Tensor &t : weights) {
+  for (size_t w = 0; w < weights.size(); ++w) {
+    const Tensor &t = weights[w];
+    if (w < panels.size() && panels[w]) // packed: the original is not read again
+      continue;
     const auto *p = static_cast<const unsigned char *>(t.rawData());
     const size_t n = t.numBytes();
     if (!p || n == 0)
@@ -86,6 +92,26 @@ public:
 
 private:
   Kernel kernel_;
+};
+
+/// A matmul whose weight was laid out in panels at load: the library's
+/// matmul kernel (shapes, epilogue) reading the panels.
+class PanelMatmulOp final : public CpuOp {
+public:
+  PanelMatmulOp(Kernel k, const float *panels) : kernel_(k), panels_(panels) {}
+  Status run(RunState &rs, const OpInfo &op, const std::vector<Tensor> &ins,
+             std::vector<Tensor> &outs) override {
+    rs.kernels.bPanels = panels_;
+    Error e = kernel_(rs.kernels, op.attrs, ins, outs);
+    rs.kernels.bPanels = nullptr;
+    if (e)
+      return Status::error(e.message());
+    return Status::ok();
+  }
+
+private:
+  Kernel kernel_;
+  const float *panels_;
 };
 
 /// `fused`: the body over pieces of the token axis in parallel where it is
@@ -187,7 +213,9 @@ public:
     } catch (const std::bad_alloc &) {
       return Status::error("cannot widen the plan's weights to f32 in host memory");
     }
-    prefault(weights_);
+    if (Status s = packWeights(); !s)
+      return s;
+    prefault(weights_, panels_);
     // Each body once: may it run over pieces of the token axis?
     for (const auto &[name, body] : plan_->functions)
       if (auto rows = std::make_unique<FusedRows>(); rows->prepare(body, weights_))
@@ -195,7 +223,7 @@ public:
     for (const auto &[name, prog] : plan_->programs) {
       Compiled &c = programs_[name];
       for (const OpInfo &op : prog.ops) {
-        std::unique_ptr<CpuOp> impl = resolve(op);
+        std::unique_ptr<CpuOp> impl = resolve(prog, op);
         if (!impl)
           return Status::error("plan op '" + op.kind + "' (at \"" + op.loc +
                                "\") has no CPU implementation in this genrun");
@@ -275,8 +303,13 @@ private:
   // By the op's class in the one table of op signatures: a fused group runs
   // its body, the cache-backed attention ops run against the KV cache, every
   // other kind is a kernel of the op library.
-  std::unique_ptr<CpuOp> resolve(const OpInfo &op) const {
+  std::unique_ptr<CpuOp> resolve(const Program &prog, const OpInfo &op) const {
     const std::string &kind = op.kind;
+    if (kind == "matmul" && op.operands.size() >= 2) {
+      const ValueInfo &b = prog.values.at(op.operands[1]);
+      if (b.storage == Storage::Weight && b.index >= 0 && b.index < static_cast<int32_t>(panels_.size()) && panels_[b.index])
+        return std::make_unique<PanelMatmulOp>(findKernel(kind), panels_[b.index].get());
+    }
     const OpSignature *sig = findOpSignature(kind);
     if (!sig)
       return nullptr;
@@ -413,9 +446,40 @@ private:
   struct Free {
     void operator()(uint8_t *p) const { std::free(p); }
   };
+  struct FreeFloats {
+    void operator()(float *p) const { std::free(p); }
+  };
+
+  // The weights only matmuls read as b (not transposed), f32 [K, N], into
+  // panels (runtime/cpu/MatmulPanels.h): a prefill's GEMMs then stream them
+  // as they lie, where BLAS packed each weight again on every call.
+  Status packWeights() {
+    panels_.resize(weights_.size());
+    if (!havePanelKernels())
+      return Status::ok();
+    const std::vector<char> ok = weightsReadOnlyBy(*plan_, [](const OpInfo &op, size_t i) {
+      return op.kind == "matmul" && i == 1 && attrInt(op.attrs, "transpose_b", 0) == 0;
+    });
+    for (size_t w = 0; w < weights_.size(); ++w) {
+      const Tensor &t = weights_[w];
+      if (!ok[w] || t.dtype() != DType::F32 || t.rank() != 2 || t.numElements() == 0)
+        continue;
+      const int64_t K = t.shape()[0], N = t.shape()[1];
+      const size_t bytes = (static_cast<size_t>(panelFloats(K, N)) * sizeof(float) + 63) / 64 * 64;
+      float *p = static_cast<float *>(std::aligned_alloc(64, bytes));
+      if (!p)
+        return Status::error("cannot allocate " + std::to_string(bytes) + " bytes for a weight's panels");
+      packPanels(t.data<float>(), K, N, p);
+      panels_[w].reset(p);
+    }
+    return Status::ok();
+  }
   std::shared_ptr<const Plan> plan_;
   std::map<std::string, Compiled> programs_;
   std::vector<Tensor> weights_;
+  /// Per weight: its panels where only matmuls read it as b[K, N] (AVX-512
+  /// CPUs); the mapped original is then never read (nor paged in) again.
+  std::vector<std::unique_ptr<float, FreeFloats>> panels_;
   int64_t arenaBytes_ = 0;
   std::unique_ptr<uint8_t, Free> arena_;
   HostKvCache cache_;

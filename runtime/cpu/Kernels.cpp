@@ -1,6 +1,7 @@
 #include "runtime/cpu/Kernels.h"
 
 #include "runtime/cpu/MatmulFewRows.h"
+#include "runtime/cpu/MatmulPanels.h"
 #include "runtime/cpu/ThreadPool.h"
 
 #include <algorithm>
@@ -65,8 +66,17 @@ void matmul(const float *a, const float *b, float *c, int64_t M, int64_t N, int6
     return;
   }
   const int64_t ldb = transB ? K : N;
+  // With AVX-512 every b[K, N] product is a sum over k in order (the same
+  // bits as a weight packed at load, runtime/cpu/MatmulPanels.h): a few rows
+  // stream b as it is, more rows pack it into panels first.
   if (!transB && matmulFewRows(a, b, c, M, N, K, pool))
     return;
+  if (!transB && havePanelKernels()) {
+    std::vector<float> panels(static_cast<size_t>(panelFloats(K, N)));
+    packPanels(b, K, N, panels.data());
+    matmulPanels(a, panels.data(), c, M, N, K, pool);
+    return;
+  }
   // Blocks of 64 columns at least, and at least ~64k multiply-adds a block
   // (a hand-off costs microseconds).
   const int64_t cols = std::max<int64_t>(64, (65536 / std::max<int64_t>(1, M * K) + 63) / 64 * 64);

@@ -55,13 +55,13 @@ __attribute__((target("avx512f"))) void columns(const float *a, const float *w, 
 }
 
 using ColumnsFn = void (*)(const float *, const float *, float *, int64_t, int64_t, int64_t, int64_t);
-constexpr ColumnsFn kColumns[kFewRowsMax + 1] = {nullptr,    nullptr,    columns<2>, columns<3>, columns<4>,
+constexpr ColumnsFn kColumns[kFewRowsMax + 1] = {nullptr,    columns<1>, columns<2>, columns<3>, columns<4>,
                                                  columns<5>, columns<6>, columns<7>, columns<8>};
 
 } // namespace
 
 bool matmulFewRows(const float *a, const float *w, float *y, int64_t M, int64_t N, int64_t K, ThreadPool *pool) {
-  if (!kAvx512 || M < 2 || M > kFewRowsMax || N < 16)
+  if (!kAvx512 || M < 1 || M > kFewRowsMax || N < 16)
     return false;
   const ColumnsFn fn = kColumns[M];
   const int64_t blocks = (N + 63) / 64; // pieces of whole 64-column blocks

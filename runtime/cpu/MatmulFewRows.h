@@ -1,4 +1,4 @@
-// y[M, N] = a[M, K] · w[K, N] for a decode step's few rows (2 <= M <= 8), w
+// y[M, N] = a[M, K] · w[K, N] for a decode step's few rows (1 <= M <= 8), w
 // row-major f32: each weight is read once for all M rows, as a stream
 // (BLAS's sgemm packs w first: three passes over memory where one is
 // needed). Each column's sum runs over k in order with fused multiply-adds,

@@ -24,6 +24,9 @@ struct KernelContext {
   /// Where kernels that split their work may run it (null: inline). Set by
   /// the executor; the interpreter runs everything on its own thread.
   ThreadPool *pool = nullptr;
+  /// The op's b (a weight) laid out in panels at load (cpu/MatmulPanels.h):
+  /// matmul reads them instead of b. Set by the executor around that op.
+  const float *bPanels = nullptr;
   /// Sizes of the symbolic dims in force (for `dims` ops).
   const std::map<std::string, int64_t> *symbols = nullptr;
   /// Declared ranks of the op's results (a `dims` op yields a scalar for rank 0).

@@ -4,6 +4,7 @@
 #include "runtime/Epilogue.h"
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cpu/MatmulBf16.h"
+#include "runtime/cpu/MatmulPanels.h"
 #include "runtime/cpu/ThreadPool.h"
 
 namespace genrt::cpu {
@@ -137,7 +138,10 @@ Error matmulKernel(KernelContext &ctx, const AttrMap &attrs, const Ins &ins, Out
     return y.takeError();
   const float *pa = a.data<float>(), *pb = b.data<float>();
   float *py = y->data<float>();
-  if (product(batchB) == 1 && product(*batch) == product(batchA)) {
+  if (ctx.bPanels && !tb && b.rank() == 2 && product(*batch) == product(batchA)) {
+    if (!genrt::cpu::matmulPanels(pa, ctx.bPanels, py, product(batchA) * M, N, K, ctx.pool))
+      return kernelError("a weight in panels on a CPU without the panel kernels");
+  } else if (product(batchB) == 1 && product(*batch) == product(batchA)) {
     // One shared b (x[..., K] · W[K, N]): stack every batch of a into one
     // tall matrix so each panel of W is loaded once.
     genrt::cpu::matmul(pa, pb, py, product(batchA) * M, N, K, tb, ctx.pool);

@@ -1,0 +1,87 @@
+#include "runtime/cpu/MatmulPanels.h"
+
+#include "runtime/cpu/ThreadPool.h"
+
+#include <algorithm>
+#include <cstring>
+#include <immintrin.h>
+
+namespace genrt::cpu {
+namespace {
+
+const bool kAvx512 = (__builtin_cpu_init(), __builtin_cpu_supports("avx512f"));
+
+// Rows [0, MR) of a (row stride K) times one panel into y's columns
+// [0, cols) (row stride N). 2·MR accumulators + 2 panel vectors: 26 of 32
+// registers at MR 12; each k costs 2 loads, MR broadcasts, 2·MR FMAs.
+template <int MR>
+__attribute__((target("avx512f"))) void tile(const float *a, const float *panel, float *y, int64_t N, int64_t K,
+                                             int64_t cols) {
+  __m512 acc[MR][2];
+  for (int m = 0; m < MR; ++m)
+    acc[m][0] = acc[m][1] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < K; ++k) {
+    const __m512 w0 = _mm512_loadu_ps(panel + k * kPanelWidth), w1 = _mm512_loadu_ps(panel + k * kPanelWidth + 16);
+#pragma GCC unroll 12
+    for (int m = 0; m < MR; ++m) {
+      const __m512 av = _mm512_set1_ps(a[m * K + k]);
+      acc[m][0] = _mm512_fmadd_ps(av, w0, acc[m][0]);
+      acc[m][1] = _mm512_fmadd_ps(av, w1, acc[m][1]);
+    }
+  }
+  const __mmask16 m0 = cols >= 16 ? __mmask16(0xffff) : __mmask16((1u << cols) - 1);
+  const __mmask16 m1 = cols >= 32 ? __mmask16(0xffff) : cols <= 16 ? __mmask16(0) : __mmask16((1u << (cols - 16)) - 1);
+  for (int m = 0; m < MR; ++m) {
+    _mm512_mask_storeu_ps(y + m * N, m0, acc[m][0]);
+    _mm512_mask_storeu_ps(y + m * N + 16, m1, acc[m][1]);
+  }
+}
+
+using TileFn = void (*)(const float *, const float *, float *, int64_t, int64_t, int64_t);
+constexpr int kMaxRows = 12;
+constexpr TileFn kTiles[kMaxRows + 1] = {nullptr,  tile<1>, tile<2>, tile<3>,  tile<4>,  tile<5>, tile<6>,
+                                         tile<7>,  tile<8>, tile<9>, tile<10>, tile<11>, tile<12>};
+
+} // namespace
+
+bool havePanelKernels() { return kAvx512; }
+
+void packPanels(const float *w, int64_t K, int64_t N, float *out) {
+  for (int64_t p = 0; p * kPanelWidth < N; ++p) {
+    const int64_t n0 = p * kPanelWidth, cols = std::min(kPanelWidth, N - n0);
+    float *dst = out + p * K * kPanelWidth;
+    for (int64_t k = 0; k < K; ++k) {
+      std::memcpy(dst + k * kPanelWidth, w + k * N + n0, static_cast<size_t>(cols) * sizeof(float));
+      std::fill(dst + k * kPanelWidth + cols, dst + (k + 1) * kPanelWidth, 0.f);
+    }
+  }
+}
+
+bool matmulPanels(const float *a, const float *panels, float *y, int64_t M, int64_t N, int64_t K, ThreadPool *pool) {
+  if (!kAvx512)
+    return false;
+  if (M == 0 || N == 0)
+    return true;
+  const int64_t P = (N + kPanelWidth - 1) / kPanelWidth;
+  // A panel's tiles one after another: the panel (K x 128 bytes) stays in
+  // L2 while every row of a goes by.
+  auto run = [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const float *panel = panels + p * K * kPanelWidth;
+      const int64_t n0 = p * kPanelWidth, cols = std::min(kPanelWidth, N - n0);
+      for (int64_t m0 = 0; m0 < M; m0 += kMaxRows) {
+        const int64_t rows = std::min<int64_t>(kMaxRows, M - m0);
+        kTiles[rows](a + m0 * K, panel, y + m0 * N + n0, N, K, cols);
+      }
+    }
+  };
+  // Pieces of about 256k multiply-adds at least (a hand-off costs microseconds).
+  const int64_t grain = std::max<int64_t>(1, (1 << 18) / std::max<int64_t>(1, M * K * kPanelWidth));
+  if (pool && pool->size() > 1 && P > grain)
+    pool->parallelFor(P, grain, run);
+  else
+    run(0, P);
+  return true;
+}
+
+} // namespace genrt::cpu
