@@ -1,9 +1,11 @@
 #include "runtime/cpu/KvCache.h"
+#include "runtime/cpu/MatmulPanels.h"
 #include "runtime/cpu/VectorMath.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <cstdlib>
 #include <new>
 
 namespace genrt::cpu {
@@ -202,6 +204,58 @@ void attendRow(const float *q, int64_t n, int64_t D, float scale, const float *b
   attendRowF32(q, s.k.data(), s.v.data(), n, D, scale, bias, s.p.data(), o);
 }
 
+// A fresh prompt's causal attention as two products per head (a prefill
+// whose keys are all this run's: segments of one slot from position 0, no
+// window shorter than the segment, no relative bias): S = Q Kᵀ and O = P V
+// through the panel GEMM (cpu/MatmulPanels.h), the softmax between them a
+// vectorised pass per row. Row by row each (token, head) walked its keys
+// with no reuse; here each K and V row is read once per query head.
+struct PrefillSegment {
+  int64_t start = 0, len = 0;
+};
+
+bool freshSegments(const std::vector<TokenPlace> &tokens, int64_t window, bool bias,
+                   std::vector<PrefillSegment> &out) {
+  if (bias || !havePanelKernels() || std::getenv("GENC_TMP_ROWS"))
+    return false;
+  const int64_t T = static_cast<int64_t>(tokens.size());
+  for (int64_t t = 0; t < T;) {
+    int64_t e = t;
+    while (e < T && tokens[e].slot == tokens[t].slot && tokens[e].cachedBefore == 0 && tokens[e].position == e - t)
+      ++e;
+    if (e == t || (e < T && tokens[e].slot == tokens[t].slot)) // not a whole fresh prompt
+      return false;
+    if (window > 0 && window < e - t)
+      return false;
+    out.push_back({t, e - t});
+    t = e;
+  }
+  // Below 16 tokens a segment is a few rows: the row path serves it.
+  int64_t longest = 0;
+  for (const PrefillSegment &g : out)
+    longest = std::max(longest, g.len);
+  return longest >= 16;
+}
+
+void attendPrefillHead(const float *q, const float *k, const float *v, int64_t n, int64_t D, float scale, float *o,
+                       std::vector<float> &kPanels, std::vector<float> &vPanels, std::vector<float> &kt,
+                       std::vector<float> &scores) {
+  // Kᵀ [D, n] in panels; V [n, D] in panels.
+  kt.resize(static_cast<size_t>(D * n));
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t d = 0; d < D; ++d)
+      kt[d * n + j] = k[j * D + d];
+  kPanels.resize(static_cast<size_t>(panelFloats(D, n)));
+  packPanels(kt.data(), D, n, kPanels.data());
+  vPanels.resize(static_cast<size_t>(panelFloats(n, D)));
+  packPanels(v, n, D, vPanels.data());
+  scores.resize(static_cast<size_t>(n * n));
+  float *S = scores.data();
+  matmulPanels(q, kPanels.data(), S, n, n, D, nullptr);
+  softmaxCausalRows(S, n, scale);
+  matmulPanels(S, vPanels.data(), o, n, D, n, nullptr);
+}
+
 } // namespace
 
 Status selfAttention(HostKvCache &cache, const AttrMap &attrs, const std::vector<Tensor> &ins,
@@ -239,11 +293,29 @@ Status selfAttention(HostKvCache &cache, const AttrMap &attrs, const std::vector
   for (int64_t t = 0; t < T; ++t)
     if (tokens[t].position - tokens[t].cachedBefore > t)
       return Status::error("kv_attention: the cache cannot hold the attended positions");
-  // (token, head) pairs are independent: each writes its own output row.
-  // Tokens are dealt from both ends (0, T-1, 1, T-2, ...): a causal
-  // prefill's later tokens attend to more keys, and the pool's contiguous
-  // pieces then carry even work.
-  parallel(pool, T * H, [&](int64_t begin, int64_t end) {
+  std::vector<PrefillSegment> segments;
+  if (freshSegments(tokens, window, bias.table != nullptr, segments)) {
+    // (segment, head) pairs, each writing its own output rows.
+    const int64_t pairs = static_cast<int64_t>(segments.size()) * H;
+    auto run = [&](int64_t begin, int64_t end) {
+      std::vector<float> kPanels, vPanels, kt, scores;
+      for (int64_t i = begin; i < end; ++i) {
+        const PrefillSegment &g = segments[i / H];
+        const int64_t h = i % H, kh = h / group;
+        attendPrefillHead(qd + (h * T + g.start) * D, kd + (kh * T + g.start) * D, vd + (kh * T + g.start) * D,
+                          g.len, D, scale, od + (h * T + g.start) * D, kPanels, vPanels, kt, scores);
+      }
+    };
+    if (pool)
+      pool->parallelFor(pairs, 1, run);
+    else
+      run(0, pairs);
+  } else {
+    // (token, head) pairs are independent: each writes its own output row.
+    // Tokens are dealt from both ends (0, T-1, 1, T-2, ...): a causal
+    // prefill's later tokens attend to more keys, and the pool's contiguous
+    // pieces then carry even work.
+    parallel(pool, T * H, [&](int64_t begin, int64_t end) {
     RowScratch p;
     std::vector<float> b;
     for (int64_t th = begin; th < end; ++th) {
@@ -274,6 +346,7 @@ Status selfAttention(HostKvCache &cache, const AttrMap &attrs, const std::vector
           p, od + (h * T + t) * D);
     }
   });
+  }
   // Append after attending, so a rolling buffer never loses a key that an
   // earlier token of the same run still needed.
   for (int64_t t = 0; t < T; ++t)

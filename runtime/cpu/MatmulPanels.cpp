@@ -3,6 +3,7 @@
 #include "runtime/cpu/ThreadPool.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <immintrin.h>
 
@@ -42,9 +43,52 @@ constexpr int kMaxRows = 12;
 constexpr TileFn kTiles[kMaxRows + 1] = {nullptr,  tile<1>, tile<2>, tile<3>,  tile<4>,  tile<5>, tile<6>,
                                          tile<7>,  tile<8>, tile<9>, tile<10>, tile<11>, tile<12>};
 
+// ExpPoly.h's expNonPositive, 16 lanes at once (2^k by scalef).
+__attribute__((target("avx512f"))) __m512 expNonPositive16(__m512 t) {
+  const __mmask16 under = _mm512_cmp_ps_mask(t, _mm512_set1_ps(-87.f), _CMP_NGE_UQ);
+  t = _mm512_max_ps(t, _mm512_set1_ps(-87.f));
+  const __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(t, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 r = _mm512_sub_ps(_mm512_sub_ps(t, _mm512_mul_ps(k, _mm512_set1_ps(0.693145751953125f))),
+                                 _mm512_mul_ps(k, _mm512_set1_ps(1.42860682030941723212e-6f)));
+  __m512 p = _mm512_set1_ps(1.f / 720.f);
+  for (float c : {1.f / 120.f, 1.f / 24.f, 1.f / 6.f, 0.5f, 1.f, 1.f})
+    p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(c));
+  return _mm512_maskz_mov_ps(static_cast<__mmask16>(~under), _mm512_scalef_ps(p, k));
+}
+
+__attribute__((target("avx512f"))) void softmaxCausal512(float *S, int64_t n, float scale) {
+  const __m512 sc = _mm512_set1_ps(scale);
+  for (int64_t t = 0; t < n; ++t) {
+    float *row = S + t * n;
+    const int64_t valid = t + 1;
+    auto mask = [&](int64_t j) {
+      return valid - j >= 16 ? __mmask16(0xffff) : __mmask16((1u << (valid - j)) - 1);
+    };
+    __m512 mx = _mm512_set1_ps(-INFINITY);
+    for (int64_t j = 0; j < valid; j += 16)
+      mx = _mm512_mask_max_ps(mx, mask(j), mx, _mm512_mul_ps(_mm512_maskz_loadu_ps(mask(j), row + j), sc));
+    const __m512 m = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
+    __m512 sum = _mm512_setzero_ps();
+    for (int64_t j = 0; j < valid; j += 16) {
+      const __mmask16 k = mask(j);
+      const __m512 e =
+          _mm512_maskz_mov_ps(k, expNonPositive16(_mm512_sub_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(k, row + j), sc), m)));
+      _mm512_mask_storeu_ps(row + j, k, e);
+      sum = _mm512_add_ps(sum, e);
+    }
+    const __m512 inv = _mm512_set1_ps(1.f / _mm512_reduce_add_ps(sum));
+    for (int64_t j = 0; j < valid; j += 16)
+      _mm512_mask_storeu_ps(row + j, mask(j), _mm512_mul_ps(_mm512_maskz_loadu_ps(mask(j), row + j), inv));
+    std::fill(row + valid, row + n, 0.f);
+  }
+}
+
 } // namespace
 
 bool havePanelKernels() { return kAvx512; }
+
+void softmaxCausalRows(float *S, int64_t n, float scale) { softmaxCausal512(S, n, scale); }
 
 void packPanels(const float *w, int64_t K, int64_t N, float *out) {
   for (int64_t p = 0; p * kPanelWidth < N; ++p) {

@@ -30,4 +30,9 @@ void packPanels(const float *w, int64_t K, int64_t N, float *out);
 /// y = a · w from w's panels; false (nothing written) without AVX-512.
 bool matmulPanels(const float *a, const float *panels, float *y, int64_t M, int64_t N, int64_t K, ThreadPool *pool);
 
+/// Causal softmax of scores S [n, n] in place: row t becomes softmax(scale ·
+/// S[t, 0..t]) with zeros after t (AVX-512 only: the panel kernels' CPUs;
+/// exp is runtime/cpu/ExpPoly.h's polynomial).
+void softmaxCausalRows(float *S, int64_t n, float scale);
+
 } // namespace genrt::cpu
