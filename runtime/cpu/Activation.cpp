@@ -1,6 +1,7 @@
 #include "runtime/cpu/Activation.h"
 
 #include "runtime/cpu/ExpPoly.h"
+#include "runtime/cpu/Kernels.h"
 
 namespace genrt::cpu {
 
@@ -14,6 +15,18 @@ __attribute__((target_clones("avx512f", "avx2,fma", "default"))) void geluTanhRo
     const float t = std::copysign((1.f - e) / (1.f + e), u);
     x[i] = 0.5f * v * (1.f + t);
   }
+}
+
+__attribute__((target_clones("avx512f", "avx2,fma", "default"))) void sigmoidRow(const float *__restrict x,
+                                                                                float *__restrict y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = sigmoid(x[i]);
+}
+
+__attribute__((target_clones("avx512f", "avx2,fma", "default"))) void siluRow(const float *__restrict x,
+                                                                             float *__restrict y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = silu(x[i]);
 }
 
 } // namespace genrt::cpu

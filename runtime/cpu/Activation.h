@@ -12,4 +12,9 @@ namespace genrt::cpu {
 /// from ExpPoly.h's exp: within ~2e-7 of libm's absolute.
 void geluTanhRow(float *x, int64_t n);
 
+/// y[i] = sigmoid(x[i]) / silu(x[i]) (runtime/cpu/Kernels.h's definitions),
+/// vectorised as geluTanhRow; x and y may not overlap.
+void sigmoidRow(const float *x, float *y, int64_t n);
+void siluRow(const float *x, float *y, int64_t n);
+
 } // namespace genrt::cpu

@@ -2,6 +2,7 @@
 // the CPU executor, so that both compute bit-identical results. Plain loops
 // over row-major buffers, fp32 accumulation; each kernel states its shapes.
 #pragma once
+#include "runtime/cpu/ExpPoly.h"
 #include "runtime/cpu/Activation.h"
 
 #include <cmath>
@@ -40,8 +41,14 @@ void rmsNormRows(const float *x, const float *scale, float *y, int64_t rows, int
 void meanAxis(const float *x, float *y, int64_t outer, int64_t n, int64_t inner);
 
 // Scalar activations, written the way PyTorch's CPU kernels write them.
-inline float sigmoid(float x) { return 1.f / (1.f + std::exp(-x)); }
-inline float silu(float x) { return x / (1.f + std::exp(-x)); }
+/// 1 / (1 + e^-x) from ExpPoly.h's exp of -|x| (never overflows; within
+/// ~2e-7 of libm's): one definition for the scalar callers and the rows
+/// (Activation.h), so both round alike.
+inline __attribute__((always_inline)) float sigmoid(float x) {
+  const float e = expNonPositive(-std::fabs(x)), r = 1.f / (1.f + e);
+  return x != x ? x : x >= 0.f ? r : e * r;
+}
+inline __attribute__((always_inline)) float silu(float x) { return x * sigmoid(x); }
 // gelu(x) = x/2 · (1 + erf(x/√2))
 inline float geluErf(float x) { return 0.5f * x * (1.f + std::erf(x * 0.70710678118654752f)); }
 // gelu(x) ≈ x/2 · (1 + tanh(√(2/π) · (x + 0.044715 x³)))

@@ -1,5 +1,9 @@
 #include "runtime/cpu/MatmulPanels.h"
 
+// GCC 12's AVX-512 headers build results from _mm512_undefined_ps(), which
+// -Wmaybe-uninitialized reports once inlined (a known false positive).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 #include "runtime/cpu/ThreadPool.h"
 
 #include <algorithm>
@@ -54,7 +58,7 @@ __attribute__((target("avx512f"))) __m512 expNonPositive16(__m512 t) {
   __m512 p = _mm512_set1_ps(1.f / 720.f);
   for (float c : {1.f / 120.f, 1.f / 24.f, 1.f / 6.f, 0.5f, 1.f, 1.f})
     p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(c));
-  return _mm512_maskz_mov_ps(static_cast<__mmask16>(~under), _mm512_scalef_ps(p, k));
+  return _mm512_mask_mov_ps(_mm512_setzero_ps(), static_cast<__mmask16>(~under), _mm512_scalef_ps(p, k));
 }
 
 __attribute__((target("avx512f"))) void softmaxCausal512(float *S, int64_t n, float scale) {
@@ -67,19 +71,19 @@ __attribute__((target("avx512f"))) void softmaxCausal512(float *S, int64_t n, fl
     };
     __m512 mx = _mm512_set1_ps(-INFINITY);
     for (int64_t j = 0; j < valid; j += 16)
-      mx = _mm512_mask_max_ps(mx, mask(j), mx, _mm512_mul_ps(_mm512_maskz_loadu_ps(mask(j), row + j), sc));
+      mx = _mm512_mask_max_ps(mx, mask(j), mx, _mm512_mul_ps(_mm512_mask_loadu_ps(_mm512_setzero_ps(), mask(j), row + j), sc));
     const __m512 m = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
     __m512 sum = _mm512_setzero_ps();
     for (int64_t j = 0; j < valid; j += 16) {
       const __mmask16 k = mask(j);
       const __m512 e =
-          _mm512_maskz_mov_ps(k, expNonPositive16(_mm512_sub_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(k, row + j), sc), m)));
+          _mm512_mask_mov_ps(_mm512_setzero_ps(), k, expNonPositive16(_mm512_sub_ps(_mm512_mul_ps(_mm512_mask_loadu_ps(_mm512_setzero_ps(), k, row + j), sc), m)));
       _mm512_mask_storeu_ps(row + j, k, e);
       sum = _mm512_add_ps(sum, e);
     }
     const __m512 inv = _mm512_set1_ps(1.f / _mm512_reduce_add_ps(sum));
     for (int64_t j = 0; j < valid; j += 16)
-      _mm512_mask_storeu_ps(row + j, mask(j), _mm512_mul_ps(_mm512_maskz_loadu_ps(mask(j), row + j), inv));
+      _mm512_mask_storeu_ps(row + j, mask(j), _mm512_mul_ps(_mm512_mask_loadu_ps(_mm512_setzero_ps(), mask(j), row + j), inv));
     std::fill(row + valid, row + n, 0.f);
   }
 }

@@ -239,13 +239,28 @@ GENC_FLOAT_UNARY(log, std::log(x))
 GENC_FLOAT_UNARY(sqrt, std::sqrt(x))
 GENC_FLOAT_UNARY(reciprocal, 1.f / x)
 GENC_FLOAT_UNARY(relu, x < 0.f ? 0.f : x) // NaN stays NaN
-GENC_FLOAT_UNARY(sigmoid, genrt::cpu::sigmoid(x))
 GENC_FLOAT_UNARY(tanh, std::tanh(x))
 GENC_FLOAT_UNARY(erf, std::erf(x))
 GENC_FLOAT_UNARY(sin, std::sin(x))
 GENC_FLOAT_UNARY(cos, std::cos(x))
-GENC_FLOAT_UNARY(silu, genrt::cpu::silu(x))
 #undef GENC_FLOAT_UNARY
+
+// sigmoid and silu a row at a time (vectorised, cpu/Activation.h).
+template <void (*Row)(const float *, float *, int64_t)>
+Error floatRowUnary(const Ins &ins, Outs &outs) {
+  if (auto e = expectDType(ins[0], DType::F32, "operand"))
+    return e;
+  Tensor y(DType::F32, ins[0].shape());
+  Row(ins[0].data<float>(), y.data<float>(), y.numElements());
+  outs[0] = std::move(y);
+  return Error::success();
+}
+Error sigmoidKernel(KernelContext &, const AttrMap &, const Ins &ins, Outs &outs) {
+  return floatRowUnary<genrt::cpu::sigmoidRow>(ins, outs);
+}
+Error siluKernel(KernelContext &, const AttrMap &, const Ins &ins, Outs &outs) {
+  return floatRowUnary<genrt::cpu::siluRow>(ins, outs);
+}
 
 Error geluKernel(KernelContext &, const AttrMap &attrs, const Ins &ins, Outs &outs) {
   std::string approx = attrStr(attrs, "approximate", "none");
