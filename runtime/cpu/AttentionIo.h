@@ -12,6 +12,8 @@
 
 namespace genrt::cpu {
 
+class ThreadPool;
+
 struct AttentionIo {
   std::vector<Tensor> operands; // head-major q[, k, v], then the op's bias, if any
   bool mergeHeads = false;
@@ -31,12 +33,13 @@ struct HeadReading {
 /// x[1, T, W] (or [T, W]) -> out[1, heads, T, headDim] (preallocated):
 /// normalised, then rotated, as `h` says. Operands must already be checked
 /// (unpackAttention does; fold-attention-io tests its readings with it).
-void unpackHeads(const Tensor &x, const HeadReading &h, Tensor &out);
+/// Heads go over `pool` where given (each head its own rows: the same bits).
+void unpackHeads(const Tensor &x, const HeadReading &h, Tensor &out, ThreadPool *pool = nullptr);
 
 /// Head-major operands for an op reading `ins`; `headOperands` is 3 for
 /// kv/packed attention (q, k, v), 1 for cross attention (q).
 Status unpackAttention(const AttrMap &attrs, const std::vector<Tensor> &ins, size_t headOperands,
-                       AttentionIo &io);
+                       AttentionIo &io, ThreadPool *pool = nullptr);
 
 /// o[1, H, T, D] -> out[1, T, H·D] (out preallocated).
 void mergeHeads(const Tensor &o, Tensor &out);

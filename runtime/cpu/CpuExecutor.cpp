@@ -153,7 +153,7 @@ public:
     AttentionIo io;
     if (outs.size() != 1)
       return Status::error("bad results");
-    if (Status s = unpackAttention(op.attrs, ins, kind_ == Cross ? 1 : 3, io); !s)
+    if (Status s = unpackAttention(op.attrs, ins, kind_ == Cross ? 1 : 3, io, rs.pool); !s)
       return s;
     const auto &q = io.operands[0].shape();
     std::vector<int64_t> merged{q[2], q[1] * q[3]};
