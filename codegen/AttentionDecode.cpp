@@ -73,16 +73,18 @@ static __device__ __forceinline__ void genc_decode_next(const GencAttnParams &p,
   __syncthreads();
 }
 
-// A decode step's own k, v (append == 2): the block whose split holds the
-// token's position (the first part of its KV head's group) computes them
-// and writes them to the cache before any of its tiles is read; no other
-// split reads that row. Block-uniform: every thread calls it.
+// A decode step's own k, v (append == 2): every block whose split holds the
+// token's position computes them and writes them to the cache before any of
+// its tiles is read — each part of a KV head's group too (a group above 8
+// heads is split over parts that read the row as well; they write the same
+// bits, so no part reads it before it is there). No other split reads that
+// row. Block-uniform: every thread calls it.
 template <typename C, int KT>
 static __device__ __forceinline__ void genc_decode_append(const GencAttnParams &p, long long t,
                                                           const GencTokenPlace &pl, const GencDecodeRange<C, KT> &r,
-                                                          int kh, int part) {
+                                                          int kh) {
   const long long own = genc_shard_row<C>(p, pl.position);
-  if (part == 0 && genc_attn_appends_now<C>(p, pl) && own >= r.a && own < r.b) {
+  if (genc_attn_appends_now<C>(p, pl) && own >= r.a && own < r.b) {
     genc_attn_rows<C>(p, t, C::H + kh, C::H + kh + 1, nullptr, true, pl);
     genc_attn_rows<C>(p, t, C::H + C::KVH + kh, C::H + C::KVH + kh + 1, nullptr, true, pl);
   }
@@ -209,7 +211,7 @@ static __device__ void genc_attn_decode_fma(const GencAttnParams &p) {
   const GencTokenPlace pl = ((const GencTokenPlace *)p.places)[t];
   const GencDecodeRange<C, KT> r(p, pl, kh, split, gridDim.z);
   if (split >= r.used) return;
-  genc_decode_append<C, KT>(p, t, pl, r, kh, blockIdx.y % DPARTS);
+  genc_decode_append<C, KT>(p, t, pl, r, kh);
   genc_decode_fill<C, KT, ST>(p, r, genc_attn_tiles);
   genc_attn_rows<C>(p, t, hb, hb + G, &qS[0][0], false, pl); // the group's queries, while the tiles load
   if (tid < G) { mS[tid] = -__int_as_float(0x7f800000); lS[tid] = 0.f; }
@@ -367,7 +369,7 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
   const GencTokenPlace pl = ((const GencTokenPlace *)p.places)[t];
   const GencDecodeRange<C, KT> r(p, pl, kh, split, gridDim.z);
   if (split >= r.used) return;
-  genc_decode_append<C, KT>(p, t, pl, r, kh, blockIdx.y % DPARTS);
+  genc_decode_append<C, KT>(p, t, pl, r, kh);
   genc_decode_fill<C, KT, ST>(p, r, genc_attn_tiles);
   // The group's queries, while the tiles load, in the last stage's memory
   // (the fill leaves it alone); head g's as A fragments (rows 8..15 and

@@ -2,7 +2,7 @@
 # The attention kernels against the CPU executor, end to end, on the device
 # machine (after tools/pack.sh here): small random-weight models (2 layers)
 # whose attention takes the forms the kernels specialise on — head dims 64,
-# 80 and 128; query heads per KV head 1, 4 and 8; a sliding window below the
+# 80 and 128; query heads per KV head 1, 4, 8 and 16 (a decode block group split over two parts); a sliding window below the
 # context — each generating greedily from prompts of 1, 7, 64, 1000 and 4096
 # tokens (fresh random ids each run) on the GPU and on the CPU from the same
 # f32 plan. Each row must give the same tokens, scores within 1e-4 (beyond
@@ -36,12 +36,14 @@ configs=(
   "hd128-g8|--arch llama --set head_dim=128 --set num_attention_heads=8 --set num_key_value_heads=1 --set hidden_size=1024"
   "hd80-g4|--arch llama --set head_dim=80 --set num_attention_heads=8 --set num_key_value_heads=2 --set hidden_size=640"
   "hd64-g4-window256|--arch mistral --set head_dim=64 --set num_attention_heads=8 --set num_key_value_heads=2 --set hidden_size=512 --set sliding_window=256"
+  "hd64-g16|--arch llama --set head_dim=64 --set num_attention_heads=16 --set num_key_value_heads=1 --set hidden_size=1024"
 )
 fail=0
 rows=()
 for entry in "${configs[@]}"; do
   name=${entry%%|*}
   exp=${entry#*|}
+  [[ -n "${ONLY-}" && ! $name =~ $ONLY ]] && continue # ONLY=REGEX: those configs alone
   # shellcheck disable=SC2086
   if ! "$PY" tools/export.py $exp --set num_hidden_layers=2 --set intermediate_size=512 --set vocab_size=512 \
        --set max_position_embeddings=4200 --seed 5 --no-check --out "$W/$name" > "$W/$name.export.log" 2>&1; then

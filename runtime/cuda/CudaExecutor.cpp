@@ -91,25 +91,10 @@ public:
       tr.packed = mem_.at("tree packed");
       const char *how = std::getenv("GENC_TREE_COMBINE");
       tr.combine = how && std::string(how) == "gather" ? 1 : 0;
-      ncclComm_t comm = nullptr;
-      if (Status s = tr.nccl->check(tr.nccl->commInitRank(&comm, tree->ranks, tree->id, tree->rank),
-                                    "ncclCommInitRank");
-          !s)
-        return s;
-      tr.comm = comm;
       const char *to = std::getenv("GENC_NCCL_TIMEOUT_S");
       timeoutS_ = to && std::atof(to) > 0 ? std::atof(to) : 120.0;
-      // NCCL connects its peers at a communicator's first collective, which
-      // cannot happen inside a stream capture (the first decode step's graph
-      // would fail with "internal error" where no prefill ran a collective
-      // before it): one small all-reduce now, outside any capture.
-      if (Status s = tr.nccl->check(tr.nccl->allReduce(reinterpret_cast<void *>(tr.lse), reinterpret_cast<void *>(tr.lseMax),
-                                                     1, kNcclFloat32, kNcclMax, tr.comm, stream_),
-                                    "ncclAllReduce (connecting the GPUs)");
-          !s)
-        return s;
-      if (Status s = waitStream("connecting the GPUs"); !s)
-        return s;
+      // The group is joined later (joinGroup), once every GPU has loaded:
+      // a GPU that fails here must not leave the others waiting in NCCL.
     }
     // The tickets start at zero; each launch leaves them so. The caches too:
     // rows a run never wrote hold zeros, not whatever the memory held
@@ -190,6 +175,28 @@ public:
     if (ctx_.profile)
       useGraphs_ = false;
     return Status::ok();
+  }
+
+  /// A GPU of a tree-attention group joins it (after init, every GPU at
+  /// once: NCCL waits for all of them).
+  Status joinGroup(const TreeRank &tree) {
+    StepContext::Tree &tr = ctx_.tree;
+    ncclComm_t comm = nullptr;
+    if (Status s = tr.nccl->check(tr.nccl->commInitRank(&comm, tree.ranks, tree.id, tree.rank), "ncclCommInitRank");
+        !s)
+      return s;
+    tr.comm = comm;
+    // NCCL connects its peers at a communicator's first collective, which
+    // cannot happen inside a stream capture (the first decode step's graph
+    // would fail with "internal error" where no prefill ran a collective
+    // before it): one small all-reduce now, outside any capture.
+    if (Status s = tr.nccl->check(tr.nccl->allReduce(reinterpret_cast<void *>(tr.lse),
+                                                     reinterpret_cast<void *>(tr.lseMax), 1, kNcclFloat32, kNcclMax,
+                                                     tr.comm, stream_),
+                                  "ncclAllReduce (connecting the GPUs)");
+        !s)
+      return s;
+    return waitStream("connecting the GPUs");
   }
 
   std::string deviceName() const override {
@@ -295,6 +302,8 @@ public:
   }
 
   Status encode(const ProgramRun &run) override {
+    if (ctx_.tree.nccl && !ctx_.tree.comm)
+      return Status::error("this GPU's tree-attention group was aborted (or never joined)");
     const CompiledProgram &cp = programs_.at(run.program->name);
     stage(run);
     if (Status s = enqueueInputs(run); !s)
@@ -532,6 +541,8 @@ private:
   // with Choice::Beams each row's beamK_ candidates (GencBeamCand).
   enum class Choice { Logits, Greedy, Beams };
   Status execute(const ProgramRun &run, Choice choice) {
+    if (ctx_.tree.nccl && !ctx_.tree.comm)
+      return Status::error("this GPU's tree-attention group was aborted (or never joined)");
     const CompiledProgram &cp = programs_.at(run.program->name);
     stage(run);
     const int64_t R = rowsOf(run);
@@ -553,8 +564,10 @@ private:
   Status waitStream(const std::string &what) {
     const DriverApi &a = *dev_.api;
     StepContext::Tree &tr = ctx_.tree;
-    if (!tr.comm)
+    if (!tr.nccl)
       return dev_.check(a.cuStreamSynchronize(stream_), what.c_str());
+    if (!tr.comm)
+      return Status::error("this GPU's tree-attention group was aborted");
     const auto start = std::chrono::steady_clock::now();
     for (int spin = 0;; ++spin) {
       const CUresult r = a.cuStreamQuery(stream_);
@@ -725,9 +738,42 @@ std::unique_ptr<Executor> makeCudaExecutor(std::shared_ptr<const Plan> plan, con
 }
 
 namespace cuda {
-std::unique_ptr<Executor> makeCudaReplica(std::shared_ptr<const Plan> plan, const TreeRank &rank, Status &err) {
-  auto e = std::make_unique<CudaExecutor>(std::move(plan));
-  err = e->init(&rank);
+// The CUDA executor as one GPU of a group.
+class CudaReplica final : public TreeReplica {
+public:
+  explicit CudaReplica(std::shared_ptr<const Plan> plan) : e_(std::move(plan)) {}
+  Status init(const TreeRank &rank) {
+    rank_ = rank;
+    return e_.init(&rank);
+  }
+  Status joinGroup() override { return e_.joinGroup(rank_); }
+  std::string deviceName() const override { return e_.deviceName(); }
+  int64_t memoryBytes() const override { return e_.memoryBytes(); }
+  std::string memoryReport() const override { return e_.memoryReport(); }
+  Status run(const ProgramRun &run, float *logits) override { return e_.run(run, logits); }
+  bool choosesGreedy() const override { return e_.choosesGreedy(); }
+  Status runGreedy(const ProgramRun &run, int64_t *tokens, float *logprobs) override {
+    return e_.runGreedy(run, tokens, logprobs);
+  }
+  bool choosesBeams(int64_t k) const override { return e_.choosesBeams(k); }
+  Status runBeams(const ProgramRun &run, const std::vector<BeamRow> &rows, int64_t k, int32_t *tokens,
+                  float *scores) override {
+    return e_.runBeams(run, rows, k, tokens, scores);
+  }
+  Status encode(const ProgramRun &run) override { return e_.encode(run); }
+  Status copySlots(const std::vector<int32_t> &dst, const std::vector<int32_t> &src,
+                   const std::vector<int64_t> &lengths, const std::vector<int64_t> &from) override {
+    return e_.copySlots(dst, src, lengths, from);
+  }
+
+private:
+  CudaExecutor e_;
+  TreeRank rank_;
+};
+
+std::unique_ptr<TreeReplica> makeCudaReplica(std::shared_ptr<const Plan> plan, const TreeRank &rank, Status &err) {
+  auto e = std::make_unique<CudaReplica>(std::move(plan));
+  err = e->init(rank);
   if (!err)
     return nullptr;
   return e;

@@ -181,7 +181,7 @@ public:
     if (selfAttention) {
       p.shards = ctx.tree.shards;
       p.shard = ctx.tree.shard;
-      p.lseOut = ctx.tree.comm ? ctx.tree.lse : 0;
+      p.lseOut = ctx.tree.nccl ? ctx.tree.lse : 0;
     }
     const bool useDecode = decode && run.kind == ProgramKind::Decode;
     const int64_t maxS = std::max<int64_t>(
@@ -255,6 +255,8 @@ public:
   int64_t heads = 0, headDim = 0;
   Status run(StepContext &ctx, const ProgramRun &run) override {
     const StepContext::Tree &tr = ctx.tree;
+    if (!tr.comm)
+      return Status::error(what + ": the GPU group was aborted");
     GencAttnParams p = base;
     const int64_t T = static_cast<int64_t>(run.inputIds.size()), rows = T * heads;
     p.tokens = T;
@@ -425,7 +427,7 @@ Status attentionStep(const OpInfo &op, const ValueMap &vm, const KernelModule &m
     p.cacheV = p.cacheK + kv.layerElements(layer) * es;
     p.capacity = kv.layers[layer].capacity;
     st->selfAttention = true;
-    st->rolling = p.capacity < kv.maxLength;
+    st->rolling = kv.shards == 1 && p.capacity < kv.maxLength; // a shard's capacity is not a window
   }
   if (shape.keysPerTile > 0)
     st->decodeTiles = std::max<int64_t>(1, (p.capacity + shape.keysPerTile - 1) / shape.keysPerTile);
@@ -524,7 +526,7 @@ Status compileProgram(const Program &prog, StepContext &ctx, const KernelModule 
       if (Status s = attentionStep(op, vm, mod, step); !s)
         return Status::error("plan op " + where + " " + s.message());
       step->kind = "attention";
-      if (ctx.tree.comm && op.kind == "kv_attention") { // its combine with the other GPUs' shards
+      if (ctx.tree.nccl && op.kind == "kv_attention") { // its combine with the other GPUs' shards
         step->what = where;
         out.steps.push_back(std::move(step));
         if (Status s = treeCombineStep(op, vm, mod, step); !s)

@@ -83,17 +83,18 @@ class TreeExecutor final : public Executor {
 public:
   ~TreeExecutor() override {
     // Each executor is closed on its own thread (its context is current there).
-    for (size_t i = 0; i < workers_.size(); ++i)
-      if (replicas_[i] && !broken_)
+    if (!hung_) {
+      for (size_t i = 0; i < workers_.size(); ++i)
         workers_[i]->post([this, i] {
           replicas_[i].reset();
           return Status::ok();
         });
-    for (size_t i = 0; i < workers_.size() && !broken_; ++i)
-      workers_[i]->wait(timeoutS_);
-    if (broken_)
-      for (auto &r : replicas_)
-        r.release(); // a GPU stopped answering: nothing more is asked of any
+      const auto deadline = std::chrono::steady_clock::now() + seconds(timeoutS_ + 60);
+      for (size_t i = 0; i < workers_.size(); ++i)
+        hung_ |= !workers_[i]->wait(remaining(deadline));
+    }
+    if (hung_) // a GPU's thread never came back: what it may still touch is left to the process's exit
+      new std::pair<decltype(workers_), decltype(replicas_)>(std::move(workers_), std::move(replicas_));
   }
 
   Status init(std::shared_ptr<const Plan> plan, int local, int ranks, int first, const NcclUniqueId &id,
@@ -104,14 +105,19 @@ public:
     replicas_.resize(local);
     for (int i = 0; i < local; ++i)
       workers_.push_back(std::make_unique<Worker>());
-    // Every GPU's executor at once: NCCL's communicator set-up waits for all.
-    return all(
-        [&, plan](int i) {
-          Status s = Status::ok();
-          replicas_[i] = makeCudaReplica(plan, TreeRank{i, first + i, ranks, id, nccl}, s);
-          return s;
-        },
-        std::max(600.0, timeoutS));
+    // Every GPU loads (the weights, the memory, the programs), then all join
+    // the NCCL group at once (its set-up waits for every rank): a GPU that
+    // fails to load leaves none waiting in NCCL.
+    if (Status s = all(
+            [&, plan](int i) {
+              Status st = Status::ok();
+              replicas_[i] = makeCudaReplica(plan, TreeRank{i, first + i, ranks, id, nccl}, st);
+              return st;
+            },
+            std::max(600.0, timeoutS));
+        !s)
+      return s;
+    return all([&](int i) { return replicas_[i]->joinGroup(); }, timeoutS);
   }
 
   std::string deviceName() const override {
@@ -153,31 +159,47 @@ public:
   }
 
 private:
-  // `task(i)` on every GPU's thread at once; the first error, naming its GPU.
-  // (A replica's own collectives time out and abort themselves; this
-  // deadline is the backstop for a call that never returns.)
-  Status all(const std::function<Status(int)> &task, double seconds = 0) {
+  static std::chrono::steady_clock::duration seconds(double s) {
+    return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
+  }
+  static double remaining(std::chrono::steady_clock::time_point deadline) {
+    return std::max(0.0, std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count());
+  }
+
+  // `task(i)` on every GPU's thread at once, one deadline for all (a
+  // replica's own collectives time out and abort themselves; this is the
+  // backstop for a call that never returns). An error names its GPU, a
+  // GPU's own failure before another's NCCL timeout it caused; after any
+  // error the GPUs may disagree (one appended K/V, another did not), so the
+  // group takes no further run.
+  Status all(const std::function<Status(int)> &task, double limit = 0) {
     if (broken_)
-      return Status::error("tree attention: a GPU of the group stopped answering earlier");
+      return Status::error("tree attention: the GPU group failed earlier and takes no more runs");
     for (size_t i = 0; i < workers_.size(); ++i)
       workers_[i]->post([&task, i] { return task(static_cast<int>(i)); });
-    Status first = Status::ok();
+    const auto deadline = std::chrono::steady_clock::now() + TreeExecutor::seconds(limit > 0 ? limit : timeoutS_ + 60);
+    Status own = Status::ok(), nccl = Status::ok();
     for (size_t i = 0; i < workers_.size(); ++i) {
-      Status s = workers_[i]->wait(seconds > 0 ? seconds : timeoutS_ + 60);
-      if (!s && first)
-        first = Status::error("GPU " + std::to_string(i) + ": " + s.message());
-      if (!s && s.message().rfind("no answer", 0) == 0)
-        broken_ = true;
+      Status s = workers_[i]->wait(remaining(deadline));
+      if (s)
+        continue;
+      hung_ |= s.message().rfind("no answer", 0) == 0;
+      const bool waited = hung_ || s.message().find("NCCL") != std::string::npos ||
+                          s.message().find("aborted") != std::string::npos;
+      Status &slot = waited ? nccl : own;
+      if (slot)
+        slot = Status::error("GPU " + std::to_string(i) + ": " + s.message());
     }
-    return first;
+    broken_ = !own || !nccl;
+    return !own ? own : nccl;
   }
 
   std::vector<std::unique_ptr<Worker>> workers_;
-  std::vector<std::unique_ptr<Executor>> replicas_;
+  std::vector<std::unique_ptr<TreeReplica>> replicas_;
   const NcclApi *nccl_ = nullptr;
   int ranks_ = 1;
   double timeoutS_ = 120;
-  bool broken_ = false;
+  bool broken_ = false, hung_ = false;
 };
 
 int envInt(const char *name, int fallback) {
@@ -246,6 +268,10 @@ std::unique_ptr<Executor> makeTreeExecutor(std::shared_ptr<const Plan> plan, con
   auto t = std::make_unique<TreeExecutor>();
   if (err = t->init(std::move(plan), local, ranks, first, id, nccl, timeoutS); !err)
     return nullptr;
+  // Every rank has joined: the id file has served (a stale one would send
+  // the next launch's ranks to a group that is gone).
+  if (const char *file = std::getenv("GENC_NCCL_ID_FILE"); file && *file && first == 0)
+    std::remove(file);
   return t;
 }
 

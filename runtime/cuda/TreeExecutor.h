@@ -19,10 +19,16 @@ struct TreeRank {
   const NcclApi *nccl = nullptr;
 };
 
-/// A CUDA executor as one GPU of a group (runtime/cuda/CudaExecutor.cpp).
-/// Its run methods write results only where given buffers (nullptr: the
-/// group's first GPU answers for all).
-std::unique_ptr<Executor> makeCudaReplica(std::shared_ptr<const Plan> plan, const TreeRank &rank, Status &err);
+/// A CUDA executor as one GPU of a group (runtime/cuda/CudaExecutor.cpp),
+/// loaded but not yet in the NCCL group: every GPU loads first (a failure
+/// there leaves no GPU waiting in NCCL), then all join at once. Its run
+/// methods write results only where given buffers (nullptr: the group's
+/// first GPU answers for all).
+class TreeReplica : public Executor {
+public:
+  virtual Status joinGroup() = 0;
+};
+std::unique_ptr<TreeReplica> makeCudaReplica(std::shared_ptr<const Plan> plan, const TreeRank &rank, Status &err);
 
 /// The group over opts.gpus local GPUs. Across hosts, each process passes
 /// GENC_NCCL_RANKS (GPUs in all), GENC_NCCL_FIRST_RANK (its first GPU's
