@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <cstdlib>
 #include <new>
 
@@ -216,7 +217,12 @@ struct PrefillSegment {
 
 bool freshSegments(const std::vector<TokenPlace> &tokens, int64_t window, bool bias,
                    std::vector<PrefillSegment> &out) {
-  if (bias || !havePanelKernels() || std::getenv("GENC_TMP_ROWS"))
+  // GENC_CPU_ROW_ATTENTION=1: the row path for every prefill (A/B runs).
+  static const bool rowsOnly = [] {
+    const char *e = std::getenv("GENC_CPU_ROW_ATTENTION");
+    return e && std::string(e) == "1";
+  }();
+  if (bias || rowsOnly || !havePanelKernels())
     return false;
   const int64_t T = static_cast<int64_t>(tokens.size());
   for (int64_t t = 0; t < T;) {
