@@ -109,6 +109,7 @@ public:
     PlanStats stats;
     stats.kvCacheBytes = layout.selfBytes();
     stats.crossKvCacheBytes = layout.crossBytes();
+    stats.crossKvCacheBytesUnshared = layout.crossBytes() * std::max<int64_t>(1, opts.maxBeams);
 
     llvm::json::Array weights;
     for (auto &w : m_.weights()) {

@@ -18,6 +18,9 @@ struct PlanStats {
   /// Encoder-decoder: the cross-attention K/V cache, one entry per batch item
   /// (shared by its beams, so it does not grow with max beams).
   int64_t crossKvCacheBytes = 0;
+  /// What it would be with a copy per beam (as Hugging Face expands the
+  /// encoder's output per beam): max beams x crossKvCacheBytes.
+  int64_t crossKvCacheBytesUnshared = 0;
   std::map<std::string, int64_t> arenaBytesByFunction;
   /// Kernel launches of one @decode_step: gemm, attention, fused, other.
   std::map<std::string, int64_t> decodeStepLaunches;

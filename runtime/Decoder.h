@@ -95,6 +95,9 @@ public:
   virtual std::string memoryReport() const { return {}; }
   /// The device it runs on, for --stats ("cpu", "cuda: NVIDIA H100 ...").
   virtual std::string deviceName() const { return "cpu"; }
+  /// A line for --stats on the KV caches: bytes as shared, bytes were every
+  /// beam to keep its own copy, and the largest batch the device holds.
+  virtual std::string kvReport() const { return {}; }
 };
 
 } // namespace genrt

@@ -97,6 +97,9 @@ public:
   virtual int64_t memoryBytes() const = 0;
   /// A line for --stats: what the bytes are (e.g. the cuBLASLt workspace).
   virtual std::string memoryReport() const { return {}; }
+  /// The memory the device offered this executor before it allocated
+  /// (a GPU's free memory at open; the host's for the CPU); 0: unknown.
+  virtual int64_t deviceBytes() const { return 0; }
 };
 
 } // namespace genrt

@@ -23,6 +23,28 @@ void Session::resetSlot(int32_t slot) {
     entryOfSlot_[slot] = -1;
 }
 
+// The caches as shared (each source's cross-attention K/V once per batch
+// item; the self-attention cache is still one per beam), as they would be
+// with a copy per beam, and how
+// many batch items of the plan's max length the device holds: its memory
+// less what does not grow with the batch, over one item's caches.
+std::string Session::kvReport() const {
+  const KvLayout &kv = plan_->kv;
+  const int64_t beams = std::max<int64_t>(1, plan_->model.maxBeams);
+  const int64_t batch = std::max<int64_t>(1, kv.slots / beams);
+  const int64_t shared = kv.selfBytes() + kv.crossBytes(), unshared = kv.selfBytes() + kv.crossBytes() * beams;
+  std::string line = "kv cache " + std::to_string(shared) + " bytes (" + std::to_string(unshared) +
+                     " without sharing: each beam its own cross-attention K/V)";
+  const int64_t offered = exec_->deviceBytes(), fixed = exec_->memoryBytes() - shared, perItem = shared / batch;
+  if (offered <= 0 || perItem <= 0 || fixed < 0)
+    return line + "; the device's memory is not known here";
+  const int64_t largest = offered > fixed ? (offered - fixed) / perItem : 0;
+  const int64_t largestUnshared = offered > fixed ? (offered - fixed) / std::max<int64_t>(1, unshared / batch) : 0;
+  return line + "; this device holds " + std::to_string(largest) + " sequences of " + std::to_string(kv.maxLength) +
+         " positions with " + std::to_string(beams) + " beams (" + std::to_string(largestUnshared) +
+         " without sharing)";
+}
+
 int64_t Session::slotLength(int32_t slot) const {
   return slot >= 0 && slot < maxSlots() ? lengths_[slot] : 0;
 }

@@ -34,6 +34,7 @@ public:
   int64_t memoryBytes() const override { return exec_->memoryBytes(); }
   std::string memoryReport() const override { return exec_->memoryReport(); }
   std::string deviceName() const override { return exec_->deviceName(); }
+  std::string kvReport() const override;
 
   Executor &executor() { return *exec_; }
 

@@ -375,6 +375,7 @@ static void writeStats(const PlanStats &stats) {
   std::ofstream os(StatsJson);
   os << "{\"weights_bytes\": " << stats.weightsBytes << ", \"kv_cache_bytes\": "
      << stats.kvCacheBytes << ", \"cross_kv_cache_bytes\": " << stats.crossKvCacheBytes
+     << ", \"cross_kv_cache_bytes_unshared\": " << stats.crossKvCacheBytesUnshared
      << ", \"arena_bytes\": " << stats.arenaBytes << ", \"arena_bytes_by_function\": {";
   bool first = true;
   for (auto &[k, v] : stats.arenaBytesByFunction) {

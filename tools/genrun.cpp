@@ -148,6 +148,8 @@ static void printStats(const Decoder &decoder, size_t promptCount, const Generat
                 (long long)decoder.memoryBytes(), decoder.memoryBytes() / (1024.0 * 1024.0),
                 decoder.memoryReport().empty() ? "" : ": ", decoder.memoryReport().c_str());
   std::cerr << buf;
+  if (std::string kv = decoder.kvReport(); !kv.empty())
+    std::cerr << "genrun: stats: " << kv << "\n";
 }
 
 static int run(int argc, char **argv) {

@@ -238,6 +238,7 @@ public:
   }
 
   std::string deviceName() const override { return "cpu (" + std::to_string(threads_) + " threads)"; }
+  int64_t deviceBytes() const override { return hostMemoryBytes(); }
 
   int64_t memoryBytes() const override {
     int64_t w = 0;

@@ -203,6 +203,7 @@ public:
     return "cuda: " + dev_.name + " (sm_" + std::to_string(dev_.arch()) + ", " + mod_.source() + ")";
   }
   int64_t memoryBytes() const override { return mem_.totalBytes(); }
+  int64_t deviceBytes() const override { return dev_.freeBytes; } // free at open, before any allocation
   std::string memoryReport() const override { return mem_.report() + " (" + gemm_->version() + ")"; }
 
   // Where a tree-attention group runs the same step on every GPU, only one
