@@ -243,24 +243,33 @@ bool freshSegments(const std::vector<TokenPlace> &tokens, int64_t window, bool b
   return longest >= 16;
 }
 
-void attendPrefillHead(const float *q, const float *k, const float *v, int64_t n, int64_t D, float scale, float *o,
-                       std::vector<float> &kPanels, std::vector<float> &vPanels, std::vector<float> &kt,
-                       std::vector<float> &scores) {
-  // Kᵀ [D, n] in panels; V [n, D] in panels.
-  kt.resize(static_cast<size_t>(D * n));
-  for (int64_t j = 0; j < n; ++j)
-    for (int64_t d = 0; d < D; ++d)
-      kt[d * n + j] = k[j * D + d];
-  kPanels.resize(static_cast<size_t>(panelFloats(D, n)));
-  packPanels(kt.data(), D, n, kPanels.data());
-  vPanels.resize(static_cast<size_t>(panelFloats(n, D)));
-  packPanels(v, n, D, vPanels.data());
-  scores.resize(static_cast<size_t>(n * n));
-  float *S = scores.data();
-  matmulPanels(q, kPanels.data(), S, n, n, D, nullptr);
-  softmaxCausalRows(S, n, scale);
-  matmulPanels(S, vPanels.data(), o, n, D, n, nullptr);
-}
+/// One thread's panels of a KV head's Kᵀ [D, n] and V [n, D] (kept while
+/// the query heads of its group go by), and the scores.
+struct PrefillScratch {
+  std::vector<float> kPanels, vPanels, kt, scores;
+  int64_t packed = -1; // which (segment, KV head) the panels hold
+
+  void pack(int64_t which, const float *k, const float *v, int64_t n, int64_t D) {
+    if (packed == which)
+      return;
+    kt.resize(static_cast<size_t>(D * n));
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t d = 0; d < D; ++d)
+        kt[d * n + j] = k[j * D + d];
+    kPanels.resize(static_cast<size_t>(panelFloats(D, n)));
+    packPanels(kt.data(), D, n, kPanels.data());
+    vPanels.resize(static_cast<size_t>(panelFloats(n, D)));
+    packPanels(v, n, D, vPanels.data());
+    packed = which;
+  }
+
+  void attend(const float *q, int64_t n, int64_t D, float scale, float *o) {
+    scores.resize(static_cast<size_t>(n * n));
+    matmulPanels(q, kPanels.data(), scores.data(), n, n, D, nullptr);
+    softmaxCausalRows(scores.data(), n, scale);
+    matmulPanels(scores.data(), vPanels.data(), o, n, D, n, nullptr);
+  }
+};
 
 } // namespace
 
@@ -301,15 +310,16 @@ Status selfAttention(HostKvCache &cache, const AttrMap &attrs, const std::vector
       return Status::error("kv_attention: the cache cannot hold the attended positions");
   std::vector<PrefillSegment> segments;
   if (freshSegments(tokens, window, bias.table != nullptr, segments)) {
-    // (segment, head) pairs, each writing its own output rows.
+    // (segment, head) pairs, each writing its own output rows; a thread's
+    // consecutive heads of one KV head's group share its panels.
     const int64_t pairs = static_cast<int64_t>(segments.size()) * H;
     auto run = [&](int64_t begin, int64_t end) {
-      std::vector<float> kPanels, vPanels, kt, scores;
+      PrefillScratch s;
       for (int64_t i = begin; i < end; ++i) {
         const PrefillSegment &g = segments[i / H];
         const int64_t h = i % H, kh = h / group;
-        attendPrefillHead(qd + (h * T + g.start) * D, kd + (kh * T + g.start) * D, vd + (kh * T + g.start) * D,
-                          g.len, D, scale, od + (h * T + g.start) * D, kPanels, vPanels, kt, scores);
+        s.pack(i / H * KVH + kh, kd + (kh * T + g.start) * D, vd + (kh * T + g.start) * D, g.len, D);
+        s.attend(qd + (h * T + g.start) * D, g.len, D, scale, od + (h * T + g.start) * D);
       }
     };
     if (pool)

@@ -40,7 +40,7 @@ namespace {
 
 constexpr int64_t kGemmWorkspace = 32 << 20;
 
-class CudaExecutor final : public Executor {
+class CudaExecutor final : public TreeReplica {
 public:
   explicit CudaExecutor(std::shared_ptr<const Plan> plan) : plan_(std::move(plan)), mem_(dev_) {}
   ~CudaExecutor() override {
@@ -91,10 +91,8 @@ public:
       tr.packed = mem_.at("tree packed");
       const char *how = std::getenv("GENC_TREE_COMBINE");
       tr.combine = how && std::string(how) == "gather" ? 1 : 0;
-      const char *to = std::getenv("GENC_NCCL_TIMEOUT_S");
-      timeoutS_ = to && std::atof(to) > 0 ? std::atof(to) : 120.0;
-      // The group is joined later (joinGroup), once every GPU has loaded:
-      // a GPU that fails here must not leave the others waiting in NCCL.
+      rank_ = *tree; // the group is joined later (joinGroup), once every GPU has
+                     // loaded: a GPU that fails here must leave none waiting in NCCL
     }
     // The tickets start at zero; each launch leaves them so. The caches too:
     // rows a run never wrote hold zeros, not whatever the memory held
@@ -179,10 +177,12 @@ public:
 
   /// A GPU of a tree-attention group joins it (after init, every GPU at
   /// once: NCCL waits for all of them).
-  Status joinGroup(const TreeRank &tree) {
+  Status joinGroup() override {
     StepContext::Tree &tr = ctx_.tree;
+    if (!tr.nccl)
+      return Status::error("joinGroup: this executor is not one GPU of a group");
     ncclComm_t comm = nullptr;
-    if (Status s = tr.nccl->check(tr.nccl->commInitRank(&comm, tree.ranks, tree.id, tree.rank), "ncclCommInitRank");
+    if (Status s = tr.nccl->check(tr.nccl->commInitRank(&comm, rank_.ranks, rank_.id, rank_.rank), "ncclCommInitRank");
         !s)
       return s;
     tr.comm = comm;
@@ -303,8 +303,8 @@ public:
   }
 
   Status encode(const ProgramRun &run) override {
-    if (ctx_.tree.nccl && !ctx_.tree.comm)
-      return Status::error("this GPU's tree-attention group was aborted (or never joined)");
+    if (Status s = groupIntact(); !s)
+      return s;
     const CompiledProgram &cp = programs_.at(run.program->name);
     stage(run);
     if (Status s = enqueueInputs(run); !s)
@@ -368,7 +368,7 @@ private:
     mem_.plan("attention scratch", maxT * maxStride * 4);
     mem_.plan("attention partials", partialRows_ * (maxD + 1) * 4);
     mem_.plan("attention tickets", maxT * std::max<int64_t>(maxH, 1) * 4);
-    if (kv.shards > 1 || tree) { // tree attention: lse [T, H], its max, [T, H, D + 1] (f32)
+    if (tree) { // tree attention: lse [T, H], its max, [T, H, D + 1] (f32)
       mem_.plan("tree lse", maxT * std::max<int64_t>(maxH, 1) * 4);
       mem_.plan("tree lse max", maxT * std::max<int64_t>(maxH, 1) * 4);
       mem_.plan("tree packed", maxT * std::max<int64_t>(maxH, 1) * (maxD + 1) * 4 * kv.shards);
@@ -542,8 +542,8 @@ private:
   // with Choice::Beams each row's beamK_ candidates (GencBeamCand).
   enum class Choice { Logits, Greedy, Beams };
   Status execute(const ProgramRun &run, Choice choice) {
-    if (ctx_.tree.nccl && !ctx_.tree.comm)
-      return Status::error("this GPU's tree-attention group was aborted (or never joined)");
+    if (Status s = groupIntact(); !s)
+      return s;
     const CompiledProgram &cp = programs_.at(run.program->name);
     stage(run);
     const int64_t R = rowsOf(run);
@@ -559,6 +559,14 @@ private:
     return s;
   }
 
+  // A GPU of a group runs only while its communicator stands (an abort
+  // frees it; the captured graphs still name it).
+  Status groupIntact() const {
+    return ctx_.tree.nccl && !ctx_.tree.comm
+               ? Status::error("this GPU's tree-attention group was aborted (or never joined)")
+               : Status::ok();
+  }
+
   // The stream's work done. In a tree-attention group a collective waits
   // on the other GPUs: poll, and give up (aborting the communicator, which
   // ends its kernels) after GENC_NCCL_TIMEOUT_S seconds or an NCCL error.
@@ -567,8 +575,8 @@ private:
     StepContext::Tree &tr = ctx_.tree;
     if (!tr.nccl)
       return dev_.check(a.cuStreamSynchronize(stream_), what.c_str());
-    if (!tr.comm)
-      return Status::error("this GPU's tree-attention group was aborted");
+    if (Status s = groupIntact(); !s)
+      return s;
     const auto start = std::chrono::steady_clock::now();
     for (int spin = 0;; ++spin) {
       const CUresult r = a.cuStreamQuery(stream_);
@@ -579,11 +587,11 @@ private:
       int async = kNcclSuccess;
       tr.nccl->commGetAsyncError(tr.comm, &async);
       const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if ((async != kNcclSuccess && async != kNcclInProgress) || waited > timeoutS_) {
+      if ((async != kNcclSuccess && async != kNcclInProgress) || waited > rank_.timeoutS) {
         Status why = async != kNcclSuccess && async != kNcclInProgress
                          ? tr.nccl->check(async, "a collective")
                          : Status::error("NCCL: GPU " + std::to_string(tr.shard) + " had no answer from the other " +
-                                         std::to_string(tr.shards - 1) + " in " + std::to_string(int(timeoutS_)) +
+                                         std::to_string(tr.shards - 1) + " in " + std::to_string(int(rank_.timeoutS)) +
                                          " s (GENC_NCCL_TIMEOUT_S); communicator aborted");
         tr.nccl->commAbort(tr.comm);
         tr.comm = nullptr;
@@ -701,7 +709,7 @@ private:
 
   std::shared_ptr<const Plan> plan_;
   KvLayout kv_; // the plan's caches, or this GPU's shard of them
-  double timeoutS_ = 120;
+  TreeRank rank_; // where this GPU stands in its tree-attention group (none: ranks 1, no NCCL)
   Device dev_;
   DeviceMemory mem_;
   KernelModule mod_;
@@ -739,42 +747,9 @@ std::unique_ptr<Executor> makeCudaExecutor(std::shared_ptr<const Plan> plan, con
 }
 
 namespace cuda {
-// The CUDA executor as one GPU of a group.
-class CudaReplica final : public TreeReplica {
-public:
-  explicit CudaReplica(std::shared_ptr<const Plan> plan) : e_(std::move(plan)) {}
-  Status init(const TreeRank &rank) {
-    rank_ = rank;
-    return e_.init(&rank);
-  }
-  Status joinGroup() override { return e_.joinGroup(rank_); }
-  std::string deviceName() const override { return e_.deviceName(); }
-  int64_t memoryBytes() const override { return e_.memoryBytes(); }
-  std::string memoryReport() const override { return e_.memoryReport(); }
-  Status run(const ProgramRun &run, float *logits) override { return e_.run(run, logits); }
-  bool choosesGreedy() const override { return e_.choosesGreedy(); }
-  Status runGreedy(const ProgramRun &run, int64_t *tokens, float *logprobs) override {
-    return e_.runGreedy(run, tokens, logprobs);
-  }
-  bool choosesBeams(int64_t k) const override { return e_.choosesBeams(k); }
-  Status runBeams(const ProgramRun &run, const std::vector<BeamRow> &rows, int64_t k, int32_t *tokens,
-                  float *scores) override {
-    return e_.runBeams(run, rows, k, tokens, scores);
-  }
-  Status encode(const ProgramRun &run) override { return e_.encode(run); }
-  Status copySlots(const std::vector<int32_t> &dst, const std::vector<int32_t> &src,
-                   const std::vector<int64_t> &lengths, const std::vector<int64_t> &from) override {
-    return e_.copySlots(dst, src, lengths, from);
-  }
-
-private:
-  CudaExecutor e_;
-  TreeRank rank_;
-};
-
 std::unique_ptr<TreeReplica> makeCudaReplica(std::shared_ptr<const Plan> plan, const TreeRank &rank, Status &err) {
-  auto e = std::make_unique<CudaReplica>(std::move(plan));
-  err = e->init(rank);
+  auto e = std::make_unique<CudaExecutor>(std::move(plan));
+  err = e->init(&rank);
   if (!err)
     return nullptr;
   return e;

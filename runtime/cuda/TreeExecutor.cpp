@@ -111,7 +111,7 @@ public:
     if (Status s = all(
             [&, plan](int i) {
               Status st = Status::ok();
-              replicas_[i] = makeCudaReplica(plan, TreeRank{i, first + i, ranks, id, nccl}, st);
+              replicas_[i] = makeCudaReplica(plan, TreeRank{i, first + i, ranks, id, nccl, timeoutS}, st);
               return st;
             },
             std::max(600.0, timeoutS));
@@ -121,8 +121,11 @@ public:
   }
 
   std::string deviceName() const override {
+    std::string first = replicas_[0]->deviceName();
+    if (first.rfind("cuda: ", 0) == 0) // "cuda: NAME (...)": the GPU's own part
+      first.erase(0, 6);
     return "cuda x" + std::to_string(ranks_) + " (tree attention, NCCL " + std::to_string(nccl_->version) +
-           "; GPU 0 " + replicas_[0]->deviceName().substr(6) + ")";
+           "; GPU 0 " + first + ")";
   }
   int64_t memoryBytes() const override {
     int64_t n = 0;

@@ -17,6 +17,7 @@ struct TreeRank {
   int ordinal = 0, rank = 0, ranks = 1;
   NcclUniqueId id{};
   const NcclApi *nccl = nullptr;
+  double timeoutS = 120; // GENC_NCCL_TIMEOUT_S: a collective's wait before the group is aborted
 };
 
 /// A CUDA executor as one GPU of a group (runtime/cuda/CudaExecutor.cpp),
