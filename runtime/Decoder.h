@@ -7,6 +7,7 @@
 // of each chunk.
 #pragma once
 #include "runtime/BeamChoice.h"
+#include "runtime/SampleChoice.h"
 #include "runtime/Json.h"
 #include "runtime/Status.h"
 
@@ -71,6 +72,19 @@ public:
   /// GPU ranks where the logits are and copies back only the candidates.
   virtual Status forwardBeams(const std::vector<Chunk> &chunks, const std::vector<BeamRow> &rows, int64_t k,
                               int32_t *tokens, float *scores);
+
+  /// Whether forwardTokens() chooses where the logits are (a GPU: only the
+  /// chosen ids cross to the host) for steps under `rule`. Without it the
+  /// search runs its processors and warpers on the host from forward()'s
+  /// logits (the CPU: the reference path).
+  virtual bool choosesTokens(const SampleRule & /*rule*/) const { return false; }
+  /// forward(), then each chunk's token by the rule of runtime/SampleChoice.h:
+  /// rows[i]'s edits on the raw logits, then `rule` (greedy, or the warpers
+  /// and a draw by draws[i]); tokens[i] and its logprob. This default
+  /// chooses on the host from forward()'s logits.
+  virtual Status forwardTokens(const std::vector<Chunk> &chunks, const std::vector<BeamRow> &rows,
+                               const std::vector<double> &draws, const SampleRule &rule, int64_t *tokens,
+                               float *logprobs);
 
   /// Beam reordering: for each k, slot dst[k] takes the cached contents (and
   /// length) that slot src[k] had before the call. Slots not named in dst are

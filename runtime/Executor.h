@@ -4,6 +4,7 @@
 // executor only runs that program over its weights, arena and caches.
 #pragma once
 #include "runtime/BeamChoice.h"
+#include "runtime/SampleChoice.h"
 #include "runtime/Program.h"
 #include "runtime/Status.h"
 
@@ -83,6 +84,16 @@ public:
   /// and their scores.
   virtual Status runBeams(const ProgramRun &, const std::vector<BeamRow> &, int64_t, int32_t *, float *) {
     return Status::error("this executor does not rank beam candidates itself");
+  }
+  /// Whether runTokens() chooses greedy / sampled tokens under `rule` where
+  /// the logits are. Without it the search chooses on the host.
+  virtual bool choosesTokens(const SampleRule & /*rule*/) const { return false; }
+  /// Runs @decode_step like run() and writes, per row r, its token by the
+  /// rule of runtime/SampleChoice.h (rows[r]'s edits, `rule`, draws[r]) and
+  /// that token's logprob.
+  virtual Status runTokens(const ProgramRun &, const std::vector<BeamRow> &, const std::vector<double> &,
+                           const SampleRule &, int64_t *, float *) {
+    return Status::error("this executor does not choose tokens itself");
   }
   /// Runs @encode and stores its K/V in cross-cache entry run.crossEntry.
   virtual Status encode(const ProgramRun &run) = 0;

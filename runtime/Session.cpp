@@ -207,6 +207,16 @@ Status Session::forwardBeams(const std::vector<Chunk> &chunks, const std::vector
   return runStep(chunks, [&](const ProgramRun &run) { return exec_->runBeams(run, rows, k, tokens, scores); });
 }
 
+Status Session::forwardTokens(const std::vector<Chunk> &chunks, const std::vector<BeamRow> &rows,
+                              const std::vector<double> &draws, const SampleRule &rule, int64_t *tokens,
+                              float *logprobs) {
+  if (!exec_->choosesTokens(rule) || !deviceStep(chunks) || rows.size() != chunks.size() ||
+      draws.size() != chunks.size())
+    return Decoder::forwardTokens(chunks, rows, draws, rule, tokens, logprobs);
+  return runStep(chunks,
+                 [&](const ProgramRun &run) { return exec_->runTokens(run, rows, draws, rule, tokens, logprobs); });
+}
+
 // A decode step whose token choice the executor makes where the logits are:
 // every chunk one token, at most a slot each.
 bool Session::deviceStep(const std::vector<Chunk> &chunks) const {

@@ -27,6 +27,10 @@ public:
   Status forwardGreedy(const std::vector<Chunk> &chunks, int64_t *tokens, float *logprobs) override;
   Status forwardBeams(const std::vector<Chunk> &chunks, const std::vector<BeamRow> &rows, int64_t k,
                       int32_t *tokens, float *scores) override;
+  bool choosesTokens(const SampleRule &rule) const override { return exec_->choosesTokens(rule); }
+  Status forwardTokens(const std::vector<Chunk> &chunks, const std::vector<BeamRow> &rows,
+                       const std::vector<double> &draws, const SampleRule &rule, int64_t *tokens,
+                       float *logprobs) override;
   Status reorderSlots(const std::vector<int32_t> &dst, const std::vector<int32_t> &src) override;
   Status reorderSlots(const std::vector<int32_t> &dst, const std::vector<int32_t> &src,
                       const std::vector<int64_t> &shared) override;

@@ -17,7 +17,6 @@ struct Row {
   std::vector<int64_t> generated;
   double score = 0;
   bool done = false;
-  std::mt19937_64 rng;
 };
 } // namespace
 
@@ -40,7 +39,6 @@ Status runGreedyOrSample(SlotBatch &batch, const GenerationConfig &cfg, const St
     for (int64_t r = 0; r < R; ++r) {
       Row &row = rows[size_t(i * R + r)];
       row.history = batch.item(i).history;
-      row.rng = seededRng(cfg.seed, batch.item(i).promptIndex, uint64_t(r));
       std::copy(logits.begin() + i * V, logits.begin() + (i + 1) * V, rowLogits.begin() + (i * R + r) * V);
       liveRows.push_back(i * R + r);
     }
@@ -60,11 +58,22 @@ Status runGreedyOrSample(SlotBatch &batch, const GenerationConfig &cfg, const St
   std::vector<int64_t> rowsDone(static_cast<size_t>(B), 0);
 
   // Greedy with no processor to apply: the decoder chooses each step's
-  // tokens itself (on the GPU, where the logits are); the first token still
-  // comes from the prefill's logits.
-  const bool decoderChooses = !cfg.doSample && !cfg.hasLogitsProcessors();
+  // tokens itself (on the GPU, where the logits are; elsewhere by the same
+  // rule on the host). Greedy with processors that only touch listed
+  // tokens, and sampling with temperature / top-k / top-p / min-p: a
+  // decoder that chooses where the logits are (the GPU) takes each row's
+  // edits (a BeamRow, built here from the history) and its draw, and only
+  // the chosen ids come back; the CPU runs the processors and warpers below
+  // (the reference). The first token still comes from the prefill's logits.
+  const SampleRule rule = sampleRuleOf(cfg);
+  const bool greedyPlain = !cfg.doSample && !cfg.hasLogitsProcessors();
+  const bool decoderTokens = !greedyPlain && listedTokensOnly(cfg) && warpersOnDevice(cfg) &&
+                             batch.choosesTokens(rule);
+  const bool decoderChooses = greedyPlain || decoderTokens;
   std::vector<int64_t> chosen;
   std::vector<float> chosenLogprob;
+  std::vector<BeamRow> rules;
+  std::vector<double> draws;
   bool haveChosen = false;
 
   std::vector<float> scores(V);
@@ -83,7 +92,8 @@ Status runGreedyOrSample(SlotBatch &batch, const GenerationConfig &cfg, const St
         applyLogitsProcessors(scores.data(), V, row.history, encoderIds(batch.item(liveRows[k] / R)), t, cfg, eos);
         if (cfg.doSample) {
           applyWarpers(scores.data(), V, cfg);
-          token = sampleToken(scores.data(), V, row.rng);
+          token = sampleToken(scores.data(), V, drawOf(cfg.seed, batch.item(liveRows[k] / R).promptIndex,
+                                                       uint64_t(liveRows[k] % R), uint64_t(t)));
           logSoftmax(scores.data(), V);
           row.score += double(scores[token]);
         } else { // the rule the GPU's genc_greedy follows too
@@ -114,8 +124,20 @@ Status runGreedyOrSample(SlotBatch &batch, const GenerationConfig &cfg, const St
     liveRows.swap(stillLive);
     if (liveRows.empty() || t + 1 == cfg.maxNewTokens)
       break;
-    Status s = decoderChooses ? batch.stepGreedy(slots, tokens, chosen, chosenLogprob)
-                              : batch.step(slots, tokens, logits);
+    if (decoderTokens) { // each live row's edits for step t + 1 and its draw
+      rules.assign(liveRows.size(), BeamRow{});
+      draws.assign(liveRows.size(), 0.0);
+      for (size_t k = 0; k < liveRows.size(); ++k) {
+        const int64_t item = liveRows[k] / R, r = liveRows[k] % R;
+        listedTokenRule(rows[size_t(liveRows[k])].history, encoderIds(batch.item(item)), t + 1, cfg, eos, V,
+                        rules[k]);
+        if (cfg.doSample)
+          draws[k] = drawOf(cfg.seed, batch.item(item).promptIndex, uint64_t(r), uint64_t(t + 1));
+      }
+    }
+    Status s = decoderTokens    ? batch.stepTokens(slots, tokens, rules, draws, rule, chosen, chosenLogprob)
+               : decoderChooses ? batch.stepGreedy(slots, tokens, chosen, chosenLogprob)
+                                : batch.step(slots, tokens, logits);
     if (!s)
       return s;
     haveChosen = decoderChooses;

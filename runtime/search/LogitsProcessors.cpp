@@ -293,6 +293,21 @@ void listedTokenRule(const std::vector<int64_t> &history, const std::vector<int6
       row.banned.push_back(int32_t(t));
 }
 
+SampleRule sampleRuleOf(const GenerationConfig &cfg) {
+  SampleRule r;
+  r.sample = cfg.doSample;
+  r.temperature = float(cfg.temperature);
+  r.topK = cfg.topK;
+  r.topP = cfg.topP;
+  r.minP = float(cfg.minP);
+  return r;
+}
+
+bool warpersOnDevice(const GenerationConfig &cfg) {
+  return !cfg.doSample || (!(cfg.typicalP < 1.0) && !(cfg.epsilonCutoff > 0.0 && cfg.epsilonCutoff < 1.0) &&
+                           !(cfg.etaCutoff > 0.0 && cfg.etaCutoff < 1.0));
+}
+
 void applyTemperature(float *row, int64_t vocab, float temperature) {
   for (int64_t v = 0; v < vocab; ++v)
     row[v] = row[v] / temperature;

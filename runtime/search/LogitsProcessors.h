@@ -9,6 +9,7 @@
 // search and sampling to the raw logits. The warpers only run when sampling.
 #pragma once
 #include "runtime/BeamChoice.h"
+#include "runtime/SampleChoice.h"
 #include "runtime/search/GenerationConfig.h"
 
 #include <cstdint>
@@ -100,6 +101,12 @@ bool listedTokensOnly(const GenerationConfig &cfg);
 /// row with this history (its penalty and bans; the score is the caller's).
 void listedTokenRule(const std::vector<int64_t> &history, const std::vector<int64_t> &encoderIds, int64_t generated,
                      const GenerationConfig &cfg, const std::vector<int64_t> &eos, int64_t vocab, BeamRow &row);
+
+/// The warpers of cfg as the device takes them (runtime/SampleChoice.h).
+SampleRule sampleRuleOf(const GenerationConfig &cfg);
+/// Whether every warper cfg turns on is one the device runs (temperature,
+/// top-k, top-p, min-p; typical-p, epsilon and eta stay on the host).
+bool warpersOnDevice(const GenerationConfig &cfg);
 
 void applyTemperature(float *row, int64_t vocab, float temperature);
 /// TopKLogitsWarper: removes scores below the k-th largest (ties survive).

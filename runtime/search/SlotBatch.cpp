@@ -71,6 +71,16 @@ Status SlotBatch::stepGreedy(const std::vector<int32_t> &slots, const std::vecto
   });
 }
 
+Status SlotBatch::stepTokens(const std::vector<int32_t> &slots, const std::vector<int64_t> &tokens,
+                             const std::vector<BeamRow> &rows, const std::vector<double> &draws,
+                             const SampleRule &rule, std::vector<int64_t> &chosen, std::vector<float> &logprobs) {
+  chosen.assign(slots.size(), 0);
+  logprobs.assign(slots.size(), 0.f);
+  return timedStep(slots, tokens, [&](const std::vector<Chunk> &chunks) {
+    return dec_.forwardTokens(chunks, rows, draws, rule, chosen.data(), logprobs.data());
+  });
+}
+
 Status SlotBatch::stepBeams(const std::vector<int32_t> &slots, const std::vector<int64_t> &tokens,
                             const std::vector<BeamRow> &rows, int64_t k, std::vector<int32_t> &candTokens,
                             std::vector<float> &candScores) {

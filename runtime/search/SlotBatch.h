@@ -60,6 +60,13 @@ public:
   Status stepBeams(const std::vector<int32_t> &slots, const std::vector<int64_t> &tokens,
                    const std::vector<BeamRow> &rows, int64_t k, std::vector<int32_t> &candTokens,
                    std::vector<float> &candScores);
+  /// step() with greedy's or sampling's token chosen by the decoder
+  /// (Decoder::forwardTokens): rows[k]'s edits, `rule`, draws[k].
+  Status stepTokens(const std::vector<int32_t> &slots, const std::vector<int64_t> &tokens,
+                    const std::vector<BeamRow> &rows, const std::vector<double> &draws, const SampleRule &rule,
+                    std::vector<int64_t> &chosen, std::vector<float> &logprobs);
+  /// Whether the decoder chooses tokens under `rule` itself (a GPU).
+  bool choosesTokens(const SampleRule &rule) const { return dec_.choosesTokens(rule); }
   /// Decoder::reorderSlots, skipping entries that would not move anything;
   /// shared[k]: the positions dst[k] already holds of src[k] (empty: none).
   Status reorder(const std::vector<int32_t> &dst, const std::vector<int32_t> &src,

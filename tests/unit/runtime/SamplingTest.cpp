@@ -34,10 +34,10 @@ std::vector<float> fixedRow(int64_t vocab, uint64_t seed) {
 std::vector<double> drawFrequencies(std::vector<float> row, const GenerationConfig &cfg, int draws,
                                     uint64_t seed) {
   search::applyWarpers(row.data(), int64_t(row.size()), cfg);
-  std::mt19937_64 rng = search::seededRng(seed, 0, 0);
   std::vector<double> freq(row.size(), 0);
   for (int d = 0; d < draws; ++d)
-    freq[search::sampleToken(row.data(), int64_t(row.size()), rng)] += 1.0 / draws;
+    freq[search::sampleToken(row.data(), int64_t(row.size()), search::drawOf(seed, 0, 0, uint64_t(d)))] +=
+        1.0 / draws;
   return freq;
 }
 
