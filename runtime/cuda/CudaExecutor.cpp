@@ -17,6 +17,7 @@
 #include "runtime/cuda/GemvAbi.h"
 #include "runtime/cuda/KernelAbi.h"
 #include "runtime/cuda/TokenAbi.h"
+#include "runtime/cuda/TokenChoice.h"
 #include "runtime/cuda/TreeExecutor.h"
 
 #include <algorithm>
@@ -47,6 +48,8 @@ public:
     for (const auto &[kind, v] : ctx_.profileMs)
       std::fprintf(stderr, "genrun: profile: %-20s %10.3f ms over %6lld steps (%.4f ms each)\n", kind.c_str(),
                    v.first, static_cast<long long>(v.second), v.first / std::max<int64_t>(1, v.second));
+    if (tokenCheck_)
+      tokenCheck_->report();
     for (auto &[t, g] : graphs_)
       if (g)
         dev_.api->cuGraphExecDestroy(g);
@@ -97,7 +100,7 @@ public:
     // The tickets start at zero; each launch leaves them so. The caches too:
     // rows a run never wrote hold zeros, not whatever the memory held
     // (a benchmark that skips the prefill reads them).
-    for (const char *t : {"attention tickets", "greedy tickets", "beam tickets", "kv cache"})
+    for (const char *t : {"attention tickets", "greedy tickets", "beam tickets", "token tickets", "token hist", "kv cache"})
       if (mem_.bytes(t) > 0)
       if (Status s = dev_.check(dev_.api->cuMemsetD8(mem_.at(t), 0, static_cast<size_t>(mem_.bytes(t))), "zeroing tickets");
           !s)
@@ -135,6 +138,7 @@ public:
     const char *bk = std::getenv("GENC_CUDA_BEAMS");
     if (beamIdsCap_ == 0 || (bk && std::string(bk) == "0") || !mod_.function("genc_beam_topk", beamFn_))
       beamFn_ = nullptr; // no beams, or a plan from a genc without it: candidates on the host
+    initTokenChoice();
     for (const char *a : {"input_ids", "positions", "logit_rows"})
       ctx_.arguments[a] = mem_.at(std::string("argument ") + a);
     for (const auto &[name, prog] : plan_->programs)
@@ -146,6 +150,12 @@ public:
       return s;
     if (beamFn_)
       if (Status s = mem_.pinned(beamStagingBytes_, beamStaging_); !s)
+        return s;
+    if (tokenFn_)
+      if (Status s = mem_.pinned(tokenStagingBytes_, tokenStaging_); !s)
+        return s;
+    if (tokenCheck_)
+      if (Status s = mem_.pinned(logitsBytes_, checkLogits_); !s)
         return s;
     if (copier_.maxRecords > 0) {
       copier_.scratch = mem_.at("reorder scratch");
@@ -302,6 +312,49 @@ public:
     return Status::ok();
   }
 
+  bool choosesTokens(const SampleRule &rule) const override {
+    const int64_t V = plan_->model.vocabSize;
+    return tokenFn_ && V <= kTokenMaxVocab && (V + greedyParts_ - 1) / greedyParts_ <= kTokenPartElements &&
+           (rule.topK >= 0);
+  }
+
+  Status runTokens(const ProgramRun &run, const std::vector<BeamRow> &rows, const std::vector<double> &draws,
+                   const SampleRule &rule, int64_t *tokens, float *logprobs) override {
+    const int64_t R = rowsOf(run), V = plan_->model.vocabSize;
+    if (static_cast<int64_t>(rows.size()) != R || static_cast<int64_t>(draws.size()) != R || !choosesTokens(rule))
+      return Status::error("runTokens: a rule and a draw per row, and a kernel that takes them");
+    int64_t ids = 0;
+    if (!stageTokenRows(rows, draws, rule, V, tokenIdsCap_, tokenStaging_, ids)) {
+      // More listed ids than the buffer holds: the logits to the host, the
+      // same rule there.
+      if (Status s = execute(run, Choice::Logits); !s)
+        return s;
+      for (int64_t r = 0; r < R && tokens; ++r)
+        chooseToken(static_cast<float *>(logitsHost_) + r * V, V, rows[r], rule, draws[r], tokens[r], logprobs[r]);
+      return Status::ok();
+    }
+    const DriverApi &a = *dev_.api;
+    if (Status s = dev_.check(a.cuMemcpyHtoDAsync(mem_.at("token rules"), tokenStaging_,
+                                                  R * sizeof(GencTokenRow) + ids * 4, stream_),
+                              "copying the token rules");
+        !s)
+      return s;
+    tokenPasses_ = tokenPasses(rule, V);
+    if (Status s = execute(run, Choice::Tokens); !s)
+      return s;
+    if (!tokens)
+      return Status::ok();
+    std::memcpy(tokens, logitsHost_, static_cast<size_t>(R * 8));
+    std::memcpy(logprobs, static_cast<char *>(logitsHost_) + R * 8, static_cast<size_t>(R * 4));
+    for (int64_t r = 0; r < R; ++r)
+      if (tokens[r] < 0 || tokens[r] >= V)
+        return Status::error("the token kernel returned token " + std::to_string(tokens[r]) +
+                             " outside the vocabulary");
+    if (tokenCheck_)
+      tokenCheck_->check(static_cast<const float *>(checkLogits_), V, rows, draws, rule, tokens, logprobs);
+    return Status::ok();
+  }
+
   Status encode(const ProgramRun &run) override {
     if (Status s = groupIntact(); !s)
       return s;
@@ -390,6 +443,7 @@ private:
                                        kGreedyMaxParts);
     mem_.plan("greedy parts", maxRows * greedyParts_ * static_cast<int64_t>(sizeof(GencGreedyPart)));
     mem_.plan("greedy tickets", maxRows * 4);
+    planTokenChoice(maxRows);
     if (p.model.maxBeams > 1) { // beam candidates on the device (genc_beam_topk)
       beamIdsCap_ = maxRows * 4 * std::max<int64_t>(p.model.maxLength, 1) + 4096;
       mem_.plan("beam rules", maxRows * static_cast<int64_t>(sizeof(GencBeamRow)));
@@ -404,6 +458,49 @@ private:
     // candidates (k of 8 bytes: more than a small vocabulary's logits).
     logitsBytes_ = maxRows * std::max<int64_t>(p.model.vocabSize * 4, kBeamMaxK * 8);
     return Status::ok();
+  }
+
+  // genc_token_pass's buffers: a row's rule and the ids it names (staged
+  // together: one copy), its state, parts, histograms, ticket and its
+  // processed logits.
+  void planTokenChoice(int64_t maxRows) {
+    const Plan &p = *plan_;
+    const int64_t V = p.model.vocabSize;
+    tokenIdsCap_ = maxRows * 4 * std::max<int64_t>(p.model.maxLength, 1) + 4096;
+    tokenStagingBytes_ = maxRows * static_cast<int64_t>(sizeof(GencTokenRow)) + tokenIdsCap_ * 4;
+    mem_.plan("token rules", tokenStagingBytes_);
+    mem_.plan("token state", maxRows * static_cast<int64_t>(sizeof(GencTokenState)));
+    mem_.plan("token parts", maxRows * greedyParts_ * static_cast<int64_t>(sizeof(GencGreedyPart)));
+    mem_.plan("token hist", maxRows * kTokenBins * 12);
+    mem_.plan("token tickets", maxRows * 4);
+    mem_.plan("token work", maxRows * V * 4);
+  }
+
+  // GENC_CUDA_TOKENS=0: greedy with processors and sampling on the host from
+  // copied logits (A/B runs); plans from a genc without genc_token_pass too.
+  void initTokenChoice() {
+    const char *tk = std::getenv("GENC_CUDA_TOKENS");
+    if ((tk && std::string(tk) == "0") || !mod_.function("genc_token_pass", tokenFn_))
+      tokenFn_ = nullptr;
+    const char *check = std::getenv("GENC_CUDA_TOKENS_CHECK");
+    if (tokenFn_ && check && std::string(check) == "1")
+      tokenCheck_ = std::make_unique<TokenCheck>();
+  }
+
+  GencTokenParams tokenParams(CUdeviceptr logits, int64_t R) {
+    GencTokenParams t{};
+    t.logits = logits;
+    t.work = mem_.at("token work");
+    t.rowRules = mem_.at("token rules");
+    t.list = t.rowRules + static_cast<CUdeviceptr>(R * sizeof(GencTokenRow));
+    t.state = mem_.at("token state");
+    t.parts = mem_.at("token parts");
+    t.hist = mem_.at("token hist");
+    t.tickets = mem_.at("token tickets");
+    t.choice = choice_;
+    t.rows = R;
+    t.vocab = plan_->model.vocabSize;
+    return t;
   }
 
   // Weights that only matmuls read, as b of [K, N]: laid out [N, K] for the
@@ -540,7 +637,7 @@ private:
   // its graph), and what comes back in the pinned buffer: the logits, or with
   // Choice::Greedy each row's token (i64) then its log-softmax (f32), or
   // with Choice::Beams each row's beamK_ candidates (GencBeamCand).
-  enum class Choice { Logits, Greedy, Beams };
+  enum class Choice { Logits, Greedy, Beams, Tokens };
   Status execute(const ProgramRun &run, Choice choice) {
     if (Status s = groupIntact(); !s)
       return s;
@@ -617,6 +714,19 @@ private:
                         "copying the logits back");
     if (cp.outputStored.at(0) != DType::F32)
       return Status::error("greedy on the device needs f32 logits");
+    if (choice == Choice::Tokens) {
+      if (tokenCheck_) // the raw logits too, for the host reference
+        if (Status s = dev_.check(a.cuMemcpyDtoHAsync(checkLogits_, cp.outputs.at(0), R * plan_->model.vocabSize * 4,
+                                                      stream_),
+                                  "copying the logits back (GENC_CUDA_TOKENS_CHECK)");
+            !s)
+          return s;
+      if (Status s = launchTokenPasses(dev_, tokenFn_, stream_, tokenParams(cp.outputs[0], R), tokenPasses_,
+                                       greedyParts_);
+          !s)
+        return s;
+      return dev_.check(a.cuMemcpyDtoHAsync(logitsHost_, choice_, R * 12, stream_), "copying the chosen tokens back");
+    }
     GencGreedyParams p{cp.outputs[0],         choice_, choice_ + static_cast<CUdeviceptr>(R) * 8,
                        mem_.at("greedy parts"), mem_.at("greedy tickets"), R,
                        plan_->model.vocabSize};
@@ -648,8 +758,10 @@ private:
   // staging buffers): captured once per T, then replayed.
   Status replayOrCapture(const CompiledProgram &cp, const ProgramRun &run, int64_t R, Choice choice) {
     const DriverApi &a = *dev_.api;
-    const int64_t key = (staged_.tokens * 3 + static_cast<int64_t>(choice)) * (kBeamMaxK + 1) +
-                        (choice == Choice::Beams ? beamK_ : 0);
+    // (T, choice, beams' k or the token passes' set): kBeamMaxK < 64, the
+    // passes 12 bits.
+    const int64_t key = (staged_.tokens * 4 + static_cast<int64_t>(choice)) * 4096 +
+                        (choice == Choice::Beams ? beamK_ : choice == Choice::Tokens ? tokenPasses_ : 0);
     auto it = graphs_.find(key);
     if (it == graphs_.end()) {
       if (Status s = dev_.check(a.cuStreamBeginCapture(stream_, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
@@ -720,13 +832,18 @@ private:
   std::map<std::string, CompiledProgram> programs_;
   std::map<int64_t, CUgraphExec> graphs_;
   bool useGraphs_ = true;
-  CUfunction greedyFn_ = nullptr, beamFn_ = nullptr;
+  CUfunction greedyFn_ = nullptr, beamFn_ = nullptr, tokenFn_ = nullptr;
   std::vector<int64_t> runEnd_ = std::vector<int64_t>(static_cast<size_t>(plan_->kv.slots), 0);
   CUdeviceptr choice_ = 0; // greedy's choices: i64 tokens [rows], then f32 log-softmax [rows]
   void *staging_ = nullptr, *logitsHost_ = nullptr;
   int64_t stagingBytes_ = 0, logitsBytes_ = 0, partialRows_ = 0, greedyParts_ = 1;
   int64_t beamIdsCap_ = 0, beamStagingBytes_ = 0, beamK_ = 1; // beam candidates (0 ids: none)
   void *beamStaging_ = nullptr;
+  // Greedy with processors and sampling on the device (genc_token_pass).
+  int64_t tokenIdsCap_ = 0, tokenStagingBytes_ = 0;
+  uint32_t tokenPasses_ = 0;
+  void *tokenStaging_ = nullptr, *checkLogits_ = nullptr;
+  std::unique_ptr<TokenCheck> tokenCheck_; // GENC_CUDA_TOKENS_CHECK=1
   KvCopier copier_; // beam reordering (plans of more than one beam)
   Staged staged_;
 };

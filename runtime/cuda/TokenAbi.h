@@ -23,6 +23,17 @@
 //       [rows, P, K]; the last block of a row (a ticket, as genc_greedy's)
 //       merges the P ordered lists into `outTokens` / `outScores` [rows, K].
 //
+//   genc_token_pass  grid (rows, P), block 256, one launch per pass
+//       (TokenPass): greedy search with listed-token processors and sampling
+//       (temperature, top-k, top-p, min-p) by the rule of
+//       runtime/SampleChoice.h, where the logits are: the edits on the raw
+//       row, the thresholds by radix selects over the row's float keys
+//       (histograms of 2048 bins, integer atomics: exact in any order), the
+//       sums in fixed trees (a part's in its block, the parts in order by the
+//       last block). Each pass's last block (a ticket per row, zero between
+//       launches) decides for the row into `state`; the prep pass (greedy)
+//       or the draw pass writes the row's token and logprob into `choice`.
+//
 //   genc_kv_copy  grid (n, KVH, 2), block 256: copy i's rows of head y of K
 //       (z 0) or V (z 1), in 16-byte words (rows a multiple of 16 bytes).
 #pragma once
@@ -54,6 +65,37 @@
     int penBegin, penEnd, forcedBegin, forcedEnd, banBegin, banEnd, force, pad;                    \
   };                                                                                               \
   struct GencBeamCand { float score; int token; };                                                 \
+  /* A greedy / sampling row's rule (runtime/SampleChoice.h): a BeamRow's edits as ranges */      \
+  /* of `list`, the step's warpers (flags: kTok*) and its draw u. */                             \
+  struct GencTokenRow {                                                                            \
+    double u;                                                                                      \
+    float encoderPenalty, penalty, decayScale, temperature, topPThreshold, minP;                  \
+    long long topK;                                                                                \
+    int encBegin, encEnd, penBegin, penEnd, forcedBegin, forcedEnd, decayBegin, decayEnd;          \
+    int banBegin, banEnd, force, flags;                                                            \
+  };                                                                                               \
+  /* What a row's passes found so far (written by a pass's last block). */                       \
+  struct GencTokenState {                                                                          \
+    double sum, minS;                /* the processed row's sum (then the kept set's); min-p's */  \
+    unsigned long long above, qtot;  /* a select's count or mass above its prefix; top-p's total */\
+    long long need;                  /* a count select's rank; top-p's kept of the boundary tie */ \
+    float max, scaled;               /* the row's max; min-p's probability cut */                 \
+    int argmax, pIdx;                /* top-p keeps the boundary key's indices >= pIdx */          \
+    unsigned kKey, pKey, prefix, pad; /* top-k keeps keys >= kKey; top-p keys > pKey */            \
+  };                                                                                               \
+  struct GencTokenParams {                                                                         \
+    unsigned long long logits;    /* f32 [rows, vocab], raw */                                     \
+    unsigned long long work;      /* f32 [rows, vocab]: the processed (and warped) row */          \
+    unsigned long long rowRules;  /* GencTokenRow [rows] */                                        \
+    unsigned long long list;      /* i32 ids the rules name */                                     \
+    unsigned long long state;     /* GencTokenState [rows] */                                      \
+    unsigned long long parts;     /* GencGreedyPart [rows, P] */                                   \
+    unsigned long long hist;      /* u32 counts [rows, 2048], then u64 masses [rows, 2048]; zero */\
+    unsigned long long tickets;   /* u32 [rows], zero */                                           \
+    unsigned long long choice;    /* i64 tokens [rows], then f32 logprobs [rows] */                \
+    long long rows, vocab;                                                                         \
+    int pass, pad;                                                                                 \
+  };                                                                                               \
   struct GencBeamParams {                                                                          \
     unsigned long long logits;    /* f32 [rows, vocab] */                                          \
     unsigned long long greedy;    /* genc_greedy's i64 tokens [rows], then f32 log-softmax [rows] */ \
@@ -78,5 +120,24 @@ constexpr long long kGreedyMaxParts = 256;
 // shared memory), so vocabularies up to 256 parts x 2048.
 constexpr int kBeamMaxK = 32;
 constexpr long long kBeamPartElements = 2048;
+
+// genc_token_pass (grid (rows, P), block 256, parts of at most
+// kTokenPartElements): one launch per pass, in this order; a rule runs the
+// passes tokenPasses() names (runtime/cuda/TokenChoice.h).
+enum TokenPass : int {
+  kTokPrep = 0,      // edits + temperature into `work`; max, argmax, sum; greedy's choice
+  kTokTopK0 = 1,     // 1..3: the k-th largest key, 11 + 11 + 10 bits (counts)
+  kTokSumK = 4,      // the sum over top-k's kept
+  kTokTopP0 = 5,     // 5..7: top-p's boundary key (counts and quantized masses)
+  kTokIdx0 = 8,      // 8..9: the boundary tie's first kept index, 11 + 11 bits
+  kTokSumP = 10,     // min-p's sum over top-k and top-p's kept
+  kTokDraw = 11,     // the draw over the kept set; the choice
+  kTokPasses = 12,
+};
+// GencTokenRow::flags
+constexpr int kTokSample = 1, kTokTopK = 2, kTokTopP = 4, kTokMinP = 8, kTokTemperature = 16;
+constexpr long long kTokenPartElements = 2048;
+constexpr int kTokenBins = 2048;
+constexpr long long kTokenMaxVocab = 1LL << 22; // the index select's 22 bits
 
 } // namespace genrt::cuda

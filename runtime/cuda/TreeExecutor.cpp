@@ -153,6 +153,13 @@ public:
       return replicas_[i]->runBeams(run, rows, k, i == 0 ? tokens : nullptr, i == 0 ? scores : nullptr);
     });
   }
+  bool choosesTokens(const SampleRule &rule) const override { return replicas_[0]->choosesTokens(rule); }
+  Status runTokens(const ProgramRun &run, const std::vector<BeamRow> &rows, const std::vector<double> &draws,
+                   const SampleRule &rule, int64_t *tokens, float *logprobs) override {
+    return all([&](int i) {
+      return replicas_[i]->runTokens(run, rows, draws, rule, i == 0 ? tokens : nullptr, i == 0 ? logprobs : nullptr);
+    });
+  }
   Status encode(const ProgramRun &run) override {
     return all([&](int i) { return replicas_[i]->encode(run); });
   }
