@@ -12,18 +12,21 @@
 #
 #   bash tools/gpu_test.sh [--sanitize]        # there, from the repo root
 #   bash tools/gpu_test.sh --sanitize-only     # the smoke run and 3. alone
-#   bash tools/gpu_test.sh --quick             # llama, processors, t5, stop strings
+#   bash tools/gpu_test.sh --quick             # llama, processors, t5, stop strings, tokens
+#   bash tools/gpu_test.sh --tokens            # greedy with processors and sampling on the GPU alone
 set -uo pipefail
 cd "$(dirname "$0")/.."
 SANITIZE=0
 PARITY=1
 QUICK=0
+TOKENS_ONLY=0
 case "${1-}" in
 --sanitize) SANITIZE=1 ;;
 --sanitize-only) SANITIZE=1; PARITY=0 ;;
 --quick) QUICK=1 ;;
+--tokens) TOKENS_ONLY=1 ;;
 "") ;;
-*) echo "usage: tools/gpu_test.sh [--sanitize | --sanitize-only | --quick]" >&2; exit 2 ;;
+*) echo "usage: tools/gpu_test.sh [--sanitize | --sanitize-only | --quick | --tokens]" >&2; exit 2 ;;
 esac
 BIN=$(mktemp -d)
 tar -xzf dist/genc-linux-x86_64.tar.gz -C "$BIN"
@@ -79,11 +82,80 @@ stop_check() {
   rows+=("stop strings: cuda == cpu|$s|$(wc -l < "$W/stop-cuda.out") runs, greedy and beam")
 }
 
+# Greedy with processors and sampling, chosen on the GPU (genc_token_pass):
+# per configuration, the GPU twice (identical output, scores included), the
+# CPU executor once (its host processors and warpers, the same counter-based
+# draws: the same tokens, from logits equal up to float rounding), and
+# GENC_CUDA_TOKENS_CHECK=1 on the first GPU run: every device choice against
+# the host reference (runtime/SampleChoice.h) on the GPU's own logits (same
+# token, inside the reference's top-k / top-p / min-p support). Two plans: the
+# llama fixture (vocab 1000: one part a row) and a tiny llama with a vocab of
+# 151936 (149 parts: the multi-block selects and the ordered draw over parts).
+token_checks() {
+  local prompts="$W/tok.jsonl"
+  printf '{"input_ids": [5, 6, 7]}\n{"input_ids": [9, 10]}\n{"input_ids": [11, 12, 13, 14]}\n{"input_ids": [20]}\n{"input_ids": [30, 31]}\n{"input_ids": [40, 41, 42]}\n' > "$prompts"
+  "$BIN/genc" compile tests/fixtures/llama/model.onnx -o "$W/tok-v1k.plan" --max-batch 8 --max-beams 3 > /dev/null 2>&1
+  local plans=("v1k|$W/tok-v1k.plan")
+  if python3 tools/export.py --arch llama --tiny --set vocab_size=151936 --scale 2 --seed 4 --out "$W/llama-v152k" \
+       > "$OUT/tok-export.log" 2>&1 &&
+     "$BIN/genc" compile "$W/llama-v152k/model.onnx" -o "$W/tok-v152k.plan" --max-batch 8 --max-beams 3 \
+       > "$OUT/tok-compile.log" 2>&1; then
+    plans+=("v152k|$W/tok-v152k.plan")
+  else
+    rows+=("tokens v152k export|FAIL|$(tail -c 300 "$OUT/tok-export.log" "$OUT/tok-compile.log" 2>/dev/null | tr '\n' ' ')")
+    fail=1
+  fi
+  local cfgs=(
+    "greedy+proc|--repetition-penalty 1.3 --no-repeat-ngram-size 2 --min-new-tokens 5 --suppress-tokens [3,4]"
+    "k50 p.9 t.8|--do-sample --top-k 50 --top-p 0.9 --temperature 0.8 --seed 5"
+    "p.7|--do-sample --top-k 0 --top-p 0.7 --seed 6 --num-return-sequences 2"
+    "minp.1 t1.3|--do-sample --top-k 0 --min-p 0.1 --temperature 1.3 --seed 7"
+    "k5 x3|--do-sample --top-k 5 --seed 8 --num-return-sequences 3"
+    "k20 p.95 minp rep|--do-sample --top-k 20 --top-p 0.95 --min-p 0.02 --repetition-penalty 1.3 --no-repeat-ngram-size 2 --seed 9 --num-return-sequences 2"
+    "p.98 t.5|--do-sample --top-k 0 --top-p 0.98 --temperature 0.5 --seed 10 --num-return-sequences 2"
+    "plain|--do-sample --top-k 0 --seed 11 --num-return-sequences 3"
+  )
+  local pl c pname plan cname args run dev s
+  set -f # the JSON lists are no globs
+  for pl in "${plans[@]}"; do
+    IFS='|' read -r pname plan <<< "$pl"
+    for c in "${cfgs[@]}"; do
+      IFS='|' read -r cname args <<< "$c"
+      local base="$W/tok-$pname-${cname// /_}"
+      for run in cuda1 cuda2 cpu; do
+        dev=${run%[12]}
+        # shellcheck disable=SC2086
+        GENC_CUDA_TOKENS_CHECK=$([ $run = cuda1 ] && echo 1 || echo 0) "$BIN/genrun" "$plan" --device $dev \
+          --input "$prompts" --max-new-tokens 24 $args > "$base.$run.out" 2> "$base.$run.err"
+      done
+      local check same cpu
+      check=$(grep -h "token check:" "$base.cuda1.err" | tail -1)
+      if cmp -s "$base.cuda1.out" "$base.cuda2.out"; then same=yes; else same=NO; fi
+      cpu=$(python3 -c "import json,sys
+ids=lambda f:[[s['output_ids'] for s in json.loads(l)['sequences']] for l in open(f)]
+a,b=ids(sys.argv[1]),ids(sys.argv[2]); print('same' if a==b and len(a)==6 else 'DIFFER')" "$base.cuda1.out" "$base.cpu.out" 2>&1)
+      if [ $same = yes ] && [ "$cpu" = same ] && echo "$check" | grep -qE "check: [1-9][0-9]* rows, 0 tokens differ.*, 0 outside"; then
+        s=ok
+      else
+        s=FAIL
+        fail=1
+      fi
+      rows+=("tokens $pname $cname|$s|cuda x2 identical: $same; cpu tokens: $cpu; ${check#genrun: token check: }")
+    done
+  done
+  set +f
+}
+
 if [ $QUICK = 1 ]; then
   check llama llama model.onnx
   check processors processors model.onnx
   check t5 t5 encoder.onnx,decoder.onnx
   stop_check
+  token_checks
+  PARITY=0
+fi
+if [ $TOKENS_ONLY = 1 ]; then
+  token_checks
   PARITY=0
 fi
 
@@ -102,21 +174,7 @@ check t5-dynamo t5 encoder.dynamo.onnx,decoder.dynamo.onnx
 check bart bart encoder.onnx,decoder.onnx
 check bart-dynamo bart encoder.dynamo.onnx,decoder.dynamo.onnx
 
-# Sampling: the same seed gives the same tokens run to run on the GPU, and the
-# tokens the CPU executor samples from the same f32 plan (the sampler is the
-# host's in both; only the logits differ, by float rounding).
-"$BIN/genc" compile tests/fixtures/llama/model.onnx -o "$W/sample.plan" --max-batch 4 > /dev/null 2>&1
-printf '{"input_ids": [5, 6, 7]}\n{"input_ids": [9, 10]}\n' > "$W/sample.jsonl"
-for dev in cuda cuda cpu; do
-  "$BIN/genrun" "$W/sample.plan" --device $dev --input "$W/sample.jsonl" --max-new-tokens 24 --do-sample \
-    --top-k 50 --top-p 0.9 --temperature 0.8 --seed 5 > "$W/sample-$dev.out" 2>&1
-  cat "$W/sample-$dev.out" >> "$W/sample-all.out"
-done
-# Tokens must agree; the scores differ in the last bits (f32 rounding).
-d=$(python3 -c "import json,sys; print(len({json.dumps(json.loads(l)['sequences'][0]['output_ids']) for l in open(sys.argv[1])}))" \
-  "$W/sample-all.out" 2>&1)
-if [ "$d" = 2 ]; then s=ok; else s=FAIL; fail=1; fi
-rows+=("sampling seed 5: cuda x2, cpu|$s|$d distinct token lists for 2 prompts")
+token_checks
 
 plans=()
 for fx in llama mistral gpt2 qwen3; do
