@@ -638,25 +638,24 @@ extern "C" __global__ void __launch_bounds__(256) genc_token_pass(const GencToke
   if (tid != 0) return;
   const double target = rem;
   double cum = 0.0;
-  long long tok = -1, lastPos = -1;
+  long long tok = -1;
+  int lastT = -1;
   for (int t = 0; t < 256 && tok < 0; ++t) {
     if (!(ps[t] > 0.0)) continue;
-    if (cum + ps[t] <= target) { // not in this thread's 8 (its last positive may still be the fallback)
-      for (long long v = a0 + t * 8; v < a0 + t * 8 + 8 && v < a1; ++v)
-        if (genc_tok_kept(rr, st, work[v], v, 3) && exp((double)__fsub_rn(work[v], st.max)) > 0.0) lastPos = v;
-      cum += ps[t];
-      continue;
-    }
+    lastT = t;
+    if (cum + ps[t] <= target) { cum += ps[t]; continue; } // not in this thread's 8
     for (long long v = a0 + t * 8; v < a0 + t * 8 + 8 && v < a1; ++v) {
       const float x = work[v];
       if (!genc_tok_kept(rr, st, x, v, 3)) continue;
-      const double w = exp((double)__fsub_rn(x, st.max));
-      if (!(w > 0.0)) continue;
-      lastPos = v;
-      cum += w;
+      cum += exp((double)__fsub_rn(x, st.max));
       if (cum > target) { tok = v; break; }
     }
   }
+  // Rounding left the target unreached: the part's last positive weight.
+  long long lastPos = -1;
+  if (tok < 0 && lastT >= 0)
+    for (long long v = a0 + lastT * 8; v < a0 + lastT * 8 + 8 && v < a1; ++v)
+      if (genc_tok_kept(rr, st, work[v], v, 3) && exp((double)__fsub_rn(work[v], st.max)) > 0.0) lastPos = v;
   if (tok < 0) tok = lastPos >= 0 ? lastPos : st.argmax;
   tokens[r] = tok;
   logprobs[r] = __fsub_rn(__fsub_rn(work[tok], st.max), (float)log(W));
