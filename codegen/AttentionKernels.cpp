@@ -83,6 +83,8 @@ std::string configBody(const Function &f, const Op &op, DType activation, int &h
     << ", GROUP = " << headsPerBlock << ", GROUP_ALL = " << G << ";\n"
     << "  static constexpr int DGROUP = " << std::max(decode.heads, 1) << ", DSTAGES = " << decode.stages
     << ", DKT = " << decode.keysPerTile << ", DMMA = " << decode.mma << ";\n"
+    << "  static constexpr int PMMA = "
+    << (genrt::cuda::prefillEligible(D, es) ? (activation == DType::BF16 ? 2 : 1) : 0) << ";\n"
     << "  static constexpr int PACKED = " << packed << ", MERGE = " << op.intAttr("merge_heads", 0) << ";\n"
     << "  static constexpr long long QOFF = " << (packed ? offs[0] : 0)
     << ", KOFF = " << (packed && offs.size() > 1 ? offs[1] : 0)
@@ -137,11 +139,15 @@ AttentionKernels emitAttentionKernels(Module &m, DType activation) {
       code << "\n// ==== attention kernels " << name << " (" << op->kind() << " at \"" << op->loc()
            << "\") ====\nstruct " << name << "_cfg {\n"
            << body << "};\n";
-      // weigh / finish: tree attention's combine, for self-attention only.
+      // weigh / finish: tree attention's combine, for self-attention only;
+      // prefill: runs of many tokens on tensor cores, over 16-bit caches.
       const bool self = op->is("kv_attention");
-      for (const char *entry : {"prologue", "attend", "append", "decode", "merge", "weigh", "finish"})
+      const bool prefill = genrt::cuda::prefillEligible(op->intAttr("head_dim", 0), static_cast<int>(dtypeSize(activation)));
+      if (prefill)
+        op->setAttr("gpu_prefill", static_cast<int64_t>(1));
+      for (const char *entry : {"prologue", "attend", "append", "decode", "merge", "weigh", "finish", "prefill"})
         if (const std::string e = entry; ((e != "decode" && e != "merge") || decode.heads) &&
-                                         ((e != "weigh" && e != "finish") || self))
+                                         ((e != "weigh" && e != "finish") || self) && (e != "prefill" || prefill))
           code << "extern \"C\" __global__ void __launch_bounds__(128) " << name << "_" << entry
                << "(const GencAttnParams p) {\n  genc_pdl_wait();\n  genc_pdl_launch();\n  genc_attn_" << entry
                << "<" << name << "_cfg>(p);\n}\n";

@@ -33,5 +33,7 @@ AttentionKernels emitAttentionKernels(Module &m, DType activation);
 /// and the decode kernel's (codegen/AttentionDecode.cpp), pasted after them.
 const char *attentionTemplates();
 const char *attentionDecodeTemplates();
+/// The prefill kernel's (codegen/AttentionPrefill.cpp), after the decode's.
+const char *attentionPrefillTemplates();
 
 } // namespace genc

@@ -519,7 +519,7 @@ static std::string attentionSource(const CudaModule &cm) {
   if (cm.attentionKernels.empty())
     return out;
   return out + "\n" + genrt::cuda::kGencAttnAbiSource + "\n" + attentionTemplates() +
-         attentionDecodeTemplates() + cm.attentionCode;
+         attentionDecodeTemplates() + attentionPrefillTemplates() + cm.attentionCode;
 }
 
 std::string cudaModuleSource(const CudaModule &cm) {

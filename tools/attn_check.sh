@@ -10,9 +10,12 @@
 # longer contexts compare the GPU with itself in profile_gpu.sh / bench.py).
 #
 # With DTYPE=f16 / bf16 the plans are 16-bit and the reference is the GPU
-# itself with the decode kernel off (GENC_CUDA_DECODE=0: decode steps on the
-# attend kernel, CUDA cores, f32 math): the tensor-core decode kernel must
-# give the same tokens, scores within TOL (default 5e-2 there).
+# itself with the tensor-core kernels off (GENC_CUDA_DECODE=0
+# GENC_CUDA_PREFILL=0: every run on the attend kernel, CUDA cores, f32 math):
+# the decode and prefill kernels must give the same tokens, scores within TOL
+# (default 5e-2 there). Two encoder-decoder configs (T5 with its relative
+# bias, BART) join them there: @encode's packed sources and cross-attention
+# take the prefill kernel too.
 #
 #   bash tools/attn_check.sh            # there, from the repo root
 #   DTYPE=f16 bash tools/attn_check.sh  # there: the 16-bit decode kernel
@@ -38,6 +41,12 @@ configs=(
   "hd64-g4-window256|--arch mistral --set head_dim=64 --set num_attention_heads=8 --set num_key_value_heads=2 --set hidden_size=512 --set sliding_window=256"
   "hd64-g16|--arch llama --set head_dim=64 --set num_attention_heads=16 --set num_key_value_heads=1 --set hidden_size=1024"
 )
+if [ "$DTYPE" != f32 ]; then
+  configs+=(
+    "t5-hd64|--arch t5 --set d_model=512 --set d_kv=64 --set num_heads=8 --set d_ff=512 --set num_layers=2 --set num_decoder_layers=2 --set decoder_start_token_id=0 --allow-new-keys"
+    "bart-hd64|--arch bart --set d_model=512 --set encoder_attention_heads=8 --set decoder_attention_heads=8 --set encoder_layers=2 --set decoder_layers=2 --set encoder_ffn_dim=512 --set decoder_ffn_dim=512 --allow-new-keys"
+  )
+fi
 fail=0
 rows=()
 for entry in "${configs[@]}"; do
@@ -51,7 +60,9 @@ for entry in "${configs[@]}"; do
     fail=1
     continue
   fi
-  "$BIN/genc" compile "$W/$name/model.onnx" -o "$W/$name.plan" --dtype "$DTYPE" --max-batch 2 --max-beams 1 \
+  onnx=("$W/$name/model.onnx")
+  [ -f "$W/$name/encoder.onnx" ] && onnx=("$W/$name/encoder.onnx" "$W/$name/decoder.onnx")
+  "$BIN/genc" compile "${onnx[@]}" -o "$W/$name.plan" --dtype "$DTYPE" --max-batch 2 --max-beams 1 \
     --max-length $((4096 + NEW)) --quiet > "$W/$name.genc.log" 2>&1 || {
     rows+=("$name|genc FAILED|$(tail -c 200 "$W/$name.genc.log" | tr '\n' ' ')"); fail=1; continue; }
   for len in $LENGTHS; do
@@ -60,7 +71,7 @@ for entry in "${configs[@]}"; do
 for m in (n, max(1, n // 2)): print(json.dumps({'input_ids': [r.randrange(3, 512) for _ in range(m)]}))" "$len" \
       > "$W/p.jsonl"
     for dev in "$GPU" "$REF"; do
-      if [ "$dev" = attend ]; then run=(env GENC_CUDA_DECODE=0 "$BIN/genrun" --device "$GPU"); else run=("$BIN/genrun" --device "$dev"); fi
+      if [ "$dev" = attend ]; then run=(env GENC_CUDA_DECODE=0 GENC_CUDA_PREFILL=0 "$BIN/genrun" --device "$GPU"); else run=("$BIN/genrun" --device "$dev"); fi
       "${run[@]}" "$W/$name.plan" --input "$W/p.jsonl" --max-new-tokens $NEW \
         --output "$W/$dev.out" 2> "$W/$dev.err" || echo "genrun $dev failed: $(tail -c 200 "$W/$dev.err")" > "$W/$dev.out"
     done

@@ -27,6 +27,18 @@
 //       token of the run still reads (the executor leaves `append` clear
 //       then and launches this after the attend).
 //
+//   attn_N_prefill   grid (tiles, H), block 128, prefillSharedBytes(D) of
+//       dynamic shared memory; only in families over 16-bit caches with head
+//       dims in steps of 16 up to 128 (`PMMA` in the config): a run of many
+//       tokens on tensor cores (FlashAttention-2's loop). Tile x is the
+//       `tiles` entry (t0, n): tokens t0 .. t0 + n - 1, n <= 64, all of one
+//       slot (one cross entry, one @encode segment); it writes their
+//       output rows for query head y after the prologue. Self-attention
+//       keys all come from the cache: the executor sets `append` 2 so the
+//       prologue writes the run's k, v there first, and takes this kernel
+//       only where no two tokens of a run share a cache row (no rolling
+//       window shorter than the plan) and the cache is not sharded.
+//
 // Tree attention (self-attention, --gpus N): the cache is sharded by
 // position (runtime/KvLayout.h: position p on shard p % N, row p / N);
 // `shards`, `shard` say which this GPU holds, and every kernel reads, masks
@@ -46,6 +58,7 @@
 // The struct is spelled once, in GENC_ATTN_ABI below, which both declares it
 // here and is pasted as text into the generated CUDA source.
 #pragma once
+#include <cstdint>
 
 #define GENC_ATTN_STR(...) #__VA_ARGS__
 #define GENC_ATTN_XSTR(...) GENC_ATTN_STR(__VA_ARGS__) // expands the macro first
@@ -87,6 +100,7 @@
     unsigned long long lseMax;           /* f32 [T, H]: the max over GPUs */                        \
     unsigned long long packed;           /* f32 [(N,) T, H, D + 1] */                               \
     long long combine;                   /* 0: two all-reduces, 1: one all-gather */                \
+    unsigned long long tiles;            /* i32 [*, 2]: attn_N_prefill's (t0, n) */                 \
   };
 // clang-format on
 
@@ -110,6 +124,33 @@ struct DecodeShape {
   int heads = 0, mma = 0, keysPerTile = 0, stages = 0;
   long long sharedBytes = 0;
 };
+
+/// attn_N_prefill's tokens a tile and its dynamic shared bytes: two stages
+/// of K and V tiles of 64 keys, rows padded by one 16-byte word.
+constexpr int kPrefillTokensPerTile = 64;
+constexpr long long prefillSharedBytes(long long D) { return 2 * 2 * 64 * (D * 2 / 16 + 1) * 16; }
+/// attn_N_prefill's tiles of a run of T tokens: the runs of consecutive
+/// tokens with the same groupOf(t) (their slot; an @encode segment's start)
+/// cut into pieces of at most kPrefillTokensPerTile, as (first token, count)
+/// pairs into `out` (room for T pairs); returns how many.
+template <typename GroupOf>
+inline int64_t prefillTiles(int64_t T, GroupOf groupOf, int32_t *out) {
+  int64_t tiles = 0;
+  for (int64_t t = 0; t < T; ++t) {
+    if (t == 0 || groupOf(t) != groupOf(t - 1) || out[2 * tiles - 1] == kPrefillTokensPerTile) {
+      out[2 * tiles] = static_cast<int32_t>(t);
+      out[2 * tiles + 1] = 0;
+      ++tiles;
+    }
+    ++out[2 * tiles - 1];
+  }
+  return tiles;
+}
+
+/// Whether a family over caches of `elementBytes` has attn_N_prefill.
+constexpr bool prefillEligible(long long D, int elementBytes) {
+  return elementBytes == 2 && D > 0 && D % 16 == 0 && D <= 128;
+}
 
 /// `stageBudget`: the tile stages' shared bytes aimed at (genc's choice,
 /// recorded in the plan as the op's `gpu_decode_stages`).

@@ -129,6 +129,7 @@ public:
     ctx_.partialRows = partialRows_;
     ctx_.tickets = mem_.at("attention tickets");
     ctx_.places = mem_.at("token places");
+    ctx_.tiles = mem_.at("prefill tiles");
     ctx_.crossLengths = mem_.at("cross lengths");
     choice_ = mem_.at("greedy choices");
     if (!mod_.function("genc_greedy", greedyFn_))
@@ -427,6 +428,7 @@ private:
       mem_.plan("tree packed", maxT * std::max<int64_t>(maxH, 1) * (maxD + 1) * 4 * kv.shards);
     }
     mem_.plan("token places", maxT * static_cast<int64_t>(sizeof(GencTokenPlace)));
+    mem_.plan("prefill tiles", maxT * 8);
     mem_.plan("cross lengths", std::max<int64_t>(kv.crossEntries, 1) * 8);
     for (const char *a : {"input_ids", "positions", "logit_rows"})
       mem_.plan(std::string("argument ") + a, maxT * 8);
@@ -453,7 +455,7 @@ private:
       mem_.plan("beam choices", maxRows * kBeamMaxK * static_cast<int64_t>(sizeof(GencBeamCand)));
       beamStagingBytes_ = maxRows * static_cast<int64_t>(sizeof(GencBeamRow)) + beamIdsCap_ * 4;
     }
-    stagingBytes_ = maxT * (3 * 8 + static_cast<int64_t>(sizeof(GencTokenPlace))) + kv.crossEntries * 8 + 64;
+    stagingBytes_ = maxT * (4 * 8 + static_cast<int64_t>(sizeof(GencTokenPlace))) + kv.crossEntries * 8 + 64;
     // The logits come back here, or a row's greedy choice, or its beam
     // candidates (k of 8 bytes: more than a small vocabulary's logits).
     logitsBytes_ = maxRows * std::max<int64_t>(p.model.vocabSize * 4, kBeamMaxK * 8);
@@ -600,6 +602,14 @@ private:
       pl[t] = g;
     }
     s += T * sizeof(GencTokenPlace);
+    // attn_N_prefill's tiles: up to 64 consecutive tokens of one slot (one
+    // @encode segment) each.
+    staged_.tiles = s;
+    const bool encode = run.kind == ProgramKind::Encode;
+    ctx_.tileCount = prefillTiles(
+        T, [&](int64_t t) { return encode ? pl[t].segStart : static_cast<long long>(pl[t].slot); },
+        reinterpret_cast<int32_t *>(s));
+    s += T * 8;
     staged_.crossLengths = s;
     std::memcpy(s, run.attention.crossLengths.data(), run.attention.crossLengths.size() * 8);
     staged_.crossCount = static_cast<int64_t>(run.attention.crossLengths.size());
@@ -619,6 +629,7 @@ private:
         {ctx_.arguments["positions"], staged_.positions, T * 8},
         {ctx_.arguments["logit_rows"], staged_.rows, staged_.rowCount * 8},
         {ctx_.places, staged_.places, T * static_cast<int64_t>(sizeof(GencTokenPlace))},
+        {ctx_.tiles, staged_.tiles, ctx_.tileCount * 8},
         {ctx_.crossLengths, staged_.crossLengths, staged_.crossCount * 8},
     };
     for (const Copy &c : copies)
@@ -815,7 +826,8 @@ private:
   }
 
   struct Staged {
-    void *ids = nullptr, *positions = nullptr, *rows = nullptr, *places = nullptr, *crossLengths = nullptr;
+    void *ids = nullptr, *positions = nullptr, *rows = nullptr, *places = nullptr, *tiles = nullptr,
+         *crossLengths = nullptr;
     int64_t tokens = 0, rowCount = 0, crossCount = 0;
   };
 

@@ -165,6 +165,10 @@ public:
   /// older genc, or for shapes it does not take): its grid's y and shared
   /// bytes.
   CUfunction decode = nullptr, merge = nullptr;
+  /// The tensor-core kernel for runs of many tokens (16-bit caches; none
+  /// in plans from an older genc) and its dynamic shared bytes.
+  CUfunction prefill = nullptr;
+  unsigned prefillShared = 0;
   int64_t decodeGridY = 0, decodeTiles = 1, decodePerSm = 1;
   bool decodeRows = false; // the decode kernel computes its q, k, v rows (no prologue)
   unsigned decodeShared = 0;
@@ -184,6 +188,11 @@ public:
       p.lseOut = ctx.tree.nccl ? ctx.tree.lse : 0;
     }
     const bool useDecode = decode && run.kind == ProgramKind::Decode;
+    // A self-attention run takes the prefill kernel only where every key can
+    // come from the cache (no two tokens of the run on one rolling row) and
+    // no other GPU holds part of it.
+    const bool usePrefill = prefill && run.kind != ProgramKind::Decode && ctx.tileCount > 0 &&
+                            (!selfAttention || (!rolling && !ctx.tree.nccl && ctx.tree.shards <= 1));
     const int64_t maxS = std::max<int64_t>(
         1, std::min<int64_t>(useDecode ? 256 : 64, ctx.partialRows / std::max<int64_t>(1, T * heads)));
     int64_t S = 1;
@@ -215,8 +224,9 @@ public:
     p.append = selfAttention && !appendLater;
     // The decode kernel reads every key from the cache: the prologue writes
     // the step's k, v there first.
-    if (useDecode && selfAttention)
+    if ((useDecode || usePrefill) && selfAttention)
       p.append = 2;
+    p.tiles = ctx.tiles;
     void *args[] = {&p};
     unsigned tx = static_cast<unsigned>(T);
     const int64_t rows = (cross ? heads : heads + 2 * kvHeads), rb = gencAttnPrologueRows(headDim);
@@ -233,6 +243,9 @@ public:
         return s;
       return launch(ctx, merge, tx, static_cast<unsigned>(heads), 1, args, what + " (merge)");
     }
+    if (usePrefill)
+      return launch(ctx, prefill, static_cast<unsigned>(ctx.tileCount), static_cast<unsigned>(heads), 1, args,
+                    what + " (prefill)", prefillShared);
     if (Status s = launch(ctx, attend, tx, static_cast<unsigned>(gridY), static_cast<unsigned>(S), args,
                           what + " (attend)");
         !s)
@@ -376,6 +389,24 @@ Status attentionStep(const OpInfo &op, const ValueMap &vm, const KernelModule &m
     dev.api->cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, fn);
     const int64_t bySmem = (228 * 1024) / (decodeShared + 2048), byRegs = 65536 / (std::max(regs, 32) * 128);
     st->decodePerSm = std::clamp<int64_t>(std::min(bySmem, byRegs), 1, 16);
+  }
+  // The prefill kernel where genc compiled one (GENC_CUDA_PREFILL=0: runs of
+  // many tokens on the attend kernel, A/B runs).
+  const char *noPrefill = std::getenv("GENC_CUDA_PREFILL");
+  if (attrInt(at, "gpu_prefill", 0) == 1 && !(noPrefill && std::string(noPrefill) == "0")) {
+    if (!prefillEligible(D, static_cast<int>(dtypeSize(kv.dtype))))
+      return Status::error("names a prefill kernel for a shape it does not take");
+    const long long bytes = prefillSharedBytes(D);
+    if (bytes <= dev.maxSharedPerBlock) {
+      if (Status s = mod.function(family + "_prefill", st->prefill); !s)
+        return s;
+      if (Status s = dev.check(dev.api->cuFuncSetAttribute(st->prefill, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                           static_cast<int>(bytes)),
+                               "cuFuncSetAttribute");
+          !s)
+        return s;
+      st->prefillShared = static_cast<unsigned>(bytes);
+    }
   }
   const bool cross = op.kind == "cross_attention", packed = op.kind == "packed_attention";
   st->cross = cross;

@@ -27,6 +27,10 @@ struct StepContext {
   CUdeviceptr arena = 0, kv = 0, cross = 0;
   CUdeviceptr scratch = 0, partial = 0, places = 0, crossLengths = 0;
   int64_t partialRows = 0; // rows of `partial` (token x head x split)
+  /// The run's token tiles for attn_N_prefill (i32 pairs: first token,
+  /// count), and how many.
+  CUdeviceptr tiles = 0;
+  int64_t tileCount = 0;
   CUdeviceptr tickets = 0;  // u32 per (token, attention block row), zero between launches
   /// Per plan weight: laid out [N, K] at load for the GEMV kernels (it was
   /// [K, N] and only matmuls read it); its GEMMs then read it transposed.

@@ -14,8 +14,10 @@
 //   3: tree attention: GencAttnParams gains the shard (N, r) every
 //     self-attention kernel reads and masks by, the log-sum-exp out, and the
 //     attn_N_weigh / attn_N_finish entries that combine GPUs' outputs.
+//   4: GencAttnParams gains `tiles`, the token tiles of attn_N_prefill (the
+//     tensor-core kernel of runs of many tokens over 16-bit caches).
 #pragma once
 
 namespace genrt::cuda {
-constexpr int kGencKernelAbi = 3;
+constexpr int kGencKernelAbi = 4;
 } // namespace genrt::cuda
