@@ -133,6 +133,12 @@ AttentionKernels emitAttentionKernels(Module &m, DType activation) {
         op->setAttr("gpu_decode_rows", static_cast<int64_t>(1)); // no prologue launch before it
         op->setAttr("gpu_decode_stages", static_cast<int64_t>(decode.stages));
       }
+      // Every op of the family, not only its first: the executor reads the
+      // op's attributes.
+      const bool prefill =
+          genrt::cuda::prefillEligible(op->intAttr("head_dim", 0), static_cast<int>(dtypeSize(activation)));
+      if (prefill)
+        op->setAttr("gpu_prefill", static_cast<int64_t>(1));
       if (!fresh)
         continue;
       out.names.push_back(name);
@@ -142,9 +148,6 @@ AttentionKernels emitAttentionKernels(Module &m, DType activation) {
       // weigh / finish: tree attention's combine, for self-attention only;
       // prefill: runs of many tokens on tensor cores, over 16-bit caches.
       const bool self = op->is("kv_attention");
-      const bool prefill = genrt::cuda::prefillEligible(op->intAttr("head_dim", 0), static_cast<int>(dtypeSize(activation)));
-      if (prefill)
-        op->setAttr("gpu_prefill", static_cast<int64_t>(1));
       for (const char *entry : {"prologue", "attend", "append", "decode", "merge", "weigh", "finish", "prefill"})
         if (const std::string e = entry; ((e != "decode" && e != "merge") || decode.heads) &&
                                          ((e != "weigh" && e != "finish") || self) && (e != "prefill" || prefill))

@@ -216,12 +216,21 @@ if [ $SANITIZE = 1 ]; then
   # shellcheck disable=SC2086
   "$BIN/genc" compile tests/fixtures/t5/encoder.onnx tests/fixtures/t5/decoder.onnx -o "$W/san-t5.plan" $S \
     >/dev/null 2>&1
+  # f16 plans: the tensor-core prefill and decode kernels, the token passes.
+  # shellcheck disable=SC2086
+  "$BIN/genc" compile tests/fixtures/llama/model.onnx -o "$W/san-llama16.plan" $S --dtype f16 >/dev/null 2>&1
+  # shellcheck disable=SC2086
+  "$BIN/genc" compile tests/fixtures/t5/encoder.onnx tests/fixtures/t5/decoder.onnx -o "$W/san-t516.plan" $S \
+    --dtype f16 >/dev/null 2>&1
   printf '{"input_ids": [5, 6, 7]}\n{"input_ids": [9, 4]}\n' > "$W/san.jsonl"
   for tool in memcheck racecheck; do
     extra=()
     [ $tool = memcheck ] && extra=(--leak-check full)
     for run in "llama greedy|san-llama.plan|" "llama beam|san-llama.plan|--num-beams 2" \
-               "t5 beam|san-t5.plan|--num-beams 2"; do
+               "t5 beam|san-t5.plan|--num-beams 2" \
+               "llama f16 sample|san-llama16.plan|--do-sample --seed 3 --top-k 5 --top-p 0.9 --temperature 0.7" \
+               "llama f16 greedy processors|san-llama16.plan|--repetition-penalty 1.3 --no-repeat-ngram-size 2" \
+               "t5 f16 beam|san-t516.plan|--num-beams 2"; do
       IFS='|' read -r name plan args <<< "$run"
       log="$OUT/sanitize-$tool-${name// /-}.log"
       # shellcheck disable=SC2086
