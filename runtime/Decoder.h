@@ -102,6 +102,17 @@ public:
   virtual Status encode(const std::vector<int64_t> &sourceIds, const std::vector<int32_t> &slots) {
     return Status::error("this model has no encoder");
   }
+  /// encode() of sources[i] for slots[i], each; a Session packs them into as
+  /// few @encode runs as the plan's src_tokens allows.
+  virtual Status encodeSources(const std::vector<std::vector<int64_t>> &sources,
+                               const std::vector<std::vector<int32_t>> &slots) {
+    if (sources.size() != slots.size())
+      return Status::error("encode: sources and slot lists differ in number");
+    for (size_t i = 0; i < sources.size(); ++i)
+      if (Status s = encode(sources[i], slots[i]); !s)
+        return s;
+    return Status::ok();
+  }
 
   /// Bytes of device/host memory the executor holds (weights, caches, arena).
   virtual int64_t memoryBytes() const = 0;

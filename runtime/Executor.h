@@ -26,10 +26,29 @@ struct TokenPlace {
                             // come from the cache, the rest from this run's tokens
 };
 
-/// One packed source of an @encode run: tokens [start, start + len).
+/// One packed source of an @encode run: tokens [start, start + len), whose
+/// K/V fill cross-cache entry `entry`.
 struct SourceSegment {
   int64_t start = 0, len = 0;
+  int32_t entry = -1;
 };
+
+/// Whether an @encode run's segments can be stored as the executors store
+/// them: they tile [0, tokens) in order, each at most the cache's length,
+/// each into its own entry of the cross cache. A Session builds only such
+/// runs; the executors check before writing.
+inline bool segmentsFit(const std::vector<SourceSegment> &segments, int64_t tokens, const KvLayout &kv) {
+  int64_t next = 0;
+  std::vector<char> used(static_cast<size_t>(kv.crossEntries > 0 ? kv.crossEntries : 0), 0);
+  for (const SourceSegment &sg : segments) {
+    if (sg.start != next || sg.len <= 0 || sg.len > kv.maxLength || sg.entry < 0 || sg.entry >= kv.crossEntries ||
+        used[static_cast<size_t>(sg.entry)])
+      return false;
+    used[static_cast<size_t>(sg.entry)] = 1;
+    next += sg.len;
+  }
+  return !segments.empty() && next == tokens;
+}
 
 /// The attention context of a run: token -> slot and position, and for
 /// encoder-decoders token -> cross-cache entry. The Session builds it once
@@ -49,7 +68,6 @@ struct ProgramRun {
   std::vector<int64_t> inputIds, positions;
   std::vector<int64_t> logitRows; // @prefill: the packed rows whose logits are wanted
   AttentionContext attention;
-  int64_t crossEntry = -1;        // @encode: the cross-cache entry its K/V fill
 };
 
 /// What a user may choose about an executor when opening a plan.
@@ -95,7 +113,8 @@ public:
                            const SampleRule &, int64_t *, float *) {
     return Status::error("this executor does not choose tokens itself");
   }
-  /// Runs @encode and stores its K/V in cross-cache entry run.crossEntry.
+  /// Runs @encode over its packed sources and stores each one's K/V in the
+  /// cross-cache entry of its segment (run.attention.segments).
   virtual Status encode(const ProgramRun &run) = 0;
   /// Beam reordering: slot dst[k] takes the first lengths[src[k]] positions
   /// of slot src[k] as they were before the call; its positions below

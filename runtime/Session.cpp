@@ -59,53 +59,87 @@ Status Session::checkSymbols(const ProgramRun &run) {
   return Status::ok();
 }
 
-// Encodes one source into a free cross-cache entry (one no slot outside
-// `slots` reads) and points every slot of `slots` at it.
 Status Session::encode(const std::vector<int64_t> &sourceIds, const std::vector<int32_t> &slots) {
+  return encodeSources({sourceIds}, {slots});
+}
+
+// Each source into a free cross-cache entry (one no slot outside the lists
+// reads), the sources packed into @encode runs of at most the plan's
+// src_tokens (a source starts its positions at 0; packed attention keeps
+// each to its own segment), and the listed slots pointed at their entries.
+Status Session::encodeSources(const std::vector<std::vector<int64_t>> &sources,
+                              const std::vector<std::vector<int32_t>> &slots) {
   if (entryOfSlot_.empty())
     return Status::error("this model has no encoder");
+  if (sources.size() != slots.size())
+    return Status::error("encode: sources and slot lists differ in number");
   const ModelInfo &mi = plan_->model;
-  int64_t S = static_cast<int64_t>(sourceIds.size());
-  if (S == 0)
-    return Status::error("encode: the source is empty");
-  if (S > mi.maxLength)
-    return Status::error("encode: the source has " + std::to_string(S) +
-                         " tokens, more than the plan's maximum length " + std::to_string(mi.maxLength));
-  for (int64_t t : sourceIds)
-    if (t < 0 || t >= mi.vocabSize)
-      return Status::error("encode: token id " + std::to_string(t) + " is outside the vocabulary [0, " +
-                           std::to_string(mi.vocabSize) + ")");
-  std::vector<char> mine(maxSlots(), 0), busy(crossLengths_.size(), 0);
-  for (int32_t s : slots) {
-    if (s < 0 || s >= maxSlots())
-      return Status::error("encode: slot " + std::to_string(s) + " out of range");
-    mine[s] = 1;
+  for (const std::vector<int64_t> &src : sources) {
+    const int64_t S = static_cast<int64_t>(src.size());
+    if (S == 0)
+      return Status::error("encode: the source is empty");
+    if (S > mi.maxLength)
+      return Status::error("encode: the source has " + std::to_string(S) +
+                           " tokens, more than the plan's maximum length " + std::to_string(mi.maxLength));
+    for (int64_t t : src)
+      if (t < 0 || t >= mi.vocabSize)
+        return Status::error("encode: token id " + std::to_string(t) + " is outside the vocabulary [0, " +
+                             std::to_string(mi.vocabSize) + ")");
   }
+  std::vector<char> mine(maxSlots(), 0), busy(crossLengths_.size(), 0);
+  for (const std::vector<int32_t> &list : slots)
+    for (int32_t s : list) {
+      if (s < 0 || s >= maxSlots())
+        return Status::error("encode: slot " + std::to_string(s) + " out of range");
+      mine[s] = 1;
+    }
   for (int32_t s = 0; s < maxSlots(); ++s)
     if (!mine[s] && entryOfSlot_[s] >= 0)
       busy[entryOfSlot_[s]] = 1;
-  auto free = std::find(busy.begin(), busy.end(), 0);
-  if (free == busy.end())
-    return Status::error("encode: every cross-attention cache entry is in use (max batch " +
-                         std::to_string(busy.size()) + ")");
-  int32_t entry = static_cast<int32_t>(free - busy.begin());
+  std::vector<int32_t> entries;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    auto free = std::find(busy.begin(), busy.end(), 0);
+    if (free == busy.end())
+      return Status::error("encode: every cross-attention cache entry is in use (max batch " +
+                           std::to_string(busy.size()) + ")");
+    *free = 1;
+    entries.push_back(static_cast<int32_t>(free - busy.begin()));
+  }
 
-  ProgramRun run;
-  run.kind = ProgramKind::Encode;
-  run.program = plan_->program("encode");
-  run.symbols = {{"src_tokens", S}};
-  run.inputIds = sourceIds;
-  for (int64_t i = 0; i < S; ++i)
-    run.positions.push_back(i);
-  run.attention.segments = {{0, S}};
-  run.crossEntry = entry;
-  if (Status s = checkSymbols(run); !s)
-    return s;
-  if (Status s = exec_->encode(run); !s)
-    return s;
-  crossLengths_[entry] = S;
-  for (int32_t s : slots)
-    entryOfSlot_[s] = entry;
+  const Program *prog = plan_->program("encode");
+  int64_t cap = mi.maxLength;
+  if (prog)
+    if (auto it = prog->maxSymbols.find("src_tokens"); it != prog->maxSymbols.end())
+      cap = std::max(cap, it->second);
+  // The listed slots' entries may be rewritten from here on: until every
+  // run is done they read none.
+  for (int32_t s = 0; s < maxSlots(); ++s)
+    if (mine[s])
+      entryOfSlot_[s] = -1;
+  for (size_t i = 0; i < sources.size();) {
+    ProgramRun run;
+    run.kind = ProgramKind::Encode;
+    run.program = prog;
+    int64_t total = 0;
+    for (; i < sources.size() && (total == 0 || total + static_cast<int64_t>(sources[i].size()) <= cap); ++i) {
+      const int64_t S = static_cast<int64_t>(sources[i].size());
+      run.attention.segments.push_back({total, S, entries[i]});
+      run.inputIds.insert(run.inputIds.end(), sources[i].begin(), sources[i].end());
+      for (int64_t p = 0; p < S; ++p)
+        run.positions.push_back(p);
+      total += S;
+    }
+    run.symbols = {{"src_tokens", total}};
+    if (Status s = checkSymbols(run); !s)
+      return s;
+    if (Status s = exec_->encode(run); !s)
+      return s;
+  }
+  for (size_t i = 0; i < sources.size(); ++i) {
+    crossLengths_[entries[i]] = static_cast<int64_t>(sources[i].size());
+    for (int32_t s : slots[i])
+      entryOfSlot_[s] = entries[i];
+  }
   return Status::ok();
 }
 

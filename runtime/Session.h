@@ -35,6 +35,8 @@ public:
   Status reorderSlots(const std::vector<int32_t> &dst, const std::vector<int32_t> &src,
                       const std::vector<int64_t> &shared) override;
   Status encode(const std::vector<int64_t> &sourceIds, const std::vector<int32_t> &slots) override;
+  Status encodeSources(const std::vector<std::vector<int64_t>> &sources,
+                       const std::vector<std::vector<int32_t>> &slots) override;
   int64_t memoryBytes() const override { return exec_->memoryBytes(); }
   std::string memoryReport() const override { return exec_->memoryReport(); }
   std::string deviceName() const override { return exec_->deviceName(); }

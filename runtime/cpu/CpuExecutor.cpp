@@ -273,8 +273,7 @@ public:
       return s;
     const KvLayout &layout = plan_->kv;
     const int64_t S = static_cast<int64_t>(run.inputIds.size());
-    if (kv.size() != 2 * layout.crossLayers.size() || run.crossEntry < 0 ||
-        run.crossEntry >= layout.crossEntries || S > layout.maxLength)
+    if (kv.size() != 2 * layout.crossLayers.size() || !segmentsFit(run.attention.segments, S, layout))
       return Status::error("encode: @encode's results do not match the cross-attention cache");
     for (size_t l = 0; l < layout.crossLayers.size(); ++l)
       for (int i = 0; i < 2; ++i) {
@@ -283,9 +282,10 @@ public:
         if (t.rank() != 4 || t.dtype() != DType::F32 || t.shape() != std::vector<int64_t>{1, L.kvHeads, S, L.headDim})
           return Status::error("encode: @encode's K/V of layer " + std::to_string(l) +
                                " do not match the cross-attention cache");
-        for (int64_t h = 0; h < L.kvHeads; ++h)
-          for (int64_t p = 0; p < S; ++p)
-            cache_.writeCross(l, i == 1, run.crossEntry, h, p, t.data<float>() + (h * S + p) * L.headDim);
+        for (const SourceSegment &sg : run.attention.segments)
+          for (int64_t h = 0; h < L.kvHeads; ++h)
+            for (int64_t p = 0; p < sg.len; ++p)
+              cache_.writeCross(l, i == 1, sg.entry, h, p, t.data<float>() + (h * S + sg.start + p) * L.headDim);
       }
     return Status::ok();
   }

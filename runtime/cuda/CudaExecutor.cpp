@@ -801,26 +801,30 @@ private:
   Status storeCross(const CompiledProgram &cp, const ProgramRun &run) {
     const KvLayout &kv = plan_->kv;
     const int64_t S = static_cast<int64_t>(run.inputIds.size()), es = static_cast<int64_t>(dtypeSize(kv.dtype));
-    if (cp.outputs.size() != 2 * kv.crossLayers.size() || run.crossEntry < 0 || run.crossEntry >= kv.crossEntries)
+    if (cp.outputs.size() != 2 * kv.crossLayers.size() || !segmentsFit(run.attention.segments, S, kv))
       return Status::error("encode: @encode's results do not match the cross-attention cache");
     for (size_t l = 0; l < kv.crossLayers.size(); ++l) {
       const CrossCacheLayer &L = kv.crossLayers[l];
       if (cp.outputStored.at(2 * l) != kv.dtype)
         return Status::error("encode: @encode stores the cross K/V as " + std::string(dtypeName(cp.outputStored[2 * l])) +
                              ", the cache holds " + dtypeName(kv.dtype));
-      for (int i = 0; i < 2; ++i) {
-        CUDA_MEMCPY2D c{};
-        c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
-        c.srcDevice = cp.outputs[2 * l + i];
-        c.srcPitch = static_cast<size_t>(S * L.headDim * es);
-        c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-        c.dstDevice = ctx_.cross + (kv.crossLayerBase(l) + (i ? kv.crossLayerElements(l) : 0) + kv.crossOffset(l, run.crossEntry, 0, 0)) * es;
-        c.dstPitch = static_cast<size_t>(kv.maxLength * L.headDim * es);
-        c.WidthInBytes = c.srcPitch;
-        c.Height = static_cast<size_t>(L.kvHeads);
-        if (Status s = dev_.check(dev_.api->cuMemcpy2DAsync(&c, stream_), "storing the encoded source"); !s)
-          return s;
-      }
+      // [1, KVH, S, D] -> each segment's rows into its entry: one 2-D copy
+      // per segment, layer and half.
+      for (int i = 0; i < 2; ++i)
+        for (const SourceSegment &sg : run.attention.segments) {
+          CUDA_MEMCPY2D c{};
+          c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+          c.srcDevice = cp.outputs[2 * l + i] + static_cast<CUdeviceptr>(sg.start * L.headDim * es);
+          c.srcPitch = static_cast<size_t>(S * L.headDim * es);
+          c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+          c.dstDevice = ctx_.cross + (kv.crossLayerBase(l) + (i ? kv.crossLayerElements(l) : 0) +
+                                      kv.crossOffset(l, sg.entry, 0, 0)) * es;
+          c.dstPitch = static_cast<size_t>(kv.maxLength * L.headDim * es);
+          c.WidthInBytes = static_cast<size_t>(sg.len * L.headDim * es);
+          c.Height = static_cast<size_t>(L.kvHeads);
+          if (Status s = dev_.check(dev_.api->cuMemcpy2DAsync(&c, stream_), "storing the encoded source"); !s)
+            return s;
+        }
     }
     return Status::ok();
   }

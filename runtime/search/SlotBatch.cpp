@@ -21,14 +21,16 @@ Status SlotBatch::prefill(std::vector<float> &logits, bool copyToAllRows) {
     for (int64_t r = 0; r < rows_; ++r)
       dec_.resetSlot(slot(i, r));
 
-  if (dec_.info().encoderDecoder) {
+  if (dec_.info().encoderDecoder) { // every item's source, packed into as few @encode runs as fit
+    std::vector<std::vector<int64_t>> sources;
+    std::vector<std::vector<int32_t>> slots(static_cast<size_t>(numItems()));
     for (int64_t i = 0; i < numItems(); ++i) {
-      std::vector<int32_t> slots;
+      sources.push_back(items_[i].sourceIds);
       for (int64_t r = 0; r < rows_; ++r)
-        slots.push_back(slot(i, r));
-      if (Status s = dec_.encode(items_[i].sourceIds, slots); !s)
-        return s;
+        slots[size_t(i)].push_back(slot(i, r));
     }
+    if (Status s = dec_.encodeSources(sources, slots); !s)
+      return s;
   }
 
   std::vector<Chunk> chunks;

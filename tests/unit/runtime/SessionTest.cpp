@@ -136,8 +136,8 @@ TEST(Session, ReorderMovesLengthsAndCrossEntries) {
   ASSERT_TRUE(f.session->encode({1, 2, 3}, {0, 1}));
   ASSERT_TRUE(f.session->encode({4, 4}, {2, 3}));
   ASSERT_EQ(f.exec->encodes.size(), 2u);
-  EXPECT_EQ(f.exec->encodes[0].crossEntry, 0);
-  EXPECT_EQ(f.exec->encodes[1].crossEntry, 1);
+  EXPECT_EQ(f.exec->encodes[0].attention.segments[0].entry, 0);
+  EXPECT_EQ(f.exec->encodes[1].attention.segments[0].entry, 1);
   EXPECT_EQ(f.exec->encodes[1].attention.segments[0].len, 2);
   std::vector<float> logits(4 * kVocab);
   ASSERT_TRUE(f.session->forward({{0, {0}}, {1, {0}}, {2, {0}}, {3, {0}}}, logits.data()));
@@ -150,7 +150,7 @@ TEST(Session, ReorderMovesLengthsAndCrossEntries) {
   // Entry 0 is read by slot 0 alone now: re-encoding slot 0 reuses it.
   f.session->resetSlot(0);
   ASSERT_TRUE(f.session->encode({3}, {0}));
-  EXPECT_EQ(f.exec->encodes.back().crossEntry, 0);
+  EXPECT_EQ(f.exec->encodes.back().attention.segments[0].entry, 0);
   // Slot 1 reads entry 0 too, slots 2 and 3 entry 1: no entry is free for
   // slot 0 alone.
   ASSERT_TRUE(f.session->reorderSlots({1}, {0}));
@@ -191,3 +191,67 @@ TEST(Session, DecoderOnlyHasNoEncoderAndSymbolsAreChecked) {
 }
 
 } // namespace
+
+TEST(Session, EncodeSourcesPacksRunsUpToSrcTokens) {
+  Fixture f(/*encoderDecoder=*/true);
+  // Two short sources: one @encode run, positions from 0 in each, a segment
+  // (and a cross entry) each.
+  Status st = f.session->encodeSources({{1, 2, 3}, {4, 0}}, {{0, 1}, {2, 3}});
+  ASSERT_TRUE(st) << st.message();
+  ASSERT_EQ(f.exec->encodes.size(), 1u);
+  const ProgramRun &r = f.exec->encodes[0];
+  EXPECT_EQ(r.inputIds, (std::vector<int64_t>{1, 2, 3, 4, 0}));
+  EXPECT_EQ(r.positions, (std::vector<int64_t>{0, 1, 2, 0, 1}));
+  EXPECT_EQ(r.symbols.at("src_tokens"), 5);
+  ASSERT_EQ(r.attention.segments.size(), 2u);
+  EXPECT_EQ(r.attention.segments[0].start, 0);
+  EXPECT_EQ(r.attention.segments[0].len, 3);
+  EXPECT_EQ(r.attention.segments[1].start, 3);
+  EXPECT_EQ(r.attention.segments[1].len, 2);
+  EXPECT_NE(r.attention.segments[0].entry, r.attention.segments[1].entry);
+  EXPECT_TRUE(segmentsFit(r.attention.segments, 5, makePlan(true, 8)->kv));
+  std::vector<float> logits(4 * kVocab);
+  ASSERT_TRUE(f.session->forward({{0, {0}}, {1, {0}}, {2, {0}}, {3, {0}}}, logits.data()));
+  const int32_t e0 = r.attention.segments[0].entry, e1 = r.attention.segments[1].entry;
+  EXPECT_EQ(f.exec->runs[0].attention.crossEntryOfToken, (std::vector<int32_t>{e0, e0, e1, e1}));
+  EXPECT_EQ(f.exec->runs[0].attention.crossLengths[size_t(e0)], 3);
+  EXPECT_EQ(f.exec->runs[0].attention.crossLengths[size_t(e1)], 2);
+
+  // 10 + 8 tokens exceed the plan's 16 src_tokens: two runs.
+  f.session->resetSlot(0);
+  f.session->resetSlot(1);
+  f.session->resetSlot(2);
+  f.session->resetSlot(3);
+  ASSERT_TRUE(f.session->encodeSources({std::vector<int64_t>(10, 3), std::vector<int64_t>(8, 2)}, {{0}, {1}}));
+  ASSERT_EQ(f.exec->encodes.size(), 3u);
+  EXPECT_EQ(f.exec->encodes[1].inputIds.size(), 10u);
+  EXPECT_EQ(f.exec->encodes[2].inputIds.size(), 8u);
+  EXPECT_EQ(f.exec->encodes[2].positions.front(), 0);
+}
+
+TEST(Session, EncodeSourcesRefusesBeforeRunningAny) {
+  Fixture f(/*encoderDecoder=*/true);
+  // Three sources, two cross entries.
+  Status s = f.session->encodeSources({{1}, {2}, {3}}, {{0}, {1}, {2}});
+  EXPECT_FALSE(s);
+  EXPECT_NE(s.message().find("every cross-attention cache entry is in use"), std::string::npos);
+  // A bad token in the second source.
+  s = f.session->encodeSources({{1}, {kVocab}}, {{0}, {1}});
+  EXPECT_FALSE(s);
+  EXPECT_NE(s.message().find("outside the vocabulary"), std::string::npos);
+  EXPECT_FALSE(f.session->encodeSources({{1}}, {{0}, {1}}));
+  EXPECT_TRUE(f.exec->encodes.empty());
+}
+
+TEST(Session, SegmentsFitRefusesOverlapsGapsAndSharedEntries) {
+  KvLayout kv;
+  kv.maxLength = 8;
+  kv.crossEntries = 3;
+  EXPECT_TRUE(segmentsFit({{0, 3, 0}, {3, 5, 2}}, 8, kv));
+  EXPECT_FALSE(segmentsFit({{0, 3, 0}, {3, 5, 0}}, 8, kv)); // one entry twice
+  EXPECT_FALSE(segmentsFit({{0, 3, 0}, {4, 4, 1}}, 8, kv)); // a gap
+  EXPECT_FALSE(segmentsFit({{0, 3, 0}, {3, 5, 1}}, 9, kv)); // short of the run
+  EXPECT_FALSE(segmentsFit({{0, 9, 0}}, 9, kv));            // longer than the cache
+  EXPECT_FALSE(segmentsFit({{0, 2, 3}}, 2, kv));            // no such entry
+  EXPECT_FALSE(segmentsFit({}, 0, kv));
+}
