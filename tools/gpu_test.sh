@@ -134,7 +134,12 @@ token_checks() {
       cpu=$(python3 -c "import json,sys
 ids=lambda f:[[s['output_ids'] for s in json.loads(l)['sequences']] for l in open(f)]
 a,b=ids(sys.argv[1]),ids(sys.argv[2]); print('same' if a==b and len(a)==6 else 'DIFFER')" "$base.cuda1.out" "$base.cpu.out" 2>&1)
-      if [ $same = yes ] && [ "$cpu" = same ] && echo "$check" | grep -qE "check: [1-9][0-9]* rows, 0 tokens differ.*, 0 outside"; then
+      # The CPU's tokens are reported, not required: its f32 logits differ
+      # from the GPU's in the last bits, and a draw or a top-p boundary can
+      # fall between them (seen once in 16 configurations, 1 of 276 rows);
+      # what must hold is that the GPU repeats itself and that every choice
+      # it makes is the host rule's on its own logits.
+      if [ $same = yes ] && echo "$check" | grep -qE "check: [1-9][0-9]* rows, 0 tokens differ.*, 0 outside"; then
         s=ok
       else
         s=FAIL
