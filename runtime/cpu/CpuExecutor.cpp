@@ -4,6 +4,7 @@
 #include "runtime/OpSignatures.h"
 #include "runtime/cpu/AttentionIo.h"
 #include "runtime/cpu/FusedBody.h"
+#include "runtime/cpu/FusedLoop.h"
 #include "runtime/cpu/FusedRows.h"
 #include "runtime/WeightUses.h"
 #include "runtime/cpu/Kernels.h"
@@ -114,17 +115,25 @@ private:
   const float *panels_;
 };
 
-/// `fused`: the body over pieces of the token axis in parallel where it is
-/// row-wise (cpu/FusedRows.h) and the run is long enough, else op by op.
+/// `fused`: the body as one loop over tokens where it compiles to one
+/// (cpu/FusedLoop.h); else over pieces of the token axis in parallel where
+/// it is row-wise (cpu/FusedRows.h) and the run is long enough; else op by op.
 class FusedOp final : public CpuOp {
 public:
-  FusedOp(const Program *body, const FusedRows *rows) : body_(body), rows_(rows) {}
+  FusedOp(const Program *body, const FusedRows *rows, const FusedLoop *loop) : body_(body), rows_(rows), loop_(loop) {}
   Status run(RunState &rs, const OpInfo &op, const std::vector<Tensor> &ins,
              std::vector<Tensor> &outs) override {
     auto t = rs.run.symbols.find("tokens");
     bool planned = true;
     for (const Tensor &o : outs)
       planned = planned && o.valid() && o.rawData();
+    // The loop writes a token's results while later tokens' arguments are
+    // still to be read: only into buffers apart from every argument.
+    if (loop_ && planned && apart(ins, outs)) {
+      if (Error e = loop_->run(rs.run.symbols, rs.pool, ins, outs))
+        return Status::error(e.message());
+      return Status::ok();
+    }
     if (rows_ && planned && rs.pool && rs.pool->size() > 1 && t != rs.run.symbols.end() && t->second >= 32) {
       if (Error e = rows_->run(*rs.weights, rs.run.symbols, *rs.pool, ins, outs))
         return Status::error(e.message());
@@ -138,8 +147,21 @@ public:
   }
 
 private:
+  static bool apart(const std::vector<Tensor> &ins, const std::vector<Tensor> &outs) {
+    for (const Tensor &o : outs) {
+      const auto *ob = static_cast<const uint8_t *>(o.rawData());
+      for (const Tensor &i : ins) {
+        const auto *ib = static_cast<const uint8_t *>(i.rawData());
+        if (ib && ob < ib + i.numBytes() && ib < ob + o.numBytes())
+          return false;
+      }
+    }
+    return true;
+  }
+
   const Program *body_;
   const FusedRows *rows_; // null: not row-wise
+  const FusedLoop *loop_; // null: not a loop
 };
 
 /// The three cache-backed attention ops. Their operands may be the packed
@@ -217,9 +239,16 @@ public:
       return s;
     prefault(weights_, panels_);
     // Each body once: may it run over pieces of the token axis?
-    for (const auto &[name, body] : plan_->functions)
+    // GENC_CPU_FUSED_LOOPS=0 keeps the bodies op by op / in pieces (A/B runs).
+    const char *noLoops = std::getenv("GENC_CPU_FUSED_LOOPS");
+    for (const auto &[name, body] : plan_->functions) {
       if (auto rows = std::make_unique<FusedRows>(); rows->prepare(body, weights_))
         rowWise_[name] = std::move(rows);
+      if (noLoops && std::string(noLoops) == "0")
+        continue;
+      if (auto loop = std::make_unique<FusedLoop>(); loop->prepare(body, weights_))
+        loops_[name] = std::move(loop);
+    }
     for (const auto &[name, prog] : plan_->programs) {
       Compiled &c = programs_[name];
       for (const OpInfo &op : prog.ops) {
@@ -318,8 +347,10 @@ private:
       std::string body = attrStr(op.attrs, "body");
       auto it = plan_->functions.find(body);
       auto rows = rowWise_.find(body);
+      auto loop = loops_.find(body);
       return std::make_unique<FusedOp>(it == plan_->functions.end() ? nullptr : &it->second,
-                                       rows == rowWise_.end() ? nullptr : rows->second.get());
+                                       rows == rowWise_.end() ? nullptr : rows->second.get(),
+                                       loop == loops_.end() ? nullptr : loop->second.get());
     }
     if (sig->cls == OpClass::CacheAttention)
       return std::make_unique<AttentionOp>(kind == "kv_attention"      ? AttentionOp::Self
@@ -487,6 +518,7 @@ private:
   int threads_ = 1;
   std::unique_ptr<ThreadPool> pool_;
   std::map<std::string, std::unique_ptr<FusedRows>> rowWise_; // bodies that run over token pieces
+  std::map<std::string, std::unique_ptr<FusedLoop>> loops_;   // bodies compiled to one loop over tokens
   bool profile_ = false; // GENC_CPU_PROFILE=1: wall time per program and op kind, at exit
   std::map<std::string, std::pair<double, int64_t>> profileMs_;
 };

@@ -9,9 +9,9 @@
 namespace genrt::cpu {
 namespace {
 
-// [1.., tokens, c..] with constant dims around the symbol `tokens` and only
-// 1s before it: each token's elements are contiguous.
-bool tokenAxis(const Shape &shape, TokenAxis &out) {
+} // namespace
+
+bool tokenAxisOf(const Shape &shape, TokenAxis &out) {
   out = TokenAxis();
   size_t at = shape.size();
   for (size_t i = 0; i < shape.size(); ++i) {
@@ -32,6 +32,8 @@ bool tokenAxis(const Shape &shape, TokenAxis &out) {
     out.rowElements *= shape[i].constant();
   return true;
 }
+
+namespace {
 
 std::vector<int64_t> shapeAt(const Shape &s, int64_t tokens) {
   std::vector<int64_t> out;
@@ -70,14 +72,14 @@ bool FusedRows::prepare(const Program &body, const std::vector<Tensor> &weights)
   results_.clear();
   for (int32_t a : body.arguments) {
     TokenAxis ax;
-    if (!tokenAxis(body.values[a].shape, ax))
+    if (!tokenAxisOf(body.values[a].shape, ax))
       return false;
     args_.push_back(ax);
   }
   bool any = false;
   for (int32_t r : body.outputs) {
     TokenAxis ax;
-    if (!tokenAxis(body.values[r].shape, ax) || !ax.present)
+    if (!tokenAxisOf(body.values[r].shape, ax) || !ax.present)
       return false; // a result must be per token to be written piecewise
     results_.push_back(ax);
     any = true;

@@ -25,6 +25,11 @@ struct TokenAxis {
   int64_t rowElements = 0;
 };
 
+/// A body value's token axis: [1.., tokens, c..] with constant dims around
+/// the symbol `tokens` and only 1s before it (each token's elements
+/// contiguous), or no symbol at all; false for any other shape.
+bool tokenAxisOf(const Shape &shape, TokenAxis &out);
+
 class FusedRows {
 public:
   /// Decides for `body` (the executor's widened weights for its weight
