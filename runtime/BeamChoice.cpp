@@ -35,9 +35,7 @@ void logSoftmax(float *row, int64_t vocab) {
     row[v] = (row[v] - mx) - lse;
 }
 
-void beamCandidates(float *row, int64_t vocab, const BeamRow &r, int64_t k, int32_t *tokens, float *scores) {
-  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-  logSoftmax(row, vocab);
+void applyRowEdits(float *row, int64_t vocab, const BeamRow &r) {
   auto penalise = [&](const std::vector<int32_t> &ids, float p) {
     if (p != 1.f)
       for (int32_t t : ids) {
@@ -48,7 +46,7 @@ void beamCandidates(float *row, int64_t vocab, const BeamRow &r, int64_t k, int3
   penalise(r.encoderPenalized, r.encoderPenalty);
   penalise(r.penalized, r.penalty);
   if (r.force) {
-    std::fill(row, row + vocab, kNegInf);
+    std::fill(row, row + vocab, -std::numeric_limits<float>::infinity());
     for (int32_t t : r.forced)
       row[t] = 0.f;
   }
@@ -57,7 +55,12 @@ void beamCandidates(float *row, int64_t vocab, const BeamRow &r, int64_t k, int3
     row[t] = s + (std::isfinite(s) ? std::fabs(s) * r.decayScale : 0.f);
   }
   for (int32_t t : r.banned)
-    row[t] = kNegInf;
+    row[t] = -std::numeric_limits<float>::infinity();
+}
+
+void beamCandidates(float *row, int64_t vocab, const BeamRow &r, int64_t k, int32_t *tokens, float *scores) {
+  logSoftmax(row, vocab);
+  applyRowEdits(row, vocab, r);
   for (int64_t v = 0; v < vocab; ++v)
     row[v] = row[v] + r.score;
   topCandidates(row, vocab, k, tokens, scores);

@@ -24,6 +24,11 @@ struct BeamRow {
   std::vector<int32_t> encoderPenalized, penalized, forced, decayed, banned;
 };
 
+/// row := the BeamRow edits (penalties, forced step, decay, bans), in its
+/// order; on raw logits for greedy / sampling (runtime/SampleChoice.h), on
+/// the log-softmax for beams (beamCandidates). `score` is not added.
+void applyRowEdits(float *row, int64_t vocab, const BeamRow &edits);
+
 /// row := log_softmax(row): (x - max) - log(sum exp(x - max)), the sum in f64
 /// (a row of -inf stays so). The searches' and the beam kernel's rule.
 void logSoftmax(float *row, int64_t vocab);

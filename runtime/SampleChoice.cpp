@@ -78,29 +78,6 @@ int64_t drawToken(const float *scores, int64_t vocab, double u) {
   return lastPositive; // rounding left the target at the very end
 }
 
-void applyRowEdits(float *row, int64_t vocab, const BeamRow &r) {
-  auto penalise = [&](const std::vector<int32_t> &ids, float p) {
-    if (p != 1.f)
-      for (int32_t t : ids) {
-        const float s = row[t];
-        row[t] = s < 0 ? s * p : s / p;
-      }
-  };
-  penalise(r.encoderPenalized, r.encoderPenalty);
-  penalise(r.penalized, r.penalty);
-  if (r.force) {
-    std::fill(row, row + vocab, kNegInf);
-    for (int32_t t : r.forced)
-      row[t] = 0.f;
-  }
-  for (int32_t t : r.decayed) {
-    const float s = row[t];
-    row[t] = s + (std::isfinite(s) ? std::fabs(s) * r.decayScale : 0.f);
-  }
-  for (int32_t t : r.banned)
-    row[t] = kNegInf;
-}
-
 void applyTopKRule(float *row, int64_t vocab, int64_t topK) {
   if (topK <= 0 || topK >= vocab)
     return;
@@ -124,11 +101,8 @@ void applyTopPRule(float *row, int64_t vocab, double topP) {
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return row[a] < row[b]; });
   std::vector<uint64_t> q(static_cast<size_t>(vocab));
-  uint64_t total = 0;
-  for (int64_t v = 0; v < vocab; ++v) {
+  for (int64_t v = 0; v < vocab; ++v)
     q[size_t(v)] = quantizedMass(float(std::exp(double(row[v] - mx)) / sum));
-    total += q[size_t(v)];
-  }
   const float threshold = float(1.0 - topP);
   uint64_t cum = 0;
   std::vector<int64_t> removed;
@@ -139,7 +113,6 @@ void applyTopPRule(float *row, int64_t vocab, double topP) {
     else
       break; // cum only grows
   }
-  (void)total;
   for (int64_t id : removed)
     row[id] = kNegInf;
 }

@@ -65,11 +65,6 @@ int64_t drawToken(const float *scores, int64_t vocab, double u);
 void chooseToken(float *row, int64_t vocab, const BeamRow &edits, const SampleRule &rule, double u, int64_t &token,
                  float &logprob);
 
-/// row := the BeamRow edits (penalties, forced step, decay, bans), in its
-/// order; on raw logits for greedy / sampling, as beamCandidates applies
-/// them to the log-softmax.
-void applyRowEdits(float *row, int64_t vocab, const BeamRow &edits);
-
 /// The warpers alone, by the thresholds above (sorting-free on the device;
 /// here the plain definition).
 void applyTopKRule(float *row, int64_t vocab, int64_t topK);

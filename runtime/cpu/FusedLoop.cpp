@@ -21,13 +21,6 @@ using Code = FusedLoop::Code;
 
 bool isRow(const Loc &l) { return (l.kind == Loc::Arg && !l.shared) || l.kind == Loc::Out || l.kind == Loc::Temp; }
 
-std::vector<int64_t> shapeAt(const Shape &s, int64_t tokens) {
-  std::vector<int64_t> out;
-  for (const Dim &d : s)
-    out.push_back(d.isConstant() ? d.constant() : tokens);
-  return out;
-}
-
 // The constant dims of `s` after its token axis (all of them without one).
 std::vector<int64_t> rowDims(const Shape &s) {
   std::vector<int64_t> out;
@@ -78,12 +71,13 @@ bool FusedLoop::prepare(const Program &body, const std::vector<Tensor> &weights)
   argRow_.clear();
   outRow_.clear();
   tempRow_.clear();
+  tempAt_.clear();
+  tempElements_ = 0;
   constants_.clear();
   const size_t nv = body.values.size();
   std::vector<Loc> loc(nv);
   std::vector<const Tensor *> fixedT(nv, nullptr);
   std::vector<char> ids(nv, 0), shapeOnly(nv, 0);
-  constants_.reserve(body.ops.size()); // pointers into it stay put
 
   // fixedShape[v]: the dims of data that is the same for every token.
   std::vector<std::vector<int64_t>> fixedShape(nv);
@@ -97,7 +91,7 @@ bool FusedLoop::prepare(const Program &body, const std::vector<Tensor> &weights)
     if (!ax.present) { // an operand without tokens (a weight): every token reads all of it
       if (dt != DType::F32)
         return false;
-      fixedShape[v] = shapeAt(body.values[v].shape, 0);
+      fixedShape[v] = shapeAtTokens(body.values[v].shape, 0);
       int64_t n = 1;
       for (int64_t d : fixedShape[v])
         n *= d;
@@ -299,6 +293,11 @@ bool FusedLoop::prepare(const Program &body, const std::vector<Tensor> &weights)
     code_.push_back(c);
   }
 
+  for (int64_t n : tempRow_) {
+    tempAt_.push_back(tempElements_);
+    tempElements_ += n;
+  }
+
   // The probe: 5 random tokens through this loop and op by op; the same
   // bits or no.
   const int64_t T = 5;
@@ -307,7 +306,7 @@ bool FusedLoop::prepare(const Program &body, const std::vector<Tensor> &weights)
   std::vector<Tensor> ins, want(body.outputs.size()), got;
   for (size_t i = 0; i < body.arguments.size(); ++i) {
     const ValueInfo &v = body.values[body.arguments[i]];
-    Tensor t(v.dtype, shapeAt(v.shape, T));
+    Tensor t(v.dtype, shapeAtTokens(v.shape, T));
     // A weight operand (an embedding table): the probe's ids read its first
     // rows only, so only its first elements need to be random.
     const int64_t fill = argRow_[i] ? t.numElements() : std::min<int64_t>(t.numElements(), 1 << 16);
@@ -325,7 +324,7 @@ bool FusedLoop::prepare(const Program &body, const std::vector<Tensor> &weights)
   if (runFusedBody(body, weights, ctx, ins, want))
     return false;
   for (size_t j = 0; j < body.outputs.size(); ++j)
-    got.emplace_back(DType::F32, shapeAt(body.values[body.outputs[j]].shape, T));
+    got.emplace_back(DType::F32, shapeAtTokens(body.values[body.outputs[j]].shape, T));
   body_ = &body;
   if (runRows(0, T, ins, got)) {
     body_ = nullptr;
@@ -341,13 +340,7 @@ bool FusedLoop::prepare(const Program &body, const std::vector<Tensor> &weights)
 }
 
 Error FusedLoop::runRows(int64_t t0, int64_t t1, const std::vector<Tensor> &ins, std::vector<Tensor> &outs) const {
-  std::vector<int64_t> tempAt(tempRow_.size());
-  int64_t total = 0;
-  for (size_t i = 0; i < tempRow_.size(); ++i) {
-    tempAt[i] = total;
-    total += tempRow_[i];
-  }
-  std::vector<float> temps(static_cast<size_t>(total));
+  std::vector<float> temps(static_cast<size_t>(tempElements_));
   for (int64_t t = t0; t < t1; ++t) {
     auto ptr = [&](const Loc &l) -> float * {
       switch (l.kind) {
@@ -357,7 +350,7 @@ Error FusedLoop::runRows(int64_t t0, int64_t t1, const std::vector<Tensor> &ins,
       case Loc::Out:
         return static_cast<float *>(const_cast<void *>(outs[l.index].rawData())) + t * outRow_[l.index] + l.offset;
       case Loc::Temp:
-        return temps.data() + tempAt[l.index] + l.offset;
+        return temps.data() + tempAt_[l.index] + l.offset;
       case Loc::Fixed:
         return const_cast<float *>(l.fixed) + l.offset;
       case Loc::None:

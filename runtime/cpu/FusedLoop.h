@@ -15,6 +15,7 @@
 #include "runtime/Tensor.h"
 #include "runtime/cpu/KernelError.h"
 
+#include <deque>
 #include <map>
 #include <string>
 #include <vector>
@@ -65,7 +66,9 @@ private:
   std::vector<Instr> code_;
   std::vector<int64_t> argRow_, outRow_; // elements per token (0: no token axis)
   std::vector<int64_t> tempRow_;         // scratch rows' elements
-  std::vector<Tensor> constants_;        // folded at load
+  std::vector<int64_t> tempAt_;          // and where each starts in a token's scratch
+  int64_t tempElements_ = 0;
+  std::deque<Tensor> constants_;         // folded at load (a deque: values point at them)
 };
 
 } // namespace genrt::cpu

@@ -7,6 +7,13 @@
 #include <random>
 
 namespace genrt::cpu {
+std::vector<int64_t> shapeAtTokens(const Shape &s, int64_t tokens) {
+  std::vector<int64_t> out;
+  for (const Dim &d : s)
+    out.push_back(d.isConstant() ? d.constant() : tokens);
+  return out;
+}
+
 namespace {
 
 } // namespace
@@ -35,19 +42,13 @@ bool tokenAxisOf(const Shape &shape, TokenAxis &out) {
 
 namespace {
 
-std::vector<int64_t> shapeAt(const Shape &s, int64_t tokens) {
-  std::vector<int64_t> out;
-  for (const Dim &d : s)
-    out.push_back(d.isConstant() ? d.constant() : tokens);
-  return out;
-}
 
 // Tokens [t0, t0 + n) of `t` (its token axis `ax`), sharing t's bytes.
 Tensor slice(const Tensor &t, const TokenAxis &ax, const Shape &shape, int64_t t0, int64_t n) {
   if (!ax.present)
     return t;
   auto *base = static_cast<uint8_t *>(const_cast<void *>(t.rawData()));
-  return Tensor::view(t.dtype(), shapeAt(shape, n), base + t0 * ax.rowElements * dtypeSize(t.dtype()));
+  return Tensor::view(t.dtype(), shapeAtTokens(shape, n), base + t0 * ax.rowElements * dtypeSize(t.dtype()));
 }
 
 Tensor randomTensor(DType dt, std::vector<int64_t> shape, std::mt19937 &rng) {
@@ -99,7 +100,7 @@ bool FusedRows::prepare(const Program &body, const std::vector<Tensor> &weights)
     DType dt = body.values[a].dtype;
     if (dt != DType::F32 && dt != DType::I64 && dt != DType::Bool)
       return false;
-    ins.push_back(randomTensor(dt, shapeAt(body.values[a].shape, T), rng));
+    ins.push_back(randomTensor(dt, shapeAtTokens(body.values[a].shape, T), rng));
   }
   auto runOn = [&](int64_t t0, int64_t n, std::vector<Tensor> &outs) {
     std::map<std::string, int64_t> syms{{"tokens", n}};

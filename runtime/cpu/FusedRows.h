@@ -30,6 +30,9 @@ struct TokenAxis {
 /// contiguous), or no symbol at all; false for any other shape.
 bool tokenAxisOf(const Shape &shape, TokenAxis &out);
 
+/// `shape` with the symbol `tokens` (the only one a row-wise body has) at T.
+std::vector<int64_t> shapeAtTokens(const Shape &shape, int64_t T);
+
 class FusedRows {
 public:
   /// Decides for `body` (the executor's widened weights for its weight

@@ -230,14 +230,20 @@ public:
 
   bool choosesGreedy() const override { return greedyFn_ != nullptr; }
 
+  // A row's chosen token (i64) and its log-softmax (f32), as the greedy and
+  // token kernels leave them in the pinned buffer: R tokens, then R floats.
+  void takeChoices(int64_t R, int64_t *tokens, float *logprobs) const {
+    std::memcpy(tokens, logitsHost_, static_cast<size_t>(R * 8));
+    std::memcpy(logprobs, static_cast<const char *>(logitsHost_) + R * 8, static_cast<size_t>(R * 4));
+  }
+
   Status runGreedy(const ProgramRun &run, int64_t *tokens, float *logprobs) override {
     const int64_t R = rowsOf(run);
     if (Status s = execute(run, Choice::Greedy); !s)
       return s;
     if (!tokens)
       return Status::ok();
-    std::memcpy(tokens, logitsHost_, static_cast<size_t>(R * 8));
-    std::memcpy(logprobs, static_cast<char *>(logitsHost_) + R * 8, static_cast<size_t>(R * 4));
+    takeChoices(R, tokens, logprobs);
     return Status::ok();
   }
 
@@ -345,8 +351,7 @@ public:
       return s;
     if (!tokens)
       return Status::ok();
-    std::memcpy(tokens, logitsHost_, static_cast<size_t>(R * 8));
-    std::memcpy(logprobs, static_cast<char *>(logitsHost_) + R * 8, static_cast<size_t>(R * 4));
+    takeChoices(R, tokens, logprobs);
     for (int64_t r = 0; r < R; ++r)
       if (tokens[r] < 0 || tokens[r] >= V)
         return Status::error("the token kernel returned token " + std::to_string(tokens[r]) +

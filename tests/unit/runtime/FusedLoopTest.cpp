@@ -6,6 +6,7 @@
 // bad gather index is an error, not a read out of bounds.
 #include "runtime/cpu/FusedBody.h"
 #include "runtime/cpu/FusedLoop.h"
+#include "runtime/cpu/FusedRows.h"
 #include "runtime/cpu/ThreadPool.h"
 
 #include <gtest/gtest.h>
@@ -100,12 +101,7 @@ Program embedNorm() {
   return b.p;
 }
 
-std::vector<int64_t> shapeAt(const Shape &s, int64_t T) {
-  std::vector<int64_t> out;
-  for (const Dim &d : s)
-    out.push_back(d.isConstant() ? d.constant() : T);
-  return out;
-}
+using cpu::shapeAtTokens;
 
 void expectLoopMatchesOpByOp(const Program &body) {
   cpu::FusedLoop loop;
@@ -117,7 +113,7 @@ void expectLoopMatchesOpByOp(const Program &body) {
     std::vector<Tensor> ins;
     for (int32_t a : body.arguments) {
       const ValueInfo &v = body.values[a];
-      Tensor t(v.dtype, shapeAt(v.shape, T));
+      Tensor t(v.dtype, shapeAtTokens(v.shape, T));
       for (int64_t i = 0; i < t.numElements(); ++i) {
         if (v.dtype == DType::F32)
           t.data<float>()[i] = g(rng);
@@ -135,7 +131,7 @@ void expectLoopMatchesOpByOp(const Program &body) {
     for (cpu::ThreadPool *p : {static_cast<cpu::ThreadPool *>(nullptr), &pool}) {
       std::vector<Tensor> got;
       for (int32_t o : body.outputs) { // poisoned first
-        Tensor t(DType::F32, shapeAt(body.values[o].shape, T));
+        Tensor t(DType::F32, shapeAtTokens(body.values[o].shape, T));
         for (int64_t i = 0; i < t.numElements(); ++i)
           t.data<float>()[i] = -12345.f;
         got.push_back(std::move(t));
@@ -175,7 +171,7 @@ TEST(FusedLoop, ABadGatherIndexIsAnError) {
   const int64_t T = 3;
   std::vector<Tensor> ins;
   for (int32_t a : body.arguments)
-    ins.emplace_back(body.values[a].dtype, shapeAt(body.values[a].shape, T));
+    ins.emplace_back(body.values[a].dtype, shapeAtTokens(body.values[a].shape, T));
   ins[1].data<int64_t>()[2] = 50; // wte has 50 rows
   std::vector<Tensor> got{Tensor(DType::F32, {T, 24})};
   std::map<std::string, int64_t> syms{{"tokens", T}};
