@@ -134,14 +134,15 @@ def main():
             r = subprocess.run(["ncu", "--cache-control", "none", "--clock-control", "none", "-k", "regex:" + args.ncu,
                                 "--launch-skip", str(args.layers), "--launch-count", "2", "--section",
                                 "SpeedOfLight", "--section", "LaunchStats", "--section", "Occupancy", "--section",
-                                "WarpStateStats", "--section", "MemoryWorkloadAnalysis",
+                                "WarpStateStats", "--section", "MemoryWorkloadAnalysis", "--section",
+                                "SourceCounters", "--print-details", "all",
                                 os.path.join(bindir, "genrun"), plan, "--device", "cuda", "--input", prompts,
                                 "--max-new-tokens", "4", "--output", os.devnull],
                                capture_output=True, text=True, env=dict(env, GENC_CUDA_SKIP="gemm,fused,copy,prefill:attention",
                                                                         GENC_CUDA_GRAPHS="0"), timeout=300)
             log(f"== ncu b{b} context {length}")
             log("\n".join(l[:140] for l in r.stdout.splitlines() if l.strip() and not l.startswith("==PROF==")
-                          and not set(l.strip()) <= set("- "))[-6000:])
+                          and not set(l.strip()) <= set("- "))[-20000:])
             continue
         attn = step_ms("gemm,fused,copy,prefill:attention")
         none = step_ms("gemm,fused,copy,attention")

@@ -3,7 +3,7 @@
 and the device's beam candidates against the CPU's.
 
 usage (there, after tools/pack.sh here):
-  python3 tools/beam_bench.py [--models gpt2,t5,bart] [--check] [--out DIR]
+  python3 tools/beam_bench.py [--models gpt2,t5,bart] [--check] [--largest] [--out DIR]
 
 Workloads (issue 10's, random weights, fp16 plans and HF fp16, beam 4,
 no_repeat_ngram_size 3, 64 new tokens, the models' own eos rules on both):
@@ -13,6 +13,12 @@ no_repeat_ngram_size 3, 64 new tokens, the models' own eos rules on both):
 genrun runs twice per workload: beam candidates ranked on the device
 (genc_beam_topk, only k ids and scores a row cross) and, GENC_CUDA_BEAMS=0,
 ranked on the host from copied logits.
+
+--largest: row (d) too, for each seq2seq workload asked for: the largest batch
+genrun runs (genrun --stats' estimate of what the device holds, then plans of
+that batch and of 10% steps below it until one runs) and the largest HF
+generate() runs without running out of memory (doubling from the workload's
+batch, then halving the gap to within 1/16), each with its samples/s.
 
 --check: a 2-layer GPT-2 at full width and vocabulary (50,257 logits a row:
 the kernel's several-part path) as an f32 plan, beam searches with and
@@ -115,10 +121,80 @@ def check(root, bindir, env, work):
     return ok
 
 
+def largest_ours(bindir, env, work, name, w, d, plan, prompts, cfg):
+    """(batch, samples/s) of the largest batch genrun runs, or None."""
+    r = run([os.path.join(bindir, "genrun"), plan, "--device", "cuda", "--input", prompts, "--num-beams", str(BEAMS),
+             "--max-new-tokens", "1", "--stats", "--output", os.devnull], env, f"genrun {name} (memory)")
+    m = r and re.search(r"this device holds ([0-9]+) sequences", r.stderr)
+    if not m:
+        bench.log(f"{name}: genrun --stats gave no estimate of the largest batch")
+        return None
+    estimate = int(m.group(1))
+    rows = [json.loads(line) for line in open(prompts)]
+    for n in sorted({max(1, int(estimate * f)) for f in (1.0, 0.9, 0.8, 0.7, 0.6, 0.5)}, reverse=True):
+        big = os.path.join(work, f"{name}-b{n}.plan")
+        if not run([os.path.join(bindir, "genc"), "compile", onnx_input(d), "-o", big, "--dtype", "f16",
+                    "--max-batch", str(n), "--max-beams", str(BEAMS),
+                    "--max-length", str(w.get("max_length", w["source"] + NEW + 1))], env, f"genc {name} b{n}"):
+            continue
+        many = os.path.join(work, f"{name}-b{n}.jsonl")
+        with open(many, "w") as f:
+            for i in range(n):
+                f.write(json.dumps(rows[i % len(rows)]) + "\n")
+        r = run([os.path.join(bindir, "genrun"), big, "--device", "cuda", "--input", many, "--num-beams", str(BEAMS),
+                 "--no-repeat-ngram-size", str(NGRAM), "--max-new-tokens", str(NEW), "--stats", "--output",
+                 os.devnull], env, f"genrun {name} b{n}")
+        os.remove(big)
+        m = r and re.search(r"total ([0-9.]+) s", r.stderr)
+        if m:
+            bench.log(f"{name}: genrun runs batch {n} (its estimate {estimate})")
+            return n, n / float(m.group(1))
+    return None
+
+
+def largest_hf(torch, model, cfg, w, kw):
+    """(batch, samples/s) of the largest batch HF generate() runs, or None."""
+    def fits(b):
+        try:
+            x = torch.randint(3, cfg.vocab_size, (b, w["source"]), device="cuda")
+            k = dict(kw, attention_mask=torch.ones_like(x))
+            torch.cuda.synchronize()
+            t = time.perf_counter()
+            model.generate(x, max_new_tokens=NEW, **k)
+            torch.cuda.synchronize()
+            return b / (time.perf_counter() - t)
+        except torch.cuda.OutOfMemoryError:
+            return None
+        finally:
+            torch.cuda.empty_cache()
+    ok, bad = None, None
+    b = w["batch"]
+    while bad is None:
+        sps = fits(b)
+        bench.log(f"HF batch {b}: {'%.1f samples/s' % sps if sps else 'out of memory'}")
+        if sps:
+            ok = (b, sps)
+            b *= 2
+        else:
+            bad = b
+    if ok is None:
+        return None
+    while bad - ok[0] > max(1, ok[0] // 16):
+        b = (ok[0] + bad) // 2
+        sps = fits(b)
+        bench.log(f"HF batch {b}: {'%.1f samples/s' % sps if sps else 'out of memory'}")
+        if sps:
+            ok = (b, sps)
+        else:
+            bad = b
+    return ok
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--models", default="gpt2,t5,bart")
     ap.add_argument("--check", action="store_true")
+    ap.add_argument("--largest", action="store_true", help="row (d): the largest batch each runs")
     ap.add_argument("--out", default=os.environ.get("OUT", "/tmp/beam_bench"))
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
@@ -139,7 +215,7 @@ def main():
     import transformers
     torch.set_grad_enabled(False)
     dev = torch.cuda.get_device_name()
-    rows = []
+    rows, largest_rows = [], []
     header = ("| workload | batch | genrun ms/step | genrun samples/s | genrun, host ranking ms/step "
               "| HF ms/step | HF samples/s | HF / genrun (samples/s) |")
     for name in models:
@@ -209,10 +285,21 @@ def main():
                f"| {hf_step:.3f} | {hf_sps:.1f} | {our_sps / hf_sps:.2f}x |")
         bench.log(row)
         rows.append(row)
+        if args.largest and w["seq2seq"]:
+            big = largest_ours(bindir, env, work, name, w, d, plan, prompts, cfg)
+            hf_big = largest_hf(torch, model, cfg, w, kw)
+            if big and hf_big:
+                largest_rows.append(f"| {name} | {big[0]} | {big[1]:.1f} | {hf_big[0]} | {hf_big[1]:.1f} "
+                                    f"| {big[0] / hf_big[0]:.2f}x |")
+                bench.log(largest_rows[-1])
         del model
         torch.cuda.empty_cache()
     table = (f"device: {dev}; beam {BEAMS}, no_repeat_ngram_size {NGRAM}, {NEW} new tokens, f16 plans "
              f"(HF: fp16), random weights\n\n{header}\n|{'---|' * 8}\n" + "\n".join(rows) + "\n")
+    if largest_rows:
+        table += ("\nThe largest batch each runs (source and beams as above):\n\n| workload | genrun batch "
+                  "| genrun samples/s | HF batch | HF samples/s | genrun / HF (batch) |\n|---|---|---|---|---|---|\n"
+                  + "\n".join(largest_rows) + "\n")
     print("\n" + table)
     with open(os.path.join(args.out, "beam_bench.md"), "w") as f:
         f.write(table)
