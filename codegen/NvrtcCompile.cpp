@@ -1,6 +1,8 @@
 #include "codegen/NvrtcCompile.h"
 #include "compiler/remarks/Progress.h"
 
+#include <future>
+
 #ifdef GENC_HAVE_NVRTC
 #include <nvrtc.h>
 #endif
@@ -115,14 +117,14 @@ llvm::Expected<CompiledModule> compileModule(const CudaModule &cm, const std::ve
   const std::string &first = !cm.kernels.empty()           ? cm.kernels.front().name
                              : !cm.attentionKernels.empty() ? cm.attentionKernels.front()
                                                             : cm.gemvKernels.front();
-  // One NVRTC run compiles every kernel for an architecture: the count moves
-  // an architecture at a time.
+  // One NVRTC run compiles every kernel for an architecture, the
+  // architectures at once (NVRTC programs are independent; the 1.1B Llama's
+  // module took 12 s for sm_80 then sm_90). Progress stays on this thread:
+  // the count moves as each architecture is collected, in order.
   const uint64_t perArch =
       cm.kernels.size() + cm.attentionKernels.size() + cm.gemvKernels.size() + cm.tokenKernels.size();
-  for (size_t i = 0; i < archs.size(); ++i) {
-    int a = archs[i];
+  auto compileFor = [&](int a) -> llvm::Expected<NvrtcOut> {
     std::string sm = "sm_" + std::to_string(a);
-    progress::update("nvrtc " + sm + ": kernels", i * perArch, archs.size() * perArch, /*bytes=*/false);
     auto r = runNvrtc(source, first, sm);
     if (!r) {
       llvm::consumeError(r.takeError());
@@ -130,13 +132,29 @@ llvm::Expected<CompiledModule> compileModule(const CudaModule &cm, const std::ve
         if (auto one = runNvrtc(k.source, k.name, sm); !one)
           return one.takeError();
       r = runNvrtc(source, "the whole module", sm);
-      if (!r)
-        return r.takeError();
     }
-    out.cubins.push_back({sm, std::move(r->cubin)});
-    out.ptx.push_back({"compute_" + std::to_string(a), std::move(r->ptx)});
-    progress::update("nvrtc " + sm + ": kernels", (i + 1) * perArch, archs.size() * perArch, /*bytes=*/false);
+    return r;
+  };
+  std::vector<std::future<llvm::Expected<NvrtcOut>>> runs;
+  for (int a : archs)
+    runs.push_back(std::async(std::launch::async, compileFor, a));
+  progress::update("nvrtc: kernels", 0, archs.size() * perArch, /*bytes=*/false);
+  llvm::Error failed = llvm::Error::success();
+  for (size_t i = 0; i < archs.size(); ++i) {
+    auto r = runs[i].get(); // every run is collected, failed or not
+    if (!r) {
+      if (!failed)
+        failed = r.takeError();
+      else
+        llvm::consumeError(r.takeError());
+      continue;
+    }
+    out.cubins.push_back({"sm_" + std::to_string(archs[i]), std::move(r->cubin)});
+    out.ptx.push_back({"compute_" + std::to_string(archs[i]), std::move(r->ptx)});
+    progress::update("nvrtc: kernels", (i + 1) * perArch, archs.size() * perArch, /*bytes=*/false);
   }
+  if (failed)
+    return std::move(failed);
   return out;
 #else
   return error("cannot compile kernels: genc was built without CUDA (NVRTC)");
