@@ -120,7 +120,8 @@ llvm::Expected<CompiledModule> compileModule(const CudaModule &cm, const std::ve
   // One NVRTC run compiles every kernel for an architecture, the
   // architectures at once (NVRTC programs are independent; the 1.1B Llama's
   // module took 12 s for sm_80 then sm_90). Progress stays on this thread:
-  // the count moves as each architecture is collected, in order.
+  // the line names the architectures not yet collected (in order), the count
+  // moves as each is.
   const uint64_t perArch =
       cm.kernels.size() + cm.attentionKernels.size() + cm.gemvKernels.size() + cm.tokenKernels.size();
   auto compileFor = [&](int a) -> llvm::Expected<NvrtcOut> {
@@ -138,7 +139,13 @@ llvm::Expected<CompiledModule> compileModule(const CudaModule &cm, const std::ve
   std::vector<std::future<llvm::Expected<NvrtcOut>>> runs;
   for (int a : archs)
     runs.push_back(std::async(std::launch::async, compileFor, a));
-  progress::update("nvrtc: kernels", 0, archs.size() * perArch, /*bytes=*/false);
+  auto pending = [&](size_t from) {
+    std::string names;
+    for (size_t i = from < archs.size() ? from : 0; i < archs.size(); ++i)
+      names += (names.empty() ? "sm_" : ",sm_") + std::to_string(archs[i]);
+    return "nvrtc " + names + ": kernels";
+  };
+  progress::update(pending(0), 0, archs.size() * perArch, /*bytes=*/false);
   llvm::Error failed = llvm::Error::success();
   for (size_t i = 0; i < archs.size(); ++i) {
     auto r = runs[i].get(); // every run is collected, failed or not
@@ -151,7 +158,7 @@ llvm::Expected<CompiledModule> compileModule(const CudaModule &cm, const std::ve
     }
     out.cubins.push_back({"sm_" + std::to_string(archs[i]), std::move(r->cubin)});
     out.ptx.push_back({"compute_" + std::to_string(archs[i]), std::move(r->ptx)});
-    progress::update("nvrtc: kernels", (i + 1) * perArch, archs.size() * perArch, /*bytes=*/false);
+    progress::update(pending(i + 1), (i + 1) * perArch, archs.size() * perArch, /*bytes=*/false);
   }
   if (failed)
     return std::move(failed);
