@@ -2,10 +2,11 @@
 
 #include "runtime/cpu/ExpPoly.h"
 #include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/VectorClones.h"
 
 namespace genrt::cpu {
 
-__attribute__((target_clones("avx512f", "avx2,fma", "default"))) void geluTanhRow(float *__restrict x, int64_t n) {
+GENC_VECTOR_CLONES void geluTanhRow(float *__restrict x, int64_t n) {
   const float kBeta = 0.79788456080286536f, kKappa = 0.044715f;
   for (int64_t i = 0; i < n; ++i) {
     const float v = x[i];
@@ -17,13 +18,13 @@ __attribute__((target_clones("avx512f", "avx2,fma", "default"))) void geluTanhRo
   }
 }
 
-__attribute__((target_clones("avx512f", "avx2,fma", "default"))) void sigmoidRow(const float *__restrict x,
+GENC_VECTOR_CLONES void sigmoidRow(const float *__restrict x,
                                                                                 float *__restrict y, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
     y[i] = sigmoid(x[i]);
 }
 
-__attribute__((target_clones("avx512f", "avx2,fma", "default"))) void siluRow(const float *__restrict x,
+GENC_VECTOR_CLONES void siluRow(const float *__restrict x,
                                                                              float *__restrict y, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
     y[i] = silu(x[i]);

@@ -2,6 +2,7 @@
 
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cpu/ThreadPool.h"
+#include "runtime/cpu/VectorClones.h"
 
 #include <algorithm>
 #include <cmath>
@@ -14,9 +15,7 @@ namespace {
 constexpr int64_t kMaxGemvRows = 8;
 
 // The loops below are written for the vectoriser (independent lanes, no
-// reassociation needed); target_clones builds them for AVX-512, AVX2 and the
-// baseline, chosen once at load by the CPU's features.
-#define GENC_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2,fma", "default")))
+// reassociation needed), built for each CPU level (VectorClones.h).
 
 // w [N, K]: y[m, n] = dot(a[m, :], w[n, :]) for n in [n0, n1).
 GENC_VECTOR_CLONES

@@ -1,6 +1,7 @@
 #include "runtime/cpu/VectorMath.h"
 
 #include "runtime/cpu/ExpPoly.h"
+#include "runtime/cpu/VectorClones.h"
 
 #include <cmath>
 #include <cstring>
@@ -8,7 +9,6 @@
 namespace genrt::cpu {
 namespace {
 
-#define GENC_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2,fma", "default")))
 #define GENC_INLINE inline __attribute__((always_inline))
 
 constexpr int L = 16; // partial sums per reduction
