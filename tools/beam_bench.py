@@ -78,6 +78,19 @@ def onnx_input(d):
     return d if os.path.exists(os.path.join(d, "encoder.onnx")) else os.path.join(d, "model.onnx")
 
 
+def compile_plan(bindir, env, d, w, batch, plan, what):
+    """The workload's f16 plan for `batch` items of BEAMS beams; the run or None."""
+    return run([os.path.join(bindir, "genc"), "compile", onnx_input(d), "-o", plan, "--dtype", "f16",
+                "--max-batch", str(batch), "--max-beams", str(BEAMS),
+                "--max-length", str(w.get("max_length", w["source"] + NEW + 1))], env, what)
+
+
+def genrun_beams(bindir, plan, prompts, new=NEW):
+    """genrun's command for the workload's beam search on the GPU, with --stats."""
+    return [os.path.join(bindir, "genrun"), plan, "--device", "cuda", "--input", prompts, "--num-beams", str(BEAMS),
+            "--no-repeat-ngram-size", str(NGRAM), "--max-new-tokens", str(new), "--stats", "--output", os.devnull]
+
+
 def check(root, bindir, env, work):
     d = os.path.join(work, "gpt2-2l")
     if not export(root, d, ["--arch", "gpt2", "--set", "n_embd=768", "--set", "n_layer=2", "--set", "n_head=12",
@@ -121,10 +134,9 @@ def check(root, bindir, env, work):
     return ok
 
 
-def largest_ours(bindir, env, work, name, w, d, plan, prompts, cfg):
+def largest_ours(bindir, env, work, name, w, d, plan, prompts):
     """(batch, samples/s) of the largest batch genrun runs, or None."""
-    r = run([os.path.join(bindir, "genrun"), plan, "--device", "cuda", "--input", prompts, "--num-beams", str(BEAMS),
-             "--max-new-tokens", "1", "--stats", "--output", os.devnull], env, f"genrun {name} (memory)")
+    r = run(genrun_beams(bindir, plan, prompts, new=1), env, f"genrun {name} (memory)")
     m = r and re.search(r"this device holds ([0-9]+) sequences", r.stderr)
     if not m:
         bench.log(f"{name}: genrun --stats gave no estimate of the largest batch")
@@ -133,17 +145,13 @@ def largest_ours(bindir, env, work, name, w, d, plan, prompts, cfg):
     rows = [json.loads(line) for line in open(prompts)]
     for n in sorted({max(1, int(estimate * f)) for f in (1.0, 0.9, 0.8, 0.7, 0.6, 0.5)}, reverse=True):
         big = os.path.join(work, f"{name}-b{n}.plan")
-        if not run([os.path.join(bindir, "genc"), "compile", onnx_input(d), "-o", big, "--dtype", "f16",
-                    "--max-batch", str(n), "--max-beams", str(BEAMS),
-                    "--max-length", str(w.get("max_length", w["source"] + NEW + 1))], env, f"genc {name} b{n}"):
+        if not compile_plan(bindir, env, d, w, n, big, f"genc {name} b{n}"):
             continue
         many = os.path.join(work, f"{name}-b{n}.jsonl")
         with open(many, "w") as f:
             for i in range(n):
                 f.write(json.dumps(rows[i % len(rows)]) + "\n")
-        r = run([os.path.join(bindir, "genrun"), big, "--device", "cuda", "--input", many, "--num-beams", str(BEAMS),
-                 "--no-repeat-ngram-size", str(NGRAM), "--max-new-tokens", str(NEW), "--stats", "--output",
-                 os.devnull], env, f"genrun {name} b{n}")
+        r = run(genrun_beams(bindir, big, many), env, f"genrun {name} b{n}")
         os.remove(big)
         m = r and re.search(r"total ([0-9.]+) s", r.stderr)
         if m:
@@ -225,9 +233,7 @@ def main():
             continue
         plan = os.path.join(work, name + ".plan")
         t0 = time.time()
-        if not run([os.path.join(bindir, "genc"), "compile", onnx_input(d), "-o", plan, "--dtype", "f16",
-                    "--max-batch", str(w["batch"]), "--max-beams", str(BEAMS),
-                    "--max-length", str(w.get("max_length", w["source"] + NEW + 1))], env, f"genc {name}"):
+        if not compile_plan(bindir, env, d, w, w["batch"], plan, f"genc {name}"):
             continue
         bench.log(f"{name}: genc compile {time.time() - t0:.1f} s")
         cfg = transformers.AutoConfig.from_pretrained(d)
@@ -242,9 +248,7 @@ def main():
         def genrun(extra):
             res = None
             for _ in range(2):  # the second run is reported
-                r = run([os.path.join(bindir, "genrun"), plan, "--device", "cuda", "--input", prompts,
-                         "--num-beams", str(BEAMS), "--no-repeat-ngram-size", str(NGRAM), "--max-new-tokens",
-                         str(NEW), "--stats", "--output", os.devnull], dict(env, **extra), f"genrun {name}")
+                r = run(genrun_beams(bindir, plan, prompts), dict(env, **extra), f"genrun {name}")
                 if r is None:
                     return None
                 m = re.search(r"time to first token ([0-9.]+) ms, decode ([0-9.]+) ms/token, total ([0-9.]+) s",
@@ -286,7 +290,7 @@ def main():
         bench.log(row)
         rows.append(row)
         if args.largest and w["seq2seq"]:
-            big = largest_ours(bindir, env, work, name, w, d, plan, prompts, cfg)
+            big = largest_ours(bindir, env, work, name, w, d, plan, prompts)
             hf_big = largest_hf(torch, model, cfg, w, kw)
             if big and hf_big:
                 largest_rows.append(f"| {name} | {big[0]} | {big[1]:.1f} | {hf_big[0]} | {hf_big[1]:.1f} "

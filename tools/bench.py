@@ -65,12 +65,15 @@ def copy_bandwidth(torch, device):
     return 2 * n / times[len(times) // 2]
 
 
-def hf_decode(torch, model, ids, new, compiled=False):
+def greedy_kw(torch, ids):
+    """generate()'s options for the benchmark: greedy, no EOS stop."""
+    return dict(do_sample=False, eos_token_id=None, pad_token_id=0, attention_mask=torch.ones_like(ids),
+                use_cache=True)
+
+
+def hf_decode(torch, model, ids, new):
     """ms per decode step and ms to first token of HF generate()."""
-    kw = dict(do_sample=False, eos_token_id=None, pad_token_id=0, attention_mask=torch.ones_like(ids),
-              use_cache=True)
-    if compiled:
-        kw["cache_implementation"] = "static"
+    kw = greedy_kw(torch, ids)
     sync = torch.cuda.synchronize if ids.is_cuda else (lambda: None)
     def timed(n):
         sync()
@@ -99,8 +102,7 @@ def hf_static_decode(torch, model, ids, new):
             self.t.append(time.perf_counter())
         def end(self):
             pass
-    kw = dict(do_sample=False, eos_token_id=None, pad_token_id=0, attention_mask=torch.ones_like(ids),
-              use_cache=True, cache_implementation="static", max_new_tokens=new, min_new_tokens=None)
+    kw = dict(greedy_kw(torch, ids), cache_implementation="static", max_new_tokens=new, min_new_tokens=None)
     best = float("inf")
     for i in range(4):
         st = Stamps()

@@ -35,7 +35,8 @@ constexpr long long KEYS = 65536;
     }                                                                                                                  \
   } while (0)
 
-// Block (kh, split): keys [a, b) of KV head kh in tiles of KT.
+// Block (kh, split): keys [a, b) of KV head kh, a whole number of 64-key
+// runs (the decode kernel's tile) whatever KT the variant stages them in.
 struct Range {
   long long a, b;
   __device__ Range(int split, int S) {
@@ -193,22 +194,18 @@ int main() {
   auto row = [&](const char *name, int kt, int st, int nt, int splits, int occ, double us) {
     std::printf("| %s | %d | %d | %d | %d | %d | %.1f | %.2f |\n", name, kt, st, nt, splits, occ, us, bytes / us / 1e6);
   };
-#define STAGE(KT, ST, NT, SPLITS)                                                                                      \
+  // One variant: KERNEL<KT, ST, NT> over (KV heads, SPLITS) blocks, its
+  // stages' shared memory asked for, its blocks an SM reported.
+#define TILED(KERNEL, KT, ST, NT, SPLITS)                                                                              \
   {                                                                                                                    \
     const size_t smem = (size_t)ST * 2 * KT * RS * 16;                                                                 \
-    auto fn = stage<KT, ST, NT>;                                                                                       \
+    auto fn = KERNEL<KT, ST, NT>;                                                                                      \
     CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));                          \
     const int occ = occupancy((const void *)fn, NT, smem);                                                             \
-    row("stage", KT, ST, NT, SPLITS, occ, t.us([&] { fn<<<dim3(KVH, SPLITS), NT, smem>>>(k, v, out); }));            \
+    row(#KERNEL, KT, ST, NT, SPLITS, occ, t.us([&] { fn<<<dim3(KVH, SPLITS), NT, smem>>>(k, v, out); }));            \
   }
-#define BULK(KT, ST, NT, SPLITS)                                                                                       \
-  {                                                                                                                    \
-    const size_t smem = (size_t)ST * 2 * KT * RS * 16;                                                                 \
-    auto fn = bulk<KT, ST, NT>;                                                                                        \
-    CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));                          \
-    const int occ = occupancy((const void *)fn, NT, smem);                                                             \
-    row("bulk", KT, ST, NT, SPLITS, occ, t.us([&] { fn<<<dim3(KVH, SPLITS), NT, smem>>>(k, v, out); }));             \
-  }
+#define STAGE(KT, ST, NT, SPLITS) TILED(stage, KT, ST, NT, SPLITS)
+#define BULK(KT, ST, NT, SPLITS) TILED(bulk, KT, ST, NT, SPLITS)
   // The decode kernel's own shape first: 64-key tiles, 2 stages, 128 threads, 171 splits.
   STAGE(64, 2, 128, 171)
   STAGE(64, 2, 128, 264)
