@@ -61,6 +61,11 @@ public:
     model["max_batch"] = opts.maxBatch;
     model["max_beams"] = opts.maxBeams;
     model["max_length"] = opts.maxLength;
+    if (encode)
+      model["max_source_length"] = opts.sourceLength();
+    else if (opts.maxSourceLength > 0)
+      return fail("--max-source-length / max_source_length is for encoder-decoder models; this model has no "
+                  "encoder (--max-length bounds prompt + generated tokens)");
     model["generation_defaults"] = generationDefaults();
     root["model"] = std::move(model);
     root["max_tokens"] = opts.prefillTokens();
@@ -100,6 +105,7 @@ public:
     }
     if (encode) {
       layout.crossEntries = opts.maxBatch;
+      layout.maxSourceLength = opts.sourceLength();
       if (static_cast<int64_t>(cross.size()) * 2 != static_cast<int64_t>(encode->outputs().size()))
         return fail("@encode's outputs are not one K and one V per cross-attention layer");
       root["cross_cache"] = std::move(cross);

@@ -235,14 +235,14 @@ private:
     // sequence: the value at position p must not depend on the length.
     ProbeSpec spec;
     spec.batch = 1;
-    spec.length = opts_.maxLength;
+    spec.length = opts_.positions();
     spec.padded = false;
     auto full = evaluateWithProbe(m_, f_, v, spec);
     if (!full)
       return fail("evaluating the position-dependent value of " + at + " over " +
-                  std::to_string(opts_.maxLength) + " positions: " +
+                  std::to_string(opts_.positions()) + " positions: " +
                   llvm::toString(full.takeError()));
-    spec.length = std::min<int64_t>(5, opts_.maxLength);
+    spec.length = std::min<int64_t>(5, opts_.positions());
     auto part = evaluateWithProbe(m_, f_, v, spec);
     if (!part)
       return part.takeError();
@@ -252,8 +252,8 @@ private:
         return fail("the value of " + at + " at a position depends on the sequence length; it "
                     "is not a table over positions");
     // The table: [max_length, inner dims...].
-    std::vector<int64_t> tshape = {opts_.maxLength};
-    Shape tdims = {Dim(opts_.maxLength)};
+    std::vector<int64_t> tshape = {opts_.positions()};
+    Shape tdims = {Dim(opts_.positions())};
     for (size_t i = axis + 1; i < t.shape().size(); ++i) {
       tshape.push_back(t.shape()[i]);
       tdims.push_back(Dim(t.shape()[i]));

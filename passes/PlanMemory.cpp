@@ -117,7 +117,7 @@ llvm::Error planMemoryPass(Module &m) {
     else if (f->name() == "decode_step")
       maxSyms = {{"tokens", o.slots()}};
     else if (f->name() == "encode") // sources packed like a prefill
-      maxSyms = {{"src_tokens", std::max(o.prefillTokens(), o.maxLength)}};
+      maxSyms = {{"src_tokens", std::max(o.prefillTokens(), o.sourceLength())}};
     else
       continue;
     if (auto e = planFunction(m, *f, maxSyms, o.activation))

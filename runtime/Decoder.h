@@ -28,7 +28,8 @@ struct ModelInfo {
   bool encoderDecoder = false;
   int64_t maxBatch = 0;  // sequences per batch the plan was sized for
   int64_t maxBeams = 0;  // beams per sequence
-  int64_t maxLength = 0; // prompt + generated tokens per sequence
+  int64_t maxLength = 0; // prompt + generated tokens per sequence (the decoder's)
+  int64_t maxSourceLength = 0; // encoder-decoder: tokens per source (0: none)
   /// The model's generation config as the plan records it (HF names, a JSON
   /// object; null in plans from before it): GenerationConfig::applyDefaults.
   json::Value generationDefaults;

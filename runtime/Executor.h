@@ -41,7 +41,7 @@ inline bool segmentsFit(const std::vector<SourceSegment> &segments, int64_t toke
   int64_t next = 0;
   std::vector<char> used(static_cast<size_t>(kv.crossEntries > 0 ? kv.crossEntries : 0), 0);
   for (const SourceSegment &sg : segments) {
-    if (sg.start != next || sg.len <= 0 || sg.len > kv.maxLength || sg.entry < 0 || sg.entry >= kv.crossEntries ||
+    if (sg.start != next || sg.len <= 0 || sg.len > kv.maxSourceLength || sg.entry < 0 || sg.entry >= kv.crossEntries ||
         used[static_cast<size_t>(sg.entry)])
       return false;
     used[static_cast<size_t>(sg.entry)] = 1;

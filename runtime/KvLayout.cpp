@@ -39,7 +39,7 @@ int64_t KvLayout::selfBytes() const {
 int64_t KvLayout::crossBytes() const {
   int64_t n = 0;
   for (const CrossCacheLayer &L : crossLayers)
-    n = addChecked(n, product({2, crossEntries, L.kvHeads, maxLength, L.headDim,
+    n = addChecked(n, product({2, crossEntries, L.kvHeads, maxSourceLength, L.headDim,
                                static_cast<int64_t>(dtypeSize(dtype))}));
   return n;
 }
@@ -75,7 +75,7 @@ Status KvLayout::verify() const {
       return Status::error("KV cache: layer " + std::to_string(l) + " has a bad shape");
   }
   for (size_t l = 0; l < crossLayers.size(); ++l)
-    if (crossLayers[l].kvHeads <= 0 || crossLayers[l].headDim <= 0 || crossEntries <= 0)
+    if (crossLayers[l].kvHeads <= 0 || crossLayers[l].headDim <= 0 || crossEntries <= 0 || maxSourceLength <= 0)
       return Status::error("cross-attention cache: layer " + std::to_string(l) + " has a bad shape");
   if (selfBytes() < 0 || crossBytes() < 0 || addChecked(selfBytes(), crossBytes()) < 0)
     return Status::error("KV cache: its size overflows 64-bit arithmetic");

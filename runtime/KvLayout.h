@@ -17,7 +17,7 @@
 // N); a rolling window is not sharded (its rows wrap by position).
 //
 // Cross-attention (encoder-decoder), per layer: K and V, each [entries,
-// kv_heads, max_length, head_dim]. An entry holds one encoded source; every
+// kv_heads, max_source_length, head_dim]. An entry holds one encoded source; every
 // beam of a batch item reads its item's entry (FastSeq: never one copy per
 // beam), so there are max_batch entries whatever max_beams is.
 #pragma once
@@ -42,7 +42,8 @@ struct CrossCacheLayer {
 struct KvLayout {
   DType dtype = DType::F32;
   int64_t slots = 0;           // max_batch * max_beams
-  int64_t maxLength = 0;       // positions per sequence
+  int64_t maxLength = 0;       // positions per sequence (the decoder's)
+  int64_t maxSourceLength = 0; // encoder-decoder: tokens per source
   std::vector<KvCacheLayer> layers;
   int64_t shards = 1;          // tree attention: the self cache is one of `shards`
   int64_t crossEntries = 0;    // max_batch (encoder-decoder only)
@@ -96,11 +97,11 @@ struct KvLayout {
   }
   int64_t crossLayerElements(size_t l) const {
     const CrossCacheLayer &L = crossLayers[l];
-    return crossEntries * L.kvHeads * maxLength * L.headDim;
+    return crossEntries * L.kvHeads * maxSourceLength * L.headDim;
   }
   int64_t crossOffset(size_t l, int64_t entry, int64_t head, int64_t position) const {
     const CrossCacheLayer &L = crossLayers[l];
-    return ((entry * L.kvHeads + head) * maxLength + position) * L.headDim;
+    return ((entry * L.kvHeads + head) * maxSourceLength + position) * L.headDim;
   }
 
   /// Bytes of K and V of every self-attention / cross-attention layer.

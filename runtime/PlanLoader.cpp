@@ -212,6 +212,11 @@ private:
       if (!(s = need(root, "cross_cache", cross, json::Value::Kind::Array)))
         return s;
       layout.crossEntries = mi.maxBatch;
+      // Plans from before it bound sources by max_length.
+      mi.maxSourceLength = mi.maxLength;
+      if (model->find("max_source_length") && !(s = needInt(*model, "max_source_length", mi.maxSourceLength, 1)))
+        return s;
+      layout.maxSourceLength = mi.maxSourceLength;
       for (const auto &l : cross->items()) {
         CrossCacheLayer layer;
         if (!(s = needInt(l, "kv_heads", layer.kvHeads, 1)) ||

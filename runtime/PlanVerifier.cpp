@@ -77,8 +77,9 @@ private:
   std::string limits() const {
     const ModelInfo &m = plan_.model;
     const KvLayout &kv = plan_.kv;
-    if (m.vocabSize > kMaxVocab || kv.slots > kMaxSlots || m.maxLength > kMaxLength || plan_.maxTokens > kMaxSymbol)
-      return "vocab_size, max_batch * max_beams, max_length or max_tokens beyond this runtime's bounds (" +
+    if (m.vocabSize > kMaxVocab || kv.slots > kMaxSlots || m.maxLength > kMaxLength || m.maxSourceLength > kMaxLength ||
+        plan_.maxTokens > kMaxSymbol)
+      return "vocab_size, max_batch * max_beams, max_length (and max_source_length) or max_tokens beyond this runtime's bounds (" +
              std::to_string(kMaxVocab) + ", " + std::to_string(kMaxSlots) + ", " + std::to_string(kMaxLength) + ", " +
              std::to_string(kMaxSymbol) + ")";
     if (static_cast<int64_t>(kv.layers.size()) > kMaxLayers || static_cast<int64_t>(kv.crossLayers.size()) > kMaxLayers)

@@ -40,9 +40,12 @@ std::string Session::kvReport() const {
     return line + "; the device's memory is not known here";
   const int64_t largest = offered > fixed ? (offered - fixed) / perItem : 0;
   const int64_t largestUnshared = offered > fixed ? (offered - fixed) / std::max<int64_t>(1, unshared / batch) : 0;
-  return line + "; this device holds " + std::to_string(largest) + " sequences of " + std::to_string(kv.maxLength) +
-         " positions with " + std::to_string(beams) + " beams (" + std::to_string(largestUnshared) +
-         " without sharing)";
+  const std::string length = kv.crossLayers.empty()
+                                 ? std::to_string(kv.maxLength) + " positions"
+                                 : std::to_string(kv.maxSourceLength) + " source and " + std::to_string(kv.maxLength) +
+                                       " decoder positions";
+  return line + "; this device holds " + std::to_string(largest) + " sequences of " + length + " with " +
+         std::to_string(beams) + " beams (" + std::to_string(largestUnshared) + " without sharing)";
 }
 
 int64_t Session::slotLength(int32_t slot) const {
@@ -78,9 +81,10 @@ Status Session::encodeSources(const std::vector<std::vector<int64_t>> &sources,
     const int64_t S = static_cast<int64_t>(src.size());
     if (S == 0)
       return Status::error("encode: the source is empty");
-    if (S > mi.maxLength)
+    if (S > mi.maxSourceLength)
       return Status::error("encode: the source has " + std::to_string(S) +
-                           " tokens, more than the plan's maximum length " + std::to_string(mi.maxLength));
+                           " tokens, more than the plan's maximum source length " +
+                           std::to_string(mi.maxSourceLength));
     for (int64_t t : src)
       if (t < 0 || t >= mi.vocabSize)
         return Status::error("encode: token id " + std::to_string(t) + " is outside the vocabulary [0, " +
@@ -107,7 +111,7 @@ Status Session::encodeSources(const std::vector<std::vector<int64_t>> &sources,
   }
 
   const Program *prog = plan_->program("encode");
-  int64_t cap = mi.maxLength;
+  int64_t cap = mi.maxSourceLength;
   if (prog)
     if (auto it = prog->maxSymbols.find("src_tokens"); it != prog->maxSymbols.end())
       cap = std::max(cap, it->second);

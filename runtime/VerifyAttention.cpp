@@ -81,7 +81,8 @@ std::string extrasRule(const OpSite &s, const Heads &h, const Dim &T, size_t nex
     // Every position a sequence reaches must have its row in the tables.
     if (cos.storage != Storage::Weight || sin.storage != Storage::Weight || !isFloat(cos.dtype) ||
         !isFloat(sin.dtype) || cos.shape.size() != 2 || cos.shape != sin.shape || cos.shape[1] != Dim(R) ||
-        !cos.shape[0].isConstant() || cos.shape[0].constant() < s.plan.model.maxLength)
+        !cos.shape[0].isConstant() ||
+        cos.shape[0].constant() < (s.prog.name == "encode" ? s.plan.model.maxSourceLength : s.plan.model.maxLength))
       return "its cos and sin tables must be float weights [max_length or more, rotary_dim]";
     next += 3;
   }

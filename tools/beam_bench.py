@@ -50,8 +50,7 @@ WORKLOADS = {
                          "--set", "decoder_layers=12", "--set", "encoder_attention_heads=16",
                          "--set", "decoder_attention_heads=16", "--set", "encoder_ffn_dim=4096",
                          "--set", "decoder_ffn_dim=4096", "--set", "vocab_size=50265",
-                         "--set", "max_position_embeddings=1024"], seq2seq=True, batch=32, source=1024,
-                 max_length=1024),  # learned positions: the source's 1024 bound the plan
+                         "--set", "max_position_embeddings=1024"], seq2seq=True, batch=32, source=1024),
 }
 BEAMS, NGRAM, NEW = 4, 3, 64
 
@@ -79,10 +78,13 @@ def onnx_input(d):
 
 
 def compile_plan(bindir, env, d, w, batch, plan, what):
-    """The workload's f16 plan for `batch` items of BEAMS beams; the run or None."""
+    """The workload's f16 plan for `batch` items of BEAMS beams; the run or None.
+    An encoder-decoder's sources bound the cross cache, the decoder's start
+    token and NEW tokens the beams' own caches (HF's max_length)."""
+    lengths = (["--max-source-length", str(w["source"]), "--max-length", str(NEW + 1)] if w["seq2seq"]
+               else ["--max-length", str(w["source"] + NEW + 1)])
     return run([os.path.join(bindir, "genc"), "compile", onnx_input(d), "-o", plan, "--dtype", "f16",
-                "--max-batch", str(batch), "--max-beams", str(BEAMS),
-                "--max-length", str(w.get("max_length", w["source"] + NEW + 1))], env, what)
+                "--max-batch", str(batch), "--max-beams", str(BEAMS), *lengths], env, what)
 
 
 def genrun_beams(bindir, plan, prompts, new=NEW):

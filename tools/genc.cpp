@@ -74,6 +74,11 @@ static cl::opt<int64_t> MaxLength("max-length",
                                   cl::desc("Prompt + generated tokens per sequence (default: the "
                                            "model's maximum positions, at most 2048)"),
                                   cl::init(0), cl::sub(CompileCmd), cl::cat(GencCat));
+static cl::opt<int64_t> MaxSourceLength("max-source-length",
+                                        cl::desc("Encoder-decoder: tokens per source; --max-length then counts the "
+                                                 "decoder's tokens, as Hugging Face's max_length does (default: "
+                                                 "--max-length)"),
+                                        cl::init(0), cl::sub(CompileCmd), cl::cat(GencCat));
 static cl::opt<int64_t> MaxTokens("max-tokens",
                                   cl::desc("Prompt tokens per prefill step; longer prompt batches are prefilled in chunks "
                                            "(default: max-batch x max-length, at most 2048)"),
@@ -301,6 +306,7 @@ static CompileProfile flagsProfile() {
   count(MaxBeams, p.maxBeams);
   count(MaxLength, p.maxLength);
   count(MaxTokens, p.maxTokens);
+  count(MaxSourceLength, p.maxSourceLength);
   if (StorageDType.getNumOccurrences()) {
     if (std::string why = checkDType(StorageDType); !why.empty())
       fail("--dtype " + why);

@@ -40,10 +40,8 @@ def main():
         if not beam_bench.export(root, d, w["export"]):
             continue
         plan = os.path.join(work, name + ".plan")
-        if not os.path.exists(plan) and not beam_bench.run(
-                [os.path.join(bindir, "genc"), "compile", beam_bench.onnx_input(d), "-o", plan, "--dtype", "f16",
-                 "--max-batch", str(w["batch"]), "--max-beams", str(beam_bench.BEAMS), "--max-length",
-                 str(w.get("max_length", w["source"] + beam_bench.NEW + 1))], env, f"genc {name}"):
+        if not os.path.exists(plan) and not beam_bench.compile_plan(bindir, env, d, w, w["batch"], plan,
+                                                                     f"genc {name}"):
             continue
         cfg = json.load(open(os.path.join(d, "config.json")))
         prompts = os.path.join(work, name + ".jsonl")

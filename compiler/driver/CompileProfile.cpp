@@ -21,6 +21,7 @@ void CompileProfile::overrideWith(const CompileProfile &o) {
   take(maxBeams, o.maxBeams);
   take(maxLength, o.maxLength);
   take(maxTokens, o.maxTokens);
+  take(maxSourceLength, o.maxSourceLength);
   take(dtype, o.dtype);
   take(gpuArchs, o.gpuArchs);
   take(passes, o.passes);
@@ -114,6 +115,7 @@ void applyProfile(const CompileProfile &p, Module &m) {
   o.maxBeams = *p.maxBeams;
   o.maxLength = *p.maxLength;
   o.maxTokens = *p.maxTokens;
+  o.maxSourceLength = p.maxSourceLength.value_or(0);
   o.activation = *parseDType(*p.dtype); // checked when the profile was resolved
   setPlanOptions(m, o);
   // Only values that differ from config.json's: the IR keeps the config's text.

@@ -26,7 +26,7 @@ struct GenerationDefaults {
 };
 
 struct CompileProfile {
-  std::optional<int64_t> maxBatch, maxBeams, maxLength, maxTokens;
+  std::optional<int64_t> maxBatch, maxBeams, maxLength, maxSourceLength, maxTokens;
   std::optional<std::string> dtype;                   // f32, f16, bf16
   std::optional<std::vector<std::string>> gpuArchs;   // [] = no GPU kernels
   std::optional<std::vector<std::string>> passes;     // [] = none

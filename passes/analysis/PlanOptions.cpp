@@ -15,6 +15,7 @@ PlanOptions planOptions(const Module &m) {
   o.maxBeams = get(m, "plan.max_beams", o.maxBeams);
   o.maxLength = get(m, "plan.max_length", o.maxLength);
   o.maxTokens = get(m, "plan.max_tokens", o.maxTokens);
+  o.maxSourceLength = get(m, "plan.max_source_length", o.maxSourceLength);
   if (auto it = m.metadata().find("plan.dtype"); it != m.metadata().end())
     if (auto dt = parseDType(it->second))
       o.activation = *dt;
@@ -26,6 +27,8 @@ void setPlanOptions(Module &m, const PlanOptions &o) {
   m.metadata()["plan.max_beams"] = std::to_string(o.maxBeams);
   m.metadata()["plan.max_length"] = std::to_string(o.maxLength);
   m.metadata()["plan.max_tokens"] = std::to_string(o.maxTokens);
+  if (o.maxSourceLength > 0)
+    m.metadata()["plan.max_source_length"] = std::to_string(o.maxSourceLength);
   m.metadata()["plan.dtype"] = dtypeName(o.activation);
 }
 

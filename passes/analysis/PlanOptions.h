@@ -10,10 +10,17 @@ namespace genc {
 struct PlanOptions {
   int64_t maxBatch = 8;    // sequences generated together
   int64_t maxBeams = 4;    // beams per sequence
-  int64_t maxLength = 256; // prompt + new tokens per sequence
+  int64_t maxLength = 256; // prompt + new tokens per sequence (the decoder's, encoder-decoder)
+  int64_t maxSourceLength = 0; // encoder-decoder: tokens per source (0: maxLength)
   int64_t maxTokens = 0;   // tokens per prefill forward (0: maxBatch * maxLength, at most 2048)
   DType activation = DType::F32; // storage of weights and float activations (--dtype)
   int64_t slots() const { return maxBatch * maxBeams; }
+  // A source is encoded once per batch item while the decoder's cache is
+  // one per beam: HF's max_length counts decoder tokens, and a summary of
+  // 64 tokens from 1024 must not size 4 beams' caches for 1024.
+  int64_t sourceLength() const { return maxSourceLength > 0 ? maxSourceLength : maxLength; }
+  // Every position either side reaches: what position tables cover.
+  int64_t positions() const { return std::max(maxLength, sourceLength()); }
   // A chunk of 2048 tokens keeps the GEMMs efficient; sizing the prefill
   // arena for every sequence at full length would cost gigabytes for real
   // widths (Llama d=2048: 1.2 GB at 16384 tokens).

@@ -390,7 +390,7 @@ Status crossAttention(const HostKvCache &cache, const AttrMap &attrs, const std:
   for (int64_t t = 0; t < T; ++t) {
     int64_t e = ctx.crossEntryOfToken[t];
     if (e < 0 || e >= static_cast<int64_t>(ctx.crossLengths.size()) || ctx.crossLengths[e] <= 0 ||
-        ctx.crossLengths[e] > layout.maxLength)
+        ctx.crossLengths[e] > layout.maxSourceLength)
       return Status::error("cross_attention: a token's sequence has no encoded source");
   }
   parallel(pool, T * H, [&](int64_t begin, int64_t end) {

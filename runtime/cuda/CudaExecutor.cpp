@@ -824,7 +824,7 @@ private:
           c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
           c.dstDevice = ctx_.cross + (kv.crossLayerBase(l) + (i ? kv.crossLayerElements(l) : 0) +
                                       kv.crossOffset(l, sg.entry, 0, 0)) * es;
-          c.dstPitch = static_cast<size_t>(kv.maxLength * L.headDim * es);
+          c.dstPitch = static_cast<size_t>(kv.maxSourceLength * L.headDim * es);
           c.WidthInBytes = static_cast<size_t>(sg.len * L.headDim * es);
           c.Height = static_cast<size_t>(L.kvHeads);
           if (Status s = dev_.check(dev_.api->cuMemcpy2DAsync(&c, stream_), "storing the encoded source"); !s)

@@ -450,7 +450,7 @@ Status attentionStep(const OpInfo &op, const ValueMap &vm, const KernelModule &m
       return Status::error("names a cross-attention layer the plan does not have");
     p.cacheK = vm.ctx.cross + kv.crossLayerBase(layer) * es;
     p.cacheV = p.cacheK + kv.crossLayerElements(layer) * es;
-    p.capacity = kv.maxLength;
+    p.capacity = kv.maxSourceLength;
   } else {
     if (layer < 0 || layer >= static_cast<int64_t>(kv.layers.size()))
       return Status::error("names a KV-cache layer the plan does not have");

@@ -36,10 +36,10 @@ Status validatePrompt(const Prompt &p, const ModelInfo &info, const GenerationCo
   }
   // The decoder's cache holds the unmasked prompt (or, for an encoder-decoder,
   // the decoder start token) plus every generated token.
-  if (info.encoderDecoder && info.maxLength > 0 && seen > info.maxLength)
+  if (info.encoderDecoder && info.maxSourceLength > 0 && seen > info.maxSourceLength)
     return Status::error("field \"input_ids\": the source has " + std::to_string(seen) +
-                         " tokens, more than the plan's maximum length " +
-                         std::to_string(info.maxLength));
+                         " tokens, more than the plan's maximum source length " +
+                         std::to_string(info.maxSourceLength));
   int64_t decoderPromptLen = info.encoderDecoder ? 1 : seen;
   // Compared without adding: --max-new-tokens may be near INT64_MAX.
   if (info.maxLength > 0 && (decoderPromptLen > info.maxLength || cfg.maxNewTokens > info.maxLength - decoderPromptLen))
