@@ -201,7 +201,7 @@ def main():
         dev = torch.cuda.get_device_name()
     bw = copy_bandwidth(torch, args.device)
     rows = []
-    header = ("| model | batch | genrun TTFT ms | genrun ms/token | genrun with GEMV kernels | HF eager TTFT ms "
+    header = ("| model | batch | genrun TTFT ms | genrun ms/token | genrun, cuBLASLt only | HF eager TTFT ms "
               "| HF eager ms/token | HF forward loop ms/token "
               "| HF static+compile ms/token | floor ms/token | floor / genrun | HF eager / genrun "
               "| HF compile / genrun |")
@@ -265,8 +265,8 @@ def main():
             gr = genrun({})
             if gr is None:
                 continue
-            # The same plan with the GEMV kernels for <= 8 rows (opt-in): what they gain or lose.
-            nogemv = None if cpu else genrun({"GENC_CUDA_GEMV": "1"})
+            # The same plan with cuBLASLt for the products of <= 8 rows too (the GEMV kernels off).
+            nogemv = None if cpu else genrun({"GENC_CUDA_GEMV": "0"})
             hf_ms, hf_ttft = hf_decode(torch, model, ids if cpu else ids.cuda(), args.new)
             loop_ms = hf_loop(torch, model, ids if cpu else ids.cuda(), args.new)
             comp_ms = None

@@ -17,10 +17,10 @@ python3 -c "import json,random; random.seed(1); print(json.dumps({'input_ids':[r
 # garbage, timing real) against the whole step.
 printf '%-34s %s\n' "decode step (graphs on)" "ms/token"
 # The launch and GEMM choices too: programmatic dependent launch off
-# (GENC_CUDA_PDL=0), the GEMV kernels for few rows on (GENC_CUDA_GEMV=1).
-for v in "" "GENC_CUDA_GEMV=1" "GENC_CUDA_PDL=0" "GENC_CUDA_PDL=0 GENC_CUDA_GEMV=1" "GENC_CUDA_SKIP=gemm" \
+# (GENC_CUDA_PDL=0), the GEMV kernels for few rows off (GENC_CUDA_GEMV=0; on by default on sm_90).
+for v in "" "GENC_CUDA_GEMV=0" "GENC_CUDA_PDL=0" "GENC_CUDA_PDL=0 GENC_CUDA_GEMV=0" "GENC_CUDA_SKIP=gemm" \
          "GENC_CUDA_SKIP=attention" "GENC_CUDA_SKIP=fused" "GENC_CUDA_SKIP=attention,fused,copy" \
-         "GENC_CUDA_GEMV=1 GENC_CUDA_SKIP=attention,fused,copy" "GENC_CUDA_SKIP=gemm,attention,fused,copy"; do
+         "GENC_CUDA_GEMV=0 GENC_CUDA_SKIP=attention,fused,copy" "GENC_CUDA_SKIP=gemm,attention,fused,copy"; do
   ms=$(env $v timeout 60 "$BIN/genrun" "$W/m.plan" --device cuda --input "$W/p.jsonl" --max-new-tokens 64 --stats \
     --output /dev/null 2>&1 | sed -n 's/.*decode \([0-9.]*\) ms\/token.*/\1/p')
   printf '%-34s %s\n' "${v:-all steps}" "$ms"

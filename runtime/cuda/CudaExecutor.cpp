@@ -105,12 +105,13 @@ public:
       if (Status s = dev_.check(dev_.api->cuMemsetD8(mem_.at(t), 0, static_cast<size_t>(mem_.bytes(t))), "zeroing tickets");
           !s)
         return s;
-    // The GEMV kernels are opt-in (GENC_CUDA_GEMV=1): on an H100 a whole
-    // decode step of the 1.1B Llama was 4.7% slower with them than with
-    // cuBLASLt alone (docs/performance.md), though events around each call
-    // timed them faster.
+    // The GEMV kernels for products of <= 8 rows on sm_90 and newer, where
+    // they start before the kernel ahead of them ends (dependent launch):
+    // the 1.1B Llama's batch-1 step 1.377 -> 1.313 ms on an H100 (session
+    // 10, docs/performance.md); before dependent launch they lost 4.7%.
+    // GENC_CUDA_GEMV=0 / =1 forces cuBLASLt / the GEMVs.
     const char *gv = std::getenv("GENC_CUDA_GEMV");
-    ctx_.gemv = gv && std::string(gv) == "1";
+    ctx_.gemv = gv && *gv ? std::string(gv) == "1" : dev_.major >= 9;
     ctx_.weightTransposed.assign(plan_->weights.size(), 0);
     if (ctx_.gemv)
       chooseTransposedWeights();
