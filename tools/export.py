@@ -110,7 +110,8 @@ def export(fn, inputs, names, outputs, axes, path, args, torch):
                           dynamic_axes=axes, opset_version=17, dynamo=False)
 
 
-def main():
+def parser():
+    """The command line; other tools rebuild an export's model from the same arguments (load_model)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("--model", help="a local Hugging Face model folder (or a cached hub name)")
@@ -133,7 +134,11 @@ def main():
                     help="with --golden: also greedy and beam search under the generation-config "
                          "logits processors (suppress, begin-suppress, min_length, forced eos, "
                          "exponential decay)")
-    args = ap.parse_args()
+    return ap
+
+
+def main():
+    args = parser().parse_args()
 
     try:
         import torch
