@@ -25,9 +25,11 @@ void Session::resetSlot(int32_t slot) {
 
 // The caches as shared (each source's cross-attention K/V once per batch
 // item; the self-attention cache is still one per beam), as they would be
-// with a copy per beam, and how
-// many batch items of the plan's max length the device holds: its memory
-// less what does not grow with the batch, over one item's caches.
+// with a copy per beam, and how many batch items of the plan's lengths the
+// device holds: its memory less the weights, over one item's share of
+// everything else. Not just the caches: the executors' per-row buffers
+// (beam reorder scratch, token work) grow with the batch too — counting
+// them as fixed promised BART-large 291 items where 261 ran (H100).
 std::string Session::kvReport() const {
   const KvLayout &kv = plan_->kv;
   const int64_t beams = std::max<int64_t>(1, plan_->model.maxBeams);
@@ -35,11 +37,12 @@ std::string Session::kvReport() const {
   const int64_t shared = kv.selfBytes() + kv.crossBytes(), unshared = kv.selfBytes() + kv.crossBytes() * beams;
   std::string line = "kv cache " + std::to_string(shared) + " bytes (" + std::to_string(unshared) +
                      " without sharing: each beam its own cross-attention K/V)";
-  const int64_t offered = exec_->deviceBytes(), fixed = exec_->memoryBytes() - shared, perItem = shared / batch;
+  const int64_t offered = exec_->deviceBytes(), fixed = plan_->weightBytes();
+  const int64_t perItem = (exec_->memoryBytes() - fixed) / batch, perItemUnshared = perItem + (unshared - shared) / batch;
   if (offered <= 0 || perItem <= 0 || fixed < 0)
     return line + "; the device's memory is not known here";
   const int64_t largest = offered > fixed ? (offered - fixed) / perItem : 0;
-  const int64_t largestUnshared = offered > fixed ? (offered - fixed) / std::max<int64_t>(1, unshared / batch) : 0;
+  const int64_t largestUnshared = offered > fixed ? (offered - fixed) / perItemUnshared : 0;
   const std::string length = kv.crossLayers.empty()
                                  ? std::to_string(kv.maxLength) + " positions"
                                  : std::to_string(kv.maxSourceLength) + " source and " + std::to_string(kv.maxLength) +

@@ -99,7 +99,13 @@ class Generator:
 
     @property
     def max_length(self) -> int:
+        """Prompt + new tokens a sequence holds (an encoder-decoder's: the decoder's, as HF counts)."""
         return self._g.max_length
+
+    @property
+    def max_source_length(self) -> Optional[int]:
+        """An encoder-decoder's longest source (genc compile --max-source-length); None for a decoder-only plan."""
+        return self._g.max_source_length or None
 
     def encode(self, text: Union[str, bytes], add_special_tokens: bool = True) -> List[int]:
         """HF: tokenizer(text).input_ids, with the tokenizer the plan carries."""

@@ -151,3 +151,20 @@ def test_stop_strings_end_rows_early(gen):
         assert len(s.ids) < len(p.ids) and p.ids[:len(s.ids)] == s.ids
         assert "cations" in s.text or "ngorr" in s.text
     assert gen.generate(PROMPTS, max_new_tokens=12, stop_strings="cations")[0].ids == stopped[0].ids
+
+
+def test_source_length_apart_from_the_decoder(workdir, gen):
+    """An encoder-decoder's sources bounded by max_source_length; max_length
+    counts the decoder's tokens (HF's max_length), and generate() holds to
+    each bound with its own error."""
+    plan = genc.compile(os.path.join(SRC, "tests", "fixtures", "bart"), os.path.join(workdir, "bart-src.plan"),
+                        max_batch=2, max_beams=2, max_length=8, max_source_length=40, progress=False)
+    g = genc.Generator(plan, device="cpu")
+    assert (g.max_source_length, g.max_length, gen.max_source_length) == (40, 8, None)
+    r = g.generate([5] * 39 + [2], max_new_tokens=7, num_beams=2, eos_token_id=[])
+    assert len(r[0].sequences[0].ids) == 7
+    with pytest.raises(ValueError, match="the source has 41 tokens, more than the plan's maximum source length 40"):
+        g.generate([5] * 40 + [2], max_new_tokens=2)
+    with pytest.raises(ValueError, match="exceeds the plan's maximum length 8"):
+        g.generate([5, 2], max_new_tokens=8)
+    g.close()

@@ -35,11 +35,14 @@ TEST(KvLayout, WindowedLayersKeepARollingBuffer) {
 
 TEST(KvLayout, CrossEntriesBelongToBatchItems) {
   KvLayout l = layout(DType::F32, 8, 10);
+  l.maxSourceLength = 12; // a source's rows, apart from the decoder's 10
   l.crossEntries = 2;
   l.crossLayers.push_back({4, 16});
-  EXPECT_EQ(l.crossOffset(0, 1, 3, 9), ((1 * 4 + 3) * 10 + 9) * 16);
-  EXPECT_EQ(l.crossBytes(), 2 * 2 * 4 * 10 * 16 * 4);
+  EXPECT_EQ(l.crossOffset(0, 1, 3, 9), ((1 * 4 + 3) * 12 + 9) * 16);
+  EXPECT_EQ(l.crossBytes(), 2 * 2 * 4 * 12 * 16 * 4);
   EXPECT_TRUE(l.verify());
+  l.maxSourceLength = 0; // cross layers with no source length
+  EXPECT_FALSE(l.verify());
 }
 
 TEST(KvLayout, RefusesOverflowingAndMalformedSizes) {

@@ -52,6 +52,9 @@ std::shared_ptr<Plan> makePlan(bool encoderDecoder, int64_t maxTokens) {
   p->kv.maxLength = 16;
   p->kv.addLayer(1, 8, 0);
   if (encoderDecoder) {
+    // Sources bounded apart from the decoder's 16 positions.
+    p->model.maxSourceLength = 12;
+    p->kv.maxSourceLength = 12;
     p->kv.crossEntries = 2;
     p->kv.crossLayers.push_back({1, 8});
   }
@@ -240,12 +243,20 @@ TEST(Session, EncodeSourcesRefusesBeforeRunningAny) {
   EXPECT_FALSE(s);
   EXPECT_NE(s.message().find("outside the vocabulary"), std::string::npos);
   EXPECT_FALSE(f.session->encodeSources({{1}}, {{0}, {1}}));
+  // A source past the plan's source length (12), though within its
+  // decoder's (16) and its src_tokens (16).
+  s = f.session->encodeSources({{1}, std::vector<int64_t>(13, 1)}, {{0}, {1}});
+  EXPECT_FALSE(s);
+  EXPECT_NE(s.message().find("the source has 13 tokens, more than the plan's maximum source length 12"),
+            std::string::npos);
   EXPECT_TRUE(f.exec->encodes.empty());
+  EXPECT_TRUE(f.session->encodeSources({std::vector<int64_t>(12, 1)}, {{0}}));
 }
 
 TEST(Session, SegmentsFitRefusesOverlapsGapsAndSharedEntries) {
   KvLayout kv;
-  kv.maxLength = 8;
+  kv.maxLength = 4; // the decoder's: not what bounds a source
+  kv.maxSourceLength = 8;
   kv.crossEntries = 3;
   EXPECT_TRUE(segmentsFit({{0, 3, 0}, {3, 5, 2}}, 8, kv));
   EXPECT_FALSE(segmentsFit({{0, 3, 0}, {3, 5, 0}}, 8, kv)); // one entry twice
