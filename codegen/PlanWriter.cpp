@@ -63,9 +63,6 @@ public:
     model["max_length"] = opts.maxLength;
     if (encode)
       model["max_source_length"] = opts.sourceLength();
-    else if (opts.maxSourceLength > 0)
-      return fail("--max-source-length / max_source_length is for encoder-decoder models; this model has no "
-                  "encoder (--max-length bounds prompt + generated tokens)");
     model["generation_defaults"] = generationDefaults();
     root["model"] = std::move(model);
     root["max_tokens"] = opts.prefillTokens();

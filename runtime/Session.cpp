@@ -39,7 +39,7 @@ std::string Session::kvReport() const {
                      " without sharing: each beam its own cross-attention K/V)";
   const int64_t offered = exec_->deviceBytes(), fixed = plan_->weightBytes();
   const int64_t perItem = (exec_->memoryBytes() - fixed) / batch, perItemUnshared = perItem + (unshared - shared) / batch;
-  if (offered <= 0 || perItem <= 0 || fixed < 0)
+  if (offered <= 0 || perItem <= 0)
     return line + "; the device's memory is not known here";
   const int64_t largest = offered > fixed ? (offered - fixed) / perItem : 0;
   const int64_t largestUnshared = offered > fixed ? (offered - fixed) / perItemUnshared : 0;

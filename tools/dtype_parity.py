@@ -18,15 +18,17 @@ the GPU against the same CPU tokens: how often the peer itself agrees.
 Prints one table; exits 1 when a row misses its bar.
 """
 import argparse
+import copy
 import json
 import os
 import random
-import subprocess
 import sys
 import tarfile
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import beam_bench  # noqa: E402  (run, export, onnx_input)
+import bench  # noqa: E402  (log)
 import export as exporter  # noqa: E402  (its parser and model builder)
 
 MODELS = {
@@ -52,27 +54,35 @@ ROWS = {
 ROUNDOFF = {"f16": 2.0 ** -11, "bf16": 2.0 ** -8}
 
 
-def log(*a):
-    print(*a, file=sys.stderr, flush=True)
-
-
-def run(cmd, env):
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    if r.returncode:
-        log(f"failed: {' '.join(cmd)}\n{r.stderr[-2000:]}")
-        return None
-    return r
-
-
 def sequences(path):
     return [json.loads(line)["sequences"][0]["output_ids"] for line in open(path)]
 
 
-def margins(model_args, prompts, cpu, gpu, torch, transformers):
+def generated(seq, prompt):
+    """The generated part of a genrun output row (decoder-only rows may carry the prompt)."""
+    return seq[len(prompt):] if seq[:len(prompt)] == prompt and len(seq) > len(prompt) else seq
+
+
+def tolerance(dtype, top):
+    """The dtype's rounding at a logit of size |top|: 16 u max(1, |top|)."""
+    return 16 * ROUNDOFF[dtype] * max(1.0, top)
+
+
+def hf_model(name, torch, transformers, cache={}):
+    """Hugging Face's f32 model of an export (the same seed and scale rebuild its weights), once per model."""
+    if name not in cache:
+        args = exporter.parser().parse_args([*MODELS[name], "--seed", "3", "--scale", "2", "--out", os.devnull])
+        model, _, seq2seq = exporter.load_model(args, torch, transformers)
+        model.config.use_cache = True
+        cache[name] = (model.eval(), seq2seq)
+    return cache[name]
+
+
+def margins(name, prompts, cpu, gpu, torch, transformers):
     """Each greedy divergence: (row, step, f32 top-2 margin, |top logit|, HF's top == the CPU's token)."""
-    args = exporter.parser().parse_args([*model_args, "--seed", "3", "--scale", "2", "--out", "/dev/null"])
-    model, _, _ = exporter.load_model(args, torch, transformers)
-    model = (model.cuda() if torch.cuda.is_available() else model).eval()
+    model = hf_model(name, torch, transformers)[0]
+    if torch.cuda.is_available():
+        model = model.cuda()
     out = []
     for i, (p, a, b) in enumerate(zip(prompts, cpu, gpu)):
         if a == b:
@@ -90,24 +100,20 @@ def margins(model_args, prompts, cpu, gpu, torch, transformers):
     return out
 
 
-def generated(seq, prompt):
-    """The generated part of a genrun output row (decoder-only rows may carry the prompt)."""
-    return seq[len(prompt):] if seq[:len(prompt)] == prompt and len(seq) > len(prompt) else seq
-
-
-def hf_sequences(model_args, prompts, new, beams, dtype, torch, transformers):
+def hf_sequences(name, prompts, new, beams, dtype, torch, transformers):
     """Hugging Face generate() in the same 16-bit dtype, one prompt at a time: the peer's own agreement
     with f32 (random weights put many top-2 margins within 16-bit rounding)."""
-    args = exporter.parser().parse_args([*model_args, "--seed", "3", "--scale", "2", "--out", "/dev/null"])
-    model, cfg, seq2seq = exporter.load_model(args, torch, transformers)
-    model.config.use_cache = True
-    model = model.to(torch.float16 if dtype == "f16" else torch.bfloat16).cuda().eval()
+    f32, seq2seq = hf_model(name, torch, transformers)
+    model = copy.deepcopy(f32).to(torch.float16 if dtype == "f16" else torch.bfloat16)
+    if torch.cuda.is_available():
+        model = model.cuda()
     out = []
     for p in prompts:
-        x = torch.tensor([p], device="cuda")
+        x = torch.tensor([p], device=model.device)
         y = model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=new, num_beams=beams,
                            do_sample=False)[0].tolist()
         out.append(y[1:] if seq2seq else y[len(p):])
+    del model
     return out
 
 
@@ -137,13 +143,10 @@ def main():
     for row in [r for r in args.rows.split(",") if r]:
         name, dtype, beams, bar = ROWS[row]
         d = os.path.join(work, name)
-        if not os.path.exists(os.path.join(d, "config.json")) and not run(
-                [sys.executable, os.path.join(root, "tools", "export.py"), *MODELS[name], "--seed", "3",
-                 "--scale", "2", "--no-check", "--out", d], env):
+        if not beam_bench.export(root, d, [*MODELS[name], "--scale", "2"]):
             table.append(f"| {row} | export failed | | | | | FAIL |")
             ok = False
             continue
-        src = d if os.path.exists(os.path.join(d, "encoder.onnx")) else os.path.join(d, "model.onnx")
         vocab = json.load(open(os.path.join(d, "config.json")))["vocab_size"]
         rng = random.Random(7)
         prompts = [[rng.randrange(3, vocab) for _ in range(rng.randint(8, 48))] for _ in range(args.prompts)]
@@ -154,16 +157,16 @@ def main():
         outs = {}
         for dev, dt in (("cpu", "f32"), (args.device, dtype)):
             plan = os.path.join(work, f"{name}-{dt}-b{beams}.plan")
-            if not os.path.exists(plan) and not run(
-                    [genc, "compile", src, "-o", plan, "--dtype", dt, "--max-batch", "16", "--max-beams", str(beams),
+            if not os.path.exists(plan) and not beam_bench.run(
+                    [genc, "compile", beam_bench.onnx_input(d), "-o", plan, "--dtype", dt, "--max-batch", "16", "--max-beams", str(beams),
                      "--max-length", str(args.new + 1 if name == "bart" else 48 + args.new),
                      *(["--max-source-length", "48"] if name == "bart" else []),
-                     *(["--gpu-arch="] if dev == "cpu" else [])], env):
+                     *(["--gpu-arch="] if dev == "cpu" else [])], env, f"genc {name} {dt}"):
                 outs = None
                 break
             o = os.path.join(args.out, f"{row}.{dev}.jsonl")
-            if not run([genrun, plan, "--device", dev, "--input", pf, "--max-new-tokens", str(args.new),
-                        "--num-beams", str(beams), "--output", o], env):
+            if not beam_bench.run([genrun, plan, "--device", dev, "--input", pf, "--max-new-tokens", str(args.new),
+                                   "--num-beams", str(beams), "--output", o], env, f"genrun {row} {dev}"):
                 outs = None
                 break
             outs["cpu" if dt == "f32" else "cuda"] = sequences(o)
@@ -172,25 +175,24 @@ def main():
             ok = False
             continue
         same = sum(a == b for a, b in zip(outs["cpu"], outs["cuda"]))
-        hf = hf_sequences(MODELS[name], prompts, args.new, beams, dtype, torch, transformers)
+        hf = hf_sequences(name, prompts, args.new, beams, dtype, torch, transformers)
         hf_same = sum(generated(a, p) == b for a, b, p in zip(outs["cpu"], hf, prompts))
         share = same / len(prompts)
         detail = "-"
         good = share >= bar
         if beams == 1 and same < len(prompts):
-            ms = margins(MODELS[name], prompts, outs["cpu"], outs["cuda"], torch, transformers)
-            u = ROUNDOFF[dtype]
-            within = [m for m in ms if m[2] is not None and m[2] <= 16 * u * max(1.0, m[3])]
+            ms = margins(name, prompts, outs["cpu"], outs["cuda"], torch, transformers)
+            within = [m for m in ms if m[2] is not None and m[2] <= tolerance(dtype, m[3])]
             good = good and len(within) == len(ms)
             detail = (f"{len(within)} of {len(ms)} within rounding; (row, step, margin, tol): " +
-                      ", ".join(f"({i}, {k}, {m:.4g}, {16 * u * max(1.0, t):.3g})" if m is not None else f"({i}, {k}, length)"
+                      ", ".join(f"({i}, {k}, {m:.4g}, {tolerance(dtype, t):.3g})" if m is not None else f"({i}, {k}, length)"
                                 for i, k, m, t, _ in ms[:8]))
             if any(m[4] is False for m in ms):
                 detail += "; HF's f32 top token differs from the CPU's at some of them"
         ok = ok and good
         table.append(f"| {row} | {dtype} | {'greedy' if beams == 1 else f'beam {beams}'} | {same}/{len(prompts)} "
                      f"({share:.0%}, needs {bar:.0%}) | {hf_same}/{len(prompts)} | {detail} | {'ok' if good else 'FAIL'} |")
-        log(table[-1])
+        bench.log(table[-1])
     dev = torch.cuda.get_device_name() if args.device == "cuda" else "cpu (dry run)"
     text = (f"device: {dev}; {args.prompts} random prompts of 8..48 tokens, {args.new} new tokens; CPU: the f32 plan\n\n"
             "| row | GPU plan | search | genrun's GPU plan equal to the CPU | HF generate() in that dtype equal to the CPU "

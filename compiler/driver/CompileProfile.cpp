@@ -89,6 +89,10 @@ llvm::Expected<CompileProfile> resolveProfile(const CompileProfile &given, const
   p.maxBatch = p.maxBatch.value_or(defaults.maxBatch);
   p.maxBeams = p.maxBeams.value_or(defaults.maxBeams);
   p.maxLength = p.maxLength.value_or(defaultMaxLength(m));
+  // Refused before any pass runs: a decoder-only model has no sources to bound.
+  if (p.maxSourceLength && !(m.function("encoder") && m.function("decoder")))
+    return fail("--max-source-length / max_source_length is for encoder-decoder models; this model has no "
+                "encoder (--max-length bounds prompt + generated tokens)");
   if (!p.maxTokens) {
     PlanOptions o;
     o.maxBatch = *p.maxBatch;

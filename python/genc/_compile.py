@@ -52,8 +52,8 @@ def compile(model: Union[PathLike, Sequence[PathLike]], plan: PathLike, *, max_b
     models: List[str] = [os.fspath(model)] if isinstance(model, (str, os.PathLike)) else [os.fspath(m) for m in model]
     args = [genc_binary(), "compile", *models, "-o", os.fspath(plan)]
     for flag, value in (("--max-batch", max_batch), ("--max-beams", max_beams), ("--max-length", max_length),
-                        ("--max-tokens", max_tokens), ("--max-source-length", max_source_length), ("--dtype", dtype), ("--profile", profile),
-                        ("--stats-json", stats_json)):
+                        ("--max-tokens", max_tokens), ("--max-source-length", max_source_length), ("--dtype", dtype),
+                        ("--profile", profile), ("--stats-json", stats_json)):
         if value is not None:
             args.append("%s=%s" % (flag, os.fspath(value) if isinstance(value, os.PathLike) else value))
     if gpu_arch is not None:

@@ -18,14 +18,12 @@ GENC_VECTOR_CLONES void geluTanhRow(float *__restrict x, int64_t n) {
   }
 }
 
-GENC_VECTOR_CLONES void sigmoidRow(const float *__restrict x,
-                                                                                float *__restrict y, int64_t n) {
+GENC_VECTOR_CLONES void sigmoidRow(const float *__restrict x, float *__restrict y, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
     y[i] = sigmoid(x[i]);
 }
 
-GENC_VECTOR_CLONES void siluRow(const float *__restrict x,
-                                                                             float *__restrict y, int64_t n) {
+GENC_VECTOR_CLONES void siluRow(const float *__restrict x, float *__restrict y, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
     y[i] = silu(x[i]);
 }
