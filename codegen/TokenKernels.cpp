@@ -126,6 +126,51 @@ static __device__ __forceinline__ void genc_beam_best(float &v, int &i, float *r
     if (genc_beam_before(rv[w], ri[w], v, i)) { v = rv[w]; i = ri[w]; }
   __syncthreads();
 }
+// A row's edits (GencEdits; runtime/BeamChoice.h's applyRowEdits, in its
+// order) on part [v0, v1) of it, staged in val[0, n): each list's ids that
+// fall in the part, one thread each (the bias, penalty and decay lists are
+// distinct ids). Rounded ops throughout: no contraction into an fma, so the
+// bits are the host's. Block-uniform; ends synchronised.
+static __device__ void genc_row_edits(float *val, long long v0, long long v1, int n, const GencEdits &e,
+                                      const int *list) {
+  const int tid = threadIdx.x;
+  for (int i = e.biasBegin + 2 * tid; i + 1 < e.biasEnd; i += 512) {
+    const long long t = list[i];
+    if (t >= v0 && t < v1) val[t - v0] = __fadd_rn(val[t - v0], __int_as_float(list[i + 1]));
+  }
+  __syncthreads();
+  if (e.encoderPenalty != 1.f)
+    for (int i = e.encBegin + tid; i < e.encEnd; i += 256) {
+      const long long t = list[i];
+      if (t >= v0 && t < v1) { const float s = val[t - v0]; val[t - v0] = s < 0.f ? __fmul_rn(s, e.encoderPenalty) : __fdiv_rn(s, e.encoderPenalty); }
+    }
+  __syncthreads();
+  if (e.penalty != 1.f)
+    for (int i = e.penBegin + tid; i < e.penEnd; i += 256) {
+      const long long t = list[i];
+      if (t >= v0 && t < v1) { const float s = val[t - v0]; val[t - v0] = s < 0.f ? __fmul_rn(s, e.penalty) : __fdiv_rn(s, e.penalty); }
+    }
+  __syncthreads();
+  if (e.force) { // a forced BOS / EOS step: every id -inf but the forced, 0
+    for (int j = tid; j < n; j += 256) val[j] = -__int_as_float(0x7f800000);
+    __syncthreads();
+    for (int i = e.forcedBegin + tid; i < e.forcedEnd; i += 256) {
+      const long long t = list[i];
+      if (t >= v0 && t < v1) val[t - v0] = 0.f;
+    }
+    __syncthreads();
+  }
+  for (int i = e.decayBegin + tid; i < e.decayEnd; i += 256) {
+    const long long t = list[i];
+    if (t >= v0 && t < v1) { const float s = val[t - v0]; val[t - v0] = __fadd_rn(s, isfinite(s) ? __fmul_rn(fabsf(s), e.decayScale) : 0.f); }
+  }
+  __syncthreads();
+  for (int i = e.banBegin + tid; i < e.banEnd; i += 256) {
+    const long long t = list[i];
+    if (t >= v0 && t < v1) val[t - v0] = -__int_as_float(0x7f800000);
+  }
+  __syncthreads();
+}
 // Block (r, k): part k of row r (at most 2048 logits, 8 a thread). Its best
 // K by rounds (each round the block's best untaken element), in order, to
 // parts; the last block of the row merges the P lists by rounds over their
@@ -155,29 +200,7 @@ extern "C" __global__ void __launch_bounds__(256) genc_beam_topk(const GencBeamP
     val[j] = none ? f : (f - mx) - lse;
   }
   __syncthreads();
-  if (rule.penalty != 1.f) // distinct ids: one thread each
-    for (int e = rule.penBegin + tid; e < rule.penEnd; e += 256) {
-      const long long t = list[e];
-      if (t >= v0 && t < v1) {
-        const float s = val[t - v0];
-        val[t - v0] = s < 0.f ? s * rule.penalty : s / rule.penalty;
-      }
-    }
-  __syncthreads();
-  if (rule.force) { // a forced BOS / EOS step: every id -inf but the forced, 0
-    for (int j = tid; j < n; j += 256) val[j] = NEG;
-    __syncthreads();
-    for (int e = rule.forcedBegin + tid; e < rule.forcedEnd; e += 256) {
-      const long long t = list[e];
-      if (t >= v0 && t < v1) val[t - v0] = 0.f;
-    }
-    __syncthreads();
-  }
-  for (int e = rule.banBegin + tid; e < rule.banEnd; e += 256) {
-    const long long t = list[e];
-    if (t >= v0 && t < v1) val[t - v0] = NEG;
-  }
-  __syncthreads();
+  genc_row_edits(val, v0, v1, n, rule.e, list);
   float mine[8];
 #pragma unroll
   for (int q = 0; q < 8; ++q) {
@@ -330,37 +353,7 @@ extern "C" __global__ void __launch_bounds__(256) genc_token_pass(const GencToke
     const float *x = (const float *)p.logits + r * V;
     for (int j = tid; j < n; j += 256) val[j] = x[v0 + j];
     __syncthreads();
-    if (rr.encoderPenalty != 1.f)
-      for (int e = rr.encBegin + tid; e < rr.encEnd; e += 256) {
-        const long long t = list[e];
-        if (t >= v0 && t < v1) { const float s = val[t - v0]; val[t - v0] = s < 0.f ? __fmul_rn(s, rr.encoderPenalty) : __fdiv_rn(s, rr.encoderPenalty); }
-      }
-    __syncthreads();
-    if (rr.penalty != 1.f)
-      for (int e = rr.penBegin + tid; e < rr.penEnd; e += 256) {
-        const long long t = list[e];
-        if (t >= v0 && t < v1) { const float s = val[t - v0]; val[t - v0] = s < 0.f ? __fmul_rn(s, rr.penalty) : __fdiv_rn(s, rr.penalty); }
-      }
-    __syncthreads();
-    if (rr.force) {
-      for (int j = tid; j < n; j += 256) val[j] = NEG;
-      __syncthreads();
-      for (int e = rr.forcedBegin + tid; e < rr.forcedEnd; e += 256) {
-        const long long t = list[e];
-        if (t >= v0 && t < v1) val[t - v0] = 0.f;
-      }
-    }
-    __syncthreads();
-    for (int e = rr.decayBegin + tid; e < rr.decayEnd; e += 256) {
-      const long long t = list[e];
-      if (t >= v0 && t < v1) { const float s = val[t - v0]; val[t - v0] = __fadd_rn(s, isfinite(s) ? __fmul_rn(fabsf(s), rr.decayScale) : 0.f); }
-    }
-    __syncthreads();
-    for (int e = rr.banBegin + tid; e < rr.banEnd; e += 256) {
-      const long long t = list[e];
-      if (t >= v0 && t < v1) val[t - v0] = NEG;
-    }
-    __syncthreads();
+    genc_row_edits(val, v0, v1, n, rr.e, list);
     const bool temper = (rr.flags & 1) && (rr.flags & 16);
     float m = NEG;
     int i = 0x7fffffff;

@@ -43,6 +43,8 @@ void applyRowEdits(float *row, int64_t vocab, const BeamRow &r) {
         row[t] = s < 0 ? s * p : s / p;
       }
   };
+  for (const auto &[t, b] : r.biased)
+    row[t] = row[t] + b;
   penalise(r.encoderPenalized, r.encoderPenalty);
   penalise(r.penalized, r.penalty);
   if (r.force) {

@@ -4,13 +4,15 @@
 // of its logits.
 #pragma once
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace genrt {
 
 /// What a row's candidates are ranked by: HF's log_softmax(logits), then the
 /// logits processors that only touch listed tokens, in HF's order — the
-/// encoder repetition penalty and then the repetition penalty (s < 0 ?
+/// sequence bias (s + b on `biased`: each id once, its biases summed as HF's
+/// bias row sums them), the encoder repetition penalty and then the repetition penalty (s < 0 ?
 /// s * p : s / p) on `encoderPenalized` / `penalized` (distinct ids, in the
 /// vocabulary); with `force` (a forced BOS / EOS step) every id -inf but the
 /// `forced` ones, 0; the exponential decay length penalty on `decayed`
@@ -21,10 +23,11 @@ struct BeamRow {
   float score = 0.f;
   float encoderPenalty = 1.f, penalty = 1.f, decayScale = 0.f;
   bool force = false;
+  std::vector<std::pair<int32_t, float>> biased;
   std::vector<int32_t> encoderPenalized, penalized, forced, decayed, banned;
 };
 
-/// row := the BeamRow edits (penalties, forced step, decay, bans), in its
+/// row := the BeamRow edits (bias, penalties, forced step, decay, bans), in its
 /// order; on raw logits for greedy / sampling (runtime/SampleChoice.h), on
 /// the log-softmax for beams (beamCandidates). `score` is not added.
 void applyRowEdits(float *row, int64_t vocab, const BeamRow &edits);

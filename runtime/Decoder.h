@@ -124,6 +124,8 @@ public:
   /// A line for --stats on the KV caches: bytes as shared, bytes were every
   /// beam to keep its own copy, and the largest batch the device holds.
   virtual std::string kvReport() const { return {}; }
+  /// A line for --stats on where tokens were chosen (empty: nothing to add).
+  virtual std::string choiceReport() const { return {}; }
 };
 
 } // namespace genrt

@@ -127,6 +127,9 @@ public:
   virtual int64_t memoryBytes() const = 0;
   /// A line for --stats: what the bytes are (e.g. the cuBLASLt workspace).
   virtual std::string memoryReport() const { return {}; }
+  /// A line for --stats: where the runs' tokens were chosen (empty: on the
+  /// host, from the logits, always).
+  virtual std::string choiceReport() const { return {}; }
   /// The memory the device offered this executor before it allocated
   /// (a GPU's free memory at open; the host's for the CPU); 0: unknown.
   virtual int64_t deviceBytes() const { return 0; }

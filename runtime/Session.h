@@ -39,6 +39,7 @@ public:
                        const std::vector<std::vector<int32_t>> &slots) override;
   int64_t memoryBytes() const override { return exec_->memoryBytes(); }
   std::string memoryReport() const override { return exec_->memoryReport(); }
+  std::string choiceReport() const override { return exec_->choiceReport(); }
   std::string deviceName() const override { return exec_->deviceName(); }
   std::string kvReport() const override;
 

@@ -150,6 +150,8 @@ static void printStats(const Decoder &decoder, size_t promptCount, const Generat
   std::cerr << buf;
   if (std::string kv = decoder.kvReport(); !kv.empty())
     std::cerr << "genrun: stats: " << kv << "\n";
+  if (std::string choices = decoder.choiceReport(); !choices.empty())
+    std::cerr << "genrun: stats: " << choices << "\n";
 }
 
 static int run(int argc, char **argv) {

@@ -114,6 +114,8 @@ token_checks() {
     "k20 p.95 minp rep|--do-sample --top-k 20 --top-p 0.95 --min-p 0.02 --repetition-penalty 1.3 --no-repeat-ngram-size 2 --seed 9 --num-return-sequences 2"
     "p.98 t.5|--do-sample --top-k 0 --top-p 0.98 --temperature 0.5 --seed 10 --num-return-sequences 2"
     "plain|--do-sample --top-k 0 --seed 11 --num-return-sequences 3"
+    "greedy bias+bad+decay|--sequence-bias [[[5],-2.0],[[6,7],1.5],[[7,8],3.0]] --bad-words-ids [[9],[12,13]] --encoder-repetition-penalty 1.5 --exponential-decay-length-penalty [4,1.2]"
+    "k20 bias+bad|--do-sample --top-k 20 --sequence-bias [[[5],-2.0],[[6,7],1.5]] --bad-words-ids [[9],[12,13]] --seed 12"
   )
   local pl c pname plan cname args run dev s
   set -f # the JSON lists are no globs
@@ -146,6 +148,47 @@ a,b=ids(sys.argv[1]),ids(sys.argv[2]); print('same' if a==b and len(a)==6 else '
         fail=1
       fi
       rows+=("tokens $pname $cname|$s|cuda x2 identical: $same; cpu tokens: $cpu; ${check#genrun: token check: }")
+    done
+  done
+  set +f
+  beam_checks "${plans[@]}"
+}
+
+# Beam search with every listed-token processor ranked on the GPU
+# (genc_beam_topk: sequence bias, bad words, the encoder and repetition
+# penalties, the length decay, n-gram bans): the GPU's sequences and scores
+# against the CPU executor's (scores within 1e-4), and no more runs copying
+# their logits to the host than plain beam search has (genrun --stats).
+beam_checks() {
+  local prompts="$W/tok.jsonl" pl pname plan c cname args dev base s hostPlain hostHere
+  local cfgs=(
+    "beam|--num-beams 3"
+    "beam bias+bad|--num-beams 3 --sequence-bias [[[5],-2.0],[[6,7],1.5],[[7,8],3.0]] --bad-words-ids [[9],[12,13]]"
+    "beam enc+decay+rep|--num-beams 3 --num-return-sequences 2 --encoder-repetition-penalty 1.5 --exponential-decay-length-penalty [4,1.2] --repetition-penalty 1.2 --no-repeat-ngram-size 2"
+  )
+  set -f
+  for pl in "$@"; do
+    IFS='|' read -r pname plan <<< "$pl"
+    for c in "${cfgs[@]}"; do
+      IFS='|' read -r cname args <<< "$c"
+      base="$W/beam-$pname-${cname// /_}"
+      for dev in cuda cpu; do
+        # shellcheck disable=SC2086
+        "$BIN/genrun" "$plan" --device $dev --input "$prompts" --max-new-tokens 16 --stats $args \
+          > "$base.$dev.out" 2> "$base.$dev.err"
+      done
+      hostHere=$(sed -n 's/.* \([0-9]*\) copied their logits to the host.*/\1/p' "$base.cuda.err")
+      [ "$cname" = beam ] && hostPlain=$hostHere
+      local cmp
+      cmp=$(python3 -c "import json,sys
+seqs=lambda f:[json.loads(l)['sequences'] for l in open(f)]
+a,b=seqs(sys.argv[1]),seqs(sys.argv[2])
+ids=[[s['output_ids'] for s in r] for r in a]==[[s['output_ids'] for s in r] for r in b]
+d=max(abs(x['score']-y['score']) for r,q in zip(a,b) for x,y in zip(r,q))
+print(('same' if ids and len(a)==6 else 'DIFFER'), 'max |score diff| %.2e' % d, 'ok' if ids and len(a)==6 and d<=1e-4 else 'bad')" \
+        "$base.cuda.out" "$base.cpu.out" 2>&1)
+      if [[ "$cmp" == *" ok" ]] && [ -n "$hostHere" ] && [ "$hostHere" = "${hostPlain-x}" ]; then s=ok; else s=FAIL; fail=1; fi
+      rows+=("beams $pname $cname|$s|cuda vs cpu: $cmp; logits to the host: $hostHere runs (plain beam $hostPlain)")
     done
   done
   set +f

@@ -217,6 +217,10 @@ public:
   int64_t memoryBytes() const override { return mem_.totalBytes(); }
   int64_t deviceBytes() const override { return dev_.freeBytes; } // free at open, before any allocation
   std::string memoryReport() const override { return mem_.report() + " (" + gemm_->version() + ")"; }
+  std::string choiceReport() const override {
+    return std::to_string(choiceRuns_) + " runs chose their tokens on the device, " + std::to_string(logitRuns_) +
+           " copied their logits to the host";
+  }
 
   // Where a tree-attention group runs the same step on every GPU, only one
   // returns results: the others are given no buffers (nullptr).
@@ -259,16 +263,10 @@ public:
     const int64_t R = rowsOf(run), V = plan_->model.vocabSize;
     if (static_cast<int64_t>(rows.size()) != R || !choosesBeams(k))
       return Status::error("runBeams: a rule per row and a k the kernel takes");
-    // The kernel takes the repetition penalty, forced steps and bans; the
-    // encoder penalty and the exponential decay (rare) are ranked on the host
-    // until the kernel has them too.
     int64_t ids = 0;
-    bool hostOnly = false;
-    for (const BeamRow &r : rows) {
-      ids += static_cast<int64_t>(r.penalized.size() + r.forced.size() + r.banned.size());
-      hostOnly |= (r.encoderPenalty != 1.f && !r.encoderPenalized.empty()) || !r.decayed.empty();
-    }
-    if (ids > beamIdsCap_ || hostOnly) { // or more listed ids than the buffer holds
+    for (const BeamRow &r : rows)
+      ids += editWords(r);
+    if (ids > beamIdsCap_) { // more listed ids than the buffer holds: the logits to the host
       if (Status s = execute(run, Choice::Logits); !s)
         return s;
       for (int64_t r = 0; r < R && tokens; ++r)
@@ -281,22 +279,9 @@ public:
     int32_t *list = reinterpret_cast<int32_t *>(rule + R);
     int32_t at = 0;
     for (int64_t r = 0; r < R; ++r) {
-      const BeamRow &b = rows[r];
-      GencBeamRow &g = rule[r];
-      g = GencBeamRow{};
-      g.score = b.score;
-      g.penalty = b.penalty;
-      g.force = b.force;
-      g.penBegin = at;
-      std::copy(b.penalized.begin(), b.penalized.end(), list + at);
-      at += static_cast<int32_t>(b.penalized.size());
-      g.penEnd = g.forcedBegin = at;
-      std::copy(b.forced.begin(), b.forced.end(), list + at);
-      at += static_cast<int32_t>(b.forced.size());
-      g.forcedEnd = g.banBegin = at;
-      std::copy(b.banned.begin(), b.banned.end(), list + at);
-      at += static_cast<int32_t>(b.banned.size());
-      g.banEnd = at;
+      rule[r] = GencBeamRow{};
+      rule[r].score = rows[r].score;
+      stageEdits(rows[r], rule[r].e, list, at);
     }
     const DriverApi &a = *dev_.api;
     if (Status s = dev_.check(a.cuMemcpyHtoDAsync(mem_.at("beam rules"), rule, R * sizeof(GencBeamRow), stream_),
@@ -663,6 +648,7 @@ private:
     const int64_t R = rowsOf(run);
     if (R * plan_->model.vocabSize * 4 > logitsBytes_)
       return Status::error("the run's logits exceed the staging buffer");
+    ++(choice == Choice::Logits ? logitRuns_ : choiceRuns_);
     Status s = Status::ok();
     if (run.kind == ProgramKind::Decode && useGraphs_ && !ctx_.syncEachStep)
       s = replayOrCapture(cp, run, R, choice);
@@ -859,6 +845,7 @@ private:
   CUdeviceptr choice_ = 0; // greedy's choices: i64 tokens [rows], then f32 log-softmax [rows]
   void *staging_ = nullptr, *logitsHost_ = nullptr;
   int64_t stagingBytes_ = 0, logitsBytes_ = 0, partialRows_ = 0, greedyParts_ = 1;
+  int64_t choiceRuns_ = 0, logitRuns_ = 0; // runs by where their tokens were chosen (--stats)
   int64_t beamIdsCap_ = 0, beamStagingBytes_ = 0, beamK_ = 1; // beam candidates (0 ids: none)
   void *beamStaging_ = nullptr;
   // Greedy with processors and sampling on the device (genc_token_pass).

@@ -16,8 +16,12 @@
 //     attn_N_weigh / attn_N_finish entries that combine GPUs' outputs.
 //   4: GencAttnParams gains `tiles`, the token tiles of attn_N_prefill (the
 //     tensor-core kernel of runs of many tokens over 16-bit caches).
+//   5: GencBeamRow and GencTokenRow carry their edits as one GencEdits,
+//     which gains the sequence bias (id, bias) pairs; genc_beam_topk takes
+//     every edit genc_token_pass does (the encoder penalty and the length
+//     decay too).
 #pragma once
 
 namespace genrt::cuda {
-constexpr int kGencKernelAbi = 4;
+constexpr int kGencKernelAbi = 5;
 } // namespace genrt::cuda

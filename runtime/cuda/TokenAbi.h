@@ -14,10 +14,10 @@
 //   genc_beam_topk  grid (rows, P), block 256, after genc_greedy on the same
 //       logits (its token and log-softmax give the row's max and
 //       log-sum-exp): row r's best K beam candidates by the rule of
-//       runtime/BeamChoice.h — the log-softmax, the repetition penalty on the
-//       row's `penalized` ids, a forced step's wipe, -inf on its `banned`
-//       ids, + its running score —
-//       ranked (value desc, index asc). Block (r, k) stages the k-th part of
+//       runtime/BeamChoice.h — the log-softmax, the row's edits (GencEdits:
+//       sequence bias, the encoder and the repetition penalties, a forced
+//       step's wipe, the length decay, bans), + its running score — ranked
+//       (value desc, index asc). Block (r, k) stages the k-th part of
 //       the row (at most kBeamPartElements) in shared memory, edits the ids
 //       that fall in it, and writes its own best K, in order, to `parts`
 //       [rows, P, K]; the last block of a row (a ticket, as genc_greedy's)
@@ -52,7 +52,6 @@
     unsigned long long tickets;  /* u32 [rows], zero */                                            \
     long long rows, vocab;                                                                         \
   };                                                                                               \
-  /* One row's rule (runtime/BeamChoice.h's BeamRow): its ids, ranges of `list`. */              \
   /* Beam reordering: rows [from, to) of every head of slot src to slot dst. */                  \
   struct GencKvCopy { long long dst, src, from, to; };                                             \
   struct GencKvCopyParams {                                                                        \
@@ -60,19 +59,24 @@
     unsigned long long copies;    /* GencKvCopy [n] */                                             \
     long long halfBytes, slotBytes, headBytes, rowBytes;                                           \
   };                                                                                               \
-  struct GencBeamRow {                                                                             \
-    float score, penalty;                                                                          \
-    int penBegin, penEnd, forcedBegin, forcedEnd, banBegin, banEnd, force, pad;                    \
+  /* A row's edits (runtime/BeamChoice.h's BeamRow), ranges of `list`: the bias range holds */  \
+  /* (id, float bits) pairs, the others ids. */                                                  \
+  struct GencEdits {                                                                               \
+    float encoderPenalty, penalty, decayScale;                                                     \
+    int force;                                                                                     \
+    int biasBegin, biasEnd, encBegin, encEnd, penBegin, penEnd;                                    \
+    int forcedBegin, forcedEnd, decayBegin, decayEnd, banBegin, banEnd;                            \
   };                                                                                               \
+  struct GencBeamRow { GencEdits e; float score; int pad; };                                      \
   struct GencBeamCand { float score; int token; };                                                 \
-  /* A greedy / sampling row's rule (runtime/SampleChoice.h): a BeamRow's edits as ranges */      \
-  /* of `list`, the step's warpers (flags: kTok*) and its draw u. */                             \
+  /* A greedy / sampling row's rule (runtime/SampleChoice.h): its edits, the step's warpers */    \
+  /* (flags: kTok*) and its draw u. */                                                            \
   struct GencTokenRow {                                                                            \
     double u;                                                                                      \
-    float encoderPenalty, penalty, decayScale, temperature, topPThreshold, minP;                  \
+    GencEdits e;                                                                                   \
+    float temperature, topPThreshold, minP;                                                        \
+    int flags;                                                                                     \
     long long topK;                                                                                \
-    int encBegin, encEnd, penBegin, penEnd, forcedBegin, forcedEnd, decayBegin, decayEnd;          \
-    int banBegin, banEnd, force, flags;                                                            \
   };                                                                                               \
   /* What a row's passes found so far (written by a pass's last block). */                       \
   struct GencTokenState {                                                                          \

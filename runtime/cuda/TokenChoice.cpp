@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 
 namespace genrt::cuda {
@@ -39,44 +40,58 @@ uint32_t tokenPasses(const SampleRule &rule, int64_t vocab) {
   return m | 1u << kTokDraw;
 }
 
-bool stageTokenRows(const std::vector<BeamRow> &rows, const std::vector<double> &draws, const SampleRule &rule,
-                    int64_t vocab, int64_t idsCap, void *staging, int64_t &ids) {
-  const int64_t R = static_cast<int64_t>(rows.size());
-  ids = 0;
-  for (const BeamRow &b : rows)
-    ids += static_cast<int64_t>(b.encoderPenalized.size() + b.penalized.size() + b.forced.size() + b.decayed.size() +
-                                b.banned.size());
-  if (ids > idsCap)
-    return false;
-  GencTokenRow *rule0 = static_cast<GencTokenRow *>(staging);
-  int32_t *list = reinterpret_cast<int32_t *>(rule0 + R);
-  int32_t at = 0;
+int64_t editWords(const BeamRow &b) {
+  return static_cast<int64_t>(2 * b.biased.size() + b.encoderPenalized.size() + b.penalized.size() +
+                              b.forced.size() + b.decayed.size() + b.banned.size());
+}
+
+void stageEdits(const BeamRow &b, GencEdits &e, int32_t *list, int32_t &at) {
   auto put = [&](const std::vector<int32_t> &v, int &begin, int &end) {
     begin = at;
     std::copy(v.begin(), v.end(), list + at);
     at += static_cast<int32_t>(v.size());
     end = at;
   };
+  e = GencEdits{};
+  e.encoderPenalty = b.encoderPenalized.empty() ? 1.f : b.encoderPenalty;
+  e.penalty = b.penalized.empty() ? 1.f : b.penalty;
+  e.decayScale = b.decayScale;
+  e.force = b.force;
+  e.biasBegin = at;
+  for (const auto &[t, bias] : b.biased) {
+    list[at++] = t;
+    std::memcpy(&list[at++], &bias, 4);
+  }
+  e.biasEnd = at;
+  put(b.encoderPenalized, e.encBegin, e.encEnd);
+  put(b.penalized, e.penBegin, e.penEnd);
+  put(b.forced, e.forcedBegin, e.forcedEnd);
+  put(b.decayed, e.decayBegin, e.decayEnd);
+  put(b.banned, e.banBegin, e.banEnd);
+}
+
+bool stageTokenRows(const std::vector<BeamRow> &rows, const std::vector<double> &draws, const SampleRule &rule,
+                    int64_t vocab, int64_t idsCap, void *staging, int64_t &ids) {
+  const int64_t R = static_cast<int64_t>(rows.size());
+  ids = 0;
+  for (const BeamRow &b : rows)
+    ids += editWords(b);
+  if (ids > idsCap)
+    return false;
+  GencTokenRow *rule0 = static_cast<GencTokenRow *>(staging);
+  int32_t *list = reinterpret_cast<int32_t *>(rule0 + R);
+  int32_t at = 0;
   const int flags = flagsOf(rule, vocab);
   for (int64_t r = 0; r < R; ++r) {
-    const BeamRow &b = rows[r];
     GencTokenRow &g = rule0[r];
     g = GencTokenRow{};
     g.u = draws[r];
-    g.encoderPenalty = b.encoderPenalized.empty() ? 1.f : b.encoderPenalty;
-    g.penalty = b.penalized.empty() ? 1.f : b.penalty;
-    g.decayScale = b.decayScale;
+    stageEdits(rows[r], g.e, list, at);
     g.temperature = rule.temperature;
     g.topPThreshold = float(1.0 - rule.topP);
     g.minP = rule.minP;
     g.topK = rule.topK;
-    g.force = b.force;
     g.flags = flags;
-    put(b.encoderPenalized, g.encBegin, g.encEnd);
-    put(b.penalized, g.penBegin, g.penEnd);
-    put(b.forced, g.forcedBegin, g.forcedEnd);
-    put(b.decayed, g.decayBegin, g.decayEnd);
-    put(b.banned, g.banBegin, g.banEnd);
   }
   return true;
 }

@@ -15,6 +15,13 @@ namespace genrt::cuda {
 /// A bit per TokenPass the rule needs over a vocabulary of `vocab`.
 uint32_t tokenPasses(const SampleRule &rule, int64_t vocab);
 
+/// The i32 words a row's edits take in a rule's id list: two a biased id
+/// (id, float bits), one each other id.
+int64_t editWords(const BeamRow &row);
+/// Writes row's edits to e and their ids to list from `at` (advanced past
+/// them); e's penalties are 1 where nothing is penalized.
+void stageEdits(const BeamRow &row, GencEdits &e, int32_t *list, int32_t &at);
+
 /// Lays out rows[r]'s edits, the rule and draws[r] as GencTokenRow [R] then
 /// their ids (i32) in `staging`; false when the ids exceed `idsCap`.
 bool stageTokenRows(const std::vector<BeamRow> &rows, const std::vector<double> &draws, const SampleRule &rule,

@@ -152,17 +152,24 @@ void applyExponentialDecayLengthPenalty(float *row, int64_t vocab, const std::ve
 }
 
 // HF's SequenceBiasLogitsProcessor over n entries, entry(k) giving the k-th
-// (sequence, bias) or a null sequence to leave it out: one-token biases set
-// (HF's length_1_bias), longer ones added where the history ends with their
-// prefix, the whole bias row added to the scores.
+// (sequence, bias) or a null sequence to leave it out: the ids its bias row
+// touches with their sums — one-token biases set (HF's length_1_bias, the
+// last one of an id wins), longer ones added where the history ends with
+// their prefix, in entry order, from 0.f as in HF's row.
 template <typename Entry>
-static void addSequenceBias(float *row, int64_t vocab, const std::vector<int64_t> &history, size_t n,
-                            Entry entry) {
-  std::vector<float> add(static_cast<size_t>(vocab), 0.f);
+static std::vector<std::pair<int32_t, float>> sequenceBiasOf(int64_t vocab, const std::vector<int64_t> &history,
+                                                             size_t n, Entry entry) {
+  std::vector<std::pair<int32_t, float>> bias;
+  auto at = [&](int64_t t) -> float & {
+    for (auto &[id, b] : bias)
+      if (id == t)
+        return b;
+    return bias.emplace_back(int32_t(t), 0.f).second;
+  };
   for (size_t k = 0; k < n; ++k) {
     auto [seq, b] = entry(k);
-    if (seq && seq->size() == 1 && (*seq)[0] < vocab)
-      add[size_t((*seq)[0])] = b;
+    if (seq && seq->size() == 1 && (*seq)[0] >= 0 && (*seq)[0] < vocab)
+      at((*seq)[0]) = b;
   }
   const int64_t have = static_cast<int64_t>(history.size());
   for (size_t k = 0; k < n; ++k) {
@@ -170,28 +177,49 @@ static void addSequenceBias(float *row, int64_t vocab, const std::vector<int64_t
     if (!seq)
       continue;
     const int64_t len = static_cast<int64_t>(seq->size());
-    if (len == 1 || len - 1 > have || seq->back() >= vocab) // HF: a prefix longer than the history
+    if (len == 1 || len - 1 > have || seq->back() < 0 || seq->back() >= vocab) // HF: a prefix longer than the history
       continue;
     if (std::equal(seq->begin(), seq->end() - 1, history.end() - (len - 1)))
-      add[size_t(seq->back())] += b;
+      at(seq->back()) += b;
   }
+  return bias;
+}
+
+static std::vector<std::pair<int32_t, float>>
+sequenceBiasOf(int64_t vocab, const std::vector<int64_t> &history,
+               const std::vector<std::pair<std::vector<int64_t>, float>> &bias) {
+  return sequenceBiasOf(vocab, history, bias.size(),
+                        [&](size_t k) { return std::make_pair(&bias[k].first, bias[k].second); });
+}
+
+// The ids bad_words_ids bans at this step (a bias of -inf; HF drops a lone eos).
+static std::vector<std::pair<int32_t, float>> badWordsOf(int64_t vocab, const std::vector<int64_t> &history,
+                                                         const std::vector<std::vector<int64_t>> &badWords,
+                                                         const std::vector<int64_t> &eos) {
+  return sequenceBiasOf(vocab, history, badWords.size(), [&](size_t k) {
+    const std::vector<int64_t> &seq = badWords[k];
+    const bool eosAlone = seq.size() == 1 && std::find(eos.begin(), eos.end(), seq[0]) != eos.end();
+    return std::make_pair(eosAlone ? nullptr : &seq, kNegInf);
+  });
+}
+
+// HF adds the whole bias row: 0.f where nothing is biased.
+static void addBiasRow(float *row, int64_t vocab, const std::vector<std::pair<int32_t, float>> &bias) {
+  std::vector<float> add(static_cast<size_t>(vocab), 0.f);
+  for (const auto &[t, b] : bias)
+    add[size_t(t)] = b;
   for (int64_t v = 0; v < vocab; ++v)
     row[v] += add[size_t(v)];
 }
 
 void applySequenceBias(float *row, int64_t vocab, const std::vector<int64_t> &history,
                        const std::vector<std::pair<std::vector<int64_t>, float>> &bias) {
-  addSequenceBias(row, vocab, history, bias.size(),
-                  [&](size_t k) { return std::make_pair(&bias[k].first, bias[k].second); });
+  addBiasRow(row, vocab, sequenceBiasOf(vocab, history, bias));
 }
 
 void applyBadWords(float *row, int64_t vocab, const std::vector<int64_t> &history,
                    const std::vector<std::vector<int64_t>> &badWords, const std::vector<int64_t> &eos) {
-  addSequenceBias(row, vocab, history, badWords.size(), [&](size_t k) {
-    const std::vector<int64_t> &seq = badWords[k];
-    const bool eosAlone = seq.size() == 1 && std::find(eos.begin(), eos.end(), seq[0]) != eos.end();
-    return std::make_pair(eosAlone ? nullptr : &seq, kNegInf); // HF drops a lone eos
-  });
+  addBiasRow(row, vocab, badWordsOf(vocab, history, badWords, eos));
 }
 
 void applyLogitsProcessors(float *row, int64_t vocab, const std::vector<int64_t> &history,
@@ -229,14 +257,15 @@ void applyLogitsProcessors(float *row, int64_t vocab, const std::vector<int64_t>
     logSoftmax(row, vocab);
 }
 
-bool listedTokensOnly(const GenerationConfig &cfg) {
-  return cfg.sequenceBias.empty() && cfg.badWordsIds.empty() && !cfg.renormalizeLogits;
-}
+bool listedTokensOnly(const GenerationConfig &cfg) { return !cfg.renormalizeLogits; }
 
 void listedTokenRule(const std::vector<int64_t> &history, const std::vector<int64_t> &encoderIds, int64_t generated,
                      const GenerationConfig &cfg, const std::vector<int64_t> &eos, int64_t vocab, BeamRow &row) {
   // As applyLogitsProcessors, in its order; HF's encoder penalty is the
   // repetition penalty by 1 / penalty, rounded to float.
+  row.biased.clear();
+  if (!cfg.sequenceBias.empty())
+    row.biased = sequenceBiasOf(vocab, history, cfg.sequenceBias);
   row.encoderPenalty = float(1.0 / cfg.encoderRepetitionPenalty);
   row.encoderPenalized.clear();
   if (cfg.encoderRepetitionPenalty != 1.0)
@@ -250,6 +279,10 @@ void listedTokenRule(const std::vector<int64_t> &history, const std::vector<int6
     ngramCompletions(history, history, cfg.noRepeatNgramSize, vocab, ids);
   if (cfg.encoderNoRepeatNgramSize > 0)
     ngramCompletions(history, encoderIds, cfg.encoderNoRepeatNgramSize, vocab, ids);
+  // A bad word's bias of -inf is a ban (s + -inf = -inf for every s but +inf).
+  if (!cfg.badWordsIds.empty())
+    for (const auto &[t, b] : badWordsOf(vocab, history, cfg.badWordsIds, eos))
+      ids.push_back(t);
   const int64_t curLen = static_cast<int64_t>(history.size()), promptLen = curLen - generated;
   const bool minLength = cfg.minLength > 0 && curLen < cfg.minLength,
              minNew = cfg.minNewTokens > 0 && generated < cfg.minNewTokens;
@@ -270,6 +303,7 @@ void listedTokenRule(const std::vector<int64_t> &history, const std::vector<int6
     forced = cfg.forcedEosTokenIds;
   }
   if (row.force) {
+    row.biased.clear();
     row.encoderPenalized.clear();
     row.penalized.clear();
     ids.clear();

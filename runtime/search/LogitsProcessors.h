@@ -94,8 +94,9 @@ void applyLogitsProcessors(float *row, int64_t vocab, const std::vector<int64_t>
                            const GenerationConfig &cfg, const std::vector<int64_t> &eos);
 
 /// Whether every processor cfg turns on only edits listed tokens of a
-/// log-softmax row (a repetition penalty, bans): what a BeamRow carries, so
-/// the device ranks beam candidates without the logits crossing.
+/// row (biases, penalties, bans — all but renormalize_logits): what a
+/// BeamRow carries, so the device ranks beam candidates and chooses tokens
+/// without the logits crossing.
 bool listedTokensOnly(const GenerationConfig &cfg);
 /// For such a cfg: the BeamRow edits applyLogitsProcessors would make to a
 /// row with this history (its penalty and bans; the score is the caller's).

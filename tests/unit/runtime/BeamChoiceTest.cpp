@@ -91,7 +91,7 @@ TEST(BeamChoice, AllMinusInfinityStaysMinusInfinity) {
 TEST(BeamChoice, ListedTokenRuleEqualsTheProcessors) {
   std::mt19937 rng(11);
   const std::vector<int64_t> eos = {2, 9};
-  int listed = 0, forcedRows = 0;
+  int listed = 0, forcedRows = 0, longerBiases = 0, badWordRows = 0;
   for (int trial = 0; trial < 1000; ++trial) {
     const int64_t V = 12 + rng() % 40;
     GenerationConfig cfg;
@@ -116,6 +116,14 @@ TEST(BeamChoice, ListedTokenRuleEqualsTheProcessors) {
     const double encPens[] = {1.0, 1.5, 0.6};
     cfg.encoderRepetitionPenalty = encPens[rng() % 3];
     cfg.encoderNoRepeatNgramSize = rng() % 3;
+    // Ids 0..2 fill a quarter of the history: the longer sequences' prefixes
+    // match its tail often. Id 2 is an eos: HF drops it as a lone bad word.
+    auto id = [&](int64_t below) { return int64_t(rng() % uint64_t(below)); };
+    if (rng() % 3 == 0) // an id biased twice alone: the last bias wins; longer ones add to it
+      cfg.sequenceBias = {{{id(V)}, -1.5f}, {{id(3), id(V)}, 0.75f}, {{id(3)}, 2.f}, {{id(3)}, -0.5f},
+                          {{id(3), id(3), id(V)}, 1.25f}, {{id(3), id(3)}, -kInf}};
+    if (rng() % 3 == 0)
+      cfg.badWordsIds = {{id(V)}, {2}, {id(3), id(3)}, {9, id(V)}, {id(3), id(3), id(V)}};
     if (rng() % 7 == 0)
       cfg.renormalizeLogits = true; // not a listed-token processor
     const bool only = listedTokensOnly(cfg);
@@ -145,6 +153,9 @@ TEST(BeamChoice, ListedTokenRuleEqualsTheProcessors) {
     BeamRow r;
     listedTokenRule(history, encoderIds, generated, cfg, eos, V, r);
     forcedRows += r.force;
+    for (const auto &[t, b] : r.biased)
+      longerBiases += b != -1.5f && b != 2.f && b != -0.5f; // a longer sequence matched
+    badWordRows += !cfg.badWordsIds.empty() && !r.banned.empty();
     r.score = score;
     beamCandidates(row.data(), V, r, V, got.data(), gotSc.data());
     ASSERT_EQ(got, want) << "trial " << trial;
@@ -153,4 +164,6 @@ TEST(BeamChoice, ListedTokenRuleEqualsTheProcessors) {
   }
   EXPECT_GT(listed, 500);
   EXPECT_GT(forcedRows, 20); // forced BOS / EOS steps were among them
+  EXPECT_GT(longerBiases, 50);
+  EXPECT_GT(badWordRows, 50);
 }
