@@ -3,13 +3,14 @@
 
 usage (there, after tools/pack.sh here):
   python3 tools/bench.py [--models gpt2,llama1b] [--batches 1,32] [--prompt 128] [--new 128]
-                         [--compile-peer] [--out DIR]
+                         [--compile-peer] [--sampling] [--out DIR]
   python3 tools/bench.py --device cpu --models gpt2,llama135m --batches 1,8 --new 64   # here
 
 For each model (random weights, fp16, greedy, prompt --prompt tokens, --new new tokens):
   genrun --device cuda on an f16 plan: time to first token, decode ms/token (its --stats);
   Hugging Face generate() eager; with --compile-peer also HF with a static cache and
-  torch.compile (reduce-overhead), batch 1;
+  torch.compile (reduce-overhead), batch 1; with --sampling both genrun and HF eager
+  again sampling (top-k 50, top-p 0.9, temperature 0.8): the token choice's cost;
   the floor: (weight bytes + KV bytes read per step at the mean context) / the
   device-to-device copy bandwidth measured here (bytes read + written).
 Also `genc compile` time per model. Rows are printed as they finish and the
@@ -65,15 +66,20 @@ def copy_bandwidth(torch, device):
     return 2 * n / times[len(times) // 2]
 
 
-def greedy_kw(torch, ids):
-    """generate()'s options for the benchmark: greedy, no EOS stop."""
-    return dict(do_sample=False, eos_token_id=None, pad_token_id=0, attention_mask=torch.ones_like(ids),
-                use_cache=True)
+SAMPLING = dict(top_k=50, top_p=0.9, temperature=0.8)
+SAMPLING_FLAGS = ["--do-sample", "--top-k", "50", "--top-p", "0.9", "--temperature", "0.8", "--seed", "1"]
 
 
-def hf_decode(torch, model, ids, new):
+def greedy_kw(torch, ids, sampling=False):
+    """generate()'s options for the benchmark: greedy (or SAMPLING), no EOS stop."""
+    kw = dict(do_sample=sampling, eos_token_id=None, pad_token_id=0, attention_mask=torch.ones_like(ids),
+              use_cache=True)
+    return dict(kw, **SAMPLING) if sampling else kw
+
+
+def hf_decode(torch, model, ids, new, sampling=False):
     """ms per decode step and ms to first token of HF generate()."""
-    kw = greedy_kw(torch, ids)
+    kw = greedy_kw(torch, ids, sampling)
     sync = torch.cuda.synchronize if ids.is_cuda else (lambda: None)
     def timed(n):
         sync()
@@ -169,6 +175,7 @@ def main():
     ap.add_argument("--prompt", type=int, default=128)
     ap.add_argument("--new", type=int, default=128)
     ap.add_argument("--compile-peer", action="store_true")
+    ap.add_argument("--sampling", action="store_true", help="genrun and HF eager sampling too")
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     ap.add_argument("--threads", type=int, default=0, help="cpu: threads for genrun and torch (default: cores)")
     ap.add_argument("--exports", help="reuse (or keep) the exported models in this folder")
@@ -204,7 +211,7 @@ def main():
     header = ("| model | batch | genrun TTFT ms | genrun ms/token | genrun, cuBLASLt only | HF eager TTFT ms "
               "| HF eager ms/token | HF forward loop ms/token "
               "| HF static+compile ms/token | floor ms/token | floor / genrun | HF eager / genrun "
-              "| HF compile / genrun |")
+              "| HF compile / genrun | genrun sampling ms/token | HF eager sampling ms/token |")
     log(f"device: {dev}; copy bandwidth {bw / 1e9:.1f} GB/s (read + write)")
     batches = [int(b) for b in args.batches.split(",")]
     for name in args.models.split(","):
@@ -249,12 +256,13 @@ def main():
             with open(prompts, "w") as f:
                 for row in ids.tolist():
                     f.write(json.dumps({"input_ids": row}) + "\n")
-            def genrun(extra_env):
+            def genrun(extra_env, extra_args=()):
                 res = None
                 for _ in range(2):  # the second run is the one reported (page cache warm)
                     r = subprocess.run([os.path.join(bindir, "genrun"), plan, "--device", args.device, "--input",
                                         prompts, *(["--threads", str(threads)] if cpu else []),
-                                        "--max-new-tokens", str(args.new), "--stats", "--output", os.devnull],
+                                        "--max-new-tokens", str(args.new), "--stats", "--output", os.devnull,
+                                        *extra_args],
                                        capture_output=True, text=True, env=dict(env, **extra_env))
                     if r.returncode:
                         log(f"{name} b{b}: genrun failed\n{r.stderr[-2000:]}")
@@ -269,6 +277,8 @@ def main():
             nogemv = None if cpu else genrun({"GENC_CUDA_GEMV": "0"})
             hf_ms, hf_ttft = hf_decode(torch, model, ids if cpu else ids.cuda(), args.new)
             loop_ms = hf_loop(torch, model, ids if cpu else ids.cuda(), args.new)
+            samp = genrun({}, SAMPLING_FLAGS) if args.sampling else None
+            hf_samp = hf_decode(torch, model, ids if cpu else ids.cuda(), args.new, True)[0] if args.sampling else None
             comp_ms = None
             if args.compile_peer and b == 1 and name == "llama1b" and not cpu:
                 comp_ms = hf_compiled(torch, transformers, cfg, ids.cuda(), args.new, name, b)
@@ -278,13 +288,14 @@ def main():
             row = (f"| {name} | {b} | {gr[0]:.2f} | {gr[1]:.3f} | {'%.3f' % nogemv[1] if nogemv else '-'} | "
                    f"{hf_ttft:.2f} | {hf_ms:.3f} | {loop_ms:.3f} | "
                    f"{'%.3f' % comp_ms if comp_ms else '-'} | {floor_ms:.3f} | {floor_ms / gr[1]:.0%} | "
-                   f"{hf_ms / gr[1]:.2f}x | {'%.2fx' % (comp_ms / gr[1]) if comp_ms else '-'} |")
+                   f"{hf_ms / gr[1]:.2f}x | {'%.2fx' % (comp_ms / gr[1]) if comp_ms else '-'} | "
+                   f"{'%.3f' % samp[1] if samp else '-'} | {'%.3f' % hf_samp if hf_samp else '-'} |")
             rows.append(row)
             log(row)
         del model
         torch.cuda.empty_cache()
     table = [f"device: {dev}; copy bandwidth {bw / 1e9:.1f} GB/s; prompt {args.prompt}, {args.new} new tokens, "
-             f"greedy, {plan_dtype} plans (HF: {'f32' if cpu else 'fp16'}), random weights", "", header, "|" + "---|" * 13, *rows]
+             f"greedy, {plan_dtype} plans (HF: {'f32' if cpu else 'fp16'}), random weights", "", header, "|" + "---|" * 15, *rows]
     open(os.path.join(args.out, "bench.md"), "w").write("\n".join(table) + "\n")
     log("\n".join(table))
 

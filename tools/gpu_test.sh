@@ -216,8 +216,11 @@ done
 for fx in falcon olmo2 qwen3; do check "$fx" "$fx" model.onnx; done
 check processors processors model.onnx
 # cuBLASLt for every product (GENC_CUDA_GEMV=0; the GEMV kernels take those of
-# <= 8 rows by default on sm_90) on the GQA and rolling-window fixtures.
+# one row by default on sm_90) on the GQA and rolling-window fixtures.
 for fx in llama mistral gpt2; do GENC_CUDA_GEMV=0 check "$fx-cublaslt" "$fx" model.onnx; done
+# The GEMV kernels of 2-8 rows (beam rows, batches; by default those go to
+# cuBLASLt, GENC_CUDA_GEMV_ROWS=8 gives them to the GEMVs).
+for fx in llama gpt2; do GENC_CUDA_GEMV_ROWS=8 check "$fx-gemv8" "$fx" model.onnx; done
 check t5 t5 encoder.onnx,decoder.onnx
 check t5-dynamo t5 encoder.dynamo.onnx,decoder.dynamo.onnx
 check bart bart encoder.onnx,decoder.onnx

@@ -112,6 +112,12 @@ public:
     // GENC_CUDA_GEMV=0 / =1 forces cuBLASLt / the GEMVs.
     const char *gv = std::getenv("GENC_CUDA_GEMV");
     ctx_.gemv = gv && *gv ? std::string(gv) == "1" : dev_.major >= 9;
+    // Of one row only: its loop re-reads the activations for every row
+    // from L1, and on the 1.1B decode step (H100, session 11) cuBLASLt won
+    // from 2 rows on: 1.390 vs 1.548 ms at 2, 1.416 vs 3.429 at 8.
+    // GENC_CUDA_GEMV_ROWS=N (1..8) sets the limit.
+    const char *gr = std::getenv("GENC_CUDA_GEMV_ROWS");
+    ctx_.gemvRows = gr && *gr ? std::clamp<int64_t>(std::atoll(gr), 1, kGemvMaxRows) : 1;
     ctx_.weightTransposed.assign(plan_->weights.size(), 0);
     if (ctx_.gemv)
       chooseTransposedWeights();

@@ -71,7 +71,7 @@ public:
       return Status::error(what + ": the input's shape does not evaluate");
     const int64_t M = n / shape.K;
     Status s = Status::ok();
-    if (M >= 1 && M <= kGemvMaxRows && gemv[0]) {
+    if (M >= 1 && M <= ctx.gemvRows && gemv[0]) {
       GencGemvParams p{a, b, bias, y, M, shape.K, shape.N};
       void *args[] = {&p};
       int which = M <= 1 ? 0 : M <= 2 ? 1 : M <= 4 ? 2 : 3;

@@ -36,6 +36,9 @@ struct StepContext {
   /// [K, N] and only matmuls read it); its GEMMs then read it transposed.
   std::vector<char> weightTransposed;
   bool gemv = false; // GENC_CUDA_GEMV=1: the GEMV kernels for up to 8 rows
+  /// The most rows a product takes the GEMV kernel for (1 by default:
+  /// cuBLASLt wins from 2 rows; GENC_CUDA_GEMV_ROWS=N, at most 8).
+  int64_t gemvRows = 1;
   /// Tree attention (--gpus N): this GPU is shard `shard` of `shards`; after
   /// each self-attention op its output is combined with the other GPUs'
   /// through `comm` (lse -> max, then [w·o | w] -> sum, in f32).
