@@ -17,7 +17,8 @@ python3 -c "import json,random; random.seed(1); print(json.dumps({'input_ids':[r
 # garbage, timing real) against the whole step.
 printf '%-34s %s\n' "decode step (graphs on)" "ms/token"
 # The launch and GEMM choices too: programmatic dependent launch off
-# (GENC_CUDA_PDL=0), the GEMV kernels for few rows off (GENC_CUDA_GEMV=0; on by default on sm_90).
+# (GENC_CUDA_PDL=0), the GEMV kernels off (GENC_CUDA_GEMV=0; on by default on sm_90 for one-row
+# products; tools/gemv_rows.sh sweeps the rows they take).
 for v in "" "GENC_CUDA_GEMV=0" "GENC_CUDA_PDL=0" "GENC_CUDA_PDL=0 GENC_CUDA_GEMV=0" "GENC_CUDA_SKIP=gemm" \
          "GENC_CUDA_SKIP=attention" "GENC_CUDA_SKIP=fused" "GENC_CUDA_SKIP=attention,fused,copy" \
          "GENC_CUDA_GEMV=0 GENC_CUDA_SKIP=attention,fused,copy" "GENC_CUDA_SKIP=gemm,attention,fused,copy"; do
