@@ -79,11 +79,13 @@ std::string extrasRule(const OpSite &s, const Heads &h, const Dim &T, size_t nex
     if (pos.dtype != DType::I64 || pos.shape != Shape{Dim(1), T})
       return "its positions must be i64 [1, " + T.str() + "]";
     // Every position a sequence reaches must have its row in the tables.
+    const bool source = s.prog.name == "encode"; // @encode's positions run to the source's length
     if (cos.storage != Storage::Weight || sin.storage != Storage::Weight || !isFloat(cos.dtype) ||
         !isFloat(sin.dtype) || cos.shape.size() != 2 || cos.shape != sin.shape || cos.shape[1] != Dim(R) ||
         !cos.shape[0].isConstant() ||
-        cos.shape[0].constant() < (s.prog.name == "encode" ? s.plan.model.maxSourceLength : s.plan.model.maxLength))
-      return "its cos and sin tables must be float weights [max_length or more, rotary_dim]";
+        cos.shape[0].constant() < (source ? s.plan.model.maxSourceLength : s.plan.model.maxLength))
+      return std::string("its cos and sin tables must be float weights [") +
+             (source ? "max_source_length" : "max_length") + " or more, rotary_dim]";
     next += 3;
   }
   if (a.count("qk_norm_epsilon")) {

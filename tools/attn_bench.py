@@ -30,12 +30,11 @@ import random
 import re
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench import copy_bandwidth, log  # noqa: E402
+from bench import copy_bandwidth, cuda_env, log, unpack_tools  # noqa: E402
 
 HEADS, KV_HEADS, HEAD_DIM = 16, 2, 128
 
@@ -84,10 +83,8 @@ def main():
     import torch
     torch.set_grad_enabled(False)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    bindir = tempfile.mkdtemp()
-    with tarfile.open(os.path.join(root, "dist", "genc-linux-x86_64.tar.gz")) as t:
-        t.extractall(bindir)
-    env = dict(os.environ, LD_LIBRARY_PATH="/usr/local/cuda/lib64:" + os.environ.get("LD_LIBRARY_PATH", ""))
+    bindir = unpack_tools(root)
+    env = cuda_env()
     work = tempfile.mkdtemp()
     bw = copy_bandwidth(torch, "cuda")
     dev = torch.cuda.get_device_name()

@@ -33,7 +33,6 @@ import random
 import re
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 
@@ -209,11 +208,8 @@ def main():
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    bindir = os.environ.get("BEAM_BIN") or tempfile.mkdtemp()
-    if not os.environ.get("BEAM_BIN"):
-        with tarfile.open(os.path.join(root, "dist", "genc-linux-x86_64.tar.gz")) as t:
-            t.extractall(bindir)
-    env = dict(os.environ, LD_LIBRARY_PATH="/usr/local/cuda/lib64:" + os.environ.get("LD_LIBRARY_PATH", ""))
+    bindir = os.environ.get("BEAM_BIN") or bench.unpack_tools(root)
+    env = bench.cuda_env()
     work = tempfile.mkdtemp()
     ok = True
     if args.check:

@@ -42,6 +42,21 @@ MODELS = {
 }
 
 
+def unpack_tools(root, into=None):
+    """The packed genc / genrun / gpucheck (tools/pack.sh's dist tarball)
+    unpacked into `into` (a fresh folder by default): that folder."""
+    d = into or tempfile.mkdtemp()
+    os.makedirs(d, exist_ok=True)
+    with tarfile.open(os.path.join(root, "dist", "genc-linux-x86_64.tar.gz")) as t:
+        t.extractall(d)
+    return d
+
+
+def cuda_env():
+    """The environment the packed tools run in: CUDA's libraries found."""
+    return dict(os.environ, LD_LIBRARY_PATH="/usr/local/cuda/lib64:" + os.environ.get("LD_LIBRARY_PATH", ""))
+
+
 def log(*a):
     print(*a, flush=True)
 
@@ -195,10 +210,8 @@ def main():
     elif cpu:
         bindir = os.path.join(root, "build", "tools")
     else:
-        bindir = tempfile.mkdtemp()
-        with tarfile.open(os.path.join(root, "dist", "genc-linux-x86_64.tar.gz")) as t:
-            t.extractall(bindir)
-    env = dict(os.environ, LD_LIBRARY_PATH="/usr/local/cuda/lib64:" + os.environ.get("LD_LIBRARY_PATH", ""))
+        bindir = unpack_tools(root)
+    env = cuda_env()
     work = tempfile.mkdtemp()
     threads = args.threads or len(os.sched_getaffinity(0))
     if cpu:

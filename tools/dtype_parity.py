@@ -23,7 +23,6 @@ import json
 import os
 import random
 import sys
-import tarfile
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -127,11 +126,9 @@ def main():
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    bindir = tempfile.mkdtemp()
-    with tarfile.open(os.path.join(root, "dist", "genc-linux-x86_64.tar.gz")) as t:
-        t.extractall(bindir)
+    bindir = bench.unpack_tools(root)
     genc, genrun = os.path.join(bindir, "genc"), os.path.join(bindir, "genrun")
-    env = dict(os.environ, LD_LIBRARY_PATH="/usr/local/cuda/lib64:" + os.environ.get("LD_LIBRARY_PATH", ""))
+    env = bench.cuda_env()
     work = tempfile.mkdtemp()
     import torch
     import transformers

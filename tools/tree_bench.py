@@ -38,8 +38,10 @@ import os
 import re
 import subprocess
 import sys
-import tarfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench  # noqa: E402  (unpack_tools)
 
 # The whole-step model (the 1.1B Llama config) and the attention-alone one (Llama-3-8B's
 # attention: 32 heads, 8 KV heads, head dim 128; tiny FFN and vocabulary, 4 layers).
@@ -87,9 +89,7 @@ def longest(free, gpus, m):
 def bindir(root, work):
     d = os.path.join(work, "bin")
     if not os.path.exists(os.path.join(d, "genrun")):
-        os.makedirs(d, exist_ok=True)
-        with tarfile.open(os.path.join(root, "dist", "genc-linux-x86_64.tar.gz")) as t:
-            t.extractall(d)
+        bench.unpack_tools(root, d)
     return d
 
 

@@ -15,7 +15,6 @@ import os
 import re
 import subprocess
 import sys
-import tarfile
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -28,10 +27,8 @@ def main():
     ap.add_argument("--work", default=None)
     args = ap.parse_args()
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    bindir = tempfile.mkdtemp()
-    with tarfile.open(os.path.join(root, "dist", "genc-linux-x86_64.tar.gz")) as t:
-        t.extractall(bindir)
-    env = dict(os.environ, LD_LIBRARY_PATH="/usr/local/cuda/lib64:" + os.environ.get("LD_LIBRARY_PATH", ""))
+    bindir = beam_bench.bench.unpack_tools(root)
+    env = beam_bench.bench.cuda_env()
     work = args.work or tempfile.mkdtemp()
     os.makedirs(work, exist_ok=True)
     for name in args.models.split(","):
