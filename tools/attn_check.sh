@@ -24,9 +24,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 GPU=${GPU:-cuda}
 PY=${PYTHON:-python3}
-BIN=${BIN:-$(mktemp -d)}
-[ -x "$BIN/genrun" ] || tar -xzf dist/genc-linux-x86_64.tar.gz -C "$BIN"
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH-}
+. tools/packed.sh
 W=$(mktemp -d)
 LENGTHS=${LENGTHS:-1 7 64 1000 4096}
 # The plans hold the longest prompt asked for (LENGTHS="1000 32768" with

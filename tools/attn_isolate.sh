@@ -12,9 +12,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-BIN=${BIN:-$(mktemp -d)}
-[ -x "$BIN/genrun" ] || tar -xzf dist/genc-linux-x86_64.tar.gz -C "$BIN"
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH-}
+. tools/packed.sh
 W=$(mktemp -d)
 CONFIG=${CONFIG:-hd64-g16}
 LEN=${LEN:-32768}

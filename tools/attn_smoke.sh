@@ -10,9 +10,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 DTYPE=${DTYPE:-f16}
-BIN=$(mktemp -d)
-tar -xzf dist/genc-linux-x86_64.tar.gz -C "$BIN"
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH-}
+. tools/packed.sh
 W=$(mktemp -d)
 sets=("$@")
 [ ${#sets[@]} -gt 0 ] || sets=(--set head_dim=64 --set num_attention_heads=8 --set num_key_value_heads=2 --set hidden_size=512)

@@ -28,9 +28,7 @@ case "${1-}" in
 "") ;;
 *) echo "usage: tools/gpu_test.sh [--sanitize | --sanitize-only | --quick | --tokens]" >&2; exit 2 ;;
 esac
-BIN=$(mktemp -d)
-tar -xzf dist/genc-linux-x86_64.tar.gz -C "$BIN"
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH-}
+. tools/packed.sh
 W=$(mktemp -d)
 OUT=${OUT:-$W}
 export GENRUN_DEVICE=cuda

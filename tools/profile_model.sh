@@ -3,9 +3,7 @@
 # real width (d 2048, 32 heads, 4 KV heads, FFN 5632, vocab 32000; random
 # weights), LAYERS layers (default 4), its f16 plan W/m.plan (stats in
 # W/stats.json) and a 128-token prompt W/p.jsonl.
-BIN=${BIN:-$(mktemp -d)}
-[ -x "$BIN/genrun" ] || tar -xzf dist/genc-linux-x86_64.tar.gz -C "$BIN"
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH-}
+. tools/packed.sh
 W=$(mktemp -d)
 python3 tools/export.py --arch llama --set hidden_size=2048 --set intermediate_size=5632 \
   --set num_hidden_layers="${LAYERS:-4}" --set num_attention_heads=32 --set num_key_value_heads=4 --set head_dim=64 \

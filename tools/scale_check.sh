@@ -11,8 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-${OUT:-/tmp/scale_check}}
 mkdir -p "$OUT"
-BIN=$(mktemp -d)
-tar -xzf dist/genc-linux-x86_64.tar.gz -C "$BIN"
+. tools/packed.sh
 W=$(mktemp -d)
 
 # name | export arguments

@@ -17,9 +17,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 QUICK=0
 [ "${1-}" = --quick ] && QUICK=1
-BIN=$(mktemp -d)
-tar -xzf dist/genc-linux-x86_64.tar.gz -C "$BIN"
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH-}
+. tools/packed.sh
 # NCCL: the one PyTorch brings, where none is on the library path.
 if [ -z "${GENC_NCCL_LIB-}" ] && ! ldconfig -p | grep -q libnccl.so.2; then
   GENC_NCCL_LIB=$(python3 -c "import nvidia.nccl, os; print(os.path.join(nvidia.nccl.__path__[0], 'lib', 'libnccl.so.2'))" 2>/dev/null)

@@ -8,8 +8,7 @@
 #   bash tools/zoo_check.sh [ARCH...]           # there (LD_LIBRARY_PATH=/usr/local/cuda/lib64)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-BIN=$(mktemp -d)
-tar -xzf dist/genc-linux-x86_64.tar.gz -C "$BIN"
+. tools/packed.sh
 W=$(mktemp -d)
 archs=("$@")
 [ ${#archs[@]} -gt 0 ] || archs=(gpt2 llama mistral qwen2 qwen3 phi3 phi gpt_neox gptj opt falcon
