@@ -56,6 +56,8 @@ public:
   bool build(CudaKernel &k, std::string &why);
 
 private:
+  std::string rowsBody(const CudaKernel &kern, const std::string &sig, const std::string &params,
+                       std::string code) const;
   void fail(const std::string &msg) {
     if (err_.empty())
       err_ = msg;

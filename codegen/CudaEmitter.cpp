@@ -488,9 +488,6 @@ CudaModule emitCuda(Module &m, DType activation) {
   AttentionKernels attention = emitAttentionKernels(m, activation);
   cm.attentionCode = std::move(attention.code);
   cm.attentionKernels = std::move(attention.names);
-  GemvKernels gemv = emitGemvKernels(m, activation);
-  cm.gemvCode = std::move(gemv.code);
-  cm.gemvKernels = std::move(gemv.names);
   cm.tokenKernels.assign(std::begin(kTokenKernelNames), std::end(kTokenKernelNames));
   std::map<std::string, std::string> conflicts;
   auto storage = kernelParamDTypes(m, activation, conflicts);
@@ -509,6 +506,9 @@ CudaModule emitCuda(Module &m, DType activation) {
       cm.skipped.push_back({f->name(), why});
     }
   }
+  GemvKernels gemv = emitGemvKernels(m, activation, cm.kernels); // after the bodies: their prologue entries
+  cm.gemvCode = std::move(gemv.code);
+  cm.gemvKernels = std::move(gemv.names);
   return cm;
 }
 

@@ -225,11 +225,49 @@ bool Builder::build(CudaKernel &kern, std::string &why) {
   if (sig.empty())
     params = params.substr(6); // drop the leading ",\n    "
   std::string head = "extern \"C\" __global__ void " + kern.name + "(\n    " + sig + params + ") {\n";
-  if (rows_)
-    head += "  extern __shared__ float genc_smem[];\n  __shared__ float genc_red[32];\n";
-  head += "  genc_pdl_wait();\n  genc_pdl_launch();\n";
-  kern.code = legend + globals_ + head + code + "}\n";
+  if (!rows_) {
+    head += "  genc_pdl_wait();\n  genc_pdl_launch();\n";
+    kern.code = legend + globals_ + head + code + "}\n";
+    return true;
+  }
+  kern.code = legend + globals_ + rowsBody(kern, sig, params, code) + head +
+              "  genc_pdl_wait();\n  genc_pdl_launch();\n  " + kern.name + "_rows(blockIdx.x, gridDim.x";
+  for (const auto &s : kern.symbols)
+    kern.code += ", " + s;
+  for (const auto &p : kern.inputs)
+    kern.code += ", " + p.name;
+  for (const auto &p : kern.outputs)
+    kern.code += ", " + p.name;
+  kern.code += ");\n}\n";
   return true;
+}
+
+// A row kernel's work as a device function `<name>_rows(row0, rowStep,
+// symbols..., pointers...)` that the kernel calls with (blockIdx.x,
+// gridDim.x), and a GEMV's prologue with (0, 1) (codegen/GemvKernels.h): it
+// runs with the kernel's own thread count (`genc_nt`; threads past it only
+// join the block's barriers and reductions with zeros), so its values are
+// the kernel's bit for bit in a block of any size at least as large; a null
+// result pointer skips that result's loop.
+std::string Builder::rowsBody(const CudaKernel &kern, const std::string &sig, const std::string &params,
+                              std::string code) const {
+  auto replace = [&](const std::string &from, const std::string &to) {
+    for (size_t at = code.find(from); at != std::string::npos; at = code.find(from, at + to.size()))
+      code.replace(at, from.size(), to);
+  };
+  replace("blockIdx.x", "genc_row0");
+  replace("gridDim.x", "genc_row_step");
+  replace("threadIdx.x", "genc_tid");
+  replace("blockDim.x", "genc_nt");
+  for (const auto &o : kern.outputs) // each result's loop opens with "  { // <name>: "
+    replace("  { // " + o.name + ": ", "  if (" + o.name + ") { // " + o.name + ": ");
+  std::string head = "static __device__ __forceinline__ void " + kern.name +
+                     "_rows(\n    const long long genc_row0, const long long genc_row_step" +
+                     (sig.empty() ? ",\n    " + params : ",\n    " + sig + params) + ") {\n";
+  head += "  extern __shared__ float genc_smem[];\n  __shared__ float genc_red[32];\n";
+  head += "  const long long genc_nt = " + std::to_string(kern.blockSize) + "LL;\n";
+  head += "  const long long genc_tid = (long long)threadIdx.x < genc_nt ? (long long)threadIdx.x : 0x3fffffffffffffffLL;\n";
+  return head + code + "}\n";
 }
 
 } // namespace genc::cuda_detail

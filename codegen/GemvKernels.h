@@ -9,6 +9,7 @@
 // no kernels of its own (no nvcc, no kernel zoo) and the storage types and
 // epilogue are compile-time constants.
 #pragma once
+#include "codegen/CudaEmitter.h"
 #include "compiler/ir/IR.h"
 
 #include <string>
@@ -23,7 +24,9 @@ struct GemvKernels {
 
 /// Gives every matmul of @encode / @prefill / @decode_step whose right
 /// operand is a 2-D weight the attribute `gpu_gemv` (its family) and
-/// returns the families' code (empty when there is none).
-GemvKernels emitGemvKernels(Module &m, DType activation);
+/// returns the families' code (empty when there is none), with a one-row
+/// entry that runs the fused row kernel before it (`kernels`, already
+/// built) where the matmul alone reads that kernel's result.
+GemvKernels emitGemvKernels(Module &m, DType activation, const std::vector<CudaKernel> &kernels);
 
 } // namespace genc

@@ -32,10 +32,26 @@ llvm::Error planFunction(Module &m, Function &f, const std::map<std::string, int
   std::vector<Buffer> bufs;
   std::map<const Value *, size_t> index;
   int64_t pos = 0;
+  Op *prev = nullptr;
   for (auto &op : f.ops()) {
     for (Value *v : op->operands())
       if (auto it = index.find(v); it != index.end())
         bufs[it->second].last = pos;
+    // A matmul that alone reads a row kernel's result right before it may
+    // run that kernel's row itself, in each of its blocks (the GPU's
+    // one-row GEMV, codegen/GemvKernels.cpp): the kernel's operands and
+    // results stay live through the matmul, so its result never lands on
+    // what a later block still reads.
+    if (prev && op->is("matmul") && prev->is("fused") && prev->strAttr("pattern", "") == "reduction" &&
+        op->numOperands() && op->operand(0)->definingOp() == prev && f.soleUser(op->operand(0)) == op.get()) {
+      for (Value *v : prev->operands())
+        if (auto it = index.find(v); it != index.end())
+          bufs[it->second].last = std::max(bufs[it->second].last, pos);
+      for (Value *v : prev->results())
+        if (auto it = index.find(v); it != index.end())
+          bufs[it->second].last = std::max(bufs[it->second].last, pos);
+    }
+    prev = op.get();
     for (Value *r : op->results()) {
       auto shape = evaluateShape(r->shape(), maxSyms);
       if (!shape)

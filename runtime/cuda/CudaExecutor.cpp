@@ -118,6 +118,11 @@ public:
     // GENC_CUDA_GEMV_ROWS=N (1..8) sets the limit.
     const char *gr = std::getenv("GENC_CUDA_GEMV_ROWS");
     ctx_.gemvRows = gr && *gr ? std::clamp<int64_t>(std::atoll(gr), 1, kGemvMaxRows) : 1;
+    // A one-row GEMV runs the add + norm kernel before it itself (one
+    // kernel boundary fewer, twice a Llama layer); GENC_CUDA_PROLOGUE=0 for
+    // A/B runs.
+    const char *pr = std::getenv("GENC_CUDA_PROLOGUE");
+    ctx_.gemvPrologue = !(pr && std::string(pr) == "0");
     ctx_.weightTransposed.assign(plan_->weights.size(), 0);
     if (ctx_.gemv)
       chooseTransposedWeights();

@@ -56,6 +56,20 @@ struct ValueMap {
   bool isWeight(int32_t v) const { return prog.values[v].storage == Storage::Weight; }
 };
 
+class GemmStep;
+
+// A fused group: its generated kernel — or nothing, where the matmul right
+// after it runs its row itself (GemmStep::absorbs).
+class FusedStep final : public Step {
+public:
+  FusedLaunch kernel;
+  std::vector<CUdeviceptr> pointers;
+  std::vector<Shape> results;
+  const GemmStep *absorbedBy = nullptr;
+  Status run(StepContext &ctx, const ProgramRun &run) override;
+  std::string profileKind(const StepContext &ctx, const ProgramRun &run) const override;
+};
+
 // matmul(a, W[, bias]) {epilogue, transpose_b}: a generated GEMV kernel for
 // up to 8 rows where the weight lies [N, K] (runtime/cuda/GemvAbi.h), else
 // one cuBLASLt call.
@@ -65,13 +79,55 @@ public:
   CUdeviceptr a = 0, b = 0, bias = 0, y = 0;
   Shape aShape;
   CUfunction gemv[4] = {}; // rows <= 1, 2, 4, 8
+  /// The one-row GEMV that first runs the fused row kernel of step `pro`,
+  /// the step before, whose result is `a` (GemvAbi.h, gemv_N_after_...).
+  CUfunction after = nullptr;
+  const FusedStep *pro = nullptr;
+
+  /// Whether this run takes `after` (and `pro` is not launched): one row,
+  /// and every result of the body one row too.
+  bool absorbs(const StepContext &ctx, const ProgramRun &run) const {
+    if (!after || !ctx.gemvPrologue || elementsAt(aShape, run.symbols) != shape.K)
+      return false;
+    for (const Shape &r : pro->results)
+      if (r.empty() || !r.back().isConstant() || elementsAt(r, run.symbols) != r.back().constant())
+        return false;
+    auto shared = pro->kernel.info().sharedFloats.evaluate(run.symbols);
+    return shared && *shared >= 0 && *shared * 4 <= kGemvPrologueBytes;
+  }
+
+  Status runAfter(StepContext &ctx, const ProgramRun &run) {
+    const KernelInfo &k = pro->kernel.info();
+    GencGemvParams p{a, b, bias, y, 1, shape.K, shape.N};
+    GencGemvPrologue q{};
+    for (size_t i = 0; i < k.symbols.size(); ++i) {
+      auto it = run.symbols.find(k.symbols[i]);
+      if (it == run.symbols.end())
+        return Status::error(what + ": kernel '" + k.name + "' needs the symbol '" + k.symbols[i] + "'");
+      q.sym[i] = it->second;
+    }
+    for (size_t i = 0; i < pro->pointers.size(); ++i)
+      q.ptr[i] = pro->pointers[i];
+    void *args[] = {&p, &q};
+    const unsigned grid = static_cast<unsigned>((shape.N + kGemvThreads / 32 - 1) / (kGemvThreads / 32));
+    const auto shared = k.sharedFloats.evaluate(run.symbols);
+    return ctx.dev->launch(after, grid, 1, 1, kGemvThreads, 1, static_cast<unsigned>(*shared * 4), ctx.stream, args,
+                           "the GEMV of " + what + " after '" + k.name + "'");
+  }
+
+  std::string profileKind(const StepContext &ctx, const ProgramRun &run) const override {
+    return absorbs(ctx, run) ? "gemm after fused" : kind;
+  }
+
   Status run(StepContext &ctx, const ProgramRun &run) override {
     int64_t n = elementsAt(aShape, run.symbols);
     if (n < 0 || n % shape.K)
       return Status::error(what + ": the input's shape does not evaluate");
     const int64_t M = n / shape.K;
     Status s = Status::ok();
-    if (M >= 1 && M <= ctx.gemvRows && gemv[0]) {
+    if (absorbs(ctx, run)) {
+      s = runAfter(ctx, run);
+    } else if (M >= 1 && M <= ctx.gemvRows && gemv[0]) {
       GencGemvParams p{a, b, bias, y, M, shape.K, shape.N};
       void *args[] = {&p};
       int which = M <= 1 ? 0 : M <= 2 ? 1 : M <= 4 ? 2 : 3;
@@ -105,18 +161,83 @@ Status prepareGemv(const OpInfo &op, const KernelModule &mod, GemmStep &g) {
   return Status::ok();
 }
 
-// A fused group: its generated kernel.
-class FusedStep final : public Step {
-public:
-  FusedLaunch kernel;
-  std::vector<CUdeviceptr> pointers;
-  Status run(StepContext &ctx, const ProgramRun &run) override {
-    Status s = kernel.launch(*ctx.dev, run.symbols, pointers, ctx.stream);
-    if (s && ctx.syncEachStep)
-      s = ctx.dev->check(ctx.dev->api->cuStreamSynchronize(ctx.stream), what.c_str());
-    return s;
+std::string FusedStep::profileKind(const StepContext &ctx, const ProgramRun &run) const {
+  return absorbedBy && absorbedBy->absorbs(ctx, run) ? "fused (run by the gemm after)" : kind;
+}
+
+Status FusedStep::run(StepContext &ctx, const ProgramRun &run) {
+  if (absorbedBy && absorbedBy->absorbs(ctx, run))
+    return Status::ok();
+  Status s = kernel.launch(*ctx.dev, run.symbols, pointers, ctx.stream);
+  if (s && ctx.syncEachStep)
+    s = ctx.dev->check(ctx.dev->api->cuStreamSynchronize(ctx.stream), what.c_str());
+  return s;
+}
+
+// Whether a buffer `w` writes meets one `r` reads or writes (device
+// ranges at the program's maximum shapes; an unsized one meets everything).
+bool overlaps(const ValueMap &vm, int32_t w, int32_t r) {
+  auto range = [&](int32_t v) {
+    const int64_t n = elementsAt(vm.prog.values[v].shape, vm.prog.maxSymbols);
+    const CUdeviceptr at = vm.ptr(v);
+    return std::make_pair(at, n < 0 ? ~CUdeviceptr(0) : at + static_cast<CUdeviceptr>(n) * dtypeSize(vm.stored(v)));
+  };
+  auto [a0, a1] = range(w);
+  auto [b0, b1] = range(r);
+  return a0 < b1 && b0 < a1;
+}
+
+// The matmul `op` reads result r of the fused op `prev`, whose step comes
+// right before, and nothing else reads it: where the plan has the GEMV entry
+// that runs that body first, `g` takes it. Every block of it reads the
+// body's operands while others write the product (and block 0 the body's
+// other results), so none of those may share bytes (genc's plan-memory
+// keeps them apart; an older plan may not). Its shared row must hold K
+// elements of a (a plan names its kernels; it is not trusted to size them).
+Status prepareAfter(const ValueMap &vm, const OpInfo &op, const OpInfo &prev, FusedStep &f, const KernelModule &mod,
+                    const Device &dev, GemmStep &g) {
+  const Program &prog = vm.prog;
+  if (!g.gemv[0] || g.shape.K * static_cast<int64_t>(dtypeSize(g.shape.a)) > kGemvPrologueBytes)
+    return Status::ok();
+  const int32_t a = op.operands[0];
+  auto r = std::find(prev.results.begin(), prev.results.end(), a);
+  if (r == prev.results.end() || std::count(prog.outputs.begin(), prog.outputs.end(), a))
+    return Status::ok();
+  size_t uses = 0;
+  for (const OpInfo &o : prog.ops)
+    uses += std::count(o.operands.begin(), o.operands.end(), a);
+  const KernelInfo &k = f.kernel.info();
+  if (uses != 1 || k.mode != "rows" || k.blockSize > kGemvThreads || k.symbols.size() > kGemvPrologueSymbols ||
+      f.pointers.size() > kGemvProloguePointers)
+    return Status::ok();
+  std::vector<int32_t> writes{op.results.at(0)};
+  for (int32_t v : prev.results)
+    if (v != a)
+      writes.push_back(v);
+  for (size_t i = 0; i < writes.size(); ++i) {
+    for (int32_t v : prev.operands)
+      if (!vm.isWeight(v) && overlaps(vm, writes[i], v))
+        return Status::ok();
+    for (size_t j = i + 1; j < writes.size(); ++j)
+      if (overlaps(vm, writes[i], writes[j]))
+        return Status::ok();
   }
-};
+  const std::string name = gemvPrologueName(attrStr(op.attrs, "gpu_gemv", ""), k.name, r - prev.results.begin());
+  CUfunction fn = nullptr;
+  if (!mod.function(name, fn))
+    return Status::ok(); // a plan from a genc without these entries
+  int staticBytes = 0;
+  if (Status s = dev.check(dev.api->cuFuncGetAttribute(&staticBytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn), name.c_str());
+      !s)
+    return s;
+  if (staticBytes < g.shape.K * static_cast<int64_t>(dtypeSize(g.shape.a)))
+    return Status::error("kernel '" + name + "' holds a row of " + std::to_string(staticBytes) +
+                         " bytes in shared memory, the matmul's is longer: the plan's kernels do not match its ops");
+  g.after = fn;
+  g.pro = &f;
+  f.absorbedBy = &g;
+  return Status::ok();
+}
 
 // A view op (reshape, squeeze, ...): the planner gave the result its own
 // buffer, so the bytes are copied.
@@ -495,9 +616,15 @@ Status compileProgram(const Program &prog, StepContext &ctx, const KernelModule 
   std::map<std::string, const KernelInfo *> kernelOf;
   for (const KernelInfo &k : ctx.plan->kernels)
     kernelOf[k.name] = &k;
+  const OpInfo *lastFusedOp = nullptr; // the op of the last step, where it is a fused one
+  FusedStep *lastFused = nullptr;
   for (const OpInfo &op : prog.ops) {
     std::string where = "'" + op.kind + "' at \"" + op.loc + "\" in " + prog.name;
     std::unique_ptr<Step> step;
+    const OpInfo *fusedBefore = lastFusedOp;
+    FusedStep *fusedStepBefore = lastFused;
+    if (classOf(op.kind) != OpClass::HostShape)
+      lastFusedOp = nullptr, lastFused = nullptr;
     const OpClass cls = classOf(op.kind);
     if (cls == OpClass::HostShape) {
       continue;
@@ -537,6 +664,9 @@ Status compileProgram(const Program &prog, StepContext &ctx, const KernelModule 
       if (ctx.gemv)
         if (Status s = prepareGemv(op, mod, *g); !s)
           return Status::error("plan op " + where + ": " + s.message());
+      if (ctx.gemv && fusedBefore)
+        if (Status s = prepareAfter(vm, op, *fusedBefore, *fusedStepBefore, mod, *ctx.dev, *g); !s)
+          return Status::error("plan op " + where + ": " + s.message());
       g->kind = "gemm";
       step = std::move(g);
     } else if (cls == OpClass::Fused) {
@@ -549,9 +679,13 @@ Status compileProgram(const Program &prog, StepContext &ctx, const KernelModule 
         return s;
       for (int32_t v : op.operands)
         f->pointers.push_back(vm.ptr(v));
-      for (int32_t v : op.results)
+      for (int32_t v : op.results) {
         f->pointers.push_back(vm.ptr(v));
+        f->results.push_back(prog.values[v].shape);
+      }
       f->kind = "fused";
+      lastFusedOp = &op;
+      lastFused = f.get();
       step = std::move(f);
     } else if (cls == OpClass::CacheAttention) {
       if (Status s = attentionStep(op, vm, mod, step); !s)
@@ -621,7 +755,7 @@ Status runSteps(const CompiledProgram &cp, StepContext &ctx, const ProgramRun &r
   for (size_t i = 0; i < cp.steps.size(); ++i) {
     float ms = 0;
     a.cuEventElapsedTime(&ms, ev[i], ev[i + 1]);
-    auto &slot = ctx.profileMs[prog + cp.steps[i]->kind];
+    auto &slot = ctx.profileMs[prog + cp.steps[i]->profileKind(ctx, run)];
     slot.first += ms;
     slot.second += 1;
   }

@@ -39,6 +39,9 @@ struct StepContext {
   /// The most rows a product takes the GEMV kernel for (1 by default:
   /// cuBLASLt wins from 2 rows; GENC_CUDA_GEMV_ROWS=N, at most 8).
   int64_t gemvRows = 1;
+  /// A one-row matmul right after the fused row kernel that feeds it runs
+  /// that kernel's row itself (GENC_CUDA_PROLOGUE=0: never).
+  bool gemvPrologue = true;
   /// Tree attention (--gpus N): this GPU is shard `shard` of `shards`; after
   /// each self-attention op its output is combined with the other GPUs'
   /// through `comm` (lse -> max, then [w·o | w] -> sum, in f32).
@@ -68,6 +71,8 @@ class Step {
 public:
   virtual ~Step() = default;
   virtual Status run(StepContext &ctx, const ProgramRun &run) = 0;
+  /// The profile's row for this run (GENC_CUDA_PROFILE=1).
+  virtual std::string profileKind(const StepContext &, const ProgramRun &) const { return kind; }
   /// "matmul at \"/m/lm_head/MatMul\"": errors name the op.
   std::string what;
   std::string kind; // gemm, fused, attention, copy: the profile's rows

@@ -11,6 +11,14 @@
 //       words and multiplies it with the M <= m rows of a [M, K]; f32 sums,
 //       a warp-shuffle reduction in a fixed order (deterministic), then the
 //       epilogue (bias, relu or tanh-GELU) and y[M, N] in its storage type.
+//   gemv_N_after_<body>_<r>  the one-row entry for a matmul that alone
+//       reads result r of the fused row kernel <body> just before it: each
+//       block first runs that body's row itself (`<body>_rows`; dynamic
+//       shared memory = the body's), result r into shared memory as the
+//       matmul's a, the body's other results written by block 0; the
+//       executor then skips the body's own launch. Second parameter: a
+//       GencGemvPrologue with the body's symbols and pointers in its
+//       kernel's order.
 //   genc_transpose_{2,4}  grid (ceil(cols / 32), ceil(rows / 32)), block
 //       (32, 8): src [rows, cols] -> dst [cols, rows] for 2- or 4-byte
 //       elements. The executor turns [K, N] weights that only matmuls read
@@ -19,6 +27,9 @@
 // Needs: K a multiple of the 16-byte word of a and of the weight, and a, w
 // 16-byte aligned; the executor checks and otherwise keeps cuBLASLt.
 #pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
 
 #define GENC_GEMV_STR(...) #__VA_ARGS__
 #define GENC_GEMV_XSTR(...) GENC_GEMV_STR(__VA_ARGS__)
@@ -28,6 +39,10 @@
   struct GencGemvParams {                                                                          \
     unsigned long long a, w, bias, y; /* a [M, K], w [N, K], bias [N], y [M, N] */                 \
     long long M, K, N;                                                                             \
+  };                                                                                               \
+  struct GencGemvPrologue {          /* the fused row kernel's symbols, then its pointers */     \
+    long long sym[4];                                                                              \
+    unsigned long long ptr[12];       /* arguments then results */                                 \
   };                                                                                               \
   struct GencTransposeParams {                                                                     \
     unsigned long long src, dst;                                                                   \
@@ -41,5 +56,13 @@ static const char *const kGencGemvAbiSource = GENC_GEMV_XSTR(GENC_GEMV_ABI);
 
 constexpr int kGemvThreads = 256;  // 8 warps: 8 output columns per block
 constexpr int kGemvMaxRows = 8;    // M above this goes to cuBLASLt
+constexpr size_t kGemvPrologueSymbols = 4, kGemvProloguePointers = 12;
+constexpr int64_t kGemvPrologueBytes = 32 * 1024; // the row of a, in shared memory
+
+/// The one-row GEMV of family `family` that first runs fused body `body`'s
+/// row and reads its result `result` (codegen/GemvKernels.cpp).
+inline std::string gemvPrologueName(const std::string &family, const std::string &body, size_t result) {
+  return family + "_after_" + body + "_" + std::to_string(result);
+}
 
 } // namespace genrt::cuda
