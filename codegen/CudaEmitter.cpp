@@ -19,6 +19,118 @@
 #include <sstream>
 
 namespace genc {
+
+// The C++ expression of elementwise op `op` over its operands' expressions
+// `a` (fp32 math for floats, wrapping two's complement for integers); empty
+// with `why` where it has none. The fused kernels and the GEMV epilogues
+// (codegen/GemvKernels.cpp) both write their elementwise math with it, so
+// the two round alike.
+std::string elementwiseExpr(const Op &op, const std::vector<std::string> &a, std::string &why) {
+  const std::string &k = op.kind();
+  Dom d = op.numOperands() ? domOf(op.operand(0)->dtype()) : Dom::F;
+  Dom rd = domOf(op.result(0)->dtype());
+  auto need = [&](size_t n) {
+    if (a.size() < n)
+      why = "'" + k + "' with too few operands";
+    return a.size() >= n;
+  };
+  std::string e;
+  if (k == "add" || k == "sub" || k == "mul") {
+    if (!need(2))
+      return "";
+    const char *o = k == "add" ? " + " : k == "sub" ? " - " : " * ";
+    e = d == Dom::I ? "(long long)((unsigned long long)" + a[0] + o + "(unsigned long long)" + a[1] + ")"
+                    : a[0] + o + a[1];
+  } else if (k == "div") {
+    if (!need(2))
+      return "";
+    e = d == Dom::I ? "(" + a[1] + " == 0LL ? 0LL : " + a[0] + " / " + a[1] + ")" : a[0] + " / " + a[1];
+  } else if (k == "max" || k == "min") {
+    if (!need(1))
+      return "";
+    e = a[0];
+    for (size_t i = 1; i < a.size(); ++i)
+      e = d == Dom::F ? "genc_" + k + "(" + e + ", " + a[i] + ")"
+                      : "(" + e + (k == "max" ? " > " : " < ") + a[i] + " ? " + e + " : " + a[i] + ")";
+  } else if (k == "pow") {
+    if (!need(2) || d != Dom::F) {
+      why = "pow on integers";
+      return "";
+    }
+    e = "powf(" + a[0] + ", (float)" + a[1] + ")";
+  } else if (k == "equal" || k == "less" || k == "less_or_equal" || k == "greater" ||
+             k == "greater_or_equal") {
+    if (!need(2))
+      return "";
+    const char *o = k == "equal" ? " == " : k == "less" ? " < " : k == "less_or_equal" ? " <= "
+                  : k == "greater" ? " > " : " >= ";
+    e = a[0] + o + a[1];
+  } else if (k == "and" || k == "or") {
+    if (!need(2))
+      return "";
+    e = a[0] + (k == "and" ? " && " : " || ") + a[1];
+  } else if (k == "not") {
+    e = "!" + a[0];
+  } else if (k == "where") {
+    if (!need(3))
+      return "";
+    e = a[0] + " ? " + a[1] + " : " + a[2];
+  } else if (k == "abs" || k == "neg") {
+    if (d == Dom::F)
+      e = k == "abs" ? "fabsf(" + a[0] + ")" : "-" + a[0];
+    else
+      e = k == "abs" ? "(" + a[0] + " >= 0LL ? " + a[0] + " : (long long)(0ULL - (unsigned long long)" + a[0] + "))"
+                     : "(long long)(0ULL - (unsigned long long)" + a[0] + ")";
+  } else if (k == "cast") {
+    std::string to = op.strAttr("to", "f32");
+    auto t = parseDType(to);
+    if (!t) {
+      why = "cast to unknown dtype '" + to + "'";
+      return "";
+    }
+    if (rd == Dom::F) {
+      e = d == Dom::F ? a[0] : "(float)" + a[0];
+      if (*t == DType::F16)
+        e = "genc_h2f(genc_f2h(" + e + "))";
+      else if (*t == DType::BF16)
+        e = "genc_bf2f(genc_f2bf(" + e + "))";
+    } else if (rd == Dom::B) {
+      e = "(" + a[0] + " != 0)";
+    } else {
+      e = d == Dom::F ? "genc_f2i(" + a[0] + ")" : "(long long)" + a[0];
+      if (*t == DType::I32)
+        e = "(long long)(int)(unsigned int)(unsigned long long)" + e;
+      else if (*t == DType::I8)
+        e = "(long long)(signed char)(unsigned char)(unsigned long long)" + e;
+      else if (*t == DType::U8)
+        e = "(long long)(unsigned char)(unsigned long long)" + e;
+    }
+  } else if (d == Dom::F && !a.empty()) {
+    const std::string &x = a[0];
+    if (k == "exp") e = "expf(" + x + ")";
+    else if (k == "log") e = "logf(" + x + ")";
+    else if (k == "sqrt") e = "sqrtf(" + x + ")";
+    else if (k == "reciprocal") e = "1.f / " + x;
+    else if (k == "relu") e = x + " < 0.f ? 0.f : " + x;
+    else if (k == "sigmoid") e = "1.f / (1.f + expf(-" + x + "))";
+    else if (k == "tanh") e = "tanhf(" + x + ")";
+    else if (k == "erf") e = "erff(" + x + ")";
+    else if (k == "sin") e = "sinf(" + x + ")";
+    else if (k == "cos") e = "cosf(" + x + ")";
+    else if (k == "silu") e = x + " / (1.f + expf(-" + x + "))";
+    else if (k == "gelu") {
+      std::string ap = op.strAttr("approximate", "none");
+      if (ap == "tanh")
+        e = "0.5f * " + x + " * (1.f + tanhf(0.79788456f * (" + x + " + 0.044715f * " + x + " * " + x + " * " + x + ")))";
+      else
+        e = "0.5f * " + x + " * (1.f + erff(" + x + " * 0.707106769f))";
+    }
+  }
+  if (e.empty() && why.empty())
+    why = "no CUDA emission for '" + k + "'";
+  return e;
+}
+
 namespace cuda_detail {
 
 std::string Builder::val(Value *v, const Index &idx) {
@@ -256,116 +368,17 @@ std::string Builder::concat(Op *op, Value *v, const Index &idx) {
 }
 
 std::string Builder::elementwise(Op *op, Value *v, const Index &idx) {
-  const std::string &k = op->kind();
   std::vector<std::string> a;
   for (Value *o : op->operands())
     a.push_back(val(o, broadcastIdx(idx, o->shape())));
   if (!err_.empty())
     return "0";
-  Dom d = op->numOperands() ? domOf(op->operand(0)->dtype()) : Dom::F;
-  Dom rd = domOf(v->dtype());
-  auto need = [&](size_t n) {
-    if (a.size() < n)
-      fail("'" + k + "' with too few operands");
-    return a.size() >= n;
-  };
-  std::string e;
-  if (k == "add" || k == "sub" || k == "mul") {
-    if (!need(2))
-      return "0";
-    const char *o = k == "add" ? " + " : k == "sub" ? " - " : " * ";
-    e = d == Dom::I ? "(long long)((unsigned long long)" + a[0] + o + "(unsigned long long)" + a[1] + ")"
-                    : a[0] + o + a[1];
-  } else if (k == "div") {
-    if (!need(2))
-      return "0";
-    e = d == Dom::I ? "(" + a[1] + " == 0LL ? 0LL : " + a[0] + " / " + a[1] + ")" : a[0] + " / " + a[1];
-  } else if (k == "max" || k == "min") {
-    if (!need(1))
-      return "0";
-    e = a[0];
-    for (size_t i = 1; i < a.size(); ++i)
-      e = d == Dom::F ? "genc_" + k + "(" + e + ", " + a[i] + ")"
-                      : "(" + e + (k == "max" ? " > " : " < ") + a[i] + " ? " + e + " : " + a[i] + ")";
-  } else if (k == "pow") {
-    if (!need(2) || d != Dom::F) {
-      fail("pow on integers");
-      return "0";
-    }
-    e = "powf(" + a[0] + ", (float)" + a[1] + ")";
-  } else if (k == "equal" || k == "less" || k == "less_or_equal" || k == "greater" ||
-             k == "greater_or_equal") {
-    if (!need(2))
-      return "0";
-    const char *o = k == "equal" ? " == " : k == "less" ? " < " : k == "less_or_equal" ? " <= "
-                  : k == "greater" ? " > " : " >= ";
-    e = a[0] + o + a[1];
-  } else if (k == "and" || k == "or") {
-    if (!need(2))
-      return "0";
-    e = a[0] + (k == "and" ? " && " : " || ") + a[1];
-  } else if (k == "not") {
-    e = "!" + a[0];
-  } else if (k == "where") {
-    if (!need(3))
-      return "0";
-    e = a[0] + " ? " + a[1] + " : " + a[2];
-  } else if (k == "abs" || k == "neg") {
-    if (d == Dom::F)
-      e = k == "abs" ? "fabsf(" + a[0] + ")" : "-" + a[0];
-    else
-      e = k == "abs" ? "(" + a[0] + " >= 0LL ? " + a[0] + " : (long long)(0ULL - (unsigned long long)" + a[0] + "))"
-                     : "(long long)(0ULL - (unsigned long long)" + a[0] + ")";
-  } else if (k == "cast") {
-    std::string to = op->strAttr("to", "f32");
-    auto t = parseDType(to);
-    if (!t) {
-      fail("cast to unknown dtype '" + to + "'");
-      return "0";
-    }
-    if (rd == Dom::F) {
-      e = d == Dom::F ? a[0] : "(float)" + a[0];
-      if (*t == DType::F16)
-        e = "genc_h2f(genc_f2h(" + e + "))";
-      else if (*t == DType::BF16)
-        e = "genc_bf2f(genc_f2bf(" + e + "))";
-    } else if (rd == Dom::B) {
-      e = "(" + a[0] + " != 0)";
-    } else {
-      e = d == Dom::F ? "genc_f2i(" + a[0] + ")" : "(long long)" + a[0];
-      if (*t == DType::I32)
-        e = "(long long)(int)(unsigned int)(unsigned long long)" + e;
-      else if (*t == DType::I8)
-        e = "(long long)(signed char)(unsigned char)(unsigned long long)" + e;
-      else if (*t == DType::U8)
-        e = "(long long)(unsigned char)(unsigned long long)" + e;
-    }
-  } else if (d == Dom::F && !a.empty()) {
-    const std::string &x = a[0];
-    if (k == "exp") e = "expf(" + x + ")";
-    else if (k == "log") e = "logf(" + x + ")";
-    else if (k == "sqrt") e = "sqrtf(" + x + ")";
-    else if (k == "reciprocal") e = "1.f / " + x;
-    else if (k == "relu") e = x + " < 0.f ? 0.f : " + x;
-    else if (k == "sigmoid") e = "1.f / (1.f + expf(-" + x + "))";
-    else if (k == "tanh") e = "tanhf(" + x + ")";
-    else if (k == "erf") e = "erff(" + x + ")";
-    else if (k == "sin") e = "sinf(" + x + ")";
-    else if (k == "cos") e = "cosf(" + x + ")";
-    else if (k == "silu") e = x + " / (1.f + expf(-" + x + "))";
-    else if (k == "gelu") {
-      std::string ap = op->strAttr("approximate", "none");
-      if (ap == "tanh")
-        e = "0.5f * " + x + " * (1.f + tanhf(0.79788456f * (" + x + " + 0.044715f * " + x + " * " + x + " * " + x + ")))";
-      else
-        e = "0.5f * " + x + " * (1.f + erff(" + x + " * 0.707106769f))";
-    }
-  }
+  std::string why, e = elementwiseExpr(*op, a, why);
   if (e.empty()) {
-    fail("no CUDA emission for '" + k + "'");
+    fail(why);
     return "0";
   }
-  return def(domType(rd), e);
+  return def(domType(domOf(v->dtype())), e);
 }
 
 // A norm or softmax over the last axis, for the row `idx[:-1]`: the block

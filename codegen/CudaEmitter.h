@@ -59,6 +59,10 @@ struct CudaModule {
   std::vector<std::pair<std::string, std::string>> skipped;
 };
 
+/// The C++ expression of elementwise op `op` over its operands' expressions
+/// `a`; empty (and `why`) where it has none.
+std::string elementwiseExpr(const Op &op, const std::vector<std::string> &a, std::string &why);
+
 /// Kernels for every fused body of `m` (functions named fused_*), float
 /// activations stored as `activation` (f32, f16 or bf16), and the attention
 /// ops' kernels (which tags those ops with their kernels' names).

@@ -53,57 +53,95 @@ struct GencGemvDirect {
   static __device__ __forceinline__ const S *run(const GencGemvPrologue *, const S *a, S *) { return a; }
 };
 
+// What the GEMV writes: y = act(a . w^T + bias) (GencGemvStore, a weight
+// row a warp), or the elementwise body after it where that body alone reads
+// y as a GLU (act(gate) * up over y's two halves: a warp reads the weight
+// rows of gate n and up n, and writes the body's element n; generated per
+// body below the templates).
+struct GencGemvStore {
+  static constexpr int ROWS = 1;
+  template <typename Y, typename B, int BIAS, int ACT>
+  static __device__ __forceinline__ void store(const GencGemvParams &p, long long n, long long, int m,
+                                               const float (&acc)[1]) {
+    const float b = BIAS ? B::ld(((const typename B::S *)p.bias)[n]) : 0.f;
+    ((typename Y::S *)p.y)[m * p.N + n] = Y::st(genc_gemv_act<ACT>(acc[0] + b));
+  }
+};
+
 template <typename A, typename W, typename Y, typename B, int BIAS, int ACT, int MT,
-          typename PRO = GencGemvDirect, int KS = 1>
+          typename PRO = GencGemvDirect, int KS = 1, typename EPI = GencGemvStore>
 static __device__ void genc_gemv(const GencGemvParams &p, const GencGemvPrologue *q = nullptr) {
   typedef typename W::S WS;
   constexpr int V = 16 / (int)sizeof(WS); // weight elements per 16-byte word
   constexpr int STEP = 32 * V;            // a warp's elements per word
-  constexpr int U = 8;                    // words in flight per lane
+  constexpr int R = EPI::ROWS;            // weight rows a warp reads
+  constexpr int U = 8 / R;                // words in flight per lane and row
   const int lane = threadIdx.x & 31, M = (int)p.M;
+  const long long NO = p.N / R;           // outputs (p.N: the weight's rows)
   const long long n = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-  // A warp past N still takes part in a prologue's barriers.
-  const bool live = n < p.N;
-  const WS *w = (const WS *)p.w + (live ? n : 0) * p.K;
-  float acc[MT];
+  // A warp past the outputs still takes part in a prologue's barriers.
+  const bool live = n < NO;
+  const WS *w[R];
 #pragma unroll
-  for (int m = 0; m < MT; ++m) acc[m] = 0.f;
+  for (int r = 0; r < R; ++r) w[r] = (const WS *)p.w + (live ? n + r * NO : 0) * p.K;
+  float acc[R][MT];
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int m = 0; m < MT; ++m) acc[r][m] = 0.f;
   // The weight's first words are loaded before the wait: they stream while
   // the kernel before (whose output is `a`) finishes.
   long long k = (long long)lane * V;
-  alignas(16) WS first[U][V];
+  alignas(16) WS first[R][U][V];
 #pragma unroll
-  for (int u = 0; u < U; ++u)
-    if (live && k + u * STEP < p.K) genc_vload<WS, V>(first[u], w + k + u * STEP);
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (live && k + u * STEP < p.K) genc_vload<WS, V>(first[r][u], w[r] + k + u * STEP);
   genc_pdl_wait();
   genc_pdl_launch();
   __shared__ alignas(16) typename A::S staged[KS];
   const typename A::S *a = PRO::run(q, (const typename A::S *)p.a, staged);
   if (!live) return;
 #pragma unroll
-  for (int u = 0; u < U; ++u)
-    if (k + u * STEP < p.K) genc_gemv_word<A, W, V, MT>(acc, a, p.K, M, k + u * STEP, first[u]);
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (k + u * STEP < p.K) genc_gemv_word<A, W, V, MT>(acc[r], a, p.K, M, k + u * STEP, first[r][u]);
   k += U * STEP;
   for (; k + (U - 1) * STEP < p.K; k += U * STEP) {
-    alignas(16) WS wr[U][V];
+    alignas(16) WS wr[R][U][V];
 #pragma unroll
-    for (int u = 0; u < U; ++u) genc_vload<WS, V>(wr[u], w + k + u * STEP);
+    for (int r = 0; r < R; ++r)
 #pragma unroll
-    for (int u = 0; u < U; ++u) genc_gemv_word<A, W, V, MT>(acc, a, p.K, M, k + u * STEP, wr[u]);
+      for (int u = 0; u < U; ++u) genc_vload<WS, V>(wr[r][u], w[r] + k + u * STEP);
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int u = 0; u < U; ++u) genc_gemv_word<A, W, V, MT>(acc[r], a, p.K, M, k + u * STEP, wr[r][u]);
   }
   for (; k < p.K; k += STEP) {
-    alignas(16) WS wr[V];
-    genc_vload<WS, V>(wr, w + k);
-    genc_gemv_word<A, W, V, MT>(acc, a, p.K, M, k, wr);
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      alignas(16) WS wr[V];
+      genc_vload<WS, V>(wr, w[r] + k);
+      genc_gemv_word<A, W, V, MT>(acc[r], a, p.K, M, k, wr);
+    }
   }
 #pragma unroll
-  for (int m = 0; m < MT; ++m)
-    for (int o = 16; o > 0; o >>= 1) acc[m] += __shfl_xor_sync(0xffffffffu, acc[m], o);
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int m = 0; m < MT; ++m)
+      for (int o = 16; o > 0; o >>= 1) acc[r][m] += __shfl_xor_sync(0xffffffffu, acc[r][m], o);
   if (lane != 0) return;
-  const float b = BIAS ? B::ld(((const typename B::S *)p.bias)[n]) : 0.f;
 #pragma unroll
   for (int m = 0; m < MT; ++m)
-    if (m < M) ((typename Y::S *)p.y)[m * p.N + n] = Y::st(genc_gemv_act<ACT>(acc[m] + b));
+    if (m < M) {
+      float s[R];
+#pragma unroll
+      for (int r = 0; r < R; ++r) s[r] = acc[r][m];
+      EPI::template store<Y, B, BIAS, ACT>(p, n, NO, m, s);
+    }
 }
 
 // src [rows, cols] -> dst [cols, rows], 32 x 32 tiles through shared memory.
@@ -155,13 +193,11 @@ std::optional<Prologue> prologueOf(const Function &f, Op *prev, Op *mm, const st
   return Prologue{&*k, r};
 }
 
-// The prologue policy and entry point of family `fam` (template arguments
-// `args`) reading result `pro.result` of `pro.body`, K wide.
-std::string prologueEntry(const std::string &fam, const std::string &args, const Prologue &pro, int64_t K) {
+// The prologue policy reading result `pro.result` of `pro.body`.
+std::string prologuePolicy(const std::string &name, const Prologue &pro) {
   const CudaKernel &k = *pro.body;
-  const std::string name = genrt::cuda::gemvPrologueName(fam, k.name, pro.result);
   std::ostringstream c;
-  c << "struct " << name << "_policy {\n"
+  c << "struct " << name << "_before {\n"
     << "  template <typename S>\n"
     << "  static __device__ __forceinline__ const S *run(const GencGemvPrologue *q, const S *, S *staged) {\n"
     << "    " << k.name << "_rows(0, 1";
@@ -175,9 +211,107 @@ std::string prologueEntry(const std::string &fam, const std::string &args, const
                           : ", blockIdx.x == 0 ? (" + storageType(k.outputs[i].dtype) + " *)q->ptr[" +
                                 std::to_string(at) + "] : nullptr");
   c << ");\n    return staged;\n  }\n};\n";
+  return c.str();
+}
+
+// The elementwise body right after matmul `mm` that alone reads its result
+// y [.., 2h] as a GLU: one split of y's last axis into halves, then float
+// elementwise math (and scalar constants) down to one result [.., h]. Its
+// math as statements over t0 = gate and t1 = up (each rounded through y's
+// storage first, as the body's kernel would load them), the result `out`.
+struct Glu {
+  const CudaKernel *body;
+  std::string stmts, out;
+};
+std::optional<Glu> gluOf(const Module &m, const Function &f, Op *mm, Op *next, const std::vector<CudaKernel> &kernels,
+                         DType y) {
+  if (!next || !next->is("fused") || next->strAttr("pattern", "") != "elementwise" || next->numOperands() != 1 ||
+      next->numResults() != 1 || next->operand(0) != mm->result(0) || f.soleUser(mm->result(0)) != next)
+    return std::nullopt;
+  const std::string name = next->strAttr("body", "");
+  auto k = std::find_if(kernels.begin(), kernels.end(), [&](const CudaKernel &c) { return c.name == name; });
+  const Function *body = m.function(name);
+  if (k == kernels.end() || !body || k->inputs.size() != 1 || k->inputs[0].dtype != y || k->outputs.size() != 1 ||
+      body->arguments().size() != 1 || body->outputs().size() != 1)
+    return std::nullopt;
+  const Value *in = body->arguments()[0].get();
+  const Shape &ys = in->shape();
+  if (ys.empty() || !ys.back().isConstant() || ys.back().constant() % 2)
+    return std::nullopt;
+  const int64_t h = ys.back().constant() / 2;
+  Shape half(ys.begin(), ys.end() - 1);
+  half.push_back(Dim(h));
+  std::map<const Value *, std::string> expr;
+  Glu g{&*k, "", ""};
+  int t = 2;
+  for (auto &op : body->ops()) {
+    if (op->is("constant")) {
+      const Tensor *c = op->tensorAttr("value");
+      if (!c || c->numElements() != 1 || domOf(op->result(0)->dtype()) != Dom::F)
+        return std::nullopt;
+      expr[op->result(0)] = floatLit(c->castTo(DType::F32).data<float>()[0]);
+      continue;
+    }
+    if (op->is("split")) {
+      if (op->operand(0) != in || op->numResults() != 2 || !expr.empty() ||
+          (op->intAttr("axis", 0) + in->rank()) % in->rank() != in->rank() - 1 || op->result(0)->shape() != half ||
+          op->result(1)->shape() != half)
+        return std::nullopt;
+      expr[op->result(0)] = "t0";
+      expr[op->result(1)] = "t1";
+      continue;
+    }
+    std::vector<std::string> a;
+    for (Value *o : op->operands()) {
+      auto e = expr.find(o);
+      if (e == expr.end())
+        return std::nullopt; // y itself, or anything not a half or a scalar
+      a.push_back(e->second);
+    }
+    if (op->numResults() != 1 || domOf(op->result(0)->dtype()) != Dom::F || op->result(0)->shape() != half)
+      return std::nullopt;
+    std::string why, e = elementwiseExpr(*op, a, why);
+    if (e.empty())
+      return std::nullopt;
+    std::string v = "t" + std::to_string(t++);
+    g.stmts += "    const float " + v + " = " + e + ";\n";
+    expr[op->result(0)] = v;
+  }
+  auto o = expr.find(body->outputs()[0].value);
+  if (o == expr.end() || o->second.rfind("t", 0) != 0 || o->second == "t0" || o->second == "t1")
+    return std::nullopt;
+  g.out = o->second;
+  return g;
+}
+
+std::string gluPolicy(const std::string &name, const Glu &g) {
+  const CudaTensorParam &out = g.body->outputs[0];
+  std::ostringstream c;
+  c << "struct " << name << "_then {\n"
+    << "  static constexpr int ROWS = 2;\n"
+    << "  template <typename Y, typename B, int BIAS, int ACT>\n"
+    << "  static __device__ __forceinline__ void store(const GencGemvParams &p, long long n, long long NO, int m,\n"
+    << "                                               const float (&acc)[2]) {\n"
+    << "    const float t0 = Y::ld(Y::st(genc_gemv_act<ACT>(acc[0] + (BIAS ? B::ld(((const typename B::S *)p.bias)[n]) : 0.f))));\n"
+    << "    const float t1 = Y::ld(Y::st(genc_gemv_act<ACT>(acc[1] + (BIAS ? B::ld(((const typename B::S *)p.bias)[NO + n]) : 0.f))));\n"
+    << g.stmts << "    ((" << storageType(out.dtype) << " *)p.y)[m * NO + n] = " << storageStruct(out.dtype)
+    << "::st(" << g.out << ");\n  }\n};\n";
+  return c.str();
+}
+
+// The one-row entry of family `fam` (template arguments `args`) with a
+// prologue and/or a GLU epilogue.
+std::string fusedEntry(const std::string &name, const std::string &args, const std::optional<Prologue> &pro,
+                       const std::optional<Glu> &glu, int64_t K) {
+  std::ostringstream c;
+  if (pro)
+    c << prologuePolicy(name, *pro);
+  if (glu)
+    c << gluPolicy(name, *glu);
   c << "extern \"C\" __global__ void __launch_bounds__(" << genrt::cuda::kGemvThreads << ") " << name
-    << "(const GencGemvParams p, const GencGemvPrologue q) { genc_gemv<" << args << ", 1, " << name << "_policy, "
-    << K << ">(p, &q); }\n";
+    << "(const GencGemvParams p" << (pro ? ", const GencGemvPrologue q" : "") << ") { genc_gemv<" << args << ", 1, "
+    << (pro ? name + "_before, " + std::to_string(K) : std::string("GencGemvDirect, 1")) << ", "
+    << (glu ? name + "_then" : std::string("GencGemvStore")) << ">(p" << (pro ? ", &q" : "") << "); }\n";
   return c.str();
 }
 
@@ -191,10 +325,11 @@ GemvKernels emitGemvKernels(Module &m, DType activation, const std::vector<CudaK
   for (auto &f : m.functions()) {
     if (f->name() != "encode" && f->name() != "prefill" && f->name() != "decode_step")
       continue;
-    Op *prev = nullptr;
-    for (auto &opp : f->ops()) {
-      Op *op = opp.get(), *before = prev;
-      prev = op;
+    std::vector<Op *> ops;
+    for (auto &opp : f->ops())
+      ops.push_back(opp.get());
+    for (size_t i = 0; i < ops.size(); ++i) {
+      Op *op = ops[i], *before = i ? ops[i - 1] : nullptr, *next = i + 1 < ops.size() ? ops[i + 1] : nullptr;
       if (!op->is("matmul") || op->numOperands() < 2 || !op->operand(1)->isWeight() ||
           op->operand(1)->shape().size() != 2)
         continue;
@@ -224,14 +359,21 @@ GemvKernels emitGemvKernels(Module &m, DType activation, const std::vector<CudaK
       const Dim &kd = op->operand(0)->shape().empty() ? Dim(0) : op->operand(0)->shape().back();
       if (!kd.isConstant())
         continue;
-      if (auto p = prologueOf(*f, before, op, kernels, kd.constant(), a)) {
-        std::string name = genrt::cuda::gemvPrologueName(it->second, p->body->name, p->result);
-        if (prologues.insert(name).second) {
-          out.names.push_back(name);
-          pro << "// ==== GEMV " << it->second << " after " << p->body->name << " (matmul at \"" << op->loc()
-              << "\") ====\n"
-              << prologueEntry(it->second, args.str(), *p, kd.constant());
-        }
+      const auto p = prologueOf(*f, before, op, kernels, kd.constant(), a);
+      const auto g = gluOf(m, *f, op, next, kernels, y);
+      // Each with the body before alone, the body after alone, and both.
+      for (int which = 1; which < 4; ++which) {
+        const bool useP = which & 1, useG = which & 2;
+        if ((useP && !p) || (useG && !g))
+          continue;
+        std::string name = genrt::cuda::gemvEntryName(it->second, useP ? p->body->name : "", useP ? p->result : 0,
+                                                      useG ? g->body->name : "");
+        if (!prologues.insert(name).second)
+          continue;
+        out.names.push_back(name);
+        pro << "// ==== GEMV " << it->second << (useP ? " after " + p->body->name : "")
+            << (useG ? " then " + g->body->name : "") << " (matmul at \"" << op->loc() << "\") ====\n"
+            << fusedEntry(name, args.str(), useP ? p : std::nullopt, useG ? g : std::nullopt, kd.constant());
       }
     }
   }

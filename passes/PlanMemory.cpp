@@ -32,7 +32,7 @@ llvm::Error planFunction(Module &m, Function &f, const std::map<std::string, int
   std::vector<Buffer> bufs;
   std::map<const Value *, size_t> index;
   int64_t pos = 0;
-  Op *prev = nullptr;
+  Op *prev = nullptr, *prevPrev = nullptr;
   for (auto &op : f.ops()) {
     for (Value *v : op->operands())
       if (auto it = index.find(v); it != index.end())
@@ -51,6 +51,23 @@ llvm::Error planFunction(Module &m, Function &f, const std::map<std::string, int
         if (auto it = index.find(v); it != index.end())
           bufs[it->second].last = std::max(bufs[it->second].last, pos);
     }
+    // Likewise an elementwise body that alone reads a matmul's product
+    // right before it (a GLU: the GEMV writes the body's result, reading
+    // its own a, or the row kernel's operands and results before it).
+    if (prev && op->is("fused") && op->strAttr("pattern", "") == "elementwise" && op->numOperands() == 1 &&
+        prev->is("matmul") && op->operand(0) == prev->result(0) && f.soleUser(prev->result(0)) == op.get()) {
+      std::vector<Value *> reads(prev->operands().begin(), prev->operands().end());
+      if (Op *row = prev->operand(0)->definingOp(); row && row == prevPrev && row->is("fused")) {
+        const auto &ins = row->operands();
+        const auto outs = row->results();
+        reads.insert(reads.end(), ins.begin(), ins.end());
+        reads.insert(reads.end(), outs.begin(), outs.end());
+      }
+      for (Value *v : reads)
+        if (auto it = index.find(v); it != index.end())
+          bufs[it->second].last = std::max(bufs[it->second].last, pos);
+    }
+    prevPrev = prev;
     prev = op.get();
     for (Value *r : op->results()) {
       auto shape = evaluateShape(r->shape(), maxSyms);

@@ -5,7 +5,7 @@
 # clock drift falls on all alike): an A/B of an executor switch in one call.
 # On the device machine after tools/pack.sh here.
 #
-#   bash tools/env_ab.sh [LAYERS] "" "GENC_CUDA_PROLOGUE=0" ...   # there
+#   bash tools/env_ab.sh [LAYERS] "" "GENC_CUDA_GEMV_FUSION=0" ...   # there
 #   REPS=5 BATCH=4 bash tools/env_ab.sh 22 "" "GENC_CUDA_GEMV=0"
 set -u
 cd "$(dirname "$0")/.."

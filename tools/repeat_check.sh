@@ -5,7 +5,7 @@
 # prints each variant's distinct output checksums (one = deterministic).
 # On the device machine after tools/pack.sh here.
 #
-#   N=4 bash tools/repeat_check.sh "--sequence-bias ..." "" "GENC_CUDA_PROLOGUE=0"
+#   N=4 bash tools/repeat_check.sh "--sequence-bias ..." "" "GENC_CUDA_GEMV_FUSION=0"
 #   PLAN_ARGS="--max-batch 1" N=4 bash tools/repeat_check.sh "" ""
 set -u
 cd "$(dirname "$0")/.."

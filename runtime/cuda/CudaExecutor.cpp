@@ -118,11 +118,12 @@ public:
     // GENC_CUDA_GEMV_ROWS=N (1..8) sets the limit.
     const char *gr = std::getenv("GENC_CUDA_GEMV_ROWS");
     ctx_.gemvRows = gr && *gr ? std::clamp<int64_t>(std::atoll(gr), 1, kGemvMaxRows) : 1;
-    // A one-row GEMV runs the add + norm kernel before it itself (one
-    // kernel boundary fewer, twice a Llama layer); GENC_CUDA_PROLOGUE=0 for
-    // A/B runs.
-    const char *pr = std::getenv("GENC_CUDA_PROLOGUE");
-    ctx_.gemvPrologue = !(pr && std::string(pr) == "0");
+    // A one-row GEMV runs the add + norm kernel before it and the SwiGLU
+    // after it itself (three kernel boundaries fewer a Llama layer);
+    // GENC_CUDA_GEMV_FUSION=0 / norm / glu for A/B runs.
+    const char *fu = std::getenv("GENC_CUDA_GEMV_FUSION");
+    const std::string fs = fu ? fu : "";
+    ctx_.gemvFusion = fs == "0" ? 0 : fs == "norm" ? 1 : fs == "glu" ? 2 : 3;
     ctx_.weightTransposed.assign(plan_->weights.size(), 0);
     if (ctx_.gemv)
       chooseTransposedWeights();

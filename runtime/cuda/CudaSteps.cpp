@@ -65,7 +65,11 @@ public:
   FusedLaunch kernel;
   std::vector<CUdeviceptr> pointers;
   std::vector<Shape> results;
+  /// The GEMV step that may run this one's work: the matmul right after
+  /// (this is its `before`) or right before (its `then`).
   const GemmStep *absorbedBy = nullptr;
+  bool isBefore = false;
+  bool absorbed(const StepContext &ctx, const ProgramRun &run) const;
   Status run(StepContext &ctx, const ProgramRun &run) override;
   std::string profileKind(const StepContext &ctx, const ProgramRun &run) const override;
 };
@@ -79,44 +83,67 @@ public:
   CUdeviceptr a = 0, b = 0, bias = 0, y = 0;
   Shape aShape;
   CUfunction gemv[4] = {}; // rows <= 1, 2, 4, 8
-  /// The one-row GEMV that first runs the fused row kernel of step `pro`,
-  /// the step before, whose result is `a` (GemvAbi.h, gemv_N_after_...).
-  CUfunction after = nullptr;
-  const FusedStep *pro = nullptr;
+  /// One-row entries that also run the fused step before (its row kernel,
+  /// whose result is `a`) and/or the one after (the elementwise GLU over
+  /// the product, into `thenOut`): fused[before][then] (GemvAbi.h).
+  CUfunction fused[2][2] = {};
+  const FusedStep *before = nullptr, *then = nullptr;
+  const OpInfo *beforeOp = nullptr;
+  CUdeviceptr thenOut = 0;
 
-  /// Whether this run takes `after` (and `pro` is not launched): one row,
-  /// and every result of the body one row too.
-  bool absorbs(const StepContext &ctx, const ProgramRun &run) const {
-    if (!after || !ctx.gemvPrologue || elementsAt(aShape, run.symbols) != shape.K)
-      return false;
-    for (const Shape &r : pro->results)
-      if (r.empty() || !r.back().isConstant() || elementsAt(r, run.symbols) != r.back().constant())
-        return false;
-    auto shared = pro->kernel.info().sharedFloats.evaluate(run.symbols);
-    return shared && *shared >= 0 && *shared * 4 <= kGemvPrologueBytes;
-  }
-
-  Status runAfter(StepContext &ctx, const ProgramRun &run) {
-    const KernelInfo &k = pro->kernel.info();
-    GencGemvParams p{a, b, bias, y, 1, shape.K, shape.N};
-    GencGemvPrologue q{};
-    for (size_t i = 0; i < k.symbols.size(); ++i) {
-      auto it = run.symbols.find(k.symbols[i]);
-      if (it == run.symbols.end())
-        return Status::error(what + ": kernel '" + k.name + "' needs the symbol '" + k.symbols[i] + "'");
-      q.sym[i] = it->second;
+  /// Which neighbours this run takes into its GEMV: one row, every result
+  /// of the body before one row too, an entry for the pair.
+  std::pair<bool, bool> choice(const StepContext &ctx, const ProgramRun &run) const {
+    if (!ctx.gemvFusion || !gemv[0] || (!before && !then) || elementsAt(aShape, run.symbols) != shape.K)
+      return {false, false};
+    bool b = before && (ctx.gemvFusion & 1), t = then && (ctx.gemvFusion & 2);
+    if (b) {
+      for (const Shape &r : before->results)
+        if (r.empty() || !r.back().isConstant() || elementsAt(r, run.symbols) != r.back().constant())
+          b = false;
+      auto shared = before->kernel.info().sharedFloats.evaluate(run.symbols);
+      b = b && shared && *shared >= 0 && *shared * 4 <= kGemvPrologueBytes;
     }
-    for (size_t i = 0; i < pro->pointers.size(); ++i)
-      q.ptr[i] = pro->pointers[i];
-    void *args[] = {&p, &q};
-    const unsigned grid = static_cast<unsigned>((shape.N + kGemvThreads / 32 - 1) / (kGemvThreads / 32));
-    const auto shared = k.sharedFloats.evaluate(run.symbols);
-    return ctx.dev->launch(after, grid, 1, 1, kGemvThreads, 1, static_cast<unsigned>(*shared * 4), ctx.stream, args,
-                           "the GEMV of " + what + " after '" + k.name + "'");
+    if (!fused[b][t]) { // an entry for one of the two (older plans, or a body that did not fit)
+      if (b && fused[1][0])
+        t = false;
+      else if (t && fused[0][1])
+        b = false;
+    }
+    return fused[b][t] ? std::make_pair(b, t) : std::make_pair(false, false);
   }
 
   std::string profileKind(const StepContext &ctx, const ProgramRun &run) const override {
-    return absorbs(ctx, run) ? "gemm after fused" : kind;
+    auto [b, t] = choice(ctx, run);
+    return b && t ? "gemm between fused" : b ? "gemm after fused" : t ? "gemm then fused" : kind;
+  }
+
+  Status runFused(StepContext &ctx, const ProgramRun &run, bool withBefore, bool withThen) {
+    const bool bf = withBefore, t = withThen;
+    GencGemvParams p{a, b, bias, t ? thenOut : y, 1, shape.K, shape.N};
+    GencGemvPrologue q{};
+    int64_t shared = 0;
+    std::string name = "the GEMV of " + what;
+    if (bf) {
+      const KernelInfo &k = before->kernel.info();
+      for (size_t i = 0; i < k.symbols.size(); ++i) {
+        auto it = run.symbols.find(k.symbols[i]);
+        if (it == run.symbols.end())
+          return Status::error(what + ": kernel '" + k.name + "' needs the symbol '" + k.symbols[i] + "'");
+        q.sym[i] = it->second;
+      }
+      for (size_t i = 0; i < before->pointers.size(); ++i)
+        q.ptr[i] = before->pointers[i];
+      shared = *k.sharedFloats.evaluate(run.symbols) * 4;
+      name += " after '" + k.name + "'";
+    }
+    if (t)
+      name += " then '" + then->kernel.info().name + "'";
+    void *args[] = {&p, &q};
+    const int64_t outputs = t ? shape.N / 2 : shape.N;
+    const unsigned grid = static_cast<unsigned>((outputs + kGemvThreads / 32 - 1) / (kGemvThreads / 32));
+    return ctx.dev->launch(fused[bf][t], grid, 1, 1, kGemvThreads, 1, static_cast<unsigned>(shared), ctx.stream,
+                           args, name);
   }
 
   Status run(StepContext &ctx, const ProgramRun &run) override {
@@ -125,8 +152,8 @@ public:
       return Status::error(what + ": the input's shape does not evaluate");
     const int64_t M = n / shape.K;
     Status s = Status::ok();
-    if (absorbs(ctx, run)) {
-      s = runAfter(ctx, run);
+    if (auto [before, then] = choice(ctx, run); before || then) {
+      s = runFused(ctx, run, before, then);
     } else if (M >= 1 && M <= ctx.gemvRows && gemv[0]) {
       GencGemvParams p{a, b, bias, y, M, shape.K, shape.N};
       void *args[] = {&p};
@@ -161,12 +188,19 @@ Status prepareGemv(const OpInfo &op, const KernelModule &mod, GemmStep &g) {
   return Status::ok();
 }
 
+bool FusedStep::absorbed(const StepContext &ctx, const ProgramRun &run) const {
+  if (!absorbedBy)
+    return false;
+  auto [b, t] = absorbedBy->choice(ctx, run);
+  return isBefore ? b : t;
+}
+
 std::string FusedStep::profileKind(const StepContext &ctx, const ProgramRun &run) const {
-  return absorbedBy && absorbedBy->absorbs(ctx, run) ? "fused (run by the gemm after)" : kind;
+  return absorbed(ctx, run) ? "fused (run by a gemm)" : kind;
 }
 
 Status FusedStep::run(StepContext &ctx, const ProgramRun &run) {
-  if (absorbedBy && absorbedBy->absorbs(ctx, run))
+  if (absorbed(ctx, run))
     return Status::ok();
   Status s = kernel.launch(*ctx.dev, run.symbols, pointers, ctx.stream);
   if (s && ctx.syncEachStep)
@@ -222,7 +256,7 @@ Status prepareAfter(const ValueMap &vm, const OpInfo &op, const OpInfo &prev, Fu
       if (overlaps(vm, writes[i], writes[j]))
         return Status::ok();
   }
-  const std::string name = gemvPrologueName(attrStr(op.attrs, "gpu_gemv", ""), k.name, r - prev.results.begin());
+  const std::string name = gemvEntryName(attrStr(op.attrs, "gpu_gemv", ""), k.name, r - prev.results.begin(), "");
   CUfunction fn = nullptr;
   if (!mod.function(name, fn))
     return Status::ok(); // a plan from a genc without these entries
@@ -233,9 +267,58 @@ Status prepareAfter(const ValueMap &vm, const OpInfo &op, const OpInfo &prev, Fu
   if (staticBytes < g.shape.K * static_cast<int64_t>(dtypeSize(g.shape.a)))
     return Status::error("kernel '" + name + "' holds a row of " + std::to_string(staticBytes) +
                          " bytes in shared memory, the matmul's is longer: the plan's kernels do not match its ops");
-  g.after = fn;
-  g.pro = &f;
+  g.fused[1][0] = fn;
+  g.before = &f;
+  g.beforeOp = &prev;
   f.absorbedBy = &g;
+  f.isBefore = true;
+  return Status::ok();
+}
+
+// The elementwise fused op `op` reads only the product of `mm`, whose step
+// comes right before, and nothing else reads that product: where the plan
+// has the GEMV entries that end in this body (a GLU), `g` takes them. The
+// body's result must not share bytes with what the GEMV's blocks read (its
+// a, or the body before and its results where it runs that too).
+Status prepareThen(const ValueMap &vm, const OpInfo &mm, const OpInfo &op, FusedStep &f, const KernelModule &mod,
+                   GemmStep &g) {
+  const Program &prog = vm.prog;
+  const int32_t y = mm.results.at(0);
+  if (!g.gemv[0] || g.shape.N % 2 || op.operands.size() != 1 || op.operands[0] != y || op.results.size() != 1 ||
+      std::count(prog.outputs.begin(), prog.outputs.end(), y))
+    return Status::ok();
+  size_t uses = 0;
+  for (const OpInfo &o : prog.ops)
+    uses += std::count(o.operands.begin(), o.operands.end(), y);
+  const KernelInfo &k = f.kernel.info();
+  if (uses != 1 || k.mode != "elementwise")
+    return Status::ok();
+  const int32_t out = op.results[0];
+  std::vector<int32_t> reads{mm.operands[0]};
+  if (g.before) {
+    reads.insert(reads.end(), g.beforeOp->operands.begin(), g.beforeOp->operands.end());
+    reads.insert(reads.end(), g.beforeOp->results.begin(), g.beforeOp->results.end());
+  }
+  for (int32_t v : reads)
+    if (!vm.isWeight(v) && overlaps(vm, out, v))
+      return Status::ok();
+  const std::string fam = attrStr(mm.attrs, "gpu_gemv", "");
+  CUfunction fn = nullptr;
+  if (mod.function(gemvEntryName(fam, "", 0, k.name), fn))
+    g.fused[0][1] = fn;
+  if (g.before) {
+    const KernelInfo &kb = g.before->kernel.info();
+    const size_t r = std::find(g.beforeOp->results.begin(), g.beforeOp->results.end(), mm.operands[0]) -
+                     g.beforeOp->results.begin();
+    if (mod.function(gemvEntryName(fam, kb.name, r, k.name), fn))
+      g.fused[1][1] = fn;
+  }
+  if (!g.fused[0][1] && !g.fused[1][1])
+    return Status::ok(); // a plan from a genc without these entries
+  g.then = &f;
+  g.thenOut = vm.ptr(out);
+  f.absorbedBy = &g;
+  f.isBefore = false;
   return Status::ok();
 }
 
@@ -616,15 +699,18 @@ Status compileProgram(const Program &prog, StepContext &ctx, const KernelModule 
   std::map<std::string, const KernelInfo *> kernelOf;
   for (const KernelInfo &k : ctx.plan->kernels)
     kernelOf[k.name] = &k;
-  const OpInfo *lastFusedOp = nullptr; // the op of the last step, where it is a fused one
+  // The op of the last step and that step, where it is a fused one or a GEMM.
+  const OpInfo *lastFusedOp = nullptr, *lastGemmOp = nullptr;
   FusedStep *lastFused = nullptr;
+  GemmStep *lastGemm = nullptr;
   for (const OpInfo &op : prog.ops) {
     std::string where = "'" + op.kind + "' at \"" + op.loc + "\" in " + prog.name;
     std::unique_ptr<Step> step;
-    const OpInfo *fusedBefore = lastFusedOp;
+    const OpInfo *fusedBefore = lastFusedOp, *gemmBefore = lastGemmOp;
     FusedStep *fusedStepBefore = lastFused;
+    GemmStep *gemmStepBefore = lastGemm;
     if (classOf(op.kind) != OpClass::HostShape)
-      lastFusedOp = nullptr, lastFused = nullptr;
+      lastFusedOp = lastGemmOp = nullptr, lastFused = nullptr, lastGemm = nullptr;
     const OpClass cls = classOf(op.kind);
     if (cls == OpClass::HostShape) {
       continue;
@@ -668,6 +754,8 @@ Status compileProgram(const Program &prog, StepContext &ctx, const KernelModule 
         if (Status s = prepareAfter(vm, op, *fusedBefore, *fusedStepBefore, mod, *ctx.dev, *g); !s)
           return Status::error("plan op " + where + ": " + s.message());
       g->kind = "gemm";
+      lastGemmOp = &op;
+      lastGemm = g.get();
       step = std::move(g);
     } else if (cls == OpClass::Fused) {
       auto f = std::make_unique<FusedStep>();
@@ -686,6 +774,9 @@ Status compileProgram(const Program &prog, StepContext &ctx, const KernelModule 
       f->kind = "fused";
       lastFusedOp = &op;
       lastFused = f.get();
+      if (ctx.gemv && gemmBefore)
+        if (Status s = prepareThen(vm, *gemmBefore, op, *f, mod, *gemmStepBefore); !s)
+          return Status::error("plan op " + where + ": " + s.message());
       step = std::move(f);
     } else if (cls == OpClass::CacheAttention) {
       if (Status s = attentionStep(op, vm, mod, step); !s)

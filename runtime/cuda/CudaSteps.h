@@ -39,9 +39,10 @@ struct StepContext {
   /// The most rows a product takes the GEMV kernel for (1 by default:
   /// cuBLASLt wins from 2 rows; GENC_CUDA_GEMV_ROWS=N, at most 8).
   int64_t gemvRows = 1;
-  /// A one-row matmul right after the fused row kernel that feeds it runs
-  /// that kernel's row itself (GENC_CUDA_PROLOGUE=0: never).
-  bool gemvPrologue = true;
+  /// A one-row matmul runs the fused row kernel that feeds it (bit 1) and
+  /// the elementwise GLU that alone reads it (bit 2) itself
+  /// (GENC_CUDA_GEMV_FUSION=0 / norm / glu: neither / the first / the second).
+  int gemvFusion = 3;
   /// Tree attention (--gpus N): this GPU is shard `shard` of `shards`; after
   /// each self-attention op its output is combined with the other GPUs'
   /// through `comm` (lse -> max, then [w·o | w] -> sum, in f32).

@@ -19,6 +19,12 @@
 //       executor then skips the body's own launch. Second parameter: a
 //       GencGemvPrologue with the body's symbols and pointers in its
 //       kernel's order.
+//   gemv_N[_after_<body>_<r>]_then_<glu>  the one-row entry for a matmul
+//       whose result y [2h] only the elementwise body <glu> right after it
+//       reads, as act(y[:h]) * y[h:] or the like: a warp reads weight rows
+//       n and h + n and writes the body's element n to p.y (the body's
+//       result; y is not written), N = 2h weight rows, grid ceil(h / 8).
+//       The executor then skips the body's own launch.
 //   genc_transpose_{2,4}  grid (ceil(cols / 32), ceil(rows / 32)), block
 //       (32, 8): src [rows, cols] -> dst [cols, rows] for 2- or 4-byte
 //       elements. The executor turns [K, N] weights that only matmuls read
@@ -59,10 +65,17 @@ constexpr int kGemvMaxRows = 8;    // M above this goes to cuBLASLt
 constexpr size_t kGemvPrologueSymbols = 4, kGemvProloguePointers = 12;
 constexpr int64_t kGemvPrologueBytes = 32 * 1024; // the row of a, in shared memory
 
-/// The one-row GEMV of family `family` that first runs fused body `body`'s
-/// row and reads its result `result` (codegen/GemvKernels.cpp).
-inline std::string gemvPrologueName(const std::string &family, const std::string &body, size_t result) {
-  return family + "_after_" + body + "_" + std::to_string(result);
+/// The one-row GEMV of family `family` that first runs fused row body
+/// `before`'s row and reads its result `result`, and/or ends in the
+/// elementwise GLU body `then` (codegen/GemvKernels.cpp); "" for neither.
+inline std::string gemvEntryName(const std::string &family, const std::string &before, size_t result,
+                                 const std::string &then) {
+  std::string n = family;
+  if (!before.empty())
+    n += "_after_" + before + "_" + std::to_string(result);
+  if (!then.empty())
+    n += "_then_" + then;
+  return n;
 }
 
 } // namespace genrt::cuda
