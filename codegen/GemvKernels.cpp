@@ -190,6 +190,13 @@ std::optional<Prologue> prologueOf(const Function &f, Op *prev, Op *mm, const st
       k->inputs.size() + k->outputs.size() > genrt::cuda::kGemvProloguePointers || r >= k->outputs.size() ||
       k->outputs[r].dtype != a || K * static_cast<int64_t>(dtypeSize(a)) > genrt::cuda::kGemvPrologueBytes)
     return std::nullopt;
+  // The staged row, the row function's 32 floats and its own rows within
+  // a launch's shared memory without opting in (a Llama-70B's f16 row of
+  // 8192 with its f32 copy would not fit).
+  if (k->sharedFloats.isConstant() &&
+      (K * static_cast<int64_t>(dtypeSize(a)) + 15) / 16 * 16 + 128 + k->sharedFloats.constant() * 4 >
+          genrt::cuda::kGemvSharedLimit)
+    return std::nullopt;
   return Prologue{&*k, r};
 }
 
@@ -356,7 +363,7 @@ GemvKernels emitGemvKernels(Module &m, DType activation, const std::vector<CudaK
                << "(const GencGemvParams p) { genc_gemv<" << args.str() << ", " << mt << ">(p); }\n";
         }
       }
-      const Dim &kd = op->operand(0)->shape().empty() ? Dim(0) : op->operand(0)->shape().back();
+      const Dim kd = op->operand(0)->shape().empty() ? Dim(0) : op->operand(0)->shape().back();
       if (!kd.isConstant())
         continue;
       const auto p = prologueOf(*f, before, op, kernels, kd.constant(), a);

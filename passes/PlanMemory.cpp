@@ -41,8 +41,11 @@ llvm::Error planFunction(Module &m, Function &f, const std::map<std::string, int
     // run that kernel's row itself, in each of its blocks (the GPU's
     // one-row GEMV, codegen/GemvKernels.cpp): the kernel's operands and
     // results stay live through the matmul, so its result never lands on
-    // what a later block still reads.
-    if (prev && op->is("matmul") && prev->is("fused") && prev->strAttr("pattern", "") == "reduction" &&
+    // what a later block still reads. In @decode_step only: elsewhere one
+    // row is rare, the arena is large, and the executor declines the fusion
+    // where buffers meet.
+    const bool decode = f.name() == "decode_step"; // where one-row runs are the rule
+    if (decode && prev && op->is("matmul") && prev->is("fused") && prev->strAttr("pattern", "") == "reduction" &&
         op->numOperands() && op->operand(0)->definingOp() == prev && f.soleUser(op->operand(0)) == op.get()) {
       for (Value *v : prev->operands())
         if (auto it = index.find(v); it != index.end())
@@ -54,7 +57,7 @@ llvm::Error planFunction(Module &m, Function &f, const std::map<std::string, int
     // Likewise an elementwise body that alone reads a matmul's product
     // right before it (a GLU: the GEMV writes the body's result, reading
     // its own a, or the row kernel's operands and results before it).
-    if (prev && op->is("fused") && op->strAttr("pattern", "") == "elementwise" && op->numOperands() == 1 &&
+    if (decode && prev && op->is("fused") && op->strAttr("pattern", "") == "elementwise" && op->numOperands() == 1 &&
         prev->is("matmul") && op->operand(0) == prev->result(0) && f.soleUser(prev->result(0)) == op.get()) {
       std::vector<Value *> reads(prev->operands().begin(), prev->operands().end());
       if (Op *row = prev->operand(0)->definingOp(); row && row == prevPrev && row->is("fused")) {

@@ -123,6 +123,8 @@ public:
     // GENC_CUDA_GEMV_FUSION=0 / norm / glu for A/B runs.
     const char *fu = std::getenv("GENC_CUDA_GEMV_FUSION");
     const std::string fs = fu ? fu : "";
+    if (fs != "" && fs != "0" && fs != "1" && fs != "norm" && fs != "glu")
+      return Status::error("GENC_CUDA_GEMV_FUSION=" + fs + ": expected 0, 1, norm or glu");
     ctx_.gemvFusion = fs == "0" ? 0 : fs == "norm" ? 1 : fs == "glu" ? 2 : 3;
     ctx_.weightTransposed.assign(plan_->weights.size(), 0);
     if (ctx_.gemv)

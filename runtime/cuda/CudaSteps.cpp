@@ -59,7 +59,7 @@ struct ValueMap {
 class GemmStep;
 
 // A fused group: its generated kernel — or nothing, where the matmul right
-// after it runs its row itself (GemmStep::absorbs).
+// after it runs its row itself, or the one before ends in it (GemmStep::choice).
 class FusedStep final : public Step {
 public:
   FusedLaunch kernel;
@@ -90,32 +90,38 @@ public:
   const FusedStep *before = nullptr, *then = nullptr;
   const OpInfo *beforeOp = nullptr;
   CUdeviceptr thenOut = 0;
+  int64_t staticShared = 0; // the static shared bytes of the entries with `before`
 
   /// Which neighbours this run takes into its GEMV: one row, every result
   /// of the body before one row too, an entry for the pair.
   std::pair<bool, bool> choice(const StepContext &ctx, const ProgramRun &run) const {
     if (!ctx.gemvFusion || !gemv[0] || (!before && !then) || elementsAt(aShape, run.symbols) != shape.K)
       return {false, false};
-    bool b = before && (ctx.gemvFusion & 1), t = then && (ctx.gemvFusion & 2);
-    if (b) {
+    bool withBefore = before && (ctx.gemvFusion & 1), withThen = then && (ctx.gemvFusion & 2);
+    if (withBefore) {
       for (const Shape &r : before->results)
         if (r.empty() || !r.back().isConstant() || elementsAt(r, run.symbols) != r.back().constant())
-          b = false;
+          withBefore = false;
+      // The body's dynamic shared memory beside the staged row, within
+      // what a launch gets without opting in.
       auto shared = before->kernel.info().sharedFloats.evaluate(run.symbols);
-      b = b && shared && *shared >= 0 && *shared * 4 <= kGemvPrologueBytes;
+      withBefore = withBefore && shared && *shared >= 0 && staticShared + *shared * 4 <= kGemvSharedLimit;
     }
-    if (!fused[b][t]) { // an entry for one of the two (older plans, or a body that did not fit)
-      if (b && fused[1][0])
-        t = false;
-      else if (t && fused[0][1])
-        b = false;
+    if (!fused[withBefore][withThen]) { // an entry for one of the two (older plans, or a body that did not fit)
+      if (withBefore && fused[1][0])
+        withThen = false;
+      else if (withThen && fused[0][1])
+        withBefore = false;
     }
-    return fused[b][t] ? std::make_pair(b, t) : std::make_pair(false, false);
+    return fused[withBefore][withThen] ? std::make_pair(withBefore, withThen) : std::make_pair(false, false);
   }
 
   std::string profileKind(const StepContext &ctx, const ProgramRun &run) const override {
-    auto [b, t] = choice(ctx, run);
-    return b && t ? "gemm between fused" : b ? "gemm after fused" : t ? "gemm then fused" : kind;
+    auto [withBefore, withThen] = choice(ctx, run);
+    return withBefore && withThen ? "gemm between fused"
+           : withBefore           ? "gemm after fused"
+           : withThen             ? "gemm then fused"
+                                  : kind;
   }
 
   Status runFused(StepContext &ctx, const ProgramRun &run, bool withBefore, bool withThen) {
@@ -152,8 +158,8 @@ public:
       return Status::error(what + ": the input's shape does not evaluate");
     const int64_t M = n / shape.K;
     Status s = Status::ok();
-    if (auto [before, then] = choice(ctx, run); before || then) {
-      s = runFused(ctx, run, before, then);
+    if (auto [withBefore, withThen] = choice(ctx, run); withBefore || withThen) {
+      s = runFused(ctx, run, withBefore, withThen);
     } else if (M >= 1 && M <= ctx.gemvRows && gemv[0]) {
       GencGemvParams p{a, b, bias, y, M, shape.K, shape.N};
       void *args[] = {&p};
@@ -242,7 +248,9 @@ Status prepareAfter(const ValueMap &vm, const OpInfo &op, const OpInfo &prev, Fu
     uses += std::count(o.operands.begin(), o.operands.end(), a);
   const KernelInfo &k = f.kernel.info();
   if (uses != 1 || k.mode != "rows" || k.blockSize > kGemvThreads || k.symbols.size() > kGemvPrologueSymbols ||
-      f.pointers.size() > kGemvProloguePointers)
+      f.pointers.size() > kGemvProloguePointers ||
+      f.pointers.size() != static_cast<size_t>(k.numInputs + k.numOutputs) ||
+      (op.operands.size() > 2 && !vm.isWeight(op.operands[2])))
     return Status::ok();
   std::vector<int32_t> writes{op.results.at(0)};
   for (int32_t v : prev.results)
@@ -264,9 +272,13 @@ Status prepareAfter(const ValueMap &vm, const OpInfo &op, const OpInfo &prev, Fu
   if (Status s = dev.check(dev.api->cuFuncGetAttribute(&staticBytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn), name.c_str());
       !s)
     return s;
-  if (staticBytes < g.shape.K * static_cast<int64_t>(dtypeSize(g.shape.a)))
-    return Status::error("kernel '" + name + "' holds a row of " + std::to_string(staticBytes) +
-                         " bytes in shared memory, the matmul's is longer: the plan's kernels do not match its ops");
+  // The staged row (16-byte aligned) and the row function's 32 floats.
+  const int64_t rowBytes = (g.shape.K * static_cast<int64_t>(dtypeSize(g.shape.a)) + 15) / 16 * 16;
+  if (staticBytes < rowBytes + 128)
+    return Status::error("kernel '" + name + "' holds " + std::to_string(staticBytes) +
+                         " bytes of shared memory, not the matmul's row of " + std::to_string(rowBytes) +
+                         " and 128 more: the plan's kernels do not match its ops");
+  g.staticShared = staticBytes;
   g.fused[1][0] = fn;
   g.before = &f;
   g.beforeOp = &prev;
@@ -291,9 +303,13 @@ Status prepareThen(const ValueMap &vm, const OpInfo &mm, const OpInfo &op, Fused
   for (const OpInfo &o : prog.ops)
     uses += std::count(o.operands.begin(), o.operands.end(), y);
   const KernelInfo &k = f.kernel.info();
-  if (uses != 1 || k.mode != "elementwise")
-    return Status::ok();
   const int32_t out = op.results[0];
+  // The GEMV writes N / 2 elements a row to the body's result, in its dtype.
+  const Shape &os = prog.values[out].shape;
+  if (uses != 1 || k.mode != "elementwise" || os.empty() || !os.back().isConstant() ||
+      os.back().constant() * 2 != g.shape.N || k.outputDTypes.size() != 1 || vm.stored(out) != k.outputDTypes[0] ||
+      (mm.operands.size() > 2 && !vm.isWeight(mm.operands[2])))
+    return Status::ok();
   std::vector<int32_t> reads{mm.operands[0]};
   if (g.before) {
     reads.insert(reads.end(), g.beforeOp->operands.begin(), g.beforeOp->operands.end());

@@ -64,6 +64,7 @@ constexpr int kGemvThreads = 256;  // 8 warps: 8 output columns per block
 constexpr int kGemvMaxRows = 8;    // M above this goes to cuBLASLt
 constexpr size_t kGemvPrologueSymbols = 4, kGemvProloguePointers = 12;
 constexpr int64_t kGemvPrologueBytes = 32 * 1024; // the row of a, in shared memory
+constexpr int64_t kGemvSharedLimit = 48 * 1024;   // static + dynamic, without opting in
 
 /// The one-row GEMV of family `family` that first runs fused row body
 /// `before`'s row and reads its result `result`, and/or ends in the
