@@ -368,6 +368,10 @@ GemvKernels emitGemvKernels(Module &m, DType activation, const std::vector<CudaK
         continue;
       const auto p = prologueOf(*f, before, op, kernels, kd.constant(), a);
       const auto g = gluOf(m, *f, op, next, kernels, y);
+      if (p) // the executor's one-row runs launch these inside the GEMV (for the stats)
+        before->setAttr("gpu_in_gemv", int64_t(1));
+      if (g)
+        next->setAttr("gpu_in_gemv", int64_t(1));
       // Each with the body before alone, the body after alone, and both.
       for (int which = 1; which < 4; ++which) {
         const bool useP = which & 1, useG = which & 2;

@@ -11,7 +11,10 @@ namespace genc {
 inline bool isFusedBody(const Function &f) { return f.name().rfind("fused_", 0) == 0; }
 
 /// {"gemm", "attention", "fused", "other"} -> launches of one run of `f`.
-/// Constants and dims are plan-time values (no launch).
-std::map<std::string, int64_t> countLaunches(const Function &f);
+/// Constants and dims are plan-time values (no launch). `oneRow`: a run of
+/// one row on a GPU with the GEMV kernels, where the fused ops a GEMV entry
+/// runs itself (attribute `gpu_in_gemv`, codegen/GemvKernels.cpp) launch
+/// nothing of their own.
+std::map<std::string, int64_t> countLaunches(const Function &f, bool oneRow = false);
 
 } // namespace genc

@@ -166,6 +166,7 @@ public:
                                              {"special_tokens", std::move(specials)}};
     }
     stats.decodeStepLaunches = countLaunches(*decode);
+    stats.decodeStepLaunchesOneRow = countLaunches(*decode, /*oneRow=*/true);
 
     std::string json;
     llvm::raw_string_ostream js(json);

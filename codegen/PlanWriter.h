@@ -24,6 +24,7 @@ struct PlanStats {
   std::map<std::string, int64_t> arenaBytesByFunction;
   /// Kernel launches of one @decode_step: gemm, attention, fused, other.
   std::map<std::string, int64_t> decodeStepLaunches;
+  std::map<std::string, int64_t> decodeStepLaunchesOneRow; // GEMV entries running their neighbours
 };
 
 /// A tokenizer to pack into the plan (compiler/driver/TokenizerFiles.h).

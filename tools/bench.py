@@ -251,7 +251,7 @@ def main():
             continue
         st = json.load(open(stats))
         log(f"{name}: export {t1 - t0:.0f} s; genc compile {t2 - t1:.1f} s; weights {st['weights_bytes']} B; "
-            f"launches/step {st['decode_step_launches']}")
+            f"launches/step {st['decode_step_launches']}, at one row {st.get('decode_step_launches_one_row')}")
         cfg = transformers.AutoConfig.from_pretrained(d)
         # export.py saves the config with use_cache false (the export is the
         # plain forward); HF must generate with its KV cache, as genrun does.

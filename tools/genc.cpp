@@ -388,11 +388,13 @@ static void writeStats(const PlanStats &stats) {
     os << (first ? "" : ", ") << "\"" << k << "\": " << v;
     first = false;
   }
-  os << "}, \"decode_step_launches\": {";
-  first = true;
-  for (auto &[k, v] : stats.decodeStepLaunches) {
-    os << (first ? "" : ", ") << "\"" << k << "\": " << v;
-    first = false;
+  for (const auto *launches : {&stats.decodeStepLaunches, &stats.decodeStepLaunchesOneRow}) {
+    os << "}, \"decode_step_launches" << (launches == &stats.decodeStepLaunches ? "" : "_one_row") << "\": {";
+    first = true;
+    for (auto &[k, v] : *launches) {
+      os << (first ? "" : ", ") << "\"" << k << "\": " << v;
+      first = false;
+    }
   }
   os << "}}\n";
   if (!os)
