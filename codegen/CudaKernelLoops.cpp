@@ -231,7 +231,8 @@ bool Builder::build(CudaKernel &kern, std::string &why) {
     return true;
   }
   kern.code = legend + globals_ + rowsBody(kern, sig, params, code) + head +
-              "  genc_pdl_wait();\n  genc_pdl_launch();\n  " + kern.name + "_rows(blockIdx.x, gridDim.x";
+              "  extern __shared__ float genc_smem[];\n  __shared__ float genc_red[32];\n" +
+              "  genc_pdl_wait();\n  genc_pdl_launch();\n  " + kern.name + "_rows(blockIdx.x, gridDim.x, genc_smem, genc_red";
   for (const auto &s : kern.symbols)
     kern.code += ", " + s;
   for (const auto &p : kern.inputs)
@@ -243,8 +244,11 @@ bool Builder::build(CudaKernel &kern, std::string &why) {
 }
 
 // A row kernel's work as a device function `<name>_rows(row0, rowStep,
-// symbols..., pointers...)` that the kernel calls with (blockIdx.x,
-// gridDim.x), and a GEMV's prologue with (0, 1) (codegen/GemvKernels.h): it
+// smem, red, symbols..., pointers...)` that the kernel calls with
+// (blockIdx.x, gridDim.x), and a GEMV's prologue with (0, 1)
+// (codegen/GemvKernels.h); the caller declares the shared memory (a
+// function-scope __shared__ variable reached from several kernels made
+// NVRTC's output for them vary from run to run, once in CI): it
 // runs with the kernel's own thread count (`genc_nt`; threads past it only
 // join the block's barriers and reductions with zeros), so its values are
 // the kernel's bit for bit in a block of any size at least as large; a null
@@ -262,9 +266,8 @@ std::string Builder::rowsBody(const CudaKernel &kern, const std::string &sig, co
   for (const auto &o : kern.outputs) // each result's loop opens with "  { // <name>: "
     replace("  { // " + o.name + ": ", "  if (" + o.name + ") { // " + o.name + ": ");
   std::string head = "static __device__ __forceinline__ void " + kern.name +
-                     "_rows(\n    const long long genc_row0, const long long genc_row_step" +
+                     "_rows(\n    const long long genc_row0, const long long genc_row_step, float *genc_smem, float *genc_red" +
                      (sig.empty() ? ",\n    " + params : ",\n    " + sig + params) + ") {\n";
-  head += "  extern __shared__ float genc_smem[];\n  __shared__ float genc_red[32];\n";
   head += "  const long long genc_nt = " + std::to_string(kern.blockSize) + "LL;\n";
   head += "  const long long genc_tid = (long long)threadIdx.x < genc_nt ? (long long)threadIdx.x : 0x3fffffffffffffffLL;\n";
   return head + code + "}\n";

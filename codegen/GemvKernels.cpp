@@ -207,7 +207,9 @@ std::string prologuePolicy(const std::string &name, const Prologue &pro) {
   c << "struct " << name << "_before {\n"
     << "  template <typename S>\n"
     << "  static __device__ __forceinline__ const S *run(const GencGemvPrologue *q, const S *, S *staged) {\n"
-    << "    " << k.name << "_rows(0, 1";
+    << "    extern __shared__ float genc_smem[];\n"
+    << "    __shared__ float genc_red[32];\n"
+    << "    " << k.name << "_rows(0, 1, genc_smem, genc_red";
   for (size_t i = 0; i < k.symbols.size(); ++i)
     c << ", q->sym[" << i << "]";
   size_t at = 0;
