@@ -152,8 +152,11 @@ AttentionKernels emitAttentionKernels(Module &m, DType activation) {
         if (const std::string e = entry; ((e != "decode" && e != "merge") || decode.heads) &&
                                          ((e != "weigh" && e != "finish") || self) && (e != "prefill" || prefill))
           code << "extern \"C\" __global__ void __launch_bounds__(128) " << name << "_" << entry
-               << "(const GencAttnParams p) {\n  genc_pdl_wait();\n  genc_pdl_launch();\n  genc_attn_" << entry
-               << "<" << name << "_cfg>(p);\n}\n";
+               << "(const GencAttnParams p) {\n"
+               << (e == "merge" ? "  for (int i = 0; i < 3; ++i) genc_l2_prefetch(p.pf[i], p.pfBytes[i]); // weights\n"
+                                : "")
+               << "  genc_pdl_wait();\n  genc_pdl_launch();\n  genc_attn_" << entry << "<" << name
+               << "_cfg>(p);\n}\n";
     }
   }
   out.code = code.str();

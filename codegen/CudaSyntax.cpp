@@ -86,6 +86,20 @@ static __device__ __forceinline__ void genc_pdl_launch() {
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
+// This block's share of [at, at + bytes) into L2 (a hint: no data comes
+// back), slices of 4 KB issued by the first warp's lanes in turn.
+static __device__ __forceinline__ void genc_l2_prefetch(unsigned long long at, long long bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (bytes <= 0 || threadIdx.x >= 32) return;
+  const unsigned blocks = gridDim.x * gridDim.y * gridDim.z, b = (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+  const long long slice = ((bytes + blocks - 1) / blocks + 4095) / 4096 * 4096;
+  const long long b0 = (long long)b * slice, b1 = b0 + slice < bytes ? b0 + slice : bytes;
+  for (long long o = b0 + (long long)threadIdx.x * 4096; o < b1; o += 32 * 4096) {
+    const unsigned n = (unsigned)(b1 - o < 4096 ? b1 - o : 4096);
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(at + o), "r"(n) : "memory");
+  }
+#endif
+}
 template <typename T, int V>
 static __device__ __forceinline__ void genc_vstore(T *dst, const T (&src)[V]) {
   constexpr int B = (int)sizeof(T) * V, W = B < 16 ? B : 16;

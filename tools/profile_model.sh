@@ -2,12 +2,12 @@
 # (BIN) and makes, in a fresh folder W, the model both profile — a Llama at
 # real width (d 2048, 32 heads, 4 KV heads, FFN 5632, vocab 32000; random
 # weights), LAYERS layers (default 4), its f16 plan W/m.plan (stats in
-# W/stats.json) and a 128-token prompt W/p.jsonl.
+# W/stats.json; --max-length MAXLEN, default 256) and a 128-token prompt W/p.jsonl.
 . tools/packed.sh
 W=$(mktemp -d)
 python3 tools/export.py --arch llama --set hidden_size=2048 --set intermediate_size=5632 \
   --set num_hidden_layers="${LAYERS:-4}" --set num_attention_heads=32 --set num_key_value_heads=4 --set head_dim=64 \
   --set vocab_size=32000 --set max_position_embeddings=2048 --seed 3 --no-check --out "$W/m" > "$W/export.log" 2>&1
-"$BIN/genc" compile "$W/m/model.onnx" -o "$W/m.plan" --dtype f16 --max-batch 32 --max-beams 1 --max-length 256 \
+"$BIN/genc" compile "$W/m/model.onnx" -o "$W/m.plan" --dtype f16 --max-batch 32 --max-beams 1 --max-length "${MAXLEN:-256}" \
   --stats-json "$W/stats.json" > /dev/null
 python3 -c "import json,random; random.seed(1); print(json.dumps({'input_ids':[random.randrange(3,32000) for _ in range(128)]}))" > "$W/p.jsonl"

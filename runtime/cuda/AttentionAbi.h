@@ -101,6 +101,11 @@
     unsigned long long packed;           /* f32 [(N,) T, H, D + 1] */                               \
     long long combine;                   /* 0: two all-reduces, 1: one all-gather */                \
     unsigned long long tiles;            /* i32 [*, 2]: attn_N_prefill's (t0, n) */                 \
+    /* attn_N_merge, before its wait (the decode kernel's latency chain */                        \
+    /* leaves HBM idle): [pf[i], pf[i] + pfBytes[i]) into L2, the next */                          \
+    /* GEMVs' weights. */                                                                          \
+    unsigned long long pf[3];                                                                      \
+    long long pfBytes[3];                                                                          \
   };
 // clang-format on
 

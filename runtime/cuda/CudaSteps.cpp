@@ -91,7 +91,6 @@ public:
   const OpInfo *beforeOp = nullptr;
   CUdeviceptr thenOut = 0;
   int64_t staticShared = 0; // the static shared bytes of the entries with `before`
-
   /// Which neighbours this run takes into its GEMV: one row, every result
   /// of the body before one row too, an entry for the pair.
   std::pair<bool, bool> choice(const StepContext &ctx, const ProgramRun &run) const {
@@ -390,6 +389,9 @@ public:
   CUfunction prefill = nullptr;
   unsigned prefillShared = 0;
   int64_t decodeGridY = 0, decodeTiles = 1, decodePerSm = 1;
+  /// The next GEMVs' weight ranges (start, bytes) the merge prefetches into
+  /// L2, in order, up to GENC_CUDA_L2_PREFETCH_MB in all.
+  std::pair<CUdeviceptr, int64_t> pf[3] = {};
   bool decodeRows = false; // the decode kernel computes its q, k, v rows (no prologue)
   unsigned decodeShared = 0;
   GencAttnParams base{};
@@ -461,6 +463,17 @@ public:
                             what + " (decode)", decodeShared);
           !s || S == 1)
         return s;
+      // O's weight first, the rest of the budget to the next GEMV (a GLU's
+      // gate and up halves alike). One token only: at batch 8 the decode
+      // kernel keeps HBM busier and the prefetch cost 1% (session 13).
+      const int64_t budget = T == 1 ? ctx.l2PrefetchBytes : 0;
+      const int64_t o = std::min(budget, pf[0].second), rest = budget - o;
+      const int64_t bytes[3] = {o, std::min(pf[2].second ? rest / 2 : rest, pf[1].second),
+                                std::min(rest / 2, pf[2].second)};
+      for (int i = 0; i < 3; ++i) {
+        p.pf[i] = pf[i].first;
+        p.pfBytes[i] = bytes[i] / 16 * 16;
+      }
       return launch(ctx, merge, tx, static_cast<unsigned>(heads), 1, args, what + " (merge)");
     }
     if (usePrefill)
@@ -820,6 +833,30 @@ Status compileProgram(const Program &prog, StepContext &ctx, const KernelModule 
     }
     step->what = where;
     out.steps.push_back(std::move(step));
+  }
+  // The merge after a decode kernel starts while the decode kernel's latency
+  // chain leaves HBM idle: it prefetches the next two GEMVs' weights (O,
+  // then the gate-up's gate and up halves) into L2.
+  for (size_t i = 0; i < out.steps.size(); ++i) {
+    auto *at = dynamic_cast<AttentionStep *>(out.steps[i].get());
+    if (!at)
+      continue;
+    GemmStep *next[2] = {};
+    for (size_t j = i + 1, found = 0; j < out.steps.size() && found < 2; ++j)
+      if (auto *g = dynamic_cast<GemmStep *>(out.steps[j].get()))
+        next[found++] = g;
+    for (int k = 0; k < 2 && next[k]; ++k) {
+      const GemmStep &g = *next[k];
+      const int64_t rowBytes = g.shape.K * static_cast<int64_t>(dtypeSize(g.shape.b)), all = g.shape.N * rowBytes;
+      if (k == 0) {
+        at->pf[0] = {g.b, all};
+      } else if (g.then) { // the GLU reads gate row n with up row N/2 + n
+        at->pf[1] = {g.b, all / 2};
+        at->pf[2] = {g.b + static_cast<CUdeviceptr>(all / 2), all / 2};
+      } else {
+        at->pf[1] = {g.b, all};
+      }
+    }
   }
   for (int32_t o : prog.outputs) {
     out.outputs.push_back(vm.ptr(o));

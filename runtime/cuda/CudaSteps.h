@@ -43,6 +43,9 @@ struct StepContext {
   /// the elementwise GLU that alone reads it (bit 2) itself
   /// (GENC_CUDA_GEMV_FUSION=0 / norm / glu: neither / the first / the second).
   int gemvFusion = 3;
+  /// Bytes of the next GEMV's weight a one-row GEMV after attention
+  /// prefetches into L2 (GENC_CUDA_L2_PREFETCH_MB; 0: none).
+  int64_t l2PrefetchBytes = 0;
   /// Tree attention (--gpus N): this GPU is shard `shard` of `shards`; after
   /// each self-attention op its output is combined with the other GPUs'
   /// through `comm` (lse -> max, then [w·o | w] -> sum, in f32).

@@ -20,8 +20,10 @@
 //     which gains the sequence bias (id, bias) pairs; genc_beam_topk takes
 //     every edit genc_token_pass does (the encoder penalty and the length
 //     decay too).
+//   6: GencAttnParams gains the L2 prefetch attn_N_merge issues before its
+//     wait (pf, pfBytes).
 #pragma once
 
 namespace genrt::cuda {
-constexpr int kGencKernelAbi = 5;
+constexpr int kGencKernelAbi = 6;
 } // namespace genrt::cuda
