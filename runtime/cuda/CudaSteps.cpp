@@ -91,6 +91,7 @@ public:
   const OpInfo *beforeOp = nullptr;
   CUdeviceptr thenOut = 0;
   int64_t staticShared = 0; // the static shared bytes of the entries with `before`
+
   /// Which neighbours this run takes into its GEMV: one row, every result
   /// of the body before one row too, an entry for the pair.
   std::pair<bool, bool> choice(const StepContext &ctx, const ProgramRun &run) const {
@@ -848,6 +849,8 @@ Status compileProgram(const Program &prog, StepContext &ctx, const KernelModule 
     for (int k = 0; k < 2 && next[k]; ++k) {
       const GemmStep &g = *next[k];
       const int64_t rowBytes = g.shape.K * static_cast<int64_t>(dtypeSize(g.shape.b)), all = g.shape.N * rowBytes;
+      if (g.b % 16 || rowBytes % 16) // cp.async.bulk takes 16-byte aligned ranges
+        break;
       if (k == 0) {
         at->pf[0] = {g.b, all};
       } else if (g.then) { // the GLU reads gate row n with up row N/2 + n

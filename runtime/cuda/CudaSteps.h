@@ -43,8 +43,8 @@ struct StepContext {
   /// the elementwise GLU that alone reads it (bit 2) itself
   /// (GENC_CUDA_GEMV_FUSION=0 / norm / glu: neither / the first / the second).
   int gemvFusion = 3;
-  /// Bytes of the next GEMV's weight a one-row GEMV after attention
-  /// prefetches into L2 (GENC_CUDA_L2_PREFETCH_MB; 0: none).
+  /// Bytes of the next GEMVs' weights that the merge after a one-token
+  /// decode kernel prefetches into L2 (GENC_CUDA_L2_PREFETCH_MB; 0: none).
   int64_t l2PrefetchBytes = 0;
   /// Tree attention (--gpus N): this GPU is shard `shard` of `shards`; after
   /// each self-attention op its output is combined with the other GPUs'
