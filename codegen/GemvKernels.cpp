@@ -2,6 +2,7 @@
 
 #include "codegen/CudaEmitter.h"
 #include "codegen/CudaSyntax.h"
+#include "passes/analysis/GemvNeighbours.h"
 #include "passes/analysis/Storage.h"
 #include "runtime/Epilogue.h"
 #include "runtime/cuda/GemvAbi.h"
@@ -180,7 +181,7 @@ struct Prologue {
 };
 std::optional<Prologue> prologueOf(const Function &f, Op *prev, Op *mm, const std::vector<CudaKernel> &kernels,
                                    int64_t K, DType a) {
-  if (!prev || !prev->is("fused") || mm->operand(0)->definingOp() != prev || f.soleUser(mm->operand(0)) != mm)
+  if (!gemvMayRunBefore(f, prev, mm))
     return std::nullopt;
   const std::string body = prev->strAttr("body", "");
   auto k = std::find_if(kernels.begin(), kernels.end(), [&](const CudaKernel &c) { return c.name == body; });
@@ -234,8 +235,7 @@ struct Glu {
 };
 std::optional<Glu> gluOf(const Module &m, const Function &f, Op *mm, Op *next, const std::vector<CudaKernel> &kernels,
                          DType y) {
-  if (!next || !next->is("fused") || next->strAttr("pattern", "") != "elementwise" || next->numOperands() != 1 ||
-      next->numResults() != 1 || next->operand(0) != mm->result(0) || f.soleUser(mm->result(0)) != next)
+  if (!gemvMayRunAfter(f, mm, next))
     return std::nullopt;
   const std::string name = next->strAttr("body", "");
   auto k = std::find_if(kernels.begin(), kernels.end(), [&](const CudaKernel &c) { return c.name == name; });

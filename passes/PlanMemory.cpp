@@ -11,6 +11,7 @@
 #include "compiler/ir/Symbols.h"
 #include "compiler/remarks/Remark.h"
 #include "passes/Passes.h"
+#include "passes/analysis/GemvNeighbours.h"
 #include "passes/analysis/PlanOptions.h"
 #include "passes/analysis/Storage.h"
 
@@ -45,8 +46,7 @@ llvm::Error planFunction(Module &m, Function &f, const std::map<std::string, int
     // row is rare, the arena is large, and the executor declines the fusion
     // where buffers meet.
     const bool decode = f.name() == "decode_step"; // where one-row runs are the rule
-    if (decode && prev && op->is("matmul") && prev->is("fused") && prev->strAttr("pattern", "") == "reduction" &&
-        op->numOperands() && op->operand(0)->definingOp() == prev && f.soleUser(op->operand(0)) == op.get()) {
+    if (decode && gemvMayRunBefore(f, prev, op.get()) && prev->strAttr("pattern", "") == "reduction") {
       for (Value *v : prev->operands())
         if (auto it = index.find(v); it != index.end())
           bufs[it->second].last = std::max(bufs[it->second].last, pos);
@@ -57,12 +57,11 @@ llvm::Error planFunction(Module &m, Function &f, const std::map<std::string, int
     // Likewise an elementwise body that alone reads a matmul's product
     // right before it (a GLU: the GEMV writes the body's result, reading
     // its own a, or the row kernel's operands and results before it).
-    if (decode && prev && op->is("fused") && op->strAttr("pattern", "") == "elementwise" && op->numOperands() == 1 &&
-        prev->is("matmul") && op->operand(0) == prev->result(0) && f.soleUser(prev->result(0)) == op.get()) {
+    if (decode && gemvMayRunAfter(f, prev, op.get())) {
       std::vector<Value *> reads(prev->operands().begin(), prev->operands().end());
-      if (Op *row = prev->operand(0)->definingOp(); row && row == prevPrev && row->is("fused")) {
-        const auto &ins = row->operands();
-        const auto outs = row->results();
+      if (gemvMayRunBefore(f, prevPrev, prev)) {
+        const auto &ins = prevPrev->operands();
+        const auto outs = prevPrev->results();
         reads.insert(reads.end(), ins.begin(), ins.end());
         reads.insert(reads.end(), outs.begin(), outs.end());
       }

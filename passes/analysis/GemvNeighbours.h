@@ -1,0 +1,20 @@
+// The neighbours a one-row GEMV may run itself (the GPU's decode matmuls,
+// codegen/GemvKernels.cpp): the fused row kernel right before a matmul whose
+// result the matmul alone reads as its a, and the elementwise fused body
+// right after it that alone reads its product (a GLU). Codegen generates the
+// entries for these pairs and plan-memory keeps their buffers apart; the
+// executor checks them again on the plan it is given (runtime/cuda).
+#pragma once
+#include "compiler/ir/IR.h"
+
+namespace genc {
+
+/// `prev` is a fused op right before matmul `mm` and `mm` alone reads a result
+/// of it, as its first operand (a).
+bool gemvMayRunBefore(const Function &f, const Op *prev, const Op *mm);
+
+/// `next` is an elementwise fused op with one operand and one result right
+/// after matmul `mm`, and the only reader of `mm`'s product.
+bool gemvMayRunAfter(const Function &f, const Op *mm, const Op *next);
+
+} // namespace genc
