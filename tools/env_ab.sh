@@ -17,18 +17,15 @@ shift
 . tools/profile_model.sh
 REPS=${REPS:-3}
 BATCH=${BATCH:-1}
-python3 -c "import json,random,sys; random.seed(2)
-for _ in range(int(sys.argv[1])): print(json.dumps({'input_ids':[random.randrange(3,32000) for _ in range(int(sys.argv[2]))]}))" \
-  "$BATCH" "${PROMPT:-128}" > "$W/pb.jsonl"
+prompts "$W/pb.jsonl" "$BATCH" "${PROMPT:-128}"
 declare -A runs
 for ((r = 0; r < REPS; r++)); do
   for ((i = 0; i < $#; i++)); do
     idx=$(((i + r) % $#))
     v=${*:idx+1:1}
-    # shellcheck disable=SC2086
-    t=$(env $v timeout 60 "$BIN/genrun" "$W/m.plan" --device cuda --input "$W/pb.jsonl" --max-new-tokens 64 \
-      --stats --output /dev/null 2>&1 | sed -n 's/.*decode \([0-9.]*\) ms\/token.*/\1/p')
-    runs[$idx]="${runs[$idx]-} ${t:-?}"
+    # shellcheck disable=SC2086 # a variant is several words
+    t=$(decode_ms "$W/pb.jsonl" $v)
+    runs[$idx]="${runs[$idx]-} $t"
   done
 done
 printf 'layers %s, batch %s, prompt %s, decode ms/token, %s runs each\n' "$LAYERS" "$BATCH" "${PROMPT:-128}" "$REPS"

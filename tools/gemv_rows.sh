@@ -12,14 +12,11 @@ LAYERS=${1:-22}
 . tools/profile_model.sh
 printf '%-6s %-14s %-14s %-14s\n' batch default "GEMV <= 8" cuBLASLt
 for b in 1 2 4 8 16; do
-  python3 -c "import json,random,sys; random.seed(2)
-for _ in range(int(sys.argv[1])): print(json.dumps({'input_ids':[random.randrange(3,32000) for _ in range(128)]}))" \
-    "$b" > "$W/p$b.jsonl"
+  prompts "$W/p$b.jsonl" "$b" 128
   cells=()
   for v in "" "GENC_CUDA_GEMV_ROWS=8" "GENC_CUDA_GEMV=0"; do
-    # shellcheck disable=SC2086
-    cells+=("$(env $v timeout 60 "$BIN/genrun" "$W/m.plan" --device cuda --input "$W/p$b.jsonl" --max-new-tokens 64 \
-      --stats --output /dev/null 2>&1 | sed -n 's/.*decode \([0-9.]*\) ms\/token.*/\1/p')")
+    # shellcheck disable=SC2086 # a variant is several words
+    cells+=("$(decode_ms "$W/p$b.jsonl" $v)")
   done
   printf '%-6s %-14s %-14s %-14s\n' "$b" "${cells[@]}"
 done

@@ -22,7 +22,7 @@ printf '%-34s %s\n' "decode step (graphs on)" "ms/token"
 for v in "" "GENC_CUDA_GEMV=0" "GENC_CUDA_PDL=0" "GENC_CUDA_PDL=0 GENC_CUDA_GEMV=0" "GENC_CUDA_SKIP=gemm" \
          "GENC_CUDA_SKIP=attention" "GENC_CUDA_SKIP=fused" "GENC_CUDA_SKIP=attention,fused,copy" \
          "GENC_CUDA_GEMV=0 GENC_CUDA_SKIP=attention,fused,copy" "GENC_CUDA_SKIP=gemm,attention,fused,copy"; do
-  ms=$(env $v timeout 60 "$BIN/genrun" "$W/m.plan" --device cuda --input "$W/p.jsonl" --max-new-tokens 64 --stats \
-    --output /dev/null 2>&1 | sed -n 's/.*decode \([0-9.]*\) ms\/token.*/\1/p')
+  # shellcheck disable=SC2086 # a variant is several words
+  ms=$(decode_ms "$W/p.jsonl" $v)
   printf '%-34s %s\n' "${v:-all steps}" "$ms"
 done

@@ -11,3 +11,19 @@ python3 tools/export.py --arch llama --set hidden_size=2048 --set intermediate_s
 "$BIN/genc" compile "$W/m/model.onnx" -o "$W/m.plan" --dtype f16 --max-batch 32 --max-beams 1 --max-length "${MAXLEN:-256}" \
   --stats-json "$W/stats.json" > /dev/null
 python3 -c "import json,random; random.seed(1); print(json.dumps({'input_ids':[random.randrange(3,32000) for _ in range(128)]}))" > "$W/p.jsonl"
+
+# prompts FILE N LEN: N random prompts of LEN tokens (seed 2) into FILE.
+prompts() {
+  python3 -c "import json,random,sys; random.seed(2)
+for _ in range(int(sys.argv[1])): print(json.dumps({'input_ids':[random.randrange(3,32000) for _ in range(int(sys.argv[2]))]}))" \
+    "$2" "$3" > "$1"
+}
+# decode_ms INPUT [VAR=VALUE ...]: genrun's decode ms/token on W/m.plan over
+# INPUT, 64 new tokens, with the variables set ('?' where it failed).
+decode_ms() {
+  local in=$1 t
+  shift
+  t=$(env "$@" timeout 60 "$BIN/genrun" "$W/m.plan" --device cuda --input "$in" --max-new-tokens 64 --stats \
+    --output /dev/null 2>&1 | sed -n 's/.*decode \([0-9.]*\) ms\/token.*/\1/p')
+  echo "${t:-?}"
+}
