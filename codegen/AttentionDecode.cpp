@@ -6,7 +6,28 @@
 // constants it reads and emits its entry only where decodeEligible().
 #include "codegen/AttentionKernels.h"
 
+#include <cstdlib>
+
 namespace genc {
+
+bool attentionTraceOn() {
+  const char *e = std::getenv("GENC_ATTN_TRACE");
+  return e && std::string(e) == "1";
+}
+
+std::string attentionTraceSource() {
+  return attentionTraceOn() ? R"(// ---- GENC_ATTN_TRACE: stage stamps of block (0, 0) ----
+__device__ unsigned long long genc_attn_trace[10][16];
+static __device__ __forceinline__ void genc_attn_mark(int row, int i) {
+  if (threadIdx.x || blockIdx.x || blockIdx.y || row < 0 || row > 9) return;
+  unsigned long long g;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g));
+  genc_attn_trace[row][i] = g;
+  genc_attn_trace[row][8 + i] = clock64();
+}
+)"
+            : "static __device__ __forceinline__ void genc_attn_mark(int, int) {}\n";
+}
 
 const char *attentionDecodeTemplates() {
   return R"(// ---- genc decode attention ----------------------------------------------
@@ -130,6 +151,7 @@ static __device__ void genc_attn_merge(const GencAttnParams &p) {
   const int h = blockIdx.y, tid = threadIdx.x, lane = tid & 31, S = (int)p.splits;
   const GencTokenPlace pl = ((const GencTokenPlace *)p.places)[t];
   const GencDecodeRange<C, KT> r(p, pl, h / C::GROUP_ALL, 0, S);
+  genc_attn_mark(9, 3);
   if (r.used == 1) return;
   const int used = (int)r.used;
   const float *lse = (const float *)p.lse + (t * C::H + h) * (long long)S;
@@ -175,6 +197,7 @@ static __device__ void genc_attn_merge(const GencAttnParams &p) {
     for (int g = 0; g < SG; ++g) o += sumS[g][d];
     ((typename O::S *)p.out)[genc_attn_out_at<C>(p, t, h, d)] = O::st(lS > 0.f ? o / lS : 0.f);
   }
+  genc_attn_mark(9, 4);
 }
 
 // ---- f32 caches: CUDA cores ------------------------------------------------
@@ -369,7 +392,10 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
   const GencTokenPlace pl = ((const GencTokenPlace *)p.places)[t];
   const GencDecodeRange<C, KT> r(p, pl, kh, split, gridDim.z);
   if (split >= r.used) return;
+  const int mr = split < 8 ? split : -1;
+  genc_attn_mark(mr, 2);
   genc_decode_append<C, KT>(p, t, pl, r, kh);
+  genc_attn_mark(mr, 3);
   genc_decode_fill<C, KT, ST>(p, r, genc_attn_tiles);
   // The group's queries, while the tiles load, in the last stage's memory
   // (the fill leaves it alone); head g's as A fragments (rows 8..15 and
@@ -388,6 +414,7 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
       }
     __syncthreads(); // the first tile to the last stage comes after every lane's read
   }
+  genc_attn_mark(mr, 4);
   float o[NT][4];
 #pragma unroll
   for (int n = 0; n < NT; ++n)
@@ -398,6 +425,7 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
 
   for (int i = 0; i < r.tiles; ++i) {
     genc_decode_next<C, KT, ST>(p, r, genc_attn_tiles, i);
+    if (i == 0) genc_attn_mark(mr, 5);
     const long long j0 = r.a + (long long)i * KT;
     const int nt = (int)(r.b - j0 < KT ? r.b - j0 : KT);
     const unsigned kt = tilesAt + (unsigned)((i % ST) * 2 * KT * RSB), vt = kt + KT * RSB;
@@ -461,6 +489,7 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
     __syncthreads(); // the stage is free again
   }
 
+  genc_attn_mark(mr, 6);
   // The warps meet: each head's max, its sum (over the four lanes), and the
   // warps' O rows [4][8][D] in the tiles' memory (no copy is in flight).
   l += __shfl_xor_sync(0xffffffffu, l, 1);
@@ -493,6 +522,7 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
   }
   __syncthreads();
   genc_decode_finish<C, G>(p, t, hb, split, r.used, os, mS, lS);
+  genc_attn_mark(mr, 7);
 }
 
 template <typename C>

@@ -32,6 +32,15 @@ AttentionKernels emitAttentionKernels(Module &m, DType activation);
 /// The templates the families instantiate (codegen/AttentionTemplates.cpp),
 /// and the decode kernel's (codegen/AttentionDecode.cpp), pasted after them.
 const char *attentionTemplates();
+/// GENC_ATTN_TRACE=1 at compile time (diagnostics, never in a shipped
+/// plan): the decode and merge kernels of block (0, 0) stamp %globaltimer
+/// and clock64 at their stages into `genc_attn_trace` [10][16] (rows 0..7:
+/// the decode kernel's splits 0..7, row 9: the merge; marks in [0, 8),
+/// their clocks in [8, 16)), which genrun prints with
+/// GENC_CUDA_ATTN_TRACE=1. Otherwise the marks compile to nothing.
+std::string attentionTraceSource();
+/// Whether GENC_ATTN_TRACE=1 (the entries' own stamps are written only then).
+bool attentionTraceOn();
 const char *attentionDecodeTemplates();
 /// The prefill kernel's (codegen/AttentionPrefill.cpp), after the decode's.
 const char *attentionPrefillTemplates();

@@ -531,7 +531,7 @@ static std::string attentionSource(const CudaModule &cm) {
   std::string out = (cm.tokenKernels.empty() ? std::string() : tokenKernelsSource()) + cm.gemvCode;
   if (cm.attentionKernels.empty())
     return out;
-  return out + "\n" + genrt::cuda::kGencAttnAbiSource + "\n" + attentionTemplates() +
+  return out + "\n" + genrt::cuda::kGencAttnAbiSource + "\n" + attentionTraceSource() + attentionTemplates() +
          attentionDecodeTemplates() + attentionPrefillTemplates() + cm.attentionCode;
 }
 

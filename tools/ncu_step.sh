@@ -30,10 +30,34 @@ for x in ks[-40:]:
 PY
 fi
 # One kernel in detail (NCU_DETAIL=regex): speed of light, warp stalls, the
-# hottest source lines.
+# hottest source lines. With NCU_OUT=DIR the whole report goes there too, with
+# its details page (every stall reason) and its SASS page (samples per
+# instruction) as text.
 if [ -n "${NCU_DETAIL-}" ]; then
+  rep=${NCU_OUT:-$W}/detail
   ncu --cache-control none --clock-control none -k "regex:$NCU_DETAIL" --launch-skip "${NCU_SKIP:-12}" --launch-count 1 \
     --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section LaunchStats --section SourceCounters \
-    $BIN/genrun $W/m.plan --device cuda --input $W/p.jsonl --max-new-tokens 4 --output /dev/null 2>&1 |
-    grep -v "^==PROF==" | sed -n '/Section/,$p' | grep -v "^ *-\+ *-\+" | cut -c1-150
+    --section MemoryWorkloadAnalysis --import-source yes -f -o "$rep" \
+    $BIN/genrun $W/m.plan --device cuda --input $W/p.jsonl --max-new-tokens 4 --output /dev/null > "$W/ncu.log" 2>&1
+  ncu --import "$rep.ncu-rep" --page details --print-details all > "$rep.details.txt" 2>&1
+  ncu --import "$rep.ncu-rep" --page source --print-source sass --csv > "$rep.sass.csv" 2>&1
+  grep -v "^==PROF==" "$rep.details.txt" | sed -n '/Section/,$p' | grep -v "^ *-\+ *-\+" | cut -c1-150 | head -120
+  # the 25 SASS lines with the most stall samples
+  python3 - "$rep.sass.csv" <<'PY'
+import csv, sys
+rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 3]
+if not rows:
+    sys.exit(print("no SASS page"))
+head, body = rows[0], rows[1:]
+key = next((i for i, h in enumerate(head) if "Sampling" in h and "All" in h), None)
+if key is None:
+    sys.exit(print("columns:", head))
+def num(x):
+    try: return float(x.replace(",", ""))
+    except ValueError: return 0.0
+tot = sum(num(r[key]) for r in body) or 1
+src = next((i for i, h in enumerate(head) if h == "Source"), 1)
+for r in sorted(body, key=lambda r: -num(r[key]))[:25]:
+    print(f"{num(r[key]) / tot * 100:5.1f}%  {r[0]:>6} {r[src][:110]}")
+PY
 fi

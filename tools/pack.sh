@@ -35,4 +35,14 @@ if [ ${#libs[@]} -gt 0 ]; then
   done
 fi
 tar -czf dist/genc-linux-x86_64.tar.gz --transform 's|.*/||' "${bins[@]}" ${libs[@]+"${libs[@]}"}
+# tools/trace_step.sh's kernel tracer (a CUPTI injection library, with the
+# CUPTI it was built against), where the toolkit has CUPTI.
+CUDA=${CUDA_HOME:-/usr/local/cuda}
+cupti=$(ls "$CUDA"/lib64/libcupti.so.* "$CUDA"/lib/libcupti.so.* 2>/dev/null | head -1 || true)
+if [ -f "$CUDA/include/cupti.h" ] && [ -n "$cupti" ]; then
+  mkdir -p dist/trace
+  g++ -shared -fPIC -O2 -Wall -I"$CUDA/include" tools/kernel_trace.cpp "$cupti" -Wl,-rpath,'$ORIGIN' \
+    -o dist/trace/libgenc_trace.so
+  cp "$cupti" dist/trace/
+fi
 echo "pack: dist/genc-linux-x86_64.tar.gz (${bins[*]##*/} ${libs[*]+${libs[*]##*/}})"

@@ -663,6 +663,37 @@ private:
   // Choice::Greedy each row's token (i64) then its log-softmax (f32), or
   // with Choice::Beams each row's beamK_ candidates (GencBeamCand).
   enum class Choice { Logits, Greedy, Beams, Tokens };
+  // GENC_CUDA_ATTN_TRACE=1 with a plan compiled under GENC_ATTN_TRACE=1
+  // (codegen/AttentionKernels.h): the last layer's decode and merge stage
+  // stamps of block (0, 0), in ns after split 0's entry, and the cycles
+  // each stage took inside its block.
+  void printAttentionTrace() {
+    const char *e = std::getenv("GENC_CUDA_ATTN_TRACE");
+    size_t bytes = 0;
+    const CUdeviceptr at = e && std::string(e) == "1" ? mod_.global("genc_attn_trace", bytes) : 0;
+    unsigned long long t[10][16] = {};
+    if (!at || bytes != sizeof t || dev_.api->cuMemcpyDtoH(t, at, sizeof t) != CUDA_SUCCESS) {
+      if (e)
+        std::fprintf(stderr, "genrun: no attention trace in this plan (compile it with GENC_ATTN_TRACE=1)\n");
+      return;
+    }
+    const unsigned long long base = t[0][0];
+    for (int row = 0; row < 10; ++row) {
+      if (!t[row][0] && !t[row][2])
+        continue;
+      std::fprintf(stderr, "genrun: attention trace %s %d: ns", row == 9 ? "merge" : "split", row == 9 ? 0 : row);
+      for (int i = 0; i < 8; ++i)
+        if (t[row][i])
+          std::fprintf(stderr, " %d:%lld", i, static_cast<long long>(t[row][i] - base));
+      std::fprintf(stderr, " | cycles");
+      for (int i = 1; i < 8; ++i)
+        if (t[row][8 + i] && t[row][7 + i])
+          std::fprintf(stderr, " %d:%lld", i, static_cast<long long>(t[row][8 + i] - t[row][7 + i]));
+      std::fprintf(stderr, "\n");
+    }
+  }
+
+  int64_t decodeReplays_ = 0;
   Status execute(const ProgramRun &run, Choice choice) {
     if (Status s = groupIntact(); !s)
       return s;
@@ -679,6 +710,44 @@ private:
       s = enqueue(cp, run, R, choice);
     if (s)
       s = waitStream("running " + run.program->name + " (GENC_CUDA_SYNC=1 names the kernel)");
+    if (s && run.kind == ProgramKind::Decode && useGraphs_ && !ctx_.syncEachStep && ++decodeReplays_ == 8)
+      return timeReplays(cp, run, R, choice);
+    return s;
+  }
+
+  // GENC_CUDA_REPLAY_TIMING=N (diagnostics): at the 8th decode step, its
+  // graph replayed N times more back to back, timed by events, to stderr —
+  // the GPU's step with no host turn between steps, against genrun's
+  // decode ms/token, which has one. The same inputs, the same cache row:
+  // each replay writes what the step wrote.
+  Status timeReplays(const CompiledProgram &cp, const ProgramRun &run, int64_t R, Choice choice) {
+    printAttentionTrace();
+    static const int n = [] {
+      const char *e = std::getenv("GENC_CUDA_REPLAY_TIMING");
+      return e ? std::atoi(e) : 0;
+    }();
+    if (n <= 0)
+      return Status::ok();
+    const DriverApi &a = *dev_.api;
+    CUevent ev[2] = {};
+    for (CUevent &e : ev)
+      if (Status s = dev_.check(a.cuEventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate"); !s)
+        return s;
+    Status s = dev_.check(a.cuEventRecord(ev[0], stream_), "cuEventRecord");
+    for (int i = 0; s && i < n; ++i)
+      s = replayOrCapture(cp, run, R, choice);
+    if (s)
+      s = dev_.check(a.cuEventRecord(ev[1], stream_), "cuEventRecord");
+    if (s)
+      s = dev_.check(a.cuEventSynchronize(ev[1]), "cuEventSynchronize");
+    float ms = 0;
+    if (s)
+      s = dev_.check(a.cuEventElapsedTime(&ms, ev[0], ev[1]), "cuEventElapsedTime");
+    if (s)
+      std::fprintf(stderr, "genrun: %d back-to-back replays of the %lld-token decode step: %.4f ms each\n", n,
+                   static_cast<long long>(run.inputIds.size()), ms / n);
+    for (CUevent e : ev)
+      a.cuEventDestroy(e);
     return s;
   }
 

@@ -53,6 +53,8 @@ public:
   /// Where the code came from: "cubin sm_90", "PTX compute_80 (JIT)".
   const std::string &source() const { return source_; }
   Status function(const std::string &name, CUfunction &out) const;
+  /// A `__device__` variable of the module (diagnostics); 0 where none.
+  CUdeviceptr global(const std::string &name, size_t &bytes) const;
 
 private:
   const DriverApi *api_ = nullptr;
