@@ -152,21 +152,20 @@ AttentionKernels emitAttentionKernels(Module &m, DType activation) {
         if (const std::string e = entry; ((e != "decode" && e != "merge") || decode.heads) &&
                                          ((e != "weigh" && e != "finish") || self) && (e != "prefill" || prefill))
         {
-          // Stage stamps (GENC_ATTN_TRACE) and the merge's prefetch-only
-          // blocks past the heads (the next GEMVs' weights, no wait).
-          const std::string cfg = name + "_cfg", row = e == "merge" ? "9" : "blockIdx.z < 8 ? blockIdx.z : -1";
+          // Stage stamps where GENC_ATTN_TRACE asks for them.
+          const std::string cfg = name + "_cfg", row = e == "merge" ? "9" : "blockIdx.z < 8 ? (int)blockIdx.z : -1";
           const bool mark = attentionTraceOn() && (e == "merge" || e == "decode");
           code << "extern \"C\" __global__ void __launch_bounds__(128) " << name << "_" << entry
                << "(const GencAttnParams p) {\n";
-          if (e == "merge")
-            code << "  if (blockIdx.y >= " << cfg << "::H) {\n    for (int i = 0; i < 3; ++i)\n"
-                 << "      genc_l2_prefetch(p.pf[i], p.pfBytes[i], (blockIdx.y - " << cfg
-                 << "::H) * gridDim.x + blockIdx.x, (gridDim.y - " << cfg << "::H) * gridDim.x);\n    return;\n  }\n";
           if (mark)
             code << "  genc_attn_mark(" << row << ", 0);\n";
+          if (e == "merge") // the next GEMVs' weights into L2 while the decode kernel runs
+            code << "  for (int i = 0; i < 3; ++i) genc_l2_prefetch(p.pf[i], p.pfBytes[i]);\n";
+          if (mark && e == "merge")
+            code << "  genc_attn_mark(9, 1);\n";
           code << "  genc_pdl_wait();\n";
           if (mark)
-            code << "  genc_attn_mark(" << row << ", 1);\n";
+            code << "  genc_attn_mark(" << row << ", " << (e == "merge" ? 2 : 1) << ");\n";
           code << "  genc_pdl_launch();\n  genc_attn_" << entry << "<" << cfg << ">(p);\n}\n";
         }
     }

@@ -86,14 +86,12 @@ static __device__ __forceinline__ void genc_pdl_launch() {
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
-// Part b of `blocks` of [at, at + bytes) into L2 (a hint: no data comes
-// back), slices of 4 KB issued by the first warp's lanes in turn. An SM's
-// bulk-copy unit takes them at about 64 bytes a cycle, so the parts are
-// spread over as many SMs as are free.
-static __device__ __forceinline__ void genc_l2_prefetch(unsigned long long at, long long bytes, unsigned b,
-                                                        unsigned blocks) {
+// This block's share of [at, at + bytes) into L2 (a hint: no data comes
+// back), slices of 4 KB issued by the first warp's lanes in turn.
+static __device__ __forceinline__ void genc_l2_prefetch(unsigned long long at, long long bytes) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  if (bytes <= 0 || threadIdx.x >= 32 || b >= blocks) return;
+  if (bytes <= 0 || threadIdx.x >= 32) return;
+  const unsigned blocks = gridDim.x * gridDim.y * gridDim.z, b = (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
   const long long slice = ((bytes + blocks - 1) / blocks + 4095) / 4096 * 4096;
   const long long b0 = (long long)b * slice, b1 = b0 + slice < bytes ? b0 + slice : bytes;
   for (long long o = b0 + (long long)threadIdx.x * 4096; o < b1; o += 32 * 4096) {

@@ -8,7 +8,6 @@
 #include "runtime/cuda/GemvAbi.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <map>
 #include <optional>
 #include <set>
@@ -26,26 +25,6 @@ template <int ACT> static __device__ __forceinline__ float genc_gemv_act(float x
   if (ACT == 1) return x > 0.f ? x : 0.f;
   if (ACT == 2) return 0.5f * x * (1.f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
   return x;
-}
-
-// A weight word: read once a step, so with GENC_WEIGHT_EVICT_FIRST it skips
-// L1 and goes first out of L2 — the 88 MB a layer streams would otherwise
-// push out of L2 what the attention between GEMVs reads each layer (its
-// code, the token places, RoPE rows, the cache).
-template <typename T, int V>
-static __device__ __forceinline__ void genc_wload(T (&dst)[V], const T *src) {
-#if GENC_WEIGHT_EVICT_FIRST && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  if constexpr (sizeof(T) * V == 16) {
-    unsigned x, y, z, w;
-    unsigned long long policy;
-    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
-    asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
-                 : "=r"(x), "=r"(y), "=r"(z), "=r"(w) : "l"(src), "l"(policy));
-    *reinterpret_cast<uint4 *>(dst) = make_uint4(x, y, z, w);
-    return;
-  }
-#endif
-  genc_vload<T, V>(dst, src);
 }
 
 // a's V elements at k, dotted with the weight word wr, into acc[m].
@@ -119,7 +98,7 @@ static __device__ void genc_gemv(const GencGemvParams &p, const GencGemvPrologue
   for (int r = 0; r < R; ++r)
 #pragma unroll
     for (int u = 0; u < U; ++u)
-      if (live && k + u * STEP < p.K) genc_wload<WS, V>(first[r][u], w[r] + k + u * STEP);
+      if (live && k + u * STEP < p.K) genc_vload<WS, V>(first[r][u], w[r] + k + u * STEP);
   genc_pdl_wait();
   genc_pdl_launch();
   __shared__ alignas(16) typename A::S staged[KS];
@@ -136,7 +115,7 @@ static __device__ void genc_gemv(const GencGemvParams &p, const GencGemvPrologue
 #pragma unroll
     for (int r = 0; r < R; ++r)
 #pragma unroll
-      for (int u = 0; u < U; ++u) genc_wload<WS, V>(wr[r][u], w[r] + k + u * STEP);
+      for (int u = 0; u < U; ++u) genc_vload<WS, V>(wr[r][u], w[r] + k + u * STEP);
 #pragma unroll
     for (int r = 0; r < R; ++r)
 #pragma unroll
@@ -146,7 +125,7 @@ static __device__ void genc_gemv(const GencGemvParams &p, const GencGemvPrologue
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       alignas(16) WS wr[V];
-      genc_wload<WS, V>(wr, w[r] + k);
+      genc_vload<WS, V>(wr, w[r] + k);
       genc_gemv_word<A, W, V, MT>(acc[r], a, p.K, M, k, wr);
     }
   }
@@ -415,9 +394,7 @@ GemvKernels emitGemvKernels(Module &m, DType activation, const std::vector<CudaK
     return out;
   out.names.push_back("genc_transpose_2");
   out.names.push_back("genc_transpose_4");
-  const char *evict = std::getenv("GENC_WEIGHT_EVICT_FIRST");
-  out.code = std::string("\n#define GENC_WEIGHT_EVICT_FIRST ") + (evict && std::string(evict) == "1" ? "1" : "0") +
-             "\n" + genrt::cuda::kGencGemvAbiSource + "\n" + kTemplates + code.str() + pro.str();
+  out.code = std::string("\n") + genrt::cuda::kGencGemvAbiSource + "\n" + kTemplates + code.str() + pro.str();
   return out;
 }
 

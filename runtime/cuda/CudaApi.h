@@ -42,7 +42,7 @@ namespace genrt::cuda {
   X(cuModuleLoadDataEx)                                                                            \
   X(cuModuleUnload)                                                                                \
   X(cuModuleGetFunction)                                                                           \
-  X(cuModuleGetGlobal)                                                                           \
+  X(cuModuleGetGlobal)                                                                             \
   X(cuFuncSetAttribute)                                                                            \
   X(cuFuncGetAttribute)                                                                            \
   X(cuLaunchKernel)                                                                                \

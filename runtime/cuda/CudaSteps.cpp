@@ -475,12 +475,7 @@ public:
         p.pf[i] = pf[i].first;
         p.pfBytes[i] = bytes[i] / 16 * 16;
       }
-      // The prefetch goes out from blocks of its own (y past the heads) on
-      // the SMs the merge leaves free: from the merge's 32 blocks it took
-      // 8 µs to issue 32 MiB and held up the merge behind it (session 14).
-      const int64_t prefetchBlocks =
-          budget > 0 ? std::clamp<int64_t>((ctx.dev->smCount - T * heads + T - 1) / T, 8, ctx.dev->smCount) : 0;
-      return launch(ctx, merge, tx, static_cast<unsigned>(heads + prefetchBlocks), 1, args, what + " (merge)");
+      return launch(ctx, merge, tx, static_cast<unsigned>(heads), 1, args, what + " (merge)");
     }
     if (usePrefill)
       return launch(ctx, prefill, static_cast<unsigned>(ctx.tileCount), static_cast<unsigned>(heads), 1, args,

@@ -131,19 +131,7 @@ Status KernelModule::function(const std::string &name, CUfunction &out) const {
   if (!mod_)
     return Status::error("kernel '" + name + "': the plan has no GPU code");
   CUresult r = api_->cuModuleGetFunction(&out, mod_, name.c_str());
-  if (r != CUDA_SUCCESS)
-    return Status::error(cuError(*api_, r, "kernel '" + name + "'"));
-  // GENC_CUDA_CARVEOUT=P (A/B runs): every kernel asks for P% of the SM's
-  // unified memory as shared memory, so consecutive kernels need no
-  // reconfiguration of an SM between them (the decode kernel's 74 KB and
-  // a GEMV's few KB otherwise ask for different splits).
-  static const int carveout = [] {
-    const char *e = std::getenv("GENC_CUDA_CARVEOUT");
-    return e ? std::atoi(e) : -1;
-  }();
-  if (carveout >= 0 && carveout <= 100)
-    api_->cuFuncSetAttribute(out, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, carveout);
-  return Status::ok();
+  return r == CUDA_SUCCESS ? Status::ok() : Status::error(cuError(*api_, r, "kernel '" + name + "'"));
 }
 
 CUdeviceptr KernelModule::global(const std::string &name, size_t &bytes) const {

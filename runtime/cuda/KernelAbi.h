@@ -22,10 +22,8 @@
 //     decay too).
 //   6: GencAttnParams gains the L2 prefetch attn_N_merge issues before its
 //     wait (pf, pfBytes).
-//   7: attn_N_merge's grid gains blocks past the heads (y >= H) that only
-//     prefetch (no wait): the prefetch no longer holds up the merge.
 #pragma once
 
 namespace genrt::cuda {
-constexpr int kGencKernelAbi = 7;
+constexpr int kGencKernelAbi = 6;
 } // namespace genrt::cuda
