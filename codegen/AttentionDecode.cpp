@@ -16,8 +16,7 @@ bool attentionTraceOn() {
 }
 
 std::string attentionTraceSource() {
-  return attentionTraceOn()
-             ? R"(// ---- GENC_ATTN_TRACE: stage stamps of block (0, 0) ----
+  return attentionTraceOn() ? R"(// ---- GENC_ATTN_TRACE: stage stamps of block (0, 0) ----
 __device__ unsigned long long genc_attn_trace[10][16];
 static __device__ __forceinline__ void genc_attn_mark(int row, int i) {
   if (threadIdx.x || blockIdx.x || blockIdx.y || row < 0 || row > 9) return;
@@ -27,8 +26,7 @@ static __device__ __forceinline__ void genc_attn_mark(int row, int i) {
   genc_attn_trace[row][8 + i] = clock64();
 }
 )"
-             : "static __device__ __forceinline__ void genc_attn_mark(int, "
-               "int) {}\n";
+                            : "static __device__ __forceinline__ void genc_attn_mark(int, int) {}\n";
 }
 
 const char *attentionDecodeTemplates() {

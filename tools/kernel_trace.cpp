@@ -21,24 +21,20 @@ namespace {
 std::FILE *out = nullptr;
 std::mutex outLock;
 
-void CUPTIAPI bufferRequested(uint8_t **buffer, size_t *size,
-                              size_t *maxRecords) {
+void CUPTIAPI bufferRequested(uint8_t **buffer, size_t *size, size_t *maxRecords) {
   *size = 8u << 20;
   *buffer = static_cast<uint8_t *>(std::aligned_alloc(8, *size));
   *maxRecords = 0;
 }
 
-void CUPTIAPI bufferCompleted(CUcontext, uint32_t, uint8_t *buffer, size_t,
-                              size_t valid) {
+void CUPTIAPI bufferCompleted(CUcontext, uint32_t, uint8_t *buffer, size_t, size_t valid) {
   CUpti_Activity *r = nullptr;
   std::lock_guard<std::mutex> hold(outLock);
   while (out && cuptiActivityGetNextRecord(buffer, valid, &r) == CUPTI_SUCCESS)
-    if (r->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ||
-        r->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
+    if (r->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || r->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
       const auto *k = reinterpret_cast<const CUpti_ActivityKernel10 *>(r);
-      std::fprintf(
-          out, "%llu,%llu,%s\n", static_cast<unsigned long long>(k->start),
-          static_cast<unsigned long long>(k->end), k->name ? k->name : "?");
+      std::fprintf(out, "%llu,%llu,%s\n", static_cast<unsigned long long>(k->start),
+                   static_cast<unsigned long long>(k->end), k->name ? k->name : "?");
     }
   std::free(buffer);
 }
@@ -58,10 +54,8 @@ extern "C" int InitializeInjection() {
   out = std::fopen(path ? path : "kernels.csv", "w");
   if (!out)
     return 0;
-  if (cuptiActivityRegisterCallbacks(bufferRequested, bufferCompleted) !=
-          CUPTI_SUCCESS ||
-      cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) !=
-          CUPTI_SUCCESS) {
+  if (cuptiActivityRegisterCallbacks(bufferRequested, bufferCompleted) != CUPTI_SUCCESS ||
+      cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS) {
     std::fprintf(stderr, "kernel_trace: CUPTI would not trace kernels\n");
     return 0;
   }
