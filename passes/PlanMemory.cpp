@@ -46,7 +46,7 @@ llvm::Error planFunction(Module &m, Function &f, const std::map<std::string, int
     // row is rare, the arena is large, and the executor declines the fusion
     // where buffers meet.
     const bool decode = f.name() == "decode_step"; // where one-row runs are the rule
-    if (decode && gemvMayRunBefore(f, prev, op.get()) && prev->strAttr("pattern", "") == "reduction") {
+    if (decode && gemvMayRunBefore(f, prev, op.get())) {
       for (Value *v : prev->operands())
         if (auto it = index.find(v); it != index.end())
           bufs[it->second].last = std::max(bufs[it->second].last, pos);

@@ -377,26 +377,27 @@ static void openRemarks() {
   RemarkOut = check(RemarkStream::open(RemarksFile, RemarksFilter));
 }
 
+// `, "name": {"key": value, ...}` (the keys are function and kernel names).
+template <typename Map> static void writeJsonMap(std::ostream &os, const char *name, const Map &map) {
+  os << ", \"" << name << "\": {";
+  bool first = true;
+  for (auto &[k, v] : map) {
+    os << (first ? "" : ", ") << "\"" << k << "\": " << v;
+    first = false;
+  }
+  os << "}";
+}
+
 static void writeStats(const PlanStats &stats) {
   std::ofstream os(StatsJson);
   os << "{\"weights_bytes\": " << stats.weightsBytes << ", \"kv_cache_bytes\": "
      << stats.kvCacheBytes << ", \"cross_kv_cache_bytes\": " << stats.crossKvCacheBytes
      << ", \"cross_kv_cache_bytes_unshared\": " << stats.crossKvCacheBytesUnshared
-     << ", \"arena_bytes\": " << stats.arenaBytes << ", \"arena_bytes_by_function\": {";
-  bool first = true;
-  for (auto &[k, v] : stats.arenaBytesByFunction) {
-    os << (first ? "" : ", ") << "\"" << k << "\": " << v;
-    first = false;
-  }
-  for (const auto *launches : {&stats.decodeStepLaunches, &stats.decodeStepLaunchesOneRow}) {
-    os << "}, \"decode_step_launches" << (launches == &stats.decodeStepLaunches ? "" : "_one_row") << "\": {";
-    first = true;
-    for (auto &[k, v] : *launches) {
-      os << (first ? "" : ", ") << "\"" << k << "\": " << v;
-      first = false;
-    }
-  }
-  os << "}}\n";
+     << ", \"arena_bytes\": " << stats.arenaBytes;
+  writeJsonMap(os, "arena_bytes_by_function", stats.arenaBytesByFunction);
+  writeJsonMap(os, "decode_step_launches", stats.decodeStepLaunches);
+  writeJsonMap(os, "decode_step_launches_one_row", stats.decodeStepLaunchesOneRow);
+  os << "}\n";
   if (!os)
     fail("cannot write '" + StatsJson + "'");
 }

@@ -3,8 +3,8 @@
 namespace genc {
 
 bool gemvMayRunBefore(const Function &f, const Op *prev, const Op *mm) {
-  return prev && mm && prev->is("fused") && mm->is("matmul") && mm->numOperands() > 0 &&
-         mm->operand(0)->definingOp() == prev && f.soleUser(mm->operand(0)) == mm;
+  return prev && mm && prev->is("fused") && prev->strAttr("pattern", "") == "reduction" && mm->is("matmul") &&
+         mm->numOperands() > 0 && mm->operand(0)->definingOp() == prev && f.soleUser(mm->operand(0)) == mm;
 }
 
 bool gemvMayRunAfter(const Function &f, const Op *mm, const Op *next) {

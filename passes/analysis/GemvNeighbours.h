@@ -9,8 +9,8 @@
 
 namespace genc {
 
-/// `prev` is a fused op right before matmul `mm` and `mm` alone reads a result
-/// of it, as its first operand (a).
+/// `prev` is a fused row op (a reduction body: a norm) right before matmul
+/// `mm` and `mm` alone reads a result of it, as its first operand (a).
 bool gemvMayRunBefore(const Function &f, const Op *prev, const Op *mm);
 
 /// `next` is an elementwise fused op with one operand and one result right
