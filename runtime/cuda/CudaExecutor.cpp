@@ -711,16 +711,19 @@ private:
     if (s)
       s = waitStream("running " + run.program->name + " (GENC_CUDA_SYNC=1 names the kernel)");
     if (s && run.kind == ProgramKind::Decode && useGraphs_ && !ctx_.syncEachStep && ++decodeReplays_ == 8)
-      return timeReplays(cp, run, R, choice);
+      return diagnoseStep(cp, run, R, choice);
     return s;
   }
 
-  // GENC_CUDA_REPLAY_TIMING=N (diagnostics): at the 8th decode step, its
-  // graph replayed N times more back to back, timed by events, to stderr —
-  // the GPU's step with no host turn between steps, against genrun's
-  // decode ms/token, which has one. The same inputs, the same cache row:
-  // each replay writes what the step wrote.
-  Status timeReplays(const CompiledProgram &cp, const ProgramRun &run, int64_t R, Choice choice) {
+  // Diagnostics at the 8th decode step: the attention trace, and with
+  // GENC_CUDA_REPLAY_TIMING=N its graph replayed N times more back to back,
+  // timed by events, to stderr — the GPU's step with no host turn between
+  // steps, against genrun's decode ms/token, which has one. The same
+  // inputs, the same cache row: each replay of a greedy step writes what
+  // the step wrote. Not for the other choices (token passes keep state on
+  // the device a replay would advance) nor a tree-attention group (the
+  // other GPUs would not join the collectives).
+  Status diagnoseStep(const CompiledProgram &cp, const ProgramRun &run, int64_t R, Choice choice) {
     printAttentionTrace();
     static const int n = [] {
       const char *e = std::getenv("GENC_CUDA_REPLAY_TIMING");
@@ -728,6 +731,10 @@ private:
     }();
     if (n <= 0)
       return Status::ok();
+    if (choice != Choice::Greedy || ctx_.tree.nccl) {
+      std::fprintf(stderr, "genrun: GENC_CUDA_REPLAY_TIMING times plain greedy steps on one GPU only\n");
+      return Status::ok();
+    }
     const DriverApi &a = *dev_.api;
     CUevent ev[2] = {};
     for (CUevent &e : ev)
