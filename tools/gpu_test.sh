@@ -255,13 +255,18 @@ a,b=ids(sys.argv[1]),ids(sys.argv[2]); print('same' if a==b and len(a)==4 else '
   set +f
 }
 
-if [ $QUICK = 1 ]; then
+# The quick set (--quick alone; the full run starts with it, --rest leaves it
+# out), then the rest of the parity checks.
+quick_set() {
   check llama llama model.onnx
   check processors processors model.onnx
   check t5 t5 encoder.onnx,decoder.onnx
   stop_check
   token_checks
   fusion_checks
+}
+if [ $QUICK = 1 ]; then
+  quick_set
   PARITY=0
 fi
 if [ $TOKENS_ONLY = 1 ]; then
@@ -269,32 +274,23 @@ if [ $TOKENS_ONLY = 1 ]; then
   PARITY=0
 fi
 
-# quick: what --quick has run already (--rest leaves it out).
-quick() { [ $REST = 0 ] && "$@"; }
 if [ $PARITY = 1 ]; then
-quick stop_check
-for fx in llama mistral gpt2; do
-  if [ $fx = llama ]; then quick check "$fx" "$fx" model.onnx; else check "$fx" "$fx" model.onnx; fi
-  check "$fx-dynamo" "$fx" model.dynamo.onnx
-done
+[ $REST = 1 ] || quick_set
+for fx in mistral gpt2; do check "$fx" "$fx" model.onnx; done
+for fx in llama mistral gpt2; do check "$fx-dynamo" "$fx" model.dynamo.onnx; done
 for fx in falcon olmo2 qwen3; do check "$fx" "$fx" model.onnx; done
-quick check processors processors model.onnx
 # cuBLASLt for every product (GENC_CUDA_GEMV=0; the GEMV kernels take those of
 # one row by default on sm_90) on the GQA and rolling-window fixtures.
 for fx in llama mistral gpt2; do GENC_CUDA_GEMV=0 check "$fx-cublaslt" "$fx" model.onnx; done
 # The GEMV kernels of 2-8 rows (beam rows, batches; by default those go to
 # cuBLASLt, GENC_CUDA_GEMV_ROWS=8 gives them to the GEMVs).
 for fx in llama gpt2; do GENC_CUDA_GEMV_ROWS=8 check "$fx-gemv8" "$fx" model.onnx; done
-quick check t5 t5 encoder.onnx,decoder.onnx
 check t5-dynamo t5 encoder.dynamo.onnx,decoder.dynamo.onnx
 check bart bart encoder.onnx,decoder.onnx
 check bart-dynamo bart encoder.dynamo.onnx,decoder.dynamo.onnx
 # Sources bounded apart from the decoder (the cross cache 96 rows a head, the
 # beams' caches 64): the cross pitch is not the self cache's.
 for fx in t5 bart; do GENC_COMPILE_ARGS="--max-source-length 96" check "$fx-source96" "$fx" encoder.onnx,decoder.onnx; done
-
-quick token_checks
-quick fusion_checks
 
 plans=()
 for fx in llama mistral gpt2 qwen3; do

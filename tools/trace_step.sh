@@ -52,9 +52,11 @@ attn = [i for i in range(a + 1, b) if "decode" in rows[i][2]]
 if len(attn) >= 3:
     lo, hi = attn[1] - 2, attn[2] - 2
     print("one layer in order: start (µs after the previous kernel's start), own µs, adds µs")
+    end = max(r[1] for r in rows[a:lo])  # the latest end before the layer
     for i in range(lo, hi):
         print(f"  {rows[i][2][:50]:50} {(rows[i][0] - rows[i - 1][0]) / 1e3:7.2f} {(rows[i][1] - rows[i][0]) / 1e3:7.2f}"
-              f" {(max(rows[i][1], max(r[1] for r in rows[a:i])) - max(r[1] for r in rows[a:i])) / 1e3:7.2f}")
+              f" {(max(rows[i][1], end) - end) / 1e3:7.2f}")
+        end = max(end, rows[i][1])
 print(f"step (greedy end to greedy end), µs: {' '.join(f'{s[1]:.1f}' for s in steps)}")
 print(f"gap before the step's first kernel, µs: {' '.join(f'{s[2]:.1f}' for s in steps)}")
 PY
