@@ -460,10 +460,19 @@ public:
           !s)
         return s;
     if (useDecode) {
-      if (Status s = launch(ctx, decode, tx, static_cast<unsigned>(decodeGridY), static_cast<unsigned>(S), args,
-                            what + " (decode)", decodeShared);
-          !s || S == 1)
-        return s;
+      // GENC_CUDA_DECODE_WARMUP=N (a diagnostic): N more launches before the
+      // real one, each writing what it writes (the step's k, v; partials), so
+      // its GENC_ATTN_TRACE stamps show the kernel with its code already in
+      // the SMs' instruction caches: how much of its time is instruction fetch.
+      static const int warmups = [] {
+        const char *e = std::getenv("GENC_CUDA_DECODE_WARMUP");
+        return e ? std::clamp(std::atoi(e), 0, 8) : 0;
+      }();
+      for (int i = 0; i <= warmups; ++i)
+        if (Status s = launch(ctx, decode, tx, static_cast<unsigned>(decodeGridY), static_cast<unsigned>(S), args,
+                              what + " (decode)", decodeShared);
+            !s || (i == warmups && S == 1))
+          return s;
       // O's weight first, the rest of the budget to the next GEMV (a GLU's
       // gate and up halves alike). One token only: at batch 8 the decode
       // kernel keeps HBM busier and the prefetch cost 1% (session 13).
