@@ -9,6 +9,10 @@
 #   bash tools/env_ab.sh [LAYERS] "" "GENC_CUDA_GEMV_FUSION=0" ...   # there
 #   REPS=5 BATCH=4 bash tools/env_ab.sh 22 "" "GENC_CUDA_GEMV=0"
 #   PROMPT=1000 MAXLEN=1088 bash tools/env_ab.sh 22 "" "GENC_CUDA_SPLITS=1"
+#
+# A variant's word genc=PATH runs a plan compiled by that genc instead (a
+# build of a branch's codegen, carried as PATH or PATH.gz; compiled once):
+#   bash tools/env_ab.sh 22 "" "genc=dist/genc.small.gz" "genc=dist/genc.small.gz GENC_CUDA_L2_PREFETCH_MB=16"
 set -u
 cd "$(dirname "$0")/.."
 LAYERS=${1:-22}
@@ -24,7 +28,7 @@ for ((r = 0; r < REPS; r++)); do
     idx=$(((i + r) % $#))
     v=${*:idx+1:1}
     # shellcheck disable=SC2086 # a variant is several words
-    t=$(decode_ms "$W/pb.jsonl" $v)
+    t=$(PLAN=$(variant_plan $v) && decode_ms "$W/pb.jsonl" $(variant_env $v) || echo '?')
     runs[$idx]="${runs[$idx]-} $t"
   done
 done
