@@ -20,7 +20,7 @@ export GENC_ATTN_TRACE=1 # every plan below, the variants' genc included
 for v in "$@"; do
   # shellcheck disable=SC2086 # a variant is several words
   plan=$(variant_plan $v) || { echo "== ${v:-(default)}: genc FAILED"; continue; }
-  # shellcheck disable=SC2046
+  # shellcheck disable=SC2046,SC2086
   out=$(env $(variant_env $v) GENC_CUDA_ATTN_TRACE=1 GENC_CUDA_REPLAY_TIMING="${REPLAYS:-20}" timeout 120 \
     "$BIN/genrun" "$plan" --device cuda --input "$W/p.jsonl" --max-new-tokens 12 --output /dev/null 2>&1)
   echo "== ${v:-(default)}: $(echo "$out" | grep -o '[0-9.]* ms each' || echo 'no replay')"

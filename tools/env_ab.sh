@@ -27,7 +27,7 @@ for ((r = 0; r < REPS; r++)); do
   for ((i = 0; i < $#; i++)); do
     idx=$(((i + r) % $#))
     v=${*:idx+1:1}
-    # shellcheck disable=SC2086 # a variant is several words
+    # shellcheck disable=SC2086,SC2046 # a variant is several words
     t=$(PLAN=$(variant_plan $v) && decode_ms "$W/pb.jsonl" $(variant_env $v) || echo '?')
     runs[$idx]="${runs[$idx]-} $t"
   done

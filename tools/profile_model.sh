@@ -42,7 +42,8 @@ variant_plan() {
   local w g
   for w in "$@"; do [[ $w == genc=* ]] && g=${w#genc=}; done
   [ -n "${g-}" ] || { echo "$W/m.plan"; return; }
-  local plan=$W/m.$(echo "$g" | md5sum | cut -c1-8).plan
+  local plan
+  plan=$W/m.$(echo "$g" | md5sum | cut -c1-8).plan
   if [ ! -f "$plan" ]; then
     local exe=$g
     if [[ $g == *.gz ]]; then exe=$W/genc.$(basename "$g" .gz); gunzip -c "$g" > "$exe" && chmod +x "$exe"; fi
