@@ -8,7 +8,10 @@
 #   3. with --sanitize: compute-sanitizer's memcheck (device leaks too) and
 #      racecheck over genrun on the GPU (greedy and beam, decoder-only and
 #      encoder-decoder, CUDA graphs on) and gpucheck; any report fails it.
-# Prints a table last; exit status 1 if anything is off.
+# Prints a table last; exit status 1 if anything is off. Each row also goes
+# to $OUT/0-rows.txt as it is made, so a call cut off at its time limit still
+# brings back the rows it finished (named to sort first: a call brings back
+# only the first 8 files under $OUT).
 #
 #   bash tools/gpu_test.sh [--sanitize]        # there, from the repo root
 #   bash tools/gpu_test.sh --sanitize-only     # the smoke run and 3. alone
@@ -38,6 +41,12 @@ OUT=${OUT:-$W}
 export GENRUN_DEVICE=cuda
 nvidia-smi -L || true
 declare -a rows
+: > "$OUT/0-rows.txt"
+# row "CHECK|RESULT|DETAIL": one row of the table, kept as it comes.
+row() {
+  rows+=("$1")
+  printf '%s\n' "$1" >> "$OUT/0-rows.txt"
+}
 fail=0
 check() { # name fixture model
   local name=$1 fx=$2 model=$3
@@ -48,9 +57,9 @@ check() { # name fixture model
   # shellcheck disable=SC2086
   if python3 tests/tools/check_generate.py "$BIN/genc" "$BIN/genrun" "tests/fixtures/$fx" "$model" "$W/$name" \
        $modes > "$log" 2>&1; then
-    rows+=("$name|ok|$(tr '\n' ';' < "$log" | cut -c1-150)")
+    row "$name|ok|$(tr '\n' ';' < "$log" | cut -c1-150)"
   else
-    rows+=("$name|FAIL|$(tail -c 400 "$log" | tr '\n' ' ')")
+    row "$name|FAIL|$(tail -c 400 "$log" | tr '\n' ' ')"
     fail=1
   fi
 }
@@ -81,7 +90,7 @@ stop_check() {
     done > "$W/stop-$dev.out"
   done
   if cmp -s "$W/stop-cuda.out" "$W/stop-cpu.out" && grep -q ications "$W/stop-cuda.out"; then s=ok; else s=FAIL; fail=1; fi
-  rows+=("stop strings: cuda == cpu|$s|$(wc -l < "$W/stop-cuda.out") runs, greedy and beam")
+  row "stop strings: cuda == cpu|$s|$(wc -l < "$W/stop-cuda.out") runs, greedy and beam"
 }
 
 # Greedy with processors and sampling, chosen on the GPU (genc_token_pass):
@@ -104,7 +113,7 @@ token_checks() {
        > "$OUT/tok-compile.log" 2>&1; then
     plans+=("v152k|$W/tok-v152k.plan")
   else
-    rows+=("tokens v152k export|FAIL|$(tail -c 300 "$OUT/tok-export.log" "$OUT/tok-compile.log" 2>/dev/null | tr '\n' ' ')")
+    row "tokens v152k export|FAIL|$(tail -c 300 "$OUT/tok-export.log" "$OUT/tok-compile.log" 2>/dev/null | tr '\n' ' ')"
     fail=1
   fi
   local cfgs=(
@@ -149,7 +158,7 @@ a,b=ids(sys.argv[1]),ids(sys.argv[2]); print('same' if a==b and len(a)==6 else '
         s=FAIL
         fail=1
       fi
-      rows+=("tokens $pname $cname|$s|cuda x2 identical: $same; cpu tokens: $cpu; ${check#genrun: token check: }")
+      row "tokens $pname $cname|$s|cuda x2 identical: $same; cpu tokens: $cpu; ${check#genrun: token check: }"
     done
   done
   set +f
@@ -190,7 +199,7 @@ d=max(abs(x['score']-y['score']) for r,q in zip(a,b) for x,y in zip(r,q))
 print(('same' if ids and len(a)==6 else 'DIFFER'), 'max |score diff| %.2e' % d, 'ok' if ids and len(a)==6 and d<=1e-4 else 'bad')" \
         "$base.cuda.out" "$base.cpu.out" 2>&1)
       if [[ "$cmp" == *" ok" ]] && [ -n "$hostHere" ] && [ "$hostHere" = "${hostPlain-x}" ]; then s=ok; else s=FAIL; fail=1; fi
-      rows+=("beams $pname $cname|$s|cuda vs cpu: $cmp; logits to the host: $hostHere runs (plain beam $hostPlain)")
+      row "beams $pname $cname|$s|cuda vs cpu: $cmp; logits to the host: $hostHere runs (plain beam $hostPlain)"
     done
   done
   set +f
@@ -216,7 +225,7 @@ fusion_checks() {
       # shellcheck disable=SC2086
       if ! "$BIN/genc" compile $(for m in $models; do echo "tests/fixtures/$fx/$m"; done) --dtype $dt --max-batch 1 \
              -o "$plan" > "$OUT/pro-compile-$fx-$dt.log" 2>&1; then
-        rows+=("gemv fusion $fx $dt|FAIL|$(tail -c 300 "$OUT/pro-compile-$fx-$dt.log" | tr '\n' ' ')")
+        row "gemv fusion $fx $dt|FAIL|$(tail -c 300 "$OUT/pro-compile-$fx-$dt.log" | tr '\n' ' ')"
         fail=1
         continue
       fi
@@ -248,7 +257,7 @@ a,b=ids(sys.argv[1]),ids(sys.argv[2]); print('same' if a==b and len(a)==4 else '
         [ $same = yes ] && [ "$nb" -gt 0 ] && { [ $dt = f16 ] || [ "$cpu" = same ]; } || s=FAIL
         case $fx in llama | mistral | qwen3) [ "$nt" -gt 0 ] || s=FAIL ;; esac
         [ $s = ok ] || fail=1
-        rows+=("gemv fusion $fx $dt $cname|$s|on == off: $same; cpu tokens: $cpu; decode GEMVs with the norm: $nb, with the GLU: $nt")
+        row "gemv fusion $fx $dt $cname|$s|on == off: $same; cpu tokens: $cpu; decode GEMVs with the norm: $nb, with the GLU: $nt"
       done
     done
   done
@@ -299,7 +308,7 @@ for fx in llama mistral gpt2 qwen3; do
   done
 done
 if "$BIN/gpucheck" "${plans[@]}" > "$OUT/gpucheck.log" 2>&1; then g=ok; else g=FAIL; fail=1; fi
-rows+=("gpucheck (fused kernels)|$g|$(tail -4 "$OUT/gpucheck.log" | tr '\n' ' ')")
+row "gpucheck (fused kernels)|$g|$(tail -4 "$OUT/gpucheck.log" | tr '\n' ' ')"
 
 # Real widths: a Llama (d=2048, 32 heads, 8 KV heads, 4 layers) with random
 # weights, f32 and f16 plans, greedy on the GPU against HF generate.
@@ -313,10 +322,10 @@ if [ "${GPU_TEST_SCALE-1}" = 1 ]; then
       log="$OUT/scale-$dt.log"
       if GENC_COMPILE_ARGS="--dtype $dt" python3 tests/tools/check_generate.py "$BIN/genc" "$BIN/genrun" "$m" \
            model.onnx "$W/scale-$dt" greedy > "$log" 2>&1; then r=ok; else r=FAIL; [ $dt = f32 ] && fail=1; fi
-      rows+=("llama-2048x4 $dt greedy|$r|$(tail -c 300 "$log" | tr '\n' ' ')")
+      row "llama-2048x4 $dt greedy|$r|$(tail -c 300 "$log" | tr '\n' ' ')"
     done
   else
-    rows+=("llama-2048x4 export|FAIL|$(tail -c 300 "$OUT/export.log" | tr '\n' ' ')")
+    row "llama-2048x4 export|FAIL|$(tail -c 300 "$OUT/export.log" | tr '\n' ' ')"
   fi
 fi
 
@@ -352,7 +361,7 @@ if [ $SANITIZE = 1 ]; then
       # shellcheck disable=SC2086
       if "$CS" --tool $tool "${extra[@]}" --error-exitcode 99 "$BIN/genrun" "$W/$plan" --device cuda \
            --input "$W/san.jsonl" --max-new-tokens 6 $args > "$log" 2>&1; then r=ok; else r=FAIL; fail=1; fi
-      rows+=("$tool genrun $name|$r|$(grep -E "ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY|error" "$log" | head -3 | tr '\n' ' ')")
+      row "$tool genrun $name|$r|$(grep -E "ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY|error" "$log" | head -3 | tr '\n' ' ')"
     done
     log="$OUT/sanitize-$tool-gpucheck.log"
     if "$CS" --tool $tool "${extra[@]}" --error-exitcode 99 "$BIN/gpucheck" "$W/san-llama.plan" > "$log" 2>&1; then
@@ -361,7 +370,7 @@ if [ $SANITIZE = 1 ]; then
       r=FAIL
       fail=1
     fi
-    rows+=("$tool gpucheck llama|$r|$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | head -2 | tr '\n' ' ')")
+    row "$tool gpucheck llama|$r|$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | head -2 | tr '\n' ' ')"
   done
 fi
 
