@@ -20,6 +20,7 @@
 #   bash tools/attn_check.sh            # there, from the repo root
 #   DTYPE=f16 bash tools/attn_check.sh  # there: the 16-bit decode kernel
 #   GPU=cpu bash tools/attn_check.sh    # here: the script's own dry run
+#   GENC=/tmp/genc.small DTYPE=f16 bash tools/attn_check.sh  # plans from another genc (a branch's kernels)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 GPU=${GPU:-cuda}
@@ -65,7 +66,7 @@ for entry in "${configs[@]}"; do
   fi
   onnx=("$W/$name/model.onnx")
   [ -f "$W/$name/encoder.onnx" ] && onnx=("$W/$name/encoder.onnx" "$W/$name/decoder.onnx")
-  "$BIN/genc" compile "${onnx[@]}" -o "$W/$name.plan" --dtype "$DTYPE" --max-batch 2 --max-beams 1 \
+  "${GENC:-$BIN/genc}" compile "${onnx[@]}" -o "$W/$name.plan" --dtype "$DTYPE" --max-batch 2 --max-beams 1 \
     --max-length $((LONGEST + NEW)) --quiet > "$W/$name.genc.log" 2>&1 || {
     rows+=("$name|genc FAILED|$(tail -c 200 "$W/$name.genc.log" | tr '\n' ' ')"); fail=1; continue; }
   for len in $LENGTHS; do
