@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# SASS instructions per kernel of a model's generated CUDA, here (no GPU):
-# genc --emit=cuda, nvcc to an sm_90 cubin, cuobjdump's listing counted.
+# SASS instructions per kernel of a model's plan, here (no GPU): genc's own
+# sm_90 cubin (NVRTC, the plan's options) taken out of the plan, and
+# cuobjdump's listing of it counted.
 # Kernels a block runs once (the attention chain's) pay for every
 # instruction they fetch (docs/performance.md, session 15), so code size is
 # a number to watch beside their timings. cuobjdump is not in the toolkit
@@ -16,7 +17,6 @@ cd "$(dirname "$0")/.."
 model=$1
 shift
 GENC=${GENC:-build/tools/genc}
-NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
 CACHE=${CACHE:-$HOME/.cache/genc-sass}
 objdump=$CACHE/nvidia/cu13/bin/cuobjdump
 if [ ! -x "$objdump" ] || [ ! -x "${objdump%/*}/nvdisasm" ]; then
@@ -31,8 +31,19 @@ export PATH=${objdump%/*}:$PATH
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 [ $# -gt 0 ] || set -- --dtype f16
-"$GENC" compile "$model" --emit=cuda -o "$W/k.cu" --quiet "$@"
-"$NVCC" -cubin -arch sm_90 -std=c++17 --expt-relaxed-constexpr -w "$W/k.cu" -o "$W/k.cubin"
+"$GENC" compile "$model" --gpu-arch sm_90 -o "$W/m.plan" --quiet "$@"
+# The plan: a 48-byte header (JSON and blob offsets and sizes), the JSON
+# (kernels.cubins: arch, offset into the blob, bytes), the blob.
+python3 - "$W/m.plan" "$W/k.cubin" <<'PY'
+import json, struct, sys
+d = open(sys.argv[1], "rb").read()
+json_off, json_size, blob_off, _ = struct.unpack("<4Q", d[16:48])
+cubins = [c for c in json.loads(d[json_off:json_off + json_size]).get("kernels", {}).get("cubins", []) if c["arch"] == "sm_90"]
+if not cubins:
+    sys.exit("sass_size: the plan has no sm_90 cubin (genc without NVRTC?)")
+c = cubins[0]
+open(sys.argv[2], "wb").write(d[blob_off + c["offset"]:blob_off + c["offset"] + c["bytes"]])
+PY
 "$objdump" -sass "$W/k.cubin" > "$W/k.sass"
 # A kernel's listing starts at its "Function :" line; an instruction line
 # starts with its /*offset*/.
