@@ -358,6 +358,63 @@ static __device__ void genc_attn_decode_fma(const GencAttnParams &p) {
 // max over the four lanes of a head), P (the S accumulators repacked as
 // 16-bit A fragments, FlashAttention-2's trick) times V (ldmatrix.trans),
 // 8 dims a tile. The four warps' (max, sum, O) meet once at the end.
+// ---- decode from registers (C::DREG) -------------------------------------
+// No tiles: each warp loads its 16 keys of a 64-key tile straight into the
+// mma operands with 16-byte loads, so a block holds no barrier a tile and
+// little shared memory (more blocks an SM; the copies of many warps in
+// flight). Dims and keys are permuted so whole words land in fragments:
+//   K (B of S = Q K^T, n = key, k = dim): lane (g, q) takes key g of each
+//     8-key tile, words 4jj + q (dims 32jj + 8q .. +7): k-step 2jj + x
+//     reads its halves 4x .. 4x + 3 — genc_decode_kdim gives the query's
+//     matching dims;
+//   V (A of O^T += V^T P^T, m = dim, k = key): lane (g, q) takes keys 2q,
+//     2q + 1, 2q + 8, 2q + 9 (P's fragment keys), word 8bb + g (dims 64bb +
+//     8g .. +7): output tile n = 4bb + e, row r is dim genc_decode_vdim(n, r)
+//     (halves 2e, 2e + 1 of the word: rows g, g + 8). Transposed, the mma's
+//     16 rows are all dims where O's would be 8 heads and 8 zeros.
+// Shapes: D 64 or 128; words k [2][D / 32], v [4][D / 64] (uint4).
+static __device__ __forceinline__ int genc_decode_kdim(int k, int q) { return 32 * (k / 2) + 8 * q + 4 * (k % 2); }
+static __device__ __forceinline__ int genc_decode_vdim(int n, int r) {
+  return 64 * (n / 4) + 8 * (r % 8) + 2 * (n % 4) + r / 8;
+}
+static __device__ __forceinline__ unsigned genc_u4_word(const uint4 &v, int i) {
+  return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+}
+template <int D>
+struct GencDecodeWords {
+  uint4 k[2][D / 32 > 0 ? D / 32 : 1], v[4][D / 64 > 0 ? D / 64 : 1];
+};
+// Keys [j, j + 16) of the warp (`left` of them in range): cache rows as
+// genc_decode_issue finds them; keys past the range read as zeros (a zero
+// V row times a zero weight stays zero). L2 loads (.cg): this kernel's own
+// k, v rows were written before the block's barrier.
+template <typename C, int KT>
+static __device__ __forceinline__ void genc_decode_load(const GencAttnParams &p, const GencDecodeRange<C, KT> &r,
+                                                        long long j, int left, int g, int q,
+                                                        GencDecodeWords<C::D> &w) {
+  typedef typename C::Cache::S CS;
+  constexpr int D = C::D;
+  const auto rowOf = [&](int u) {
+    const long long jj = j + u;
+    return r.rowBase + (C::MODE == 0 && jj >= p.capacity ? jj % p.capacity : jj);
+  };
+  const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+#pragma unroll
+  for (int n = 0; n < 2; ++n) {
+    const int u = 8 * n + g;
+    const uint4 *row = (const uint4 *)((const CS *)p.cacheK + rowOf(u < left ? u : 0) * D);
+#pragma unroll
+    for (int jj = 0; jj < D / 32; ++jj) w.k[n][jj] = u < left ? __ldcg(row + 4 * jj + q) : zero;
+  }
+#pragma unroll
+  for (int x = 0; x < 4; ++x) {
+    const int u = 2 * q + (x & 1) + 8 * (x >> 1);
+    const uint4 *row = (const uint4 *)((const CS *)p.cacheV + rowOf(u < left ? u : 0) * D);
+#pragma unroll
+    for (int bb = 0; bb < D / 64; ++bb) w.v[x][bb] = u < left ? __ldcg(row + 8 * bb + g) : zero;
+  }
+}
+
 template <int BF16>
 static __device__ __forceinline__ void genc_mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
   if (BF16)
@@ -380,9 +437,11 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
   constexpr int RW = D * 2 / 16, RS = RW + 1, RSB = RS * 16; // row stride in bytes
   constexpr int KSTEPS = D / 16, NT = D / 8;
   constexpr int DPARTS = C::GROUP_ALL / G;
+  constexpr bool REG = C::DREG; // K and V straight into the fragments (genc_decode_load)
   static_assert(G <= 8 && D % 16 == 0 && KT == C::DKT, "decode attention (mma): the shape it takes");
-  static_assert(ST * 2 * KT * RS * 4 >= 4 * 8 * D + G * D, "decode attention (mma): the tiles' memory holds the warps' sums");
-  static_assert(2 * KT * RS * 4 >= G * D, "decode attention (mma): a stage holds the group's queries");
+  static_assert(REG || ST * 2 * KT * RS * 4 >= 4 * 8 * D + G * D, "decode attention (mma): the tiles' memory holds the warps' sums");
+  static_assert(REG || 2 * KT * RS * 4 >= G * D, "decode attention (mma): a stage holds the group's queries");
+  static_assert(!REG || D == 64 || D == 128, "decode attention (registers): a thread's words map whole onto its fragments");
   extern __shared__ uint4 genc_attn_tiles[]; // [ST][K, V][KT][RS]
   __shared__ float mW[4][8], lW[4][8], mS[G], lS[G];
   const long long t = blockIdx.x;
@@ -396,42 +455,50 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
   genc_attn_mark(mr, 2);
   genc_decode_append<C, KT>(p, t, pl, r, kh);
   genc_attn_mark(mr, 3);
-  genc_decode_fill<C, KT, ST>(p, r, genc_attn_tiles);
+  if constexpr (!REG)
+    genc_decode_fill<C, KT, ST>(p, r, genc_attn_tiles);
   // The group's queries, while the tiles load, in the last stage's memory
-  // (the fill leaves it alone); head g's as A fragments (rows 8..15 and
-  // heads past the group: 0).
+  // (the fill leaves it alone; with no tiles, where the warps' sums go
+  // later); head g's as A fragments (rows 8..15 and heads past the group:
+  // 0), over the dims in the order the K fragments take them.
   unsigned qa[KSTEPS][2];
   {
-    float *qs = (float *)(genc_attn_tiles + (ST - 1) * 2 * KT * RS);
+    float *qs = (float *)(genc_attn_tiles + (REG ? 0 : (ST - 1) * 2 * KT * RS));
     genc_attn_rows<C>(p, t, hb, hb + G, qs, false, pl);
 #pragma unroll
     for (int k = 0; k < KSTEPS; ++k)
 #pragma unroll
       for (int x = 0; x < 2; ++x) {
-        const int d = k * 16 + x * 8 + 2 * q;
+        const int d = REG ? genc_decode_kdim(k, q) + 2 * x : k * 16 + x * 8 + 2 * q;
         const float lo = g < G ? qs[g * D + d] : 0.f, hi = g < G ? qs[g * D + d + 1] : 0.f;
         qa[k][x] = (unsigned)CT::st(lo) | ((unsigned)CT::st(hi) << 16);
       }
     __syncthreads(); // the first tile to the last stage comes after every lane's read
   }
   genc_attn_mark(mr, 4);
-  float o[NT][4];
+  constexpr int NO = REG ? D / 16 : NT; // output tiles: O (8 dims) or O^T (16 dims) each
+  float o[NO][4];
 #pragma unroll
-  for (int n = 0; n < NT; ++n)
+  for (int n = 0; n < NO; ++n)
 #pragma unroll
     for (int x = 0; x < 4; ++x) o[n][x] = 0.f;
   float m = -__int_as_float(0x7f800000), l = 0.f; // head g, this warp's keys (l: this lane's part)
   const unsigned tilesAt = (unsigned)__cvta_generic_to_shared(genc_attn_tiles);
 
   for (int i = 0; i < r.tiles; ++i) {
-    genc_decode_next<C, KT, ST>(p, r, genc_attn_tiles, i);
-    if (i == 0) genc_attn_mark(mr, 5);
+    if constexpr (!REG)
+      genc_decode_next<C, KT, ST>(p, r, genc_attn_tiles, i);
     const long long j0 = r.a + (long long)i * KT;
     const int nt = (int)(r.b - j0 < KT ? r.b - j0 : KT);
     const unsigned kt = tilesAt + (unsigned)((i % ST) * 2 * KT * RSB), vt = kt + KT * RSB;
     const int k0 = warp * 16; // this warp's keys in the tile
+    GencDecodeWords<D> w;
+    if constexpr (REG)
+      genc_decode_load<C, KT>(p, r, j0 + k0, nt - k0, g, q, w);
+    if (i == 0) genc_attn_mark(mr, 5);
     // S = Q K^T: two 8-key tiles. ldmatrix.x2 (lanes 0..15 give rows):
     // matrix 0 = keys k0 + n*8 .. +7 at dims 16k .. +7, matrix 1 at +8.
+    // From registers: key g's words, two k-steps a word.
     float s[2][4];
 #pragma unroll
     for (int n = 0; n < 2; ++n) {
@@ -441,8 +508,13 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
 #pragma unroll
       for (int k = 0; k < KSTEPS; ++k) {
         unsigned b0, b1;
-        asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
-                     : "=r"(b0), "=r"(b1) : "r"(rowAt + k * 32));
+        if constexpr (REG) {
+          const uint4 &kw = w.k[n][k / 2];
+          b0 = k % 2 ? kw.z : kw.x;
+          b1 = k % 2 ? kw.w : kw.y;
+        } else
+          asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
+                       : "=r"(b0), "=r"(b1) : "r"(rowAt + k * 32));
         const unsigned a[4] = {qa[k][0], 0u, qa[k][1], 0u};
         genc_mma16816<BF16>(s[n], a, b0, b1);
       }
@@ -466,7 +538,14 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
     m = mNew;
     l *= c;
 #pragma unroll
-    for (int n = 0; n < NT; ++n) { o[n][0] *= c; o[n][1] *= c; }
+    if constexpr (REG) { // O^T's columns are heads 2q, 2q + 1: their lanes' factors
+      const float c0 = __shfl_sync(0xffffffffu, c, 8 * q), c1 = __shfl_sync(0xffffffffu, c, 8 * q + 4);
+#pragma unroll
+      for (int n = 0; n < NO; ++n) { o[n][0] *= c0; o[n][1] *= c1; o[n][2] *= c0; o[n][3] *= c1; }
+    } else {
+#pragma unroll
+      for (int n = 0; n < NO; ++n) { o[n][0] *= c; o[n][1] *= c; }
+    }
     unsigned pa[4] = {0u, 0u, 0u, 0u}; // P as the A fragment of keys k0 .. k0 + 15
 #pragma unroll
     for (int n = 0; n < 2; ++n) {
@@ -477,16 +556,32 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
     }
     // O += P V: ldmatrix.x4.trans, matrices = keys k0 .. +7 / k0 + 8 .. +15
     // at dims 16j .. +7, then the same at 16j + 8: B fragments of two tiles.
-    const unsigned vAt = vt + (unsigned)((k0 + (lane & 7) + ((lane >> 3) & 1) * 8) * RSB + (lane >> 4) * 16);
+    // From registers, transposed: O^T += V^T P^T, so all 16 rows of the
+    // mma are dims (rows g, g + 8 of tile n: genc_decode_vdim(n, g)), P^T's
+    // B fragment is pa[0], pa[2] as it stands, and V^T's A fragment pairs
+    // the halves of keys 2q, 2q + 1 (a0, a1) and 2q + 8, 2q + 9 (a2, a3).
+    if constexpr (REG) {
 #pragma unroll
-    for (int j = 0; j < NT / 2; ++j) {
-      unsigned b0, b1, b2, b3;
-      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                   : "=r"(b0), "=r"(b1), "=r"(b2), "=r"(b3) : "r"(vAt + j * 32));
-      genc_mma16816<BF16>(o[2 * j], pa, b0, b1);
-      genc_mma16816<BF16>(o[2 * j + 1], pa, b2, b3);
+      for (int n = 0; n < NO; ++n) {
+        const int bb = n / 4, e = n % 4;
+        const unsigned v0 = genc_u4_word(w.v[0][bb], e), v1 = genc_u4_word(w.v[1][bb], e),
+                       v2 = genc_u4_word(w.v[2][bb], e), v3 = genc_u4_word(w.v[3][bb], e);
+        const unsigned a[4] = {__byte_perm(v0, v1, 0x5410), __byte_perm(v0, v1, 0x7632), __byte_perm(v2, v3, 0x5410),
+                               __byte_perm(v2, v3, 0x7632)};
+        genc_mma16816<BF16>(o[n], a, pa[0], pa[2]);
+      }
+    } else {
+      const unsigned vAt = vt + (unsigned)((k0 + (lane & 7) + ((lane >> 3) & 1) * 8) * RSB + (lane >> 4) * 16);
+#pragma unroll
+      for (int j = 0; j < NT / 2; ++j) {
+        unsigned b0, b1, b2, b3;
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(b0), "=r"(b1), "=r"(b2), "=r"(b3) : "r"(vAt + j * 32));
+        genc_mma16816<BF16>(o[2 * j], pa, b0, b1);
+        genc_mma16816<BF16>(o[2 * j + 1], pa, b2, b3);
+      }
+      __syncthreads(); // the stage is free again
     }
-    __syncthreads(); // the stage is free again
   }
 
   genc_attn_mark(mr, 6);
@@ -497,10 +592,17 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
   if (q == 0) { mW[warp][g] = m; lW[warp][g] = l; }
   float *ow = (float *)genc_attn_tiles, *os = ow + 4 * 8 * D;
 #pragma unroll
-  for (int n = 0; n < NT; ++n) {
-    ow[(warp * 8 + g) * D + n * 8 + 2 * q] = o[n][0];
-    ow[(warp * 8 + g) * D + n * 8 + 2 * q + 1] = o[n][1];
-  }
+  for (int n = 0; n < NO; ++n)
+    if constexpr (REG) { // O^T: heads 2q, 2q + 1 at dims of rows g, g + 8
+      const int d0 = genc_decode_vdim(n, g), d1 = genc_decode_vdim(n, g + 8);
+      ow[(warp * 8 + 2 * q) * D + d0] = o[n][0];
+      ow[(warp * 8 + 2 * q + 1) * D + d0] = o[n][1];
+      ow[(warp * 8 + 2 * q) * D + d1] = o[n][2];
+      ow[(warp * 8 + 2 * q + 1) * D + d1] = o[n][3];
+    } else {
+      ow[(warp * 8 + g) * D + n * 8 + 2 * q] = o[n][0];
+      ow[(warp * 8 + g) * D + n * 8 + 2 * q + 1] = o[n][1];
+    }
   __syncthreads();
   if (tid < G) {
     float M = -__int_as_float(0x7f800000), L = 0.f;

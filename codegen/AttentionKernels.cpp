@@ -76,13 +76,17 @@ std::string configBody(const Function &f, const Op &op, DType activation, int &h
   const char *kb = std::getenv("GENC_DECODE_STAGE_KB");
   const long long budget = kb && std::atoll(kb) >= 16 && std::atoll(kb) <= 200 ? std::atoll(kb) * 1024
                                                                                : genrt::cuda::kDecodeStageBudget;
-  decode = genrt::cuda::decodeShape(mode, G, D, es, activation == DType::BF16, budget);
+  // GENC_DECODE_REGISTERS=0: the shared-memory tiles even where K/V could
+  // stream into registers (A/B runs).
+  const char *reg = std::getenv("GENC_DECODE_REGISTERS");
+  decode = genrt::cuda::decodeShape(mode, G, D, es, activation == DType::BF16, budget,
+                                    !(reg && std::string(reg) == "0"));
 
   std::ostringstream c;
   c << "  static constexpr int MODE = " << mode << ", H = " << H << ", KVH = " << KVH << ", D = " << D
     << ", GROUP = " << headsPerBlock << ", GROUP_ALL = " << G << ";\n"
     << "  static constexpr int DGROUP = " << std::max(decode.heads, 1) << ", DSTAGES = " << decode.stages
-    << ", DKT = " << decode.keysPerTile << ", DMMA = " << decode.mma << ";\n"
+    << ", DKT = " << decode.keysPerTile << ", DMMA = " << decode.mma << ", DREG = " << decode.registers << ";\n"
     << "  static constexpr int PMMA = "
     << (genrt::cuda::prefillEligible(D, es) ? (activation == DType::BF16 ? 2 : 1) : 0) << ";\n"
     << "  static constexpr int PACKED = " << packed << ", MERGE = " << op.intAttr("merge_heads", 0) << ";\n"
@@ -132,6 +136,8 @@ AttentionKernels emitAttentionKernels(Module &m, DType activation) {
         op->setAttr("gpu_decode_heads_per_block", static_cast<int64_t>(decode.heads));
         op->setAttr("gpu_decode_rows", static_cast<int64_t>(1)); // no prologue launch before it
         op->setAttr("gpu_decode_stages", static_cast<int64_t>(decode.stages));
+        if (decode.registers)
+          op->setAttr("gpu_decode_registers", static_cast<int64_t>(1));
       }
       // Every op of the family, not only its first: the executor reads the
       // op's attributes.

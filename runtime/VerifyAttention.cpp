@@ -33,6 +33,9 @@ std::string headsRule(const OpSite &s, Heads &h) {
   int64_t stages;
   if (!intAttrIn(a, "gpu_decode_stages", 0, perBlock ? 2 : 0, perBlock ? 4 : 0, stages) && a.count("gpu_decode_stages"))
     return "gpu_decode_stages must be 2 to 4 with a decode kernel, absent without";
+  int64_t registers;
+  if (!intAttrIn(a, "gpu_decode_registers", 0, 0, perBlock ? 1 : 0, registers))
+    return "gpu_decode_registers must be 0 or 1, and 0 without a decode kernel";
   double scale = attrFloat(a, "scale", 1.0);
   if (!std::isfinite(scale))
     return "its scale must be finite";

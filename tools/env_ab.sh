@@ -13,6 +13,8 @@
 # A variant's word genc=PATH runs a plan compiled by that genc instead (a
 # build of a branch's codegen, carried as PATH or PATH.gz; compiled once):
 #   bash tools/env_ab.sh 22 "" "genc=dist/genc.small.gz" "genc=dist/genc.small.gz GENC_CUDA_L2_PREFETCH_MB=16"
+# and a word genc:VAR=VALUE a plan compiled with VAR set (a codegen switch):
+#   bash tools/env_ab.sh 22 "" "genc:GENC_DECODE_REGISTERS=0"
 set -u
 cd "$(dirname "$0")/.."
 LAYERS=${1:-22}

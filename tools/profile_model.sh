@@ -36,25 +36,31 @@ decode_ms() {
   echo "${t:-?}"
 }
 # variant_plan WORDS...: the plan of a variant — W/m.plan, or where a word is
-# genc=PATH (an executable, or one compressed as PATH.gz or PATH.xz) the plan that genc
-# compiles, once; variant_env WORDS...: its other words (VAR=VALUE).
+# genc=PATH (an executable, or one compressed as PATH.gz or PATH.xz) the plan
+# that genc compiles, and where words are genc:VAR=VALUE the plan genc
+# compiles with those variables set (a codegen switch); once each;
+# variant_env WORDS...: its other words (VAR=VALUE, for genrun).
 variant_plan() {
-  local w g
-  for w in "$@"; do [[ $w == genc=* ]] && g=${w#genc=}; done
-  [ -n "${g-}" ] || { echo "$W/m.plan"; return; }
+  local w g="" genv=()
+  for w in "$@"; do
+    [[ $w == genc=* ]] && g=${w#genc=}
+    [[ $w == genc:* ]] && genv+=("${w#genc:}")
+  done
+  [ -n "$g" ] || [ ${#genv[@]} -gt 0 ] || { echo "$W/m.plan"; return; }
   local plan
-  plan=$W/m.$(echo "$g" | md5sum | cut -c1-8).plan
+  plan=$W/m.$(echo "$g ${genv[*]}" | md5sum | cut -c1-8).plan
   if [ ! -f "$plan" ]; then
-    local exe=$g
+    local exe=${g:-$BIN/genc}
     case $g in # xz: a third the size of gz, where the 64 MiB carry is tight
       *.gz) exe=$W/genc.$(basename "$g" .gz) && gunzip -c "$g" > "$exe" && chmod +x "$exe" ;;
       *.xz) exe=$W/genc.$(basename "$g" .xz) && python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$g" "$exe" && chmod +x "$exe" ;;
     esac
-    compile_plan "$exe" "$plan" >&2 || return 1
+    # shellcheck disable=SC2163 # VAR=VALUE words
+    (for e in "${genv[@]}"; do export "$e"; done; compile_plan "$exe" "$plan") >&2 || return 1
   fi
   echo "$plan"
 }
 variant_env() {
   local w
-  for w in "$@"; do [[ $w == genc=* ]] || echo "$w"; done
+  for w in "$@"; do [[ $w == genc=* || $w == genc:* ]] || echo "$w"; done
 }

@@ -127,8 +127,18 @@ constexpr int kAttnThreads = 128;
 /// heads).
 struct DecodeShape {
   int heads = 0, mma = 0, keysPerTile = 0, stages = 0;
+  /// K and V streamed from global memory into the mma fragments (16-byte
+  /// loads, no shared-memory tiles, no barrier a tile): shared memory then
+  /// holds only the query rows and the warps' final sums.
+  bool registers = false;
   long long sharedBytes = 0;
 };
+
+/// Whether a decode kernel may stream K/V into registers: tensor cores and
+/// head dims 64 or 128, where a thread's 16-byte words map whole onto its
+/// fragments (K: 4 words of one key; V: one word of 4 keys, 8 dims) and
+/// the output's D / 8 accumulator tiles fit the registers.
+constexpr bool decodeRegistersEligible(int mma, long long D) { return mma != 0 && (D == 64 || D == 128); }
 
 /// attn_N_prefill's tokens a tile and its dynamic shared bytes: two stages
 /// of K and V tiles of 64 keys, rows padded by one 16-byte word.
@@ -161,7 +171,7 @@ constexpr bool prefillEligible(long long D, int elementBytes) {
 /// recorded in the plan as the op's `gpu_decode_stages`).
 constexpr long long kDecodeStageBudget = 73728;
 inline DecodeShape decodeShape(int mode, long long groupAll, long long D, int elementBytes, bool bf16,
-                               long long stageBudget = kDecodeStageBudget) {
+                               long long stageBudget = kDecodeStageBudget, bool registers = false) {
   DecodeShape s;
   if (mode == 2 || D <= 0 || D > 256 || elementBytes <= 0 || (D * elementBytes) % 16)
     return s;
@@ -177,6 +187,10 @@ inline DecodeShape decodeShape(int mode, long long groupAll, long long D, int el
   s.stages = static_cast<int>(fit < 2 ? 2 : fit > 4 ? 4 : fit);
   s.sharedBytes = s.stages * stageBytes;
   s.heads = static_cast<int>(g);
+  if (registers && decodeRegistersEligible(s.mma, D)) {
+    s.registers = true;
+    s.sharedBytes = (4 * 8 * D + g * D) * 4; // the warps' O rows, then the group's sums (the queries before)
+  }
   return s;
 }
 

@@ -596,11 +596,14 @@ Status attentionStep(const OpInfo &op, const ValueMap &vm, const KernelModule &m
   const Device &dev = *vm.ctx.dev;
   const int64_t decodePerBlock = attrInt(at, "gpu_decode_heads_per_block", 0);
   const int mode = op.kind == "kv_attention" ? 0 : op.kind == "cross_attention" ? 1 : 2;
+  const bool registers = attrInt(at, "gpu_decode_registers", 0) == 1;
   DecodeShape shape = decodeShape(mode, st->heads / st->kvHeads, D, static_cast<int>(dtypeSize(kv.dtype)),
-                                  kv.dtype == DType::BF16);
+                                  kv.dtype == DType::BF16, kDecodeStageBudget, registers);
+  if (registers && !shape.registers)
+    return Status::error("names a decode kernel streaming K/V into registers, which its head shape does not allow");
   // The stages genc compiled the kernel with (plans from before the
   // attribute: the default budget's).
-  if (const int64_t stages = attrInt(at, "gpu_decode_stages", 0); stages && shape.heads) {
+  if (const int64_t stages = attrInt(at, "gpu_decode_stages", 0); stages && shape.heads && !shape.registers) {
     if (stages < 2 || stages > 4)
       return Status::error("names a decode kernel of " + std::to_string(stages) + " tile stages (2 to 4)");
     shape.sharedBytes = shape.sharedBytes / shape.stages * stages;

@@ -1,0 +1,49 @@
+// The decode kernel's shape (runtime/cuda/AttentionAbi.h decodeShape), which
+// genc and the executor derive alike: K/V streamed into registers only
+// where asked and the kernel can (tensor cores, head dims 64 and 128), its
+// shared memory then only the warps' sums and the group's queries; the
+// shared-memory tiles everywhere else, as before.
+#include "runtime/cuda/AttentionAbi.h"
+
+#include <gtest/gtest.h>
+
+namespace {
+
+using genrt::cuda::decodeShape;
+using genrt::cuda::kDecodeStageBudget;
+
+TEST(DecodeShape, RegistersOnlyForTensorCoresAtHeadDims64And128) {
+  for (int mode : {0, 1})
+    for (long long group : {1, 2, 4, 8, 16})
+      for (long long D : {16, 32, 64, 80, 96, 128, 256})
+        for (int es : {2, 4})
+          for (bool bf16 : {false, true}) {
+            if (es == 4 && bf16)
+              continue;
+            const auto tiles = decodeShape(mode, group, D, es, bf16, kDecodeStageBudget, false);
+            const auto regs = decodeShape(mode, group, D, es, bf16, kDecodeStageBudget, true);
+            EXPECT_FALSE(tiles.registers);
+            const bool want = tiles.mma != 0 && (D == 64 || D == 128);
+            ASSERT_EQ(regs.registers, want) << "D " << D << " es " << es;
+            EXPECT_EQ(regs.heads, tiles.heads);
+            EXPECT_EQ(regs.mma, tiles.mma);
+            EXPECT_EQ(regs.keysPerTile, tiles.keysPerTile);
+            if (!want) {
+              EXPECT_EQ(regs.sharedBytes, tiles.sharedBytes);
+              continue;
+            }
+            // The four warps' O rows [4][8][D] then the group's sums [G][D]
+            // (f32); the queries [G][D] fit before them.
+            EXPECT_EQ(regs.sharedBytes, (4 * 8 * D + tiles.heads * D) * 4);
+            EXPECT_LT(regs.sharedBytes, tiles.sharedBytes);
+          }
+}
+
+TEST(DecodeShape, PackedEncodeAndOddShapesHaveNoDecodeKernelEitherWay) {
+  EXPECT_EQ(decodeShape(2, 4, 128, 2, false, kDecodeStageBudget, true).heads, 0);
+  EXPECT_EQ(decodeShape(0, 9, 128, 2, false, kDecodeStageBudget, true).heads, 0);
+  EXPECT_FALSE(decodeShape(0, 9, 128, 2, false, kDecodeStageBudget, true).registers);
+  EXPECT_EQ(decodeShape(0, 4, 264, 2, false, kDecodeStageBudget, true).heads, 0);
+}
+
+} // namespace
