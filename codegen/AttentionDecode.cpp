@@ -101,14 +101,16 @@ static __device__ __forceinline__ void genc_decode_next(const GencAttnParams &p,
 // bits, so no part reads it before it is there). No other split reads that
 // row. Block-uniform: every thread calls it.
 template <typename C, int KT>
-static __device__ __forceinline__ void genc_decode_append(const GencAttnParams &p, long long t,
+static __device__ __forceinline__ bool genc_decode_append(const GencAttnParams &p, long long t,
                                                           const GencTokenPlace &pl, const GencDecodeRange<C, KT> &r,
                                                           int kh) {
   const long long own = genc_shard_row<C>(p, pl.position);
   if (genc_attn_appends_now<C>(p, pl) && own >= r.a && own < r.b) {
     genc_attn_rows<C>(p, t, C::H + kh, C::H + kh + 1, nullptr, true, pl);
     genc_attn_rows<C>(p, t, C::H + C::KVH + kh, C::H + C::KVH + kh + 1, nullptr, true, pl);
+    return true;
   }
+  return false;
 }
 
 // Query head hb + h's output for this split: o[h][d] / l[h] (unnormalised
@@ -384,32 +386,46 @@ template <int D>
 struct GencDecodeWords {
   uint4 k[2][D / 32 > 0 ? D / 32 : 1], v[4][D / 64 > 0 ? D / 64 : 1];
 };
-// Keys [j, j + 16) of the warp (`left` of them in range): cache rows as
-// genc_decode_issue finds them; keys past the range read as zeros (a zero
-// V row times a zero weight stays zero). L2 loads (.cg): this kernel's own
-// k, v rows were written before the block's barrier.
+// The warp's keys of tile i (keys r.a + 64i + 16 warp .. +15, those past
+// the range read as zeros: a zero V row times a zero weight stays zero),
+// K words (genc_decode_keys) or V words (genc_decode_values), from cache
+// rows as genc_decode_issue finds them. L2 loads (.cg): the block's own k,
+// v rows were written before a barrier.
 template <typename C, int KT>
-static __device__ __forceinline__ void genc_decode_load(const GencAttnParams &p, const GencDecodeRange<C, KT> &r,
-                                                        long long j, int left, int g, int q,
+static __device__ __forceinline__ long long genc_decode_row(const GencAttnParams &p, const GencDecodeRange<C, KT> &r,
+                                                            int i, int u, int &left) {
+  const long long j = r.a + (long long)i * KT + (threadIdx.x >> 5) * 16;
+  left = (int)(r.b - j < 16 ? r.b - j : 16);
+  const long long jj = j + (u < left ? u : 0);
+  return r.rowBase + (C::MODE == 0 && jj >= p.capacity ? jj % p.capacity : jj);
+}
+template <typename C, int KT>
+static __device__ __forceinline__ void genc_decode_keys(const GencAttnParams &p, const GencDecodeRange<C, KT> &r, int i,
                                                         GencDecodeWords<C::D> &w) {
   typedef typename C::Cache::S CS;
   constexpr int D = C::D;
-  const auto rowOf = [&](int u) {
-    const long long jj = j + u;
-    return r.rowBase + (C::MODE == 0 && jj >= p.capacity ? jj % p.capacity : jj);
-  };
+  const int g = (threadIdx.x & 31) >> 2, q = threadIdx.x & 3;
   const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
 #pragma unroll
   for (int n = 0; n < 2; ++n) {
-    const int u = 8 * n + g;
-    const uint4 *row = (const uint4 *)((const CS *)p.cacheK + rowOf(u < left ? u : 0) * D);
+    int left;
+    const uint4 *row = (const uint4 *)((const CS *)p.cacheK + genc_decode_row<C, KT>(p, r, i, 8 * n + g, left) * D);
 #pragma unroll
-    for (int jj = 0; jj < D / 32; ++jj) w.k[n][jj] = u < left ? __ldcg(row + 4 * jj + q) : zero;
+    for (int jj = 0; jj < D / 32; ++jj) w.k[n][jj] = 8 * n + g < left ? __ldcg(row + 4 * jj + q) : zero;
   }
+}
+template <typename C, int KT>
+static __device__ __forceinline__ void genc_decode_values(const GencAttnParams &p, const GencDecodeRange<C, KT> &r,
+                                                          int i, GencDecodeWords<C::D> &w) {
+  typedef typename C::Cache::S CS;
+  constexpr int D = C::D;
+  const int g = (threadIdx.x & 31) >> 2, q = threadIdx.x & 3;
+  const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
 #pragma unroll
   for (int x = 0; x < 4; ++x) {
     const int u = 2 * q + (x & 1) + 8 * (x >> 1);
-    const uint4 *row = (const uint4 *)((const CS *)p.cacheV + rowOf(u < left ? u : 0) * D);
+    int left;
+    const uint4 *row = (const uint4 *)((const CS *)p.cacheV + genc_decode_row<C, KT>(p, r, i, u, left) * D);
 #pragma unroll
     for (int bb = 0; bb < D / 64; ++bb) w.v[x][bb] = u < left ? __ldcg(row + 8 * bb + g) : zero;
   }
@@ -437,7 +453,7 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
   constexpr int RW = D * 2 / 16, RS = RW + 1, RSB = RS * 16; // row stride in bytes
   constexpr int KSTEPS = D / 16, NT = D / 8;
   constexpr int DPARTS = C::GROUP_ALL / G;
-  constexpr bool REG = C::DREG; // K and V straight into the fragments (genc_decode_load)
+  constexpr bool REG = C::DREG; // K and V straight into the fragments (genc_decode_keys, _values)
   static_assert(G <= 8 && D % 16 == 0 && KT == C::DKT, "decode attention (mma): the shape it takes");
   static_assert(REG || ST * 2 * KT * RS * 4 >= 4 * 8 * D + G * D, "decode attention (mma): the tiles' memory holds the warps' sums");
   static_assert(REG || 2 * KT * RS * 4 >= G * D, "decode attention (mma): a stage holds the group's queries");
@@ -453,10 +469,22 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
   if (split >= r.used) return;
   const int mr = split < 8 ? split : -1;
   genc_attn_mark(mr, 2);
-  genc_decode_append<C, KT>(p, t, pl, r, kh);
+  const bool appended = genc_decode_append<C, KT>(p, t, pl, r, kh);
   genc_attn_mark(mr, 3);
-  if constexpr (!REG)
+  // Tile 0's words in flight while the queries are made (after the step's
+  // own k, v row is in the cache: the block is uniform in `appended`); each
+  // tile's words then load while the tile before is used.
+  GencDecodeWords<D> w;
+  if constexpr (REG) {
+    if (appended) __syncthreads();
+    if (r.tiles > 0) {
+      genc_decode_keys<C, KT>(p, r, 0, w);
+      genc_decode_values<C, KT>(p, r, 0, w);
+    }
+  } else {
+    (void)appended;
     genc_decode_fill<C, KT, ST>(p, r, genc_attn_tiles);
+  }
   // The group's queries, while the tiles load, in the last stage's memory
   // (the fill leaves it alone; with no tiles, where the warps' sums go
   // later); head g's as A fragments (rows 8..15 and heads past the group:
@@ -492,9 +520,6 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
     const int nt = (int)(r.b - j0 < KT ? r.b - j0 : KT);
     const unsigned kt = tilesAt + (unsigned)((i % ST) * 2 * KT * RSB), vt = kt + KT * RSB;
     const int k0 = warp * 16; // this warp's keys in the tile
-    GencDecodeWords<D> w;
-    if constexpr (REG)
-      genc_decode_load<C, KT>(p, r, j0 + k0, nt - k0, g, q, w);
     if (i == 0) genc_attn_mark(mr, 5);
     // S = Q K^T: two 8-key tiles. ldmatrix.x2 (lanes 0..15 give rows):
     // matrix 0 = keys k0 + n*8 .. +7 at dims 16k .. +7, matrix 1 at +8.
@@ -519,6 +544,8 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
         genc_mma16816<BF16>(s[n], a, b0, b1);
       }
     }
+    if constexpr (REG)
+      if (i + 1 < r.tiles) genc_decode_keys<C, KT>(p, r, i + 1, w);
     // Scale, bias, mask; the row max over the head's four lanes.
     float mt = -__int_as_float(0x7f800000);
 #pragma unroll
@@ -570,6 +597,7 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
                                __byte_perm(v2, v3, 0x7632)};
         genc_mma16816<BF16>(o[n], a, pa[0], pa[2]);
       }
+      if (i + 1 < r.tiles) genc_decode_values<C, KT>(p, r, i + 1, w);
     } else {
       const unsigned vAt = vt + (unsigned)((k0 + (lane & 7) + ((lane >> 3) & 1) * 8) * RSB + (lane >> 4) * 16);
 #pragma unroll
