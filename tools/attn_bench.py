@@ -138,8 +138,9 @@ def main():
                                capture_output=True, text=True, env=dict(env, GENC_CUDA_SKIP="gemm,fused,copy,prefill:attention",
                                                                         GENC_CUDA_GRAPHS="0"), timeout=300)
             log(f"== ncu b{b} context {length}")
+            keep = re.compile(os.environ.get("NCU_KEEP", r"."))  # NCU_KEEP=REGEX: those lines (and the kernels') only
             log("\n".join(l[:140] for l in r.stdout.splitlines() if l.strip() and not l.startswith("==PROF==")
-                          and not set(l.strip()) <= set("- "))[-20000:])
+                          and not set(l.strip()) <= set("- ") and (keep.search(l) or "attn_" in l))[-20000:])
             continue
         attn = step_ms("gemm,fused,copy,prefill:attention")
         none = step_ms("gemm,fused,copy,attention")
