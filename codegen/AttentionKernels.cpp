@@ -161,15 +161,8 @@ AttentionKernels emitAttentionKernels(Module &m, DType activation) {
           // Stage stamps where GENC_ATTN_TRACE asks for them.
           const std::string cfg = name + "_cfg", row = e == "merge" ? "9" : "blockIdx.z < 8 ? (int)blockIdx.z : -1";
           const bool mark = attentionTraceOn() && (e == "merge" || e == "decode");
-          // GENC_DECODE_MIN_BLOCKS=N (sweeps): the decode entry's registers
-          // capped so that N blocks fit an SM (bytes in flight against spills).
-          static const int minBlocks = [] {
-            const char *e = std::getenv("GENC_DECODE_MIN_BLOCKS");
-            return e ? std::clamp(std::atoi(e), 0, 16) : 0;
-          }();
-          code << "extern \"C\" __global__ void __launch_bounds__(128"
-               << (e == "decode" && minBlocks > 0 ? ", " + std::to_string(minBlocks) : std::string()) << ") " << name
-               << "_" << entry << "(const GencAttnParams p) {\n";
+          code << "extern \"C\" __global__ void __launch_bounds__(128) " << name << "_" << entry
+               << "(const GencAttnParams p) {\n";
           if (mark)
             code << "  genc_attn_mark(" << row << ", 0);\n";
           if (e == "merge") // the next GEMVs' weights into L2 while the decode kernel runs
