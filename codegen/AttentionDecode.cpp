@@ -360,6 +360,20 @@ static __device__ void genc_attn_decode_fma(const GencAttnParams &p) {
 // max over the four lanes of a head), P (the S accumulators repacked as
 // 16-bit A fragments, FlashAttention-2's trick) times V (ldmatrix.trans),
 // 8 dims a tile. The four warps' (max, sum, O) meet once at the end.
+template <int BF16>
+static __device__ __forceinline__ void genc_mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+  if (BF16)
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
 // ---- decode from registers (C::DREG) -------------------------------------
 // No tiles: each warp loads its 16 keys of a 64-key tile straight into the
 // mma operands with 16-byte loads, so a block holds no barrier a tile and
@@ -429,20 +443,6 @@ static __device__ __forceinline__ void genc_decode_values(const GencAttnParams &
 #pragma unroll
     for (int bb = 0; bb < D / 64; ++bb) w.v[x][bb] = u < left ? __ldcg(row + 8 * bb + g) : zero;
   }
-}
-
-template <int BF16>
-static __device__ __forceinline__ void genc_mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-  if (BF16)
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                 "{%0,%1,%2,%3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  else
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                 "{%0,%1,%2,%3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
 template <typename C>
