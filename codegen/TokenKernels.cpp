@@ -171,10 +171,92 @@ static __device__ void genc_row_edits(float *val, long long v0, long long v1, in
   }
   __syncthreads();
 }
-// Block (r, k): part k of row r (at most 2048 logits, 8 a thread). Its best
-// K by rounds (each round the block's best untaken element), in order, to
-// parts; the last block of the row merges the P lists by rounds over their
-// heads (thread j holds list j's).
+// Block (r, k)'s part [v0, v1) of rule r's row into val[0, n): the
+// log-softmax of logits row r / share (genc_greedy's max and -lse; a row of
+// -inf stays as it is), then the rule's edits. Ends synchronised.
+static __device__ void genc_beam_stage(const GencBeamParams &p, long long r, long long v0, long long v1, int n,
+                                       const GencBeamRow &rule, float *val) {
+  const long long row = r / p.share;
+  const float *x = (const float *)p.logits + row * p.vocab;
+  const float mx = x[((const long long *)p.greedy)[row]];
+  const float lse = -((const float *)((const long long *)p.greedy + p.rows))[row];
+  const bool none = mx == -__int_as_float(0x7f800000);
+  for (int j = threadIdx.x; j < n; j += 256) {
+    const float f = x[v0 + j];
+    val[j] = none ? f : (f - mx) - lse;
+  }
+  __syncthreads();
+  genc_row_edits(val, v0, v1, n, rule.e, (const int *)p.list);
+}
+// renormalize_logits: the edited row's max and log-sum-exp, as genc_greedy
+// finds the raw row's (a part's max, its sum of exp in f64 relative to it;
+// the parts merged in order by the rule's last block), into p.norm.
+extern "C" __global__ void __launch_bounds__(256) genc_beam_norm(const GencBeamParams p) {
+  __shared__ float val[2048];
+  __shared__ float mx[8];
+  __shared__ double sm[8];
+  __shared__ int lastS;
+  genc_pdl_wait();
+  genc_pdl_launch();
+  const float NEG = -__int_as_float(0x7f800000);
+  const long long r = blockIdx.x;
+  const int k = blockIdx.y, P = gridDim.y, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const GencBeamRow rule = ((const GencBeamRow *)p.rowRules)[r];
+  if (!rule.renormalize) return; // block-uniform: this rule's tickets stay zero
+  const long long per = (p.vocab + P - 1) / P, v0 = k * per, v1 = v0 + per < p.vocab ? v0 + per : p.vocab;
+  const int n = v1 > v0 ? (int)(v1 - v0) : 0;
+  genc_beam_stage(p, r, v0, v1, n, rule, val);
+  float m = NEG;
+  for (int j = tid; j < n; j += 256) m = fmaxf(m, val[j]);
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  if (lane == 0) mx[warp] = m;
+  __syncthreads();
+  m = mx[0];
+  for (int w = 1; w < 8; ++w) m = fmaxf(m, mx[w]);
+  double s = 0.0;
+  if (m != NEG)
+    for (int j = tid; j < n; j += 256) s += exp((double)(val[j] - m));
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+  if (lane == 0) sm[warp] = s;
+  __syncthreads();
+  GencGreedyPart mine;
+  mine.sum = ((sm[0] + sm[1]) + (sm[2] + sm[3])) + ((sm[4] + sm[5]) + (sm[6] + sm[7]));
+  mine.max = m;
+  mine.index = 0;
+  GencGreedyPart *parts = (GencGreedyPart *)p.normParts + r * P;
+  if (tid == 0) {
+    parts[k] = mine;
+    __threadfence();
+    unsigned *ticket = (unsigned *)p.tickets + r;
+    lastS = atomicAdd(ticket, 1u) == (unsigned)(P - 1);
+    if (lastS) *ticket = 0u; // zero again for genc_beam_topk
+  }
+  __syncthreads();
+  if (!lastS || warp != 0) return;
+  __threadfence();
+  mine.sum = 0.0;
+  mine.max = NEG;
+  mine.index = 0;
+  for (int j = lane; j < P; j += 32) {
+    GencGreedyPart b;
+    b.sum = __ldcg(&parts[j].sum);
+    b.max = __ldcg(&parts[j].max);
+    b.index = 0;
+    mine = genc_greedy_merge(mine, b);
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) mine = genc_greedy_merge(mine, genc_greedy_shfl(mine, o));
+  if (lane == 0) {
+    ((float *)p.norm)[2 * r] = mine.max;
+    ((float *)p.norm)[2 * r + 1] = mine.max == NEG ? 0.f : (float)log(mine.sum);
+  }
+}
+// Block (r, k): part k of rule r's row (at most 2048 logits, 8 a thread).
+// Its best K by rounds (each round the block's best untaken element), in
+// order, to parts; the last block of the rule merges the P lists by rounds
+// over their heads (thread j holds list j's).
 extern "C" __global__ void __launch_bounds__(256) genc_beam_topk(const GencBeamParams p) {
   __shared__ float val[2048];
   __shared__ float rv[8];
@@ -187,25 +269,17 @@ extern "C" __global__ void __launch_bounds__(256) genc_beam_topk(const GencBeamP
   const int k = blockIdx.y, P = gridDim.y, tid = threadIdx.x, K = (int)p.k;
   const long long per = (p.vocab + P - 1) / P, v0 = k * per, v1 = v0 + per < p.vocab ? v0 + per : p.vocab;
   const int n = v1 > v0 ? (int)(v1 - v0) : 0;
-  const float *x = (const float *)p.logits + r * p.vocab;
-  // genc_greedy's choice: the row's max and its log-softmax -lse (-inf:
-  // every logit -inf, the row stays as it is).
-  const float mx = x[((const long long *)p.greedy)[r]];
-  const float lse = -((const float *)((const long long *)p.greedy + p.rows))[r];
-  const bool none = mx == NEG;
   const GencBeamRow rule = ((const GencBeamRow *)p.rowRules)[r];
-  const int *list = (const int *)p.list;
-  for (int j = tid; j < n; j += 256) {
-    const float f = x[v0 + j];
-    val[j] = none ? f : (f - mx) - lse;
-  }
-  __syncthreads();
-  genc_row_edits(val, v0, v1, n, rule.e, list);
+  genc_beam_stage(p, r, v0, v1, n, rule, val);
+  // renormalize_logits: (x - max) - lse of the edited row (all -inf: as it is).
+  float nmx = NEG, nlse = 0.f;
+  if (rule.renormalize) { nmx = ((const float *)p.norm)[2 * r]; nlse = ((const float *)p.norm)[2 * r + 1]; }
+  const bool renorm = rule.renormalize && nmx != NEG;
   float mine[8];
 #pragma unroll
   for (int q = 0; q < 8; ++q) {
     const int j = tid + 256 * q;
-    mine[q] = j < n ? val[j] + rule.score : NEG;
+    mine[q] = j < n ? (renorm ? (val[j] - nmx) - nlse : val[j]) + rule.score : NEG;
   }
   unsigned taken = 0;
   GencBeamCand *parts = (GencBeamCand *)p.parts + (r * P + k) * K;

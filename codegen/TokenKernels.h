@@ -10,6 +10,6 @@ namespace genc {
 /// The ABI struct and the kernels' source (no prelude).
 const char *tokenKernelsSource();
 /// Their entry points.
-inline const char *const kTokenKernelNames[] = {"genc_greedy", "genc_beam_topk", "genc_kv_copy"};
+inline const char *const kTokenKernelNames[] = {"genc_greedy", "genc_beam_norm", "genc_beam_topk", "genc_kv_copy"};
 
 } // namespace genc

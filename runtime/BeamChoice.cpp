@@ -63,6 +63,8 @@ void applyRowEdits(float *row, int64_t vocab, const BeamRow &r) {
 void beamCandidates(float *row, int64_t vocab, const BeamRow &r, int64_t k, int32_t *tokens, float *scores) {
   logSoftmax(row, vocab);
   applyRowEdits(row, vocab, r);
+  if (r.renormalize)
+    logSoftmax(row, vocab);
   for (int64_t v = 0; v < vocab; ++v)
     row[v] = row[v] + r.score;
   topCandidates(row, vocab, k, tokens, scores);
@@ -71,13 +73,16 @@ void beamCandidates(float *row, int64_t vocab, const BeamRow &r, int64_t k, int3
 Status Decoder::forwardBeams(const std::vector<Chunk> &chunks, const std::vector<BeamRow> &rows, int64_t k,
                              int32_t *tokens, float *scores) {
   const int64_t V = info().vocabSize;
-  if (rows.size() != chunks.size() || k < 1 || k > V)
-    return Status::error("forwardBeams: a row rule per chunk and 1 <= k <= vocab");
-  std::vector<float> logits(chunks.size() * static_cast<size_t>(V));
+  const size_t n = chunks.empty() ? 0 : rows.size() / chunks.size();
+  if (n == 0 || rows.size() != n * chunks.size() || k < 1 || k > V)
+    return Status::error("forwardBeams: rules a chunk (the same number each) and 1 <= k <= vocab");
+  std::vector<float> logits(chunks.size() * static_cast<size_t>(V)), row(static_cast<size_t>(V));
   if (Status s = forward(chunks, logits.data()); !s)
     return s;
-  for (size_t i = 0; i < chunks.size(); ++i)
-    beamCandidates(logits.data() + i * V, V, rows[i], k, tokens + i * k, scores + i * k);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    std::copy_n(logits.data() + (r / n) * V, V, row.data());
+    beamCandidates(row.data(), V, rows[r], k, tokens + r * k, scores + r * k);
+  }
   return Status::ok();
 }
 

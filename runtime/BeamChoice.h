@@ -17,19 +17,22 @@ namespace genrt {
 /// vocabulary); with `force` (a forced BOS / EOS step) every id -inf but the
 /// `forced` ones, 0; the exponential decay length penalty on `decayed`
 /// (finite s: s + |s| * decayScale); then -inf on `banned` (bans commute
-/// with the decay: it keeps -inf and finite apart) — then + `score`, the
-/// running beam's score (all float32, as in torch).
+/// with the decay: it keeps -inf and finite apart); with `renormalize`
+/// (renormalize_logits, HF's last processor) the edited row's own
+/// log-softmax — then + `score`, the running beam's score (all float32, as
+/// in torch).
 struct BeamRow {
   float score = 0.f;
   float encoderPenalty = 1.f, penalty = 1.f, decayScale = 0.f;
-  bool force = false;
+  bool force = false, renormalize = false;
   std::vector<std::pair<int32_t, float>> biased;
   std::vector<int32_t> encoderPenalized, penalized, forced, decayed, banned;
 };
 
 /// row := the BeamRow edits (bias, penalties, forced step, decay, bans), in its
 /// order; on raw logits for greedy / sampling (runtime/SampleChoice.h), on
-/// the log-softmax for beams (beamCandidates). `score` is not added.
+/// the log-softmax for beams (beamCandidates). Neither `renormalize` nor
+/// `score` is applied.
 void applyRowEdits(float *row, int64_t vocab, const BeamRow &edits);
 
 /// row := log_softmax(row): (x - max) - log(sum exp(x - max)), the sum in f64

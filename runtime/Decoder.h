@@ -68,7 +68,9 @@ public:
   virtual Status forwardGreedy(const std::vector<Chunk> &chunks, int64_t *tokens, float *logprobs);
 
   /// forward(), then each chunk's best k beam candidates by the rule of
-  /// rows[i] (runtime/BeamChoice.h): tokens[i*k ..] and their scores. This
+  /// rows[i] (runtime/BeamChoice.h): tokens[i*k ..] and their scores. With n
+  /// rules a chunk (rows.size() = n * chunks.size()), rule r ranks chunk r / n's
+  /// logits: a prompt's step, where every beam starts from its logits. This
   /// default ranks on the host from forward()'s logits; a Session over the
   /// GPU ranks where the logits are and copies back only the candidates.
   virtual Status forwardBeams(const std::vector<Chunk> &chunks, const std::vector<BeamRow> &rows, int64_t k,

@@ -97,9 +97,10 @@ public:
   /// Whether runBeams() ranks beam candidates where the logits are, for k
   /// candidates a row. Without it the Session ranks from run()'s logits.
   virtual bool choosesBeams(int64_t /*k*/) const { return false; }
-  /// Runs @decode_step like run() and writes, per row r, its best k
-  /// candidates by rows[r]'s rule (runtime/BeamChoice.h): tokens[r*k ..]
-  /// and their scores.
+  /// Runs the program like run() and writes, per rule r, its best k
+  /// candidates by rows[r]'s rule (runtime/BeamChoice.h) over the logits of
+  /// run row r / n, n = rows.size() / the run's rows: tokens[r*k ..] and
+  /// their scores.
   virtual Status runBeams(const ProgramRun &, const std::vector<BeamRow> &, int64_t, int32_t *, float *) {
     return Status::error("this executor does not rank beam candidates itself");
   }

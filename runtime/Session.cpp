@@ -206,8 +206,13 @@ Status Session::checkChunks(const std::vector<Chunk> &chunks) const {
 Status Session::forward(const std::vector<Chunk> &chunks, float *logits) {
   if (Status s = checkChunks(chunks); !s)
     return s;
-  // Pieces of at most max_tokens tokens; a long prompt is prefilled in
-  // several pieces (chunked prefill) and only its last piece gives logits.
+  return eachRun(chunks, [&](const std::vector<Piece> &pieces) { return runPieces(pieces, logits); });
+}
+
+// Pieces of at most max_tokens tokens; a long prompt is prefilled in
+// several pieces (chunked prefill) and only its last piece gives logits.
+Status Session::eachRun(const std::vector<Chunk> &chunks,
+                        const std::function<Status(const std::vector<Piece> &)> &run) const {
   const int64_t budget = plan_->maxTokens;
   std::vector<Piece> pieces;
   int64_t pieceTokens = 0;
@@ -216,7 +221,7 @@ Status Session::forward(const std::vector<Chunk> &chunks, float *logits) {
     size_t done = 0;
     while (done < c.tokens.size()) {
       if (pieceTokens == budget) {
-        if (Status s = runPieces(pieces, logits); !s)
+        if (Status s = run(pieces); !s)
           return s;
         pieces.clear();
         pieceTokens = 0;
@@ -229,10 +234,7 @@ Status Session::forward(const std::vector<Chunk> &chunks, float *logits) {
       done += n;
     }
   }
-  if (!pieces.empty())
-    if (Status s = runPieces(pieces, logits); !s)
-      return s;
-  return Status::ok();
+  return pieces.empty() ? Status::ok() : run(pieces);
 }
 
 Status Session::forwardGreedy(const std::vector<Chunk> &chunks, int64_t *tokens, float *logprobs) {
@@ -243,9 +245,41 @@ Status Session::forwardGreedy(const std::vector<Chunk> &chunks, int64_t *tokens,
 
 Status Session::forwardBeams(const std::vector<Chunk> &chunks, const std::vector<BeamRow> &rows, int64_t k,
                              int32_t *tokens, float *scores) {
-  if (!exec_->choosesBeams(k) || !deviceStep(chunks) || rows.size() != chunks.size())
+  const size_t n = chunks.empty() ? 0 : rows.size() / chunks.size();
+  if (!exec_->choosesBeams(k) || n == 0 || rows.size() != n * chunks.size())
     return Decoder::forwardBeams(chunks, rows, k, tokens, scores);
-  return runStep(chunks, [&](const ProgramRun &run) { return exec_->runBeams(run, rows, k, tokens, scores); });
+  if (deviceStep(chunks))
+    return runStep(chunks, [&](const ProgramRun &run) { return exec_->runBeams(run, rows, k, tokens, scores); });
+  // A beam search's prompts: each run ranks the rules of the chunks whose
+  // last piece it holds.
+  if (Status s = checkChunks(chunks); !s)
+    return s;
+  return eachRun(chunks, [&](const std::vector<Piece> &pieces) {
+    ProgramRun run;
+    if (Status s = buildRun(pieces, run); !s)
+      return s;
+    std::vector<BeamRow> mine;
+    std::vector<int64_t> chunkOf;
+    for (const Piece &p : pieces)
+      if (p.logitRow >= 0) {
+        chunkOf.push_back(p.logitRow);
+        mine.insert(mine.end(), rows.begin() + p.logitRow * n, rows.begin() + (p.logitRow + 1) * n);
+      }
+    std::vector<int32_t> tk(mine.size() * k);
+    std::vector<float> sc(mine.size() * k);
+    float none = 0.f; // a run that ends no chunk gives no logits
+    Status s = mine.empty() ? exec_->run(run, &none) : exec_->runBeams(run, mine, k, tk.data(), sc.data());
+    if (!s)
+      return s;
+    const int64_t per = static_cast<int64_t>(n) * k;
+    for (size_t c = 0; c < chunkOf.size(); ++c) {
+      std::copy_n(tk.data() + c * per, per, tokens + chunkOf[c] * per);
+      std::copy_n(sc.data() + c * per, per, scores + chunkOf[c] * per);
+    }
+    for (const Piece &p : pieces)
+      lengths_[p.slot] += static_cast<int64_t>(p.tokens.size());
+    return Status::ok();
+  });
 }
 
 Status Session::forwardTokens(const std::vector<Chunk> &chunks, const std::vector<BeamRow> &rows,

@@ -58,6 +58,8 @@ private:
   /// What forward() refuses before running anything (slots, lengths, ids).
   Status checkChunks(const std::vector<Chunk> &chunks) const;
   bool deviceStep(const std::vector<Chunk> &chunks) const;
+  /// The chunks as runs of at most max_tokens tokens, in order.
+  Status eachRun(const std::vector<Chunk> &chunks, const std::function<Status(const std::vector<Piece> &)> &run) const;
   /// A decode step of one token a chunk: `choose` runs it and takes the
   /// executor's choice; then the slots grow by one.
   Status runStep(const std::vector<Chunk> &chunks, const std::function<Status(const ProgramRun &)> &choose);

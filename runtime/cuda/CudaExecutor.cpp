@@ -161,8 +161,9 @@ public:
     // GENC_CUDA_BEAMS=0: beam candidates ranked on the host from copied
     // logits (A/B runs).
     const char *bk = std::getenv("GENC_CUDA_BEAMS");
-    if (beamIdsCap_ == 0 || (bk && std::string(bk) == "0") || !mod_.function("genc_beam_topk", beamFn_))
-      beamFn_ = nullptr; // no beams, or a plan from a genc without it: candidates on the host
+    if (beamIdsCap_ == 0 || (bk && std::string(bk) == "0") || !mod_.function("genc_beam_topk", beamFn_) ||
+        !mod_.function("genc_beam_norm", beamNormFn_))
+      beamFn_ = nullptr; // no beams, or a plan from a genc without them: candidates on the host
     initTokenChoice();
     for (const char *a : {"input_ids", "positions", "logit_rows"})
       ctx_.arguments[a] = mem_.at(std::string("argument ") + a);
@@ -283,31 +284,38 @@ public:
 
   Status runBeams(const ProgramRun &run, const std::vector<BeamRow> &rows, int64_t k, int32_t *tokens,
                   float *scores) override {
-    const int64_t R = rowsOf(run), V = plan_->model.vocabSize;
-    if (static_cast<int64_t>(rows.size()) != R || !choosesBeams(k))
-      return Status::error("runBeams: a rule per row and a k the kernel takes");
+    const int64_t R = rowsOf(run), V = plan_->model.vocabSize, rules = static_cast<int64_t>(rows.size());
+    const int64_t share = R > 0 ? rules / R : 0;
+    if (share < 1 || rules != R * share || rules > beamRules_ || !choosesBeams(k))
+      return Status::error("runBeams: the same number of rules a row, at most the slots, and a k the kernel takes");
     int64_t ids = 0;
     for (const BeamRow &r : rows)
       ids += editWords(r);
     if (ids > beamIdsCap_) { // more listed ids than the buffer holds: the logits to the host
       if (Status s = execute(run, Choice::Logits); !s)
         return s;
-      for (int64_t r = 0; r < R && tokens; ++r)
-        beamCandidates(static_cast<float *>(logitsHost_) + r * V, V, rows[r], k, tokens + r * k, scores + r * k);
+      std::vector<float> row(static_cast<size_t>(V));
+      for (int64_t r = 0; r < rules && tokens; ++r) {
+        std::copy_n(static_cast<const float *>(logitsHost_) + (r / share) * V, V, row.data());
+        beamCandidates(row.data(), V, rows[r], k, tokens + r * k, scores + r * k);
+      }
       return Status::ok();
     }
     // The rules and their ids through the pinned staging buffer, ahead of
     // the step (the graph reads them from fixed device buffers).
     GencBeamRow *rule = static_cast<GencBeamRow *>(beamStaging_);
-    int32_t *list = reinterpret_cast<int32_t *>(rule + R);
+    int32_t *list = reinterpret_cast<int32_t *>(rule + rules);
     int32_t at = 0;
-    for (int64_t r = 0; r < R; ++r) {
+    bool renormalize = false;
+    for (int64_t r = 0; r < rules; ++r) {
       rule[r] = GencBeamRow{};
       rule[r].score = rows[r].score;
+      rule[r].renormalize = rows[r].renormalize;
+      renormalize |= rows[r].renormalize;
       stageEdits(rows[r], rule[r].e, list, at);
     }
     const DriverApi &a = *dev_.api;
-    if (Status s = dev_.check(a.cuMemcpyHtoDAsync(mem_.at("beam rules"), rule, R * sizeof(GencBeamRow), stream_),
+    if (Status s = dev_.check(a.cuMemcpyHtoDAsync(mem_.at("beam rules"), rule, rules * sizeof(GencBeamRow), stream_),
                               "copying the beam rules");
         !s)
       return s;
@@ -316,10 +324,12 @@ public:
           !s)
         return s;
     beamK_ = k;
+    beamShare_ = share;
+    beamRenormalize_ = renormalize;
     if (Status s = execute(run, Choice::Beams); !s)
       return s;
     const GencBeamCand *c = static_cast<const GencBeamCand *>(logitsHost_);
-    for (int64_t e = 0; e < R * k && tokens; ++e) {
+    for (int64_t e = 0; e < rules * k && tokens; ++e) {
       if (c[e].token < 0 || c[e].token >= V)
         return Status::error("the beam kernel returned token " + std::to_string(c[e].token) + " outside the vocabulary");
       tokens[e] = c[e].token;
@@ -462,11 +472,14 @@ private:
     planTokenChoice(maxRows);
     if (p.model.maxBeams > 1) { // beam candidates on the device (genc_beam_topk)
       beamIdsCap_ = maxRows * 4 * std::max<int64_t>(p.model.maxLength, 1) + 4096;
+      beamRules_ = maxRows;
       mem_.plan("beam rules", maxRows * static_cast<int64_t>(sizeof(GencBeamRow)));
       mem_.plan("beam ids", beamIdsCap_ * 4);
       mem_.plan("beam parts", maxRows * greedyParts_ * kBeamMaxK * static_cast<int64_t>(sizeof(GencBeamCand)));
       mem_.plan("beam tickets", maxRows * 4);
       mem_.plan("beam choices", maxRows * kBeamMaxK * static_cast<int64_t>(sizeof(GencBeamCand)));
+      mem_.plan("beam norm parts", maxRows * greedyParts_ * static_cast<int64_t>(sizeof(GencGreedyPart)));
+      mem_.plan("beam norms", maxRows * 8);
       beamStagingBytes_ = maxRows * static_cast<int64_t>(sizeof(GencBeamRow)) + beamIdsCap_ * 4;
     }
     stagingBytes_ = maxT * (4 * 8 + static_cast<int64_t>(sizeof(GencTokenPlace))) + kv.crossEntries * 8 + 64;
@@ -838,18 +851,30 @@ private:
         !s)
       return s;
     if (choice == Choice::Beams) {
-      GencBeamParams b{cp.outputs[0],         choice_,
-                       mem_.at("beam rules"), mem_.at("beam ids"),
-                       mem_.at("beam parts"), mem_.at("beam tickets"),
-                       mem_.at("beam choices"), R,
-                       plan_->model.vocabSize, beamK_};
+      GencBeamParams b{cp.outputs[0],
+                       choice_,
+                       mem_.at("beam rules"),
+                       mem_.at("beam ids"),
+                       mem_.at("beam parts"),
+                       mem_.at("beam tickets"),
+                       mem_.at("beam choices"),
+                       mem_.at("beam norm parts"),
+                       mem_.at("beam norms"),
+                       R,
+                       plan_->model.vocabSize,
+                       beamK_,
+                       beamShare_};
       void *bargs[] = {&b};
-      if (Status s = dev_.launch(beamFn_, static_cast<unsigned>(R), static_cast<unsigned>(greedyParts_), 1,
-                                 kGreedyThreads, 1, 0, stream_, bargs, "genc_beam_topk");
+      const unsigned rules = static_cast<unsigned>(R * beamShare_), parts = static_cast<unsigned>(greedyParts_);
+      if (beamRenormalize_)
+        if (Status s = dev_.launch(beamNormFn_, rules, parts, 1, kGreedyThreads, 1, 0, stream_, bargs, "genc_beam_norm");
+            !s)
+          return s;
+      if (Status s = dev_.launch(beamFn_, rules, parts, 1, kGreedyThreads, 1, 0, stream_, bargs, "genc_beam_topk");
           !s)
         return s;
       return dev_.check(a.cuMemcpyDtoHAsync(logitsHost_, mem_.at("beam choices"),
-                                            R * beamK_ * static_cast<int64_t>(sizeof(GencBeamCand)), stream_),
+                                            rules * beamK_ * static_cast<int64_t>(sizeof(GencBeamCand)), stream_),
                         "copying the beam candidates back");
     }
     return dev_.check(a.cuMemcpyDtoHAsync(logitsHost_, choice_, R * 12, stream_), "copying the chosen tokens back");
@@ -860,10 +885,12 @@ private:
   // staging buffers): captured once per T, then replayed.
   Status replayOrCapture(const CompiledProgram &cp, const ProgramRun &run, int64_t R, Choice choice) {
     const DriverApi &a = *dev_.api;
-    // (T, choice, beams' k or the token passes' set): kBeamMaxK < 64, the
+    // (T, choice, beams' k, rules a row and renormalization, or the token
+    // passes' set): kBeamMaxK < 64, a row's rules (its beams) < 32, the
     // passes 12 bits.
+    const int64_t beams = beamK_ | (beamRenormalize_ ? 64 : 0) | beamShare_ << 7;
     const int64_t key = (staged_.tokens * 4 + static_cast<int64_t>(choice)) * 4096 +
-                        (choice == Choice::Beams ? beamK_ : choice == Choice::Tokens ? tokenPasses_ : 0);
+                        (choice == Choice::Beams ? beams : choice == Choice::Tokens ? tokenPasses_ : 0);
     auto it = graphs_.find(key);
     if (it == graphs_.end()) {
       if (Status s = dev_.check(a.cuStreamBeginCapture(stream_, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
@@ -939,13 +966,15 @@ private:
   std::map<std::string, CompiledProgram> programs_;
   std::map<int64_t, CUgraphExec> graphs_;
   bool useGraphs_ = true;
-  CUfunction greedyFn_ = nullptr, beamFn_ = nullptr, tokenFn_ = nullptr;
+  CUfunction greedyFn_ = nullptr, beamFn_ = nullptr, beamNormFn_ = nullptr, tokenFn_ = nullptr;
   std::vector<int64_t> runEnd_ = std::vector<int64_t>(static_cast<size_t>(plan_->kv.slots), 0);
   CUdeviceptr choice_ = 0; // greedy's choices: i64 tokens [rows], then f32 log-softmax [rows]
   void *staging_ = nullptr, *logitsHost_ = nullptr;
   int64_t stagingBytes_ = 0, logitsBytes_ = 0, partialRows_ = 0, greedyParts_ = 1;
   int64_t choiceRuns_ = 0, logitRuns_ = 0; // runs by where their tokens were chosen (--stats)
   int64_t beamIdsCap_ = 0, beamStagingBytes_ = 0, beamK_ = 1; // beam candidates (0 ids: none)
+  int64_t beamRules_ = 0, beamShare_ = 1;                      // the rules' capacity; rules a logits row
+  bool beamRenormalize_ = false;
   void *beamStaging_ = nullptr;
   // Greedy with processors and sampling on the device (genc_token_pass).
   int64_t tokenIdsCap_ = 0, tokenStagingBytes_ = 0;

@@ -22,8 +22,12 @@
 //     decay too).
 //   6: GencAttnParams gains the L2 prefetch attn_N_merge issues before its
 //     wait (pf, pfBytes).
+//   7: genc_beam_topk ranks `share` rules a logits row (a prompt's step)
+//     and renormalizes a rule's edited row (renormalize_logits) by the max
+//     and log-sum-exp genc_beam_norm writes (GencBeamParams gains normParts,
+//     norm and share; GencBeamRow's pad is `renormalize`).
 #pragma once
 
 namespace genrt::cuda {
-constexpr int kGencKernelAbi = 6;
+constexpr int kGencKernelAbi = 7;
 } // namespace genrt::cuda

@@ -11,17 +11,26 @@
 //       launches) merges the parts in order. Fixed reduction trees: the same
 //       logits give the same bits.
 //
-//   genc_beam_topk  grid (rows, P), block 256, after genc_greedy on the same
-//       logits (its token and log-softmax give the row's max and
-//       log-sum-exp): row r's best K beam candidates by the rule of
-//       runtime/BeamChoice.h — the log-softmax, the row's edits (GencEdits:
-//       sequence bias, the encoder and the repetition penalties, a forced
-//       step's wipe, the length decay, bans), + its running score — ranked
-//       (value desc, index asc). Block (r, k) stages the k-th part of
-//       the row (at most kBeamPartElements) in shared memory, edits the ids
-//       that fall in it, and writes its own best K, in order, to `parts`
-//       [rows, P, K]; the last block of a row (a ticket, as genc_greedy's)
-//       merges the P ordered lists into `outTokens` / `outScores` [rows, K].
+//   genc_beam_topk  grid (rules, P), block 256, after genc_greedy on the
+//       same logits (its token and log-softmax give a row's max and
+//       log-sum-exp): rule r's best K beam candidates over logits row
+//       r / share (share > 1: a prompt's step, every beam of an item ranks
+//       its one row) by the rule of runtime/BeamChoice.h — the log-softmax,
+//       the rule's edits (GencEdits: sequence bias, the encoder and the
+//       repetition penalties, a forced step's wipe, the length decay,
+//       bans), with `renormalize` the edited row's log-softmax (its max and
+//       log-sum-exp from genc_beam_norm), + its running score — ranked
+//       (value desc, index asc). Block (r, k) stages the k-th part of the
+//       row (at most kBeamPartElements) in shared memory, edits the ids that
+//       fall in it, and writes its own best K, in order, to `parts`
+//       [rules, P, K]; the last block of a rule (a ticket, as genc_greedy's)
+//       merges the P ordered lists into `out` [rules, K].
+//
+//   genc_beam_norm  grid (rules, P), block 256, between the two when a rule
+//       renormalizes (renormalize_logits): the edited row's max and sum of
+//       exp(x - max) in f64 a part into `normParts` [rules, P], merged by a
+//       rule's last block in order (genc_greedy's tree) into `norm`
+//       [rules]: (max, log-sum-exp) as two f32.
 //
 //   genc_token_pass  grid (rows, P), block 256, one launch per pass
 //       (TokenPass): greedy search with listed-token processors and sampling
@@ -67,7 +76,7 @@
     int biasBegin, biasEnd, encBegin, encEnd, penBegin, penEnd;                                    \
     int forcedBegin, forcedEnd, decayBegin, decayEnd, banBegin, banEnd;                            \
   };                                                                                               \
-  struct GencBeamRow { GencEdits e; float score; int pad; };                                      \
+  struct GencBeamRow { GencEdits e; float score; int renormalize; };                              \
   struct GencBeamCand { float score; int token; };                                                 \
   /* A greedy / sampling row's rule (runtime/SampleChoice.h): its edits, the step's warpers */    \
   /* (flags: kTok*) and its draw u. */                                                            \
@@ -103,12 +112,15 @@
   struct GencBeamParams {                                                                          \
     unsigned long long logits;    /* f32 [rows, vocab] */                                          \
     unsigned long long greedy;    /* genc_greedy's i64 tokens [rows], then f32 log-softmax [rows] */ \
-    unsigned long long rowRules;  /* GencBeamRow [rows] */                                         \
+    unsigned long long rowRules;  /* GencBeamRow [rules] */                                        \
     unsigned long long list;      /* i32 ids the rules name */                                     \
-    unsigned long long parts;     /* GencBeamCand [rows, P, K] */                                  \
-    unsigned long long tickets;   /* u32 [rows], zero */                                           \
-    unsigned long long out;       /* GencBeamCand [rows, K] */                                     \
-    long long rows, vocab, k;                                                                      \
+    unsigned long long parts;     /* GencBeamCand [rules, P, K] */                                 \
+    unsigned long long tickets;   /* u32 [rules], zero */                                          \
+    unsigned long long out;       /* GencBeamCand [rules, K] */                                    \
+    unsigned long long normParts; /* GencGreedyPart [rules, P] (genc_beam_norm) */                 \
+    unsigned long long norm;      /* f32 (max, log-sum-exp) [rules] (genc_beam_norm) */            \
+    long long rows, vocab, k;     /* rows: the logits' */                                          \
+    long long share;              /* rules a logits row: rules = rows * share */                   \
   };
 // clang-format on
 

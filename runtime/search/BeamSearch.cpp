@@ -116,12 +116,6 @@ Status runBeamSearch(SlotBatch &batch, const GenerationConfig &cfg, const StopRu
                          std::to_string(V) + " tokens (beam search keeps " + std::to_string(K) +
                          " candidates per step)");
 
-  // Only beam 0's slot is prefilled: until the first reorder every beam is
-  // the prompt, so the first reorder copies from beam 0 whatever the parent.
-  std::vector<float> itemLogits;
-  if (Status s = batch.prefill(itemLogits, /*copyToAllRows=*/false); !s)
-    return s;
-
   std::vector<ItemState> items(static_cast<size_t>(B));
   for (ItemState &st : items) {
     st.running.assign(size_t(N), {});
@@ -131,54 +125,34 @@ Status runBeamSearch(SlotBatch &batch, const GenerationConfig &cfg, const StopRu
     st.finished.assign(size_t(N), Hyp{});
   }
 
-  // Each row's best K candidates, [B * N, K]: the decoder ranks them where
-  // the logits are when every processor only edits listed tokens (a
-  // BeamRow); else the host, from the logits, through every processor.
-  // (K per row, or the whole vocabulary where it is smaller: the item's
-  // best K are among its rows' best KR.)
-  const bool listed = listedTokensOnly(cfg);
+  // Each row's best K candidates, [B * N, K], ranked by its BeamRow (every
+  // processor of a beam search is one) where the logits are: the GPU copies
+  // back only these. (K per row, or the whole vocabulary where it is
+  // smaller: the item's best K are among its rows' best KR.)
   const int64_t KR = std::min(K, V);
-  std::vector<int32_t> candToken(static_cast<size_t>(B * N * KR));
-  std::vector<float> candScore(static_cast<size_t>(B * N * KR));
-  std::vector<float> logits, work(static_cast<size_t>(V));
+  std::vector<int32_t> candToken;
+  std::vector<float> candScore;
   std::vector<int64_t> history;
   std::vector<BeamRow> rules(static_cast<size_t>(B * N));
-  auto historyOf = [&](int64_t i, int64_t j) {
-    history = batch.item(i).history;
-    const std::vector<int64_t> &gen = items[size_t(i)].running[size_t(j)];
-    history.insert(history.end(), gen.begin(), gen.end());
-  };
   // The rows' rules for step t (generated = t tokens so far).
   auto makeRules = [&](int64_t t) {
     for (int64_t i = 0; i < B; ++i)
       for (int64_t j = 0; j < N; ++j) {
         BeamRow &r = rules[size_t(i * N + j)];
-        historyOf(i, j);
+        history = batch.item(i).history;
+        const std::vector<int64_t> &gen = items[size_t(i)].running[size_t(j)];
+        history.insert(history.end(), gen.begin(), gen.end());
         listedTokenRule(history, encoderIds(batch.item(i)), t, cfg, eos, V, r);
         r.score = items[size_t(i)].runningScore[size_t(j)];
       }
   };
-  // Host ranking of row (i, j) from its logits.
-  auto rankOnHost = [&](const float *row, int64_t i, int64_t j, int64_t t) {
-    std::copy(row, row + V, work.begin());
-    int32_t *tk = candToken.data() + (i * N + j) * KR;
-    float *sc = candScore.data() + (i * N + j) * KR;
-    if (listed)
-      return beamCandidates(work.data(), V, rules[size_t(i * N + j)], KR, tk, sc);
-    logSoftmax(work.data(), V);
-    historyOf(i, j);
-    applyLogitsProcessors(work.data(), V, history, encoderIds(batch.item(i)), t, cfg, eos);
-    const float score = items[size_t(i)].runningScore[size_t(j)];
-    for (int64_t v = 0; v < V; ++v)
-      work[v] = work[v] + score;
-    topCandidates(work.data(), V, KR, tk, sc);
-  };
-  // Step 0: every beam of an item starts from the prompt's logits.
-  if (listed)
-    makeRules(0);
-  for (int64_t i = 0; i < B; ++i)
-    for (int64_t j = 0; j < N; ++j)
-      rankOnHost(itemLogits.data() + i * V, i, j, 0);
+  // Step 0: every beam of an item ranks the prompt's logits, each with its
+  // own running score. Only beam 0's slot is prefilled: until the first
+  // reorder every beam is the prompt, so that reorder copies from beam 0
+  // whatever the parent.
+  makeRules(0);
+  if (Status s = batch.prefillBeams(rules, KR, candToken, candScore); !s)
+    return s;
 
   std::vector<Candidate> cands;
   for (int64_t t = 0;; ++t) {
@@ -296,17 +270,9 @@ Status runBeamSearch(SlotBatch &batch, const GenerationConfig &cfg, const StopRu
     }
     if (Status s = batch.reorder(dst, src, shared); !s)
       return s;
-    if (listed) {
-      makeRules(t + 1);
-      if (Status s = batch.stepBeams(slots, tokens, rules, KR, candToken, candScore); !s)
-        return s;
-    } else {
-      if (Status s = batch.step(slots, tokens, logits); !s)
-        return s;
-      for (int64_t i = 0; i < B; ++i)
-        for (int64_t j = 0; j < N; ++j)
-          rankOnHost(logits.data() + (i * N + j) * V, i, j, t + 1);
-    }
+    makeRules(t + 1);
+    if (Status s = batch.stepBeams(slots, tokens, rules, KR, candToken, candScore); !s)
+      return s;
   }
 
   for (ItemState &st : items)

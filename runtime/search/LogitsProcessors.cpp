@@ -291,6 +291,7 @@ void listedTokenRule(const std::vector<int64_t> &history, const std::vector<int6
   // A forced BOS / EOS step sets every score: what came before it is gone,
   // what comes after it (the decay, the suppressions) still applies. The
   // EOS one comes last in HF.
+  row.renormalize = cfg.renormalizeLogits;
   row.force = false;
   row.forced.clear();
   std::vector<int64_t> forced;

@@ -94,12 +94,12 @@ void applyLogitsProcessors(float *row, int64_t vocab, const std::vector<int64_t>
                            const GenerationConfig &cfg, const std::vector<int64_t> &eos);
 
 /// Whether every processor cfg turns on only edits listed tokens of a
-/// row (biases, penalties, bans — all but renormalize_logits): what a
-/// BeamRow carries, so the device ranks beam candidates and chooses tokens
-/// without the logits crossing.
+/// row (biases, penalties, bans — all but renormalize_logits): the BeamRow
+/// edits greedy and sampling take on the device (runtime/SampleChoice.h).
+/// Beam search takes every cfg: its rule renormalizes too.
 bool listedTokensOnly(const GenerationConfig &cfg);
-/// For such a cfg: the BeamRow edits applyLogitsProcessors would make to a
-/// row with this history (its penalty and bans; the score is the caller's).
+/// The BeamRow applyLogitsProcessors is to a row with this history: its
+/// edits, and renormalize_logits (the score is the caller's).
 void listedTokenRule(const std::vector<int64_t> &history, const std::vector<int64_t> &encoderIds, int64_t generated,
                      const GenerationConfig &cfg, const std::vector<int64_t> &eos, int64_t vocab, BeamRow &row);
 

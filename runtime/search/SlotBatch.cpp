@@ -14,7 +14,9 @@ static Status stopRequested(GenerationObserver &obs) {
   return obs.shouldStop() ? Status::error("generation stopped") : Status::ok();
 }
 
-Status SlotBatch::prefill(std::vector<float> &logits, bool copyToAllRows) {
+// Empties the batch's slots, encodes the sources (encoder-decoder) and
+// returns the chunks that prefill every item's prompt into its row 0.
+Status SlotBatch::startPrefill(std::vector<Chunk> &chunks) {
   if (Status s = stopRequested(obs_); !s)
     return s;
   for (int64_t i = 0; i < numItems(); ++i)
@@ -33,14 +35,21 @@ Status SlotBatch::prefill(std::vector<float> &logits, bool copyToAllRows) {
       return s;
   }
 
-  std::vector<Chunk> chunks;
+  chunks.clear();
   chunks.reserve(items_.size());
   for (int64_t i = 0; i < numItems(); ++i) {
     chunks.push_back(Chunk{slot(i, 0), items_[i].decoderPrompt});
     stats_.promptTokens += int64_t(items_[i].decoderPrompt.size());
   }
-  logits.assign(size_t(numItems() * vocab_), 0.f);
   ++stats_.forwardCalls;
+  return Status::ok();
+}
+
+Status SlotBatch::prefill(std::vector<float> &logits, bool copyToAllRows) {
+  std::vector<Chunk> chunks;
+  if (Status s = startPrefill(chunks); !s)
+    return s;
+  logits.assign(size_t(numItems() * vocab_), 0.f);
   if (Status s = dec_.forward(chunks, logits.data()); !s)
     return s;
 
@@ -56,6 +65,16 @@ Status SlotBatch::prefill(std::vector<float> &logits, bool copyToAllRows) {
       return s;
   }
   return Status::ok();
+}
+
+Status SlotBatch::prefillBeams(const std::vector<BeamRow> &rows, int64_t k, std::vector<int32_t> &candTokens,
+                               std::vector<float> &candScores) {
+  std::vector<Chunk> chunks;
+  if (Status s = startPrefill(chunks); !s)
+    return s;
+  candTokens.assign(rows.size() * size_t(k), 0);
+  candScores.assign(rows.size() * size_t(k), 0.f);
+  return dec_.forwardBeams(chunks, rows, k, candTokens.data(), candScores.data());
 }
 
 Status SlotBatch::step(const std::vector<int32_t> &slots, const std::vector<int64_t> &tokens,

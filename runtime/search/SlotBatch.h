@@ -47,6 +47,11 @@ public:
   /// rows; without, the caller must treat row 0 as every row's source at its
   /// first reorder. logits: one row per item.
   Status prefill(std::vector<float> &logits, bool copyToAllRows);
+  /// prefill() without copies, then the prompt's beam candidates ranked by
+  /// the decoder (Decoder::forwardBeams): rows[i * rowsPerItem() + j] is row
+  /// j's rule for item i's logits; k (token, score) pairs a rule.
+  Status prefillBeams(const std::vector<BeamRow> &rows, int64_t k, std::vector<int32_t> &candTokens,
+                      std::vector<float> &candScores);
   /// Appends tokens[k] to slots[k] (one forward call); logits: row k.
   /// prefill and step fail with "generation stopped" when the observer asks.
   Status step(const std::vector<int32_t> &slots, const std::vector<int64_t> &tokens,
@@ -78,6 +83,7 @@ public:
   GenerationObserver &observer() { return obs_; }
 
 private:
+  Status startPrefill(std::vector<Chunk> &chunks);
   Status timedStep(const std::vector<int32_t> &slots, const std::vector<int64_t> &tokens,
                    const std::function<Status(const std::vector<Chunk> &)> &forward);
   Decoder &dec_;
