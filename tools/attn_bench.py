@@ -68,6 +68,47 @@ def sdpa_seconds(torch, b, length, reps):
     return best / reps
 
 
+# What the decode kernels and SDPA's are compared on (--ncu-compare).
+NCU_METRICS = [
+    "gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum",
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed", "lts__t_sector_hit_rate.pct",
+    "lts__t_sectors_srcunit_tex_op_read.sum", "launch__grid_size", "launch__block_size",
+    "launch__registers_per_thread", "launch__shared_mem_per_block_dynamic", "launch__shared_mem_per_block_static",
+    "launch__occupancy_limit_registers", "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "smsp__warp_issue_stalled_long_scoreboard_per_warp_active.pct", "smsp__inst_executed.sum",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "smsp__inst_executed_op_ldgsts.sum", "sm__cycles_active.avg",
+]
+SDPA_SCRIPT = """
+import sys, torch
+F = torch.nn.functional
+b, length, heads, kv, d = map(int, sys.argv[1:6])
+q = torch.randn(b, heads, 1, d, dtype=torch.float16, device="cuda")
+k = torch.randn(b, kv, length, d, dtype=torch.float16, device="cuda")
+v = torch.randn_like(k)
+for _ in range(8):
+    F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+torch.cuda.synchronize()
+"""
+
+
+def ncu_metrics(cmd, kernels, skip, count, env):
+    """{kernel name: {metric: value}} of the launches ncu profiles (the last of each name)."""
+    import csv
+    import io
+    r = subprocess.run(["ncu", "--cache-control", "none", "--clock-control", "none", "-k", "regex:" + kernels,
+                        "--launch-skip", str(skip), "--launch-count", str(count), "--csv",
+                        "--metrics", ",".join(NCU_METRICS), *cmd], capture_output=True, text=True, env=env, timeout=300)
+    out = {}
+    lines = [l for l in r.stdout.splitlines() if l.startswith('"')]
+    for row in csv.DictReader(io.StringIO("\n".join(lines))):
+        name = row.get("Kernel Name", "?").split("(")[0][:40]
+        out.setdefault(name, {})[row.get("Metric Name")] = f"{row.get('Metric Value')} {row.get('Metric Unit') or ''}".strip()
+    if not out:
+        log(f"ncu gave nothing for {kernels}\n{r.stdout[-1500:]}\n{r.stderr[-1500:]}")
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--batches", default="1,2,4,8,16,32,64,128,256")
@@ -78,6 +119,9 @@ def main():
     ap.add_argument("--out", default=os.environ.get("OUT", "/tmp/attn_bench"))
     ap.add_argument("--ncu", help="instead of the table: Nsight Compute's detail of the decode kernel, "
                     "this regex's kernels, for each batch")
+    ap.add_argument("--ncu-compare", action="store_true",
+                    help="instead of the table: one table of Nsight Compute metrics (NCU_METRICS) for each batch, "
+                    "our decode and merge kernels against the kernels of one SDPA call, side by side")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     import torch
@@ -127,6 +171,22 @@ def main():
                 log(f"b{b}: genrun failed\n{r.stderr[-2000:]}")
                 return None
             return float(m.group(1))
+        if args.ncu_compare:  # a decode step's attention kernels (after the prefill's) and one SDPA call's
+            ours = ncu_metrics([os.path.join(bindir, "genrun"), plan, "--device", "cuda", "--input", prompts,
+                                "--max-new-tokens", "4", "--output", os.devnull], r"attn_.*_(decode|merge)",
+                               2 * args.layers, 2, dict(env, GENC_CUDA_SKIP="gemm,fused,copy,prefill:attention",
+                                                         GENC_CUDA_GRAPHS="0"))
+            script = os.path.join(work, "sdpa.py")
+            open(script, "w").write(SDPA_SCRIPT)
+            theirs = ncu_metrics([sys.executable, script, str(b), str(length), str(HEADS), str(KV_HEADS),
+                                  str(HEAD_DIM)], r"flash|fmha|attention|sdpa|softmax|combine", 4, 4, env)
+            cols = list(ours.items()) + [("sdpa " + k, v) for k, v in theirs.items()]
+            log(f"== ncu b{b} context {length}: useful K/V bytes a call {b * length * 2 * KV_HEADS * HEAD_DIM * 2}")
+            log("| metric | " + " | ".join(k for k, _ in cols) + " |")
+            log("|---|" + "---|" * len(cols))
+            for m in NCU_METRICS:
+                log(f"| {m} | " + " | ".join(v.get(m, "") for _, v in cols) + " |")
+            continue
         if args.ncu:  # one decode step's attention kernels in detail, after the prefill's
             r = subprocess.run(["ncu", "--cache-control", "none", "--clock-control", "none", "-k", "regex:" + args.ncu,
                                 "--launch-skip", str(args.layers), "--launch-count", "2", "--section",

@@ -715,7 +715,8 @@ private:
     const int64_t R = rowsOf(run);
     if (R * plan_->model.vocabSize * 4 > logitsBytes_)
       return Status::error("the run's logits exceed the staging buffer");
-    ++(choice == Choice::Logits ? logitRuns_ : choiceRuns_);
+    if (R > 0) // a prefill run that ends no chunk returns nothing
+      ++(choice == Choice::Logits ? logitRuns_ : choiceRuns_);
     Status s = Status::ok();
     if (run.kind == ProgramKind::Decode && useGraphs_ && !ctx_.syncEachStep)
       s = replayOrCapture(cp, run, R, choice);

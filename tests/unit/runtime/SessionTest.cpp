@@ -2,6 +2,7 @@
 // with which symbols, ids, positions, logit rows and attention context;
 // chunked prefill; beam reordering and cross-cache entries. The executor
 // answers with logits that encode (run, row), so misplaced rows show.
+#include "runtime/BeamChoice.h"
 #include "runtime/Session.h"
 
 #include <gtest/gtest.h>
@@ -183,6 +184,93 @@ TEST(Session, ReorderPastASharedPrefix) {
   Status twice = f.session->reorderSlots({3, 3}, {0, 1});
   EXPECT_FALSE(twice);
   EXPECT_NE(twice.message().find("a destination twice"), std::string::npos);
+}
+
+// An executor that ranks beam candidates itself (as the GPU does), from
+// logits that differ by row and token, by the host's rule.
+class BeamRankingExecutor : public RecordingExecutor {
+public:
+  bool chooses = true;
+  std::vector<size_t> rulesPerRun; // rules runBeams ranked, per run that chose
+  static float logit(int64_t lastToken, int64_t v) { return float((lastToken + 2) * (v + 1) % 7) * 0.5f; }
+  Status run(const ProgramRun &r, float *logits) override {
+    runs.push_back(r);
+    for (size_t i = 0; i < rowTokens(r).size(); ++i)
+      for (int64_t v = 0; v < kVocab; ++v)
+        logits[i * kVocab + v] = logit(rowTokens(r)[i], v);
+    return Status::ok();
+  }
+  bool choosesBeams(int64_t k) const override { return chooses && k <= kVocab; }
+  Status runBeams(const ProgramRun &r, const std::vector<BeamRow> &rows, int64_t k, int32_t *tokens,
+                  float *scores) override {
+    const std::vector<int64_t> last = rowTokens(r);
+    if (last.empty() || rows.size() % last.size())
+      return Status::error("runBeams: rules for no rows, or not the same number a row");
+    const size_t n = rows.size() / last.size();
+    std::vector<float> logits(static_cast<size_t>(kVocab));
+    if (Status s = run(r, logits.data()); !s) // records the run; fills row 0, rewritten below
+      return s;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      for (int64_t v = 0; v < kVocab; ++v)
+        logits[v] = logit(last[i / n], v);
+      beamCandidates(logits.data(), kVocab, rows[i], k, tokens + i * k, scores + i * k);
+    }
+    rulesPerRun.push_back(rows.size());
+    return Status::ok();
+  }
+
+private:
+  static std::vector<int64_t> rowTokens(const ProgramRun &r) {
+    std::vector<int64_t> t;
+    if (r.kind == ProgramKind::Decode)
+      return r.inputIds;
+    for (int64_t row : r.logitRows)
+      t.push_back(r.inputIds[row]);
+    return t;
+  }
+};
+
+// A beam search's prompts (n rules a chunk) in runs of max_tokens: each run
+// ranks the chunks that end in it, a run that ends none gives no logits,
+// and the candidates are the host path's (forward, then the rule).
+TEST(Session, PromptBeamsAreRankedByTheRunThatEndsEachChunk) {
+  std::vector<Chunk> chunks = {{0, {1, 1, 1, 1, 1, 2}}, {2, {3, 4, 0}}};
+  std::vector<BeamRow> rules(4);
+  for (size_t i = 0; i < rules.size(); ++i) {
+    rules[i].score = i % 2 ? -1.0e9f : 0.f; // beam 0, then HF's masked beam
+    rules[i].banned = {int32_t(i % kVocab)};
+    rules[i].renormalize = i == 3;
+  }
+  const int64_t k = 3;
+  struct Ranked {
+    BeamRankingExecutor *exec;
+    std::unique_ptr<Session> session;
+    std::vector<int32_t> tok;
+    std::vector<float> sc;
+  };
+  auto rank = [&](bool chooses) {
+    auto e = std::make_unique<BeamRankingExecutor>();
+    e->chooses = chooses;
+    Ranked r{e.get(), std::make_unique<Session>(makePlan(false, /*maxTokens=*/4), std::move(e)),
+             std::vector<int32_t>(rules.size() * k, -1), std::vector<float>(rules.size() * k, 0.f)};
+    EXPECT_TRUE(r.session->forwardBeams(chunks, rules, k, r.tok.data(), r.sc.data()));
+    EXPECT_EQ(r.session->slotLength(0), 6);
+    EXPECT_EQ(r.session->slotLength(2), 3);
+    EXPECT_EQ(r.exec->runs.size(), 3u);
+    return r;
+  };
+  const Ranked dev = rank(true), host = rank(false);
+  EXPECT_EQ(dev.tok, host.tok);
+  EXPECT_EQ(dev.sc, host.sc);
+  // Run 0 (4 of chunk 0's tokens) ends no chunk; run 1 ends chunk 0, run 2
+  // chunk 1: two rules each.
+  EXPECT_EQ(dev.exec->rulesPerRun, (std::vector<size_t>{2, 2}));
+  EXPECT_TRUE(host.exec->rulesPerRun.empty());
+  // Chunk 0 ends with token 2: logits (4 (v + 1) mod 7) / 2 = 2, 0.5, 2.5,
+  // 1, 3; rule 0 bans token 0.
+  EXPECT_EQ(dev.tok[0], 4);
+  EXPECT_EQ(dev.tok[1], 2);
+  EXPECT_EQ(dev.tok[2], 3);
 }
 
 TEST(Session, DecoderOnlyHasNoEncoderAndSymbolsAreChecked) {
