@@ -3,6 +3,7 @@
 
 usage (on the GPU machine, after tools/pack.sh here):
   python3 tools/attn_bench.py [--batches 1,2,4,...,256] [--tokens 65536] [--out DIR]
+  python3 tools/attn_bench.py --batches 1,16 --ncu-compare   # Nsight Compute: ours against SDPA's kernels
 
 The shape: 16 query heads, 2 KV heads, head dim 128, f16 cache, batch x context =
 --tokens cached tokens, so every row reads the same 64 MiB of K/V per layer.

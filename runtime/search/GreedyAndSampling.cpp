@@ -28,7 +28,7 @@ Status runGreedyOrSample(SlotBatch &batch, const GenerationConfig &cfg, const St
   const int64_t B = batch.numItems();
 
   std::vector<float> logits;
-  if (Status s = batch.prefill(logits, /*copyToAllRows=*/true); !s)
+  if (Status s = batch.prefill(logits); !s)
     return s;
 
   std::vector<Row> rows(static_cast<size_t>(B * R));

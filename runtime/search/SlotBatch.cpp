@@ -45,7 +45,7 @@ Status SlotBatch::startPrefill(std::vector<Chunk> &chunks) {
   return Status::ok();
 }
 
-Status SlotBatch::prefill(std::vector<float> &logits, bool copyToAllRows) {
+Status SlotBatch::prefill(std::vector<float> &logits) {
   std::vector<Chunk> chunks;
   if (Status s = startPrefill(chunks); !s)
     return s;
@@ -54,7 +54,7 @@ Status SlotBatch::prefill(std::vector<float> &logits, bool copyToAllRows) {
     return s;
 
   // Every row of an item starts from the same prompt cache.
-  if (copyToAllRows && rows_ > 1) {
+  if (rows_ > 1) {
     std::vector<int32_t> dst, src;
     for (int64_t i = 0; i < numItems(); ++i)
       for (int64_t r = 1; r < rows_; ++r) {

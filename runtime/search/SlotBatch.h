@@ -42,14 +42,15 @@ public:
   int32_t slot(int64_t item, int64_t row) const { return int32_t(item * rows_ + row); }
 
   /// Empties the batch's slots, encodes the sources (encoder-decoder) and
-  /// prefills every item's prompt in one packed forward into its row 0.
-  /// With copyToAllRows, row 0's cache is then copied to the item's other
-  /// rows; without, the caller must treat row 0 as every row's source at its
-  /// first reorder. logits: one row per item.
-  Status prefill(std::vector<float> &logits, bool copyToAllRows);
-  /// prefill() without copies, then the prompt's beam candidates ranked by
-  /// the decoder (Decoder::forwardBeams): rows[i * rowsPerItem() + j] is row
-  /// j's rule for item i's logits; k (token, score) pairs a rule.
+  /// prefills every item's prompt in one packed forward into its row 0;
+  /// row 0's cache is then copied to the item's other rows. logits: one row
+  /// per item.
+  Status prefill(std::vector<float> &logits);
+  /// prefill() without the copies (the caller treats row 0 as every row's
+  /// source at its first reorder), and the prompt's beam candidates ranked
+  /// by the decoder (Decoder::forwardBeams) instead of logits:
+  /// rows[i * rowsPerItem() + j] is row j's rule for item i's logits; k
+  /// (token, score) pairs a rule.
   Status prefillBeams(const std::vector<BeamRow> &rows, int64_t k, std::vector<int32_t> &candTokens,
                       std::vector<float> &candScores);
   /// Appends tokens[k] to slots[k] (one forward call); logits: row k.
