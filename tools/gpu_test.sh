@@ -4,7 +4,9 @@
 #      are two, f32 plans, greedy / beam / beam + repetition penalty against
 #      the Hugging Face golden outputs (tests/tools/check_generate.py with
 #      GENRUN_DEVICE=cuda);
-#   2. every generated fused kernel against the CPU (gpucheck), f32 and f16;
+#   2. every generated fused kernel against the CPU (gpucheck), f32 and f16,
+#      and the 16-bit attention kernels against the attend kernel
+#      (tools/attn_check.sh, DTYPE=f16, a subset: in --rest);
 #   3. with --sanitize: compute-sanitizer's memcheck (device leaks too) and
 #      racecheck over genrun on the GPU (greedy and beam, decoder-only and
 #      encoder-decoder, CUDA graphs on) and gpucheck; any report fails it.
@@ -349,6 +351,13 @@ if [ "${GPU_TEST_SCALE-1}" = 1 ]; then
     row "llama-2048x4 export|FAIL|$(tail -c 300 "$OUT/export.log" | tr '\n' ' ')"
   fi
 fi
+
+# The 16-bit decode and prefill kernels against the attend kernel (f32 math)
+# on the shapes they specialise on: head dim 128 (the register decode), GQA
+# 4, a sliding window; the same tokens, scores within attn_check's tolerance.
+if DTYPE=f16 ONLY='hd128|hd64-g4$|window' LENGTHS="1 64 1000" bash tools/attn_check.sh \
+     > "$OUT/attn-f16.log" 2>&1; then a=ok; else a=FAIL; fail=1; fi
+row "attention f16 kernels|$a|$(grep -cE 'len [0-9]+ +ok ' "$OUT/attn-f16.log") rows ok of $(grep -cE 'len [0-9]+ +[A-Za-z]' "$OUT/attn-f16.log") (hd128, hd64-g4, window; 1, 64, 1000)"
 
 fi # PARITY
 
