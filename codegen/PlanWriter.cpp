@@ -187,7 +187,10 @@ private:
         "forced_bos_token_id", "forced_eos_token_id", "suppress_tokens", "begin_suppress_tokens",
         "exponential_decay_length_penalty", "num_return_sequences", "typical_p", "epsilon_cutoff", "eta_cutoff",
         "renormalize_logits", "bad_words_ids", "sequence_bias", "encoder_repetition_penalty",
-        "encoder_no_repeat_ngram_size", "stop_strings"};
+        "encoder_no_repeat_ngram_size", "stop_strings",
+        // Not run, but read so that the modes they select are refused
+        // (GenerationConfig::hubMode) rather than run as something else.
+        "num_beam_groups", "diversity_penalty", "penalty_alpha", "force_words_ids", "dola_layers"};
     llvm::json::Object out;
     for (const char *k : kKeys) {
       auto it = m_.metadata().find(std::string("config.") + k);
@@ -213,6 +216,8 @@ private:
       auto v = llvm::json::parse(text);
       if (!v) {
         llvm::consumeError(v.takeError());
+        if (std::string(k) == "dola_layers")
+          out[k] = text; // "high" / "low": set, whatever it names
         continue; // not a value the runtime reads (e.g. a string)
       }
       out[k] = std::move(*v);

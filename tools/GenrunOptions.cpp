@@ -74,6 +74,9 @@ const char *const kUsage =
     "  --stop-strings '[\"S\", ...]'        a row ends with the token completing S in its\n"
     "                             text (needs the plan's tokenizer)\n"
     "  --typical-p F, --epsilon-cutoff F, --eta-cutoff F   sampling warpers (default off)\n"
+    "  --num-beam-groups N, --diversity-penalty F, --penalty-alpha F   HF's group beam and\n"
+    "                             contrastive search: refused as Hugging Face 5.x refuses\n"
+    "                             them (Hub code); N 1 / F 0 override a model's values\n"
     "  --batch-size N             prompts per batch, at least 1 (default: what the plan allows)\n"
     "  --threads N                CPU executor threads (default: the physical cores)\n"
     "  --gpus N                   GPUs of this machine (default 1); more than one shards\n"
@@ -126,7 +129,8 @@ bool isValued(const std::string &name) {
       "--eos-token-id", "--batch-size", "--threads", "--gpus", "--min-length", "--forced-bos-token-id",
       "--forced-eos-token-id", "--suppress-tokens", "--begin-suppress-tokens", "--exponential-decay-length-penalty",
       "--bad-words-ids", "--sequence-bias", "--typical-p", "--epsilon-cutoff", "--eta-cutoff",
-      "--encoder-repetition-penalty", "--encoder-no-repeat-ngram-size", "--stop-strings"};
+      "--encoder-repetition-penalty", "--encoder-no-repeat-ngram-size", "--stop-strings", "--num-beam-groups",
+      "--diversity-penalty", "--penalty-alpha"};
   for (const char *k : kValued)
     if (name == k)
       return true;
@@ -203,6 +207,12 @@ std::string setOption(const std::string &name, const std::string &value, Args &a
     return doubleArg(c.temperature);
   } else if (name == "--top-k") {
     return intArg(c.topK);
+  } else if (name == "--num-beam-groups") {
+    return intArg(c.numBeamGroups);
+  } else if (name == "--diversity-penalty") {
+    return doubleArg(c.diversityPenalty);
+  } else if (name == "--penalty-alpha") {
+    return doubleArg(c.penaltyAlpha);
   } else if (name == "--top-p") {
     return doubleArg(c.topP);
   } else if (name == "--min-p") {

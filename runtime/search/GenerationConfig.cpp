@@ -71,6 +71,13 @@ Status GenerationConfig::validate() const {
     return Status::error("greedy search returns one sequence: " + option("num_return_sequences") + " " +
                          std::to_string(numReturnSequences) +
                          " needs " + option("num_beams") + " >= it or " + option("do_sample"));
+  if (numBeamGroups < 1)
+    return Status::error(option("num_beam_groups") + " must be at least 1, got " + std::to_string(numBeamGroups));
+  // HF 5.x picks the mode first (group beam search even with do_sample)
+  // and refuses the ones it moved to the Hub; so does genrun.
+  if (const auto [mode, repo] = hubMode(); !mode.empty())
+    return Status::error(mode + " requires `trust_remote_code=True` in your `generate` call, since it loads "
+                         "https://hf.co/" + repo + " (Hugging Face 5.x); genrun runs no Hub generation code");
   if (doSample && numBeams > 1)
     return Status::error("beam sampling (" + option("do_sample") + " with " + option("num_beams") + " > 1) is not supported");
   if (!std::isfinite(lengthPenalty))
@@ -252,6 +259,11 @@ Status GenerationConfig::applyDefaults(const json::Value &defaults, const std::v
     else if (key == "epsilon_cutoff") ok = number(epsilonCutoff);
     else if (key == "eta_cutoff") ok = number(etaCutoff);
     else if (key == "renormalize_logits") ok = boolean(renormalizeLogits);
+    else if (key == "num_beam_groups") ok = integer(numBeamGroups);
+    else if (key == "diversity_penalty") ok = number(diversityPenalty);
+    else if (key == "penalty_alpha") ok = v.isNull() || number(penaltyAlpha);
+    else if (key == "force_words_ids" || key == "constraints") forceWords = forceWords || !v.isNull();
+    else if (key == "dola_layers") dolaLayers = !v.isNull();
     else if (key == "bad_words_ids" || key == "sequence_bias") {
       ok = key == "bad_words_ids" ? parseBadWordsIds(v, badWordsIds) : parseSequenceBias(v, sequenceBias);
     }
@@ -275,6 +287,22 @@ Status GenerationConfig::applyDefaults(const json::Value &defaults, const std::v
       return bad;
   }
   return Status::ok();
+}
+
+// HF's GenerationConfig.get_generation_mode, for the modes its generate()
+// loads from transformers-community repos.
+std::pair<std::string, std::string> GenerationConfig::hubMode() const {
+  if (forceWords)
+    return {"Constrained Beam Search", "transformers-community/constrained-beam-search"};
+  if (numBeams > 1)
+    return numBeamGroups > 1 ? std::pair<std::string, std::string>{"Group Beam Search",
+                                                                   "transformers-community/group-beam-search"}
+                             : std::pair<std::string, std::string>{}; // beam search; dola_layers only warns
+  if (!doSample && topK > 1 && penaltyAlpha > 0)
+    return {"Contrastive Search", "transformers-community/contrastive-search"};
+  if (dolaLayers)
+    return {"Dola Generation", "transformers-community/dola"};
+  return {};
 }
 
 bool GenerationConfig::hasLogitsProcessors() const {

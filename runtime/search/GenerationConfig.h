@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace genrt {
@@ -76,6 +77,19 @@ struct GenerationConfig {
   /// bad_words_ids: sequences never completed.
   std::vector<std::vector<int64_t>> badWordsIds;
   bool renormalizeLogits = false; ///< renormalize_logits: log-softmax after the processors
+  // What selects a decoding mode Hugging Face 5.x no longer runs itself
+  // (group beam search, constrained beam search, contrastive search, DoLa:
+  // Hub code behind trust_remote_code). Read so that such a config is
+  // refused as HF refuses it, not run as plain beam search or greedy.
+  int64_t numBeamGroups = 1;     ///< num_beam_groups
+  double diversityPenalty = 0.0; ///< diversity_penalty (group beam search's; plain beam search ignores it)
+  double penaltyAlpha = 0.0;     ///< penalty_alpha (> 0 with top_k > 1 in greedy search: contrastive search)
+  bool forceWords = false;       ///< force_words_ids or constraints given
+  bool dolaLayers = false;       ///< dola_layers given
+  /// HF's name for the decoding mode these select ("Group Beam Search",
+  /// ...; GenerationMode's name as HF prints it) and its Hub repo; empty
+  /// when the mode is one genrun runs (greedy, sampling, beam search).
+  std::pair<std::string, std::string> hubMode() const;
   // Sampling warpers past min_p (HF's defaults: off).
   double typicalP = 1.0;
   double epsilonCutoff = 0.0;

@@ -1,5 +1,6 @@
 // Input checking: prompt lines, prompts against the model, options.
 #include "FakeDecoder.h"
+#include "runtime/Json.h"
 #include "runtime/JsonLines.h"
 #include "runtime/search/Generate.h"
 
@@ -74,6 +75,74 @@ TEST(ValidatePrompt, RejectsBadPrompts) {
             "the prompt (6 tokens) plus --max-new-tokens 5 exceeds the plan's maximum length 10");
   // Masked positions do not take cache room.
   EXPECT_EQ(err({{0, 0, 0, 4, 5}, {0, 0, 0, 1, 1}}), "OK");
+}
+
+// The decoding modes Hugging Face 5.x moved to Hub repos (group beam,
+// constrained beam, contrastive search, DoLa) are refused with its message,
+// chosen as its get_generation_mode chooses them, whether they come from
+// options or from the plan's generation defaults (a model's
+// generation_config.json); the user's values override the plan's.
+TEST(GenerationConfig, RefusesTheModesHuggingFaceMovedToTheHub) {
+  auto err = [](const GenerationConfig &c) {
+    Status s = c.validate();
+    return s.isOk() ? std::string("OK") : s.message();
+  };
+  auto hub = [](const std::string &mode, const std::string &repo) {
+    return mode + " requires `trust_remote_code=True` in your `generate` call, since it loads https://hf.co/"
+                  "transformers-community/" +
+           repo + " (Hugging Face 5.x); genrun runs no Hub generation code";
+  };
+  GenerationConfig c;
+  c.numBeams = 4;
+  c.numBeamGroups = 2;
+  c.diversityPenalty = 0.5;
+  EXPECT_EQ(err(c), hub("Group Beam Search", "group-beam-search"));
+  c.doSample = true; // HF picks the mode first: group beam search, not beam sampling
+  EXPECT_EQ(err(c), hub("Group Beam Search", "group-beam-search"));
+  c = {};
+  c.numBeams = 4;
+  c.diversityPenalty = 0.5; // one group: plain beam search, as in HF 5.x
+  EXPECT_EQ(err(c), "OK");
+  c.numBeams = 1;
+  c.numBeamGroups = 3; // one beam: HF warns and runs greedy search
+  EXPECT_EQ(err(c), "OK");
+  c.numBeamGroups = 0;
+  EXPECT_EQ(err(c), "--num-beam-groups must be at least 1, got 0");
+  c = {};
+  c.penaltyAlpha = 0.6; // with top_k 50 (HF's default): contrastive search
+  EXPECT_EQ(err(c), hub("Contrastive Search", "contrastive-search"));
+  c.topK = 1;
+  EXPECT_EQ(err(c), "OK");
+  c.topK = 4;
+  c.doSample = true;
+  EXPECT_EQ(err(c), "OK");
+  c = {};
+  c.dolaLayers = true;
+  EXPECT_EQ(err(c), hub("Dola Generation", "dola"));
+  c.numBeams = 2; // beam search: HF warns that dola_layers is ignored
+  EXPECT_EQ(err(c), "OK");
+  c.forceWords = true;
+  EXPECT_EQ(err(c), hub("Constrained Beam Search", "constrained-beam-search"));
+
+  json::Value defaults;
+  ASSERT_TRUE(json::parse(R"({"num_beams": 4, "num_beam_groups": 2, "diversity_penalty": 1.0,
+                              "penalty_alpha": null, "force_words_ids": null, "dola_layers": null})",
+                          defaults));
+  GenerationConfig d;
+  ASSERT_TRUE(d.applyDefaults(defaults, {}));
+  EXPECT_EQ(err(d), hub("Group Beam Search", "group-beam-search"));
+  GenerationConfig given;
+  given.numBeamGroups = 1; // genrun --num-beam-groups 1
+  ASSERT_TRUE(given.applyDefaults(defaults, {"num_beam_groups"}));
+  EXPECT_EQ(given.numBeams, 4);
+  EXPECT_EQ(err(given), "OK");
+  ASSERT_TRUE(json::parse(R"({"dola_layers": "high", "force_words_ids": [[5, 6]]})", defaults));
+  GenerationConfig f;
+  ASSERT_TRUE(f.applyDefaults(defaults, {}));
+  EXPECT_TRUE(f.dolaLayers);
+  EXPECT_EQ(err(f), hub("Constrained Beam Search", "constrained-beam-search"));
+  ASSERT_TRUE(json::parse(R"({"num_beam_groups": "two"})", defaults));
+  EXPECT_FALSE(GenerationConfig().applyDefaults(defaults, {}));
 }
 
 TEST(GenerationConfig, RejectsBadOptions) {
