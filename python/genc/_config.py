@@ -44,6 +44,14 @@ SUPPORTED = {
     "typical_p": "optional_float",
     "epsilon_cutoff": "optional_float",
     "eta_cutoff": "optional_float",
+    # The modes Hugging Face 5.x moved to Hub repos: refused with its message
+    # (the runtime's GenerationConfig::hubMode), plain values accepted.
+    "num_beam_groups": "int",
+    "diversity_penalty": "float",
+    "penalty_alpha": "optional_float",
+    "force_words_ids": "any",
+    "constraints": "any",
+    "dola_layers": "any",
     "attention_mask": "masks",  # per prompt, for prompts given as ids (HF's left padding)
     "seed": "int",  # genc's: HF draws from torch's global generator instead
     "batch_size": "int",  # genc's: prompts per batch (default: what the plan allows)
@@ -62,8 +70,6 @@ NO_EFFECT = {"pad_token_id", "bos_token_id", "use_cache", "return_dict_in_genera
 
 # HF names genc does not implement, with the value that means "off" (HF's default).
 UNSUPPORTED_DEFAULTS: Dict[str, Any] = {
-    "num_beam_groups": 1, "diversity_penalty": 0.0, "penalty_alpha": None, "dola_layers": None,
-    "force_words_ids": None, "constraints": None,
     "remove_invalid_values": False, "forced_decoder_ids": None,
     "token_healing": False, "guidance_scale": None, "low_memory": None,
     "watermarking_config": None, "max_time": None, "prefix_allowed_tokens_fn": None,
@@ -126,6 +132,8 @@ def _check_type(name: str, kind: str, value: Any) -> Any:
         if value is not None and not (isinstance(value, (list, tuple)) and
                                       all(isinstance(s, str) and s for s in value)):
             raise bad("a string, a list of non-empty strings or None")
+    elif kind == "any":
+        return value
     elif kind == "decay":
         ok = value is None or (isinstance(value, (list, tuple)) and len(value) == 2 and
                                isinstance(value[0], int) and not isinstance(value[0], bool) and
@@ -217,6 +225,13 @@ def to_native(options: Dict[str, Any], prompt_lengths: Sequence[int], encoder_de
             value = 0.0
         elif name == "forced_bos_token_id" and value is None:
             value = -1
+        elif name == "penalty_alpha" and value is None:
+            value = 0.0
+        elif name in ("force_words_ids", "constraints"):
+            cfg.force_words = cfg.force_words or value is not None
+            continue
+        elif name == "dola_layers":
+            value = value is not None
         elif name == "exponential_decay_length_penalty":
             if value is None:
                 continue

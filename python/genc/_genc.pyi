@@ -35,6 +35,11 @@ class _Config:
     typical_p: float
     epsilon_cutoff: float
     eta_cutoff: float
+    num_beam_groups: int
+    diversity_penalty: float
+    penalty_alpha: float
+    force_words: bool
+    dola_layers: bool
     batch_size: int
     def __init__(self) -> None: ...
     def validate(self) -> None: ...

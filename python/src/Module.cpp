@@ -254,6 +254,11 @@ PYBIND11_MODULE(_genc, m) {
       .def_readwrite("typical_p", &GenerationConfig::typicalP)
       .def_readwrite("epsilon_cutoff", &GenerationConfig::epsilonCutoff)
       .def_readwrite("eta_cutoff", &GenerationConfig::etaCutoff)
+      .def_readwrite("num_beam_groups", &GenerationConfig::numBeamGroups)
+      .def_readwrite("diversity_penalty", &GenerationConfig::diversityPenalty)
+      .def_readwrite("penalty_alpha", &GenerationConfig::penaltyAlpha)
+      .def_readwrite("force_words", &GenerationConfig::forceWords)
+      .def_readwrite("dola_layers", &GenerationConfig::dolaLayers)
       .def_property(
           "exponential_decay_length_penalty",
           [](const GenerationConfig &c) -> py::object {

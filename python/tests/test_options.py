@@ -34,7 +34,11 @@ def test_unknown_name_lists_the_valid_ones(gen):
     (dict(encoder_repetition_penalty=0.0), ValueError, "encoder_repetition_penalty must be a positive number, got 0"),
     (dict(encoder_no_repeat_ngram_size=-1), ValueError, "encoder_no_repeat_ngram_size must not be negative"),
     (dict(typical_p=0.0, do_sample=True), ValueError, "typical_p must be in (0, 1], got 0"),
-    (dict(num_beam_groups=2, diversity_penalty=0.5), ValueError, "genc does not support num_beam_groups"),
+    (dict(num_beams=4, num_beam_groups=2, diversity_penalty=0.5), ValueError,
+     "Group Beam Search requires `trust_remote_code=True` in your `generate` call, since it loads "
+     "https://hf.co/transformers-community/group-beam-search"),
+    (dict(penalty_alpha=0.6, top_k=4), ValueError, "Contrastive Search requires `trust_remote_code=True`"),
+    (dict(dola_layers="high"), ValueError, "Dola Generation requires `trust_remote_code=True`"),
     (dict(max_new_tokens=100), ValueError, "plus max_new_tokens 100 exceeds the plan's maximum length 64"),
     (dict(max_length=3), ValueError, "max_length 3 leaves no room for new tokens"),
     (dict(batch_size=9), ValueError, "batch_size 9 needs more than the plan allows"),
@@ -91,8 +95,11 @@ def test_transformers_generation_config(gen):
                                         pad_token_id=0)
     assert gen.generate("Copyright", generation_config=cfg) == \
         gen.generate("Copyright", max_new_tokens=6, num_beams=3, no_repeat_ngram_size=2, eos_token_id=2)
-    with pytest.raises(ValueError, match="genc does not support"):
+    # HF 5.x's refusal of a mode it moved to the Hub, in its words
+    with pytest.raises(ValueError, match="Contrastive Search requires `trust_remote_code=True`"):
         gen.generate("Copyright", generation_config=transformers.GenerationConfig(penalty_alpha=0.6, top_k=4))
+    with pytest.raises(ValueError, match="genc does not support guidance_scale"):
+        gen.generate("Copyright", generation_config=transformers.GenerationConfig(guidance_scale=1.5))
 
 
 def test_logits_processors_from_hf_names(gen):
