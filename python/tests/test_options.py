@@ -24,7 +24,7 @@ def test_unknown_name_lists_the_valid_ones(gen):
     (dict(batch_size=0), ValueError, "batch_size must be at least 1, got 0"),
     (dict(temperature=0.0, do_sample=True), ValueError, "temperature must be a positive number"),
     (dict(num_return_sequences=2), ValueError, "greedy search returns one sequence: num_return_sequences 2 needs num_beams >= it or do_sample"),
-    (dict(num_beams=2, do_sample=True), ValueError, "beam sampling (do_sample with num_beams > 1) is not supported"),
+    (dict(num_beams=2, do_sample=True, num_beam_groups=2), ValueError, "Group Beam Search requires"),
     (dict(max_new_tokens="5"), TypeError, "max_new_tokens must be an int, got '5'"),
     (dict(do_sample=1), TypeError, "do_sample must be True or False"),
     (dict(early_stopping="sometimes"), TypeError, 'early_stopping must be True, False or "never"'),
@@ -76,6 +76,13 @@ class DuckConfig:
 
     def to_diff_dict(self):
         return dict(self.kw, transformers_version="x")
+
+
+def test_beam_sampling_runs_and_repeats_itself(gen):
+    kw = dict(max_new_tokens=5, num_beams=3, num_return_sequences=2, do_sample=True, seed=3)
+    first = gen.generate("Copyright", **kw)
+    assert first == gen.generate("Copyright", **kw)
+    assert first != gen.generate("Copyright", **dict(kw, do_sample=False))
 
 
 def test_generation_config_object(gen):

@@ -17,8 +17,19 @@
 //
 // Ties are broken towards the lower index, which is what torch.topk does on
 // the CPU in practice (it does not promise it).
+//
+// Beam sampling (do_sample): the K candidates are drawn without replacement
+// from the softmax of an item's flattened scores (HF's torch.multinomial in
+// _get_top_k_continuations), the scores being the log-softmax, the
+// processors, the warpers and then renormalize_logits (HF appends it last),
+// + the running score; then sorted by score. Draw c of item i at step t is
+// u(seed, prompt, c, t) through the sampling rule (runtime/search/Sampler.h):
+// HF's distribution, not torch's numbers. On the host, from the logits.
 #include "runtime/search/LogitsProcessors.h"
+#include "runtime/search/Sampler.h"
 #include "runtime/search/SlotBatch.h"
+
+#include <limits>
 
 #include <algorithm>
 #include <cmath>
@@ -150,9 +161,52 @@ Status runBeamSearch(SlotBatch &batch, const GenerationConfig &cfg, const StopRu
   // own running score. Only beam 0's slot is prefilled: until the first
   // reorder every beam is the prompt, so that reorder copies from beam 0
   // whatever the parent.
-  makeRules(0);
-  if (Status s = batch.prefillBeams(rules, KR, candToken, candScore); !s)
-    return s;
+  const bool sample = cfg.doSample;
+  std::vector<float> logits; // beam sampling: the step's logits, a row per beam (the prompt's: per item)
+  if (sample) {
+    if (Status s = batch.prefillLogits(logits); !s)
+      return s;
+  } else {
+    makeRules(0);
+    if (Status s = batch.prefillBeams(rules, KR, candToken, candScore); !s)
+      return s;
+  }
+  GenerationConfig processors = cfg; // beam sampling: renormalize_logits after the warpers, as HF
+  processors.renormalizeLogits = false;
+  std::vector<float> acc(static_cast<size_t>(N * V)), drawn(static_cast<size_t>(N * V));
+  // Item i's K candidates drawn from softmax(its N x V scores) at step t.
+  auto sampleCandidates = [&](int64_t i, int64_t t, std::vector<Candidate> &out) -> Status {
+    const ItemState &st = items[size_t(i)];
+    for (int64_t j = 0; j < N; ++j) {
+      float *row = acc.data() + j * V;
+      std::copy_n(logits.data() + (t == 0 ? i : i * N + j) * V, V, row);
+      logSoftmax(row, V);
+      history = batch.item(i).history;
+      history.insert(history.end(), st.running[size_t(j)].begin(), st.running[size_t(j)].end());
+      applyLogitsProcessors(row, V, history, encoderIds(batch.item(i)), t, processors, eos);
+      applyWarpers(row, V, cfg);
+      if (cfg.renormalizeLogits)
+        logSoftmax(row, V);
+      for (int64_t v = 0; v < V; ++v)
+        row[v] = row[v] + st.runningScore[size_t(j)];
+    }
+    // What HF's float32 softmax gives a probability of 0 is never drawn
+    // (the other beams' -1e9 at the prompt's step), whatever is left.
+    const float mx = *std::max_element(acc.begin(), acc.end());
+    for (size_t f = 0; f < acc.size(); ++f)
+      drawn[f] = std::exp(acc[f] - mx) > 0.f ? acc[f] : -std::numeric_limits<float>::infinity();
+    for (int64_t c = 0; c < K; ++c) {
+      const int64_t f = sampleToken(drawn.data(), N * V,
+                                    drawOf(cfg.seed, batch.item(i).promptIndex, uint64_t(c), uint64_t(t)));
+      if (drawn[size_t(f)] == -std::numeric_limits<float>::infinity())
+        return Status::error("beam sampling: fewer than " + std::to_string(K) +
+                             " candidates have a nonzero probability (as in HF, whose multinomial refuses it)");
+      out.push_back(Candidate{acc[size_t(f)], f / V, f % V, f});
+      drawn[size_t(f)] = -std::numeric_limits<float>::infinity();
+    }
+    std::sort(out.begin(), out.end(), before);
+    return Status::ok();
+  };
 
   std::vector<Candidate> cands;
   for (int64_t t = 0;; ++t) {
@@ -160,13 +214,18 @@ Status runBeamSearch(SlotBatch &batch, const GenerationConfig &cfg, const StopRu
     for (int64_t i = 0; i < B; ++i) {
       ItemState &st = items[size_t(i)];
       cands.clear();
-      for (int64_t j = 0; j < N; ++j)
-        for (int64_t n = 0; n < KR; ++n) {
-          const int64_t tok = candToken[size_t((i * N + j) * KR + n)];
-          cands.push_back(Candidate{candScore[size_t((i * N + j) * KR + n)], j, tok, j * V + tok});
-        }
-      std::sort(cands.begin(), cands.end(), before);
-      cands.resize(size_t(K));
+      if (sample) {
+        if (Status s = sampleCandidates(i, t, cands); !s)
+          return s;
+      } else {
+        for (int64_t j = 0; j < N; ++j)
+          for (int64_t n = 0; n < KR; ++n) {
+            const int64_t tok = candToken[size_t((i * N + j) * KR + n)];
+            cands.push_back(Candidate{candScore[size_t((i * N + j) * KR + n)], j, tok, j * V + tok});
+          }
+        std::sort(cands.begin(), cands.end(), before);
+        cands.resize(size_t(K));
+      }
 
       std::vector<char> hits(static_cast<size_t>(K));
       for (int64_t k = 0; k < K; ++k) {
@@ -270,6 +329,11 @@ Status runBeamSearch(SlotBatch &batch, const GenerationConfig &cfg, const StopRu
     }
     if (Status s = batch.reorder(dst, src, shared); !s)
       return s;
+    if (sample) {
+      if (Status s = batch.step(slots, tokens, logits); !s)
+        return s;
+      continue;
+    }
     makeRules(t + 1);
     if (Status s = batch.stepBeams(slots, tokens, rules, KR, candToken, candScore); !s)
       return s;

@@ -78,8 +78,6 @@ Status GenerationConfig::validate() const {
   if (const auto [mode, repo] = hubMode(); !mode.empty())
     return Status::error(mode + " requires `trust_remote_code=True` in your `generate` call, since it loads "
                          "https://hf.co/" + repo + " (Hugging Face 5.x); genrun runs no Hub generation code");
-  if (doSample && numBeams > 1)
-    return Status::error("beam sampling (" + option("do_sample") + " with " + option("num_beams") + " > 1) is not supported");
   if (!std::isfinite(lengthPenalty))
     return Status::error(option("length_penalty") + " must be finite");
   if (noRepeatNgramSize < 0)

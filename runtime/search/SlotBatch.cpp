@@ -67,6 +67,14 @@ Status SlotBatch::prefill(std::vector<float> &logits) {
   return Status::ok();
 }
 
+Status SlotBatch::prefillLogits(std::vector<float> &logits) {
+  std::vector<Chunk> chunks;
+  if (Status s = startPrefill(chunks); !s)
+    return s;
+  logits.assign(size_t(numItems() * vocab_), 0.f);
+  return dec_.forward(chunks, logits.data());
+}
+
 Status SlotBatch::prefillBeams(const std::vector<BeamRow> &rows, int64_t k, std::vector<int32_t> &candTokens,
                                std::vector<float> &candScores) {
   std::vector<Chunk> chunks;

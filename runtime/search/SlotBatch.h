@@ -53,6 +53,9 @@ public:
   /// (token, score) pairs a rule.
   Status prefillBeams(const std::vector<BeamRow> &rows, int64_t k, std::vector<int32_t> &candTokens,
                       std::vector<float> &candScores);
+  /// prefill() without the copies (as prefillBeams), with the logits: one
+  /// row per item (beam sampling).
+  Status prefillLogits(std::vector<float> &logits);
   /// Appends tokens[k] to slots[k] (one forward call); logits: row k.
   /// prefill and step fail with "generation stopped" when the observer asks.
   Status step(const std::vector<int32_t> &slots, const std::vector<int64_t> &tokens,

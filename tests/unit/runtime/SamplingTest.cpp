@@ -257,3 +257,86 @@ TEST(Sampling, ScoreIsSumOfWarpedLogProbs) {
     EXPECT_NEAR(s.score, sum, 1e-4);
   }
 }
+
+// Beam sampling (HF's do_sample with num_beams > 1): an item's K = 2 x beams
+// candidates are drawn without replacement from the softmax of its scores,
+// then ranked by score. With one new token every candidate finishes, so the
+// best returned sequence is the highest-scoring token of the draw: over many
+// seeds its frequency must be that of the exact law, enumerated here over
+// every ordered draw of K of the 6 tokens (at the prompt's step only beam
+// 0's row can be drawn: the others carry HF's -1e9).
+TEST(Sampling, BeamSamplingDrawsKWithoutReplacement) {
+  FakeModel m;
+  m.vocab = 10;
+  m.eos = {};
+  m.scale = 1.0f;
+  testutil::Prompts p;
+  p.prompts.push_back(Prompt{{3, 4}, {}});
+  GenerationConfig cfg;
+  cfg.doSample = true;
+  cfg.topK = 0;
+  cfg.numBeams = 2;
+  cfg.numReturnSequences = 2;
+  cfg.maxNewTokens = 1;
+  std::vector<float> row(10);
+  fake::fakeLogits(m, {}, {3, 4}, row.data());
+  std::vector<float> probs;
+  search::softmax(row.data(), 10, probs);
+  const int K = 4;
+  std::vector<double> want(10, 0.0);
+  std::vector<int> pick(K);
+  auto enumerate = [&](auto &&self, int depth, double pr, double left) -> void {
+    if (depth == K) {
+      int best = pick[0];
+      for (int d = 1; d < K; ++d)
+        if (row[pick[d]] > row[best])
+          best = pick[d];
+      want[best] += pr;
+      return;
+    }
+    for (int v = 0; v < 10; ++v) {
+      if (std::find(pick.begin(), pick.begin() + depth, v) != pick.begin() + depth)
+        continue;
+      pick[depth] = v;
+      self(self, depth + 1, pr * probs[v] / left, left - probs[v]);
+    }
+  };
+  enumerate(enumerate, 0, 1.0, 1.0);
+  const int runs = 3000;
+  std::vector<double> freq(10, 0.0);
+  for (int s = 0; s < runs; ++s) {
+    cfg.seed = uint64_t(s);
+    std::vector<GenerationResult> r = run(cfg, p, m);
+    ASSERT_EQ(r[0].sequences.size(), 2u);
+    const GeneratedSequence &a = r[0].sequences[0], &b = r[0].sequences[1];
+    ASSERT_EQ(a.outputIds.size(), 1u);
+    EXPECT_GE(row[a.outputIds[0]], row[b.outputIds[0]]); // ranked by score
+    EXPECT_NE(a.outputIds[0], b.outputIds[0]);          // without replacement
+    EXPECT_NEAR(a.score, std::log(probs[a.outputIds[0]]), 1e-5);
+    freq[a.outputIds[0]] += 1.0 / runs;
+  }
+  for (int v = 0; v < 10; ++v)
+    EXPECT_NEAR(freq[v], want[v], 5 * std::sqrt(want[v] * (1 - want[v]) / runs) + 2e-3) << "token " << v;
+}
+
+TEST(Sampling, BeamSamplingIsReproducibleAndBatchIndependent) {
+  testutil::Prompts p = testutil::makePrompts(24, 5, 40);
+  GenerationConfig cfg;
+  cfg.doSample = true;
+  cfg.numBeams = 3;
+  cfg.numReturnSequences = 2;
+  cfg.maxNewTokens = 8;
+  cfg.topK = 20;
+  cfg.temperature = 0.9;
+  cfg.noRepeatNgramSize = 2;
+  cfg.seed = 5;
+  const std::string a = all(run(cfg, p));
+  EXPECT_EQ(all(run(cfg, p)), a);
+  cfg.batchSize = 1;
+  EXPECT_EQ(all(run(cfg, p)), a);
+  cfg.batchSize = 0;
+  cfg.seed = 6;
+  EXPECT_NE(all(run(cfg, p)), a);
+  cfg.doSample = false; // and not beam search's answer
+  EXPECT_NE(all(run(cfg, p)), a);
+}
