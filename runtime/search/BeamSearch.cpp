@@ -184,7 +184,7 @@ Status runBeamSearch(SlotBatch &batch, const GenerationConfig &cfg, const StopRu
       history = batch.item(i).history;
       history.insert(history.end(), st.running[size_t(j)].begin(), st.running[size_t(j)].end());
       applyLogitsProcessors(row, V, history, encoderIds(batch.item(i)), t, processors, eos);
-      applyWarpers(row, V, cfg);
+      applyWarpers(row, V, cfg, eos.empty() ? 2 : int64_t(eos.size()) + 1);
       if (cfg.renormalizeLogits)
         logSoftmax(row, V);
       for (int64_t v = 0; v < V; ++v)

@@ -463,21 +463,21 @@ void applyEtaCutoff(float *row, int64_t vocab, double eta, int64_t minTokensToKe
   removeBelow(row, vocab, probs, cut, minTokensToKeep);
 }
 
-void applyWarpers(float *row, int64_t vocab, const GenerationConfig &cfg) {
+void applyWarpers(float *row, int64_t vocab, const GenerationConfig &cfg, int64_t minTokensToKeep) {
   if (cfg.temperature != 1.0)
     applyTemperature(row, vocab, float(cfg.temperature));
   if (cfg.topK != 0)
-    applyTopK(row, vocab, cfg.topK);
+    applyTopK(row, vocab, cfg.topK, minTokensToKeep);
   if (cfg.topP < 1.0)
-    applyTopP(row, vocab, cfg.topP);
+    applyTopP(row, vocab, cfg.topP, minTokensToKeep);
   if (cfg.minP > 0.0)
-    applyMinP(row, vocab, float(cfg.minP));
+    applyMinP(row, vocab, float(cfg.minP), minTokensToKeep);
   if (cfg.typicalP < 1.0)
-    applyTypicalP(row, vocab, cfg.typicalP);
+    applyTypicalP(row, vocab, cfg.typicalP, minTokensToKeep);
   if (cfg.epsilonCutoff > 0.0 && cfg.epsilonCutoff < 1.0)
-    applyEpsilonCutoff(row, vocab, cfg.epsilonCutoff);
+    applyEpsilonCutoff(row, vocab, cfg.epsilonCutoff, minTokensToKeep);
   if (cfg.etaCutoff > 0.0 && cfg.etaCutoff < 1.0)
-    applyEtaCutoff(row, vocab, cfg.etaCutoff);
+    applyEtaCutoff(row, vocab, cfg.etaCutoff, minTokensToKeep);
 }
 
 } // namespace search

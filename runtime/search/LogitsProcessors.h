@@ -129,7 +129,9 @@ void applyEtaCutoff(float *row, int64_t vocab, double eta, int64_t minTokensToKe
 /// The warpers HF adds for sampling, in its order: temperature (if != 1),
 /// top-k (if != 0), top-p (if < 1), min-p (if set), typical-p (if < 1),
 /// epsilon (if in (0, 1)), eta (if in (0, 1)).
-void applyWarpers(float *row, int64_t vocab, const GenerationConfig &cfg);
+/// `minTokensToKeep`: HF's for every warper (beam sampling: the eos ids + 1,
+/// or 2 without eos ids).
+void applyWarpers(float *row, int64_t vocab, const GenerationConfig &cfg, int64_t minTokensToKeep = 1);
 
 /// softmax(row) into probs (float, like torch).
 void softmax(const float *row, int64_t vocab, std::vector<float> &probs);

@@ -340,3 +340,27 @@ TEST(Sampling, BeamSamplingIsReproducibleAndBatchIndependent) {
   cfg.doSample = false; // and not beam search's answer
   EXPECT_NE(all(run(cfg, p)), a);
 }
+
+// Beam sampling's warpers keep HF's min_tokens_to_keep (the eos ids + 1);
+// fewer drawable candidates than K is an error, as HF's multinomial
+// refuses to draw them (here at the prompt's step, where only beam 0 counts).
+TEST(Sampling, BeamSamplingKeepsEnoughTokensOrRefuses) {
+  std::vector<float> row = fixedRow(12, 3);
+  GenerationConfig cfg;
+  cfg.topK = 1;
+  search::applyWarpers(row.data(), 12, cfg, /*minTokensToKeep=*/3);
+  EXPECT_EQ(std::count_if(row.begin(), row.end(), [](float x) { return std::isfinite(x); }), 3);
+
+  testutil::Prompts p = testutil::makePrompts(25, 2, 40);
+  cfg = {};
+  cfg.doSample = true;
+  cfg.numBeams = 2;
+  cfg.topK = 3; // 3 tokens of beam 0 against K = 4
+  cfg.maxNewTokens = 4;
+  FakeDecoder dec(FakeModel{}, 8, 4, 64);
+  std::vector<GenerationResult> got;
+  Status s = generate(dec, cfg, p.prompts, got);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_EQ(s.message(), "beam sampling: fewer than 4 candidates have a nonzero probability (as in HF, whose "
+                         "multinomial refuses it)");
+}
