@@ -29,10 +29,9 @@
 #include "runtime/search/Sampler.h"
 #include "runtime/search/SlotBatch.h"
 
-#include <limits>
-
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 namespace genrt {
@@ -145,14 +144,18 @@ Status runBeamSearch(SlotBatch &batch, const GenerationConfig &cfg, const StopRu
   std::vector<float> candScore;
   std::vector<int64_t> history;
   std::vector<BeamRow> rules(static_cast<size_t>(B * N));
+  // HF's input_ids of row (i, j): the prompt, then what the beam generated.
+  auto historyOf = [&](int64_t i, int64_t j) {
+    history = batch.item(i).history;
+    const std::vector<int64_t> &gen = items[size_t(i)].running[size_t(j)];
+    history.insert(history.end(), gen.begin(), gen.end());
+  };
   // The rows' rules for step t (generated = t tokens so far).
   auto makeRules = [&](int64_t t) {
     for (int64_t i = 0; i < B; ++i)
       for (int64_t j = 0; j < N; ++j) {
         BeamRow &r = rules[size_t(i * N + j)];
-        history = batch.item(i).history;
-        const std::vector<int64_t> &gen = items[size_t(i)].running[size_t(j)];
-        history.insert(history.end(), gen.begin(), gen.end());
+        historyOf(i, j);
         listedTokenRule(history, encoderIds(batch.item(i)), t, cfg, eos, V, r);
         r.score = items[size_t(i)].runningScore[size_t(j)];
       }
@@ -181,8 +184,7 @@ Status runBeamSearch(SlotBatch &batch, const GenerationConfig &cfg, const StopRu
       float *row = acc.data() + j * V;
       std::copy_n(logits.data() + (t == 0 ? i : i * N + j) * V, V, row);
       logSoftmax(row, V);
-      history = batch.item(i).history;
-      history.insert(history.end(), st.running[size_t(j)].begin(), st.running[size_t(j)].end());
+      historyOf(i, j);
       applyLogitsProcessors(row, V, history, encoderIds(batch.item(i)), t, processors, eos);
       applyWarpers(row, V, cfg, eos.empty() ? 2 : int64_t(eos.size()) + 1);
       if (cfg.renormalizeLogits)

@@ -46,11 +46,7 @@ Status SlotBatch::startPrefill(std::vector<Chunk> &chunks) {
 }
 
 Status SlotBatch::prefill(std::vector<float> &logits) {
-  std::vector<Chunk> chunks;
-  if (Status s = startPrefill(chunks); !s)
-    return s;
-  logits.assign(size_t(numItems() * vocab_), 0.f);
-  if (Status s = dec_.forward(chunks, logits.data()); !s)
+  if (Status s = prefillLogits(logits); !s)
     return s;
 
   // Every row of an item starts from the same prompt cache.
