@@ -238,7 +238,7 @@ static __device__ void genc_attn_decode_fma(const GencAttnParams &p) {
   if (split >= r.used) return;
   genc_decode_append<C, KT>(p, t, pl, r, kh);
   genc_decode_fill<C, KT, ST>(p, r, genc_attn_tiles);
-  genc_attn_rows<C>(p, t, hb, hb + G, &qS[0][0], false, pl); // the group's queries, while the tiles load
+  genc_attn_query_rows<C, G>(p, t, hb, &qS[0][0], pl); // the group's queries, while the tiles load
   if (tid < G) { mS[tid] = -__int_as_float(0x7f800000); lS[tid] = 0.f; }
   float acc[G][DPT];
 #pragma unroll
@@ -492,7 +492,7 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
   unsigned qa[KSTEPS][2];
   {
     float *qs = (float *)(genc_attn_tiles + (REG ? 0 : (ST - 1) * 2 * KT * RS));
-    genc_attn_rows<C>(p, t, hb, hb + G, qs, false, pl);
+    genc_attn_query_rows<C, G>(p, t, hb, qs, pl);
 #pragma unroll
     for (int k = 0; k < KSTEPS; ++k)
 #pragma unroll

@@ -79,6 +79,10 @@ std::string configBody(const Function &f, const Op &op, DType activation, int &h
   // GENC_DECODE_REGISTERS=0: the shared-memory tiles even where K/V could
   // stream into registers (A/B runs).
   const char *reg = std::getenv("GENC_DECODE_REGISTERS");
+  // GENC_DECODE_QWORDS=0: the decode kernels make their queries through
+  // genc_attn_rows's element loop (A/B runs of genc_attn_query_rows).
+  const char *qw = std::getenv("GENC_DECODE_QWORDS");
+  const bool qwords = !(qw && std::string(qw) == "0");
   decode = genrt::cuda::decodeShape(mode, G, D, es, activation == DType::BF16, budget,
                                     !(reg && std::string(reg) == "0"));
 
@@ -89,6 +93,7 @@ std::string configBody(const Function &f, const Op &op, DType activation, int &h
     << ", DKT = " << decode.keysPerTile << ", DMMA = " << decode.mma << ", DREG = " << decode.registers << ";\n"
     << "  static constexpr int PMMA = "
     << (genrt::cuda::prefillEligible(D, es) ? (activation == DType::BF16 ? 2 : 1) : 0) << ";\n"
+    << "  static constexpr int QWORDS = " << qwords << ";\n"
     << "  static constexpr int PACKED = " << packed << ", MERGE = " << op.intAttr("merge_heads", 0) << ";\n"
     << "  static constexpr long long QOFF = " << (packed ? offs[0] : 0)
     << ", KOFF = " << (packed && offs.size() > 1 ? offs[1] : 0)

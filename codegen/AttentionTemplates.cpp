@@ -128,6 +128,73 @@ static __device__ void genc_attn_rows(const GencAttnParams &p, long long t, int 
   __syncthreads();
 }
 
+// ---- the decode kernels' query rows ----------------------------------------
+// Heads [h0, h0 + N) of token t's q, RoPE applied, as f32 into dst[N][D],
+// from a 128-thread block. Every load is issued before the first store: in
+// genc_attn_rows's loop each element's loads (x, its RoPE partner, cos,
+// sin) wait for the element before, since its stores to dst may alias them
+// (8 round trips a block at N·D = 1024; session 17 measured them at ~15,000
+// cycles of a 64k split's ~70,000). Eight elements a thread, 16-byte words;
+// the shapes that do not split so (a q/k norm, a rotary half not a multiple
+// of eight) take genc_attn_rows.
+template <typename C, int N>
+static __device__ __forceinline__ void genc_attn_query_rows(const GencAttnParams &p, long long t, int h0, float *dst,
+                                                            const GencTokenPlace &pl) {
+  constexpr int V = 8, NV = N * C::D / V, PER = (NV + 127) / 128;
+  constexpr bool WORDS = C::QWORDS && C::QKNORM == 0 && C::D % V == 0 && (!C::PACKED || C::QOFF % V == 0) &&
+                         (C::ROPE == 0 || (C::ROPE == 1 && C::R % (2 * V) == 0) || (C::ROPE == 2 && C::R % V == 0));
+  if constexpr (!WORDS) {
+    genc_attn_rows<C>(p, t, h0, h0 + N, dst, false, pl);
+  } else {
+    if (C::PACKED && p.width % V != 0) { // uniform: the whole block goes one way
+      genc_attn_rows<C>(p, t, h0, h0 + N, dst, false, pl);
+      return;
+    }
+    typedef typename C::X X;
+    typedef typename C::Rope RT;
+    long long pos = 0;
+    if (C::ROPE) {
+      pos = ((const long long *)p.positions)[t];
+      pos = pos < 0 ? 0 : (pos >= p.positionsInTable ? p.positionsInTable - 1 : pos);
+    }
+    float x[PER][V], y[PER][V], c[PER][V], s[PER][V];
+#pragma unroll
+    for (int k = 0; k < PER; ++k) {
+      const int e = threadIdx.x + k * 128;
+      if (e >= NV) continue;
+      const int h = h0 + e * V / C::D, d = e * V % C::D;
+      const typename X::S *row = C::PACKED ? (const typename X::S *)p.x + t * p.width + C::QOFF + (long long)h * C::D
+                                           : (const typename X::S *)p.x + ((long long)h * p.tokens + t) * C::D;
+      genc_attn_load<X, V>(x[k], row + d);
+      if (C::ROPE && d < C::R) {
+        if (C::ROPE == 1) genc_attn_load<X, V>(y[k], row + (d < C::R / 2 ? d + C::R / 2 : d - C::R / 2));
+        genc_attn_load<RT, V>(c[k], (const typename RT::S *)p.cosTable + pos * C::R + d);
+        genc_attn_load<RT, V>(s[k], (const typename RT::S *)p.sinTable + pos * C::R + d);
+      }
+    }
+    __syncthreads(); // dst may be memory the block used before
+#pragma unroll
+    for (int k = 0; k < PER; ++k) {
+      const int e = threadIdx.x + k * 128;
+      if (e >= NV) continue;
+      const int row = e * V / C::D, d = e * V % C::D;
+      alignas(16) float v[V];
+#pragma unroll
+      for (int i = 0; i < V; ++i) {
+        v[i] = x[k][i];
+        if (C::ROPE && d < C::R) { // as genc_attn_rows rounds it
+          const float rot = C::ROPE == 1 ? (d < C::R / 2 ? -y[k][i] : y[k][i]) : (i % 2 == 0 ? -x[k][i ^ 1] : x[k][i ^ 1]);
+          v[i] = v[i] * c[k][i] + rot * s[k][i];
+        }
+      }
+      float4 *to = (float4 *)(dst + (long long)row * C::D + d);
+      to[0] = make_float4(v[0], v[1], v[2], v[3]);
+      to[1] = make_float4(v[4], v[5], v[6], v[7]);
+    }
+    __syncthreads();
+  }
+}
+
 // Whether token t's k, v go into the cache before its keys are read (a
 // decode step, append == 2): not where a later token of the run maps to the
 // same rolling row (that token's to write, as genc_attn_append_row), nor
