@@ -20,8 +20,17 @@ struct Row {
 };
 } // namespace
 
-Status runGreedyOrSample(SlotBatch &batch, const GenerationConfig &cfg, const StopRules &stop,
+Status runGreedyOrSample(SlotBatch &batch, const GenerationConfig &config, const StopRules &stop,
                          std::vector<GenerationResult> &out) {
+  // renormalize_logits changes neither a choice nor a score here: HF applies
+  // it last (after the warpers), the draw's weights exp(x - max) do not move
+  // when every x moves by the row's log-sum-exp, and the score added is the
+  // token's log-softmax, which a log-softmaxed row gives back unchanged. So
+  // the rows are chosen without it (within rounding of HF's), and the device
+  // keeps choosing the tokens where it would copy the logits out to apply
+  // it. Beam search keeps it: its ranks add the running scores.
+  GenerationConfig cfg = config;
+  cfg.renormalizeLogits = false;
   const std::vector<int64_t> &eos = stop.eos;
   const int64_t V = batch.vocab();
   const int64_t R = batch.rowsPerItem();
@@ -67,7 +76,7 @@ Status runGreedyOrSample(SlotBatch &batch, const GenerationConfig &cfg, const St
   // (the reference). The first token still comes from the prefill's logits.
   const SampleRule rule = sampleRuleOf(cfg);
   const bool greedyPlain = !cfg.doSample && !cfg.hasLogitsProcessors();
-  const bool decoderTokens = !greedyPlain && listedTokensOnly(cfg) && warpersOnDevice(cfg) &&
+  const bool decoderTokens = !greedyPlain && warpersOnDevice(cfg) &&
                              batch.choosesTokens(rule);
   const bool decoderChooses = greedyPlain || decoderTokens;
   std::vector<int64_t> chosen;

@@ -257,8 +257,6 @@ void applyLogitsProcessors(float *row, int64_t vocab, const std::vector<int64_t>
     logSoftmax(row, vocab);
 }
 
-bool listedTokensOnly(const GenerationConfig &cfg) { return !cfg.renormalizeLogits; }
-
 void listedTokenRule(const std::vector<int64_t> &history, const std::vector<int64_t> &encoderIds, int64_t generated,
                      const GenerationConfig &cfg, const std::vector<int64_t> &eos, int64_t vocab, BeamRow &row) {
   // As applyLogitsProcessors, in its order; HF's encoder penalty is the

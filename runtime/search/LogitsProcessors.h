@@ -84,8 +84,8 @@ void applyBadWords(float *row, int64_t vocab, const std::vector<int64_t> &histor
 /// encoder repetition penalty, repetition penalty, no-repeat n-gram, encoder
 /// no-repeat n-gram, bad words, min length, min new tokens, forced BOS, forced EOS,
 /// exponential decay length penalty, suppress tokens, begin-suppress tokens;
-/// with renormalize_logits a log-softmax last (HF puts it after the warpers:
-/// sampling's draw and score do not change for it coming first).
+/// with renormalize_logits a log-softmax last (HF puts it after the warpers;
+/// greedy search and sampling choose without it: GreedyAndSampling.cpp).
 /// `generated` = tokens generated so far in this row; the history's length
 /// is HF's cur_len, and the prompt part of it (history - generated) HF's
 /// input_ids_seq_length.
@@ -93,11 +93,6 @@ void applyLogitsProcessors(float *row, int64_t vocab, const std::vector<int64_t>
                            const std::vector<int64_t> &encoderIds, int64_t generated,
                            const GenerationConfig &cfg, const std::vector<int64_t> &eos);
 
-/// Whether every processor cfg turns on only edits listed tokens of a
-/// row (biases, penalties, bans — all but renormalize_logits): the BeamRow
-/// edits greedy and sampling take on the device (runtime/SampleChoice.h).
-/// Beam search takes every cfg: its rule renormalizes too.
-bool listedTokensOnly(const GenerationConfig &cfg);
 /// The BeamRow applyLogitsProcessors is to a row with this history: its
 /// edits, and renormalize_logits (the score is the caller's).
 void listedTokenRule(const std::vector<int64_t> &history, const std::vector<int64_t> &encoderIds, int64_t generated,

@@ -125,8 +125,7 @@ TEST(BeamChoice, ListedTokenRuleEqualsTheProcessors) {
     if (rng() % 3 == 0)
       cfg.badWordsIds = {{id(V)}, {2}, {id(3), id(3)}, {9, id(V)}, {id(3), id(3), id(V)}};
     if (rng() % 7 == 0)
-      cfg.renormalizeLogits = true; // not a listed-token edit: the rule's second log-softmax
-    EXPECT_EQ(listedTokensOnly(cfg), !cfg.renormalizeLogits);
+      cfg.renormalizeLogits = true; // the rule's second log-softmax
     renormalized += cfg.renormalizeLogits;
     const int64_t prompt = rng() % 3 ? 1 : 1 + rng() % 6, generated = rng() % 6; // 1-token prompts: forced BOS
     std::vector<int64_t> history;

@@ -203,6 +203,53 @@ TEST(SampleChoice, ChooseTokenMatchesTheHostPath) {
   EXPECT_EQ(n, 400);
 }
 
+// renormalize_logits, which HF applies after the warpers, changes neither
+// the token nor its logprob (greedy search and sampling choose without it:
+// runtime/search/GreedyAndSampling.cpp). HF's order on random rows with
+// ties and -inf: edits, warpers, log-softmax, then the draw or argmax and
+// the chosen token's log-softmax, against chooseToken with no log-softmax.
+TEST(SampleChoice, RenormalizeLogitsChangesNoChoice) {
+  std::mt19937_64 rng(13);
+  int sampled = 0;
+  for (int rep = 0; rep < 600; ++rep) {
+    const int64_t vocab = 2 + int64_t(rng() % 3000);
+    const std::vector<float> row = randomRow(rng, vocab, rep % 3 == 0 ? 40 : 0, rep % 4 == 0 ? 0.2 : 0.0, 8.f);
+    BeamRow e;
+    e.penalty = rep % 2 ? 1.3f : 1.f;
+    for (int i = 0; i < 8 && vocab > 8; ++i)
+      e.penalized.push_back(int32_t(i * (vocab / 8)));
+    GenerationConfig cfg;
+    cfg.doSample = rep % 4 != 0;
+    cfg.temperature = rep % 3 == 0 ? 0.7 : rep % 3 == 1 ? 1.0 : 1.6;
+    cfg.topK = rep % 4 == 1 ? 0 : int64_t(1 + rng() % 60);
+    cfg.topP = rep % 5 < 2 ? 1.0 : 0.6 + 0.39 * double(rep % 7) / 7;
+    cfg.minP = rep % 3 == 2 ? 0.05 : 0.0;
+    const double u = sampleUniform(21, uint64_t(rep), 0, 0);
+    std::vector<float> hf = row;
+    applyRowEdits(hf.data(), vocab, e);
+    int64_t want;
+    float wantLogprob;
+    if (cfg.doSample) {
+      search::applyWarpers(hf.data(), vocab, cfg);
+      search::logSoftmax(hf.data(), vocab); // renormalize_logits
+      want = search::sampleToken(hf.data(), vocab, u);
+      search::logSoftmax(hf.data(), vocab);
+      wantLogprob = hf[size_t(want)];
+      ++sampled;
+    } else {
+      search::logSoftmax(hf.data(), vocab);
+      greedyChoice(hf.data(), vocab, want, wantLogprob);
+    }
+    std::vector<float> ours = row;
+    int64_t got;
+    float gotLogprob;
+    chooseToken(ours.data(), vocab, e, search::sampleRuleOf(cfg), u, got, gotLogprob);
+    ASSERT_EQ(got, want) << "rep " << rep;
+    ASSERT_NEAR(gotLogprob, wantLogprob, 4e-6f * std::max(1.f, std::fabs(wantLogprob))) << "rep " << rep;
+  }
+  EXPECT_GT(sampled, 400);
+}
+
 // Over many draws, the sampled tokens follow the renormalised distribution
 // over the kept set (top-k 5, top-p 0.8, temperature 0.9).
 TEST(SampleChoice, DrawsFollowTheKeptDistribution) {
@@ -308,6 +355,23 @@ TEST(SampleChoice, GenerateThroughTheDevicePathMatchesTheHostPath) {
     ASSERT_TRUE(generate(dev, cfgs[c], p.prompts, b).isOk());
     EXPECT_GT(dev.tokenSteps, 0) << "config " << c;
     EXPECT_EQ(outputs(b, true), outputs(a, true)) << "config " << c;
+  }
+  // renormalize_logits: still the device's path, the same tokens as
+  // without it and the same scores within rounding.
+  for (size_t c = 0; c < cfgs.size(); ++c) {
+    GenerationConfig r = cfgs[c];
+    r.renormalizeLogits = true;
+    ChoosingDecoder dev(m, 8, 4, 64);
+    fake::FakeDecoder host(m, 8, 4, 64);
+    std::vector<GenerationResult> a, b;
+    ASSERT_TRUE(generate(dev, r, p.prompts, a).isOk());
+    ASSERT_TRUE(generate(host, cfgs[c], p.prompts, b).isOk());
+    EXPECT_GT(dev.tokenSteps, 0) << "config " << c;
+    EXPECT_EQ(outputs(a, false), outputs(b, false)) << "config " << c;
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i)
+      for (size_t q = 0; q < a[i].sequences.size(); ++q)
+        EXPECT_NEAR(a[i].sequences[q].score, b[i].sequences[q].score, 1e-4) << "config " << c;
   }
   // Typical-p stays on the host: no device steps.
   GenerationConfig t = cfgs[1];
