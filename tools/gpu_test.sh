@@ -137,6 +137,8 @@ token_checks() {
     "plain|--do-sample --top-k 0 --seed 11 --num-return-sequences 3"
     "greedy bias+bad+decay|--sequence-bias [[[5],-2.0],[[6,7],1.5],[[7,8],3.0]] --bad-words-ids [[9],[12,13]] --encoder-repetition-penalty 1.5 --exponential-decay-length-penalty [4,1.2]"
     "k20 bias+bad|--do-sample --top-k 20 --sequence-bias [[[5],-2.0],[[6,7],1.5]] --bad-words-ids [[9],[12,13]] --seed 12"
+    "greedy renorm+rep|--renormalize-logits --repetition-penalty 1.3"
+    "k20 p.9 renorm|--do-sample --top-k 20 --top-p 0.9 --renormalize-logits --seed 13 --num-return-sequences 2"
   )
   local pl c pname plan cname args run dev s
   set -f # the JSON lists are no globs
