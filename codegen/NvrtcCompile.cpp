@@ -1,7 +1,9 @@
 #include "codegen/NvrtcCompile.h"
 #include "compiler/remarks/Progress.h"
 
+#include <dlfcn.h>
 #include <future>
+#include <sys/stat.h>
 
 #ifdef GENC_HAVE_NVRTC
 #include <nvrtc.h>
@@ -41,6 +43,11 @@ llvm::Expected<std::vector<int>> parseGpuArchs(const std::vector<std::string> &a
 }
 
 #ifdef GENC_HAVE_NVRTC
+// Every run's options besides -arch. --fmad=false: no contraction of a*b+c,
+// so the kernels round like the CPU executor (fp32 parity < 1e-5 without
+// luck).
+static const char *const kNvrtcOptions[] = {"--fmad=false", "-default-device"};
+
 // One NVRTC run of `source` (kernel `what`) with -arch=`arch`: the cubin
 // (real architectures) and the PTX.
 struct NvrtcOut {
@@ -54,9 +61,7 @@ static llvm::Expected<NvrtcOut> runNvrtc(const std::string &source, const std::s
       r != NVRTC_SUCCESS)
     return error("NVRTC cannot create a program for kernel '" + what + "': " + nvrtcGetErrorString(r));
   std::string archOpt = "-arch=" + arch;
-  // --fmad=false: no contraction of a*b+c, so the kernels round like the CPU
-  // executor (fp32 parity < 1e-5 without luck).
-  const char *opts[] = {archOpt.c_str(), "--fmad=false", "-default-device"};
+  const char *opts[] = {archOpt.c_str(), kNvrtcOptions[0], kNvrtcOptions[1]};
   nvrtcResult r = nvrtcCompileProgram(prog, 3, opts);
   std::string log;
   size_t logSize = 0;
@@ -90,6 +95,22 @@ static llvm::Expected<NvrtcOut> runNvrtc(const std::string &source, const std::s
 }
 #endif
 
+std::string nvrtcIdentity() {
+#ifdef GENC_HAVE_NVRTC
+  int major = 0, minor = 0;
+  nvrtcVersion(&major, &minor);
+  std::string id = "nvrtc " + std::to_string(major) + "." + std::to_string(minor);
+  Dl_info info{};
+  struct stat st{};
+  if (dladdr(reinterpret_cast<void *>(&nvrtcCompileProgram), &info) && info.dli_fname &&
+      stat(info.dli_fname, &st) == 0)
+    id += std::string(" ") + info.dli_fname + " " + std::to_string(st.st_size) + " " + std::to_string(st.st_mtime);
+  return id;
+#else
+  return "no nvrtc";
+#endif
+}
+
 llvm::Expected<CompiledKernel> compileKernel(const CudaKernel &k, const std::vector<int> &archs) {
 #ifdef GENC_HAVE_NVRTC
   CompiledKernel ck;
@@ -108,7 +129,8 @@ llvm::Expected<CompiledKernel> compileKernel(const CudaKernel &k, const std::vec
 #endif
 }
 
-llvm::Expected<CompiledModule> compileModule(const CudaModule &cm, const std::vector<int> &archs) {
+llvm::Expected<CompiledModule> compileModule(const CudaModule &cm, const std::vector<int> &archs,
+                                             const KernelCache &cache) {
 #ifdef GENC_HAVE_NVRTC
   CompiledModule out;
   if (cm.kernels.empty() && cm.attentionKernels.empty() && cm.gemvKernels.empty())
@@ -136,9 +158,21 @@ llvm::Expected<CompiledModule> compileModule(const CudaModule &cm, const std::ve
     }
     return r;
   };
+  // The cache first: an architecture found there needs no NVRTC run.
+  const std::string identity = nvrtcIdentity();
+  std::vector<std::string> keys;
+  std::vector<std::optional<CachedCode>> cached;
+  for (int a : archs) {
+    std::vector<std::string> parts = {"genc kernel cache 1", identity, "sm_" + std::to_string(a)};
+    parts.insert(parts.end(), std::begin(kNvrtcOptions), std::end(kNvrtcOptions));
+    parts.push_back(source);
+    keys.push_back(KernelCache::keyOf(parts));
+    cached.push_back(cache.load(keys.back()));
+  }
   std::vector<std::future<llvm::Expected<NvrtcOut>>> runs;
-  for (int a : archs)
-    runs.push_back(std::async(std::launch::async, compileFor, a));
+  for (size_t i = 0; i < archs.size(); ++i)
+    runs.push_back(cached[i] ? std::future<llvm::Expected<NvrtcOut>>()
+                             : std::async(std::launch::async, compileFor, archs[i]));
   auto pending = [&](size_t from) {
     std::string names;
     for (size_t i = from < archs.size() ? from : 0; i < archs.size(); ++i)
@@ -148,16 +182,25 @@ llvm::Expected<CompiledModule> compileModule(const CudaModule &cm, const std::ve
   progress::update(pending(0), 0, archs.size() * perArch, /*bytes=*/false);
   llvm::Error failed = llvm::Error::success();
   for (size_t i = 0; i < archs.size(); ++i) {
-    auto r = runs[i].get(); // every run is collected, failed or not
-    if (!r) {
-      if (!failed)
-        failed = r.takeError();
-      else
-        llvm::consumeError(r.takeError());
-      continue;
+    NvrtcOut code;
+    if (cached[i]) {
+      code.cubin = std::move(cached[i]->cubin);
+      code.ptx = std::move(cached[i]->ptx);
+      ++out.fromCache;
+    } else {
+      auto r = runs[i].get(); // every run is collected, failed or not
+      if (!r) {
+        if (!failed)
+          failed = r.takeError();
+        else
+          llvm::consumeError(r.takeError());
+        continue;
+      }
+      code = std::move(*r);
+      cache.store(keys[i], {code.cubin, code.ptx});
     }
-    out.cubins.push_back({"sm_" + std::to_string(archs[i]), std::move(r->cubin)});
-    out.ptx.push_back({"compute_" + std::to_string(archs[i]), std::move(r->ptx)});
+    out.cubins.push_back({"sm_" + std::to_string(archs[i]), std::move(code.cubin)});
+    out.ptx.push_back({"compute_" + std::to_string(archs[i]), std::move(code.ptx)});
     progress::update(pending(i + 1), (i + 1) * perArch, archs.size() * perArch, /*bytes=*/false);
   }
   if (failed)

@@ -4,6 +4,7 @@
 // build time (GENC_HAVE_NVRTC unset), every call reports "built without CUDA".
 #pragma once
 #include "codegen/CudaEmitter.h"
+#include "codegen/KernelCache.h"
 
 #include "llvm/Support/Error.h"
 
@@ -40,7 +41,15 @@ llvm::Expected<CompiledKernel> compileKernel(const CudaKernel &k, const std::vec
 struct CompiledModule {
   std::vector<std::pair<std::string, std::string>> cubins; // ("sm_80", bytes)
   std::vector<std::pair<std::string, std::string>> ptx;    // ("compute_80", text)
+  int fromCache = 0; // architectures whose code came from the kernel cache
 };
-llvm::Expected<CompiledModule> compileModule(const CudaModule &cm, const std::vector<int> &archs);
+/// With `cache` on, each architecture's code is looked up there first and
+/// stored there once compiled (codegen/KernelCache.h).
+llvm::Expected<CompiledModule> compileModule(const CudaModule &cm, const std::vector<int> &archs,
+                                             const KernelCache &cache = KernelCache());
+
+/// What the kernel cache keys an NVRTC build by: its version and the file
+/// it was loaded from (path, size, time), so another toolkit misses.
+std::string nvrtcIdentity();
 
 } // namespace genc

@@ -31,6 +31,13 @@ config.substitutions.append(("FileCheck", config.filecheck))
 # %not: like not, but a crash fails the test (tests/tools/not.py).
 config.substitutions.append(("%not", config.python + " " + os.path.join(config.genc_src_dir, "tests", "tools", "not.py")))
 
+# genc's kernel cache (codegen/KernelCache.h): one folder in the build tree
+# for the whole run (tests that look at the cache give their own), so a
+# fixture's kernels are compiled once however many tests compile it, and
+# nothing is written under the user's home.
+config.environment["GENC_KERNEL_CACHE"] = os.environ.get(
+    "GENC_KERNEL_CACHE", os.path.join(config.genc_bin_dir, "..", "tests", "kernel-cache"))
+
 # genc compiles kernels with NVRTC (built with the CUDA toolkit).
 if getattr(config, "genc_have_nvrtc", "OFF") in ("ON", "1", "TRUE"):
     config.available_features.add("nvrtc")

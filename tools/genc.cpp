@@ -138,6 +138,11 @@ static cl::opt<bool> ShowProgress("progress",
                                   cl::sub(CompileCmd), cl::cat(GencCat));
 static cl::opt<bool> TimeReport("time-report", cl::desc("Print the time of each phase and pass to stderr"),
                                 cl::sub(CompileCmd), cl::cat(GencCat));
+static cl::opt<std::string> KernelCacheDir(
+    "kernel-cache",
+    cl::desc("Folder of NVRTC's compiled code, reused by later compiles of the same kernels ('off': none; "
+             "default $GENC_KERNEL_CACHE, else $XDG_CACHE_HOME/genc/kernels or ~/.cache/genc/kernels)"),
+    cl::value_desc("dir|off"), cl::sub(CompileCmd), cl::cat(GencCat));
 static cl::opt<bool> ListPasses("list-passes", cl::desc("List the known passes and exit"),
                                 cl::sub(*cl::AllSubCommands), cl::cat(GencCat));
 
@@ -364,7 +369,7 @@ static GpuKernels compileGpuKernels(Module &m, DType activation,
   auto archs = check(parseGpuArchs(names));
   GpuKernels g;
   g.kernels = emitCuda(m, activation);
-  g.code = check(compileModule(g.kernels, archs));
+  g.code = check(compileModule(g.kernels, archs, KernelCache::fromSetting(KernelCacheDir)));
   g.built = true;
   return g;
 }
@@ -388,12 +393,13 @@ template <typename Map> static void writeJsonMap(std::ostream &os, const char *n
   os << "}";
 }
 
-static void writeStats(const PlanStats &stats) {
+// `fromCache`: the architectures whose NVRTC code came from the kernel cache.
+static void writeStats(const PlanStats &stats, int fromCache) {
   std::ofstream os(StatsJson);
   os << "{\"weights_bytes\": " << stats.weightsBytes << ", \"kv_cache_bytes\": "
      << stats.kvCacheBytes << ", \"cross_kv_cache_bytes\": " << stats.crossKvCacheBytes
      << ", \"cross_kv_cache_bytes_unshared\": " << stats.crossKvCacheBytesUnshared
-     << ", \"arena_bytes\": " << stats.arenaBytes;
+     << ", \"arena_bytes\": " << stats.arenaBytes << ", \"nvrtc_archs_from_cache\": " << fromCache;
   writeJsonMap(os, "arena_bytes_by_function", stats.arenaBytesByFunction);
   writeJsonMap(os, "decode_step_launches", stats.decodeStepLaunches);
   writeJsonMap(os, "decode_step_launches_one_row", stats.decodeStepLaunchesOneRow);
@@ -499,7 +505,7 @@ static int runCompile() {
     parts.tokenizer = tokenizer ? &*tokenizer : nullptr;
     PlanStats stats = timed("write-plan", [&] { return check(writePlan(*m, OutputFile, parts)); });
     if (!StatsJson.empty())
-      writeStats(stats);
+      writeStats(stats, gpu.code.fromCache);
   }
   finishRemarks();
   printTimeReport();

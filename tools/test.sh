@@ -17,6 +17,8 @@ if [ "${1-}" = --sanitize ]; then
     -DCMAKE_CXX_COMPILER=clang++-14 -DGENC_FUZZ=ON -DGENC_PYTHON=OFF >/dev/null
   ninja -C "$SAN"
   cd "$SAN"
+  # genc's kernel cache for the run's compiles: in the build tree, not $HOME.
+  export GENC_KERNEL_CACHE=${GENC_KERNEL_CACHE:-$PWD/tests/kernel-cache}
   # A report aborts (SIGABRT), so that tests/tools/not.py counts it as the
   # crash it is rather than as a clean error exit; a leak exits 134 alike.
   export ASAN_OPTIONS=abort_on_error=1:exitcode=134:detect_leaks=1:${ASAN_OPTIONS-}
@@ -26,4 +28,7 @@ if [ "${1-}" = --sanitize ]; then
 fi
 bash tools/build.sh
 cd "${BUILD_DIR:-build}"
+# genc's kernel cache for the run's compiles (lit, pytest): in the build tree,
+# not $HOME; a fixture's kernels are compiled once for the whole run.
+export GENC_KERNEL_CACHE=${GENC_KERNEL_CACHE:-$PWD/tests/kernel-cache}
 ctest --output-on-failure
