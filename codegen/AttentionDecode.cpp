@@ -105,12 +105,41 @@ static __device__ __forceinline__ bool genc_decode_append(const GencAttnParams &
                                                           const GencTokenPlace &pl, const GencDecodeRange<C, KT> &r,
                                                           int kh) {
   const long long own = genc_shard_row<C>(p, pl.position);
-  if (genc_attn_appends_now<C>(p, pl) && own >= r.a && own < r.b) {
+  if (!C::DPRE && genc_attn_appends_now<C>(p, pl) && own >= r.a && own < r.b) {
     genc_attn_rows<C>(p, t, C::H + kh, C::H + kh + 1, nullptr, true, pl);
     genc_attn_rows<C>(p, t, C::H + C::KVH + kh, C::H + C::KVH + kh + 1, nullptr, true, pl);
     return true;
   }
   return false;
+}
+
+// C::DPRE (GENC_DECODE_PROLOGUE): the prologue kernel has normed, rotated
+// and appended the step's rows; heads [h0, h0 + N) of token t's q come from
+// its f32 scratch [T, H + 2 KVH, D] into dst[N][D], 16-byte words, every load
+// issued before the first store (L2: the prologue's writes).
+template <typename C, int N>
+static __device__ __forceinline__ void genc_decode_scratch_rows(const GencAttnParams &p, long long t, int h0,
+                                                                float *dst) {
+  static_assert(C::D % 4 == 0, "decode queries from the scratch: rows of whole 16-byte words");
+  constexpr int NV = N * C::D / 4, PER = (NV + 127) / 128;
+  const float4 *src = (const float4 *)((const float *)p.scratch + t * C::SSTRIDE + (long long)h0 * C::D);
+  float4 v[PER];
+#pragma unroll
+  for (int k = 0; k < PER; ++k)
+    if (threadIdx.x + k * 128 < NV) v[k] = __ldcg(src + threadIdx.x + k * 128);
+  __syncthreads(); // dst may be memory the block used before
+#pragma unroll
+  for (int k = 0; k < PER; ++k)
+    if (threadIdx.x + k * 128 < NV) ((float4 *)dst)[threadIdx.x + k * 128] = v[k];
+  __syncthreads();
+}
+
+// The group's queries: from the prologue's scratch, or made here.
+template <typename C, int N>
+static __device__ __forceinline__ void genc_decode_queries(const GencAttnParams &p, long long t, int h0, float *dst,
+                                                           const GencTokenPlace &pl) {
+  if constexpr (C::DPRE) genc_decode_scratch_rows<C, N>(p, t, h0, dst);
+  else genc_attn_query_rows<C, N>(p, t, h0, dst, pl);
 }
 
 // Query head hb + h's output for this split: o[h][d] / l[h] (unnormalised
@@ -238,7 +267,7 @@ static __device__ void genc_attn_decode_fma(const GencAttnParams &p) {
   if (split >= r.used) return;
   genc_decode_append<C, KT>(p, t, pl, r, kh);
   genc_decode_fill<C, KT, ST>(p, r, genc_attn_tiles);
-  genc_attn_query_rows<C, G>(p, t, hb, &qS[0][0], pl); // the group's queries, while the tiles load
+  genc_decode_queries<C, G>(p, t, hb, &qS[0][0], pl); // the group's queries, while the tiles load
   if (tid < G) { mS[tid] = -__int_as_float(0x7f800000); lS[tid] = 0.f; }
   float acc[G][DPT];
 #pragma unroll
@@ -492,7 +521,7 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
   unsigned qa[KSTEPS][2];
   {
     float *qs = (float *)(genc_attn_tiles + (REG ? 0 : (ST - 1) * 2 * KT * RS));
-    genc_attn_query_rows<C, G>(p, t, hb, qs, pl);
+    genc_decode_queries<C, G>(p, t, hb, qs, pl);
 #pragma unroll
     for (int k = 0; k < KSTEPS; ++k)
 #pragma unroll
