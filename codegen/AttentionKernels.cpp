@@ -2,6 +2,7 @@
 
 #include "codegen/CudaSyntax.h"
 #include "passes/analysis/Storage.h"
+#include "runtime/Env.h"
 #include "runtime/cuda/AttentionAbi.h"
 
 #include <algorithm>
@@ -24,7 +25,7 @@ int64_t numElements(const Value *v) {
 // batch 8 with 1900-token contexts. GENC_ATTN_GROUP overrides it for the sweep.
 int maxHeadsPerBlock() {
   constexpr int kMaxHeadsPerBlock = 4;
-  const char *e = std::getenv("GENC_ATTN_GROUP");
+  const char *e = genrt::env::get("GENC_ATTN_GROUP");
   const int v = e ? std::atoi(e) : 0;
   return v >= 1 && v <= 8 ? v : kMaxHeadsPerBlock;
 }
@@ -37,7 +38,19 @@ int maxHeadsPerBlock() {
 // writing k and v. A launch more a layer, against the query rows (~8 µs of
 // a 64k split's ~35 on an H100, session 17) off every split.
 bool decodeUsesPrologue() {
-  const char *e = std::getenv("GENC_DECODE_PROLOGUE");
+  const char *e = genrt::env::get("GENC_DECODE_PROLOGUE");
+  return e && std::string(e) == "1";
+}
+
+// GENC_DECODE_WARP_PARTIALS=1 (an experiment, off by default): where a
+// token's keys take several splits, each warp of a tensor-core decode block
+// writes its own partial (its 16 keys a tile: output, log-sum-exp) for the
+// merge, instead of the block's four warps meeting first (three barriers,
+// a shared-memory round trip and 8 expf a thread: 2.8-3.7 µs of a batch-1
+// layer and ~5 µs of a 64k split on an H100, sessions 14 and 17). The merge
+// then combines four times the partials, from L2.
+bool decodeWarpPartials() {
+  const char *e = genrt::env::get("GENC_DECODE_WARP_PARTIALS");
   return e && std::string(e) == "1";
 }
 
@@ -85,15 +98,15 @@ std::string configBody(const Function &f, const Op &op, DType activation, int &h
   while (headsPerBlock > maxHeads && headsPerBlock % 2 == 0)
     headsPerBlock /= 2;
   // GENC_DECODE_STAGE_KB: the decode kernel's tile stages' budget (sweeps).
-  const char *kb = std::getenv("GENC_DECODE_STAGE_KB");
+  const char *kb = genrt::env::get("GENC_DECODE_STAGE_KB");
   const long long budget = kb && std::atoll(kb) >= 16 && std::atoll(kb) <= 200 ? std::atoll(kb) * 1024
                                                                                : genrt::cuda::kDecodeStageBudget;
   // GENC_DECODE_REGISTERS=0: the shared-memory tiles even where K/V could
   // stream into registers (A/B runs).
-  const char *reg = std::getenv("GENC_DECODE_REGISTERS");
+  const char *reg = genrt::env::get("GENC_DECODE_REGISTERS");
   // GENC_DECODE_QWORDS=0: the decode kernels make their queries through
   // genc_attn_rows's element loop (A/B runs of genc_attn_query_rows).
-  const char *qw = std::getenv("GENC_DECODE_QWORDS");
+  const char *qw = genrt::env::get("GENC_DECODE_QWORDS");
   const bool qwords = !(qw && std::string(qw) == "0");
   decode = genrt::cuda::decodeShape(mode, G, D, es, activation == DType::BF16, budget,
                                     !(reg && std::string(reg) == "0"));
@@ -106,7 +119,7 @@ std::string configBody(const Function &f, const Op &op, DType activation, int &h
     << "  static constexpr int PMMA = "
     << (genrt::cuda::prefillEligible(D, es) ? (activation == DType::BF16 ? 2 : 1) : 0) << ";\n"
     << "  static constexpr int QWORDS = " << qwords << ", DPRE = " << (decodeUsesPrologue() && D % 4 == 0)
-    << ";\n"
+    << ", DWP = " << (decodeWarpPartials() && decode.mma != 0) << ";\n"
     << "  static constexpr int PACKED = " << packed << ", MERGE = " << op.intAttr("merge_heads", 0) << ";\n"
     << "  static constexpr long long QOFF = " << (packed ? offs[0] : 0)
     << ", KOFF = " << (packed && offs.size() > 1 ? offs[1] : 0)
@@ -157,6 +170,8 @@ AttentionKernels emitAttentionKernels(Module &m, DType activation) {
         op->setAttr("gpu_decode_stages", static_cast<int64_t>(decode.stages));
         if (decode.registers)
           op->setAttr("gpu_decode_registers", static_cast<int64_t>(1));
+        if (decodeWarpPartials() && decode.mma != 0)
+          op->setAttr("gpu_decode_warp_partials", static_cast<int64_t>(1));
       }
       // Every op of the family, not only its first: the executor reads the
       // op's attributes.

@@ -2,6 +2,7 @@
 
 #include "llvm/Support/SHA256.h"
 #include "llvm/Support/xxhash.h"
+#include "runtime/Env.h"
 
 #include <algorithm>
 #include <atomic>
@@ -25,7 +26,7 @@ static constexpr const char *kSuffix = ".kc";
 KernelCache KernelCache::fromSetting(const std::string &setting) {
   std::string dir = setting;
   if (dir.empty())
-    if (const char *e = std::getenv("GENC_KERNEL_CACHE"))
+    if (const char *e = genrt::env::get("GENC_KERNEL_CACHE"))
       dir = e;
   if (dir.empty()) {
     if (const char *x = std::getenv("XDG_CACHE_HOME"); x && *x)

@@ -83,7 +83,8 @@ const char *const kUsage =
     "                             each sequence's KV cache by position across them (tree\n"
     "                             attention: weights on every GPU, attention combined by NCCL)\n"
     "  --stream                   JSON lines per event as tokens are final (above)\n"
-    "  --stats                    print time to first token, tokens/s and memory to stderr\n";
+    "  --stats                    print time to first token, tokens/s and memory to stderr\n"
+    "  --help-env                 list the GENC_* environment variables genc and genrun read\n";
 
 bool parseInt(const std::string &s, int64_t &out) {
   if (s.empty())
@@ -281,6 +282,10 @@ Status parseArgs(const std::vector<std::string> &argv, Args &a) {
     const std::string &arg = argv[i];
     if (arg == "-h" || arg == "--help") {
       a.help = true;
+      return Status::ok();
+    }
+    if (arg == "--help-env") {
+      a.helpEnv = true;
       return Status::ok();
     }
     if (arg.size() < 2 || arg.compare(0, 2, "--") != 0 || arg == "--") {

@@ -21,6 +21,7 @@ struct Args {
   bool stats = false;
   bool stream = false;              // --stream: JSON lines per event
   bool help = false;                // --help: print usageText() and stop
+  bool helpEnv = false;             // --help-env: print the GENC_* variables (runtime/Env.h) and stop
   genrt::GenerationConfig cfg;
   /// The generation options given, in HF's names ("num_beams"): the plan's
   /// defaults fill in the rest (GenerationConfig::applyDefaults).

@@ -10,6 +10,7 @@
 // --stream, whose lines go out as tokens become final.
 #include "tools/GenrunOptions.h"
 
+#include "runtime/Env.h"
 #include "runtime/JsonLines.h"
 #include "runtime/Runtime.h"
 #include "runtime/search/Generate.h"
@@ -160,6 +161,11 @@ static int run(int argc, char **argv) {
     fail(s.message());
   if (args.help) {
     std::cout << genrun::usageText();
+    return 0;
+  }
+  if (args.helpEnv) { // what genc and genrun read from the environment
+    for (const genrt::env::Variable &v : genrt::env::variables())
+      std::cout << v.name << "  (" << v.reader << ")\n    " << v.what << "\n";
     return 0;
   }
   if (Status s = args.cfg.validate(); !s)

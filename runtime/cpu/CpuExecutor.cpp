@@ -1,5 +1,6 @@
 #include "runtime/cpu/CpuExecutor.h"
 
+#include "runtime/Env.h"
 #include "runtime/HostMemory.h"
 #include "runtime/OpSignatures.h"
 #include "runtime/cpu/AttentionIo.h"
@@ -214,7 +215,7 @@ public:
   }
 
   Status init() {
-    const char *prof = std::getenv("GENC_CPU_PROFILE");
+    const char *prof = genrt::env::get("GENC_CPU_PROFILE");
     profile_ = prof && std::string(prof) == "1";
     pool_ = std::make_unique<ThreadPool>(threads_);
     // The pool splits each GEMM's columns; BLAS's own threads would spin
@@ -240,7 +241,7 @@ public:
     prefault(weights_, panels_);
     // Each body once: may it run over pieces of the token axis?
     // GENC_CPU_FUSED_LOOPS=0 keeps the bodies op by op / in pieces (A/B runs).
-    const char *noLoops = std::getenv("GENC_CPU_FUSED_LOOPS");
+    const char *noLoops = genrt::env::get("GENC_CPU_FUSED_LOOPS");
     for (const auto &[name, body] : plan_->functions) {
       if (auto rows = std::make_unique<FusedRows>(); rows->prepare(body, weights_))
         rowWise_[name] = std::move(rows);

@@ -1,4 +1,5 @@
 #include "runtime/cpu/KvCache.h"
+#include "runtime/Env.h"
 #include "runtime/cpu/MatmulPanels.h"
 #include "runtime/cpu/VectorMath.h"
 
@@ -219,7 +220,7 @@ bool freshSegments(const std::vector<TokenPlace> &tokens, int64_t window, bool b
                    std::vector<PrefillSegment> &out) {
   // GENC_CPU_ROW_ATTENTION=1: the row path for every prefill (A/B runs).
   static const bool rowsOnly = [] {
-    const char *e = std::getenv("GENC_CPU_ROW_ATTENTION");
+    const char *e = genrt::env::get("GENC_CPU_ROW_ATTENTION");
     return e && std::string(e) == "1";
   }();
   if (bias || rowsOnly || !havePanelKernels())

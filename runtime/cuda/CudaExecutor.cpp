@@ -9,6 +9,7 @@
 // replayed after that.
 #include "runtime/cuda/CudaExecutor.h"
 
+#include "runtime/Env.h"
 #include "runtime/WeightUses.h"
 
 #include "runtime/cuda/AttentionAbi.h"
@@ -92,7 +93,7 @@ public:
       tr.lse = mem_.at("tree lse");
       tr.lseMax = mem_.at("tree lse max");
       tr.packed = mem_.at("tree packed");
-      const char *how = std::getenv("GENC_TREE_COMBINE");
+      const char *how = genrt::env::get("GENC_TREE_COMBINE");
       tr.combine = how && std::string(how) == "gather" ? 1 : 0;
       rank_ = *tree; // the group is joined later (joinGroup), once every GPU has
                      // loaded: a GPU that fails here must leave none waiting in NCCL
@@ -110,18 +111,18 @@ public:
     // the 1.1B Llama's batch-1 step 1.377 -> 1.313 ms on an H100 (session
     // 10, docs/performance.md); before dependent launch they lost 4.7%.
     // GENC_CUDA_GEMV=0 / =1 forces cuBLASLt / the GEMVs.
-    const char *gv = std::getenv("GENC_CUDA_GEMV");
+    const char *gv = genrt::env::get("GENC_CUDA_GEMV");
     ctx_.gemv = gv && *gv ? std::string(gv) == "1" : dev_.major >= 9;
     // Of one row only: its loop re-reads the activations for every row
     // from L1, and on the 1.1B decode step (H100, session 11) cuBLASLt won
     // from 2 rows on: 1.390 vs 1.548 ms at 2, 1.416 vs 3.429 at 8.
     // GENC_CUDA_GEMV_ROWS=N (1..8) sets the limit.
-    const char *gr = std::getenv("GENC_CUDA_GEMV_ROWS");
+    const char *gr = genrt::env::get("GENC_CUDA_GEMV_ROWS");
     ctx_.gemvRows = gr && *gr ? std::clamp<int64_t>(std::atoll(gr), 1, kGemvMaxRows) : 1;
     // A one-row GEMV runs the add + norm kernel before it and the SwiGLU
     // after it itself (three kernel boundaries fewer a Llama layer);
     // GENC_CUDA_GEMV_FUSION=0 / norm / glu for A/B runs.
-    const char *fu = std::getenv("GENC_CUDA_GEMV_FUSION");
+    const char *fu = genrt::env::get("GENC_CUDA_GEMV_FUSION");
     const std::string fs = fu ? fu : "";
     if (fs != "" && fs != "0" && fs != "1" && fs != "norm" && fs != "glu")
       return Status::error("GENC_CUDA_GEMV_FUSION=" + fs + ": expected 0, 1, norm or glu");
@@ -131,7 +132,7 @@ public:
     // to 32 MiB, at most 64% of the L2, on sm_90 and newer (cp.async.bulk);
     // the 1.1B's batch-1 step 1.218 -> 1.196 ms on an H100 (session 13; 8
     // MiB lost: 1.231). GENC_CUDA_L2_PREFETCH_MB=N sets it (0: none).
-    const char *pf = std::getenv("GENC_CUDA_L2_PREFETCH_MB");
+    const char *pf = genrt::env::get("GENC_CUDA_L2_PREFETCH_MB");
     ctx_.l2PrefetchBytes = pf && *pf ? std::clamp<int64_t>(std::atoll(pf), 0, 64) << 20
                            : dev_.major >= 9 ? std::min<int64_t>(int64_t(32) << 20, int64_t(dev_.l2Bytes) * 64 / 100)
                                              : 0;
@@ -160,7 +161,7 @@ public:
       greedyFn_ = nullptr; // a plan from a genc without it: choices on the host
     // GENC_CUDA_BEAMS=0: beam candidates ranked on the host from copied
     // logits (A/B runs).
-    const char *bk = std::getenv("GENC_CUDA_BEAMS");
+    const char *bk = genrt::env::get("GENC_CUDA_BEAMS");
     if (beamIdsCap_ == 0 || (bk && std::string(bk) == "0") || !mod_.function("genc_beam_topk", beamFn_) ||
         !mod_.function("genc_beam_norm", beamNormFn_))
       beamFn_ = nullptr; // no beams, or a plan from a genc without them: candidates on the host
@@ -191,11 +192,11 @@ public:
       if (!mod_.function("genc_kv_copy", copier_.fn))
         copier_.fn = nullptr; // a plan from a genc without it: 2D memcpys
     }
-    const char *g = std::getenv("GENC_CUDA_GRAPHS");
+    const char *g = genrt::env::get("GENC_CUDA_GRAPHS");
     useGraphs_ = !(g && std::string(g) == "0");
-    const char *sync = std::getenv("GENC_CUDA_SYNC");
+    const char *sync = genrt::env::get("GENC_CUDA_SYNC");
     ctx_.syncEachStep = sync && std::string(sync) == "1";
-    if (const char *skip = std::getenv("GENC_CUDA_SKIP")) {
+    if (const char *skip = genrt::env::get("GENC_CUDA_SKIP")) {
       std::string list = skip;
       for (size_t at = 0; at <= list.size();) {
         size_t comma = std::min(list.find(',', at), list.size());
@@ -204,7 +205,7 @@ public:
         at = comma + 1;
       }
     }
-    const char *prof = std::getenv("GENC_CUDA_PROFILE");
+    const char *prof = genrt::env::get("GENC_CUDA_PROFILE");
     ctx_.profile = prof && std::string(prof) == "1";
     if (ctx_.profile)
       useGraphs_ = false;
@@ -508,10 +509,10 @@ private:
   // GENC_CUDA_TOKENS=0: greedy with processors and sampling on the host from
   // copied logits (A/B runs); plans from a genc without genc_token_pass too.
   void initTokenChoice() {
-    const char *tk = std::getenv("GENC_CUDA_TOKENS");
+    const char *tk = genrt::env::get("GENC_CUDA_TOKENS");
     if ((tk && std::string(tk) == "0") || !mod_.function("genc_token_pass", tokenFn_))
       tokenFn_ = nullptr;
-    const char *check = std::getenv("GENC_CUDA_TOKENS_CHECK");
+    const char *check = genrt::env::get("GENC_CUDA_TOKENS_CHECK");
     if (tokenFn_ && check && std::string(check) == "1")
       tokenCheck_ = std::make_unique<TokenCheck>();
   }
@@ -681,7 +682,7 @@ private:
   // stamps of block (0, 0), in ns after split 0's entry, and the cycles
   // each stage took inside its block.
   void printAttentionTrace() {
-    const char *e = std::getenv("GENC_CUDA_ATTN_TRACE");
+    const char *e = genrt::env::get("GENC_CUDA_ATTN_TRACE");
     size_t bytes = 0;
     const CUdeviceptr at = e && std::string(e) == "1" ? mod_.global("genc_attn_trace", bytes) : 0;
     unsigned long long t[10][16] = {};
@@ -740,7 +741,7 @@ private:
   Status diagnoseStep(const CompiledProgram &cp, const ProgramRun &run, int64_t R, Choice choice) {
     printAttentionTrace();
     static const int n = [] {
-      const char *e = std::getenv("GENC_CUDA_REPLAY_TIMING");
+      const char *e = genrt::env::get("GENC_CUDA_REPLAY_TIMING");
       return e ? std::atoi(e) : 0;
     }();
     if (n <= 0)
@@ -991,7 +992,7 @@ private:
 
 std::unique_ptr<Executor> makeCudaExecutor(std::shared_ptr<const Plan> plan, const ExecutorOptions &opts,
                                            Status &err) {
-  const char *force = std::getenv("GENC_TREE_FORCE");
+  const char *force = genrt::env::get("GENC_TREE_FORCE");
   if (opts.gpus > 1 || (force && std::string(force) == "1"))
     return cuda::makeTreeExecutor(std::move(plan), opts, err);
   auto e = std::make_unique<cuda::CudaExecutor>(std::move(plan));

@@ -1,5 +1,6 @@
 #include "runtime/cuda/CudaSteps.h"
 
+#include "runtime/Env.h"
 #include "runtime/OpSignatures.h"
 #include "runtime/cuda/AttentionAbi.h"
 #include "runtime/cuda/GemvAbi.h"
@@ -394,6 +395,7 @@ public:
   /// L2, in order, up to GENC_CUDA_L2_PREFETCH_MB in all.
   std::pair<CUdeviceptr, int64_t> pf[3] = {};
   bool decodeRows = false; // the decode kernel computes its q, k, v rows (no prologue)
+  bool decodeWarpPartials = false; // each warp of a split leaves its own partial: 4 a split
   unsigned decodeShared = 0;
   GencAttnParams base{};
   int64_t heads = 0, kvHeads = 0, headDim = 0, gridY = 0;
@@ -416,14 +418,17 @@ public:
     // no other GPU holds part of it.
     const bool usePrefill = prefill && run.kind != ProgramKind::Decode && ctx.tileCount > 0 &&
                             (!selfAttention || (!rolling && !ctx.tree.nccl && ctx.tree.shards <= 1));
+    // The partials' rows hold every (token, head)'s splits (4 a split where
+    // each warp leaves its own).
+    const int64_t rowsPerSplit = useDecode && decodeWarpPartials ? 4 : 1;
     const int64_t maxS = std::max<int64_t>(
-        1, std::min<int64_t>(useDecode ? 256 : 64, ctx.partialRows / std::max<int64_t>(1, T * heads)));
+        1, std::min<int64_t>(useDecode ? 256 : 64, ctx.partialRows / std::max<int64_t>(1, T * heads * rowsPerSplit)));
     int64_t S = 1;
     if (useDecode) {
       S = decodeSplits(T, ctx.dev->smCount, maxS);
       // GENC_CUDA_SPLITS=N: the decode kernel's splits fixed (A/B sweeps).
       static const int64_t forced = [] {
-        const char *e = std::getenv("GENC_CUDA_SPLITS");
+        const char *e = genrt::env::get("GENC_CUDA_SPLITS");
         return e ? std::atoll(e) : 0;
       }();
       if (forced > 0)
@@ -465,7 +470,7 @@ public:
       // its GENC_ATTN_TRACE stamps show the kernel with its code already in
       // the SMs' instruction caches: how much of its time is instruction fetch.
       static const int warmups = [] {
-        const char *e = std::getenv("GENC_CUDA_DECODE_WARMUP");
+        const char *e = genrt::env::get("GENC_CUDA_DECODE_WARMUP");
         return e ? std::clamp(std::atoi(e), 0, 8) : 0;
       }();
       for (int i = 0; i <= warmups; ++i)
@@ -601,6 +606,9 @@ Status attentionStep(const OpInfo &op, const ValueMap &vm, const KernelModule &m
                                   kv.dtype == DType::BF16, kDecodeStageBudget, registers);
   if (registers && !shape.registers)
     return Status::error("names a decode kernel streaming K/V into registers, which its head shape does not allow");
+  const bool warpPartials = attrInt(at, "gpu_decode_warp_partials", 0) == 1;
+  if (warpPartials && !shape.mma)
+    return Status::error("names a decode kernel with a partial a warp, which only its tensor-core form writes");
   // The stages genc compiled the kernel with (plans from before the
   // attribute: the default budget's).
   if (const int64_t stages = attrInt(at, "gpu_decode_stages", 0); stages && shape.heads && !shape.registers) {
@@ -614,7 +622,7 @@ Status attentionStep(const OpInfo &op, const ValueMap &vm, const KernelModule &m
                          " heads a block where its shape gives " + std::to_string(shape.heads));
   const int64_t decodeShared = shape.sharedBytes;
   // GENC_CUDA_DECODE=0: decode steps take the attend kernel too (A/B runs).
-  const char *off = std::getenv("GENC_CUDA_DECODE");
+  const char *off = genrt::env::get("GENC_CUDA_DECODE");
   CUfunction fn = nullptr;
   if (!(off && std::string(off) == "0") && decodePerBlock > 0 && decodeShared <= dev.maxSharedPerBlock &&
       mod.function(family + "_decode", fn)) {
@@ -627,6 +635,7 @@ Status attentionStep(const OpInfo &op, const ValueMap &vm, const KernelModule &m
       return s;
     st->decode = fn;
     st->decodeRows = attrInt(at, "gpu_decode_rows", 0) == 1;
+    st->decodeWarpPartials = warpPartials;
     st->decodeGridY = st->kvHeads * (st->heads / st->kvHeads / decodePerBlock);
     st->decodeShared = static_cast<unsigned>(decodeShared);
     // Blocks an SM holds: its shared memory (1 KB a block reserved) and
@@ -638,7 +647,7 @@ Status attentionStep(const OpInfo &op, const ValueMap &vm, const KernelModule &m
   }
   // The prefill kernel where genc compiled one (GENC_CUDA_PREFILL=0: runs of
   // many tokens on the attend kernel, A/B runs).
-  const char *noPrefill = std::getenv("GENC_CUDA_PREFILL");
+  const char *noPrefill = genrt::env::get("GENC_CUDA_PREFILL");
   if (attrInt(at, "gpu_prefill", 0) == 1 && !(noPrefill && std::string(noPrefill) == "0")) {
     if (!prefillEligible(D, static_cast<int>(dtypeSize(kv.dtype))))
       return Status::error("names a prefill kernel for a shape it does not take");

@@ -1,5 +1,7 @@
 #include "runtime/cuda/Device.h"
 
+#include "runtime/Env.h"
+
 #include <algorithm>
 #include <cstdlib>
 
@@ -39,7 +41,7 @@ Status Device::open(int ordinal, Device &out) {
     return m;
   out.freeBytes = static_cast<int64_t>(freeB);
   out.totalBytes = static_cast<int64_t>(totalB);
-  const char *pdl = std::getenv("GENC_CUDA_PDL");
+  const char *pdl = genrt::env::get("GENC_CUDA_PDL");
   out.pdl = out.major >= 9 && !(pdl && std::string(pdl) == "0");
   return Status::ok();
 }

@@ -1,5 +1,7 @@
 #include "runtime/cuda/Gemm.h"
 
+#include "runtime/Env.h"
+
 #include <cublasLt.h>
 #include <dlfcn.h>
 
@@ -56,7 +58,7 @@ cudaDataType_t cudaType(DType t) {
 // Where cuBLASLt may be: the loader's path, the toolkit, $GENC_CUBLASLT.
 std::vector<std::string> candidates() {
   std::vector<std::string> c;
-  if (const char *e = std::getenv("GENC_CUBLASLT"))
+  if (const char *e = genrt::env::get("GENC_CUBLASLT"))
     c.push_back(e);
   for (const char *n : {"libcublasLt.so.13", "libcublasLt.so.12"}) {
     c.push_back(n);

@@ -1,5 +1,7 @@
 #include "runtime/cuda/Nccl.h"
 
+#include "runtime/Env.h"
+
 #include <cstdlib>
 #include <type_traits>
 #include <dlfcn.h>
@@ -14,7 +16,7 @@ struct Loaded {
 
 Loaded load() {
   Loaded l;
-  const char *env = std::getenv("GENC_NCCL_LIB");
+  const char *env = genrt::env::get("GENC_NCCL_LIB");
   void *lib = nullptr;
   // GENC_NCCL_LIB, where set, is the only one tried.
   const bool named = env && *env;

@@ -1,5 +1,6 @@
 #include "runtime/cuda/TreeExecutor.h"
 
+#include "runtime/Env.h"
 #include "runtime/cuda/CudaApi.h"
 
 #include <chrono>
@@ -213,14 +214,14 @@ private:
 };
 
 int envInt(const char *name, int fallback) {
-  const char *v = std::getenv(name);
+  const char *v = genrt::env::get(name);
   return v && *v ? std::atoi(v) : fallback;
 }
 
 // The group's NCCL id: made here (rank 0, and written to the id file when
 // there is one), or read from the file rank 0's process wrote.
 Status groupId(const NcclApi &nccl, int first, double timeoutS, NcclUniqueId &id) {
-  const char *file = std::getenv("GENC_NCCL_ID_FILE");
+  const char *file = genrt::env::get("GENC_NCCL_ID_FILE");
   if (first == 0) {
     if (Status s = nccl.check(nccl.getUniqueId(&id), "ncclGetUniqueId"); !s)
       return s;
@@ -270,7 +271,7 @@ std::unique_ptr<Executor> makeTreeExecutor(std::shared_ptr<const Plan> plan, con
                         std::to_string(first) + " do not hold this process's " + std::to_string(local) + " GPUs");
     return nullptr;
   }
-  const char *to = std::getenv("GENC_NCCL_TIMEOUT_S");
+  const char *to = genrt::env::get("GENC_NCCL_TIMEOUT_S");
   const double timeoutS = to && std::atof(to) > 0 ? std::atof(to) : 120.0;
   NcclUniqueId id{};
   if (err = groupId(*nccl, first, timeoutS, id); !err)
@@ -280,7 +281,7 @@ std::unique_ptr<Executor> makeTreeExecutor(std::shared_ptr<const Plan> plan, con
     return nullptr;
   // Every rank has joined: the id file has served (a stale one would send
   // the next launch's ranks to a group that is gone).
-  if (const char *file = std::getenv("GENC_NCCL_ID_FILE"); file && *file && first == 0)
+  if (const char *file = genrt::env::get("GENC_NCCL_ID_FILE"); file && *file && first == 0)
     std::remove(file);
   return t;
 }

@@ -1,0 +1,68 @@
+#include "runtime/Env.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace genrt::env {
+
+const std::vector<Variable> &variables() {
+  static const std::vector<Variable> table = {
+      {"GENC_ATTN_GROUP", "genc", "1..8: query heads an attend block takes (default 4; sweeps)"},
+      {"GENC_ATTN_TRACE", "genc",
+       "1: the decode and merge kernels stamp their stages (block (0, 0)); genrun prints them with "
+       "GENC_CUDA_ATTN_TRACE=1"},
+      {"GENC_CPU_FUSED_LOOPS", "genrun", "0: the CPU executor runs fused bodies op by op (A/B runs)"},
+      {"GENC_CPU_PROFILE", "genrun", "1: the CPU executor prints each op's time"},
+      {"GENC_CPU_ROW_ATTENTION", "genrun", "1: every CPU prefill takes the row attention path (A/B runs)"},
+      {"GENC_CUBLASLT", "genrun", "a path: the cuBLASLt library to try first"},
+      {"GENC_CUDA_ATTN_TRACE", "genrun", "1: print the stage stamps of a plan compiled with GENC_ATTN_TRACE=1"},
+      {"GENC_CUDA_BEAMS", "genrun", "0: beam candidates ranked on the host from copied logits (A/B runs)"},
+      {"GENC_CUDA_DECODE", "genrun", "0: decode steps take the attend kernel, not the decode kernel (A/B runs)"},
+      {"GENC_CUDA_DECODE_WARMUP", "genrun",
+       "0..8: the decode kernel launched that many times more before its own (instruction-fetch diagnostic)"},
+      {"GENC_CUDA_GEMV", "genrun", "0 / 1: one-row products on cuBLASLt / the GEMV kernels (default: GEMV on sm_90)"},
+      {"GENC_CUDA_GEMV_FUSION", "genrun",
+       "0, 1, norm or glu: which neighbours a one-row GEMV runs itself (default 1: both)"},
+      {"GENC_CUDA_GEMV_ROWS", "genrun", "1..8: products of up to that many rows take the GEMV kernels (default 1)"},
+      {"GENC_CUDA_GRAPHS", "genrun", "0: no CUDA graphs (every step launched kernel by kernel)"},
+      {"GENC_CUDA_L2_PREFETCH_MB", "genrun",
+       "0..64: MiB of the next GEMVs' weights the attention merge prefetches into L2 (default 32 on sm_90)"},
+      {"GENC_CUDA_PDL", "genrun", "0: no programmatic dependent launch"},
+      {"GENC_CUDA_PREFILL", "genrun", "0: runs of many tokens take the attend kernel (A/B runs)"},
+      {"GENC_CUDA_PROFILE", "genrun", "1: each kernel's time, graphs off"},
+      {"GENC_CUDA_REPLAY_TIMING", "genrun",
+       "N: the 8th decode step's graph replayed N times back to back, the time of one printed"},
+      {"GENC_CUDA_SKIP", "genrun",
+       "a comma list of step kinds (gemm, fused, copy, attention, prefill:attention, ...) not run: timing only"},
+      {"GENC_CUDA_SPLITS", "genrun", "N: the decode kernel's splits fixed (sweeps)"},
+      {"GENC_CUDA_SYNC", "genrun", "1: synchronise after every step (debugging)"},
+      {"GENC_CUDA_TOKENS", "genrun", "0: greedy and sampled tokens chosen on the host from copied logits (A/B runs)"},
+      {"GENC_CUDA_TOKENS_CHECK", "genrun", "1: every token the GPU chooses checked against the host's choice"},
+      {"GENC_DECODE_PROLOGUE", "genc",
+       "1: a decode step runs the attention prologue, and the decode kernels copy their queries from it "
+       "(an experiment)"},
+      {"GENC_DECODE_QWORDS", "genc", "0: the decode kernels make their queries element by element (A/B runs)"},
+      {"GENC_DECODE_REGISTERS", "genc", "0: the decode kernel stages K/V tiles in shared memory (A/B runs)"},
+      {"GENC_DECODE_STAGE_KB", "genc", "16..200: KiB of shared memory the decode kernel's tile stages aim at"},
+      {"GENC_DECODE_WARP_PARTIALS", "genc",
+       "1: each warp of a tensor-core decode block leaves its own partial for the merge, no meeting of the "
+       "warps (an experiment)"},
+      {"GENC_KERNEL_CACHE", "genc",
+       "a folder, or off: where NVRTC's code is kept (default $XDG_CACHE_HOME/genc/kernels or "
+       "~/.cache/genc/kernels; --kernel-cache wins)"},
+      {"GENC_NCCL_FIRST_RANK", "genrun", "tree attention over processes: this process's first rank (default 0)"},
+      {"GENC_NCCL_ID_FILE", "genrun", "tree attention over processes: the file that carries NCCL's group id"},
+      {"GENC_NCCL_LIB", "genrun", "a path: the NCCL library to open (the only one tried)"},
+      {"GENC_NCCL_RANKS", "genrun", "tree attention over processes: the ranks in all (default: this process's GPUs)"},
+      {"GENC_NCCL_TIMEOUT_S", "genrun", "seconds to wait for the NCCL group (default 120)"},
+      {"GENC_TRACE_OUT", "genrun",
+       "a path: where tools/kernel_trace.cpp (the CUPTI tracer) writes each kernel's start and end"},
+      {"GENC_TREE_COMBINE", "genrun", "gather: tree attention combines the shards by a gather, not an all-reduce"},
+      {"GENC_TREE_FORCE", "genrun", "1: the tree executor even on one GPU (tests)"},
+  };
+  return table;
+}
+
+const char *get(const char *name) { return std::getenv(name); }
+
+} // namespace genrt::env

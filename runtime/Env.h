@@ -1,0 +1,27 @@
+// Every GENC_* environment variable genc and genrun read, in one table: its
+// name, where it acts (genc at compile time, or genrun), and what it does.
+// The code reads them only through env::get (tests/tools/env-variables.test
+// checks the sources: no other getenv of a GENC_* name, no name read that
+// the table lacks, no name in the table that nothing reads), and
+// `genrun --help-env` prints the table. Most are switches for A/B runs and
+// diagnostics on the GPU machine (docs/cuda.md, docs/performance.md); a few
+// are settings a user may want (GENC_KERNEL_CACHE, GENC_NCCL_LIB, ...).
+#pragma once
+
+#include <vector>
+
+namespace genrt::env {
+
+struct Variable {
+  const char *name;
+  const char *reader; // "genc" (read while compiling) or "genrun"
+  const char *what;   // the values it takes and what they do
+};
+
+/// The table, in name order.
+const std::vector<Variable> &variables();
+
+/// std::getenv(name) for a name in the table (nullptr when unset).
+const char *get(const char *name);
+
+} // namespace genrt::env
