@@ -78,6 +78,54 @@ int64_t drawToken(const float *scores, int64_t vocab, double u) {
   return lastPositive; // rounding left the target at the very end
 }
 
+void drawTokensWithoutReplacement(float *scores, int64_t n, const std::vector<double> &us,
+                                  std::vector<int64_t> &out) {
+  out.clear();
+  std::vector<double> w(static_cast<size_t>(n));
+  float weighedAt = kNegInf; // the maximum w was computed against (none yet)
+  float mx = kNegInf;
+  bool stale = true; // the maximum moves only when a draw takes it
+  for (double u : us) {
+    if (stale) {
+      mx = kNegInf;
+      for (int64_t v = 0; v < n; ++v)
+        mx = std::max(mx, scores[v]);
+      stale = false;
+    }
+    if (mx == kNegInf) {
+      out.push_back(-1);
+      return;
+    }
+    // drawToken's weights, its total and its scan, over the same doubles in
+    // the same order (a drawn entry weighs exp(-inf) = 0 there, 0 here).
+    if (mx != weighedAt) {
+      for (int64_t v = 0; v < n; ++v)
+        w[size_t(v)] = std::exp(double(scores[v] - mx));
+      weighedAt = mx;
+    }
+    double total = 0;
+    for (int64_t v = 0; v < n; ++v)
+      total += w[size_t(v)];
+    const double target = u * total;
+    double cum = 0;
+    int64_t chosen = -1;
+    for (int64_t v = 0; v < n; ++v) {
+      if (w[size_t(v)] <= 0)
+        continue;
+      chosen = v;
+      cum += w[size_t(v)];
+      if (cum > target)
+        break;
+    }
+    out.push_back(chosen);
+    if (chosen < 0) // no positive weight (cannot be while mx is finite)
+      return;
+    stale = scores[chosen] == mx;
+    scores[chosen] = kNegInf;
+    w[size_t(chosen)] = 0;
+  }
+}
+
 void applyTopKRule(float *row, int64_t vocab, int64_t topK) {
   if (topK <= 0 || topK >= vocab)
     return;

@@ -177,6 +177,8 @@ Status runBeamSearch(SlotBatch &batch, const GenerationConfig &cfg, const StopRu
   GenerationConfig processors = cfg; // beam sampling: renormalize_logits after the warpers, as HF
   processors.renormalizeLogits = false;
   std::vector<float> acc(static_cast<size_t>(N * V)), drawn(static_cast<size_t>(N * V));
+  std::vector<double> us;       // beam sampling: a step's K draws
+  std::vector<int64_t> picks;   // and the flat indices they chose
   // Item i's K candidates drawn from softmax(its N x V scores) at step t.
   auto sampleCandidates = [&](int64_t i, int64_t t, std::vector<Candidate> &out) -> Status {
     const ItemState &st = items[size_t(i)];
@@ -197,14 +199,17 @@ Status runBeamSearch(SlotBatch &batch, const GenerationConfig &cfg, const StopRu
     const float mx = *std::max_element(acc.begin(), acc.end());
     for (size_t f = 0; f < acc.size(); ++f)
       drawn[f] = std::exp(acc[f] - mx) > 0.f ? acc[f] : -std::numeric_limits<float>::infinity();
-    for (int64_t c = 0; c < K; ++c) {
-      const int64_t f = sampleToken(drawn.data(), N * V,
-                                    drawOf(cfg.seed, batch.item(i).promptIndex, uint64_t(c), uint64_t(t)));
-      if (drawn[size_t(f)] == -std::numeric_limits<float>::infinity())
+    // K draws without replacement, each the sampling rule's draw over what
+    // is left (drawTokensWithoutReplacement: one exp a score, not 2K).
+    us.clear();
+    for (int64_t c = 0; c < K; ++c)
+      us.push_back(drawOf(cfg.seed, batch.item(i).promptIndex, uint64_t(c), uint64_t(t)));
+    drawTokensWithoutReplacement(drawn.data(), N * V, us, picks);
+    for (int64_t f : picks) {
+      if (f < 0)
         return Status::error("beam sampling: fewer than " + std::to_string(K) +
                              " candidates have a nonzero probability (as in HF, whose multinomial refuses it)");
       out.push_back(Candidate{acc[size_t(f)], f / V, f % V, f});
-      drawn[size_t(f)] = -std::numeric_limits<float>::infinity();
     }
     std::sort(out.begin(), out.end(), before);
     return Status::ok();

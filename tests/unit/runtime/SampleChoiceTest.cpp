@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 
@@ -252,6 +253,52 @@ TEST(SampleChoice, RenormalizeLogitsChangesNoChoice) {
 
 // Over many draws, the sampled tokens follow the renormalised distribution
 // over the kept set (top-k 5, top-p 0.8, temperature 0.9).
+// Beam sampling's K draws without replacement: the same tokens, bit for
+// bit, as K calls of the one-draw rule with each drawn score set to -inf
+// between them; on rows of ties at the maximum, -inf, peaked rows (the
+// maximum drawn first, so the weights are made again) and rows with fewer
+// drawable scores than draws (-1 once nothing is left, then no more).
+TEST(SampleChoice, DrawsWithoutReplacementEqualRepeatedDraws) {
+  std::mt19937_64 rng(21);
+  std::uniform_real_distribution<double> u01(0, 1);
+  int64_t remade = 0, exhausted = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    const int64_t n = 1 + int64_t(rng() % 400);
+    const int tieLevels = trial % 3 == 0 ? 1 + int(rng() % 6) : 0;
+    const double negInf = trial % 5 == 0 ? 0.97 : u01(rng) * 0.5;
+    // 60: peaked, the max nearly always drawn first; 900: weights relative
+    // to an old maximum underflow to 0 (as beam sampling's -1e9 rows would).
+    const float scale = trial % 4 == 0 ? 60.f : trial % 4 == 1 ? 900.f : 4.f;
+    std::vector<float> row = randomRow(rng, n, tieLevels, negInf, scale);
+    std::vector<double> us(static_cast<size_t>(1 + rng() % 12));
+    for (double &x : us)
+      x = u01(rng);
+    std::vector<float> want = row, got = row;
+    std::vector<int64_t> expected;
+    for (double x : us) {
+      float mx = kNegInf;
+      for (float v : want)
+        mx = std::max(mx, v);
+      if (mx == kNegInf) {
+        expected.push_back(-1);
+        ++exhausted;
+        break;
+      }
+      const int64_t f = drawToken(want.data(), n, x);
+      remade += want[size_t(f)] == mx; // the next draw's maximum may move
+      expected.push_back(f);
+      want[size_t(f)] = kNegInf;
+    }
+    std::vector<int64_t> picks;
+    drawTokensWithoutReplacement(got.data(), n, us, picks);
+    ASSERT_EQ(picks, expected) << "trial " << trial;
+    for (int64_t v = 0; v < n; ++v) // the drawn scores left -inf, the rest untouched
+      ASSERT_EQ(std::memcmp(&got[size_t(v)], &want[size_t(v)], 4), 0) << "trial " << trial << " score " << v;
+  }
+  EXPECT_GT(remade, 1000);
+  EXPECT_GT(exhausted, 50);
+}
+
 TEST(SampleChoice, DrawsFollowTheKeptDistribution) {
   std::mt19937_64 rng(5);
   const int64_t vocab = 200;
