@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -147,7 +148,16 @@ void KernelCache::trim() const {
   std::vector<Entry> entries;
   uint64_t total = 0;
   std::error_code ec;
+  const auto now = fs::file_time_type::clock::now();
   for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
+    // A writer that died between writing and renaming left its temporary:
+    // gone once an hour old (a live writer renames within seconds).
+    if (it->path().filename().string().find(std::string(kSuffix) + ".tmp.") != std::string::npos) {
+      std::error_code e;
+      if (now - it->last_write_time(e) > std::chrono::hours(1) && !e)
+        fs::remove(it->path(), e);
+      continue;
+    }
     if (it->path().extension() != kSuffix)
       continue;
     std::error_code e1, e2;

@@ -14,7 +14,8 @@
 // An entry is one file, written to a temporary name and renamed, so that
 // processes sharing the folder never read half an entry; a file that fails
 // its checks (magic, key, sizes, checksum) is a miss and is replaced. Past
-// `maxBytes` in all, the least recently used entries go.
+// `maxBytes` in all, the least recently used entries go, and so does a
+// temporary an hour old (its writer died before the rename).
 #pragma once
 #include <cstdint>
 #include <optional>

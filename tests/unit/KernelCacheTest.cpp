@@ -131,6 +131,20 @@ TEST(KernelCache, TrimsTheLeastRecentlyUsedFirst) {
   EXPECT_EQ(entries(d.path).size(), 2u);
 }
 
+TEST(KernelCache, ADeadWritersTemporaryGoesOnceAnHourOld) {
+  TempDir d;
+  KernelCache cache(d.path.string());
+  ASSERT_TRUE(cache.store(KernelCache::keyOf({"first"}), code(10, 'f'))); // makes the folder
+  const std::string key = KernelCache::keyOf({"x"});
+  const fs::path old = d.path / (key + ".kc.tmp.123.0.7"), fresh = d.path / (key + ".kc.tmp.124.0.8");
+  writeAll(old, "half an entry");
+  writeAll(fresh, "half an entry");
+  fs::last_write_time(old, fs::file_time_type::clock::now() - std::chrono::hours(2));
+  ASSERT_TRUE(cache.store(KernelCache::keyOf({"y"}), code(10, 'y'))); // a store trims
+  EXPECT_FALSE(fs::exists(old));
+  EXPECT_TRUE(fs::exists(fresh)); // perhaps a live writer's
+}
+
 TEST(KernelCache, OffKeepsNothing) {
   KernelCache off;
   EXPECT_FALSE(off.enabled());
