@@ -1,5 +1,6 @@
 #include "codegen/KernelCache.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/SHA256.h"
 #include "llvm/Support/xxhash.h"
 #include "runtime/Env.h"
@@ -47,14 +48,7 @@ std::string KernelCache::keyOf(const std::vector<std::string> &parts) {
     sha.update(llvm::StringRef(reinterpret_cast<const char *>(&n), sizeof n));
     sha.update(p);
   }
-  llvm::StringRef digest = sha.final();
-  static const char *hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : digest) {
-    out += hex[c >> 4];
-    out += hex[c & 15];
-  }
-  return out;
+  return llvm::toHex(sha.final(), /*LowerCase=*/true);
 }
 
 std::string KernelCache::pathOf(const std::string &key) const { return dir_ + "/" + key + kSuffix; }
