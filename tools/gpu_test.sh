@@ -21,6 +21,7 @@
 #   bash tools/gpu_test.sh --rest              # the rest of the full run (--quick, then --rest: two calls
 #                                              # of a few minutes each where the whole takes nearly 10)
 #   bash tools/gpu_test.sh --tokens            # greedy with processors and sampling on the GPU alone
+#   GPU_TEST_JOBS=1 bash tools/gpu_test.sh     # one check at a time (default 8 side by side)
 #   bash tools/gpu_test.sh --beams             # beam search alone: the fixtures' beam goldens (llama,
 #                                              # processors, t5, bart) and the beam rows of --tokens
 set -uo pipefail
@@ -46,14 +47,25 @@ W=$(mktemp -d)
 OUT=${OUT:-$W}
 export GENRUN_DEVICE=cuda
 nvidia-smi -L || true
-declare -a rows
+# row "CHECK|RESULT|DETAIL": one row of the table, kept as it comes (one
+# short append, whole, from whichever check makes it).
 : > "$OUT/0-rows.txt"
-# row "CHECK|RESULT|DETAIL": one row of the table, kept as it comes.
-row() {
-  rows+=("$1")
-  printf '%s\n' "$1" >> "$OUT/0-rows.txt"
+row() { printf '%s\n' "$1" >> "$OUT/0-rows.txt"; }
+# Checks run side by side, GPU_TEST_JOBS at once (default 8; the machine has
+# 16 cores and one GPU, which the small fixtures' runs share well): each
+# writes its own scratch files and its own rows, and a failure is a file, so
+# that one in a background check counts.
+JOBS=${GPU_TEST_JOBS:-8}
+failed() { : > "$W/failed"; }
+job() {
+  while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
+  "$@" &
 }
-fail=0
+# with_env NAME=VALUE... command: a function call with variables set for it.
+with_env() {
+  while [[ $1 == *=* ]]; do export "${1?}"; shift; done
+  "$@"
+}
 check() { # name fixture model
   local name=$1 fx=$2 model=$3
   local log="$OUT/gen-$name.log"
@@ -66,7 +78,7 @@ check() { # name fixture model
     row "$name|ok|$(tr '\n' ';' < "$log" | cut -c1-150)"
   else
     row "$name|FAIL|$(tail -c 400 "$log" | tr '\n' ' ')"
-    fail=1
+    failed
   fi
 }
 # Smoke: one plan end to end; a crash gets a backtrace (cuda-gdb is there).
@@ -95,7 +107,7 @@ stop_check() {
         --num-beams 2 --stop-strings "$s" 2>&1 | sed 's/"score":[^}]*//'
     done > "$W/stop-$dev.out"
   done
-  if cmp -s "$W/stop-cuda.out" "$W/stop-cpu.out" && grep -q ications "$W/stop-cuda.out"; then s=ok; else s=FAIL; fail=1; fi
+  if cmp -s "$W/stop-cuda.out" "$W/stop-cpu.out" && grep -q ications "$W/stop-cuda.out"; then s=ok; else s=FAIL; failed; fi
   row "stop strings: cuda == cpu|$s|$(wc -l < "$W/stop-cuda.out") runs, greedy and beam"
 }
 
@@ -120,8 +132,39 @@ token_plans() {
     plans+=("v152k|$W/tok-v152k.plan")
   else
     row "tokens v152k export|FAIL|$(tail -c 300 "$OUT/tok-export.log" "$OUT/tok-compile.log" 2>/dev/null | tr '\n' ' ')"
-    fail=1
+    failed
   fi
+}
+# One configuration of token_checks on one plan: prompts pname plan "name|args".
+token_check() {
+  local prompts=$1 pname=$2 plan=$3 cname args run dev s
+  set -f
+  IFS='|' read -r cname args <<< "$4"
+  local base="$W/tok-$pname-${cname// /_}"
+  for run in cuda1 cuda2 cpu; do
+    dev=${run%[12]}
+    # shellcheck disable=SC2086
+    GENC_CUDA_TOKENS_CHECK=$([ $run = cuda1 ] && echo 1 || echo 0) "$BIN/genrun" "$plan" --device $dev \
+      --input "$prompts" --max-new-tokens 24 $args > "$base.$run.out" 2> "$base.$run.err"
+  done
+  local check same cpu
+  check=$(grep -h "token check:" "$base.cuda1.err" | tail -1)
+  if cmp -s "$base.cuda1.out" "$base.cuda2.out"; then same=yes; else same=NO; fi
+  cpu=$(python3 -c "import json,sys
+ids=lambda f:[[s['output_ids'] for s in json.loads(l)['sequences']] for l in open(f)]
+a,b=ids(sys.argv[1]),ids(sys.argv[2]); print('same' if a==b and len(a)==6 else 'DIFFER')" "$base.cuda1.out" "$base.cpu.out" 2>&1)
+  # The CPU's tokens are reported, not required: its f32 logits differ
+  # from the GPU's in the last bits, and a draw or a top-p boundary can
+  # fall between them (seen once in 16 configurations, 1 of 276 rows);
+  # what must hold is that the GPU repeats itself and that every choice
+  # it makes is the host rule's on its own logits.
+  if [ $same = yes ] && echo "$check" | grep -qE "check: [1-9][0-9]* rows, 0 tokens differ.*, 0 outside"; then
+    s=ok
+  else
+    s=FAIL
+    failed
+  fi
+  row "tokens $pname $cname|$s|cuda x2 identical: $same; cpu tokens: $cpu; ${check#genrun: token check: }"
 }
 token_checks() {
   local prompts="$W/tok.jsonl" plans
@@ -140,38 +183,11 @@ token_checks() {
     "greedy renorm+rep|--renormalize-logits --repetition-penalty 1.3"
     "k20 p.9 renorm|--do-sample --top-k 20 --top-p 0.9 --renormalize-logits --seed 13 --num-return-sequences 2"
   )
-  local pl c pname plan cname args run dev s
+  local pl c pname plan
   set -f # the JSON lists are no globs
   for pl in "${plans[@]}"; do
     IFS='|' read -r pname plan <<< "$pl"
-    for c in "${cfgs[@]}"; do
-      IFS='|' read -r cname args <<< "$c"
-      local base="$W/tok-$pname-${cname// /_}"
-      for run in cuda1 cuda2 cpu; do
-        dev=${run%[12]}
-        # shellcheck disable=SC2086
-        GENC_CUDA_TOKENS_CHECK=$([ $run = cuda1 ] && echo 1 || echo 0) "$BIN/genrun" "$plan" --device $dev \
-          --input "$prompts" --max-new-tokens 24 $args > "$base.$run.out" 2> "$base.$run.err"
-      done
-      local check same cpu
-      check=$(grep -h "token check:" "$base.cuda1.err" | tail -1)
-      if cmp -s "$base.cuda1.out" "$base.cuda2.out"; then same=yes; else same=NO; fi
-      cpu=$(python3 -c "import json,sys
-ids=lambda f:[[s['output_ids'] for s in json.loads(l)['sequences']] for l in open(f)]
-a,b=ids(sys.argv[1]),ids(sys.argv[2]); print('same' if a==b and len(a)==6 else 'DIFFER')" "$base.cuda1.out" "$base.cpu.out" 2>&1)
-      # The CPU's tokens are reported, not required: its f32 logits differ
-      # from the GPU's in the last bits, and a draw or a top-p boundary can
-      # fall between them (seen once in 16 configurations, 1 of 276 rows);
-      # what must hold is that the GPU repeats itself and that every choice
-      # it makes is the host rule's on its own logits.
-      if [ $same = yes ] && echo "$check" | grep -qE "check: [1-9][0-9]* rows, 0 tokens differ.*, 0 outside"; then
-        s=ok
-      else
-        s=FAIL
-        fail=1
-      fi
-      row "tokens $pname $cname|$s|cuda x2 identical: $same; cpu tokens: $cpu; ${check#genrun: token check: }"
-    done
+    for c in "${cfgs[@]}"; do job token_check "$prompts" "$pname" "$plan" "$c"; done
   done
   set +f
   beam_checks "${plans[@]}"
@@ -183,8 +199,32 @@ a,b=ids(sys.argv[1]),ids(sys.argv[2]); print('same' if a==b and len(a)==6 else '
 # prompt's step included: the GPU's sequences and scores against the CPU
 # executor's (scores within 1e-4), and no run copying its logits to the
 # host (genrun --stats).
+# One configuration of beam_checks on one plan: prompts "pname|plan" "name|args".
+beam_check() {
+  local prompts=$1 pname plan cname args dev base s hostHere
+  set -f
+  IFS='|' read -r pname plan <<< "$2"
+  IFS='|' read -r cname args <<< "$3"
+  base="$W/beam-$pname-${cname// /_}"
+  for dev in cuda cpu; do
+    # shellcheck disable=SC2086
+    "$BIN/genrun" "$plan" --device $dev --input "$prompts" --max-new-tokens 16 --stats $args \
+      > "$base.$dev.out" 2> "$base.$dev.err"
+  done
+  hostHere=$(sed -n 's/.* \([0-9]*\) copied their logits to the host.*/\1/p' "$base.cuda.err")
+  local cmp
+  cmp=$(python3 -c "import json,sys
+seqs=lambda f:[json.loads(l)['sequences'] for l in open(f)]
+a,b=seqs(sys.argv[1]),seqs(sys.argv[2])
+ids=[[s['output_ids'] for s in r] for r in a]==[[s['output_ids'] for s in r] for r in b]
+d=max(abs(x['score']-y['score']) for r,q in zip(a,b) for x,y in zip(r,q))
+print(('same' if ids and len(a)==6 else 'DIFFER'), 'max |score diff| %.2e' % d, 'ok' if ids and len(a)==6 and d<=1e-4 else 'bad')" \
+    "$base.cuda.out" "$base.cpu.out" 2>&1)
+  if [[ "$cmp" == *" ok" ]] && [ "$hostHere" = 0 ]; then s=ok; else s=FAIL; failed; fi
+  row "beams $pname $cname|$s|cuda vs cpu: $cmp; logits to the host: ${hostHere:-?} runs"
+}
 beam_checks() {
-  local prompts="$W/tok.jsonl" pl pname plan c cname args dev base s hostHere
+  local pl c
   local cfgs=(
     "beam|--num-beams 3"
     "beam renorm+rep|--num-beams 3 --num-return-sequences 2 --renormalize-logits --repetition-penalty 1.3 --no-repeat-ngram-size 2"
@@ -193,27 +233,7 @@ beam_checks() {
   )
   set -f
   for pl in "$@"; do
-    IFS='|' read -r pname plan <<< "$pl"
-    for c in "${cfgs[@]}"; do
-      IFS='|' read -r cname args <<< "$c"
-      base="$W/beam-$pname-${cname// /_}"
-      for dev in cuda cpu; do
-        # shellcheck disable=SC2086
-        "$BIN/genrun" "$plan" --device $dev --input "$prompts" --max-new-tokens 16 --stats $args \
-          > "$base.$dev.out" 2> "$base.$dev.err"
-      done
-      hostHere=$(sed -n 's/.* \([0-9]*\) copied their logits to the host.*/\1/p' "$base.cuda.err")
-      local cmp
-      cmp=$(python3 -c "import json,sys
-seqs=lambda f:[json.loads(l)['sequences'] for l in open(f)]
-a,b=seqs(sys.argv[1]),seqs(sys.argv[2])
-ids=[[s['output_ids'] for s in r] for r in a]==[[s['output_ids'] for s in r] for r in b]
-d=max(abs(x['score']-y['score']) for r,q in zip(a,b) for x,y in zip(r,q))
-print(('same' if ids and len(a)==6 else 'DIFFER'), 'max |score diff| %.2e' % d, 'ok' if ids and len(a)==6 and d<=1e-4 else 'bad')" \
-        "$base.cuda.out" "$base.cpu.out" 2>&1)
-      if [[ "$cmp" == *" ok" ]] && [ "$hostHere" = 0 ]; then s=ok; else s=FAIL; fail=1; fi
-      row "beams $pname $cname|$s|cuda vs cpu: $cmp; logits to the host: ${hostHere:-?} runs"
-    done
+    for c in "${cfgs[@]}"; do job beam_check "$W/tok.jsonl" "$pl" "$c"; done
   done
   set +f
 }
@@ -226,64 +246,66 @@ print(('same' if ids and len(a)==6 else 'DIFFER'), 'max |score diff| %.2e' % d, 
 # GEMV, the GLU rounds through the product's storage as its kernel would),
 # f32 plans' tokens the CPU's, and the profile must show the GEMVs that did
 # it: a norm before (all) and a GLU after (the SwiGLU models).
-fusion_checks() {
-  local prompts="$W/pro.jsonl" fx dt plan models cfg cname args base s nb nt same cpu
-  printf '{"input_ids": [5, 6, 7]}\n{"input_ids": [9, 10]}\n{"input_ids": [11, 12, 13, 14]}\n{"input_ids": [20]}\n' > "$prompts"
+# The GEMV fusion checks of one fixture in one dtype: fx dt.
+fusion_check() {
+  local prompts="$W/pro.jsonl" fx=$1 dt=$2 plan models cfg cname args base s nb nt same cpu
+  models=model.onnx
+  [ -f "tests/fixtures/$fx/encoder.onnx" ] && models="encoder.onnx decoder.onnx"
   set -f
-  for fx in llama gpt2 mistral qwen3 t5 bart; do
-    models=model.onnx
-    [ -f "tests/fixtures/$fx/encoder.onnx" ] && models="encoder.onnx decoder.onnx"
-    for dt in f32 f16; do
-      plan="$W/pro-$fx-$dt.plan"
-      # shellcheck disable=SC2086
-      if ! "$BIN/genc" compile $(for m in $models; do echo "tests/fixtures/$fx/$m"; done) --dtype $dt --max-batch 1 \
-             -o "$plan" > "$OUT/pro-compile-$fx-$dt.log" 2>&1; then
-        row "gemv fusion $fx $dt|FAIL|$(tail -c 300 "$OUT/pro-compile-$fx-$dt.log" | tr '\n' ' ')"
-        fail=1
-        continue
-      fi
-      for cfg in "greedy|" "k20|--do-sample --top-k 20 --seed 3"; do
-        IFS='|' read -r cname args <<< "$cfg"
-        base="$W/pro-$fx-$dt-$cname"
-        # shellcheck disable=SC2086
-        "$BIN/genrun" "$plan" --device cuda --input "$prompts" --max-new-tokens 12 $args > "$base.on" 2> "$base.on.err"
-        # shellcheck disable=SC2086
-        GENC_CUDA_GEMV_FUSION=0 "$BIN/genrun" "$plan" --device cuda --input "$prompts" --max-new-tokens 12 $args \
-          > "$base.off" 2> "$base.off.err"
-        # shellcheck disable=SC2086
-        GENC_CUDA_PROFILE=1 "$BIN/genrun" "$plan" --device cuda --input "$prompts" --max-new-tokens 12 $args \
-          > /dev/null 2> "$base.prof"
-        # shellcheck disable=SC2086
-        "$BIN/genrun" "$plan" --device cpu --input "$prompts" --max-new-tokens 12 $args > "$base.cpu" 2>/dev/null
-        steps() {
-          local v
-          v=$(grep "profile: decode gemm $1 fused" "$base.prof" | sed 's/.* over *\([0-9]*\) steps.*/\1/')
-          echo "${v:-0}"
-        }
-        nb=$(($(steps after) + $(steps between)))
-        nt=$(($(steps then) + $(steps between)))
-        if [ -s "$base.on" ] && cmp -s "$base.on" "$base.off"; then same=yes; else same=NO; fi
-        cpu=$(python3 -c "import json,sys
+  plan="$W/pro-$fx-$dt.plan"
+  # shellcheck disable=SC2086
+  if ! "$BIN/genc" compile $(for m in $models; do echo "tests/fixtures/$fx/$m"; done) --dtype $dt --max-batch 1 \
+         -o "$plan" > "$OUT/pro-compile-$fx-$dt.log" 2>&1; then
+    row "gemv fusion $fx $dt|FAIL|$(tail -c 300 "$OUT/pro-compile-$fx-$dt.log" | tr '\n' ' ')"
+    failed
+    return
+  fi
+  for cfg in "greedy|" "k20|--do-sample --top-k 20 --seed 3"; do
+    IFS='|' read -r cname args <<< "$cfg"
+    base="$W/pro-$fx-$dt-$cname"
+    # shellcheck disable=SC2086
+    "$BIN/genrun" "$plan" --device cuda --input "$prompts" --max-new-tokens 12 $args > "$base.on" 2> "$base.on.err"
+    # shellcheck disable=SC2086
+    GENC_CUDA_GEMV_FUSION=0 "$BIN/genrun" "$plan" --device cuda --input "$prompts" --max-new-tokens 12 $args \
+      > "$base.off" 2> "$base.off.err"
+    # shellcheck disable=SC2086
+    GENC_CUDA_PROFILE=1 "$BIN/genrun" "$plan" --device cuda --input "$prompts" --max-new-tokens 12 $args \
+      > /dev/null 2> "$base.prof"
+    # shellcheck disable=SC2086
+    "$BIN/genrun" "$plan" --device cpu --input "$prompts" --max-new-tokens 12 $args > "$base.cpu" 2>/dev/null
+    steps() {
+      local v
+      v=$(grep "profile: decode gemm $1 fused" "$base.prof" | sed 's/.* over *\([0-9]*\) steps.*/\1/')
+      echo "${v:-0}"
+    }
+    nb=$(($(steps after) + $(steps between)))
+    nt=$(($(steps then) + $(steps between)))
+    if [ -s "$base.on" ] && cmp -s "$base.on" "$base.off"; then same=yes; else same=NO; fi
+    cpu=$(python3 -c "import json,sys
 ids=lambda f:[[s['output_ids'] for s in json.loads(l)['sequences']] for l in open(f)]
 a,b=ids(sys.argv[1]),ids(sys.argv[2]); print('same' if a==b and len(a)==4 else 'DIFFER')" "$base.on" "$base.cpu" 2>&1)
-        s=ok
-        [ $same = yes ] && [ "$nb" -gt 0 ] && { [ $dt = f16 ] || [ "$cpu" = same ]; } || s=FAIL
-        case $fx in llama | mistral | qwen3) [ "$nt" -gt 0 ] || s=FAIL ;; esac
-        [ $s = ok ] || fail=1
-        row "gemv fusion $fx $dt $cname|$s|on == off: $same; cpu tokens: $cpu; decode GEMVs with the norm: $nb, with the GLU: $nt"
-      done
-    done
+    s=ok
+    [ $same = yes ] && [ "$nb" -gt 0 ] && { [ $dt = f16 ] || [ "$cpu" = same ]; } || s=FAIL
+    case $fx in llama | mistral | qwen3) [ "$nt" -gt 0 ] || s=FAIL ;; esac
+    [ $s = ok ] || failed
+    row "gemv fusion $fx $dt $cname|$s|on == off: $same; cpu tokens: $cpu; decode GEMVs with the norm: $nb, with the GLU: $nt"
   done
-  set +f
+}
+fusion_checks() {
+  local fx dt
+  printf '{"input_ids": [5, 6, 7]}\n{"input_ids": [9, 10]}\n{"input_ids": [11, 12, 13, 14]}\n{"input_ids": [20]}\n' > "$W/pro.jsonl"
+  for fx in llama gpt2 mistral qwen3 t5 bart; do
+    for dt in f32 f16; do job fusion_check $fx $dt; done
+  done
 }
 
 # The quick set (--quick alone; the full run starts with it, --rest leaves it
 # out), then the rest of the parity checks.
 quick_set() {
-  check llama llama model.onnx
-  check processors processors model.onnx
-  check t5 t5 encoder.onnx,decoder.onnx
-  stop_check
+  job check llama llama model.onnx
+  job check processors processors model.onnx
+  job check t5 t5 encoder.onnx,decoder.onnx
+  job stop_check
   token_checks
   fusion_checks
 }
@@ -296,10 +318,10 @@ if [ $TOKENS_ONLY = 1 ]; then
   PARITY=0
 fi
 if [ $BEAMS_ONLY = 1 ]; then
-  check llama llama model.onnx
-  check processors processors model.onnx
-  check t5 t5 encoder.onnx,decoder.onnx
-  check bart bart encoder.onnx,decoder.onnx
+  job check llama llama model.onnx
+  job check processors processors model.onnx
+  job check t5 t5 encoder.onnx,decoder.onnx
+  job check bart bart encoder.onnx,decoder.onnx
   token_plans
   # Prompts prefilled two tokens a run: each run ranks the prompts it ends.
   "$BIN/genc" compile tests/fixtures/llama/model.onnx -o "$W/tok-v1k-t2.plan" --max-batch 8 --max-beams 3 \
@@ -310,34 +332,40 @@ fi
 
 if [ $PARITY = 1 ]; then
 [ $REST = 1 ] || quick_set
-for fx in mistral gpt2; do check "$fx" "$fx" model.onnx; done
-for fx in llama mistral gpt2; do check "$fx-dynamo" "$fx" model.dynamo.onnx; done
-for fx in falcon olmo2 qwen3; do check "$fx" "$fx" model.onnx; done
+for fx in mistral gpt2; do job check "$fx" "$fx" model.onnx; done
+for fx in llama mistral gpt2; do job check "$fx-dynamo" "$fx" model.dynamo.onnx; done
+for fx in falcon olmo2 qwen3; do job check "$fx" "$fx" model.onnx; done
 # cuBLASLt for every product (GENC_CUDA_GEMV=0; the GEMV kernels take those of
 # one row by default on sm_90) on the GQA and rolling-window fixtures.
-for fx in llama mistral gpt2; do GENC_CUDA_GEMV=0 check "$fx-cublaslt" "$fx" model.onnx; done
+for fx in llama mistral gpt2; do job with_env GENC_CUDA_GEMV=0 check "$fx-cublaslt" "$fx" model.onnx; done
 # The GEMV kernels of 2-8 rows (beam rows, batches; by default those go to
 # cuBLASLt, GENC_CUDA_GEMV_ROWS=8 gives them to the GEMVs).
-for fx in llama gpt2; do GENC_CUDA_GEMV_ROWS=8 check "$fx-gemv8" "$fx" model.onnx; done
-check t5-dynamo t5 encoder.dynamo.onnx,decoder.dynamo.onnx
-check bart bart encoder.onnx,decoder.onnx
-check bart-dynamo bart encoder.dynamo.onnx,decoder.dynamo.onnx
+for fx in llama gpt2; do job with_env GENC_CUDA_GEMV_ROWS=8 check "$fx-gemv8" "$fx" model.onnx; done
+job check t5-dynamo t5 encoder.dynamo.onnx,decoder.dynamo.onnx
+job check bart bart encoder.onnx,decoder.onnx
+job check bart-dynamo bart encoder.dynamo.onnx,decoder.dynamo.onnx
 # Sources bounded apart from the decoder (the cross cache 96 rows a head, the
 # beams' caches 64): the cross pitch is not the self cache's.
-for fx in t5 bart; do GENC_COMPILE_ARGS="--max-source-length 96" check "$fx-source96" "$fx" encoder.onnx,decoder.onnx; done
-
-plans=()
-for fx in llama mistral gpt2 qwen3; do
-  for dt in f32 f16; do
-    "$BIN/genc" compile "tests/fixtures/$fx/model.onnx" --dtype $dt -o "$W/$fx.$dt.plan" >/dev/null 2>&1 && plans+=("$W/$fx.$dt.plan")
-  done
+for fx in t5 bart; do
+  job with_env GENC_COMPILE_ARGS="--max-source-length 96" check "$fx-source96" "$fx" encoder.onnx,decoder.onnx
 done
-if "$BIN/gpucheck" "${plans[@]}" > "$OUT/gpucheck.log" 2>&1; then g=ok; else g=FAIL; fail=1; fi
-row "gpucheck (fused kernels)|$g|$(tail -4 "$OUT/gpucheck.log" | tr '\n' ' ')"
+
+# Every fused kernel of four fixtures' f32 and f16 plans against the CPU.
+gpucheck_all() {
+  local fx dt g plans=()
+  for fx in llama mistral gpt2 qwen3; do
+    for dt in f32 f16; do
+      "$BIN/genc" compile "tests/fixtures/$fx/model.onnx" --dtype $dt -o "$W/$fx.$dt.plan" >/dev/null 2>&1 && plans+=("$W/$fx.$dt.plan")
+    done
+  done
+  if "$BIN/gpucheck" "${plans[@]}" > "$OUT/gpucheck.log" 2>&1; then g=ok; else g=FAIL; failed; fi
+  row "gpucheck (fused kernels)|$g|$(tail -4 "$OUT/gpucheck.log" | tr '\n' ' ')"
+}
 
 # Real widths: a Llama (d=2048, 32 heads, 8 KV heads, 4 layers) with random
 # weights, f32 and f16 plans, greedy on the GPU against HF generate.
-if [ "${GPU_TEST_SCALE-1}" = 1 ]; then
+scale_check() {
+  local m dt log r
   m="$W/llama2048"
   if python3 tools/export.py --arch llama --set hidden_size=2048 --set intermediate_size=5632 \
        --set num_hidden_layers=4 --set num_attention_heads=32 --set num_key_value_heads=8 --set head_dim=64 \
@@ -346,22 +374,29 @@ if [ "${GPU_TEST_SCALE-1}" = 1 ]; then
     for dt in f32 f16; do
       log="$OUT/scale-$dt.log"
       if GENC_COMPILE_ARGS="--dtype $dt" python3 tests/tools/check_generate.py "$BIN/genc" "$BIN/genrun" "$m" \
-           model.onnx "$W/scale-$dt" greedy > "$log" 2>&1; then r=ok; else r=FAIL; [ $dt = f32 ] && fail=1; fi
+           model.onnx "$W/scale-$dt" greedy > "$log" 2>&1; then r=ok; else r=FAIL; [ $dt = f32 ] && failed; fi
       row "llama-2048x4 $dt greedy|$r|$(tail -c 300 "$log" | tr '\n' ' ')"
     done
   else
     row "llama-2048x4 export|FAIL|$(tail -c 300 "$OUT/export.log" | tr '\n' ' ')"
   fi
-fi
+}
 
 # The 16-bit decode and prefill kernels against the attend kernel (f32 math)
 # on the shapes they specialise on: head dim 128 (the register decode), GQA
 # 4, a sliding window; the same tokens, scores within attn_check's tolerance.
-if DTYPE=f16 ONLY='hd128|hd64-g4$|window' LENGTHS="1 64 1000" bash tools/attn_check.sh \
-     > "$OUT/attn-f16.log" 2>&1; then a=ok; else a=FAIL; fail=1; fi
-row "attention f16 kernels|$a|$(grep -cE 'len [0-9]+ +ok ' "$OUT/attn-f16.log") rows ok of $(grep -cE 'len [0-9]+ +[A-Za-z]' "$OUT/attn-f16.log") (hd128, hd64-g4, window; 1, 64, 1000)"
+attn_f16_check() {
+  local a
+  if DTYPE=f16 ONLY='hd128|hd64-g4$|window' LENGTHS="1 64 1000" bash tools/attn_check.sh \
+       > "$OUT/attn-f16.log" 2>&1; then a=ok; else a=FAIL; failed; fi
+  row "attention f16 kernels|$a|$(grep -cE 'len [0-9]+ +ok ' "$OUT/attn-f16.log") rows ok of $(grep -cE 'len [0-9]+ +[A-Za-z]' "$OUT/attn-f16.log") (hd128, hd64-g4, window; 1, 64, 1000)"
+}
 
+job gpucheck_all
+[ "${GPU_TEST_SCALE-1}" = 1 ] && job scale_check
+job attn_f16_check
 fi # PARITY
+wait
 
 # compute-sanitizer: every report is an error (exit 99). Small runs: the
 # tools slow kernels down 10-100x.
@@ -392,7 +427,7 @@ if [ $SANITIZE = 1 ]; then
       log="$OUT/sanitize-$tool-${name// /-}.log"
       # shellcheck disable=SC2086
       if "$CS" --tool $tool "${extra[@]}" --error-exitcode 99 "$BIN/genrun" "$W/$plan" --device cuda \
-           --input "$W/san.jsonl" --max-new-tokens 6 $args > "$log" 2>&1; then r=ok; else r=FAIL; fail=1; fi
+           --input "$W/san.jsonl" --max-new-tokens 6 $args > "$log" 2>&1; then r=ok; else r=FAIL; failed; fi
       row "$tool genrun $name|$r|$(grep -E "ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY|error" "$log" | head -3 | tr '\n' ' ')"
     done
     log="$OUT/sanitize-$tool-gpucheck.log"
@@ -400,17 +435,18 @@ if [ $SANITIZE = 1 ]; then
       r=ok
     else
       r=FAIL
-      fail=1
+      failed
     fi
     row "$tool gpucheck llama|$r|$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$log" | head -2 | tr '\n' ' ')"
   done
 fi
 
+fail=0
+[ -e "$W/failed" ] && fail=1
 echo
 echo "== gpu_test: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)"
 printf '%-28s %-5s %s\n' check result detail
-for r in "${rows[@]}"; do
-  IFS='|' read -r a b c <<< "$r"
+while IFS='|' read -r a b c; do
   printf '%-28s %-5s %s\n' "$a" "$b" "$c"
-done
+done < "$OUT/0-rows.txt"
 exit $fail
