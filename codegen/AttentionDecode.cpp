@@ -107,41 +107,12 @@ static __device__ __forceinline__ bool genc_decode_append(const GencAttnParams &
                                                           const GencTokenPlace &pl, const GencDecodeRange<C, KT> &r,
                                                           int kh) {
   const long long own = genc_shard_row<C>(p, pl.position);
-  if (!C::DPRE && genc_attn_appends_now<C>(p, pl) && own >= r.a && own < r.b) {
+  if (genc_attn_appends_now<C>(p, pl) && own >= r.a && own < r.b) {
     genc_attn_rows<C>(p, t, C::H + kh, C::H + kh + 1, nullptr, true, pl);
     genc_attn_rows<C>(p, t, C::H + C::KVH + kh, C::H + C::KVH + kh + 1, nullptr, true, pl);
     return true;
   }
   return false;
-}
-
-// C::DPRE (GENC_DECODE_PROLOGUE): the prologue kernel has normed, rotated
-// and appended the step's rows; heads [h0, h0 + N) of token t's q come from
-// its f32 scratch [T, H + 2 KVH, D] into dst[N][D], 16-byte words, every load
-// issued before the first store (L2: the prologue's writes).
-template <typename C, int N>
-static __device__ __forceinline__ void genc_decode_scratch_rows(const GencAttnParams &p, long long t, int h0,
-                                                                float *dst) {
-  static_assert(C::D % 4 == 0, "decode queries from the scratch: rows of whole 16-byte words");
-  constexpr int NV = N * C::D / 4, PER = (NV + 127) / 128;
-  const float4 *src = (const float4 *)((const float *)p.scratch + t * C::SSTRIDE + (long long)h0 * C::D);
-  float4 v[PER];
-#pragma unroll
-  for (int k = 0; k < PER; ++k)
-    if (threadIdx.x + k * 128 < NV) v[k] = __ldcg(src + threadIdx.x + k * 128);
-  __syncthreads(); // dst may be memory the block used before
-#pragma unroll
-  for (int k = 0; k < PER; ++k)
-    if (threadIdx.x + k * 128 < NV) ((float4 *)dst)[threadIdx.x + k * 128] = v[k];
-  __syncthreads();
-}
-
-// The group's queries: from the prologue's scratch, or made here.
-template <typename C, int N>
-static __device__ __forceinline__ void genc_decode_queries(const GencAttnParams &p, long long t, int h0, float *dst,
-                                                           const GencTokenPlace &pl) {
-  if constexpr (C::DPRE) genc_decode_scratch_rows<C, N>(p, t, h0, dst);
-  else genc_attn_query_rows<C, N>(p, t, h0, dst, pl);
 }
 
 // Query head hb + h's output for this split: o[h][d] / l[h] (unnormalised
@@ -167,17 +138,14 @@ static __device__ void genc_decode_finish(const GencAttnParams &p, long long t, 
 
 // ---- merge: the splits' partials of one (token, head) -----------------------
 // Block (t, h), 128 threads, after the decode kernel (the same splits S =
-// p.splits; a token whose keys took one split has its output already). With
-// C::DWP each split left one partial a warp: 4 S of them, warp w of split s
-// at 4 s + w.
+// p.splits; a token whose keys took one split has its output already).
 // Weights exp(lse_s - max) in shared memory, then SG groups of threads each
 // sum every SG-th split over VD-wide columns of the row, loads independent
 // of one another, the groups' sums added in group order.
 template <typename C>
 static __device__ void genc_attn_merge(const GencAttnParams &p) {
   typedef typename C::Out O;
-  // W partials a split: one (C::DWP), or one a warp of its block.
-  constexpr int D = C::D, KT = C::DKT, W = C::DWP ? 4 : 1, SMAX = 256 * W;
+  constexpr int D = C::D, KT = C::DKT, SMAX = 256;
   constexpr int VD = D % 4 == 0 ? 4 : 1, COLS = D / VD, SG = 128 / COLS;
   static_assert(SG >= 1, "merge: a row in one block");
   __shared__ float wS[SMAX];
@@ -189,8 +157,8 @@ static __device__ void genc_attn_merge(const GencAttnParams &p) {
   const GencDecodeRange<C, KT> r(p, pl, h / C::GROUP_ALL, 0, S);
   genc_attn_mark(9, 3);
   if (r.used == 1) return;
-  const int used = (int)r.used * W;
-  const float *lse = (const float *)p.lse + (t * C::H + h) * (long long)(S * W);
+  const int used = (int)r.used;
+  const float *lse = (const float *)p.lse + (t * C::H + h) * (long long)S;
   if (tid < 32) {
     float M = -__int_as_float(0x7f800000);
     for (int s = lane; s < used; s += 32) M = fmaxf(M, lse[s]);
@@ -212,7 +180,7 @@ static __device__ void genc_attn_merge(const GencAttnParams &p) {
   __syncthreads();
   const int sg = tid / COLS, col = tid % COLS;
   if (sg < SG) {
-    const float *part = (const float *)p.partial + (t * C::H + h) * (long long)(S * W) * D + col * VD;
+    const float *part = (const float *)p.partial + (t * C::H + h) * (long long)S * D + col * VD;
     float acc[VD];
 #pragma unroll
     for (int x = 0; x < VD; ++x) acc[x] = 0.f;
@@ -272,7 +240,7 @@ static __device__ void genc_attn_decode_fma(const GencAttnParams &p) {
   if (split >= r.used) return;
   genc_decode_append<C, KT>(p, t, pl, r, kh);
   genc_decode_fill<C, KT, ST>(p, r, genc_attn_tiles);
-  genc_decode_queries<C, G>(p, t, hb, &qS[0][0], pl); // the group's queries, while the tiles load
+  genc_attn_query_rows<C, G>(p, t, hb, &qS[0][0], pl); // the group's queries, while the tiles load
   if (tid < G) { mS[tid] = -__int_as_float(0x7f800000); lS[tid] = 0.f; }
   float acc[G][DPT];
 #pragma unroll
@@ -479,50 +447,6 @@ static __device__ __forceinline__ void genc_decode_values(const GencAttnParams &
   }
 }
 
-// C::DWP: warp w of split s writes its own partial, 4 s + w of the token's
-// 4 S, for the merge: its heads' outputs o / l [D] and log-sum-exps m + log l
-// over its 16 keys a tile (l summed over a head's four lanes first). From
-// registers the output is O^T: lane (g, q) holds heads 2q, 2q + 1 at dims
-// genc_decode_vdim(n, g) and (n, g + 8), and head h's (m, l) sit in lane 4h
-// (genc_attn_decode_mma's c0 / c1 read them the same way); from the tiles,
-// lane (g, q) holds head g at dims 8n + 2q, + 1.
-template <typename C, int G, bool REG, int NO>
-static __device__ __forceinline__ void genc_decode_warp_partial(const GencAttnParams &p, long long t, int hb,
-                                                                int split, const float (&o)[NO][4], float m,
-                                                                float l) {
-  constexpr int D = C::D;
-  const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
-  const long long S4 = 4LL * gridDim.z, e = 4LL * split + (threadIdx.x >> 5);
-  l += __shfl_xor_sync(0xffffffffu, l, 1);
-  l += __shfl_xor_sync(0xffffffffu, l, 2);
-  if (q == 0 && g < G)
-    ((float *)p.lse)[(t * C::H + hb + g) * S4 + e] = l > 0.f ? m + logf(l) : -__int_as_float(0x7f800000);
-  float *part = (float *)p.partial;
-  if constexpr (REG) {
-    const float l0 = __shfl_sync(0xffffffffu, l, 8 * q), l1 = __shfl_sync(0xffffffffu, l, 8 * q + 4);
-    float *row0 = part + ((t * C::H + hb + 2 * q) * S4 + e) * D, *row1 = row0 + S4 * D;
-#pragma unroll
-    for (int n = 0; n < NO; ++n) {
-      const int d0 = genc_decode_vdim(n, g), d1 = genc_decode_vdim(n, g + 8);
-      if (2 * q < G) {
-        row0[d0] = l0 > 0.f ? o[n][0] / l0 : 0.f;
-        row0[d1] = l0 > 0.f ? o[n][2] / l0 : 0.f;
-      }
-      if (2 * q + 1 < G) {
-        row1[d0] = l1 > 0.f ? o[n][1] / l1 : 0.f;
-        row1[d1] = l1 > 0.f ? o[n][3] / l1 : 0.f;
-      }
-    }
-  } else if (g < G) {
-    float *row = part + ((t * C::H + hb + g) * S4 + e) * D;
-#pragma unroll
-    for (int n = 0; n < NO; ++n) {
-      row[n * 8 + 2 * q] = l > 0.f ? o[n][0] / l : 0.f;
-      row[n * 8 + 2 * q + 1] = l > 0.f ? o[n][1] / l : 0.f;
-    }
-  }
-}
-
 template <typename C>
 static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
   typedef typename C::Cache CT;
@@ -570,7 +494,7 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
   unsigned qa[KSTEPS][2];
   {
     float *qs = (float *)(genc_attn_tiles + (REG ? 0 : (ST - 1) * 2 * KT * RS));
-    genc_decode_queries<C, G>(p, t, hb, qs, pl);
+    genc_attn_query_rows<C, G>(p, t, hb, qs, pl);
 #pragma unroll
     for (int k = 0; k < KSTEPS; ++k)
 #pragma unroll
@@ -691,12 +615,6 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
   }
 
   genc_attn_mark(mr, 6);
-  if constexpr (C::DWP)
-    if (r.used > 1) { // uniform over the block: each warp its own partial, no meeting
-      genc_decode_warp_partial<C, G, REG, NO>(p, t, hb, split, o, m, l);
-      genc_attn_mark(mr, 7);
-      return;
-    }
   // The warps meet: each head's max, its sum (over the four lanes), and the
   // warps' O rows [4][8][D] in the tiles' memory (no copy is in flight).
   l += __shfl_xor_sync(0xffffffffu, l, 1);

@@ -30,30 +30,6 @@ int maxHeadsPerBlock() {
   return v >= 1 && v <= 8 ? v : kMaxHeadsPerBlock;
 }
 
-// GENC_DECODE_PROLOGUE=1 (an experiment, off by default): a decode step runs
-// the prologue kernel first (every q, k, v row normed and rotated once into
-// the f32 scratch, k and v appended to the cache) and the decode kernel then
-// copies its group's queries from the scratch, instead of every split of a
-// (token, KV head) loading and rotating them itself and the appending split
-// writing k and v. A launch more a layer, against the query rows (~8 µs of
-// a 64k split's ~35 on an H100, session 17) off every split.
-bool decodeUsesPrologue() {
-  const char *e = genrt::env::get("GENC_DECODE_PROLOGUE");
-  return e && std::string(e) == "1";
-}
-
-// GENC_DECODE_WARP_PARTIALS=1 (an experiment, off by default): where a
-// token's keys take several splits, each warp of a tensor-core decode block
-// writes its own partial (its 16 keys a tile: output, log-sum-exp) for the
-// merge, instead of the block's four warps meeting first (three barriers,
-// a shared-memory round trip and 8 expf a thread: 2.8-3.7 µs of a batch-1
-// layer and ~5 µs of a 64k split on an H100, sessions 14 and 17). The merge
-// then combines four times the partials, from L2.
-bool decodeWarpPartials() {
-  const char *e = genrt::env::get("GENC_DECODE_WARP_PARTIALS");
-  return e && std::string(e) == "1";
-}
-
 // The configuration of one attention op as the struct the templates read:
 // its text is also the key that dedups families.
 std::string configBody(const Function &f, const Op &op, DType activation, int &headsPerBlock,
@@ -118,8 +94,7 @@ std::string configBody(const Function &f, const Op &op, DType activation, int &h
     << ", DKT = " << decode.keysPerTile << ", DMMA = " << decode.mma << ", DREG = " << decode.registers << ";\n"
     << "  static constexpr int PMMA = "
     << (genrt::cuda::prefillEligible(D, es) ? (activation == DType::BF16 ? 2 : 1) : 0) << ";\n"
-    << "  static constexpr int QWORDS = " << qwords << ", DPRE = " << (decodeUsesPrologue() && D % 4 == 0)
-    << ", DWP = " << (decodeWarpPartials() && decode.mma != 0) << ";\n"
+    << "  static constexpr int QWORDS = " << qwords << ";\n"
     << "  static constexpr int PACKED = " << packed << ", MERGE = " << op.intAttr("merge_heads", 0) << ";\n"
     << "  static constexpr long long QOFF = " << (packed ? offs[0] : 0)
     << ", KOFF = " << (packed && offs.size() > 1 ? offs[1] : 0)
@@ -165,13 +140,10 @@ AttentionKernels emitAttentionKernels(Module &m, DType activation) {
       op->setAttr("gpu_heads_per_block", static_cast<int64_t>(perBlock));
       if (decode.heads) {
         op->setAttr("gpu_decode_heads_per_block", static_cast<int64_t>(decode.heads));
-        if (!(decodeUsesPrologue() && op->intAttr("head_dim", 0) % 4 == 0))
-          op->setAttr("gpu_decode_rows", static_cast<int64_t>(1)); // no prologue launch before it
+        op->setAttr("gpu_decode_rows", static_cast<int64_t>(1)); // no prologue launch before it
         op->setAttr("gpu_decode_stages", static_cast<int64_t>(decode.stages));
         if (decode.registers)
           op->setAttr("gpu_decode_registers", static_cast<int64_t>(1));
-        if (decodeWarpPartials() && decode.mma != 0)
-          op->setAttr("gpu_decode_warp_partials", static_cast<int64_t>(1));
       }
       // Every op of the family, not only its first: the executor reads the
       // op's attributes.

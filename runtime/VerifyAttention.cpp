@@ -36,9 +36,6 @@ std::string headsRule(const OpSite &s, Heads &h) {
   int64_t registers;
   if (!intAttrIn(a, "gpu_decode_registers", 0, 0, perBlock ? 1 : 0, registers))
     return "gpu_decode_registers must be 0 or 1, and 0 without a decode kernel";
-  int64_t warpPartials;
-  if (!intAttrIn(a, "gpu_decode_warp_partials", 0, 0, perBlock ? 1 : 0, warpPartials))
-    return "gpu_decode_warp_partials must be 0 or 1, and 0 without a decode kernel";
   double scale = attrFloat(a, "scale", 1.0);
   if (!std::isfinite(scale))
     return "its scale must be finite";

@@ -395,7 +395,6 @@ public:
   /// L2, in order, up to GENC_CUDA_L2_PREFETCH_MB in all.
   std::pair<CUdeviceptr, int64_t> pf[3] = {};
   bool decodeRows = false; // the decode kernel computes its q, k, v rows (no prologue)
-  bool decodeWarpPartials = false; // each warp of a split leaves its own partial: 4 a split
   unsigned decodeShared = 0;
   GencAttnParams base{};
   int64_t heads = 0, kvHeads = 0, headDim = 0, gridY = 0;
@@ -418,11 +417,8 @@ public:
     // no other GPU holds part of it.
     const bool usePrefill = prefill && run.kind != ProgramKind::Decode && ctx.tileCount > 0 &&
                             (!selfAttention || (!rolling && !ctx.tree.nccl && ctx.tree.shards <= 1));
-    // The partials' rows hold every (token, head)'s splits (4 a split where
-    // each warp leaves its own).
-    const int64_t rowsPerSplit = useDecode && decodeWarpPartials ? 4 : 1;
     const int64_t maxS = std::max<int64_t>(
-        1, std::min<int64_t>(useDecode ? 256 : 64, ctx.partialRows / std::max<int64_t>(1, T * heads * rowsPerSplit)));
+        1, std::min<int64_t>(useDecode ? 256 : 64, ctx.partialRows / std::max<int64_t>(1, T * heads)));
     int64_t S = 1;
     if (useDecode) {
       S = decodeSplits(T, ctx.dev->smCount, maxS);
@@ -606,9 +602,6 @@ Status attentionStep(const OpInfo &op, const ValueMap &vm, const KernelModule &m
                                   kv.dtype == DType::BF16, kDecodeStageBudget, registers);
   if (registers && !shape.registers)
     return Status::error("names a decode kernel streaming K/V into registers, which its head shape does not allow");
-  const bool warpPartials = attrInt(at, "gpu_decode_warp_partials", 0) == 1;
-  if (warpPartials && !shape.mma)
-    return Status::error("names a decode kernel with a partial a warp, which only its tensor-core form writes");
   // The stages genc compiled the kernel with (plans from before the
   // attribute: the default budget's).
   if (const int64_t stages = attrInt(at, "gpu_decode_stages", 0); stages && shape.heads && !shape.registers) {
@@ -635,7 +628,6 @@ Status attentionStep(const OpInfo &op, const ValueMap &vm, const KernelModule &m
       return s;
     st->decode = fn;
     st->decodeRows = attrInt(at, "gpu_decode_rows", 0) == 1;
-    st->decodeWarpPartials = warpPartials;
     st->decodeGridY = st->kvHeads * (st->heads / st->kvHeads / decodePerBlock);
     st->decodeShared = static_cast<unsigned>(decodeShared);
     // Blocks an SM holds: its shared memory (1 KB a block reserved) and
