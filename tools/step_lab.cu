@@ -26,12 +26,16 @@
 //     (GEMV after GEMV, layer after layer) through NS 16 KB slots of shared
 //     memory by bulk copies, as far ahead as the slots allow (128-192 KB an
 //     SM), whatever the compute warps wait on.
-// Block 0 stamps its arrival at and departure from every barrier, so the
-// table after the timing splits a step into its phases.
+// Attention either in 32 blocks (a head each, a warp a key) or split over
+// 128 (a quarter of a head's keys each, a thread a key; the Wo GEMV's
+// vector merges the parts). Block 0 stamps its arrival at and departure
+// from every barrier, so the table after the timing splits a step into
+// its phases.
 //
 // Measured (H200, session 20, docs/performance.md): both correct; 1.140 ms
 // a step with registers, 1.348-1.350 with the ring, against genrun's
 // 1.036 ms for the same model: the bytes in flight were not what limits it.
+// The split attention and the stamps came after and have not run yet.
 //
 // Shapes (the issue's workload a): D 2048, 32 heads / 4 KV heads of 64, FFN
 // 5632, vocab 32000 (the LM head doubles as the embedding), f16 weights and
@@ -89,6 +93,7 @@ struct Model {
 
 struct State {
   float *x, *qkv, *attn, *gu, *logits; // [D], [QKV], [D], [2F], [V]
+  float *attnPart;                     // split attention: outputs [H, PARTS, HD], then log-sum-exps [H, PARTS]
   int *token;
   unsigned long long *ctr;    // the persistent kernel's barrier
   unsigned long long *stamps; // block 0's arrival and departure at barrier k (1-based): [2 k], [2 k + 1]
@@ -213,7 +218,8 @@ __device__ __forceinline__ void bulkLoad(void *dst, const void *src, uint32_t by
 // ---- the persistent kernel's phases -----------------------------------------
 
 // The GEMV's input vector, made by every block into shared memory.
-enum class Vec { Norm, Copy, SwiGlu };
+enum class Vec { Norm, Copy, SwiGlu, Merge };
+constexpr int PARTS = 4; // split attention: the keys of a head in 4 blocks
 
 template <int NT> __device__ void loadVector(Vec kind, const float *src, const __half *w, float *vS, float *red) {
   const int tid = threadIdx.x;
@@ -227,6 +233,23 @@ template <int NT> __device__ void loadVector(Vec kind, const float *src, const _
     const float rs = rsqrtf(blockReduce<false, NT>(ss, red) / D + EPS);
     for (int i = tid; i < D; i += NT)
       vS[i] = vS[i] * rs * __half2float(w[i]);
+  } else if (kind == Vec::Merge) { // the split attention's parts: sum_p e^(lse_p - max) o_p / sum_p e^(lse_p - max)
+    const float *lse = src + H * PARTS * HD;
+    for (int i = tid; i < D; i += NT) {
+      const int h = i / HD, d = i % HD;
+      float l[PARTS], mx = -INFINITY;
+#pragma unroll
+      for (int p = 0; p < PARTS; ++p)
+        mx = fmaxf(mx, l[p] = __ldcg(lse + h * PARTS + p));
+      float num = 0.f, den = 0.f;
+#pragma unroll
+      for (int p = 0; p < PARTS; ++p) {
+        const float w = l[p] == -INFINITY ? 0.f : __expf(l[p] - mx);
+        num += w * __ldcg(src + (h * PARTS + p) * HD + d);
+        den += w;
+      }
+      vS[i] = num / den;
+    }
   } else if (kind == Vec::Copy) {
     for (int i = tid; i < D; i += NT)
       vS[i] = __ldcg(src + i);
@@ -253,12 +276,13 @@ struct Gemv {
 };
 
 // The step's GEMVs in order, as the kernel and its loader warp walk them.
-__device__ __forceinline__ Gemv layerGemv(const Layer &ly, const State &s, int l, int g) {
+__device__ __forceinline__ Gemv layerGemv(const Layer &ly, const State &s, int l, int g, bool split) {
   switch (g) {
   case 0:
     return {ly.wqkv, QKV, D, Vec::Norm, s.x, ly.n1, s.qkv, s.gu, l > 0 ? 2 * F : 0};
   case 1:
-    return {ly.wo, D, D, Vec::Copy, s.attn, nullptr, s.x, s.qkv, QKV};
+    return split ? Gemv{ly.wo, D, D, Vec::Merge, s.attnPart, nullptr, s.x, s.qkv, QKV}
+                 : Gemv{ly.wo, D, D, Vec::Copy, s.attn, nullptr, s.x, s.qkv, QKV};
   case 2:
     return {ly.wgu, 2 * F, D, Vec::Norm, s.x, ly.n2, s.gu, nullptr, 0};
   default:
@@ -480,6 +504,95 @@ __device__ void attentionBlock(int h, const float *qkv, const Layer &ly, int pos
   }
 }
 
+// Split attention: block (h, part) takes keys [part ctx / 4, (part + 1)
+// ctx / 4) of query head h, a thread a key for the scores (its row's 8
+// words at once, q from shared memory), 8 groups of 64 threads over the
+// keys for P V; it leaves its normalised output and log-sum-exp for the Wo
+// GEMV's vector (Vec::Merge). 128 blocks instead of 32, and no key waits on
+// another's shuffle chain.
+template <int NT>
+__device__ void attentionPart(int h, int part, const float *qkv, const Layer &ly, int pos, const float *cosT,
+                              const float *sinT, float *attnPart, float *sm, float *red) {
+  const int tid = threadIdx.x, kvh = h / GROUP;
+  float *qS = sm, *kS = sm + HD, *vS = sm + 2 * HD, *sc = sm + 3 * HD, *grp = sc + MAXCTX; // grp [8][HD]
+  if (tid < HD) {
+    qS[tid] = __ldcg(qkv + h * HD + tid);
+    kS[tid] = __ldcg(qkv + (H + kvh) * HD + tid);
+    vS[tid] = __half2float(__float2half(__ldcg(qkv + (H + KVH + kvh) * HD + tid)));
+  }
+  csync<NT>();
+  if (tid < HD / 2) {
+    const float c = cosT[pos * (HD / 2) + tid], s = sinT[pos * (HD / 2) + tid];
+    const float q0 = qS[tid], q1 = qS[tid + HD / 2], k0 = kS[tid], k1 = kS[tid + HD / 2];
+    qS[tid] = q0 * c - q1 * s;
+    qS[tid + HD / 2] = q1 * c + q0 * s;
+    kS[tid] = __half2float(__float2half(k0 * c - k1 * s));
+    kS[tid + HD / 2] = __half2float(__float2half(k1 * c + k0 * s));
+  }
+  csync<NT>();
+  const long long base = (long long)kvh * MAXCTX * HD;
+  if (h % GROUP == 0 && part == 0 && tid < HD) {
+    ly.kc[base + (long long)pos * HD + tid] = __float2half(kS[tid]);
+    ly.vc[base + (long long)pos * HD + tid] = __float2half(vS[tid]);
+  }
+  const int ctx = pos + 1, a = part * ctx / PARTS, b = (part + 1) * ctx / PARTS, n = b - a;
+  float m = -INFINITY;
+  for (int t = tid; t < n; t += NT) {
+    const int j = a + t;
+    float s = 0.f;
+    if (j == pos) {
+      for (int d = 0; d < HD; ++d)
+        s += qS[d] * kS[d];
+    } else {
+      const uint4 *row = reinterpret_cast<const uint4 *>(ly.kc + base + (long long)j * HD);
+      uint4 w[HD / 8];
+#pragma unroll
+      for (int x = 0; x < HD / 8; ++x)
+        w[x] = __ldcg(row + x);
+#pragma unroll
+      for (int x = 0; x < HD / 8; ++x)
+        s += dot8(w[x], qS + 8 * x);
+    }
+    sc[t] = s * 0.125f;
+    m = fmaxf(m, sc[t]);
+  }
+  m = blockReduce<true, NT>(m, red);
+  float l = 0.f;
+  for (int t = tid; t < n; t += NT) {
+    const float p = __expf(sc[t] - m);
+    sc[t] = p;
+    l += p;
+  }
+  l = blockReduce<false, NT>(l, red);   // orders sc's writes before the reads below
+  const int d = tid % HD, g = tid / HD; // NT / HD groups
+  float o = 0.f;
+  for (int t = g; t < n; t += NT / HD) {
+    const int j = a + t;
+    o += sc[t] * (j == pos ? vS[d] : __half2float(ly.vc[base + (long long)j * HD + d]));
+  }
+  grp[g * HD + d] = o;
+  csync<NT>();
+  if (tid < HD) {
+    float sum = 0.f;
+    for (int x = 0; x < NT / HD; ++x)
+      sum += grp[x * HD + tid];
+    attnPart[(h * PARTS + part) * HD + tid] = n > 0 ? sum / l : 0.f;
+    if (tid == 0)
+      attnPart[H * PARTS * HD + h * PARTS + part] = n > 0 ? m + logf(l) : -INFINITY;
+  }
+}
+
+// Attention's phase: 32 blocks a head each, or 128 a quarter of a head's keys.
+template <int NT, bool SPLIT>
+__device__ void attentionPhase(const Model &m, const State &s, const Layer &ly, int pos, float *sm, float *red) {
+  if (SPLIT) {
+    if (blockIdx.x < H * PARTS)
+      attentionPart<NT>(blockIdx.x / PARTS, blockIdx.x % PARTS, s.qkv, ly, pos, m.cosT, m.sinT, s.attnPart, sm, red);
+  } else if (blockIdx.x < H) {
+    attentionBlock<NT>(blockIdx.x, s.qkv, ly, pos, m.cosT, m.sinT, s.attn, sm, red);
+  }
+}
+
 // Shared memory: the largest of the GEMV vector (F floats) and attention's
 // q, k, v, scores and partial outputs.
 constexpr int SMEM_FLOATS = std::max(F, 3 * HD + MAXCTX + MAXWARPS * HD);
@@ -532,7 +645,7 @@ template <int NT> __device__ void argmaxBlock(const State &s, float *bv, int *ba
 }
 
 // Registers: U 16-byte words a lane in flight, T threads a block (one block an SM).
-template <int U, int T>
+template <int U, int T, bool SPLIT>
 __global__ void __launch_bounds__(T, 1) stepRegisters(Model m, State s, int tok, int pos, unsigned long long base) {
   __shared__ __align__(16) float sm[SMEM_FLOATS];
   __shared__ float red[T / 32];
@@ -541,12 +654,11 @@ __global__ void __launch_bounds__(T, 1) stepRegisters(Model m, State s, int tok,
   stepStart<T>(m, s, tok);
   for (int l = 0; l < m.L; ++l) {
     const Layer ly = m.layers[l];
-    gemvRegisters<U, T>(layerGemv(ly, s, l, 0), s, m.barriers, target, sm, red);
+    gemvRegisters<U, T>(layerGemv(ly, s, l, 0, SPLIT), s, m.barriers, target, sm, red);
     gridSync<T>(s, m.barriers, target);
-    if (blockIdx.x < H)
-      attentionBlock<T>(blockIdx.x, s.qkv, ly, pos, m.cosT, m.sinT, s.attn, sm, red);
+    attentionPhase<T, SPLIT>(m, s, ly, pos, sm, red);
     for (int g = 1; g < 4; ++g)
-      gemvRegisters<U, T>(layerGemv(ly, s, l, g), s, m.barriers, target, sm, red);
+      gemvRegisters<U, T>(layerGemv(ly, s, l, g, SPLIT), s, m.barriers, target, sm, red);
   }
   gemvRegisters<U, T>(headGemv(m, s), s, m.barriers, target, sm, red);
   gridSync<T>(s, m.barriers, target);
@@ -556,7 +668,7 @@ __global__ void __launch_bounds__(T, 1) stepRegisters(Model m, State s, int tok,
 
 // The ring: 16 compute warps and a loader warp; NS slots of 16 KB
 // (dynamic shared memory).
-template <int NS>
+template <int NS, bool SPLIT>
 __global__ void __launch_bounds__(544, 1) stepRing(Model m, State s, int tok, int pos, unsigned long long base) {
   constexpr int NT = 512;
   extern __shared__ __align__(128) unsigned char ring[];
@@ -579,7 +691,7 @@ __global__ void __launch_bounds__(544, 1) stepRing(Model m, State s, int tok, in
       for (int l = 0; l < m.L; ++l) {
         const Layer ly = m.layers[l];
         for (int g = 0; g < 4; ++g)
-          loadStages<NS>(layerGemv(ly, s, l, g), r, k);
+          loadStages<NS>(layerGemv(ly, s, l, g, SPLIT), r, k);
       }
       loadStages<NS>(headGemv(m, s), r, k);
     }
@@ -589,12 +701,11 @@ __global__ void __launch_bounds__(544, 1) stepRing(Model m, State s, int tok, in
   stepStart<NT>(m, s, tok);
   for (int l = 0; l < m.L; ++l) {
     const Layer ly = m.layers[l];
-    gemvRing<NS, NT>(layerGemv(ly, s, l, 0), r, s, m.barriers, target, sm, red, rowAcc);
+    gemvRing<NS, NT>(layerGemv(ly, s, l, 0, SPLIT), r, s, m.barriers, target, sm, red, rowAcc);
     gridSync<NT>(s, m.barriers, target);
-    if (blockIdx.x < H)
-      attentionBlock<NT>(blockIdx.x, s.qkv, ly, pos, m.cosT, m.sinT, s.attn, sm, red);
+    attentionPhase<NT, SPLIT>(m, s, ly, pos, sm, red);
     for (int g = 1; g < 4; ++g)
-      gemvRing<NS, NT>(layerGemv(ly, s, l, g), r, s, m.barriers, target, sm, red, rowAcc);
+      gemvRing<NS, NT>(layerGemv(ly, s, l, g, SPLIT), r, s, m.barriers, target, sm, red, rowAcc);
   }
   gemvRing<NS, NT>(headGemv(m, s), r, s, m.barriers, target, sm, red, rowAcc);
   gridSync<NT>(s, m.barriers, target);
@@ -875,6 +986,7 @@ int main(int argc, char **argv) {
   s.x = newFloats(D);
   s.qkv = newFloats(QKV);
   s.attn = newFloats(D);
+  s.attnPart = newFloats(H * PARTS * (HD + 1));
   s.gu = newFloats(2 * F);
   s.logits = newFloats(V);
   CHECK(cudaMalloc(&s.token, 4));
@@ -896,9 +1008,10 @@ int main(int argc, char **argv) {
     const char *name;
   };
   const Variant variants[] = {
-      {(const void *)stepRegisters<8, 512>, 512, 0, "registers, 64 KB an SM"},
-      {(const void *)stepRing<8>, 544, 8 * STAGE_BYTES, "ring, 8 x 16 KB"},
-      {(const void *)stepRing<12>, 544, 12 * STAGE_BYTES, "ring, 12 x 16 KB"},
+      {(const void *)stepRegisters<8, 512, false>, 512, 0, "registers, 64 KB an SM"},
+      {(const void *)stepRegisters<8, 512, true>, 512, 0, "registers, split attention"},
+      {(const void *)stepRing<8, false>, 544, 8 * STAGE_BYTES, "ring, 8 x 16 KB"},
+      {(const void *)stepRing<12, true>, 544, 12 * STAGE_BYTES, "ring, 12 x 16 KB, split attention"},
   };
   for (const Variant &v : variants) {
     if (v.smem)
@@ -911,7 +1024,7 @@ int main(int argc, char **argv) {
     }
   }
   const int grid = prop.multiProcessorCount;
-  if ((V + grid - 1) / grid + 2 > MAX_BLOCK_ROWS || grid < H) {
+  if ((V + grid - 1) / grid + 2 > MAX_BLOCK_ROWS || grid < H * PARTS) {
     std::fprintf(stderr, "step_lab: %d SMs: too few for a block's rows of the LM head or the query heads\n", grid);
     return 1;
   }
