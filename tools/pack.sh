@@ -45,4 +45,9 @@ if [ -f "$CUDA/include/cupti.h" ] && [ -n "$cupti" ]; then
     -o dist/trace/libgenc_trace.so
   cp "$cupti" dist/trace/
 fi
+# tools/step_lab.cu: the persistent decode-step lab (docs/performance.md,
+# session 20), run there as dist/step_lab.
+if [ -x "$CUDA/bin/nvcc" ]; then
+  "$CUDA/bin/nvcc" -O3 -arch=sm_90 -std=c++17 -o dist/step_lab tools/step_lab.cu
+fi
 echo "pack: dist/genc-linux-x86_64.tar.gz (${bins[*]##*/} ${libs[*]+${libs[*]##*/}})"
