@@ -56,11 +56,19 @@ row() { printf '%s\n' "$1" >> "$OUT/0-rows.txt"; }
 # writes its own scratch files and its own rows, and a failure is a file, so
 # that one in a background check counts.
 JOBS=${GPU_TEST_JOBS:-8}
+[[ $JOBS =~ ^[1-9][0-9]*$ ]] || JOBS=1
 failed() { : > "$W/failed"; }
+# A check that dies before its row (an error under set -u, a kill) still
+# fails the run. Checks stopped with the script do not outlive it.
 job() {
   while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
-  "$@" &
+  { ("$@") || {
+    local rc=$?
+    failed
+    row "$*|FAIL|the check ended early (status $rc)"
+  }; } &
 }
+trap 'kill $(jobs -p) 2> /dev/null; exit 130' INT TERM
 # with_env NAME=VALUE... command: a function call with variables set for it.
 with_env() {
   while [[ $1 == *=* ]]; do export "${1?}"; shift; done
@@ -379,6 +387,7 @@ scale_check() {
     done
   else
     row "llama-2048x4 export|FAIL|$(tail -c 300 "$OUT/export.log" | tr '\n' ' ')"
+    failed
   fi
 }
 

@@ -929,8 +929,9 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  if (L < 1 || L > 64 || prompt < 1 || steps < 1 || prompt + steps > MAXCTX) {
-    std::fprintf(stderr, "step_lab: layers 1..64, prompt + steps <= %d\n", MAXCTX);
+  // The timing's 8 warm-up steps run at positions prompt..prompt + 7 too.
+  if (L < 1 || L > 64 || prompt < 1 || steps < 1 || prompt + std::max(steps, 8) > MAXCTX) {
+    std::fprintf(stderr, "step_lab: layers 1..64, prompt + max(steps, 8) <= %d\n", MAXCTX);
     return 2;
   }
   cudaDeviceProp prop;
@@ -1006,13 +1007,18 @@ int main(int argc, char **argv) {
     const void *fn;
     int threads, smem;
     const char *name;
+    bool split; // needs H * PARTS blocks
   };
-  const Variant variants[] = {
-      {(const void *)stepRegisters<8, 512, false>, 512, 0, "registers, 64 KB an SM"},
-      {(const void *)stepRegisters<8, 512, true>, 512, 0, "registers, split attention"},
-      {(const void *)stepRing<8, false>, 544, 8 * STAGE_BYTES, "ring, 8 x 16 KB"},
-      {(const void *)stepRing<12, true>, 544, 12 * STAGE_BYTES, "ring, 12 x 16 KB, split attention"},
-  };
+  const int grid = prop.multiProcessorCount;
+  std::vector<Variant> variants;
+  for (const Variant &v : {
+           Variant{(const void *)stepRegisters<8, 512, false>, 512, 0, "registers, 64 KB an SM", false},
+           Variant{(const void *)stepRegisters<8, 512, true>, 512, 0, "registers, split attention", true},
+           Variant{(const void *)stepRing<8, false>, 544, 8 * STAGE_BYTES, "ring, 8 x 16 KB", false},
+           Variant{(const void *)stepRing<12, true>, 544, 12 * STAGE_BYTES, "ring, 12 x 16 KB, split attention", true},
+       })
+    if (!v.split || grid >= H * PARTS)
+      variants.push_back(v);
   for (const Variant &v : variants) {
     if (v.smem)
       CHECK(cudaFuncSetAttribute(v.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, v.smem));
@@ -1023,8 +1029,7 @@ int main(int argc, char **argv) {
       return 1;
     }
   }
-  const int grid = prop.multiProcessorCount;
-  if ((V + grid - 1) / grid + 2 > MAX_BLOCK_ROWS || grid < H * PARTS) {
+  if ((V + grid - 1) / grid + 2 > MAX_BLOCK_ROWS || grid < H) {
     std::fprintf(stderr, "step_lab: %d SMs: too few for a block's rows of the LM head or the query heads\n", grid);
     return 1;
   }
