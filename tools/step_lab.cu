@@ -30,12 +30,14 @@
 // 128 (a quarter of a head's keys each, a thread a key; the Wo GEMV's
 // vector merges the parts). Block 0 stamps its arrival at and departure
 // from every barrier, so the table after the timing splits a step into
-// its phases.
+// its phases. Two timing-only rows bound it: the same work with no grid
+// barriers (wrong sums, the same bytes), and the barriers alone.
 //
 // Measured (H200, session 20, docs/performance.md): both correct; 1.140 ms
 // a step with registers, 1.348-1.350 with the ring, against genrun's
 // 1.036 ms for the same model: the bytes in flight were not what limits it.
-// The split attention and the stamps came after and have not run yet.
+// The split attention, the stamps and the timing-only rows came after
+// and have not run yet.
 //
 // Shapes (the issue's workload a): D 2048, 32 heads / 4 KV heads of 64, FFN
 // 5632, vocab 32000 (the LM head doubles as the embedding), f16 weights and
@@ -297,7 +299,7 @@ __device__ __forceinline__ Gemv headGemv(const Model &m, const State &s) {
 // N K / 256 (a contiguous run of its bytes; every warp the same count). Its
 // first U chunks are loaded before the barrier; the loop keeps U in flight.
 // A row's partial sum goes out by one atomic when the warp's run leaves the row.
-template <int U, int NT>
+template <int U, int NT, bool SYNC = true>
 __device__ void gemvRegisters(const Gemv &g, const State &s, int barriers, unsigned long long &target, float *vS,
                               float *red) {
   constexpr int WARPS = NT / 32;
@@ -312,7 +314,10 @@ __device__ void gemvRegisters(const Gemv &g, const State &s, int barriers, unsig
   for (int j = 0; j < U; ++j)
     if (c0 + j < c1)
       cur[j] = ldw(w4 + (long long)(c0 + j) * 32);
-  gridSync<NT>(s, barriers, target);
+  if (SYNC)
+    gridSync<NT>(s, barriers, target);
+  else
+    csync<NT>(); // timing only: no grid barrier (the sums race)
   for (int i = blockIdx.x * NT + threadIdx.x; i < g.zeroN; i += gridDim.x * NT)
     g.zero[i] = 0.f;
   loadVector<NT>(g.kind, g.src, g.nw, vS, red);
@@ -645,7 +650,9 @@ template <int NT> __device__ void argmaxBlock(const State &s, float *bv, int *ba
 }
 
 // Registers: U 16-byte words a lane in flight, T threads a block (one block an SM).
-template <int U, int T, bool SPLIT>
+// SYNC false (timing only): the same work with block barriers instead of
+// grid barriers, so the step's time without the meetings.
+template <int U, int T, bool SPLIT, bool SYNC = true>
 __global__ void __launch_bounds__(T, 1) stepRegisters(Model m, State s, int tok, int pos, unsigned long long base) {
   __shared__ __align__(16) float sm[SMEM_FLOATS];
   __shared__ float red[T / 32];
@@ -654,16 +661,30 @@ __global__ void __launch_bounds__(T, 1) stepRegisters(Model m, State s, int tok,
   stepStart<T>(m, s, tok);
   for (int l = 0; l < m.L; ++l) {
     const Layer ly = m.layers[l];
-    gemvRegisters<U, T>(layerGemv(ly, s, l, 0, SPLIT), s, m.barriers, target, sm, red);
-    gridSync<T>(s, m.barriers, target);
+    gemvRegisters<U, T, SYNC>(layerGemv(ly, s, l, 0, SPLIT), s, m.barriers, target, sm, red);
+    if (SYNC)
+      gridSync<T>(s, m.barriers, target);
+    else
+      csync<T>();
     attentionPhase<T, SPLIT>(m, s, ly, pos, sm, red);
     for (int g = 1; g < 4; ++g)
-      gemvRegisters<U, T>(layerGemv(ly, s, l, g, SPLIT), s, m.barriers, target, sm, red);
+      gemvRegisters<U, T, SYNC>(layerGemv(ly, s, l, g, SPLIT), s, m.barriers, target, sm, red);
   }
-  gemvRegisters<U, T>(headGemv(m, s), s, m.barriers, target, sm, red);
-  gridSync<T>(s, m.barriers, target);
+  gemvRegisters<U, T, SYNC>(headGemv(m, s), s, m.barriers, target, sm, red);
+  if (SYNC)
+    gridSync<T>(s, m.barriers, target);
+  else
+    csync<T>();
   if (blockIdx.x == 0)
     argmaxBlock<T>(s, red, ba);
+}
+
+// Timing only: the step's grid barriers and nothing else.
+__global__ void __launch_bounds__(512, 1)
+    stepBarriersOnly(Model m, State s, int tok, int pos, unsigned long long base) {
+  unsigned long long target = base;
+  for (int k = 0; k < m.barriers; ++k)
+    gridSync<512>(s, m.barriers, target);
 }
 
 // The ring: 16 compute warps and a loader warp; NS slots of 16 KB
@@ -1007,7 +1028,9 @@ int main(int argc, char **argv) {
     const void *fn;
     int threads, smem;
     const char *name;
-    bool split; // needs H * PARTS blocks
+    bool split;               // needs H * PARTS blocks
+    bool timingOnly = false;  // its results are not the step's (no check)
+    bool gridBarriers = true; // meets at the grid barriers (advances the counter; block 0 stamps them)
   };
   const int grid = prop.multiProcessorCount;
   std::vector<Variant> variants;
@@ -1016,6 +1039,9 @@ int main(int argc, char **argv) {
            Variant{(const void *)stepRegisters<8, 512, true>, 512, 0, "registers, split attention", true},
            Variant{(const void *)stepRing<8, false>, 544, 8 * STAGE_BYTES, "ring, 8 x 16 KB", false},
            Variant{(const void *)stepRing<12, true>, 544, 12 * STAGE_BYTES, "ring, 12 x 16 KB, split attention", true},
+           Variant{(const void *)stepRegisters<8, 512, false, false>, 512, 0,
+                   "registers, no grid barriers (timing only)", false, true, false},
+           Variant{(const void *)stepBarriersOnly, 512, 0, "the grid barriers alone (timing only)", false, true},
        })
     if (!v.split || grid >= H * PARTS)
       variants.push_back(v);
@@ -1036,7 +1062,8 @@ int main(int argc, char **argv) {
   unsigned long long launches = 0;
   const unsigned long long barriers = (unsigned long long)(kBarriersPerLayer * L + kBarriersAfterLayers) * grid;
   auto persistent = [&](const Variant &v, int tok, int pos, cudaStream_t st) {
-    unsigned long long base = launches++ * barriers;
+    unsigned long long base = launches * barriers;
+    launches += v.gridBarriers; // the counter moves only with the barriers
     void *args[] = {&m, &s, &tok, &pos, &base};
     CHECK(cudaLaunchCooperativeKernel(v.fn, grid, v.threads, args, v.smem, st));
   };
@@ -1050,6 +1077,8 @@ int main(int argc, char **argv) {
   std::vector<float> a(V), b(V);
   bool ok = true;
   for (const Variant &v : variants) {
+    if (v.timingOnly)
+      continue;
     double worst = 0.0;
     int same = 0;
     float minMargin = 1e30f;
@@ -1112,6 +1141,8 @@ int main(int argc, char **argv) {
   for (const Variant &v : variants) {
     const float ms = timeIt([&](int t) { persistent(v, tokenAt(t), prompt + t, st); });
     std::printf("| persistent kernel, %s | %.3f | %.0f%% |\n", v.name, ms, 100.0 * floorMs / ms);
+    if (!v.gridBarriers)
+      continue;
     std::vector<unsigned long long> t(2 * (m.barriers + 1));
     CHECK(cudaMemcpy(t.data(), s.stamps, t.size() * 8, cudaMemcpyDeviceToHost));
     double busy[6] = {}, wait[6] = {};
