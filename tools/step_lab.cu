@@ -438,16 +438,13 @@ __device__ void gemvRing(const Gemv &g, Ring &r, const State &s, int barriers, u
   }
 }
 
-// Query head h (one block): RoPE on q and the step's k, the group's first
-// head appends k and v at pos, softmax(q K^T / 8) V over positions [0, pos].
-// The step's own key and value come from registers rounded as the cache
-// holds them (the other heads of the group do not read the row being written).
+// Query head h's row and its KV head's k and v into shared memory, q and k
+// rotated (rotate_half: pairs (i, i + 32)), k and v rounded as the cache
+// holds them.
 template <int NT>
-__device__ void attentionBlock(int h, const float *qkv, const Layer &ly, int pos, const float *cosT, const float *sinT,
-                               float *attnOut, float *sm, float *red) {
-  constexpr int WARPS = NT / 32;
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, kvh = h / GROUP;
-  float *qS = sm, *kS = sm + HD, *vS = sm + 2 * HD, *sc = sm + 3 * HD, *part = sc + MAXCTX; // part [WARPS][HD]
+__device__ void attentionRows(int h, const float *qkv, int pos, const float *cosT, const float *sinT, float *qS,
+                              float *kS, float *vS) {
+  const int tid = threadIdx.x, kvh = h / GROUP;
   if (tid < HD) {
     qS[tid] = __ldcg(qkv + h * HD + tid);
     kS[tid] = __ldcg(qkv + (H + kvh) * HD + tid);
@@ -463,6 +460,19 @@ __device__ void attentionBlock(int h, const float *qkv, const Layer &ly, int pos
     kS[tid + HD / 2] = __half2float(__float2half(k1 * c + k0 * s));
   }
   csync<NT>();
+}
+
+// Query head h (one block): RoPE on q and the step's k, the group's first
+// head appends k and v at pos, softmax(q K^T / 8) V over positions [0, pos].
+// The step's own key and value come from registers rounded as the cache
+// holds them (the other heads of the group do not read the row being written).
+template <int NT>
+__device__ void attentionBlock(int h, const float *qkv, const Layer &ly, int pos, const float *cosT, const float *sinT,
+                               float *attnOut, float *sm, float *red) {
+  constexpr int WARPS = NT / 32;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, kvh = h / GROUP;
+  float *qS = sm, *kS = sm + HD, *vS = sm + 2 * HD, *sc = sm + 3 * HD, *part = sc + MAXCTX; // part [WARPS][HD]
+  attentionRows<NT>(h, qkv, pos, cosT, sinT, qS, kS, vS);
   const long long base = (long long)kvh * MAXCTX * HD;
   if (h % GROUP == 0 && tid < HD) {
     ly.kc[base + (long long)pos * HD + tid] = __float2half(kS[tid]);
@@ -520,21 +530,7 @@ __device__ void attentionPart(int h, int part, const float *qkv, const Layer &ly
                               const float *sinT, float *attnPart, float *sm, float *red) {
   const int tid = threadIdx.x, kvh = h / GROUP;
   float *qS = sm, *kS = sm + HD, *vS = sm + 2 * HD, *sc = sm + 3 * HD, *grp = sc + MAXCTX; // grp [8][HD]
-  if (tid < HD) {
-    qS[tid] = __ldcg(qkv + h * HD + tid);
-    kS[tid] = __ldcg(qkv + (H + kvh) * HD + tid);
-    vS[tid] = __half2float(__float2half(__ldcg(qkv + (H + KVH + kvh) * HD + tid)));
-  }
-  csync<NT>();
-  if (tid < HD / 2) {
-    const float c = cosT[pos * (HD / 2) + tid], s = sinT[pos * (HD / 2) + tid];
-    const float q0 = qS[tid], q1 = qS[tid + HD / 2], k0 = kS[tid], k1 = kS[tid + HD / 2];
-    qS[tid] = q0 * c - q1 * s;
-    qS[tid + HD / 2] = q1 * c + q0 * s;
-    kS[tid] = __half2float(__float2half(k0 * c - k1 * s));
-    kS[tid + HD / 2] = __half2float(__float2half(k1 * c + k0 * s));
-  }
-  csync<NT>();
+  attentionRows<NT>(h, qkv, pos, cosT, sinT, qS, kS, vS);
   const long long base = (long long)kvh * MAXCTX * HD;
   if (h % GROUP == 0 && part == 0 && tid < HD) {
     ly.kc[base + (long long)pos * HD + tid] = __float2half(kS[tid]);
@@ -616,11 +612,11 @@ template <int NT> __device__ void stepStart(const Model &m, const State &s, int 
   }
 }
 
-template <int NT> __device__ void argmaxBlock(const State &s, float *bv, int *ba) {
+template <int NT> __device__ void argmaxBlock(const float *logits, int *token, float *bv, int *ba) {
   float best = -INFINITY;
   int arg = 0;
   for (int i = threadIdx.x; i < V; i += NT) {
-    const float v = __ldcg(s.logits + i);
+    const float v = __ldcg(logits + i);
     if (v > best) {
       best = v;
       arg = i;
@@ -645,7 +641,7 @@ template <int NT> __device__ void argmaxBlock(const State &s, float *bv, int *ba
         best = bv[w];
         arg = ba[w];
       }
-    *s.token = arg;
+    *token = arg;
   }
 }
 
@@ -676,7 +672,7 @@ __global__ void __launch_bounds__(T, 1) stepRegisters(Model m, State s, int tok,
   else
     csync<T>();
   if (blockIdx.x == 0)
-    argmaxBlock<T>(s, red, ba);
+    argmaxBlock<T>(s.logits, s.token, red, ba);
 }
 
 // Timing only: the step's grid barriers and nothing else.
@@ -731,7 +727,7 @@ __global__ void __launch_bounds__(544, 1) stepRing(Model m, State s, int tok, in
   gemvRing<NS, NT>(headGemv(m, s), r, s, m.barriers, target, sm, red, rowAcc);
   gridSync<NT>(s, m.barriers, target);
   if (blockIdx.x == 0)
-    argmaxBlock<NT>(s, red, ba);
+    argmaxBlock<NT>(s.logits, s.token, red, ba);
 }
 
 constexpr int kBarriersPerLayer = 5, kBarriersAfterLayers = 2;
@@ -821,34 +817,7 @@ __global__ void refSwiGlu(const float *gu, float *h) {
 __global__ void refArgmax(const float *logits, int *token) { // one block of 1024
   __shared__ float bv[32];
   __shared__ int ba[32];
-  float best = -INFINITY;
-  int arg = 0;
-  for (int i = threadIdx.x; i < V; i += blockDim.x)
-    if (logits[i] > best) {
-      best = logits[i];
-      arg = i;
-    }
-  for (int o = 16; o > 0; o >>= 1) {
-    const float b2 = __shfl_xor_sync(0xffffffffu, best, o);
-    const int a2 = __shfl_xor_sync(0xffffffffu, arg, o);
-    if (b2 > best || (b2 == best && a2 < arg)) {
-      best = b2;
-      arg = a2;
-    }
-  }
-  if ((threadIdx.x & 31) == 0) {
-    bv[threadIdx.x >> 5] = best;
-    ba[threadIdx.x >> 5] = arg;
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    for (int w = 1; w < (int)(blockDim.x >> 5); ++w)
-      if (bv[w] > best || (bv[w] == best && ba[w] < arg)) {
-        best = bv[w];
-        arg = ba[w];
-      }
-    *token = arg;
-  }
+  argmaxBlock<1024>(logits, token, bv, ba);
 }
 
 struct RefState {
