@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -132,17 +133,19 @@ static void generateStreaming(const genrun::Args &args, Decoder &decoder, const 
     fail(args.output.empty() ? "cannot write to stdout" : "cannot write output '" + args.output + "'");
 }
 
-static void printStats(const Decoder &decoder, size_t promptCount, const GenerationStats &stats) {
+static void printStats(const Decoder &decoder, size_t promptCount, const GenerationStats &stats,
+                       double loadSeconds) {
   // Decode ms/token: the wall time of the search steps after each batch's
   // prefill, per step (one token per live row each).
   double decodeMs = stats.decodeForwardCalls ? stats.decodeSeconds * 1e3 / stats.decodeForwardCalls : 0.0;
   char buf[768];
   std::snprintf(buf, sizeof buf,
                 "genrun: stats: device %s; %zu prompts in %lld batches, %lld prompt tokens, %lld generated tokens\n"
+                "genrun: stats: load %.1f ms (the plan read, weights to the device, kernels loaded)\n"
                 "genrun: stats: time to first token %.3f ms, decode %.3f ms/token, total %.3f s, %.1f generated tokens/s\n"
                 "genrun: stats: %lld decode steps, %lld forward calls, memory %lld bytes (%.1f MiB)%s%s\n",
                 decoder.deviceName().c_str(), promptCount, (long long)stats.batches,
-                (long long)stats.promptTokens, (long long)stats.generatedTokens,
+                (long long)stats.promptTokens, (long long)stats.generatedTokens, loadSeconds * 1e3,
                 stats.firstTokenSeconds * 1e3, decodeMs, stats.totalSeconds,
                 stats.totalSeconds > 0 ? stats.generatedTokens / stats.totalSeconds : 0.0,
                 (long long)stats.decodeSteps, (long long)stats.forwardCalls,
@@ -195,9 +198,11 @@ static int run(int argc, char **argv) {
   }
 
   Status err = Status::ok();
+  const auto loadStart = std::chrono::steady_clock::now();
   std::unique_ptr<Decoder> decoder = openDecoder(args.plan, args.device, err, args.exec);
   if (!decoder)
     fail(err.message());
+  const double loadSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - loadStart).count();
   std::unique_ptr<text::Tokenizer> tokenizer;
   if (Status s = text::loadPlanTokenizer(args.plan, tokenizer); !s)
     fail(s.message());
@@ -237,7 +242,7 @@ static int run(int argc, char **argv) {
   else
     generateAll(args, *decoder, tokenizer.get(), prompts, stats);
   if (args.stats)
-    printStats(*decoder, prompts.size(), stats);
+    printStats(*decoder, prompts.size(), stats, loadSeconds);
   return 0;
 }
 

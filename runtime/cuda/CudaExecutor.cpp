@@ -171,6 +171,10 @@ public:
     for (const auto &[name, prog] : plan_->programs)
       if (Status s = compileProgram(prog, ctx_, mod_, weightPtr_, programs_[name]); !s)
         return s;
+    if (Status s = gemm_->warm(stream_); !s)
+      return s;
+    if (Status s = waitStream("loading cuBLASLt's kernels"); !s)
+      return s;
     if (Status s = mem_.pinned(stagingBytes_, staging_); !s)
       return s;
     if (Status s = mem_.pinned(logitsBytes_, logitsHost_); !s)

@@ -788,7 +788,7 @@ Status compileProgram(const Program &prog, StepContext &ctx, const KernelModule 
         int64_t n = elementsAt(g->aShape, prog.maxSymbols);
         return n > 0 ? n / std::max<int64_t>(1, g->shape.K) : 1;
       };
-      if (Status s = ctx.gemm->prepare(g->shape, maxM()); !s)
+      if (Status s = ctx.gemm->prepare(g->shape, maxM(), g->a, g->b, g->bias, g->y); !s)
         return Status::error("plan op " + where + ": " + s.message());
       if (ctx.gemv)
         if (Status s = prepareGemv(op, mod, *g); !s)

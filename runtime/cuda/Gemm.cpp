@@ -25,6 +25,7 @@ namespace genrt::cuda {
   X(cublasLtMatmulPreferenceDestroy)                                                               \
   X(cublasLtMatmulPreferenceSetAttribute)                                                          \
   X(cublasLtMatmulAlgoGetHeuristic)                                                                \
+  X(cublasLtMatmulAlgoCheck)                                                                       \
   X(cublasLtMatmul)
 
 struct Gemm::Impl {
@@ -137,6 +138,20 @@ Gemm::~Gemm() {
 // Row-major y[M,N] = a[M,K]·b[K,N] is column-major yᵀ[N,M] = bᵀ[N,K]·aᵀ[K,M]:
 // cuBLASLt's A is our b (N x K, or its transpose when b is stored [N, K]),
 // its B is our a, and a bias of N per row of its D is our per-column bias.
+namespace {
+// The M whose algorithm an M uses: the next power of two. Prefill sizes M
+// by its tokens, so a plan sees many; one algorithm a bucket means few
+// distinct kernels, all loaded by warm() at load (cuBLASLt's kernels load
+// lazily, ~2 ms each on first launch: 18 of a 4-layer model's 20 ms to the
+// first token were that, session 21).
+int64_t bucketOf(int64_t M) {
+  int64_t b = 1;
+  while (b < M)
+    b *= 2;
+  return b;
+}
+} // namespace
+
 Status Gemm::planFor(const GemmShape &s, int64_t M, Plan *&out) {
   auto key = std::make_tuple(int(s.a), int(s.b), int(s.y), int(s.bias), s.K, s.N, s.transB,
                              s.epilogue.bias, s.epilogue.activation, M);
@@ -145,6 +160,10 @@ Status Gemm::planFor(const GemmShape &s, int64_t M, Plan *&out) {
     out = it->second.get();
     return Status::ok();
   }
+  Plan *bucket = nullptr;
+  if (int64_t b = bucketOf(M); b != M)
+    if (Status st = planFor(s, b, bucket); !st)
+      bucket = nullptr; // this M asks cuBLASLt itself
   Impl &I = *impl_;
   auto p = std::make_unique<Plan>();
   Status st = I.check(I.cublasLtMatmulDescCreate(&p->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
@@ -179,6 +198,14 @@ Status Gemm::planFor(const GemmShape &s, int64_t M, Plan *&out) {
   if (!st)
     return st;
   cublasLtMatmulHeuristicResult_t result;
+  if (bucket && I.cublasLtMatmulAlgoCheck(I.handle, p->desc, p->la, p->lb, p->ly, p->ly, &bucket->algo, &result) ==
+                    CUBLAS_STATUS_SUCCESS &&
+      result.workspaceSize <= static_cast<size_t>(workspaceBytes_)) {
+    p->algo = bucket->algo;
+    out = p.get();
+    plans_[key] = std::move(p);
+    return Status::ok();
+  }
   int found = 0;
   st = I.check(I.cublasLtMatmulAlgoGetHeuristic(I.handle, p->desc, p->la, p->lb, p->ly, p->ly, I.pref, 1,
                                                 &result, &found),
@@ -196,11 +223,31 @@ Status Gemm::planFor(const GemmShape &s, int64_t M, Plan *&out) {
   return Status::ok();
 }
 
-Status Gemm::prepare(const GemmShape &s, int64_t maxM) {
+Status Gemm::prepare(const GemmShape &s, int64_t maxM, CUdeviceptr a, CUdeviceptr b, CUdeviceptr bias,
+                     CUdeviceptr y) {
   Plan *p;
-  for (int64_t M : {int64_t(1), maxM})
+  for (int64_t M = 1; M < maxM; M *= 2)
     if (Status st = planFor(s, M, p); !st)
       return st;
+  if (Status st = planFor(s, maxM, p); !st)
+    return st;
+  auto key = std::make_tuple(int(s.a), int(s.b), int(s.y), int(s.bias), s.K, s.N, s.transB,
+                             s.epilogue.bias, s.epilogue.activation, int64_t(0));
+  Warm &w = warms_[key];
+  if (maxM > w.maxM)
+    w = Warm{s, maxM, a, b, bias, y};
+  return Status::ok();
+}
+
+Status Gemm::warm(CUstream stream) {
+  for (const auto &[key, w] : warms_) {
+    for (int64_t M = 1; M < w.maxM; M *= 2)
+      if (Status st = run(w.shape, M, w.a, w.b, w.bias, w.y, stream); !st)
+        return st;
+    if (Status st = run(w.shape, w.maxM, w.a, w.b, w.bias, w.y, stream); !st)
+      return st;
+  }
+  warms_.clear();
   return Status::ok();
 }
 

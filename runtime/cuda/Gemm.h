@@ -36,8 +36,14 @@ public:
   ~Gemm();
 
   /// Checks that cuBLASLt has an algorithm for this shape at every M it may
-  /// see (a plan fails at load, not mid-run).
-  Status prepare(const GemmShape &s, int64_t maxM);
+  /// see (a plan fails at load, not mid-run), and keeps the step's buffers
+  /// (a: maxM x K, y: maxM x N elements) for warm().
+  Status prepare(const GemmShape &s, int64_t maxM, CUdeviceptr a, CUdeviceptr b, CUdeviceptr bias, CUdeviceptr y);
+  /// Runs every prepared shape once at each power-of-two M up to its maxM
+  /// and at maxM, on scratch contents, so that every kernel cuBLASLt will
+  /// use is loaded before the first request (load time, not time to first
+  /// token). Called at load, before any run: the buffers hold nothing yet.
+  Status warm(CUstream stream);
   Status run(const GemmShape &s, int64_t M, CUdeviceptr a, CUdeviceptr b, CUdeviceptr bias,
              CUdeviceptr y, CUstream stream);
   int64_t workspaceBytes() const { return workspaceBytes_; }
@@ -52,6 +58,12 @@ private:
   std::map<std::tuple<int, int, int, int, int64_t, int64_t, bool, bool, std::string, int64_t>,
            std::unique_ptr<Plan>>
       plans_;
+  struct Warm {
+    GemmShape shape;
+    int64_t maxM = 0;
+    CUdeviceptr a = 0, b = 0, bias = 0, y = 0;
+  };
+  std::map<std::tuple<int, int, int, int, int64_t, int64_t, bool, bool, std::string, int64_t>, Warm> warms_;
   const Device *dev_ = nullptr;
   CUdeviceptr workspace_ = 0;
   int64_t workspaceBytes_ = 0;
