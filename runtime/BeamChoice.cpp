@@ -1,6 +1,7 @@
 #include "runtime/BeamChoice.h"
 
 #include "runtime/Decoder.h"
+#include "runtime/SoftmaxSum.h"
 
 #include <algorithm>
 #include <cmath>
@@ -27,10 +28,7 @@ void logSoftmax(float *row, int64_t vocab) {
     mx = std::max(mx, row[v]);
   if (mx == kNegInf)
     return; // every token banned: leave -inf rather than NaN
-  double sum = 0;
-  for (int64_t v = 0; v < vocab; ++v)
-    sum += std::exp(double(row[v] - mx));
-  const float lse = float(std::log(sum));
+  const float lse = float(std::log(sumExpShifted(row, vocab, mx)));
   for (int64_t v = 0; v < vocab; ++v)
     row[v] = (row[v] - mx) - lse;
 }

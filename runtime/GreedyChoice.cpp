@@ -1,6 +1,7 @@
 #include "runtime/GreedyChoice.h"
 
 #include "runtime/Decoder.h"
+#include "runtime/SoftmaxSum.h"
 
 #include <cmath>
 #include <limits>
@@ -19,10 +20,7 @@ void greedyChoice(const float *row, int64_t vocab, int64_t &token, float &logpro
     logprob = mx;
     return;
   }
-  double sum = 0;
-  for (int64_t v = 0; v < vocab; ++v)
-    sum += std::exp(double(row[v] - mx));
-  logprob = -float(std::log(sum));
+  logprob = -float(std::log(sumExpShifted(row, vocab, mx)));
 }
 
 Status Decoder::forwardGreedy(const std::vector<Chunk> &chunks, int64_t *tokens, float *logprobs) {
