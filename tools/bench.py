@@ -7,7 +7,8 @@ usage (there, after tools/pack.sh here):
   python3 tools/bench.py --device cpu --models gpt2,llama135m --batches 1,8 --new 64   # here
 
 For each model (random weights, fp16, greedy, prompt --prompt tokens, --new new tokens):
-  genrun --device cuda on an f16 plan: time to first token, decode ms/token (its --stats);
+  genrun --device cuda on an f16 plan: load time (not in the TTFT), time to first token,
+  decode ms/token (its --stats);
   Hugging Face generate() eager; with --compile-peer also HF with a static cache and
   torch.compile (reduce-overhead), batch 1; with --sampling both genrun and HF eager
   again sampling (top-k 50, top-p 0.9, temperature 0.8): the token choice's cost;
@@ -221,7 +222,7 @@ def main():
         dev = torch.cuda.get_device_name()
     bw = copy_bandwidth(torch, args.device)
     rows = []
-    header = ("| model | batch | genrun TTFT ms | genrun ms/token | genrun, cuBLASLt only | HF eager TTFT ms "
+    header = ("| model | batch | genrun load ms | genrun TTFT ms | genrun ms/token | genrun, cuBLASLt only | HF eager TTFT ms "
               "| HF eager ms/token | HF forward loop ms/token "
               "| HF static+compile ms/token | floor ms/token | floor / genrun | HF eager / genrun "
               "| HF compile / genrun | genrun sampling ms/token | HF eager sampling ms/token |")
@@ -281,7 +282,8 @@ def main():
                         log(f"{name} b{b}: genrun failed\n{r.stderr[-2000:]}")
                         return None
                     m = re.search(r"time to first token ([0-9.]+) ms, decode ([0-9.]+) ms/token", r.stderr)
-                    res = (float(m.group(1)), float(m.group(2)))
+                    load = re.search(r"stats: load ([0-9.]+) ms", r.stderr)
+                    res = (float(m.group(1)), float(m.group(2)), float(load.group(1)) if load else None)
                 return res
             gr = genrun({})
             if gr is None:
@@ -298,7 +300,7 @@ def main():
             ctx = args.prompt + args.new / 2
             kv_read = b * layers * 2 * kvh * hd * (4 if plan_dtype == "f32" else 2) * ctx
             floor_ms = (st["weights_bytes"] + kv_read) / bw * 1e3
-            row = (f"| {name} | {b} | {gr[0]:.2f} | {gr[1]:.3f} | {'%.3f' % nogemv[1] if nogemv else '-'} | "
+            row = (f"| {name} | {b} | {'%.1f' % gr[2] if gr[2] is not None else '-'} | {gr[0]:.2f} | {gr[1]:.3f} | {'%.3f' % nogemv[1] if nogemv else '-'} | "
                    f"{hf_ttft:.2f} | {hf_ms:.3f} | {loop_ms:.3f} | "
                    f"{'%.3f' % comp_ms if comp_ms else '-'} | {floor_ms:.3f} | {floor_ms / gr[1]:.0%} | "
                    f"{hf_ms / gr[1]:.2f}x | {'%.2fx' % (comp_ms / gr[1]) if comp_ms else '-'} | "
