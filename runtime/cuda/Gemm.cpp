@@ -135,9 +135,6 @@ Gemm::~Gemm() {
     dev_->api->cuMemFree(workspace_);
 }
 
-// Row-major y[M,N] = a[M,K]·b[K,N] is column-major yᵀ[N,M] = bᵀ[N,K]·aᵀ[K,M]:
-// cuBLASLt's A is our b (N x K, or its transpose when b is stored [N, K]),
-// its B is our a, and a bias of N per row of its D is our per-column bias.
 namespace {
 // The M whose algorithm an M uses: the next power of two. Prefill sizes M
 // by its tokens, so a plan sees many; one algorithm a bucket means few
@@ -152,9 +149,11 @@ int64_t bucketOf(int64_t M) {
 }
 } // namespace
 
+// Row-major y[M,N] = a[M,K]·b[K,N] is column-major yᵀ[N,M] = bᵀ[N,K]·aᵀ[K,M]:
+// cuBLASLt's A is our b (N x K, or its transpose when b is stored [N, K]),
+// its B is our a, and a bias of N per row of its D is our per-column bias.
 Status Gemm::planFor(const GemmShape &s, int64_t M, Plan *&out) {
-  auto key = std::make_tuple(int(s.a), int(s.b), int(s.y), int(s.bias), s.K, s.N, s.transB,
-                             s.epilogue.bias, s.epilogue.activation, M);
+  const Key key = keyOf(s, M);
   auto it = plans_.find(key);
   if (it != plans_.end()) {
     out = it->second.get();
@@ -231,9 +230,7 @@ Status Gemm::prepare(const GemmShape &s, int64_t maxM, CUdeviceptr a, CUdevicept
       return st;
   if (Status st = planFor(s, maxM, p); !st)
     return st;
-  auto key = std::make_tuple(int(s.a), int(s.b), int(s.y), int(s.bias), s.K, s.N, s.transB,
-                             s.epilogue.bias, s.epilogue.activation, int64_t(0));
-  Warm &w = warms_[key];
+  Warm &w = warms_[keyOf(s, 0)];
   if (maxM > w.maxM)
     w = Warm{s, maxM, a, b, bias, y};
   return Status::ok();

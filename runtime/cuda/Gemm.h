@@ -54,16 +54,19 @@ private:
   struct Impl;
   struct Plan; // a descriptor set + algorithm for one (shape, M)
   Status planFor(const GemmShape &s, int64_t M, Plan *&out);
+  // (dtypes a, b, y, bias; K, N, transB, the epilogue; M)
+  using Key = std::tuple<int, int, int, int, int64_t, int64_t, bool, bool, std::string, int64_t>;
+  static Key keyOf(const GemmShape &s, int64_t M) {
+    return {int(s.a), int(s.b), int(s.y), int(s.bias), s.K, s.N, s.transB, s.epilogue.bias, s.epilogue.activation, M};
+  }
   std::unique_ptr<Impl> impl_;
-  std::map<std::tuple<int, int, int, int, int64_t, int64_t, bool, bool, std::string, int64_t>,
-           std::unique_ptr<Plan>>
-      plans_;
+  std::map<Key, std::unique_ptr<Plan>> plans_;
   struct Warm {
     GemmShape shape;
     int64_t maxM = 0;
     CUdeviceptr a = 0, b = 0, bias = 0, y = 0;
   };
-  std::map<std::tuple<int, int, int, int, int64_t, int64_t, bool, bool, std::string, int64_t>, Warm> warms_;
+  std::map<Key, Warm> warms_; // a shape's (M 0) largest step
   const Device *dev_ = nullptr;
   CUdeviceptr workspace_ = 0;
   int64_t workspaceBytes_ = 0;
