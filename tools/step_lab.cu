@@ -143,6 +143,20 @@ template <bool MAX, int NT> __device__ float blockReduce(float v, float *red) {
   return r;
 }
 
+// sc[0, n) := exp(sc - max), by NT threads: m (each thread's max so far)
+// becomes the block's max; returns the sum (its barriers order sc's
+// writes before any thread's reads after it).
+template <int NT> __device__ float softmaxNumerators(float *sc, int n, float &m, float *red) {
+  m = blockReduce<true, NT>(m, red);
+  float l = 0.f;
+  for (int j = threadIdx.x; j < n; j += NT) {
+    const float p = __expf(sc[j] - m);
+    sc[j] = p;
+    l += p;
+  }
+  return blockReduce<false, NT>(l, red);
+}
+
 __device__ __forceinline__ float dot8(uint4 w, const float *v) {
   const float4 a = *reinterpret_cast<const float4 *>(v), b = *reinterpret_cast<const float4 *>(v + 4);
   const float2 f0 = __half22float2(*reinterpret_cast<const __half2 *>(&w.x));
@@ -492,14 +506,7 @@ __device__ void attentionBlock(int h, const float *qkv, const Layer &ly, int pos
   float m = -INFINITY;
   for (int j = tid; j < ctx; j += NT)
     m = fmaxf(m, sc[j]);
-  m = blockReduce<true, NT>(m, red);
-  float l = 0.f;
-  for (int j = tid; j < ctx; j += NT) {
-    const float p = __expf(sc[j] - m);
-    sc[j] = p;
-    l += p;
-  }
-  l = blockReduce<false, NT>(l, red); // its barriers order sc's writes before the reads below
+  const float l = softmaxNumerators<NT>(sc, ctx, m, red);
   float2 o = make_float2(0.f, 0.f);
   for (int j = warp; j < ctx; j += WARPS) {
     const float2 v =
@@ -557,14 +564,7 @@ __device__ void attentionPart(int h, int part, const float *qkv, const Layer &ly
     sc[t] = s * 0.125f;
     m = fmaxf(m, sc[t]);
   }
-  m = blockReduce<true, NT>(m, red);
-  float l = 0.f;
-  for (int t = tid; t < n; t += NT) {
-    const float p = __expf(sc[t] - m);
-    sc[t] = p;
-    l += p;
-  }
-  l = blockReduce<false, NT>(l, red);   // orders sc's writes before the reads below
+  const float l = softmaxNumerators<NT>(sc, n, m, red);
   const int d = tid % HD, g = tid / HD; // NT / HD groups
   float o = 0.f;
   for (int t = g; t < n; t += NT / HD) {
