@@ -3,6 +3,7 @@
 #include "runtime/cpu/VectorClones.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 namespace genrt {
@@ -28,10 +29,13 @@ inline __attribute__((always_inline)) double expNonPositiveD(double t) {
                q3 = 1.0 / 720.0 + r * (1.0 / 5040.0), q4 = 1.0 / 40320.0 + r * (1.0 / 362880.0),
                q5 = 1.0 / 3628800.0 + r * (1.0 / 39916800.0);
   const double p = (q0 + q1 * r2) + (q2 + q3 * r2) * r4 + (q4 + q5 * r2) * r8;
-  int64_t kb, sb;
+  // Unsigned: k is negative (a signed left shift of it is undefined before
+  // C++20) and a NaN's bits overflow the subtraction; wrapping is harmless
+  // there, since p is NaN and so is the product.
+  uint64_t kb, sb;
   std::memcpy(&kb, &shifted, sizeof kb);
   std::memcpy(&sb, &kShift, sizeof sb);
-  const int64_t bits = (kb - sb + 1023) << 52;
+  const uint64_t bits = (kb - sb + 1023u) << 52;
   double scale;
   std::memcpy(&scale, &bits, sizeof scale);
   return p * scale;
