@@ -63,6 +63,8 @@ public:
     model["max_length"] = opts.maxLength;
     if (encode)
       model["max_source_length"] = opts.sourceLength();
+    if (opts.maxNewTokens > 0)
+      model["max_new_tokens"] = opts.maxNewTokens;
     model["generation_defaults"] = generationDefaults();
     root["model"] = std::move(model);
     root["max_tokens"] = opts.prefillTokens();
@@ -76,6 +78,10 @@ public:
     layout.dtype = activation_;
     layout.slots = opts.slots();
     layout.maxLength = opts.maxLength;
+    if (opts.sharesPrompts()) {
+      layout.homes = opts.maxBatch;
+      layout.branchRows = opts.maxNewTokens;
+    }
     std::map<int64_t, const Op *> layers, crossLayers;
     for (auto &op : prefill->ops()) {
       if (op->is("kv_attention"))
@@ -111,6 +117,7 @@ public:
       return fail(st.message());
     PlanStats stats;
     stats.kvCacheBytes = layout.selfBytes();
+    stats.kvCacheBytesUnshared = layout.unshared().selfBytes();
     stats.crossKvCacheBytes = layout.crossBytes();
     stats.crossKvCacheBytesUnshared = layout.crossBytes() * std::max<int64_t>(1, opts.maxBeams);
 

@@ -21,6 +21,7 @@ struct PlanStats {
   /// What it would be with a copy per beam (as Hugging Face expands the
   /// encoder's output per beam): max beams x crossKvCacheBytes.
   int64_t crossKvCacheBytesUnshared = 0;
+  int64_t kvCacheBytesUnshared = 0; // the self cache with a copy of the prompt a beam
   std::map<std::string, int64_t> arenaBytesByFunction;
   /// Kernel launches of one @decode_step: gemm, attention, fused, other.
   std::map<std::string, int64_t> decodeStepLaunches;

@@ -30,6 +30,7 @@ struct ModelInfo {
   int64_t maxBeams = 0;  // beams per sequence
   int64_t maxLength = 0; // prompt + generated tokens per sequence (the decoder's)
   int64_t maxSourceLength = 0; // encoder-decoder: tokens per source (0: none)
+  int64_t maxNewTokens = 0;    // tokens a beam generates past a prompt it shares (0: unbounded)
   /// The model's generation config as the plan records it (HF names, a JSON
   /// object; null in plans from before it): GenerationConfig::applyDefaults.
   json::Value generationDefaults;

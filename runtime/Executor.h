@@ -4,6 +4,7 @@
 // executor only runs that program over its weights, arena and caches.
 #pragma once
 #include "runtime/BeamChoice.h"
+#include "runtime/KvRows.h"
 #include "runtime/SampleChoice.h"
 #include "runtime/Program.h"
 #include "runtime/Status.h"
@@ -24,6 +25,7 @@ struct TokenPlace {
   int64_t position = 0;     // its position in the slot's sequence
   int64_t cachedBefore = 0; // the slot's length before this run: positions below it
                             // come from the cache, the rest from this run's tokens
+  KvRef write;              // where its K/V go: (slot, position) without shared prompts
 };
 
 /// One packed source of an @encode run: tokens [start, start + len), whose
@@ -58,6 +60,12 @@ struct AttentionContext {
   std::vector<int32_t> crossEntryOfToken;  // encoder-decoder @prefill / @decode_step
   std::vector<int64_t> crossLengths;       // per cross entry: its source's length (0: empty)
   std::vector<SourceSegment> segments;     // @encode
+  /// Shared prompts (Executor::sharesPrompts): where each slot's cached
+  /// positions live; null: position p of slot s is (s, p).
+  const KvRows *rows = nullptr;
+  KvRef cached(int32_t slot, int64_t p) const {
+    return rows ? rows->at(slot, p) : KvRef{slot, static_cast<int32_t>(p)};
+  }
 };
 
 /// One run of a program: its arguments and symbols, laid out by the Session.
@@ -117,6 +125,11 @@ public:
   /// Runs @encode over its packed sources and stores each one's K/V in the
   /// cross-cache entry of its segment (run.attention.segments).
   virtual Status encode(const ProgramRun &run) = 0;
+  /// Whether the executor keeps the plan's KV layout as it is, shared
+  /// prompts included (reading cached positions through
+  /// AttentionContext::rows; a reorder moves no rows). Without it the
+  /// executor keeps plan.kv.unshared() and the Session calls copySlots.
+  virtual bool sharesPrompts() const { return false; }
   /// Beam reordering: slot dst[k] takes the first lengths[src[k]] positions
   /// of slot src[k] as they were before the call; its positions below
   /// from[k] already hold the same (a prompt its beams share), so only

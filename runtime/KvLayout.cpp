@@ -30,10 +30,23 @@ int64_t product(std::initializer_list<int64_t> xs) {
 
 int64_t KvLayout::selfBytes() const {
   int64_t n = 0;
-  for (const KvCacheLayer &L : layers)
-    n = addChecked(n, product({2, slots, L.kvHeads, L.capacity, L.headDim,
+  for (const KvCacheLayer &L : layers) {
+    n = addChecked(n, product({2, homeRegions(), L.kvHeads, L.capacity, L.headDim,
                                static_cast<int64_t>(dtypeSize(dtype))}));
+    if (sharesPrompts())
+      n = addChecked(n, product({2, slots, L.kvHeads, L.branchCapacity, L.headDim,
+                                 static_cast<int64_t>(dtypeSize(dtype))}));
+  }
   return n;
+}
+
+KvLayout KvLayout::unshared() const {
+  KvLayout out = *this;
+  out.homes = 0;
+  out.branchRows = 0;
+  for (KvCacheLayer &L : out.layers)
+    L.branchCapacity = 0;
+  return out;
 }
 
 int64_t KvLayout::crossBytes() const {
@@ -49,6 +62,8 @@ Status KvLayout::sharded(int64_t n, KvLayout &out) const {
     return Status::error("KV cache: " + std::to_string(n) + " shards (1 to 4096)");
   if (shards != 1)
     return Status::error("KV cache: a shard's layout cannot be sharded again");
+  if (sharesPrompts())
+    return Status::error("KV cache: a layout of shared prompts is not sharded (take unshared() first)");
   out = *this;
   if (n == 1)
     return Status::ok(); // the whole cache, rolling windows too
@@ -66,14 +81,20 @@ Status KvLayout::sharded(int64_t n, KvLayout &out) const {
 Status KvLayout::verify() const {
   if (slots <= 0 || maxLength <= 0)
     return Status::error("KV cache: slots and max length must be positive");
-  if (slots > INT32_MAX)
-    return Status::error("KV cache: more than 2^31 slots");
+  if (slots > INT32_MAX || maxLength > INT32_MAX)
+    return Status::error("KV cache: more than 2^31 slots or positions");
   for (size_t l = 0; l < layers.size(); ++l) {
     const KvCacheLayer &L = layers[l];
     if (L.kvHeads <= 0 || L.headDim <= 0 || L.window < 0 || shards < 1 ||
-        L.capacity != (shards == 1 ? capacityFor(L.window, maxLength) : shardRows(maxLength, 0, shards)))
+        L.capacity != (shards == 1 ? capacityFor(L.window, maxLength) : shardRows(maxLength, 0, shards)) ||
+        L.branchCapacity != (sharesPrompts() ? capacityFor(L.window, branchRows) : 0))
       return Status::error("KV cache: layer " + std::to_string(l) + " has a bad shape");
   }
+  if (branchRows < 0 || branchRows > maxLength || homes < 0 || homes > slots || (sharesPrompts() && homes < 1) ||
+      (sharesPrompts() && shards != 1))
+    return Status::error("KV cache: " + std::to_string(homes) + " shared prompts with branches of " +
+                         std::to_string(branchRows) + " rows do not fit " + std::to_string(slots) +
+                         " slots of " + std::to_string(maxLength) + " positions");
   for (size_t l = 0; l < crossLayers.size(); ++l)
     if (crossLayers[l].kvHeads <= 0 || crossLayers[l].headDim <= 0 || crossEntries <= 0 || maxSourceLength <= 0)
       return Status::error("cross-attention cache: layer " + std::to_string(l) + " has a bad shape");

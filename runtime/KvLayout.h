@@ -16,6 +16,18 @@
 // one shard. A shard's layout is this one with capacity ceil(max_length /
 // N); a rolling window is not sharded (its rows wrap by position).
 //
+// Shared prompts (FastSeq; `genc --max-new-tokens N` with beams): the self
+// cache is regions, not one per slot. `homes` regions of `capacity` rows
+// hold a prompt, once per batch item, and the tokens its owner (the slot
+// that prefilled it) generates; then one branch a slot, of `branchCapacity`
+// rows (N, or a shorter window), holds the tokens that slot generates off a
+// prompt it shares. A slot's positions are named by (region, index) pairs
+// (runtime/KvRows.h): its prompt in a home, each generated token in the
+// region of the beam that wrote it, so a beam reorder moves those pairs and
+// no rows. Index i of a region is its row i % rows (rolling windows wrap).
+// Without sharing each slot is its own region (homes = slots, no branches)
+// and the index of a position is the position: the layout above.
+//
 // Cross-attention (encoder-decoder), per layer: K and V, each [entries,
 // kv_heads, max_source_length, head_dim]. An entry holds one encoded source; every
 // beam of a batch item reads its item's entry (FastSeq: never one copy per
@@ -31,8 +43,9 @@ namespace genrt {
 
 struct KvCacheLayer {
   int64_t kvHeads = 0, headDim = 0;
-  int64_t window = 0;   // 0: the whole sequence; else the last `window` positions
-  int64_t capacity = 0; // rows per slot and head
+  int64_t window = 0;         // 0: the whole sequence; else the last `window` positions
+  int64_t capacity = 0;       // rows per home region (per slot without sharing) and head
+  int64_t branchCapacity = 0; // rows per branch and head (0: no sharing)
 };
 
 struct CrossCacheLayer {
@@ -48,14 +61,33 @@ struct KvLayout {
   int64_t shards = 1;          // tree attention: the self cache is one of `shards`
   int64_t crossEntries = 0;    // max_batch (encoder-decoder only)
   std::vector<CrossCacheLayer> crossLayers;
+  int64_t homes = 0;           // shared prompts: regions holding one (max_batch)
+  int64_t branchRows = 0;      // shared prompts: tokens a slot generates off one (0: no sharing)
+
+  bool sharesPrompts() const { return branchRows > 0; }
+  /// Regions of `capacity` rows: the homes, or one a slot.
+  int64_t homeRegions() const { return sharesPrompts() ? homes : slots; }
+  /// All regions: the homes, then (sharing) slot s's branch at homes + s.
+  int64_t regions() const { return homeRegions() + (sharesPrompts() ? slots : 0); }
+  int64_t branchOf(int64_t slot) const { return homes + slot; }
+  /// Rows of layer l's region r (per head).
+  int64_t regionRows(size_t l, int64_t r) const {
+    return r < homeRegions() ? layers[l].capacity : layers[l].branchCapacity;
+  }
+  /// This layout with every slot its own region: for executors that do not
+  /// read by (region, index) yet (they copy a beam's rows on reorder).
+  KvLayout unshared() const;
 
   /// Rows a layer keeps per slot and head: the rolling-window rule.
   static int64_t capacityFor(int64_t window, int64_t maxLength) {
     return window > 0 && window < maxLength ? window : maxLength;
   }
   /// Adds a self-attention layer with its capacity worked out.
+  /// Adds a self-attention layer with its capacities worked out (set
+  /// branchRows first).
   void addLayer(int64_t kvHeads, int64_t headDim, int64_t window) {
-    layers.push_back({kvHeads, headDim, window, capacityFor(window, maxLength)});
+    layers.push_back({kvHeads, headDim, window, capacityFor(window, maxLength),
+                      sharesPrompts() ? capacityFor(window, branchRows) : 0});
   }
 
   /// Tree attention: the shard holding position p, its row there, and how
@@ -70,15 +102,21 @@ struct KvLayout {
   /// whole on every shard. Refused for a rolling-window layer.
   Status sharded(int64_t n, KvLayout &out) const;
 
-  /// Elements of one layer's K (or V) for all slots.
+  /// Elements of one layer's K (or V) for all regions.
   int64_t layerElements(size_t l) const {
     const KvCacheLayer &L = layers[l];
-    return slots * L.kvHeads * L.capacity * L.headDim;
+    return (homeRegions() * L.capacity + (sharesPrompts() ? slots * L.branchCapacity : 0)) * L.kvHeads * L.headDim;
   }
-  /// Element offset of (slot, kv head, position) in a layer's K (or V).
-  int64_t offset(size_t l, int64_t slot, int64_t head, int64_t position) const {
+  /// Element offset of (region, kv head, index) in a layer's K (or V):
+  /// without sharing, (slot, kv head, position).
+  int64_t offset(size_t l, int64_t region, int64_t head, int64_t index) const {
     const KvCacheLayer &L = layers[l];
-    return ((slot * L.kvHeads + head) * L.capacity + position % L.capacity) * L.headDim;
+    const int64_t H = homeRegions();
+    if (region < H)
+      return ((region * L.kvHeads + head) * L.capacity + index % L.capacity) * L.headDim;
+    return (H * L.kvHeads * L.capacity + ((region - H) * L.kvHeads + head) * L.branchCapacity +
+            index % L.branchCapacity) *
+           L.headDim;
   }
   /// Where layer l's K starts in the self cache (elements; its V follows
   /// at + layerElements(l)): the layers lie K, V, K, V, ... in order.

@@ -198,6 +198,16 @@ private:
     if (__builtin_mul_overflow(mi.maxBatch, mi.maxBeams, &layout.slots))
       return err("metadata: max_batch * max_beams overflows");
     layout.maxLength = mi.maxLength;
+    if (model->find("max_new_tokens")) {
+      if (!(s = needInt(*model, "max_new_tokens", mi.maxNewTokens, 1)))
+        return s;
+      if (mi.maxNewTokens >= mi.maxLength)
+        return err("metadata: max_new_tokens must be below max_length");
+      if (mi.maxBeams > 1) { // beams share their prompt (runtime/KvLayout.h)
+        layout.homes = mi.maxBatch;
+        layout.branchRows = mi.maxNewTokens;
+      }
+    }
     if (!(s = need(root, "kv_cache", kv, json::Value::Kind::Array)))
       return s;
     for (const auto &l : kv->items()) {

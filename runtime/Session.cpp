@@ -5,7 +5,10 @@
 namespace genrt {
 
 Session::Session(std::shared_ptr<const Plan> plan, std::unique_ptr<Executor> exec)
-    : plan_(std::move(plan)), exec_(std::move(exec)) {
+    : plan_(std::move(plan)), exec_(std::move(exec)),
+      kv_(exec_->sharesPrompts() ? plan_->kv : plan_->kv.unshared()) {
+  if (kv_.sharesPrompts())
+    rows_ = KvRows(kv_);
   lengths_.assign(maxSlots(), 0);
   if (plan_->model.encoderDecoder) {
     entryOfSlot_.assign(maxSlots(), -1);
@@ -19,24 +22,34 @@ void Session::resetSlot(int32_t slot) {
   if (slot < 0 || slot >= maxSlots())
     return;
   lengths_[slot] = 0;
+  if (kv_.sharesPrompts())
+    rows_.release(slot);
   if (!entryOfSlot_.empty())
     entryOfSlot_[slot] = -1;
 }
 
 // The caches as shared (each source's cross-attention K/V once per batch
-// item; the self-attention cache is still one per beam), as they would be
-// with a copy per beam, and how many batch items of the plan's lengths the
-// device holds: its memory less the weights, over one item's share of
-// everything else. Not just the caches: the executors' per-row buffers
-// (beam reorder scratch, token work) grow with the batch too — counting
-// them as fixed promised BART-large 291 items where 261 ran (H100).
+// item; with shared prompts, each prompt's K/V once too, and each beam
+// only the tokens it generates), as they would be with a copy per beam, and
+// how many batch items of the plan's lengths the device holds: its memory
+// less the weights, over one item's share of everything else. Not just the
+// caches: the executors' per-row buffers (beam reorder scratch, token work)
+// grow with the batch too — counting them as fixed promised BART-large 291
+// items where 261 ran (H100).
 std::string Session::kvReport() const {
-  const KvLayout &kv = plan_->kv;
+  const KvLayout &kv = kv_;
   const int64_t beams = std::max<int64_t>(1, plan_->model.maxBeams);
   const int64_t batch = std::max<int64_t>(1, kv.slots / beams);
-  const int64_t shared = kv.selfBytes() + kv.crossBytes(), unshared = kv.selfBytes() + kv.crossBytes() * beams;
-  std::string line = "kv cache " + std::to_string(shared) + " bytes (" + std::to_string(unshared) +
-                     " without sharing: each beam its own cross-attention K/V)";
+  const int64_t shared = kv.selfBytes() + kv.crossBytes(),
+                unshared = kv.unshared().selfBytes() + kv.crossBytes() * beams;
+  std::string what = kv.sharesPrompts() ? "its own copy of the prompt" : "";
+  if (!kv.crossLayers.empty())
+    what += (what.empty() ? "" : " and ") + std::string("its own cross-attention K/V");
+  std::string line = "kv cache " + std::to_string(shared) + " bytes";
+  if (!what.empty())
+    line += " (" + std::to_string(unshared) + " without sharing: each beam " + what + ")";
+  else if (plan_->kv.sharesPrompts())
+    line += " (this device keeps a copy of the prompt a beam)";
   const int64_t offered = exec_->deviceBytes(), fixed = plan_->weightBytes();
   const int64_t perItem = (exec_->memoryBytes() - fixed) / batch, perItemUnshared = perItem + (unshared - shared) / batch;
   if (offered <= 0 || perItem <= 0)
@@ -168,7 +181,9 @@ Status Session::reorderSlots(const std::vector<int32_t> &dst, const std::vector<
     // What dst already holds of src: at most what both hold.
     from[i] = std::clamp<int64_t>(shared[i], 0, std::min(lengths_[dst[i]], lengths_[src[i]]));
   }
-  if (Status s = exec_->copySlots(dst, src, lengths_, from); !s)
+  if (kv_.sharesPrompts())
+    rows_.copy(dst, src); // the positions' places move, never their rows
+  else if (Status s = exec_->copySlots(dst, src, lengths_, from); !s)
     return s;
   std::vector<int64_t> old = lengths_;
   for (size_t i = 0; i < dst.size(); ++i)
@@ -276,8 +291,7 @@ Status Session::forwardBeams(const std::vector<Chunk> &chunks, const std::vector
       std::copy_n(tk.data() + c * per, per, tokens + chunkOf[c] * per);
       std::copy_n(sc.data() + c * per, per, scores + chunkOf[c] * per);
     }
-    for (const Piece &p : pieces)
-      lengths_[p.slot] += static_cast<int64_t>(p.tokens.size());
+    advance(run);
     return Status::ok();
   });
 }
@@ -312,9 +326,16 @@ Status Session::runStep(const std::vector<Chunk> &chunks, const std::function<St
     return s;
   if (Status s = choose(run); !s)
     return s;
-  for (const Piece &p : pieces)
-    lengths_[p.slot] += 1;
+  advance(run);
   return Status::ok();
+}
+
+void Session::advance(const ProgramRun &run) {
+  for (const TokenPlace &t : run.attention.tokens) {
+    ++lengths_[t.slot];
+    if (kv_.sharesPrompts())
+      rows_.append(t.slot, t.write);
+  }
 }
 
 // One program run over the pieces: @decode_step when every piece is one
@@ -342,7 +363,7 @@ Status Session::buildRun(const std::vector<Piece> &pieces, ProgramRun &run) cons
       int64_t pos = start + static_cast<int64_t>(i);
       run.inputIds.push_back(p.tokens[i]);
       run.positions.push_back(pos);
-      run.attention.tokens.push_back({p.slot, pos, start});
+      run.attention.tokens.push_back({p.slot, pos, start, KvRef{p.slot, static_cast<int32_t>(pos)}});
       if (!entryOfSlot_.empty())
         run.attention.crossEntryOfToken.push_back(entryOfSlot_[p.slot]);
     }
@@ -350,6 +371,17 @@ Status Session::buildRun(const std::vector<Piece> &pieces, ProgramRun &run) cons
       run.logitRows.push_back(static_cast<int64_t>(run.inputIds.size()) - 1);
   }
   run.attention.crossLengths = crossLengths_;
+  if (kv_.sharesPrompts()) {
+    KvRows::Appends appends;
+    for (const Piece &p : pieces)
+      appends.push_back({p.slot, static_cast<int64_t>(p.tokens.size())});
+    std::vector<KvRef> writes;
+    if (Status s = rows_.place(appends, writes); !s)
+      return s;
+    for (size_t t = 0; t < writes.size(); ++t)
+      run.attention.tokens[t].write = writes[t];
+    run.attention.rows = &rows_;
+  }
   return Status::ok();
 }
 
@@ -380,8 +412,7 @@ Status Session::runPieces(const std::vector<Piece> &pieces, float *logits) {
       if (p.logitRow >= 0)
         std::copy_n(rows.data() + (r++) * vocab, vocab, logits + p.logitRow * vocab);
   }
-  for (const Piece &p : pieces)
-    lengths_[p.slot] += static_cast<int64_t>(p.tokens.size());
+  advance(run);
   return Status::ok();
 }
 

@@ -65,9 +65,13 @@ private:
   Status runStep(const std::vector<Chunk> &chunks, const std::function<Status(const ProgramRun &)> &choose);
   /// Checks the run's symbols against the program's maximums.
   static Status checkSymbols(const ProgramRun &run);
+  /// After a run succeeded: its slots' lengths and (shared prompts) places.
+  void advance(const ProgramRun &run);
 
   std::shared_ptr<const Plan> plan_;
   std::unique_ptr<Executor> exec_;
+  KvLayout kv_; // the caches as the executor keeps them (Executor::sharesPrompts)
+  KvRows rows_; // shared prompts: where each slot's positions live
   std::vector<int64_t> lengths_;      // per slot
   std::vector<int32_t> entryOfSlot_;  // encoder-decoder: slot -> cross entry (-1: none)
   std::vector<int64_t> crossLengths_; // per cross entry: source length (0: free of data)

@@ -79,6 +79,11 @@ static cl::opt<int64_t> MaxSourceLength("max-source-length",
                                                  "decoder's tokens, as Hugging Face's max_length does (default: "
                                                  "--max-length)"),
                                         cl::init(0), cl::sub(CompileCmd), cl::cat(GencCat));
+static cl::opt<int64_t> MaxNewTokens("max-new-tokens",
+                                     cl::desc("Tokens a beam (or returned sample) generates at most: the beams of a "
+                                              "sequence then share its prompt's K/V and store only what they "
+                                              "generate (default: each beam a whole copy)"),
+                                     cl::init(0), cl::sub(CompileCmd), cl::cat(GencCat));
 static cl::opt<int64_t> MaxTokens("max-tokens",
                                   cl::desc("Prompt tokens per prefill step; longer prompt batches are prefilled in chunks "
                                            "(default: max-batch x max-length, at most 2048)"),
@@ -312,6 +317,7 @@ static CompileProfile flagsProfile() {
   count(MaxLength, p.maxLength);
   count(MaxTokens, p.maxTokens);
   count(MaxSourceLength, p.maxSourceLength);
+  count(MaxNewTokens, p.maxNewTokens);
   if (StorageDType.getNumOccurrences()) {
     if (std::string why = checkDType(StorageDType); !why.empty())
       fail("--dtype " + why);
@@ -397,7 +403,8 @@ template <typename Map> static void writeJsonMap(std::ostream &os, const char *n
 static void writeStats(const PlanStats &stats, int fromCache) {
   std::ofstream os(StatsJson);
   os << "{\"weights_bytes\": " << stats.weightsBytes << ", \"kv_cache_bytes\": "
-     << stats.kvCacheBytes << ", \"cross_kv_cache_bytes\": " << stats.crossKvCacheBytes
+     << stats.kvCacheBytes << ", \"kv_cache_bytes_unshared\": " << stats.kvCacheBytesUnshared
+     << ", \"cross_kv_cache_bytes\": " << stats.crossKvCacheBytes
      << ", \"cross_kv_cache_bytes_unshared\": " << stats.crossKvCacheBytesUnshared
      << ", \"arena_bytes\": " << stats.arenaBytes << ", \"nvrtc_archs_from_cache\": " << fromCache;
   writeJsonMap(os, "arena_bytes_by_function", stats.arenaBytesByFunction);

@@ -22,6 +22,7 @@ void CompileProfile::overrideWith(const CompileProfile &o) {
   take(maxLength, o.maxLength);
   take(maxTokens, o.maxTokens);
   take(maxSourceLength, o.maxSourceLength);
+  take(maxNewTokens, o.maxNewTokens);
   take(dtype, o.dtype);
   take(gpuArchs, o.gpuArchs);
   take(passes, o.passes);
@@ -93,6 +94,10 @@ llvm::Expected<CompileProfile> resolveProfile(const CompileProfile &given, const
   if (p.maxSourceLength && !(m.function("encoder") && m.function("decoder")))
     return fail("--max-source-length / max_source_length is for encoder-decoder models; this model has no "
                 "encoder (--max-length bounds prompt + generated tokens)");
+  if (p.maxNewTokens && *p.maxNewTokens >= *p.maxLength)
+    return fail("--max-new-tokens / max_new_tokens (" + std::to_string(*p.maxNewTokens) +
+                ") must be below max_length (" + std::to_string(*p.maxLength) +
+                "): a prompt takes at least one position");
   if (!p.maxTokens) {
     PlanOptions o;
     o.maxBatch = *p.maxBatch;
@@ -120,6 +125,7 @@ void applyProfile(const CompileProfile &p, Module &m) {
   o.maxLength = *p.maxLength;
   o.maxTokens = *p.maxTokens;
   o.maxSourceLength = p.maxSourceLength.value_or(0);
+  o.maxNewTokens = p.maxNewTokens.value_or(0);
   o.activation = *parseDType(*p.dtype); // checked when the profile was resolved
   setPlanOptions(m, o);
   // Only values that differ from config.json's: the IR keeps the config's text.

@@ -27,6 +27,9 @@ struct GenerationDefaults {
 
 struct CompileProfile {
   std::optional<int64_t> maxBatch, maxBeams, maxLength, maxSourceLength, maxTokens;
+  /// Tokens each beam generates at most: beams then share their prompt's
+  /// K/V and store only what they generate (unset: a whole copy a beam).
+  std::optional<int64_t> maxNewTokens;
   std::optional<std::string> dtype;                   // f32, f16, bf16
   std::optional<std::vector<std::string>> gpuArchs;   // [] = no GPU kernels
   std::optional<std::vector<std::string>> passes;     // [] = none

@@ -180,6 +180,7 @@ template <> struct MappingTraits<CompileProfile> {
     mapKey<Count>(io, "max_length", p.maxLength);
     mapKey<Count>(io, "max_tokens", p.maxTokens);
     mapKey<Count>(io, "max_source_length", p.maxSourceLength);
+    mapKey<Count>(io, "max_new_tokens", p.maxNewTokens);
     mapKey<DTypeName>(io, "dtype", p.dtype);
     mapList<ArchName>(io, "gpu_archs", p.gpuArchs);
     mapList<PassName>(io, "passes", p.passes);

@@ -16,6 +16,7 @@ PlanOptions planOptions(const Module &m) {
   o.maxLength = get(m, "plan.max_length", o.maxLength);
   o.maxTokens = get(m, "plan.max_tokens", o.maxTokens);
   o.maxSourceLength = get(m, "plan.max_source_length", o.maxSourceLength);
+  o.maxNewTokens = get(m, "plan.max_new_tokens", o.maxNewTokens);
   if (auto it = m.metadata().find("plan.dtype"); it != m.metadata().end())
     if (auto dt = parseDType(it->second))
       o.activation = *dt;
@@ -29,6 +30,8 @@ void setPlanOptions(Module &m, const PlanOptions &o) {
   m.metadata()["plan.max_tokens"] = std::to_string(o.maxTokens);
   if (o.maxSourceLength > 0)
     m.metadata()["plan.max_source_length"] = std::to_string(o.maxSourceLength);
+  if (o.maxNewTokens > 0)
+    m.metadata()["plan.max_new_tokens"] = std::to_string(o.maxNewTokens);
   m.metadata()["plan.dtype"] = dtypeName(o.activation);
 }
 

@@ -13,8 +13,12 @@ struct PlanOptions {
   int64_t maxLength = 256; // prompt + new tokens per sequence (the decoder's, encoder-decoder)
   int64_t maxSourceLength = 0; // encoder-decoder: tokens per source (0: maxLength)
   int64_t maxTokens = 0;   // tokens per prefill forward (0: maxBatch * maxLength, at most 2048)
+  int64_t maxNewTokens = 0; // tokens a beam generates past the prompt it shares (0: no sharing)
   DType activation = DType::F32; // storage of weights and float activations (--dtype)
   int64_t slots() const { return maxBatch * maxBeams; }
+  // Beams share their prompt's K/V (runtime/KvLayout.h) when the plan
+  // bounds what each generates below max_length.
+  bool sharesPrompts() const { return maxBeams > 1 && maxNewTokens > 0 && maxNewTokens < maxLength; }
   // A source is encoded once per batch item while the decoder's cache is
   // one per beam: HF's max_length counts decoder tokens, and a summary of
   // 64 tokens from 1024 must not size 4 beams' caches for 1024.

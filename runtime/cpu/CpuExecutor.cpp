@@ -320,8 +320,12 @@ public:
     return Status::ok();
   }
 
+  bool sharesPrompts() const override { return true; }
+
   Status copySlots(const std::vector<int32_t> &dst, const std::vector<int32_t> &src, const std::vector<int64_t> &lengths,
                    const std::vector<int64_t> &from) override {
+    if (plan_->kv.sharesPrompts())
+      return Status::error("copySlots: this plan's beams share their prompt and are reordered by index");
     cache_.copySlots(dst, src, lengths, from);
     return Status::ok();
   }

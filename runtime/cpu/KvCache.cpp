@@ -87,15 +87,13 @@ const float *HostKvCache::load(const uint8_t *src, int64_t n, std::vector<float>
   return scratch.data();
 }
 
-void HostKvCache::writeSelf(size_t l, bool v, int64_t slot, int64_t head, int64_t pos,
-                            const float *row) {
-  int64_t e = (v ? layout_.layerElements(l) : 0) + layout_.offset(l, slot, head, pos);
+void HostKvCache::writeSelf(size_t l, bool v, KvRef where, int64_t head, const float *row) {
+  int64_t e = (v ? layout_.layerElements(l) : 0) + layout_.offset(l, where.region, head, where.index);
   store(at(self_[l], e), row, layout_.layers[l].headDim);
 }
 
-const float *HostKvCache::readSelf(size_t l, bool v, int64_t slot, int64_t head, int64_t pos,
-                                   std::vector<float> &scratch) const {
-  int64_t e = (v ? layout_.layerElements(l) : 0) + layout_.offset(l, slot, head, pos);
+const float *HostKvCache::readSelf(size_t l, bool v, KvRef where, int64_t head, std::vector<float> &scratch) const {
+  int64_t e = (v ? layout_.layerElements(l) : 0) + layout_.offset(l, where.region, head, where.index);
   return load(at(self_[l], e), layout_.layers[l].headDim, scratch);
 }
 
@@ -301,7 +299,8 @@ Status selfAttention(HostKvCache &cache, const AttrMap &attrs, const std::vector
   for (const TokenPlace &tok : tokens) {
     int64_t lo = window > 0 ? std::max<int64_t>(0, tok.position - window + 1) : 0;
     if (tok.cachedBefore - lo > L.capacity || tok.position < tok.cachedBefore ||
-        tok.position - tok.cachedBefore >= T)
+        tok.position - tok.cachedBefore >= T ||
+        (ctx.rows && static_cast<int64_t>(ctx.rows->of(tok.slot).size()) < tok.cachedBefore))
       return Status::error("kv_attention: the cache cannot hold the attended positions");
     if (bias.table && !bias.covers(lo - tok.position))
       return Status::error("kv_attention: a key is further away than the relative bias covers");
@@ -353,11 +352,11 @@ Status selfAttention(HostKvCache &cache, const AttrMap &attrs, const std::vector
       attendRow(
           qd + (h * T + t) * D, n, D, scale, bias.table ? b.data() : nullptr,
           [&](int64_t j) {
-            return j < cached ? p.keep(false, j, cache.readSelf(li, false, tok.slot, kh, lo + j, p.kScratch))
+            return j < cached ? p.keep(false, j, cache.readSelf(li, false, ctx.cached(tok.slot, lo + j), kh, p.kScratch))
                               : kd + (first + (j - cached)) * D;
           },
           [&](int64_t j) {
-            return j < cached ? p.keep(true, j, cache.readSelf(li, true, tok.slot, kh, lo + j, p.vScratch))
+            return j < cached ? p.keep(true, j, cache.readSelf(li, true, ctx.cached(tok.slot, lo + j), kh, p.vScratch))
                               : vd + (first + (j - cached)) * D;
           },
           p, od + (h * T + t) * D);
@@ -368,8 +367,8 @@ Status selfAttention(HostKvCache &cache, const AttrMap &attrs, const std::vector
   // earlier token of the same run still needed.
   for (int64_t t = 0; t < T; ++t)
     for (int64_t kh = 0; kh < KVH; ++kh) {
-      cache.writeSelf(li, false, tokens[t].slot, kh, tokens[t].position, kd + (kh * T + t) * D);
-      cache.writeSelf(li, true, tokens[t].slot, kh, tokens[t].position, vd + (kh * T + t) * D);
+      cache.writeSelf(li, false, tokens[t].write, kh, kd + (kh * T + t) * D);
+      cache.writeSelf(li, true, tokens[t].write, kh, vd + (kh * T + t) * D);
     }
   return Status::ok();
 }

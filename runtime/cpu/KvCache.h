@@ -33,11 +33,11 @@ public:
 
   const KvLayout &layout() const { return layout_; }
 
-  /// Row (slot, head, position) of self-attention layer l's K (v false) or V.
-  void writeSelf(size_t l, bool v, int64_t slot, int64_t head, int64_t pos, const float *row);
+  /// Row (region, head, index) of self-attention layer l's K (v false) or
+  /// V: (slot, head, position) without shared prompts (KvLayout::offset).
+  void writeSelf(size_t l, bool v, KvRef at, int64_t head, const float *row);
   /// The row as f32: a pointer into the cache (f32 caches) or into `scratch`.
-  const float *readSelf(size_t l, bool v, int64_t slot, int64_t head, int64_t pos,
-                        std::vector<float> &scratch) const;
+  const float *readSelf(size_t l, bool v, KvRef at, int64_t head, std::vector<float> &scratch) const;
   void writeCross(size_t l, bool v, int64_t entry, int64_t head, int64_t pos, const float *row);
   const float *readCross(size_t l, bool v, int64_t entry, int64_t head, int64_t pos,
                          std::vector<float> &scratch) const;

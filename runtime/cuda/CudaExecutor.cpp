@@ -67,9 +67,11 @@ public:
   Status init(const TreeRank *tree) {
     if (Status s = Device::open(tree ? tree->ordinal : 0, dev_); !s)
       return s;
-    kv_ = plan_->kv;
+    // Shared prompts are not read by (region, index) on the GPU yet: each
+    // slot keeps its whole sequence and a reorder copies rows.
+    kv_ = plan_->kv.unshared();
     if (tree)
-      if (Status s = plan_->kv.sharded(tree->ranks, kv_); !s)
+      if (Status s = plan_->kv.unshared().sharded(tree->ranks, kv_); !s)
         return Status::error("tree attention over " + std::to_string(tree->ranks) + " GPUs: " + s.message());
     if ((!plan_->cubins.empty() || !plan_->ptx.empty()) && plan_->kernelAbi != kGencKernelAbi)
       return Status::error("the plan's GPU kernels follow kernel contract " + std::to_string(plan_->kernelAbi) +

@@ -39,7 +39,7 @@ void check(DType dt) {
             float row[4];
             for (int64_t e = 0; e < 4; ++e)
               row[e] = mark(l, v, s, h, p, e);
-            c.writeSelf(l, v, s, h, p, row);
+            c.writeSelf(l, v, genrt::KvRef{int32_t(s), int32_t(p)}, h, row);
           }
   // Slots 0 and 1 trade places (both sources and destinations), 2 and 3
   // take slot 0's old rows past 3 and past 0; slot 4 is untouched.
@@ -62,7 +62,7 @@ void check(DType dt) {
                 if (p >= lo && p < hi)
                   want = src[i];
               }
-            const float *row = c.readSelf(l, v, s, h, p, scratch);
+            const float *row = c.readSelf(l, v, genrt::KvRef{int32_t(s), int32_t(p)}, h, scratch);
             for (int64_t e = 0; e < 4; ++e)
               ASSERT_EQ(row[e], mark(l, v, want, h, p, e))
                   << "layer " << l << (v ? " V" : " K") << " slot " << s << " head " << h << " row " << p;

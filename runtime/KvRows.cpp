@@ -1,0 +1,103 @@
+#include "runtime/KvRows.h"
+
+#include <algorithm>
+#include <string>
+
+namespace genrt {
+
+KvRows::KvRows(const KvLayout &kv)
+    : homes_(static_cast<int32_t>(kv.homeRegions())), homeRows_(kv.maxLength), branchRows_(kv.branchRows),
+      table_(size_t(kv.slots)), homeOf_(size_t(kv.slots), -1), owner_(size_t(kv.homeRegions()), -1),
+      refs_(size_t(kv.regions()), 0), next_(size_t(kv.regions()), 0) {}
+
+std::pair<int32_t, int64_t> KvRows::target(int32_t slot) const {
+  if (const int32_t h = homeOf_[size_t(slot)]; h >= 0)
+    return {h, next_[size_t(h)]};
+  if (table_[size_t(slot)].empty())
+    return {-1, 0};
+  // A branch nobody names starts over.
+  const int32_t b = homes_ + slot;
+  return {b, refs_[size_t(b)] ? next_[size_t(b)] : 0};
+}
+
+Status KvRows::place(const Appends &appends, std::vector<KvRef> &out) const {
+  out.clear();
+  // Per slot of this run: its region and next index (a slot may append
+  // twice in one run); the homes this run takes.
+  std::vector<std::pair<int32_t, std::pair<int32_t, int64_t>>> seen;
+  std::vector<int32_t> taken;
+  for (const auto &[slot, n] : appends) {
+    auto it = std::find_if(seen.begin(), seen.end(), [&](const auto &e) { return e.first == slot; });
+    if (it == seen.end()) {
+      std::pair<int32_t, int64_t> t = target(slot);
+      if (t.first < 0) {
+        int32_t h = 0;
+        while (h < homes_ && (!homeFree(h) || std::count(taken.begin(), taken.end(), h)))
+          ++h;
+        if (h == homes_)
+          return Status::error("forward: slot " + std::to_string(slot) + " starts a sequence, but all " +
+                               std::to_string(homes_) + " of the plan's prompts (max batch) are held");
+        taken.push_back(h);
+        t = {h, 0};
+      }
+      seen.push_back({slot, t});
+      it = seen.end() - 1;
+    }
+    auto &[region, next] = it->second;
+    const int64_t rows = isHome(region) ? homeRows_ : branchRows_;
+    if (next + n > rows)
+      return Status::error(isHome(region)
+                               ? "forward: slot " + std::to_string(slot) + "'s prompt region is full (" +
+                                     std::to_string(rows) + " positions)"
+                               : "forward: slot " + std::to_string(slot) + " would generate more than the plan's " +
+                                     std::to_string(rows) + " tokens past a shared prompt (genc --max-new-tokens)");
+    for (int64_t i = 0; i < n; ++i)
+      out.push_back({region, static_cast<int32_t>(next + i)});
+    next += n;
+  }
+  return Status::ok();
+}
+
+void KvRows::append(int32_t slot, KvRef r) {
+  if (isHome(r.region) && owner_[size_t(r.region)] < 0) { // a home place() took for this slot
+    owner_[size_t(r.region)] = slot;
+    homeOf_[size_t(slot)] = r.region;
+  }
+  table_[size_t(slot)].push_back(r);
+  ++refs_[size_t(r.region)];
+  next_[size_t(r.region)] = int64_t(r.index) + 1; // place() hands a region's indices out in order
+}
+
+void KvRows::release(int32_t slot) {
+  for (const KvRef &r : table_[size_t(slot)])
+    --refs_[size_t(r.region)];
+  table_[size_t(slot)].clear();
+  if (const int32_t h = homeOf_[size_t(slot)]; h >= 0) {
+    owner_[size_t(h)] = -1;
+    homeOf_[size_t(slot)] = -1;
+  }
+}
+
+void KvRows::copy(const std::vector<int32_t> &dst, const std::vector<int32_t> &src) {
+  std::vector<std::vector<KvRef>> from;
+  from.reserve(src.size());
+  for (int32_t s : src)
+    from.push_back(table_[size_t(s)]);
+  for (size_t k = 0; k < dst.size(); ++k) {
+    std::vector<KvRef> &t = table_[size_t(dst[k])];
+    for (const KvRef &r : t)
+      --refs_[size_t(r.region)];
+    t = std::move(from[k]);
+    for (const KvRef &r : t)
+      ++refs_[size_t(r.region)];
+  }
+}
+
+int64_t KvRows::homesInUse() const {
+  int64_t n = 0;
+  for (int32_t h = 0; h < homes_; ++h)
+    n += !homeFree(h);
+  return n;
+}
+
+} // namespace genrt

@@ -1,0 +1,73 @@
+// Where each slot's positions live when the self cache shares prompts
+// (runtime/KvLayout.h, sharesPrompts): the Session's bookkeeping, kept on
+// the host, device-neutral; an executor reads it to find a key's row.
+//
+// Position p of slot s is a pair (region, index): the region's row
+// index % rows holds its K/V. The rules that keep every named row intact:
+// - a slot appends only to a region it writes: its home when it owns one
+//   (it prefilled the prompt there), else its own branch;
+// - a region's indices are handed out in order, each once, while any pair
+//   names the region (a home also while its owner holds it), so no row a
+//   pair names is written again (a rolling window's ring excepted: beams
+//   advance together, and a row is reused only once every beam is a window
+//   past it);
+// - a reorder copies pairs, never rows (Session::reorderSlots).
+#pragma once
+#include "runtime/KvLayout.h"
+#include "runtime/Status.h"
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace genrt {
+
+struct KvRef {
+  int32_t region = 0;
+  int32_t index = 0;
+};
+
+class KvRows {
+public:
+  KvRows() = default;
+  explicit KvRows(const KvLayout &kv);
+
+  /// Position p (< the slot's length) of slot s.
+  KvRef at(int32_t slot, int64_t p) const { return table_[size_t(slot)][size_t(p)]; }
+  const std::vector<KvRef> &of(int32_t slot) const { return table_[size_t(slot)]; }
+
+  /// (slot, tokens): what one run appends, in run order.
+  using Appends = std::vector<std::pair<int32_t, int64_t>>;
+  /// The pairs of a run's new tokens, in run order. Refuses (changing
+  /// nothing) a slot with no positions when every home is held, and a
+  /// branch or home that would run past its rows.
+  Status place(const Appends &appends, std::vector<KvRef> &out) const;
+  /// Records a place place() gave, in run order, once the run has succeeded.
+  void append(int32_t slot, KvRef at);
+  /// The slot forgets its positions and gives up its home (which stays
+  /// taken while other slots name it).
+  void release(int32_t slot);
+  /// Beam reordering: slot dst[k] takes the positions src[k] had before the
+  /// call (a slot may be both).
+  void copy(const std::vector<int32_t> &dst, const std::vector<int32_t> &src);
+
+  /// Homes held (owned or named): for tests and stats.
+  int64_t homesInUse() const;
+
+private:
+  bool isHome(int32_t region) const { return region < homes_; }
+  /// Where slot s appends next: (region, first index), or region -1 when it
+  /// needs a home (it has no positions and owns none).
+  std::pair<int32_t, int64_t> target(int32_t slot) const;
+  bool homeFree(int32_t h) const { return owner_[size_t(h)] < 0 && refs_[size_t(h)] == 0; }
+
+  int32_t homes_ = 0;
+  int64_t homeRows_ = 0, branchRows_ = 0;
+  std::vector<std::vector<KvRef>> table_; // per slot: its positions
+  std::vector<int32_t> homeOf_;           // per slot: the home it owns, -1
+  std::vector<int32_t> owner_;            // per home: the slot owning it, -1
+  std::vector<int64_t> refs_;             // per region: pairs naming it
+  std::vector<int64_t> next_;             // per region: the next index to hand out
+};
+
+} // namespace genrt
