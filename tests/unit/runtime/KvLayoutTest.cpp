@@ -45,6 +45,60 @@ TEST(KvLayout, CrossEntriesBelongToBatchItems) {
   EXPECT_FALSE(l.verify());
 }
 
+TEST(KvLayout, SharedPromptsLiveInHomesAndBeamsInTheirBranches) {
+  KvLayout l = layout(DType::F16, 6, 20); // 2 items x 3 beams
+  l.homes = 2;
+  l.branchRows = 5;
+  l.addLayer(2, 8, 0);
+  l.addLayer(2, 8, 3); // a window shorter than a branch: a ring of 3
+  EXPECT_EQ(l.layers[0].capacity, 20);
+  EXPECT_EQ(l.layers[0].branchCapacity, 5);
+  EXPECT_EQ(l.layers[1].capacity, 3);
+  EXPECT_EQ(l.layers[1].branchCapacity, 3);
+  EXPECT_EQ(l.regions(), 2 + 6);
+  EXPECT_EQ(l.branchOf(4), 6);
+  // Home 1, head 1, index 7; then slot 4's branch, head 0, index 4, past
+  // the homes' 2 x 2 x 20 rows.
+  EXPECT_EQ(l.offset(0, 1, 1, 7), ((1 * 2 + 1) * 20 + 7) * 8);
+  EXPECT_EQ(l.offset(0, l.branchOf(4), 0, 4), (2 * 2 * 20 + (4 * 2 + 0) * 5 + 4) * 8);
+  EXPECT_EQ(l.offset(1, l.branchOf(0), 1, 4), (2 * 2 * 3 + (0 * 2 + 1) * 3 + 1) * 8);
+  EXPECT_EQ(l.layerElements(0), (2 * 20 + 6 * 5) * 2 * 8);
+  EXPECT_EQ(l.selfBytes(), 2 * 2 * 8 * 2 * ((2 * 20 + 6 * 5) + (2 * 3 + 6 * 3)));
+  EXPECT_TRUE(l.verify());
+  // Without sharing: a whole sequence a slot, the layout before it.
+  const KvLayout u = l.unshared();
+  EXPECT_FALSE(u.sharesPrompts());
+  EXPECT_EQ(u.selfBytes(), 2 * 6 * 2 * 8 * (20 + 3) * 2);
+  EXPECT_EQ(u.offset(0, 5, 1, 19), ((5 * 2 + 1) * 20 + 19) * 8);
+  EXPECT_TRUE(u.verify());
+  KvLayout shard;
+  EXPECT_FALSE(l.sharded(2, shard)) << "tree attention takes the unshared layout";
+}
+
+TEST(KvLayout, RefusesEditedSharing) {
+  auto shared = [] {
+    KvLayout l = layout(DType::F32, 4, 10);
+    l.homes = 2;
+    l.branchRows = 4;
+    l.addLayer(1, 8, 0);
+    return l;
+  };
+  EXPECT_TRUE(shared().verify());
+  KvLayout a = shared();
+  a.layers[0].branchCapacity = 10; // must be the branch's rows
+  EXPECT_FALSE(a.verify());
+  KvLayout b = shared();
+  b.homes = 5; // more homes than slots
+  EXPECT_FALSE(b.verify());
+  KvLayout c = shared();
+  c.homes = 0; // branches with no home for their prompt
+  EXPECT_FALSE(c.verify());
+  KvLayout d = shared();
+  d.branchRows = 11; // past max length
+  d.layers[0].branchCapacity = 11;
+  EXPECT_FALSE(d.verify());
+}
+
 TEST(KvLayout, RefusesOverflowingAndMalformedSizes) {
   KvLayout big = layout(DType::F32, 1 << 20, int64_t(1) << 40);
   big.addLayer(64, 128, 0);

@@ -186,6 +186,61 @@ TEST(Session, ReorderPastASharedPrefix) {
   EXPECT_NE(twice.message().find("a destination twice"), std::string::npos);
 }
 
+// A plan whose 2 x 2 beams share their prompt (genc --max-new-tokens 3)
+// over an executor that reads by (region, index), as the CPU's does.
+class SharingExecutor : public RecordingExecutor {
+public:
+  bool sharesPrompts() const override { return true; }
+};
+
+TEST(Session, SharedPromptsArePlacedAndReorderedByIndex) {
+  auto plan = makePlan(false, 8);
+  plan->model.maxNewTokens = 3;
+  plan->kv.layers.clear();
+  plan->kv.homes = 2;
+  plan->kv.branchRows = 3;
+  plan->kv.addLayer(1, 8, 0);
+  auto e = std::make_unique<SharingExecutor>();
+  SharingExecutor *exec = e.get();
+  Session session(plan, std::move(e));
+  std::vector<float> logits(4 * kVocab);
+  ASSERT_TRUE(session.forward({{0, {1, 2, 3}}}, logits.data()));
+  const ProgramRun &prefill = exec->runs.back();
+  ASSERT_NE(prefill.attention.rows, nullptr);
+  EXPECT_EQ(prefill.attention.tokens[2].write.region, 0); // a home
+  EXPECT_EQ(prefill.attention.tokens[2].write.index, 2);
+  ASSERT_TRUE(session.reorderSlots({1}, {0}, {0}));
+  EXPECT_TRUE(exec->copies.empty()) << "a reorder moves pairs, not rows";
+  EXPECT_EQ(session.slotLength(1), 3);
+  ASSERT_TRUE(session.forward({{0, {4}}, {1, {2}}}, logits.data()));
+  const ProgramRun &step = exec->runs.back();
+  EXPECT_EQ(step.attention.tokens[0].write.region, 0);
+  EXPECT_EQ(step.attention.tokens[0].write.index, 3);
+  EXPECT_EQ(step.attention.tokens[1].write.region, plan->kv.branchOf(1));
+  EXPECT_EQ(step.attention.tokens[1].write.index, 0);
+  // Slot 1 reads its prompt in slot 0's home, then its own token.
+  EXPECT_EQ(step.attention.cached(1, 2).region, 0);
+  EXPECT_EQ(session.executor().sharesPrompts(), true);
+  // Past the branch's 3 rows: refused before anything runs.
+  ASSERT_TRUE(session.forward({{1, {1}}}, logits.data()));
+  ASSERT_TRUE(session.forward({{1, {1}}}, logits.data()));
+  const size_t runs = exec->runs.size();
+  Status full = session.forward({{1, {1}}}, logits.data());
+  EXPECT_FALSE(full);
+  EXPECT_NE(full.message().find("--max-new-tokens"), std::string::npos) << full.message();
+  EXPECT_EQ(exec->runs.size(), runs);
+  EXPECT_EQ(session.slotLength(1), 6);
+  // Both homes held (slot 2 starts a second prompt): a third fresh slot is refused.
+  ASSERT_TRUE(session.forward({{2, {1}}}, logits.data()));
+  Status noHome = session.forward({{3, {1}}}, logits.data());
+  EXPECT_FALSE(noHome);
+  EXPECT_NE(noHome.message().find("max batch"), std::string::npos) << noHome.message();
+  session.resetSlot(2);
+  EXPECT_TRUE(session.forward({{3, {1}}}, logits.data()));
+  EXPECT_NE(session.kvReport().find("without sharing: each beam its own copy of the prompt"), std::string::npos)
+      << session.kvReport();
+}
+
 // An executor that ranks beam candidates itself (as the GPU does), from
 // logits that differ by row and token, by the host's rule.
 class BeamRankingExecutor : public RecordingExecutor {
