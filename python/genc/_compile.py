@@ -35,7 +35,7 @@ def genc_binary() -> str:
 
 def compile(model: Union[PathLike, Sequence[PathLike]], plan: PathLike, *, max_batch: Optional[int] = None,
             max_beams: Optional[int] = None, max_length: Optional[int] = None, max_tokens: Optional[int] = None,
-            max_source_length: Optional[int] = None,
+            max_source_length: Optional[int] = None, max_new_tokens: Optional[int] = None,
             dtype: Optional[str] = None, gpu_arch: Optional[Union[str, Sequence[str]]] = None,
             profile: Optional[PathLike] = None, tokenizer: bool = True, stats_json: Optional[PathLike] = None,
             progress: Optional[bool] = None, extra_args: Sequence[str] = ()) -> str:
@@ -45,6 +45,8 @@ def compile(model: Union[PathLike, Sequence[PathLike]], plan: PathLike, *, max_b
     with config.json and tokenizer.json beside), or [encoder, decoder].
     max_source_length: an encoder-decoder's tokens per source (max_length
     then counts the decoder's tokens, as in Hugging Face; default max_length).
+    max_new_tokens: what each beam generates at most; the beams of a prompt
+    then share its K/V (default: a whole copy a beam).
     dtype: "f32" (default), "f16" or "bf16". gpu_arch: "sm_80,sm_90" or a
     list ([] for a CPU-only plan). tokenizer=False leaves the tokenizer out.
     progress: show the compiler's progress on stderr (None: when stderr is
@@ -52,7 +54,8 @@ def compile(model: Union[PathLike, Sequence[PathLike]], plan: PathLike, *, max_b
     models: List[str] = [os.fspath(model)] if isinstance(model, (str, os.PathLike)) else [os.fspath(m) for m in model]
     args = [genc_binary(), "compile", *models, "-o", os.fspath(plan)]
     for flag, value in (("--max-batch", max_batch), ("--max-beams", max_beams), ("--max-length", max_length),
-                        ("--max-tokens", max_tokens), ("--max-source-length", max_source_length), ("--dtype", dtype),
+                        ("--max-tokens", max_tokens), ("--max-source-length", max_source_length),
+                        ("--max-new-tokens", max_new_tokens), ("--dtype", dtype),
                         ("--profile", profile), ("--stats-json", stats_json)):
         if value is not None:
             args.append("%s=%s" % (flag, os.fspath(value) if isinstance(value, os.PathLike) else value))

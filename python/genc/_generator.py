@@ -107,6 +107,12 @@ class Generator:
         """An encoder-decoder's longest source (genc compile --max-source-length); None for a decoder-only plan."""
         return self._g.max_source_length or None
 
+    @property
+    def max_new_tokens(self) -> Optional[int]:
+        """What each beam (or returned sample) generates at most when the plan's beams share their
+        prompt (genc compile --max-new-tokens); None when each beam holds a whole sequence."""
+        return self._g.max_new_tokens or None
+
     def encode(self, text: Union[str, bytes], add_special_tokens: bool = True) -> List[int]:
         """HF: tokenizer(text).input_ids, with the tokenizer the plan carries."""
         return list(self._g.encode(_utf8(text), add_special_tokens))

@@ -304,6 +304,7 @@ PYBIND11_MODULE(_genc, m) {
       .def_property_readonly("max_beams", [](PyGenerator &g) { return g.engine().info().maxBeams; })
       .def_property_readonly("max_length", [](PyGenerator &g) { return g.engine().info().maxLength; })
       .def_property_readonly("max_source_length", [](PyGenerator &g) { return g.engine().info().maxSourceLength; })
+      .def_property_readonly("max_new_tokens", [](PyGenerator &g) { return g.engine().info().maxNewTokens; })
       .def_property_readonly("is_encoder_decoder", [](PyGenerator &g) { return g.engine().info().encoderDecoder; })
       .def_property_readonly("decoder_start_token_id",
                              [](PyGenerator &g) { return g.engine().info().decoderStartTokenId; })

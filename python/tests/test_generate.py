@@ -83,14 +83,24 @@ def test_max_length_counts_the_prompt_as_hf(gen):
     assert [len(x.ids) for x in r] == [4, 4]
 
 
-def test_hf_parity_on_a_fixture(workdir):
+@pytest.mark.parametrize("max_new", [None, 24])
+def test_hf_parity_on_a_fixture(workdir, max_new):
     """HF generate()'s golden beam outputs, through HF's own kwargs and its
-    left-padded batch with attention_mask."""
+    left-padded batch with attention_mask; the same with the beams sharing
+    their prompt (max_new_tokens at compile time), in less cache."""
     fixture = os.path.join(SRC, "tests", "fixtures", "gpt2")
     golden = json.load(open(os.path.join(fixture, "golden.json")))
-    plan = genc.compile(os.path.join(fixture, "model.onnx"), os.path.join(workdir, "gpt2.plan"),
-                        max_batch=len(golden["input_ids"]), max_beams=4, max_length=64, progress=False)
+    stats = os.path.join(workdir, "gpt2-%s.json" % max_new)
+    plan = genc.compile(os.path.join(fixture, "model.onnx"), os.path.join(workdir, "gpt2-%s.plan" % max_new),
+                        max_batch=len(golden["input_ids"]), max_beams=4, max_length=64, max_new_tokens=max_new,
+                        stats_json=stats, progress=False)
+    sizes = json.load(open(stats))
+    if max_new:
+        assert sizes["kv_cache_bytes"] < sizes["kv_cache_bytes_unshared"]
+    else:
+        assert sizes["kv_cache_bytes"] == sizes["kv_cache_bytes_unshared"]
     g = genc.Generator(plan, device="cpu")
+    assert g.max_new_tokens == max_new
     for mode in ("beam", "beam_reppen"):
         want = golden[mode]
         results = g.generate(golden["input_ids"], attention_mask=golden["attention_mask"], **want["args"])
@@ -103,6 +113,9 @@ def test_hf_parity_on_a_fixture(workdir):
         if "sequences_scores" in want:
             scores = [s.score for r in results for s in r.sequences]
             assert scores == pytest.approx(want["sequences_scores"], abs=1e-4)
+    if max_new:
+        with pytest.raises(ValueError, match="max_new_tokens 25 exceeds the plan's 24"):
+            g.generate(golden["input_ids"][0], num_beams=4, max_new_tokens=25)
     g.close()
 
 

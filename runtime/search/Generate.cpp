@@ -81,6 +81,12 @@ Status batchSizeFor(const GenerationConfig &cfg, const ModelInfo &info, int32_t 
                          std::to_string(maxItems) + " prompts of " + std::to_string(rows) +
                          " rows each (max batch " + std::to_string(info.maxBatch) + ", " +
                          std::to_string(maxSlots) + " cache slots)");
+  // The rows of a prompt share its cache, each storing only what it generates.
+  if (rows > 1 && info.maxBeams > 1 && info.maxNewTokens > 0 && cfg.maxNewTokens > info.maxNewTokens)
+    return Status::error(cfg.option("max_new_tokens") + " " + std::to_string(cfg.maxNewTokens) + " exceeds the plan's " +
+                         std::to_string(info.maxNewTokens) + ": its " + std::to_string(rows) +
+                         " rows a prompt share the prompt's cache and each holds that many tokens of its own "
+                         "(genc --max-new-tokens)");
   batchSize = cfg.batchSize > 0 ? cfg.batchSize : maxItems;
   return Status::ok();
 }
@@ -103,12 +109,6 @@ static Status generateAll(Decoder &decoder, const GenerationConfig &cfg, const s
   int64_t batchSize = 0;
   if (Status s = batchSizeFor(cfg, info, decoder.maxSlots(), batchSize); !s)
     return s;
-  // The rows of a prompt share its cache, each storing only what it generates.
-  if (rows > 1 && info.maxBeams > 1 && info.maxNewTokens > 0 && cfg.maxNewTokens > info.maxNewTokens)
-    return Status::error(cfg.option("max_new_tokens") + " " + std::to_string(cfg.maxNewTokens) + " exceeds the plan's " +
-                         std::to_string(info.maxNewTokens) + ": its " + std::to_string(rows) +
-                         " rows a prompt share the prompt's cache and each holds that many tokens of its own "
-                         "(genc --max-new-tokens)");
   if (!cfg.stopStrings.empty() && cfg.tokenizer)
     if (Status s = search::StopStrings::check(cfg.stopStrings, *cfg.tokenizer); !s)
       return s;

@@ -95,8 +95,9 @@ Status validatePrompt(const Prompt &prompt, const ModelInfo &info, const Generat
 /// Generates for every prompt; `results` gets one entry per prompt, in order.
 /// Validates the config and every prompt before running anything.
 /// Prompts per batch for `cfg` on a decoder with `maxSlots` cache slots:
-/// cfg.batchSize, or as many as fit. Fails when not even one prompt fits, or
-/// when cfg.batchSize asks for more than fit.
+/// cfg.batchSize, or as many as fit. Fails when not even one prompt fits,
+/// when cfg.batchSize asks for more than fit, or when several rows a prompt
+/// would generate more than a plan of shared prompts holds (max_new_tokens).
 Status batchSizeFor(const GenerationConfig &cfg, const ModelInfo &info, int32_t maxSlots, int64_t &batchSize);
 
 /// `observer` (optional) is told about tokens and sequences as they become final.

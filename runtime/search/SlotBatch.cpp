@@ -14,14 +14,16 @@ static Status stopRequested(GenerationObserver &obs) {
   return obs.shouldStop() ? Status::error("generation stopped") : Status::ok();
 }
 
-// Empties the batch's slots, encodes the sources (encoder-decoder) and
-// returns the chunks that prefill every item's prompt into its row 0.
+// Empties every slot (a batch owns the decoder while it runs; a slot left
+// over from an earlier batch of more rows a prompt would still hold the
+// prompt it shared, and a plan with shared prompts has a home per batch
+// item only), encodes the sources (encoder-decoder) and returns the chunks
+// that prefill every item's prompt into its row 0.
 Status SlotBatch::startPrefill(std::vector<Chunk> &chunks) {
   if (Status s = stopRequested(obs_); !s)
     return s;
-  for (int64_t i = 0; i < numItems(); ++i)
-    for (int64_t r = 0; r < rows_; ++r)
-      dec_.resetSlot(slot(i, r));
+  for (int32_t s = 0; s < dec_.maxSlots(); ++s)
+    dec_.resetSlot(s);
 
   if (dec_.info().encoderDecoder) { // every item's source, packed into as few @encode runs as fit
     std::vector<std::vector<int64_t>> sources;

@@ -41,7 +41,7 @@ public:
   const BatchItem &item(int64_t i) const { return items_[i]; }
   int32_t slot(int64_t item, int64_t row) const { return int32_t(item * rows_ + row); }
 
-  /// Empties the batch's slots, encodes the sources (encoder-decoder) and
+  /// Empties every slot of the decoder, encodes the sources (encoder-decoder) and
   /// prefills every item's prompt in one packed forward into its row 0;
   /// row 0's cache is then copied to the item's other rows. logits: one row
   /// per item.
