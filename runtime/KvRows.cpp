@@ -26,7 +26,9 @@ Status KvRows::place(const Appends &appends, std::vector<KvRef> &out) const {
   // twice in one run); the homes this run takes.
   std::vector<std::pair<int32_t, std::pair<int32_t, int64_t>>> seen;
   std::vector<int32_t> taken;
-  for (const auto &[slot, n] : appends) {
+  for (const auto &a : appends) {
+    const int32_t slot = a.first;
+    const int64_t n = a.second;
     auto it = std::find_if(seen.begin(), seen.end(), [&](const auto &e) { return e.first == slot; });
     if (it == seen.end()) {
       std::pair<int32_t, int64_t> t = target(slot);

@@ -46,7 +46,8 @@ if [ -z "$(ls -A "$SEEDS")" ]; then
   plan)
     # Small plans of each family: decoder-only (RoPE, sliding window, q/k
     # norms, learned positions), encoder-decoder (relative bias, cross
-    # attention), f16 and bf16 storage, one with kernels and a tokenizer.
+    # attention), f16 and bf16 storage, one with kernels and a tokenizer,
+    # one whose beams share their prompt.
     [ -x "$BUILD/tools/genc" ] || BUILD_DIR=$BUILD bash tools/build.sh >/dev/null
     G="$BUILD/tools/genc"
     S="--max-batch 2 --max-beams 2 --max-length 16 --max-tokens 16"
@@ -59,6 +60,8 @@ if [ -z "$(ls -A "$SEEDS")" ]; then
     "$G" compile tests/fixtures/t5/encoder.onnx tests/fixtures/t5/decoder.onnx -o "$SEEDS/t5.plan" $S --gpu-arch=
     "$G" compile tests/fixtures/bart/encoder.onnx tests/fixtures/bart/decoder.onnx -o "$SEEDS/bart.plan" $S --gpu-arch=
     "$G" compile models/tiny-gpt2/model.onnx -o "$SEEDS/tiny-gpt2.plan" $S --gpu-arch=
+    # Beams sharing their prompt (homes and branches; the window's rings).
+    "$G" compile tests/fixtures/mistral/model.onnx -o "$SEEDS/mistral-shared.plan" $S --max-new-tokens 8 --gpu-arch=
     ;;
   onnx)
     for f in tests/fixtures/*/*.onnx models/tiny-gpt2/model.onnx; do
