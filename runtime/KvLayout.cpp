@@ -98,7 +98,9 @@ Status KvLayout::verify() const {
   for (size_t l = 0; l < crossLayers.size(); ++l)
     if (crossLayers[l].kvHeads <= 0 || crossLayers[l].headDim <= 0 || crossEntries <= 0 || maxSourceLength <= 0)
       return Status::error("cross-attention cache: layer " + std::to_string(l) + " has a bad shape");
-  if (selfBytes() < 0 || crossBytes() < 0 || addChecked(selfBytes(), crossBytes()) < 0)
+  // An executor that does not share prompts allocates unshared(): its size must hold too.
+  const int64_t whole = sharesPrompts() ? unshared().selfBytes() : selfBytes();
+  if (selfBytes() < 0 || whole < 0 || crossBytes() < 0 || addChecked(whole, crossBytes()) < 0)
     return Status::error("KV cache: its size overflows 64-bit arithmetic");
   return Status::ok();
 }

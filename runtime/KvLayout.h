@@ -82,7 +82,6 @@ struct KvLayout {
   static int64_t capacityFor(int64_t window, int64_t maxLength) {
     return window > 0 && window < maxLength ? window : maxLength;
   }
-  /// Adds a self-attention layer with its capacity worked out.
   /// Adds a self-attention layer with its capacities worked out (set
   /// branchRows first).
   void addLayer(int64_t kvHeads, int64_t headDim, int64_t window) {

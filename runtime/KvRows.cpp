@@ -22,30 +22,23 @@ std::pair<int32_t, int64_t> KvRows::target(int32_t slot) const {
 
 Status KvRows::place(const Appends &appends, std::vector<KvRef> &out) const {
   out.clear();
-  // Per slot of this run: its region and next index (a slot may append
-  // twice in one run); the homes this run takes.
-  std::vector<std::pair<int32_t, std::pair<int32_t, int64_t>>> seen;
-  std::vector<int32_t> taken;
+  std::vector<char> seen(table_.size(), 0);
+  int32_t nextHome = 0; // homes this run takes: the free ones, in order
   for (const auto &a : appends) {
     const int32_t slot = a.first;
     const int64_t n = a.second;
-    auto it = std::find_if(seen.begin(), seen.end(), [&](const auto &e) { return e.first == slot; });
-    if (it == seen.end()) {
-      std::pair<int32_t, int64_t> t = target(slot);
-      if (t.first < 0) {
-        int32_t h = 0;
-        while (h < homes_ && (!homeFree(h) || std::count(taken.begin(), taken.end(), h)))
-          ++h;
-        if (h == homes_)
-          return Status::error("forward: slot " + std::to_string(slot) + " starts a sequence, but all " +
-                               std::to_string(homes_) + " of the plan's prompts (max batch) are held");
-        taken.push_back(h);
-        t = {h, 0};
-      }
-      seen.push_back({slot, t});
-      it = seen.end() - 1;
+    if (seen[size_t(slot)]++)
+      return Status::error("forward: slot " + std::to_string(slot) + " appends twice in one run");
+    auto [region, next] = target(slot);
+    if (region < 0) {
+      while (nextHome < homes_ && !homeFree(nextHome))
+        ++nextHome;
+      if (nextHome == homes_)
+        return Status::error("forward: slot " + std::to_string(slot) + " starts a sequence, but all " +
+                             std::to_string(homes_) + " of the plan's prompts (max batch) are held");
+      region = nextHome++;
+      next = 0;
     }
-    auto &[region, next] = it->second;
     const int64_t rows = isHome(region) ? homeRows_ : branchRows_;
     if (next + n > rows)
       return Status::error(isHome(region)
@@ -55,7 +48,6 @@ Status KvRows::place(const Appends &appends, std::vector<KvRef> &out) const {
                                      std::to_string(rows) + " tokens past a shared prompt (genc --max-new-tokens)");
     for (int64_t i = 0; i < n; ++i)
       out.push_back({region, static_cast<int32_t>(next + i)});
-    next += n;
   }
   return Status::ok();
 }

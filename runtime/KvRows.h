@@ -38,9 +38,9 @@ public:
 
   /// (slot, tokens): what one run appends, in run order.
   using Appends = std::vector<std::pair<int32_t, int64_t>>;
-  /// The pairs of a run's new tokens, in run order. Refuses (changing
-  /// nothing) a slot with no positions when every home is held, and a
-  /// branch or home that would run past its rows.
+  /// The pairs of a run's new tokens, in run order (a slot once). Refuses
+  /// (changing nothing) a slot with no positions when every home is held,
+  /// and a branch or home that would run past its rows.
   Status place(const Appends &appends, std::vector<KvRef> &out) const;
   /// Records a place place() gave, in run order, once the run has succeeded.
   void append(int32_t slot, KvRef at);

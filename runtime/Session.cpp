@@ -204,6 +204,10 @@ Status Session::checkChunks(const std::vector<Chunk> &chunks) const {
       return Status::error("forward: slot " + std::to_string(c.slot) + " out of range");
     if (c.tokens.empty())
       return Status::error("forward: an empty chunk");
+    // One chunk a slot: a run lays a slot's tokens out as one consecutive
+    // piece, which the attention kernels index by position.
+    if (pending[c.slot])
+      return Status::error("forward: slot " + std::to_string(c.slot) + " is in two chunks; give its tokens as one");
     pending[c.slot] += static_cast<int64_t>(c.tokens.size());
     if (lengths_[c.slot] + pending[c.slot] > mi.maxLength)
       return Status::error("forward: slot " + std::to_string(c.slot) + " would exceed the plan's "

@@ -109,8 +109,8 @@ class Generator:
 
     @property
     def max_new_tokens(self) -> Optional[int]:
-        """What each beam (or returned sample) generates at most when the plan's beams share their
-        prompt (genc compile --max-new-tokens); None when each beam holds a whole sequence."""
+        """The plan's genc compile --max-new-tokens (None: not set). With several beams a prompt,
+        they share its K/V and each generates at most this many tokens."""
         return self._g.max_new_tokens or None
 
     def encode(self, text: Union[str, bytes], add_special_tokens: bool = True) -> List[int]:

@@ -97,6 +97,15 @@ TEST(KvLayout, RefusesEditedSharing) {
   d.branchRows = 11; // past max length
   d.layers[0].branchCapacity = 11;
   EXPECT_FALSE(d.verify());
+  // Shared, it fits; a copy a beam (what an executor that does not share
+  // allocates) overflows: refused.
+  KvLayout e = layout(DType::F32, 65536, int64_t(1) << 24);
+  e.homes = 1;
+  e.branchRows = 1;
+  e.addLayer(4096, 4096, 0);
+  EXPECT_GT(e.selfBytes(), 0);
+  EXPECT_LT(e.unshared().selfBytes(), 0);
+  EXPECT_FALSE(e.verify());
 }
 
 TEST(KvLayout, RefusesOverflowingAndMalformedSizes) {

@@ -68,11 +68,11 @@ TEST(KvRows, RefusalsChangeNothing) {
   ASSERT_TRUE(run(rows, {{1, 2}}));
   EXPECT_FALSE(rows.place({{1, 1}}, places)) << "a branch holds max_new_tokens";
   EXPECT_EQ(rows.of(1).size(), 5u);
-  // Twice in one run counts twice.
+  // A slot appends once a run (its tokens are one piece there).
   KvRows fresh(sharedLayout(1, 2, 16, 2));
   ASSERT_TRUE(run(fresh, {{0, 3}}));
   fresh.copy({1}, {0});
-  EXPECT_FALSE(fresh.place({{1, 2}, {1, 1}}, places));
+  EXPECT_FALSE(fresh.place({{1, 1}, {1, 1}}, places));
   EXPECT_EQ(fresh.of(1).size(), 3u);
 }
 

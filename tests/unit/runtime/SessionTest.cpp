@@ -131,6 +131,11 @@ TEST(Session, RefusesBadChunksWithoutChangingSlots) {
   EXPECT_FALSE(f.session->forward({{0, {kVocab}}}, logits.data()));
   EXPECT_FALSE(f.session->forward({{0, {}}}, logits.data()));
   EXPECT_FALSE(f.session->forward({{0, std::vector<int64_t>(17, 1)}}, logits.data()));
+  // Two chunks of one slot would start at the same position.
+  std::vector<float> two(2 * kVocab);
+  Status twice = f.session->forward({{0, {1}}, {0, {2}}}, two.data());
+  EXPECT_FALSE(twice);
+  EXPECT_NE(twice.message().find("slot 0 is in two chunks"), std::string::npos) << twice.message();
   EXPECT_TRUE(f.exec->runs.empty());
   EXPECT_EQ(f.session->slotLength(0), 0);
 }
