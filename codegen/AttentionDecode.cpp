@@ -39,7 +39,7 @@ const char *attentionDecodeTemplates() {
 template <typename C, int KT>
 struct GencDecodeRange {
   long long a, b, used, rowBase;
-  int tiles;
+  int tiles, slot, kh; // slot, kh: shared prompts' pairs (genc_self_row)
   __device__ GencDecodeRange(const GencAttnParams &p, const GencTokenPlace &pl, int kh, int split, int S) {
     long long lo, hi;
     genc_attn_range<C>(p, pl, lo, hi);
@@ -50,6 +50,15 @@ struct GencDecodeRange {
     b = a + perSplit * KT < hi ? a + perSplit * KT : hi;
     tiles = split < used ? (int)((b - a + KT - 1) / KT) : 0;
     rowBase = ((long long)(C::MODE == 0 ? pl.slot : pl.entry) * C::KVH + kh) * p.capacity;
+    slot = pl.slot;
+    this->kh = kh;
+  }
+  // The cache row of key j.
+  __device__ __forceinline__ long long row(const GencAttnParams &p, long long j) const {
+    // Lanes past the range still compute an address (their loads are
+    // masked): keep their pair read inside the slot's row.
+    if (C::MODE == 0 && C::SHARED && p.pairs) return genc_self_row<C>(p, slot, kh, j < p.pairStride ? j : p.pairStride - 1);
+    return rowBase + (C::MODE == 0 && j >= p.capacity ? j % p.capacity : j);
   }
 };
 
@@ -67,7 +76,7 @@ static __device__ __forceinline__ void genc_decode_issue(const GencAttnParams &p
   for (int e = threadIdx.x; e < 2 * KT * RW; e += 128) {
     const int which = e / (KT * RW), row = (e / RW) % KT, c = e % RW;
     const long long j = j0 + (row < nt ? row : 0);
-    const long long at = r.rowBase + (C::MODE == 0 && j >= p.capacity ? j % p.capacity : j);
+    const long long at = r.row(p, j);
     const CS *src = (const CS *)(which ? p.cacheV : p.cacheK) + at * D + c * EW;
     const unsigned dst = (unsigned)__cvta_generic_to_shared((which ? vt : kt) + row * RS + c);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(row < nt ? 16 : 0));
@@ -413,7 +422,7 @@ static __device__ __forceinline__ long long genc_decode_row(const GencAttnParams
   const long long j = r.a + (long long)i * KT + (threadIdx.x >> 5) * 16;
   left = (int)(r.b - j < 16 ? r.b - j : 16);
   const long long jj = j + (u < left ? u : 0);
-  return r.rowBase + (C::MODE == 0 && jj >= p.capacity ? jj % p.capacity : jj);
+  return r.row(p, jj);
 }
 template <typename C, int KT>
 static __device__ __forceinline__ void genc_decode_keys(const GencAttnParams &p, const GencDecodeRange<C, KT> &r, int i,

@@ -1,6 +1,7 @@
 #include "codegen/AttentionKernels.h"
 
 #include "codegen/CudaSyntax.h"
+#include "passes/analysis/PlanOptions.h"
 #include "passes/analysis/Storage.h"
 #include "runtime/Env.h"
 #include "runtime/cuda/AttentionAbi.h"
@@ -32,7 +33,7 @@ int maxHeadsPerBlock() {
 
 // The configuration of one attention op as the struct the templates read:
 // its text is also the key that dedups families.
-std::string configBody(const Function &f, const Op &op, DType activation, int &headsPerBlock,
+std::string configBody(const Function &f, const Op &op, DType activation, bool sharedPrompts, int &headsPerBlock,
                        genrt::cuda::DecodeShape &decode) {
   const int mode = op.is("kv_attention") ? 0 : op.is("cross_attention") ? 1 : 2;
   const int64_t H = op.intAttr("num_heads", 0), KVH = op.intAttr("num_kv_heads", H),
@@ -92,6 +93,9 @@ std::string configBody(const Function &f, const Op &op, DType activation, int &h
     << ", GROUP = " << headsPerBlock << ", GROUP_ALL = " << G << ";\n"
     << "  static constexpr int DGROUP = " << std::max(decode.heads, 1) << ", DSTAGES = " << decode.stages
     << ", DKT = " << decode.keysPerTile << ", DMMA = " << decode.mma << ", DREG = " << decode.registers << ";\n"
+    // Self-attention over a plan whose beams share their prompt: rows through
+    // the pairs (AttentionAbi.h); 0 compiles the kernels exactly as before.
+    << "  static constexpr int SHARED = " << (sharedPrompts && mode == 0) << ";\n"
     << "  static constexpr int PMMA = "
     << (genrt::cuda::prefillEligible(D, es) ? (activation == DType::BF16 ? 2 : 1) : 0) << ";\n"
     << "  static constexpr int QWORDS = " << qwords << ";\n"
@@ -133,7 +137,7 @@ AttentionKernels emitAttentionKernels(Module &m, DType activation) {
         continue;
       int perBlock = 1;
       genrt::cuda::DecodeShape decode;
-      std::string body = configBody(*f, *op, activation, perBlock, decode);
+      std::string body = configBody(*f, *op, activation, planOptions(m).sharesPrompts(), perBlock, decode);
       auto [it, fresh] = familyOf.emplace(body, "attn_" + std::to_string(familyOf.size()));
       const std::string &name = it->second;
       op->setAttr("gpu_kernel", name);
@@ -151,6 +155,8 @@ AttentionKernels emitAttentionKernels(Module &m, DType activation) {
           genrt::cuda::prefillEligible(op->intAttr("head_dim", 0), static_cast<int>(dtypeSize(activation)));
       if (prefill)
         op->setAttr("gpu_prefill", static_cast<int64_t>(1));
+      if (op->is("kv_attention") && planOptions(m).sharesPrompts())
+        op->setAttr("gpu_shared_prompts", static_cast<int64_t>(1)); // SHARED 1 (the executor checks)
       if (!fresh)
         continue;
       out.names.push_back(name);

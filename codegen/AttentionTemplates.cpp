@@ -54,6 +54,36 @@ static __device__ __forceinline__ long long genc_shard_row(const GencAttnParams 
   return pos % p.shards == p.shard ? pos / p.shards : -1;
 }
 
+// ---- self-attention cache rows ----------------------------------------------
+// The row (in units of D elements) of index `index` of region `region` for KV
+// head kh, shared prompts' layout (runtime/KvLayout.h): `homes` regions of
+// `capacity` rows, then one of `branchCapacity` a slot.
+template <typename C>
+static __device__ __forceinline__ long long genc_region_row(const GencAttnParams &p, long long region, int kh,
+                                                            long long index) {
+  if (region < p.homes) return (region * C::KVH + kh) * p.capacity + index % p.capacity;
+  return p.homes * C::KVH * p.capacity + ((region - p.homes) * C::KVH + kh) * p.branchCapacity +
+         index % p.branchCapacity;
+}
+// Cache row j (a position; a shard's row under tree attention) of `slot`'s
+// KV head kh: where its pair points when beams share their prompt, else
+// the slot's own rows.
+template <typename C>
+static __device__ __forceinline__ long long genc_self_row(const GencAttnParams &p, int slot, int kh, long long j) {
+  if (C::SHARED && p.pairs) {
+    const int2 r = ((const int2 *)p.pairs)[(long long)slot * p.pairStride + j];
+    return genc_region_row<C>(p, r.x, kh, r.y);
+  }
+  return ((long long)slot * C::KVH + kh) * p.capacity + (j < p.capacity ? j : j % p.capacity);
+}
+// The row token `pl`'s own k, v of KV head kh go to (its shard's row `own`).
+template <typename C>
+static __device__ __forceinline__ long long genc_write_row(const GencAttnParams &p, const GencTokenPlace &pl, int kh,
+                                                           long long own) {
+  if (C::SHARED && p.pairs) return genc_region_row<C>(p, pl.writeRegion, kh, pl.writeIndex);
+  return ((long long)pl.slot * C::KVH + kh) * p.capacity + own % p.capacity;
+}
+
 // ---- rows: norm + RoPE of one token's q, k, v rows ------------------------
 // Rows [r0, r1) of token t in the order q heads, k heads, v heads: the q/k
 // RMSNorm, then RoPE. Each row goes to dst[(row - r0) * D + d] (f32) where
@@ -121,7 +151,7 @@ static __device__ void genc_attn_rows(const GencAttnParams &p, long long t, int 
     if (C::MODE == 0 && toCache && which > 0) {
       typedef typename C::Cache CT;
       ((typename CT::S *)(which == 1 ? p.cacheK : p.cacheV))
-          [(((long long)pl.slot * C::KVH + h) * p.capacity + genc_shard_row<C>(p, pl.position) % p.capacity) * C::D + d] =
+          [genc_write_row<C>(p, pl, h, genc_shard_row<C>(p, pl.position)) * C::D + d] =
               CT::st(v);
     }
   }
@@ -254,8 +284,7 @@ static __device__ __forceinline__ void genc_attn_row(const GencAttnParams &p, co
   if (C::MODE == 0) {
     const long long jp = genc_shard_pos<C>(p, j); // row j's position
     if (jp < pl.cachedBefore)
-      cached = (const typename CT::S *)(which ? p.cacheV : p.cacheK) +
-               (((long long)pl.slot * C::KVH + kh) * p.capacity + (j < p.capacity ? j : j % p.capacity)) * D;
+      cached = (const typename CT::S *)(which ? p.cacheV : p.cacheK) + genc_self_row<C>(p, pl.slot, kh, j) * D;
     else
       fresh = (const float *)p.scratch + (t - (pl.position - jp)) * (long long)C::SSTRIDE +
               (long long)(C::H + which * C::KVH + kh) * D;
@@ -303,7 +332,7 @@ static __device__ __forceinline__ void genc_attn_append_row(const GencAttnParams
   const long long own = genc_shard_row<C>(p, pl.position);
   if (C::MODE != 0 || own < 0 || (p.shards <= 1 && pl.position + p.capacity < pl.runEnd)) return;
   const float *src = (const float *)p.scratch + t * (long long)C::SSTRIDE;
-  long long row = (((long long)pl.slot * C::KVH + kh) * p.capacity + own % p.capacity) * C::D;
+  long long row = genc_write_row<C>(p, pl, kh, own) * C::D;
   typedef typename C::Cache CT;
   for (int d = threadIdx.x; d < C::D; d += blockDim.x) {
     ((typename CT::S *)p.cacheK)[row + d] = CT::st(src[(long long)(C::H + kh) * C::D + d]);

@@ -23,7 +23,8 @@
 #   bash tools/gpu_test.sh --tokens            # greedy with processors and sampling on the GPU alone
 #   GPU_TEST_JOBS=1 bash tools/gpu_test.sh     # one check at a time (default 8 side by side)
 #   bash tools/gpu_test.sh --beams             # beam search alone: the fixtures' beam goldens (llama,
-#                                              # processors, t5, bart) and the beam rows of --tokens
+#                                              # processors, t5, bart), shared prompts and the beam rows
+#                                              # of --tokens
 set -uo pipefail
 cd "$(dirname "$0")/.."
 SANITIZE=0
@@ -307,6 +308,34 @@ fusion_checks() {
   done
 }
 
+# Beams sharing their prompt (genc --max-new-tokens): the GPU reads the
+# prompt through (region, index) pairs with GENC_CUDA_SHARED_PROMPTS=1. The
+# f32 fixtures against HF's goldens (the attend kernel too: GENC_CUDA_DECODE=0);
+# f16 plans (the tensor-core prefill reads through the pairs as well) must
+# give the very bytes the same plan gives with a copy a beam.
+shared_same() { # name fixture
+  local name=$1 fx=$2 a b
+  "$BIN/genc" compile "tests/fixtures/$fx/model.onnx" -o "$W/$name.plan" --dtype f16 --max-batch 4 --max-beams 4 \
+    --max-length 64 --max-new-tokens 24 > /dev/null 2>&1
+  printf '{"input_ids": [5, 6, 7, 8, 9, 10, 11]}\n{"input_ids": [9, 10]}\n{"input_ids": [11, 12, 13, 14]}\n{"input_ids": [20]}\n' > "$W/$name.jsonl"
+  a=$("$BIN/genrun" "$W/$name.plan" --device cuda --input "$W/$name.jsonl" --num-beams 4 --max-new-tokens 24 \
+    --no-repeat-ngram-size 3 --num-return-sequences 2 2>&1 | md5sum)
+  b=$(GENC_CUDA_SHARED_PROMPTS=1 "$BIN/genrun" "$W/$name.plan" --device cuda --input "$W/$name.jsonl" --num-beams 4 \
+    --max-new-tokens 24 --no-repeat-ngram-size 3 --num-return-sequences 2 2>&1 | md5sum)
+  if [ "$a" = "$b" ]; then row "$name|ok|pairs = copies (f16, 4 beams x 2 returned)"; else row "$name|FAIL|pairs $b, copies $a"; failed; fi
+}
+shared_checks() {
+  local fx
+  for fx in gpt2 mistral llama; do
+    job with_env GENC_COMPILE_ARGS=--max-new-tokens=24 GENC_CUDA_SHARED_PROMPTS=1 check "$fx-shared" "$fx" model.onnx
+  done
+  job with_env GENC_COMPILE_ARGS=--max-new-tokens=24 GENC_CUDA_SHARED_PROMPTS=1 GENC_CUDA_DECODE=0 \
+    check gpt2-shared-attend gpt2 model.onnx
+  job with_env GENC_COMPILE_ARGS=--max-new-tokens=24 GENC_CUDA_SHARED_PROMPTS=1 check bart-shared bart \
+    encoder.onnx,decoder.onnx
+  for fx in llama mistral; do job shared_same "$fx-shared-f16" "$fx"; done
+}
+
 # The quick set (--quick alone; the full run starts with it, --rest leaves it
 # out), then the rest of the parity checks.
 quick_set() {
@@ -330,6 +359,7 @@ if [ $BEAMS_ONLY = 1 ]; then
   job check processors processors model.onnx
   job check t5 t5 encoder.onnx,decoder.onnx
   job check bart bart encoder.onnx,decoder.onnx
+  shared_checks
   token_plans
   # Prompts prefilled two tokens a run: each run ranks the prompts it ends.
   "$BIN/genc" compile tests/fixtures/llama/model.onnx -o "$W/tok-v1k-t2.plan" --max-batch 8 --max-beams 3 \
@@ -357,6 +387,7 @@ job check bart-dynamo bart encoder.dynamo.onnx,decoder.dynamo.onnx
 for fx in t5 bart; do
   job with_env GENC_COMPILE_ARGS="--max-source-length 96" check "$fx-source96" "$fx" encoder.onnx,decoder.onnx
 done
+shared_checks
 
 # Every fused kernel of four fixtures' f32 and f16 plans against the CPU.
 gpucheck_all() {

@@ -39,6 +39,13 @@
 //       only where no two tokens of a run share a cache row (no rolling
 //       window shorter than the plan) and the cache is not sharded.
 //
+// Shared prompts (genc --max-new-tokens with beams; self-attention families
+// whose config has SHARED 1): with `pairs` set, key j of slot s lives in the
+// row its pair (region, index) = pairs[s · pairStride + j] names, and a
+// token's own k, v go to (writeRegion, writeIndex) of its place; the run's
+// new positions are in the pairs too (the executor stages them). With
+// `pairs` 0 the same kernels index each slot's own rows, as other families.
+//
 // Tree attention (self-attention, --gpus N): the cache is sharded by
 // position (runtime/KvLayout.h: position p on shard p % N, row p / N);
 // `shards`, `shard` say which this GPU holds, and every kernel reads, masks
@@ -69,9 +76,12 @@
   /* cross entry and the @encode segment). runEnd: one past the last */                            \
   /* position its slot takes in this run (a rolling cache row that a */                            \
   /* later token of the run also maps to is that token's to write). */                             \
+  /* writeRegion, writeIndex: where its k, v go when beams share their */                         \
+  /* prompt (runtime/KvRows.h; with `pairs` set). */                                                \
   struct GencTokenPlace {                                                                          \
     long long position, cachedBefore, segStart, segLen, runEnd;                                    \
     int slot, entry;                                                                               \
+    int writeRegion, writeIndex;                                                                   \
   };                                                                                               \
   /* Rows of one token per prologue block: about 256 elements, 2 a thread. */                     \
   constexpr int gencAttnPrologueRows(long long d) { return d >= 256 ? 1 : (int)(256 / d); }       \
@@ -106,6 +116,12 @@
     /* GEMVs' weights. */                                                                          \
     unsigned long long pf[3];                                                                      \
     long long pfBytes[3];                                                                          \
+    /* Shared prompts (runtime/KvLayout.h; 0: each slot its own rows): */                         \
+    /* int2 [slots, pairStride], (region, index) of each slot's */                                 \
+    /* positions; `homes` regions of `capacity` rows, then one of */                               \
+    /* `branchCapacity` rows a slot. */                                                            \
+    unsigned long long pairs;                                                                      \
+    long long pairStride, homes, branchCapacity;                                                   \
   };
 // clang-format on
 

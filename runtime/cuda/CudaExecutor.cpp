@@ -67,9 +67,13 @@ public:
   Status init(const TreeRank *tree) {
     if (Status s = Device::open(tree ? tree->ordinal : 0, dev_); !s)
       return s;
-    // Shared prompts are not read by (region, index) on the GPU yet: each
-    // slot keeps its whole sequence and a reorder copies rows.
-    kv_ = plan_->kv.unshared();
+    // Shared prompts (the beams read their prompt by (region, index) pairs)
+    // on one GPU, with GENC_CUDA_SHARED_PROMPTS=1 while gpu_test has not
+    // run them: else each slot keeps its whole sequence and a reorder copies
+    // rows (the plan's kernels take either: `pairs` 0).
+    const char *sp = genrt::env::get("GENC_CUDA_SHARED_PROMPTS");
+    shared_ = !tree && plan_->kv.sharesPrompts() && sp && std::string(sp) == "1" && kernelsSharePrompts();
+    kv_ = shared_ ? plan_->kv : plan_->kv.unshared();
     if (tree)
       if (Status s = plan_->kv.unshared().sharded(tree->ranks, kv_); !s)
         return Status::error("tree attention over " + std::to_string(tree->ranks) + " GPUs: " + s.message());
@@ -158,6 +162,7 @@ public:
     ctx_.places = mem_.at("token places");
     ctx_.tiles = mem_.at("prefill tiles");
     ctx_.crossLengths = mem_.at("cross lengths");
+    ctx_.pairs = shared_ ? mem_.at("kv pairs") : 0;
     choice_ = mem_.at("greedy choices");
     if (!mod_.function("genc_greedy", greedyFn_))
       greedyFn_ = nullptr; // a plan from a genc without it: choices on the host
@@ -181,6 +186,13 @@ public:
       return s;
     if (Status s = mem_.pinned(logitsBytes_, logitsHost_); !s)
       return s;
+    if (shared_) { // (region 0, index 0) where nothing is staged yet: a row of the cache
+      if (Status s = mem_.pinned(pairsBytes_, pairsHost_); !s)
+        return s;
+      std::memset(pairsHost_, 0, static_cast<size_t>(pairsBytes_));
+      if (Status s = dev_.check(dev_.api->cuMemsetD8(ctx_.pairs, 0, static_cast<size_t>(pairsBytes_)), "cuMemsetD8"); !s)
+        return s;
+    }
     if (beamFn_)
       if (Status s = mem_.pinned(beamStagingBytes_, beamStaging_); !s)
         return s;
@@ -265,6 +277,21 @@ public:
   }
 
   bool choosesGreedy() const override { return greedyFn_ != nullptr; }
+  bool sharesPrompts() const override { return shared_; }
+  // Whether every self-attention op's kernels read rows through the pairs
+  // (genc set gpu_shared_prompts where it compiled them so): else the
+  // executor keeps a copy a beam, which any of them indexes.
+  bool kernelsSharePrompts() const {
+    bool any = false;
+    for (const auto &[name, prog] : plan_->programs)
+      for (const OpInfo &op : prog.ops)
+        if (op.kind == "kv_attention") {
+          if (attrInt(op.attrs, "gpu_shared_prompts", 0) != 1)
+            return false;
+          any = true;
+        }
+    return any;
+  }
 
   // A row's chosen token (i64) and its log-softmax (f32), as the greedy and
   // token kernels leave them in the pinned buffer: R tokens, then R floats.
@@ -403,6 +430,8 @@ public:
 
   Status copySlots(const std::vector<int32_t> &dst, const std::vector<int32_t> &src,
                    const std::vector<int64_t> &lengths, const std::vector<int64_t> &from) override {
+    if (shared_)
+      return Status::error("copySlots: this executor's beams share their prompt and are reordered by index");
     if (!copier_.scratch)
       return Status::error("this plan has one beam a sequence: no slot reordering");
     if (kv_.shards == 1)
@@ -466,7 +495,11 @@ private:
     int64_t layerMax = 0;
     for (size_t l = 0; l < kv.layers.size(); ++l)
       layerMax = std::max(layerMax, kv.layerElements(l) * static_cast<int64_t>(dtypeSize(kv.dtype)));
-    if (p.model.maxBeams > 1) { // K and V of one layer, every slot; the copy records of every layer
+    if (shared_) { // every slot's (region, index) pairs, and their pinned mirror
+      pairsBytes_ = kv.slots * kv.maxLength * 8;
+      mem_.plan("kv pairs", pairsBytes_);
+    }
+    if (p.model.maxBeams > 1 && !shared_) { // K and V of one layer, every slot; the copy records of every layer
       mem_.plan("reorder scratch", 2 * layerMax);
       copier_.maxRecords = 2 * static_cast<int64_t>(kv.layers.size()) * std::max<int64_t>(kv.slots, 1);
       mem_.plan("reorder records", copier_.maxRecords * static_cast<int64_t>(sizeof(GencKvCopy)));
@@ -632,9 +665,13 @@ private:
         g.runEnd = runEnd_.at(tp.slot);
         g.slot = tp.slot;
         g.entry = run.attention.crossEntryOfToken.empty() ? 0 : run.attention.crossEntryOfToken[t];
+        g.writeRegion = tp.write.region;
+        g.writeIndex = tp.write.index;
       }
       pl[t] = g;
     }
+    if (shared_ && run.kind != ProgramKind::Encode)
+      stagePairs(run);
     s += T * sizeof(GencTokenPlace);
     // attn_N_prefill's tiles: up to 64 consecutive tokens of one slot (one
     // @encode segment) each.
@@ -651,6 +688,31 @@ private:
     staged_.rowCount = static_cast<int64_t>(run.logitRows.size());
   }
 
+  // Shared prompts: each slot of the run gets the pairs of its cached
+  // positions (the Session's KvRows) and of this run's new ones (their
+  // places' writes) in its row of the pinned mirror, which goes up whole.
+  // Slots outside the run keep stale rows, which this run does not read.
+  void stagePairs(const ProgramRun &run) {
+    int32_t *mirror = static_cast<int32_t *>(pairsHost_);
+    const int64_t stride = kv_.maxLength;
+    for (const TokenPlace &tp : run.attention.tokens) {
+      int32_t *row = mirror + tp.slot * stride * 2;
+      if (tp.position == tp.cachedBefore) { // the slot's first token of the run (one piece a slot)
+        const std::vector<KvRef> &cached = run.attention.rows->of(tp.slot);
+        for (int64_t j = 0; j < tp.cachedBefore; ++j) {
+          row[2 * j] = cached[size_t(j)].region;
+          row[2 * j + 1] = cached[size_t(j)].index;
+        }
+      }
+      row[2 * tp.position] = tp.write.region;
+      row[2 * tp.position + 1] = tp.write.index;
+    }
+    // All of it: a decode step's graph replays its copy as captured, so the
+    // range may not depend on which slots the step holds.
+    staged_.pairsFrom = 0;
+    staged_.pairsCount = kv_.slots * stride;
+  }
+
   Status enqueueInputs(const ProgramRun &run) {
     const DriverApi &a = *dev_.api;
     const int64_t T = staged_.tokens;
@@ -665,6 +727,8 @@ private:
         {ctx_.places, staged_.places, T * static_cast<int64_t>(sizeof(GencTokenPlace))},
         {ctx_.tiles, staged_.tiles, ctx_.tileCount * 8},
         {ctx_.crossLengths, staged_.crossLengths, staged_.crossCount * 8},
+        {ctx_.pairs + static_cast<CUdeviceptr>(staged_.pairsFrom) * 8,
+         static_cast<const int32_t *>(pairsHost_) + staged_.pairsFrom * 2, staged_.pairsCount * 8},
     };
     for (const Copy &c : copies)
       if (c.bytes > 0)
@@ -959,6 +1023,7 @@ private:
     void *ids = nullptr, *positions = nullptr, *rows = nullptr, *places = nullptr, *tiles = nullptr,
          *crossLengths = nullptr;
     int64_t tokens = 0, rowCount = 0, crossCount = 0;
+    int64_t pairsFrom = 0, pairsCount = 0; // shared prompts: pair entries to upload
   };
 
   std::shared_ptr<const Plan> plan_;
@@ -979,6 +1044,9 @@ private:
   CUdeviceptr choice_ = 0; // greedy's choices: i64 tokens [rows], then f32 log-softmax [rows]
   void *staging_ = nullptr, *logitsHost_ = nullptr;
   int64_t stagingBytes_ = 0, logitsBytes_ = 0, partialRows_ = 0, greedyParts_ = 1;
+  bool shared_ = false;        // shared prompts: the plan's layout, read through the pairs
+  int64_t pairsBytes_ = 0;     // "kv pairs": int2 [slots, max_length]
+  void *pairsHost_ = nullptr;  // its pinned mirror
   int64_t choiceRuns_ = 0, logitRuns_ = 0; // runs by where their tokens were chosen (--stats)
   int64_t beamIdsCap_ = 0, beamStagingBytes_ = 0, beamK_ = 1; // beam candidates (0 ids: none)
   int64_t beamRules_ = 0, beamShare_ = 1;                      // the rules' capacity; rules a logits row

@@ -704,6 +704,12 @@ Status attentionStep(const OpInfo &op, const ValueMap &vm, const KernelModule &m
     p.cacheK = vm.ctx.kv + kv.layerBase(layer) * es;
     p.cacheV = p.cacheK + kv.layerElements(layer) * es;
     p.capacity = kv.layers[layer].capacity;
+    if (kv.sharesPrompts() && vm.ctx.pairs) {
+      p.pairs = vm.ctx.pairs;
+      p.pairStride = kv.maxLength;
+      p.homes = kv.homes;
+      p.branchCapacity = kv.layers[layer].branchCapacity;
+    }
     st->selfAttention = true;
     st->rolling = kv.shards == 1 && p.capacity < kv.maxLength; // a shard's capacity is not a window
   }

@@ -26,6 +26,7 @@ struct StepContext {
   const KvLayout *layout = nullptr;
   CUdeviceptr arena = 0, kv = 0, cross = 0;
   CUdeviceptr scratch = 0, partial = 0, places = 0, crossLengths = 0;
+  CUdeviceptr pairs = 0; // shared prompts: int2 [slots, max_length] (AttentionAbi.h); 0: none
   int64_t partialRows = 0; // rows of `partial` (token x head x split)
   /// The run's token tiles for attn_N_prefill (i32 pairs: first token,
   /// count), and how many.

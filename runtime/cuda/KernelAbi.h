@@ -26,8 +26,12 @@
 //     and renormalizes a rule's edited row (renormalize_logits) by the max
 //     and log-sum-exp genc_beam_norm writes (GencBeamParams gains normParts,
 //     norm and share; GencBeamRow's pad is `renormalize`).
+//   8: shared prompts: GencTokenPlace gains writeRegion / writeIndex,
+//     GencAttnParams pairs, pairStride, homes, branchCapacity; attention
+//     families over a plan of shared prompts read their rows through the
+//     pairs (SHARED in the family's config).
 #pragma once
 
 namespace genrt::cuda {
-constexpr int kGencKernelAbi = 7;
+constexpr int kGencKernelAbi = 8;
 } // namespace genrt::cuda
