@@ -12,7 +12,9 @@ no_repeat_ngram_size 3, 64 new tokens, the models' own eos rules on both):
   bart  BART-large config, source 1024, batch 32: samples/s.
 genrun runs twice per workload: beam candidates ranked on the device
 (genc_beam_topk, only k ids and scores a row cross) and, GENC_CUDA_BEAMS=0,
-ranked on the host from copied logits.
+ranked on the host from copied logits. GPT-2 also runs a plan whose beams share
+their prompt (genc --max-new-tokens 64, GENC_CUDA_SHARED_PROMPTS=1): a row of
+its own.
 
 --largest: row (d) too, for each seq2seq workload asked for: the largest batch
 genrun runs (genrun --stats' estimate of what the device holds, then plans of
@@ -76,14 +78,14 @@ def onnx_input(d):
     return d if os.path.exists(os.path.join(d, "encoder.onnx")) else os.path.join(d, "model.onnx")
 
 
-def compile_plan(bindir, env, d, w, batch, plan, what):
+def compile_plan(bindir, env, d, w, batch, plan, what, extra=()):
     """The workload's f16 plan for `batch` items of BEAMS beams; the run or None.
     An encoder-decoder's sources bound the cross cache, the decoder's start
     token and NEW tokens the beams' own caches (HF's max_length)."""
     lengths = (["--max-source-length", str(w["source"]), "--max-length", str(NEW + 1)] if w["seq2seq"]
                else ["--max-length", str(w["source"] + NEW + 1)])
     return run([os.path.join(bindir, "genc"), "compile", onnx_input(d), "-o", plan, "--dtype", "f16",
-                "--max-batch", str(batch), "--max-beams", str(BEAMS), *lengths], env, what)
+                "--max-batch", str(batch), "--max-beams", str(BEAMS), *lengths, *extra], env, what)
 
 
 def genrun_beams(bindir, plan, prompts, new=NEW):
@@ -243,7 +245,7 @@ def main():
             for row in ids.tolist():
                 f.write(json.dumps({"input_ids": row}) + "\n")
 
-        def genrun(extra):
+        def genrun(extra, plan=plan):
             res = None
             for _ in range(2):  # the second run is reported
                 r = run(genrun_beams(bindir, plan, prompts), dict(env, **extra), f"genrun {name}")
@@ -255,6 +257,12 @@ def main():
             return res
         ours = genrun({})
         host = genrun({"GENC_CUDA_BEAMS": "0"})
+        # Decoder-only: the beams sharing their prompt (genc --max-new-tokens,
+        # read by index on the GPU), a row of its own.
+        shared = None
+        if not w["seq2seq"] and compile_plan(bindir, env, d, w, w["batch"], plan + ".shared", f"genc {name} shared",
+                                             ["--max-new-tokens", str(NEW)]):
+            shared = genrun({"GENC_CUDA_SHARED_PROMPTS": "1"}, plan + ".shared")
         # The driver loads each kernel at its first launch by default: what
         # that costs a process's first batch.
         eager = genrun({"CUDA_MODULE_LOADING": "EAGER"})
@@ -287,6 +295,10 @@ def main():
                f"| {hf_step:.3f} | {hf_sps:.1f} | {our_sps / hf_sps:.2f}x |")
         bench.log(row)
         rows.append(row)
+        if shared:
+            rows.append(f"| {name}, shared prompts | {w['batch']} | {shared[0]:.3f} | {w['batch'] / shared[1]:.1f} | - "
+                        f"| {hf_step:.3f} | {hf_sps:.1f} | {w['batch'] / shared[1] / hf_sps:.2f}x |")
+            bench.log(rows[-1])
         if args.largest and w["seq2seq"]:
             big = largest_ours(bindir, env, work, name, w, d, plan, prompts)
             hf_big = largest_hf(torch, model, cfg, w, kw)
