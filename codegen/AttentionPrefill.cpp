@@ -50,8 +50,10 @@ static __device__ __forceinline__ void genc_prefill_stage(const GencAttnParams &
       }
       *dst = w;
     } else {
-      const long long cacheRow = C::MODE == 0 ? genc_self_row<C>(p, pl0.slot, kh, j)
-                                              : ((long long)pl0.entry * C::KVH + kh) * p.capacity + j;
+      // (Taken only where no row wraps: j is the row, as in every slot's own rows.)
+      const long long cacheRow = C::MODE == 0 && C::SHARED && p.pairs
+                                     ? genc_self_row<C>(p, pl0.slot, kh, j)
+                                     : ((long long)(C::MODE == 0 ? pl0.slot : pl0.entry) * C::KVH + kh) * p.capacity + j;
       const CS *src = (const CS *)(which ? p.cacheV : p.cacheK) + cacheRow * D + c * 8;
       const unsigned at = (unsigned)__cvta_generic_to_shared(dst);
       asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(at), "l"(src), "r"(row < nt ? 16 : 0));
