@@ -33,7 +33,7 @@ const std::vector<Variable> &variables() {
       {"GENC_CUDA_REPLAY_TIMING", "genrun",
        "N: the 8th decode step's graph replayed N times back to back, the time of one printed"},
       {"GENC_CUDA_SHARED_PROMPTS", "genrun",
-       "1: a plan of shared prompts (genc --max-new-tokens) read by (region, index) on the GPU (not yet verified there)"},
+       "0: a plan of shared prompts (genc --max-new-tokens) keeps a whole copy a beam on the GPU (A/B runs)"},
       {"GENC_CUDA_SKIP", "genrun",
        "a comma list of step kinds (gemm, fused, copy, attention, prefill:attention, ...) not run: timing only"},
       {"GENC_CUDA_SPLITS", "genrun", "N: the decode kernel's splits fixed (sweeps)"},

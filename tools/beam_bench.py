@@ -13,8 +13,7 @@ no_repeat_ngram_size 3, 64 new tokens, the models' own eos rules on both):
 genrun runs twice per workload: beam candidates ranked on the device
 (genc_beam_topk, only k ids and scores a row cross) and, GENC_CUDA_BEAMS=0,
 ranked on the host from copied logits. GPT-2 also runs a plan whose beams share
-their prompt (genc --max-new-tokens 64, GENC_CUDA_SHARED_PROMPTS=1): a row of
-its own.
+their prompt (genc --max-new-tokens 64): a row of its own.
 
 --largest: row (d) too, for each seq2seq workload asked for: the largest batch
 genrun runs (genrun --stats' estimate of what the device holds, then plans of
@@ -262,7 +261,7 @@ def main():
         shared = None
         if not w["seq2seq"] and compile_plan(bindir, env, d, w, w["batch"], plan + ".shared", f"genc {name} shared",
                                              ["--max-new-tokens", str(NEW)]):
-            shared = genrun({"GENC_CUDA_SHARED_PROMPTS": "1"}, plan + ".shared")
+            shared = genrun({}, plan + ".shared")
         # The driver loads each kernel at its first launch by default: what
         # that costs a process's first batch.
         eager = genrun({"CUDA_MODULE_LOADING": "EAGER"})

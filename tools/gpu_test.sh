@@ -309,7 +309,7 @@ fusion_checks() {
 }
 
 # Beams sharing their prompt (genc --max-new-tokens): the GPU reads the
-# prompt through (region, index) pairs with GENC_CUDA_SHARED_PROMPTS=1. The
+# prompt through (region, index) pairs (GENC_CUDA_SHARED_PROMPTS=0: copies). The
 # f32 fixtures against HF's goldens (the attend kernel too: GENC_CUDA_DECODE=0);
 # f16 plans (the tensor-core prefill reads through the pairs as well) must
 # give the very bytes the same plan gives with a copy a beam.
@@ -318,20 +318,20 @@ shared_same() { # name fixture
   "$BIN/genc" compile "tests/fixtures/$fx/model.onnx" -o "$W/$name.plan" --dtype f16 --max-batch 4 --max-beams 4 \
     --max-length 64 --max-new-tokens 24 > /dev/null 2>&1
   printf '{"input_ids": [5, 6, 7, 8, 9, 10, 11]}\n{"input_ids": [9, 10]}\n{"input_ids": [11, 12, 13, 14]}\n{"input_ids": [20]}\n' > "$W/$name.jsonl"
-  a=$("$BIN/genrun" "$W/$name.plan" --device cuda --input "$W/$name.jsonl" --num-beams 4 --max-new-tokens 24 \
+  a=$(GENC_CUDA_SHARED_PROMPTS=0 "$BIN/genrun" "$W/$name.plan" --device cuda --input "$W/$name.jsonl" --num-beams 4 --max-new-tokens 24 \
     --no-repeat-ngram-size 3 --num-return-sequences 2 2>&1 | md5sum)
-  b=$(GENC_CUDA_SHARED_PROMPTS=1 "$BIN/genrun" "$W/$name.plan" --device cuda --input "$W/$name.jsonl" --num-beams 4 \
+  b=$("$BIN/genrun" "$W/$name.plan" --device cuda --input "$W/$name.jsonl" --num-beams 4 \
     --max-new-tokens 24 --no-repeat-ngram-size 3 --num-return-sequences 2 2>&1 | md5sum)
   if [ "$a" = "$b" ]; then row "$name|ok|pairs = copies (f16, 4 beams x 2 returned)"; else row "$name|FAIL|pairs $b, copies $a"; failed; fi
 }
 shared_checks() {
   local fx
   for fx in gpt2 mistral llama; do
-    job with_env GENC_COMPILE_ARGS=--max-new-tokens=24 GENC_CUDA_SHARED_PROMPTS=1 check "$fx-shared" "$fx" model.onnx
+    job with_env GENC_COMPILE_ARGS=--max-new-tokens=24 check "$fx-shared" "$fx" model.onnx
   done
-  job with_env GENC_COMPILE_ARGS=--max-new-tokens=24 GENC_CUDA_SHARED_PROMPTS=1 GENC_CUDA_DECODE=0 \
+  job with_env GENC_COMPILE_ARGS=--max-new-tokens=24 GENC_CUDA_DECODE=0 \
     check gpt2-shared-attend gpt2 model.onnx
-  job with_env GENC_COMPILE_ARGS=--max-new-tokens=24 GENC_CUDA_SHARED_PROMPTS=1 check bart-shared bart \
+  job with_env GENC_COMPILE_ARGS=--max-new-tokens=24 check bart-shared bart \
     encoder.onnx,decoder.onnx
   for fx in llama mistral; do job shared_same "$fx-shared-f16" "$fx"; done
 }

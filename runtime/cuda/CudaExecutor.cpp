@@ -68,11 +68,11 @@ public:
     if (Status s = Device::open(tree ? tree->ordinal : 0, dev_); !s)
       return s;
     // Shared prompts (the beams read their prompt by (region, index) pairs)
-    // on one GPU, with GENC_CUDA_SHARED_PROMPTS=1 while gpu_test has not
-    // run them: else each slot keeps its whole sequence and a reorder copies
-    // rows (the plan's kernels take either: `pairs` 0).
+    // on one GPU, unless GENC_CUDA_SHARED_PROMPTS=0 (A/B runs): else each
+    // slot keeps its whole sequence and a reorder copies rows (the plan's
+    // kernels take either: `pairs` 0). Tree attention shards whole sequences.
     const char *sp = genrt::env::get("GENC_CUDA_SHARED_PROMPTS");
-    shared_ = !tree && plan_->kv.sharesPrompts() && sp && std::string(sp) == "1" && kernelsSharePrompts();
+    shared_ = !tree && plan_->kv.sharesPrompts() && !(sp && std::string(sp) == "0") && kernelsSharePrompts();
     kv_ = shared_ ? plan_->kv : plan_->kv.unshared();
     if (tree)
       if (Status s = plan_->kv.unshared().sharded(tree->ranks, kv_); !s)
