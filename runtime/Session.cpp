@@ -257,9 +257,36 @@ Status Session::eachRun(const std::vector<Chunk> &chunks,
 }
 
 Status Session::forwardGreedy(const std::vector<Chunk> &chunks, int64_t *tokens, float *logprobs) {
-  if (!exec_->choosesGreedy() || !deviceStep(chunks))
+  if (!exec_->choosesGreedy())
     return Decoder::forwardGreedy(chunks, tokens, logprobs);
-  return runStep(chunks, [&](const ProgramRun &run) { return exec_->runGreedy(run, tokens, logprobs); });
+  if (deviceStep(chunks))
+    return runStep(chunks, [&](const ProgramRun &run) { return exec_->runGreedy(run, tokens, logprobs); });
+  // Prompts: each run chooses for the chunks whose last piece it holds (its
+  // logit rows, in piece order); a run that ends none returns nothing.
+  if (Status s = checkChunks(chunks); !s)
+    return s;
+  return eachRun(chunks, [&](const std::vector<Piece> &pieces) {
+    ProgramRun run;
+    if (Status s = buildRun(pieces, run); !s)
+      return s;
+    std::vector<int64_t> chunkOf;
+    for (const Piece &p : pieces)
+      if (p.logitRow >= 0)
+        chunkOf.push_back(p.logitRow);
+    std::vector<int64_t> tk(chunkOf.size());
+    std::vector<float> lp(chunkOf.size());
+    float none = 0.f;
+    Status s = chunkOf.empty() ? exec_->run(run, &none) : exec_->runGreedy(run, tk.data(), lp.data());
+    if (!s)
+      return s;
+    for (size_t c = 0; c < chunkOf.size(); ++c) {
+      tokens[chunkOf[c]] = tk[c];
+      logprobs[chunkOf[c]] = lp[c];
+    }
+    for (const Piece &p : pieces)
+      lengths_[p.slot] += static_cast<int64_t>(p.tokens.size());
+    return Status::ok();
+  });
 }
 
 Status Session::forwardBeams(const std::vector<Chunk> &chunks, const std::vector<BeamRow> &rows, int64_t k,

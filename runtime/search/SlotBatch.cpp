@@ -73,6 +73,17 @@ Status SlotBatch::prefillLogits(std::vector<float> &logits) {
   return dec_.forward(chunks, logits.data());
 }
 
+Status SlotBatch::prefillGreedy(std::vector<int64_t> &chosen, std::vector<float> &logprobs) {
+  if (rows_ != 1)
+    return Status::error("prefillGreedy: one row an item");
+  std::vector<Chunk> chunks;
+  if (Status s = startPrefill(chunks); !s)
+    return s;
+  chosen.assign(items_.size(), 0);
+  logprobs.assign(items_.size(), 0.f);
+  return dec_.forwardGreedy(chunks, chosen.data(), logprobs.data());
+}
+
 Status SlotBatch::prefillBeams(const std::vector<BeamRow> &rows, int64_t k, std::vector<int32_t> &candTokens,
                                std::vector<float> &candScores) {
   std::vector<Chunk> chunks;

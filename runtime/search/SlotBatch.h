@@ -53,6 +53,10 @@ public:
   /// (token, score) pairs a rule.
   Status prefillBeams(const std::vector<BeamRow> &rows, int64_t k, std::vector<int32_t> &candTokens,
                       std::vector<float> &candScores);
+  /// prefill() for one row an item, greedy's first tokens chosen by the
+  /// decoder (Decoder::forwardGreedy: on a GPU only the ids and their
+  /// log-softmax cross, not the logits): chosen[i], logprobs[i] for item i.
+  Status prefillGreedy(std::vector<int64_t> &chosen, std::vector<float> &logprobs);
   /// prefill() without the copies (as prefillBeams), with the logits: one
   /// row per item (beam sampling).
   Status prefillLogits(std::vector<float> &logits);
