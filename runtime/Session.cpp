@@ -261,30 +261,15 @@ Status Session::forwardGreedy(const std::vector<Chunk> &chunks, int64_t *tokens,
     return Decoder::forwardGreedy(chunks, tokens, logprobs);
   if (deviceStep(chunks))
     return runStep(chunks, [&](const ProgramRun &run) { return exec_->runGreedy(run, tokens, logprobs); });
-  // Prompts: each run chooses for the chunks whose last piece it holds (its
-  // logit rows, in piece order); a run that ends none returns nothing.
-  if (Status s = checkChunks(chunks); !s)
-    return s;
-  return eachRun(chunks, [&](const std::vector<Piece> &pieces) {
-    ProgramRun run;
-    if (Status s = buildRun(pieces, run); !s)
-      return s;
-    std::vector<int64_t> chunkOf;
-    for (const Piece &p : pieces)
-      if (p.logitRow >= 0)
-        chunkOf.push_back(p.logitRow);
+  return eachChoosingRun(chunks, [&](const ProgramRun &run, const std::vector<int64_t> &chunkOf) {
     std::vector<int64_t> tk(chunkOf.size());
     std::vector<float> lp(chunkOf.size());
-    float none = 0.f;
-    Status s = chunkOf.empty() ? exec_->run(run, &none) : exec_->runGreedy(run, tk.data(), lp.data());
-    if (!s)
+    if (Status s = exec_->runGreedy(run, tk.data(), lp.data()); !s)
       return s;
     for (size_t c = 0; c < chunkOf.size(); ++c) {
       tokens[chunkOf[c]] = tk[c];
       logprobs[chunkOf[c]] = lp[c];
     }
-    for (const Piece &p : pieces)
-      lengths_[p.slot] += static_cast<int64_t>(p.tokens.size());
     return Status::ok();
   });
 }
@@ -296,32 +281,42 @@ Status Session::forwardBeams(const std::vector<Chunk> &chunks, const std::vector
     return Decoder::forwardBeams(chunks, rows, k, tokens, scores);
   if (deviceStep(chunks))
     return runStep(chunks, [&](const ProgramRun &run) { return exec_->runBeams(run, rows, k, tokens, scores); });
-  // A beam search's prompts: each run ranks the rules of the chunks whose
-  // last piece it holds.
-  if (Status s = checkChunks(chunks); !s)
-    return s;
-  return eachRun(chunks, [&](const std::vector<Piece> &pieces) {
-    ProgramRun run;
-    if (Status s = buildRun(pieces, run); !s)
-      return s;
+  return eachChoosingRun(chunks, [&](const ProgramRun &run, const std::vector<int64_t> &chunkOf) {
     std::vector<BeamRow> mine;
-    std::vector<int64_t> chunkOf;
-    for (const Piece &p : pieces)
-      if (p.logitRow >= 0) {
-        chunkOf.push_back(p.logitRow);
-        mine.insert(mine.end(), rows.begin() + p.logitRow * n, rows.begin() + (p.logitRow + 1) * n);
-      }
+    for (int64_t c : chunkOf)
+      mine.insert(mine.end(), rows.begin() + c * n, rows.begin() + (c + 1) * n);
     std::vector<int32_t> tk(mine.size() * k);
     std::vector<float> sc(mine.size() * k);
-    float none = 0.f; // a run that ends no chunk gives no logits
-    Status s = mine.empty() ? exec_->run(run, &none) : exec_->runBeams(run, mine, k, tk.data(), sc.data());
-    if (!s)
+    if (Status s = exec_->runBeams(run, mine, k, tk.data(), sc.data()); !s)
       return s;
     const int64_t per = static_cast<int64_t>(n) * k;
     for (size_t c = 0; c < chunkOf.size(); ++c) {
       std::copy_n(tk.data() + c * per, per, tokens + chunkOf[c] * per);
       std::copy_n(sc.data() + c * per, per, scores + chunkOf[c] * per);
     }
+    return Status::ok();
+  });
+}
+
+// Prompts whose tokens the executor chooses: each run chooses for the
+// chunks whose last piece it holds (their indices, in run order); a run
+// that ends no chunk gives nothing.
+Status Session::eachChoosingRun(
+    const std::vector<Chunk> &chunks,
+    const std::function<Status(const ProgramRun &, const std::vector<int64_t> &)> &choose) {
+  if (Status s = checkChunks(chunks); !s)
+    return s;
+  return eachRun(chunks, [&](const std::vector<Piece> &pieces) {
+    ProgramRun run;
+    if (Status s = buildRun(pieces, run); !s)
+      return s;
+    std::vector<int64_t> chunkOf;
+    for (const Piece &p : pieces)
+      if (p.logitRow >= 0)
+        chunkOf.push_back(p.logitRow);
+    float none = 0.f;
+    if (Status s = chunkOf.empty() ? exec_->run(run, &none) : choose(run, chunkOf); !s)
+      return s;
     advance(run);
     return Status::ok();
   });

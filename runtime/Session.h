@@ -60,6 +60,11 @@ private:
   bool deviceStep(const std::vector<Chunk> &chunks) const;
   /// The chunks as runs of at most max_tokens tokens, in order.
   Status eachRun(const std::vector<Chunk> &chunks, const std::function<Status(const std::vector<Piece> &)> &run) const;
+  /// Prompts whose next tokens the executor chooses (forwardGreedy,
+  /// forwardBeams): `choose` runs each run that ends chunks, given their
+  /// indices in run order.
+  Status eachChoosingRun(const std::vector<Chunk> &chunks,
+                         const std::function<Status(const ProgramRun &, const std::vector<int64_t> &)> &choose);
   /// A decode step of one token a chunk: `choose` runs it and takes the
   /// executor's choice; then the slots grow by one.
   Status runStep(const std::vector<Chunk> &chunks, const std::function<Status(const ProgramRun &)> &choose);

@@ -3,6 +3,7 @@
 // chunked prefill; beam reordering and cross-cache entries. The executor
 // answers with logits that encode (run, row), so misplaced rows show.
 #include "runtime/BeamChoice.h"
+#include "runtime/GreedyChoice.h"
 #include "runtime/Session.h"
 
 #include <gtest/gtest.h>
@@ -279,7 +280,7 @@ public:
     return Status::ok();
   }
 
-private:
+protected:
   static std::vector<int64_t> rowTokens(const ProgramRun &r) {
     std::vector<int64_t> t;
     if (r.kind == ProgramKind::Decode)
@@ -331,6 +332,55 @@ TEST(Session, PromptBeamsAreRankedByTheRunThatEndsEachChunk) {
   EXPECT_EQ(dev.tok[0], 4);
   EXPECT_EQ(dev.tok[1], 2);
   EXPECT_EQ(dev.tok[2], 3);
+}
+
+// The same executor choosing greedy tokens itself: a prompt's first tokens
+// come from the run that ends each chunk, equal to the host's choice.
+class GreedyChoosingExecutor : public BeamRankingExecutor {
+public:
+  std::vector<size_t> rowsPerRun;
+  bool choosesGreedy() const override { return chooses; }
+  Status runGreedy(const ProgramRun &r, int64_t *tokens, float *logprobs) override {
+    const std::vector<int64_t> last = rowTokens(r);
+    std::vector<float> logits(last.size() * kVocab);
+    if (Status s = run(r, logits.data()); !s)
+      return s;
+    for (size_t i = 0; i < last.size(); ++i)
+      greedyChoice(logits.data() + i * kVocab, kVocab, tokens[i], logprobs[i]);
+    rowsPerRun.push_back(last.size());
+    return Status::ok();
+  }
+};
+
+TEST(Session, PromptGreedyTokensComeFromTheRunThatEndsEachChunk) {
+  const std::vector<Chunk> chunks = {{0, {1, 1, 1, 1, 1, 2}}, {2, {3, 4, 0}}, {3, {4}}};
+  auto choose = [&](bool chooses, std::vector<int64_t> &tok, std::vector<float> &lp, std::vector<size_t> &perRun) {
+    auto e = std::make_unique<GreedyChoosingExecutor>();
+    e->chooses = chooses;
+    GreedyChoosingExecutor *exec = e.get();
+    Session session(makePlan(false, /*maxTokens=*/4), std::move(e));
+    tok.assign(chunks.size(), -1);
+    lp.assign(chunks.size(), 0.f);
+    ASSERT_TRUE(session.forwardGreedy(chunks, tok.data(), lp.data()));
+    EXPECT_EQ(session.slotLength(0), 6);
+    EXPECT_EQ(session.slotLength(2), 3);
+    EXPECT_EQ(session.slotLength(3), 1);
+    EXPECT_EQ(exec->runs.size(), 3u);
+    perRun = exec->rowsPerRun;
+  };
+  std::vector<int64_t> devTok, hostTok;
+  std::vector<float> devLp, hostLp;
+  std::vector<size_t> devRuns, hostRuns;
+  choose(true, devTok, devLp, devRuns);
+  choose(false, hostTok, hostLp, hostRuns);
+  EXPECT_EQ(devTok, hostTok);
+  EXPECT_EQ(devLp, hostLp);
+  // Run 0 (4 of chunk 0's tokens) ends none; run 1 ends chunk 0 and run 2
+  // chunks 1 and 2.
+  EXPECT_EQ(devRuns, (std::vector<size_t>{1, 2}));
+  EXPECT_TRUE(hostRuns.empty());
+  // Chunk 0 ends with token 2: logits 2, 0.5, 2.5, 1, 3 -> token 4.
+  EXPECT_EQ(devTok[0], 4);
 }
 
 TEST(Session, DecoderOnlyHasNoEncoderAndSymbolsAreChecked) {
