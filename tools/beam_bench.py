@@ -3,7 +3,7 @@
 and the device's beam candidates against the CPU's.
 
 usage (there, after tools/pack.sh here):
-  python3 tools/beam_bench.py [--models gpt2,t5,bart] [--check] [--largest] [--out DIR]
+  python3 tools/beam_bench.py [--models gpt2,t5,bart] [--check] [--largest] [--profile] [--out DIR]
 
 Workloads (issue 10's, random weights, fp16 plans and HF fp16, beam 4,
 no_repeat_ngram_size 3, 64 new tokens, the models' own eos rules on both):
@@ -205,6 +205,8 @@ def main():
     ap.add_argument("--models", default="gpt2,t5,bart")
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--largest", action="store_true", help="row (d): the largest batch each runs")
+    ap.add_argument("--profile", action="store_true",
+                    help="each genrun row once more with GENC_CUDA_PROFILE=1: device time per step kind, logged")
     ap.add_argument("--out", default=os.environ.get("OUT", "/tmp/beam_bench"))
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
@@ -254,6 +256,15 @@ def main():
                               r.stderr)
                 res = (float(m.group(2)), float(m.group(3)), float(m.group(1)))
             return res
+        def profile(extra, plan=plan, label=""):
+            """Device time per step kind (graphs off) against the run's ms a step:
+            what the host adds between steps."""
+            r = run(genrun_beams(bindir, plan, prompts), dict(env, GENC_CUDA_PROFILE="1", **extra), f"genrun {name}")
+            if r:
+                for line in r.stderr.splitlines():
+                    if "profile:" in line or "time to first token" in line:
+                        bench.log(f"{name}{label}: {line}")
+
         ours = genrun({})
         host = genrun({"GENC_CUDA_BEAMS": "0"})
         # Decoder-only: the beams sharing their prompt (genc --max-new-tokens,
@@ -262,6 +273,11 @@ def main():
         if not w["seq2seq"] and compile_plan(bindir, env, d, w, w["batch"], plan + ".shared", f"genc {name} shared",
                                              ["--max-new-tokens", str(NEW)]):
             shared = genrun({}, plan + ".shared")
+            if args.profile:
+                profile({"GENC_CUDA_SHARED_PROMPTS": "0"}, plan + ".shared", ", shared plan, copies")
+                profile({}, plan + ".shared", ", shared prompts")
+        if args.profile:
+            profile({})
         # The driver loads each kernel at its first launch by default: what
         # that costs a process's first batch.
         eager = genrun({"CUDA_MODULE_LOADING": "EAGER"})
