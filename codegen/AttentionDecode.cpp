@@ -414,8 +414,10 @@ struct GencDecodeWords {
 // The warp's keys of tile i (keys r.a + 64i + 16 warp .. +15, those past
 // the range read as zeros: a zero V row times a zero weight stays zero),
 // K words (genc_decode_keys) or V words (genc_decode_values), from cache
-// rows as genc_decode_issue finds them. L2 loads (.cg): the block's own k,
-// v rows were written before a barrier.
+// rows as genc_decode_issue finds them: rowOf(n, u, left) gives the row of
+// the lane's n-th key of the call (u of the warp's 16) and sets how many
+// of the 16 are in range. L2 loads (.cg): the block's own k, v rows were
+// written before a barrier.
 template <typename C, int KT>
 static __device__ __forceinline__ long long genc_decode_row(const GencAttnParams &p, const GencDecodeRange<C, KT> &r,
                                                             int i, int u, int &left) {
@@ -424,8 +426,8 @@ static __device__ __forceinline__ long long genc_decode_row(const GencAttnParams
   const long long jj = j + (u < left ? u : 0);
   return r.row(p, jj);
 }
-template <typename C, int KT>
-static __device__ __forceinline__ void genc_decode_keys(const GencAttnParams &p, const GencDecodeRange<C, KT> &r, int i,
+template <typename C, typename RowOf>
+static __device__ __forceinline__ void genc_decode_keys(const GencAttnParams &p, const RowOf &rowOf,
                                                         GencDecodeWords<C::D> &w) {
   typedef typename C::Cache::S CS;
   constexpr int D = C::D;
@@ -434,14 +436,14 @@ static __device__ __forceinline__ void genc_decode_keys(const GencAttnParams &p,
 #pragma unroll
   for (int n = 0; n < 2; ++n) {
     int left;
-    const uint4 *row = (const uint4 *)((const CS *)p.cacheK + genc_decode_row<C, KT>(p, r, i, 8 * n + g, left) * D);
+    const uint4 *row = (const uint4 *)((const CS *)p.cacheK + rowOf(n, 8 * n + g, left) * D);
 #pragma unroll
     for (int jj = 0; jj < D / 32; ++jj) w.k[n][jj] = 8 * n + g < left ? __ldcg(row + 4 * jj + q) : zero;
   }
 }
-template <typename C, int KT>
-static __device__ __forceinline__ void genc_decode_values(const GencAttnParams &p, const GencDecodeRange<C, KT> &r,
-                                                          int i, GencDecodeWords<C::D> &w) {
+template <typename C, typename RowOf>
+static __device__ __forceinline__ void genc_decode_values(const GencAttnParams &p, const RowOf &rowOf,
+                                                          GencDecodeWords<C::D> &w) {
   typedef typename C::Cache::S CS;
   constexpr int D = C::D;
   const int g = (threadIdx.x & 31) >> 2, q = threadIdx.x & 3;
@@ -450,10 +452,27 @@ static __device__ __forceinline__ void genc_decode_values(const GencAttnParams &
   for (int x = 0; x < 4; ++x) {
     const int u = 2 * q + (x & 1) + 8 * (x >> 1);
     int left;
-    const uint4 *row = (const uint4 *)((const CS *)p.cacheV + genc_decode_row<C, KT>(p, r, i, u, left) * D);
+    const uint4 *row = (const uint4 *)((const CS *)p.cacheV + rowOf(x, u, left) * D);
 #pragma unroll
     for (int bb = 0; bb < D / 64; ++bb) w.v[x][bb] = u < left ? __ldcg(row + 8 * bb + g) : zero;
   }
+}
+// With shared prompts each row is a pair read from memory: the kernel
+// reads a tile's pairs a tile ahead of its words (in flight while a tile is
+// used, not in front of every load). Lane (g, q)'s rows of tile i: its two
+// keys' (genc_decode_keys' n) and four values' (genc_decode_values' x).
+struct GencDecodeTileRows {
+  long long k[2], v[4];
+  int left;
+};
+template <typename C, int KT>
+static __device__ __forceinline__ void genc_decode_rows(const GencAttnParams &p, const GencDecodeRange<C, KT> &r,
+                                                        int i, GencDecodeTileRows &x) {
+  const int g = (threadIdx.x & 31) >> 2, q = threadIdx.x & 3;
+#pragma unroll
+  for (int n = 0; n < 2; ++n) x.k[n] = genc_decode_row<C, KT>(p, r, i, 8 * n + g, x.left);
+#pragma unroll
+  for (int y = 0; y < 4; ++y) x.v[y] = genc_decode_row<C, KT>(p, r, i, 2 * q + (y & 1) + 8 * (y >> 1), x.left);
 }
 
 template <typename C>
@@ -486,11 +505,24 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
   // own k, v row is in the cache: the block is uniform in `appended`); each
   // tile's words then load while the tile before is used.
   GencDecodeWords<D> w;
+  // A tile's rows as each load is made (genc_decode_row), or with shared
+  // prompts from `ahead`, tile i + 1's found while tile i is used.
+  GencDecodeTileRows ahead;
+  const auto keyAhead = [&](int n, int, int &left) { left = ahead.left; return ahead.k[n]; };
+  const auto valueAhead = [&](int x, int, int &left) { left = ahead.left; return ahead.v[x]; };
   if constexpr (REG) {
     if (appended) __syncthreads();
     if (r.tiles > 0) {
-      genc_decode_keys<C, KT>(p, r, 0, w);
-      genc_decode_values<C, KT>(p, r, 0, w);
+      if constexpr (C::SHARED) {
+        genc_decode_rows<C, KT>(p, r, 0, ahead);
+        genc_decode_keys<C>(p, keyAhead, w);
+        genc_decode_values<C>(p, valueAhead, w);
+        if (r.tiles > 1) genc_decode_rows<C, KT>(p, r, 1, ahead);
+      } else {
+        const auto rowNow = [&](int, int u, int &left) { return genc_decode_row<C, KT>(p, r, 0, u, left); };
+        genc_decode_keys<C>(p, rowNow, w);
+        genc_decode_values<C>(p, rowNow, w);
+      }
     }
   } else {
     (void)appended;
@@ -556,7 +588,11 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
       }
     }
     if constexpr (REG)
-      if (i + 1 < r.tiles) genc_decode_keys<C, KT>(p, r, i + 1, w);
+      if (i + 1 < r.tiles) {
+        const auto rowNow = [&](int, int u, int &left) { return genc_decode_row<C, KT>(p, r, i + 1, u, left); };
+        if constexpr (C::SHARED) genc_decode_keys<C>(p, keyAhead, w);
+        else genc_decode_keys<C>(p, rowNow, w);
+      }
     // Scale, bias, mask; the row max over the head's four lanes.
     float mt = -__int_as_float(0x7f800000);
 #pragma unroll
@@ -608,7 +644,15 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
                                __byte_perm(v2, v3, 0x7632)};
         genc_mma16816<BF16>(o[n], a, pa[0], pa[2]);
       }
-      if (i + 1 < r.tiles) genc_decode_values<C, KT>(p, r, i + 1, w);
+      if (i + 1 < r.tiles) {
+        if constexpr (C::SHARED) {
+          genc_decode_values<C>(p, valueAhead, w);
+          if (i + 2 < r.tiles) genc_decode_rows<C, KT>(p, r, i + 2, ahead);
+        } else {
+          const auto rowNow = [&](int, int u, int &left) { return genc_decode_row<C, KT>(p, r, i + 1, u, left); };
+          genc_decode_values<C>(p, rowNow, w);
+        }
+      }
     } else {
       const unsigned vAt = vt + (unsigned)((k0 + (lane & 7) + ((lane >> 3) & 1) * 8) * RSB + (lane >> 4) * 16);
 #pragma unroll

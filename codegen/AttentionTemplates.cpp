@@ -61,9 +61,11 @@ static __device__ __forceinline__ long long genc_shard_row(const GencAttnParams 
 template <typename C>
 static __device__ __forceinline__ long long genc_region_row(const GencAttnParams &p, long long region, int kh,
                                                             long long index) {
-  if (region < p.homes) return (region * C::KVH + kh) * p.capacity + index % p.capacity;
+  // The remainder only where a ring wraps (a window): it is a long
+  // sequence of instructions, and this runs for every key.
+  if (region < p.homes) return (region * C::KVH + kh) * p.capacity + (index < p.capacity ? index : index % p.capacity);
   return p.homes * C::KVH * p.capacity + ((region - p.homes) * C::KVH + kh) * p.branchCapacity +
-         index % p.branchCapacity;
+         (index < p.branchCapacity ? index : index % p.branchCapacity);
 }
 // Cache row j (a position; a shard's row under tree attention) of `slot`'s
 // KV head kh: where its pair points when beams share their prompt, else

@@ -1,14 +1,28 @@
 #include "runtime/KvRows.h"
 
 #include <algorithm>
+#include <atomic>
 #include <string>
 
 namespace genrt {
 
+namespace {
+// Stamps unique across every KvRows of the process: an executor that
+// outlives one Session's table never mistakes the next's slot for one it
+// mirrored.
+uint64_t freshStamp() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+} // namespace
+
 KvRows::KvRows(const KvLayout &kv)
     : homes_(static_cast<int32_t>(kv.homeRegions())), homeRows_(kv.maxLength), branchRows_(kv.branchRows),
       table_(size_t(kv.slots)), homeOf_(size_t(kv.slots), -1), owner_(size_t(kv.homeRegions()), -1),
-      refs_(size_t(kv.regions()), 0), next_(size_t(kv.regions()), 0) {}
+      refs_(size_t(kv.regions()), 0), next_(size_t(kv.regions()), 0), stamp_(size_t(kv.slots)) {
+  for (uint64_t &st : stamp_)
+    st = freshStamp();
+}
 
 std::pair<int32_t, int64_t> KvRows::target(int32_t slot) const {
   if (const int32_t h = homeOf_[size_t(slot)]; h >= 0)
@@ -66,6 +80,7 @@ void KvRows::release(int32_t slot) {
   for (const KvRef &r : table_[size_t(slot)])
     --refs_[size_t(r.region)];
   table_[size_t(slot)].clear();
+  stamp_[size_t(slot)] = freshStamp();
   if (const int32_t h = homeOf_[size_t(slot)]; h >= 0) {
     owner_[size_t(h)] = -1;
     homeOf_[size_t(slot)] = -1;
@@ -73,15 +88,20 @@ void KvRows::release(int32_t slot) {
 }
 
 void KvRows::copy(const std::vector<int32_t> &dst, const std::vector<int32_t> &src) {
-  std::vector<std::vector<KvRef>> from;
-  from.reserve(src.size());
-  for (int32_t s : src)
-    from.push_back(table_[size_t(s)]);
+  // A slot that keeps its own positions keeps them as they are, stamp
+  // and all (whatever else moves, what it reads is what it had).
+  std::vector<std::vector<KvRef>> from(src.size());
+  for (size_t k = 0; k < src.size(); ++k)
+    if (dst[k] != src[k])
+      from[k] = table_[size_t(src[k])];
   for (size_t k = 0; k < dst.size(); ++k) {
+    if (dst[k] == src[k])
+      continue;
     std::vector<KvRef> &t = table_[size_t(dst[k])];
     for (const KvRef &r : t)
       --refs_[size_t(r.region)];
     t = std::move(from[k]);
+    stamp_[size_t(dst[k])] = freshStamp();
     for (const KvRef &r : t)
       ++refs_[size_t(r.region)];
   }

@@ -51,6 +51,12 @@ public:
   /// call (a slot may be both).
   void copy(const std::vector<int32_t> &dst, const std::vector<int32_t> &src);
 
+  /// Changes when the slot's positions are replaced or forgotten (copy,
+  /// release), not when it appends: while it holds, a mirror of the slot's
+  /// first n pairs stays true of them (an executor uploads only the new).
+  /// Unique in the process: no two tables, or slots, share one.
+  uint64_t stamp(int32_t slot) const { return stamp_[size_t(slot)]; }
+
   /// Homes held (owned or named): for tests and stats.
   int64_t homesInUse() const;
 
@@ -68,6 +74,7 @@ private:
   std::vector<int32_t> owner_;            // per home: the slot owning it, -1
   std::vector<int64_t> refs_;             // per region: pairs naming it
   std::vector<int64_t> next_;             // per region: the next index to hand out
+  std::vector<uint64_t> stamp_;           // per slot: see stamp()
 };
 
 } // namespace genrt

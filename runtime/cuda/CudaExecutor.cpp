@@ -190,6 +190,8 @@ public:
       if (Status s = mem_.pinned(pairsBytes_, pairsHost_); !s)
         return s;
       std::memset(pairsHost_, 0, static_cast<size_t>(pairsBytes_));
+      mirrorStamp_.assign(size_t(kv_.slots), 0); // no KvRows stamp is 0
+      mirrorLen_.assign(size_t(kv_.slots), 0);
       if (Status s = dev_.check(dev_.api->cuMemsetD8(ctx_.pairs, 0, static_cast<size_t>(pairsBytes_)), "cuMemsetD8"); !s)
         return s;
     }
@@ -691,18 +693,25 @@ private:
   // Shared prompts: each slot of the run gets the pairs of its cached
   // positions (the Session's KvRows) and of this run's new ones (their
   // places' writes) in its row of the pinned mirror, which goes up whole.
-  // Slots outside the run keep stale rows, which this run does not read.
+  // A slot's row is rewritten from the first pair the mirror may not hold:
+  // all of it after a reorder replaced its pairs (KvRows::stamp), else
+  // only what it appended since. Slots outside the run keep stale rows,
+  // which this run does not read.
   void stagePairs(const ProgramRun &run) {
     int32_t *mirror = static_cast<int32_t *>(pairsHost_);
     const int64_t stride = kv_.maxLength;
+    static_assert(sizeof(KvRef) == 8, "a pair is the kernels' int2");
     for (const TokenPlace &tp : run.attention.tokens) {
       int32_t *row = mirror + tp.slot * stride * 2;
       if (tp.position == tp.cachedBefore) { // the slot's first token of the run (one piece a slot)
-        const std::vector<KvRef> &cached = run.attention.rows->of(tp.slot);
-        for (int64_t j = 0; j < tp.cachedBefore; ++j) {
-          row[2 * j] = cached[size_t(j)].region;
-          row[2 * j + 1] = cached[size_t(j)].index;
-        }
+        const KvRows &rows = *run.attention.rows;
+        uint64_t &stamp = mirrorStamp_[size_t(tp.slot)];
+        int64_t &held = mirrorLen_[size_t(tp.slot)];
+        if (stamp != rows.stamp(tp.slot) || held > tp.cachedBefore)
+          held = 0;
+        std::memcpy(row + 2 * held, rows.of(tp.slot).data() + held, size_t(tp.cachedBefore - held) * 8);
+        stamp = rows.stamp(tp.slot);
+        held = tp.cachedBefore;
       }
       row[2 * tp.position] = tp.write.region;
       row[2 * tp.position + 1] = tp.write.index;
@@ -1047,6 +1056,10 @@ private:
   bool shared_ = false;        // shared prompts: the plan's layout, read through the pairs
   int64_t pairsBytes_ = 0;     // "kv pairs": int2 [slots, max_length]
   void *pairsHost_ = nullptr;  // its pinned mirror
+  // Per slot: the KvRows stamp and the count of leading pairs its mirror
+  // row holds for it (stagePairs).
+  std::vector<uint64_t> mirrorStamp_;
+  std::vector<int64_t> mirrorLen_;
   int64_t choiceRuns_ = 0, logitRuns_ = 0; // runs by where their tokens were chosen (--stats)
   int64_t beamIdsCap_ = 0, beamStagingBytes_ = 0, beamK_ = 1; // beam candidates (0 ids: none)
   int64_t beamRules_ = 0, beamShare_ = 1;                      // the rules' capacity; rules a logits row

@@ -96,6 +96,31 @@ TEST(KvRows, AHomeStaysHeldWhileNamedAndIsReusedOnceFree) {
 // reordered to random parents, finish and are released. A store keyed by
 // the rows of each region records what each append wrote; every slot must
 // read its own history back through its pairs after every operation.
+// A slot's stamp moves exactly when its positions are replaced or
+// forgotten, and no two slots or tables share one.
+TEST(KvRows, StampsMoveWhenPositionsAreReplaced) {
+  const KvLayout kv = sharedLayout(1, 3, 16, 4);
+  KvRows rows(kv), other(kv);
+  EXPECT_NE(rows.stamp(0), rows.stamp(1));
+  EXPECT_NE(rows.stamp(0), other.stamp(0));
+  ASSERT_TRUE(run(rows, {{0, 3}}));
+  const uint64_t s0 = rows.stamp(0), s1 = rows.stamp(1);
+  EXPECT_NE(s0, 0u);
+  rows.copy({1, 2}, {0, 0});
+  EXPECT_EQ(rows.stamp(0), s0); // appending and being copied from keep it
+  EXPECT_NE(rows.stamp(1), s1);
+  const uint64_t s2 = rows.stamp(2);
+  ASSERT_TRUE(run(rows, {{0, 1}, {1, 1}, {2, 1}}));
+  EXPECT_EQ(rows.stamp(2), s2);
+  rows.copy({0, 1, 2}, {0, 2, 1}); // 0 keeps its own; 1 and 2 swap
+  EXPECT_EQ(rows.stamp(0), s0);
+  EXPECT_NE(rows.stamp(1), rows.stamp(2));
+  EXPECT_NE(rows.stamp(2), s2);
+  const uint64_t s1b = rows.stamp(1);
+  rows.release(1);
+  EXPECT_NE(rows.stamp(1), s1b);
+}
+
 TEST(KvRows, EveryBeamReadsItsOwnHistoryThroughRandomReorders) {
   std::mt19937 rng(1234);
   for (int trial = 0; trial < 60; ++trial) {
@@ -120,9 +145,24 @@ TEST(KvRows, EveryBeamReadsItsOwnHistoryThroughRandomReorders) {
         }
       return true;
     };
+    // An executor's mirror of the pairs (CudaExecutor::stagePairs): a
+    // slot's row rewritten whole when its stamp moved, else only its tail.
+    std::vector<std::vector<KvRef>> mirror(size_t(kv.slots), std::vector<KvRef>(size_t(maxLength)));
+    std::vector<uint64_t> mirrorStamp(size_t(kv.slots), 0);
+    std::vector<size_t> held(size_t(kv.slots), 0);
     auto check = [&](const char *after) {
       for (int32_t s = 0; s < kv.slots; ++s) {
         ASSERT_EQ(rows.of(s).size(), history[size_t(s)].size()) << after;
+        size_t &h = held[size_t(s)];
+        if (mirrorStamp[size_t(s)] != rows.stamp(s) || h > rows.of(s).size())
+          h = 0;
+        std::copy(rows.of(s).begin() + std::ptrdiff_t(h), rows.of(s).end(), mirror[size_t(s)].begin() + std::ptrdiff_t(h));
+        mirrorStamp[size_t(s)] = rows.stamp(s);
+        h = rows.of(s).size();
+        for (size_t p = 0; p < h; ++p)
+          ASSERT_TRUE(mirror[size_t(s)][p].region == rows.of(s)[p].region &&
+                      mirror[size_t(s)][p].index == rows.of(s)[p].index)
+              << after << ": the mirror of slot " << s << " is stale at " << p;
         const int64_t len = int64_t(history[size_t(s)].size());
         // With a window only the last `window` positions are read.
         for (int64_t p = window ? std::max<int64_t>(0, len - window) : 0; p < len; ++p) {
