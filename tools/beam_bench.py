@@ -226,7 +226,7 @@ def main():
     dev = torch.cuda.get_device_name()
     rows, largest_rows = [], []
     header = ("| workload | batch | genrun ms/step | genrun samples/s | genrun, host ranking ms/step "
-              "| HF ms/step | HF samples/s | HF / genrun (samples/s) |")
+              "| HF ms/step | HF samples/s | genrun / HF (samples/s) |")
     for name in models:
         w = WORKLOADS[name]
         d = os.path.join(work, name)
