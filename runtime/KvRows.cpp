@@ -19,7 +19,8 @@ uint64_t freshStamp() {
 KvRows::KvRows(const KvLayout &kv)
     : homes_(static_cast<int32_t>(kv.homeRegions())), homeRows_(kv.maxLength), branchRows_(kv.branchRows),
       table_(size_t(kv.slots)), homeOf_(size_t(kv.slots), -1), owner_(size_t(kv.homeRegions()), -1),
-      refs_(size_t(kv.regions()), 0), next_(size_t(kv.regions()), 0), stamp_(size_t(kv.slots)) {
+      refs_(size_t(kv.regions()), 0), next_(size_t(kv.regions()), 0), stamp_(size_t(kv.slots)),
+      stampBefore_(size_t(kv.slots), 0), kept_(size_t(kv.slots), 0) {
   for (uint64_t &st : stamp_)
     st = freshStamp();
 }
@@ -80,31 +81,57 @@ void KvRows::release(int32_t slot) {
   for (const KvRef &r : table_[size_t(slot)])
     --refs_[size_t(r.region)];
   table_[size_t(slot)].clear();
-  stamp_[size_t(slot)] = freshStamp();
+  restamp(slot, 0);
   if (const int32_t h = homeOf_[size_t(slot)]; h >= 0) {
     owner_[size_t(h)] = -1;
     homeOf_[size_t(slot)] = -1;
   }
 }
 
-void KvRows::copy(const std::vector<int32_t> &dst, const std::vector<int32_t> &src) {
-  // A slot that keeps its own positions keeps them as they are, stamp
-  // and all (whatever else moves, what it reads is what it had).
-  std::vector<std::vector<KvRef>> from(src.size());
-  for (size_t k = 0; k < src.size(); ++k)
-    if (dst[k] != src[k])
-      from[k] = table_[size_t(src[k])];
+void KvRows::copy(const std::vector<int32_t> &dst, const std::vector<int32_t> &src, const std::vector<int64_t> &keep) {
+  // The tails the destinations take, read before any changes (a slot may
+  // be a source and a destination). A slot that keeps its own positions
+  // keeps them as they are, stamp and all.
+  auto kept = [&](size_t k) {
+    const int64_t n = keep.empty() ? 0 : keep[k];
+    return size_t(std::clamp<int64_t>(n, 0, int64_t(std::min(table_[size_t(dst[k])].size(),
+                                                                table_[size_t(src[k])].size()))));
+  };
+  std::vector<size_t> from(dst.size()), at(dst.size() + 1, 0);
+  std::vector<KvRef> &tails = scratch_; // every tail, one after another
+  tails.clear();
+  for (size_t k = 0; k < dst.size(); ++k) {
+    if (dst[k] != src[k]) {
+      from[k] = kept(k);
+      const std::vector<KvRef> &t = table_[size_t(src[k])];
+      tails.insert(tails.end(), t.begin() + std::ptrdiff_t(from[k]), t.end());
+    }
+    at[k + 1] = tails.size();
+  }
   for (size_t k = 0; k < dst.size(); ++k) {
     if (dst[k] == src[k])
       continue;
     std::vector<KvRef> &t = table_[size_t(dst[k])];
-    for (const KvRef &r : t)
-      --refs_[size_t(r.region)];
-    t = std::move(from[k]);
-    stamp_[size_t(dst[k])] = freshStamp();
-    for (const KvRef &r : t)
-      ++refs_[size_t(r.region)];
+    for (size_t p = from[k]; p < t.size(); ++p)
+      --refs_[size_t(t[p].region)];
+    t.resize(from[k]);
+    t.insert(t.end(), tails.begin() + std::ptrdiff_t(at[k]), tails.begin() + std::ptrdiff_t(at[k + 1]));
+    for (size_t p = from[k]; p < t.size(); ++p)
+      ++refs_[size_t(t[p].region)];
+    restamp(dst[k], int64_t(from[k]));
   }
+}
+
+void KvRows::restamp(int32_t slot, int64_t kept) {
+  stampBefore_[size_t(slot)] = stamp_[size_t(slot)];
+  kept_[size_t(slot)] = kept;
+  stamp_[size_t(slot)] = freshStamp();
+}
+
+int64_t KvRows::unchangedSince(int32_t slot, uint64_t stamp) const {
+  if (stamp == stamp_[size_t(slot)])
+    return int64_t(table_[size_t(slot)].size());
+  return stamp == stampBefore_[size_t(slot)] ? kept_[size_t(slot)] : 0;
 }
 
 int64_t KvRows::homesInUse() const {

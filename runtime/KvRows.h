@@ -48,14 +48,21 @@ public:
   /// taken while other slots name it).
   void release(int32_t slot);
   /// Beam reordering: slot dst[k] takes the positions src[k] had before the
-  /// call (a slot may be both).
-  void copy(const std::vector<int32_t> &dst, const std::vector<int32_t> &src);
+  /// call (a slot may be both). keep[k] (empty: 0): how many leading
+  /// positions dst[k] already holds of src[k] (the same tokens, so the same
+  /// K/V; at most both lengths): it keeps its own pairs for those and takes
+  /// only the rest, so a reorder costs the generated tokens, not the prompt.
+  void copy(const std::vector<int32_t> &dst, const std::vector<int32_t> &src, const std::vector<int64_t> &keep = {});
 
   /// Changes when the slot's positions are replaced or forgotten (copy,
-  /// release), not when it appends: while it holds, a mirror of the slot's
-  /// first n pairs stays true of them (an executor uploads only the new).
-  /// Unique in the process: no two tables, or slots, share one.
+  /// release), not when it appends. Unique in the process: no two tables,
+  /// or slots, share one.
   uint64_t stamp(int32_t slot) const { return stamp_[size_t(slot)]; }
+  /// How many leading positions of `slot` are the pairs they were when its
+  /// stamp was `stamp`: all of them while the stamp holds, what the last
+  /// copy kept when `stamp` is the one before it, else 0. An executor that
+  /// mirrors the pairs uploads only the rest (CudaExecutor::stagePairs).
+  int64_t unchangedSince(int32_t slot, uint64_t stamp) const;
 
   /// Homes held (owned or named): for tests and stats.
   int64_t homesInUse() const;
@@ -65,6 +72,8 @@ private:
   /// Where slot s appends next: (region, first index), or region -1 when it
   /// needs a home (it has no positions and owns none).
   std::pair<int32_t, int64_t> target(int32_t slot) const;
+  /// A change to the slot's positions that kept the first `kept`.
+  void restamp(int32_t slot, int64_t kept);
   bool homeFree(int32_t h) const { return owner_[size_t(h)] < 0 && refs_[size_t(h)] == 0; }
 
   int32_t homes_ = 0;
@@ -75,6 +84,9 @@ private:
   std::vector<int64_t> refs_;             // per region: pairs naming it
   std::vector<int64_t> next_;             // per region: the next index to hand out
   std::vector<uint64_t> stamp_;           // per slot: see stamp()
+  std::vector<uint64_t> stampBefore_;     // per slot: the stamp before the last change
+  std::vector<int64_t> kept_;             // per slot: the positions that change kept
+  std::vector<KvRef> scratch_;            // copy()'s tails, kept for their memory
 };
 
 } // namespace genrt

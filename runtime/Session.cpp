@@ -182,7 +182,7 @@ Status Session::reorderSlots(const std::vector<int32_t> &dst, const std::vector<
     from[i] = std::clamp<int64_t>(shared[i], 0, std::min(lengths_[dst[i]], lengths_[src[i]]));
   }
   if (kv_.sharesPrompts())
-    rows_.copy(dst, src); // the positions' places move, never their rows
+    rows_.copy(dst, src, from); // the positions' places move, never their rows
   else if (Status s = exec_->copySlots(dst, src, lengths_, from); !s)
     return s;
   std::vector<int64_t> old = lengths_;

@@ -693,9 +693,9 @@ private:
   // Shared prompts: each slot of the run gets the pairs of its cached
   // positions (the Session's KvRows) and of this run's new ones (their
   // places' writes) in its row of the pinned mirror, which goes up whole.
-  // A slot's row is rewritten from the first pair the mirror may not hold:
-  // all of it after a reorder replaced its pairs (KvRows::stamp), else
-  // only what it appended since. Slots outside the run keep stale rows,
+  // A slot's row is rewritten from the first pair the mirror may not hold
+  // (KvRows::unchangedSince): after a reorder, what it took of its parent;
+  // else only what it appended since. Slots outside the run keep stale rows,
   // which this run does not read.
   void stagePairs(const ProgramRun &run) {
     int32_t *mirror = static_cast<int32_t *>(pairsHost_);
@@ -707,8 +707,7 @@ private:
         const KvRows &rows = *run.attention.rows;
         uint64_t &stamp = mirrorStamp_[size_t(tp.slot)];
         int64_t &held = mirrorLen_[size_t(tp.slot)];
-        if (stamp != rows.stamp(tp.slot) || held > tp.cachedBefore)
-          held = 0;
+        held = std::min({held, rows.unchangedSince(tp.slot, stamp), tp.cachedBefore});
         std::memcpy(row + 2 * held, rows.of(tp.slot).data() + held, size_t(tp.cachedBefore - held) * 8);
         stamp = rows.stamp(tp.slot);
         held = tp.cachedBefore;

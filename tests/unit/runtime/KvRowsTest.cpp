@@ -121,6 +121,31 @@ TEST(KvRows, StampsMoveWhenPositionsAreReplaced) {
   EXPECT_NE(rows.stamp(1), s1b);
 }
 
+// A reorder that keeps what a slot holds of its parent changes only the
+// rest: the pairs say so (unchangedSince), and the kept ones are its own.
+TEST(KvRows, AReorderKeepsWhatTheSlotAlreadyHolds) {
+  const KvLayout kv = sharedLayout(1, 2, 16, 4);
+  KvRows rows(kv);
+  ASSERT_TRUE(run(rows, {{0, 3}}));
+  rows.copy({1}, {0});
+  ASSERT_TRUE(run(rows, {{0, 1}, {1, 1}})); // the beams diverge at position 3
+  const uint64_t before = rows.stamp(1);
+  EXPECT_EQ(rows.unchangedSince(1, before), 4);
+  rows.copy({1}, {0}, {3}); // slot 1 holds the prompt's 3 of slot 0's
+  EXPECT_EQ(rows.unchangedSince(1, before), 3);
+  EXPECT_EQ(rows.unchangedSince(1, rows.stamp(1)), 4);
+  EXPECT_EQ(rows.unchangedSince(1, rows.stamp(0)), 0);
+  EXPECT_EQ(rows.at(1, 3).region, 0); // slot 0's token, in slot 0's home
+  EXPECT_EQ(rows.at(1, 3).index, 3);
+  // Slot 1's branch is named by no pair now: it starts over.
+  std::vector<KvRef> places;
+  ASSERT_TRUE(rows.place({{1, 1}}, places));
+  EXPECT_EQ(places[0].region, kv.branchOf(1));
+  EXPECT_EQ(places[0].index, 0);
+  rows.copy({1}, {0}, {99}); // more than either holds: clamped, nothing moves
+  EXPECT_EQ(rows.at(1, 3).index, 3);
+}
+
 TEST(KvRows, EveryBeamReadsItsOwnHistoryThroughRandomReorders) {
   std::mt19937 rng(1234);
   for (int trial = 0; trial < 60; ++trial) {
@@ -154,8 +179,7 @@ TEST(KvRows, EveryBeamReadsItsOwnHistoryThroughRandomReorders) {
       for (int32_t s = 0; s < kv.slots; ++s) {
         ASSERT_EQ(rows.of(s).size(), history[size_t(s)].size()) << after;
         size_t &h = held[size_t(s)];
-        if (mirrorStamp[size_t(s)] != rows.stamp(s) || h > rows.of(s).size())
-          h = 0;
+        h = std::min({h, size_t(rows.unchangedSince(s, mirrorStamp[size_t(s)])), rows.of(s).size()});
         std::copy(rows.of(s).begin() + std::ptrdiff_t(h), rows.of(s).end(), mirror[size_t(s)].begin() + std::ptrdiff_t(h));
         mirrorStamp[size_t(s)] = rows.stamp(s);
         h = rows.of(s).size();
@@ -198,12 +222,20 @@ TEST(KvRows, EveryBeamReadsItsOwnHistoryThroughRandomReorders) {
             a.push_back({int32_t(first + b), 1});
           ASSERT_TRUE(append(a)) << "trial " << trial << " step " << t;
           check("step");
+          // What each destination already holds of its source: their
+          // common history (values are unique a write), sometimes less.
           std::vector<int32_t> d, s;
+          std::vector<int64_t> keep;
           for (int64_t b = 0; b < beams; ++b) {
             d.push_back(int32_t(first + b));
             s.push_back(int32_t(first + rng() % beams));
+            const std::vector<int> &x = history[size_t(d.back())], &y = history[size_t(s.back())];
+            int64_t common = 0;
+            while (common < int64_t(std::min(x.size(), y.size())) && x[size_t(common)] == y[size_t(common)])
+              ++common;
+            keep.push_back(rng() % 4 == 0 ? int64_t(rng() % (common + 1)) : common);
           }
-          rows.copy(d, s);
+          rows.copy(d, s, keep);
           std::vector<std::vector<int>> old = history;
           for (size_t k = 0; k < d.size(); ++k)
             history[size_t(d[k])] = old[size_t(s[k])];
