@@ -73,10 +73,19 @@ static __device__ __forceinline__ void genc_decode_issue(const GencAttnParams &p
   const long long j0 = r.a + (long long)i * KT;
   const int nt = (int)(r.b - j0 < KT ? r.b - j0 : KT);
   uint4 *kt = tiles + (i % ST) * 2 * KT * RS, *vt = kt + KT * RS;
+  // Shared prompts: a key's row is a pair read from memory. Each thread
+  // reads at most one of the tile's pairs, all at once, into shared memory
+  // (two tiles' worth: a tile's readers are done before the barrier of the
+  // tile after it), rather than one dependent read in front of each copy.
+  __shared__ long long pairRows[C::SHARED ? 2 : 1][C::SHARED ? KT : 1];
+  if constexpr (C::SHARED) {
+    for (int x = threadIdx.x; x < KT; x += 128) pairRows[i & 1][x] = r.row(p, j0 + (x < nt ? x : 0));
+    __syncthreads();
+  }
   for (int e = threadIdx.x; e < 2 * KT * RW; e += 128) {
     const int which = e / (KT * RW), row = (e / RW) % KT, c = e % RW;
     const long long j = j0 + (row < nt ? row : 0);
-    const long long at = r.row(p, j);
+    const long long at = C::SHARED ? pairRows[i & 1][row] : r.row(p, j);
     const CS *src = (const CS *)(which ? p.cacheV : p.cacheK) + at * D + c * EW;
     const unsigned dst = (unsigned)__cvta_generic_to_shared((which ? vt : kt) + row * RS + c);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(row < nt ? 16 : 0));
