@@ -65,6 +65,8 @@ public:
       model["max_source_length"] = opts.sourceLength();
     if (opts.maxNewTokens > 0)
       model["max_new_tokens"] = opts.maxNewTokens;
+    if (opts.crossKvI8)
+      model["cross_kv_dtype"] = "i8";
     model["generation_defaults"] = generationDefaults();
     root["model"] = std::move(model);
     root["max_tokens"] = opts.prefillTokens();
@@ -106,7 +108,10 @@ public:
       cross.push_back(llvm::json::Object{{"kv_heads", op->intAttr("num_kv_heads", 0)},
                                          {"head_dim", op->intAttr("head_dim", 0)}});
     }
+    if (opts.crossKvI8 && !encode)
+      return fail("--cross-kv-dtype i8: the model has no cross-attention cache");
     if (encode) {
+      layout.crossI8 = opts.crossKvI8;
       layout.crossEntries = opts.maxBatch;
       layout.maxSourceLength = opts.sourceLength();
       if (static_cast<int64_t>(cross.size()) * 2 != static_cast<int64_t>(encode->outputs().size()))

@@ -51,9 +51,12 @@ KvLayout KvLayout::unshared() const {
 
 int64_t KvLayout::crossBytes() const {
   int64_t n = 0;
-  for (const CrossCacheLayer &L : crossLayers)
+  for (const CrossCacheLayer &L : crossLayers) {
     n = addChecked(n, product({2, crossEntries, L.kvHeads, maxSourceLength, L.headDim,
-                               static_cast<int64_t>(dtypeSize(dtype))}));
+                               static_cast<int64_t>(dtypeSize(crossDtype()))}));
+    if (crossScaled())
+      n = addChecked(n, product({2, crossEntries, L.kvHeads, maxSourceLength, 4}));
+  }
   return n;
 }
 

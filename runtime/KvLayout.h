@@ -61,6 +61,11 @@ struct KvLayout {
   int64_t shards = 1;          // tree attention: the self cache is one of `shards`
   int64_t crossEntries = 0;    // max_batch (encoder-decoder only)
   std::vector<CrossCacheLayer> crossLayers;
+  /// The cross cache held as i8 (genc --cross-kv-dtype i8): each row of
+  /// head_dim values as round(x / s) in [-127, 127], s = max |x| / 127 kept
+  /// beside it as f32 (runtime/Int8Rows.h). Else in `dtype`.
+  bool crossI8 = false;
+  DType crossDtype() const { return crossI8 ? DType::I8 : dtype; }
   int64_t homes = 0;           // shared prompts: regions holding one (max_batch)
   int64_t branchRows = 0;      // shared prompts: tokens a slot generates off one (0: no sharing)
 
@@ -125,17 +130,32 @@ struct KvLayout {
       at += 2 * layerElements(i);
     return at;
   }
-  /// The same for the cross cache.
-  int64_t crossLayerBase(size_t l) const {
-    int64_t at = 0;
-    for (size_t i = 0; i < l; ++i)
-      at += 2 * crossLayerElements(i);
-    return at;
-  }
+  /// The cross cache, in bytes: layer l holds K's elements, V's, then
+  /// (i8) K's row scales and V's, f32 [entry, kv head, position] each.
+  bool crossScaled() const { return crossI8; }
   int64_t crossLayerElements(size_t l) const {
     const CrossCacheLayer &L = crossLayers[l];
     return crossEntries * L.kvHeads * maxSourceLength * L.headDim;
   }
+  /// Bytes of layer l's K (or V) elements; V's start that far after K's.
+  int64_t crossHalfBytes(size_t l) const {
+    return crossLayerElements(l) * static_cast<int64_t>(dtypeSize(crossDtype()));
+  }
+  /// Bytes of layer l's K (or V) row scales (0 unless i8).
+  int64_t crossScaleBytes(size_t l) const {
+    const CrossCacheLayer &L = crossLayers[l];
+    return crossScaled() ? crossEntries * L.kvHeads * maxSourceLength * 4 : 0;
+  }
+  int64_t crossLayerBytes(size_t l) const { return 2 * (crossHalfBytes(l) + crossScaleBytes(l)); }
+  /// Where layer l starts in the cross cache (bytes): K, V, their scales.
+  int64_t crossLayerByteBase(size_t l) const {
+    int64_t at = 0;
+    for (size_t i = 0; i < l; ++i)
+      at += crossLayerBytes(i);
+    return at;
+  }
+  /// Element offset of (entry, kv head, position)'s row in a layer's K (or
+  /// V); the row's scale is number offset / head_dim of K's (V's) scales.
   int64_t crossOffset(size_t l, int64_t entry, int64_t head, int64_t position) const {
     const CrossCacheLayer &L = crossLayers[l];
     return ((entry * L.kvHeads + head) * maxSourceLength + position) * L.headDim;

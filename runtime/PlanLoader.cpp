@@ -227,6 +227,11 @@ private:
       if (model->find("max_source_length") && !(s = needInt(*model, "max_source_length", mi.maxSourceLength, 1)))
         return s;
       layout.maxSourceLength = mi.maxSourceLength;
+      if (const json::Value *cd = model->find("cross_kv_dtype")) {
+        if (!cd->isString() || cd->asString() != "i8")
+          return err("metadata: cross_kv_dtype must be \"i8\" (or absent: the activation dtype)");
+        layout.crossI8 = true;
+      }
       for (const auto &l : cross->items()) {
         CrossCacheLayer layer;
         if (!(s = needInt(l, "kv_heads", layer.kvHeads, 1)) ||

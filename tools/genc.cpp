@@ -92,6 +92,11 @@ static cl::opt<std::string> StorageDType("dtype",
                                          cl::desc("Storage of weights and activations on the GPU: f32 (default), "
                                                   "f16 or bf16 (math stays fp32; logits stay f32)"),
                                          cl::init("f32"), cl::sub(CompileCmd), cl::cat(GencCat));
+static cl::opt<std::string> CrossKvDType("cross-kv-dtype",
+                                         cl::desc("Encoder-decoder: the cross-attention cache's element type: i8 "
+                                                  "(each row as 8-bit codes and an f32 scale: about a quarter of "
+                                                  "f32's bytes, half of f16's) or --dtype (default)"),
+                                         cl::init(""), cl::sub(CompileCmd), cl::cat(GencCat));
 static cl::list<std::string> GpuArchs("gpu-arch", cl::CommaSeparated,
                                       cl::desc("GPU architectures to compile kernels for (default sm_80,sm_90)"),
                                       cl::value_desc("sm_XX,..."), cl::sub(CompileCmd), cl::cat(GencCat));
@@ -322,6 +327,11 @@ static CompileProfile flagsProfile() {
     if (std::string why = checkDType(StorageDType); !why.empty())
       fail("--dtype " + why);
     p.dtype = StorageDType;
+  }
+  if (CrossKvDType.getNumOccurrences()) {
+    if (std::string why = checkCrossKvDType(CrossKvDType); !why.empty())
+      fail("--cross-kv-dtype " + why);
+    p.crossKvDtype = CrossKvDType;
   }
   if (GpuArchs.getNumOccurrences()) {
     p.gpuArchs.emplace();

@@ -24,6 +24,7 @@ void CompileProfile::overrideWith(const CompileProfile &o) {
   take(maxSourceLength, o.maxSourceLength);
   take(maxNewTokens, o.maxNewTokens);
   take(dtype, o.dtype);
+  take(crossKvDtype, o.crossKvDtype);
   take(gpuArchs, o.gpuArchs);
   take(passes, o.passes);
   take(generation.eosTokenId, o.generation.eosTokenId);
@@ -53,6 +54,13 @@ std::string checkDType(const std::string &s) {
   if (dt && (*dt == DType::F32 || *dt == DType::F16 || *dt == DType::BF16))
     return "";
   return "must be f32, f16 or bf16 (got '" + s + "')";
+}
+
+std::string checkCrossKvDType(const std::string &s) {
+  auto dt = parseDType(s);
+  if (dt && (*dt == DType::I8 || *dt == DType::F32 || *dt == DType::F16 || *dt == DType::BF16))
+    return "";
+  return "must be i8 or the plan's dtype (got '" + s + "')";
 }
 
 std::string checkPassName(const std::string &s) {
@@ -105,6 +113,12 @@ llvm::Expected<CompileProfile> resolveProfile(const CompileProfile &given, const
     p.maxTokens = o.prefillTokens();
   }
   p.dtype = p.dtype.value_or("f32");
+  if (p.crossKvDtype && *p.crossKvDtype != "i8" && *p.crossKvDtype != *p.dtype)
+    return fail("--cross-kv-dtype / cross_kv_dtype " + *p.crossKvDtype + ": the cross-attention cache is held as "
+                "i8 or as the plan's dtype (" + *p.dtype + ")");
+  if (p.crossKvDtype == std::string("i8") && !(m.function("encoder") && m.function("decoder")))
+    return fail("--cross-kv-dtype / cross_kv_dtype is for encoder-decoder models; this model has no "
+                "cross-attention cache");
   if (!p.gpuArchs) {
     p.gpuArchs = haveNvrtc() ? std::vector<std::string>{"sm_80", "sm_90"}
                              : std::vector<std::string>{};
@@ -127,6 +141,7 @@ void applyProfile(const CompileProfile &p, Module &m) {
   o.maxSourceLength = p.maxSourceLength.value_or(0);
   o.maxNewTokens = p.maxNewTokens.value_or(0);
   o.activation = *parseDType(*p.dtype); // checked when the profile was resolved
+  o.crossKvI8 = p.crossKvDtype == std::string("i8");
   setPlanOptions(m, o);
   // Only values that differ from config.json's: the IR keeps the config's text.
   const GenerationDefaults &g = p.generation;

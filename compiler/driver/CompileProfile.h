@@ -31,6 +31,9 @@ struct CompileProfile {
   /// K/V and store only what they generate (unset: a whole copy a beam).
   std::optional<int64_t> maxNewTokens;
   std::optional<std::string> dtype;                   // f32, f16, bf16
+  /// The cross-attention cache's element type: i8 (a scale a row), or the
+  /// plan's dtype (unset: the plan's dtype).
+  std::optional<std::string> crossKvDtype;
   std::optional<std::vector<std::string>> gpuArchs;   // [] = no GPU kernels
   std::optional<std::vector<std::string>> passes;     // [] = none
   GenerationDefaults generation;
@@ -47,6 +50,7 @@ struct CompileProfile {
 std::string checkCount(int64_t v);
 std::string checkTokenId(int64_t v);
 std::string checkDType(const std::string &s);
+std::string checkCrossKvDType(const std::string &s);
 std::string checkPassName(const std::string &s);
 
 /// `given` with every key set: the model's maximum positions (at most 2048)

@@ -30,8 +30,8 @@ std::string keyPath(const std::vector<std::string> &path) {
   return s;
 }
 
-const char *const kTopKeys = "max_batch, max_beams, max_length, max_tokens, dtype, gpu_archs, "
-                             "passes, generation, tokenizer";
+const char *const kTopKeys = "max_batch, max_beams, max_length, max_tokens, max_source_length, "
+                             "max_new_tokens, dtype, cross_kv_dtype, gpu_archs, passes, generation, tokenizer";
 const char *const kGenerationKeys =
     "eos_token_id, pad_token_id, bos_token_id, decoder_start_token_id";
 
@@ -77,6 +77,9 @@ struct TokenId {
   int64_t v = 0;
 };
 struct DTypeName {
+  std::string v;
+};
+struct CrossKvDTypeName {
   std::string v;
 };
 struct ArchName {
@@ -160,6 +163,7 @@ namespace llvm::yaml {
 template <> struct ScalarTraits<Count> : IntScalar<Count, checkCount> {};
 template <> struct ScalarTraits<TokenId> : IntScalar<TokenId, checkTokenId> {};
 template <> struct ScalarTraits<DTypeName> : TextScalar<DTypeName, checkDType> {};
+template <> struct ScalarTraits<CrossKvDTypeName> : TextScalar<CrossKvDTypeName, checkCrossKvDType> {};
 template <> struct ScalarTraits<ArchName> : TextScalar<ArchName, checkGpuArchName> {};
 template <> struct ScalarTraits<PassName> : TextScalar<PassName, checkPassName> {};
 template <> struct ScalarTraits<PathName> : TextScalar<PathName, checkPath> {};
@@ -182,6 +186,7 @@ template <> struct MappingTraits<CompileProfile> {
     mapKey<Count>(io, "max_source_length", p.maxSourceLength);
     mapKey<Count>(io, "max_new_tokens", p.maxNewTokens);
     mapKey<DTypeName>(io, "dtype", p.dtype);
+    mapKey<CrossKvDTypeName>(io, "cross_kv_dtype", p.crossKvDtype);
     mapList<ArchName>(io, "gpu_archs", p.gpuArchs);
     mapList<PassName>(io, "passes", p.passes);
     std::optional<GenerationDefaults> g; // no section when it sets nothing

@@ -17,6 +17,8 @@ PlanOptions planOptions(const Module &m) {
   o.maxTokens = get(m, "plan.max_tokens", o.maxTokens);
   o.maxSourceLength = get(m, "plan.max_source_length", o.maxSourceLength);
   o.maxNewTokens = get(m, "plan.max_new_tokens", o.maxNewTokens);
+  if (auto it = m.metadata().find("plan.cross_kv_dtype"); it != m.metadata().end())
+    o.crossKvI8 = it->second == "i8";
   if (auto it = m.metadata().find("plan.dtype"); it != m.metadata().end())
     if (auto dt = parseDType(it->second))
       o.activation = *dt;
@@ -33,6 +35,8 @@ void setPlanOptions(Module &m, const PlanOptions &o) {
   if (o.maxNewTokens > 0)
     m.metadata()["plan.max_new_tokens"] = std::to_string(o.maxNewTokens);
   m.metadata()["plan.dtype"] = dtypeName(o.activation);
+  if (o.crossKvI8)
+    m.metadata()["plan.cross_kv_dtype"] = "i8";
 }
 
 } // namespace genc

@@ -15,6 +15,7 @@ struct PlanOptions {
   int64_t maxTokens = 0;   // tokens per prefill forward (0: maxBatch * maxLength, at most 2048)
   int64_t maxNewTokens = 0; // tokens a beam generates past the prompt it shares (0: no sharing)
   DType activation = DType::F32; // storage of weights and float activations (--dtype)
+  bool crossKvI8 = false;        // the cross-attention cache as i8 rows and scales (--cross-kv-dtype i8)
   int64_t slots() const { return maxBatch * maxBeams; }
   // Beams share their prompt's K/V (runtime/KvLayout.h) when the plan
   // bounds what each generates below max_length.

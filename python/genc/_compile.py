@@ -36,7 +36,7 @@ def genc_binary() -> str:
 def compile(model: Union[PathLike, Sequence[PathLike]], plan: PathLike, *, max_batch: Optional[int] = None,
             max_beams: Optional[int] = None, max_length: Optional[int] = None, max_tokens: Optional[int] = None,
             max_source_length: Optional[int] = None, max_new_tokens: Optional[int] = None,
-            dtype: Optional[str] = None, gpu_arch: Optional[Union[str, Sequence[str]]] = None,
+            dtype: Optional[str] = None, cross_kv_dtype: Optional[str] = None, gpu_arch: Optional[Union[str, Sequence[str]]] = None,
             profile: Optional[PathLike] = None, tokenizer: bool = True, stats_json: Optional[PathLike] = None,
             progress: Optional[bool] = None, extra_args: Sequence[str] = ()) -> str:
     """`genc compile MODEL -o PLAN [options]`; returns the plan's path.
@@ -47,7 +47,9 @@ def compile(model: Union[PathLike, Sequence[PathLike]], plan: PathLike, *, max_b
     then counts the decoder's tokens, as in Hugging Face; default max_length).
     max_new_tokens: what each beam generates at most; the beams of a prompt
     then share its K/V (default: a whole copy a beam).
-    dtype: "f32" (default), "f16" or "bf16". gpu_arch: "sm_80,sm_90" or a
+    dtype: "f32" (default), "f16" or "bf16". cross_kv_dtype: "i8" holds an
+    encoder-decoder's cross-attention cache as 8-bit rows with a scale each
+    (the CPU executor reads it; the CUDA executor does not yet). gpu_arch: "sm_80,sm_90" or a
     list ([] for a CPU-only plan). tokenizer=False leaves the tokenizer out.
     progress: show the compiler's progress on stderr (None: when stderr is
     a terminal). Errors raise genc.Error with the compiler's message."""
@@ -56,6 +58,7 @@ def compile(model: Union[PathLike, Sequence[PathLike]], plan: PathLike, *, max_b
     for flag, value in (("--max-batch", max_batch), ("--max-beams", max_beams), ("--max-length", max_length),
                         ("--max-tokens", max_tokens), ("--max-source-length", max_source_length),
                         ("--max-new-tokens", max_new_tokens), ("--dtype", dtype),
+                        ("--cross-kv-dtype", cross_kv_dtype),
                         ("--profile", profile), ("--stats-json", stats_json)):
         if value is not None:
             args.append("%s=%s" % (flag, os.fspath(value) if isinstance(value, os.PathLike) else value))

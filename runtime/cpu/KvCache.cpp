@@ -1,5 +1,7 @@
 #include "runtime/cpu/KvCache.h"
+
 #include "runtime/Env.h"
+#include "runtime/Int8Rows.h"
 #include "runtime/cpu/MatmulPanels.h"
 #include "runtime/cpu/VectorMath.h"
 
@@ -45,7 +47,7 @@ Status HostKvCache::create(const KvLayout &layout, HostKvCache &out) {
     for (size_t l = 0; l < layout.layers.size(); ++l)
       out.self_.emplace_back(2 * static_cast<size_t>(layout.layerElements(l)) * es);
     for (size_t l = 0; l < layout.crossLayers.size(); ++l)
-      out.cross_.emplace_back(2 * static_cast<size_t>(layout.crossLayerElements(l)) * es);
+      out.cross_.emplace_back(static_cast<size_t>(layout.crossLayerBytes(l)));
   } catch (const std::bad_alloc &) {
     out.self_.clear();
     out.cross_.clear();
@@ -99,14 +101,30 @@ const float *HostKvCache::readSelf(size_t l, bool v, KvRef where, int64_t head, 
 
 void HostKvCache::writeCross(size_t l, bool v, int64_t entry, int64_t head, int64_t pos,
                              const float *row) {
-  int64_t e = (v ? layout_.crossLayerElements(l) : 0) + layout_.crossOffset(l, entry, head, pos);
-  store(at(cross_[l], e), row, layout_.crossLayers[l].headDim);
+  const int64_t D = layout_.crossLayers[l].headDim, e = layout_.crossOffset(l, entry, head, pos);
+  if (layout_.crossScaled()) {
+    float scale;
+    uint8_t *base = cross_[l].data();
+    int8RowStore(row, D, reinterpret_cast<int8_t *>(base + (v ? layout_.crossHalfBytes(l) : 0) + e), scale);
+    std::memcpy(base + 2 * layout_.crossHalfBytes(l) + (v ? layout_.crossScaleBytes(l) : 0) + e / D * 4, &scale, 4);
+    return;
+  }
+  store(at(cross_[l], (v ? layout_.crossLayerElements(l) : 0) + e), row, D);
 }
 
 const float *HostKvCache::readCross(size_t l, bool v, int64_t entry, int64_t head, int64_t pos,
                                     std::vector<float> &scratch) const {
-  int64_t e = (v ? layout_.crossLayerElements(l) : 0) + layout_.crossOffset(l, entry, head, pos);
-  return load(at(cross_[l], e), layout_.crossLayers[l].headDim, scratch);
+  const int64_t D = layout_.crossLayers[l].headDim, e = layout_.crossOffset(l, entry, head, pos);
+  if (layout_.crossScaled()) {
+    float scale;
+    const uint8_t *base = cross_[l].data();
+    std::memcpy(&scale, base + 2 * layout_.crossHalfBytes(l) + (v ? layout_.crossScaleBytes(l) : 0) + e / D * 4, 4);
+    scratch.resize(size_t(D));
+    int8RowLoad(reinterpret_cast<const int8_t *>(base + (v ? layout_.crossHalfBytes(l) : 0) + e), scale, D,
+                scratch.data());
+    return scratch.data();
+  }
+  return load(at(cross_[l], (v ? layout_.crossLayerElements(l) : 0) + e), D, scratch);
 }
 
 void HostKvCache::copySlots(const std::vector<int32_t> &dst, const std::vector<int32_t> &src,

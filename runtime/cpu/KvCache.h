@@ -59,7 +59,7 @@ private:
 
   KvLayout layout_;
   std::vector<std::vector<uint8_t>> self_;  // per layer: K then V
-  std::vector<std::vector<uint8_t>> cross_; // per cross layer: K then V
+  std::vector<std::vector<uint8_t>> cross_; // per cross layer: K, V (then their row scales: i8)
 };
 
 // The attention ops over head-major operands (cpu/AttentionIo.h converts the

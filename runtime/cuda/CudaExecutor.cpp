@@ -77,6 +77,10 @@ public:
     if (tree)
       if (Status s = plan_->kv.unshared().sharded(tree->ranks, kv_); !s)
         return Status::error("tree attention over " + std::to_string(tree->ranks) + " GPUs: " + s.message());
+    if (plan_->kv.crossScaled())
+      return Status::error("the plan holds its cross-attention cache as i8 (genc --cross-kv-dtype i8), which "
+                           "the CPU executor reads and the CUDA executor does not yet; run it with --device cpu, "
+                           "or compile without --cross-kv-dtype");
     if ((!plan_->cubins.empty() || !plan_->ptx.empty()) && plan_->kernelAbi != kGencKernelAbi)
       return Status::error("the plan's GPU kernels follow kernel contract " + std::to_string(plan_->kernelAbi) +
                            ", this genrun launches contract " + std::to_string(kGencKernelAbi) +
@@ -1015,8 +1019,8 @@ private:
           c.srcDevice = cp.outputs[2 * l + i] + static_cast<CUdeviceptr>(sg.start * L.headDim * es);
           c.srcPitch = static_cast<size_t>(S * L.headDim * es);
           c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-          c.dstDevice = ctx_.cross + (kv.crossLayerBase(l) + (i ? kv.crossLayerElements(l) : 0) +
-                                      kv.crossOffset(l, sg.entry, 0, 0)) * es;
+          c.dstDevice = ctx_.cross + kv.crossLayerByteBase(l) + (i ? kv.crossHalfBytes(l) : 0) +
+                        kv.crossOffset(l, sg.entry, 0, 0) * es;
           c.dstPitch = static_cast<size_t>(kv.maxSourceLength * L.headDim * es);
           c.WidthInBytes = static_cast<size_t>(sg.len * L.headDim * es);
           c.Height = static_cast<size_t>(L.kvHeads);

@@ -695,8 +695,8 @@ Status attentionStep(const OpInfo &op, const ValueMap &vm, const KernelModule &m
   } else if (cross) {
     if (layer < 0 || layer >= static_cast<int64_t>(kv.crossLayers.size()))
       return Status::error("names a cross-attention layer the plan does not have");
-    p.cacheK = vm.ctx.cross + kv.crossLayerBase(layer) * es;
-    p.cacheV = p.cacheK + kv.crossLayerElements(layer) * es;
+    p.cacheK = vm.ctx.cross + kv.crossLayerByteBase(layer);
+    p.cacheV = p.cacheK + kv.crossHalfBytes(layer);
     p.capacity = kv.maxSourceLength;
   } else {
     if (layer < 0 || layer >= static_cast<int64_t>(kv.layers.size()))

@@ -16,7 +16,8 @@ attention_mask (pad tokens then count in repetition-penalty/n-gram history, as
 in HF), in one batch of the same size. Tokens must be identical, except in
 greedy where the recorded top-2 margin at a step is under 1e-4 (a float32
 runtime may then legitimately pick the other token, and the rest of that row
-is not compared). Beam scores must agree within 1e-4.
+is not compared). Beam scores must agree within 1e-4 (GENC_SCORE_TOL: plans
+that round on purpose, e.g. an i8 cross cache, pass their bound).
 """
 import json
 import os
@@ -29,6 +30,7 @@ modes = sys.argv[6:]
 # below this (float32 rounding by default; reduced-precision plans pass the
 # margin their dtype's rounding can flip, GENC_GREEDY_MARGIN).
 greedy_margin = float(os.environ.get("GENC_GREEDY_MARGIN", "1e-4"))
+score_tol = float(os.environ.get("GENC_SCORE_TOL", "1e-4"))
 golden = json.load(open(os.path.join(fixture, "golden.json")))
 os.makedirs(work, exist_ok=True)
 plan = os.path.join(work, "model.plan")
@@ -113,7 +115,7 @@ for mode in modes:
     if "sequences_scores" in sec:
         for g, w in zip(got_scores, sec["sequences_scores"]):
             max_score_diff = max(max_score_diff, abs(g - w))
-    status = "ok" if mismatched == 0 and max_score_diff <= 1e-4 else "FAILED"
+    status = "ok" if mismatched == 0 and max_score_diff <= score_tol else "FAILED"
     print(f"{mode}: {len(want_rows)} sequences, {mismatched} differ, "
           f"max |score diff| {max_score_diff:.2e}: {status}")
     failures += status != "ok"

@@ -45,6 +45,26 @@ TEST(KvLayout, CrossEntriesBelongToBatchItems) {
   EXPECT_FALSE(l.verify());
 }
 
+// An i8 cross cache: per layer K's codes, V's, then their f32 row scales;
+// each layer starts where the one before ends.
+TEST(KvLayout, AnInt8CrossCacheKeepsARowScaleBesideItsCodes) {
+  KvLayout l = layout(DType::F16, 8, 10);
+  l.maxSourceLength = 12;
+  l.crossEntries = 2;
+  l.crossLayers.push_back({4, 16});
+  l.crossLayers.push_back({2, 64});
+  const int64_t f16 = l.crossBytes();
+  EXPECT_EQ(l.crossLayerByteBase(1), 2 * 2 * 4 * 12 * 16 * 2);
+  l.crossI8 = true;
+  EXPECT_EQ(l.crossDtype(), DType::I8);
+  EXPECT_EQ(l.crossHalfBytes(0), 2 * 4 * 12 * 16);
+  EXPECT_EQ(l.crossScaleBytes(0), 2 * 4 * 12 * 4);
+  EXPECT_EQ(l.crossLayerByteBase(1), 2 * (2 * 4 * 12 * 16 + 2 * 4 * 12 * 4));
+  EXPECT_EQ(l.crossBytes(), l.crossLayerByteBase(1) + 2 * (2 * 2 * 12 * 64 + 2 * 2 * 12 * 4));
+  EXPECT_LT(l.crossBytes(), f16 * 6 / 10);
+  EXPECT_TRUE(l.verify());
+}
+
 TEST(KvLayout, SharedPromptsLiveInHomesAndBeamsInTheirBranches) {
   KvLayout l = layout(DType::F16, 6, 20); // 2 items x 3 beams
   l.homes = 2;
