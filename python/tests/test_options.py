@@ -169,3 +169,29 @@ def test_max_length_and_max_new_tokens_precedence():
     assert _config.gather({}, {"max_new_tokens": 7, "max_length": 30}) == {"max_new_tokens": 7, "max_length": 30}
     assert _config.gather({"max_length": 12}, {"max_new_tokens": 7}) == {"max_length": 12}
     assert _config.gather({"max_new_tokens": 3}, {"max_length": 30}) == {"max_new_tokens": 3, "max_length": 30}
+
+
+def test_cross_kv_dtype_i8_shrinks_the_cross_cache_and_keeps_the_beams(tmp_path):
+    # An encoder-decoder plan with its cross cache as int8 rows: the bytes
+    # genc reports, and the same beam as the f32 cache's on the BART fixture.
+    import json
+    from conftest import SRC
+    fx = os.path.join(SRC, "tests", "fixtures", "bart")
+    model = [os.path.join(fx, "encoder.onnx"), os.path.join(fx, "decoder.onnx")]
+    stats = {}
+    plans = {}
+    for name, dt in (("f32", None), ("i8", "i8")):
+        plans[name] = genc.compile(model, str(tmp_path / (name + ".plan")), max_batch=2, max_length=32,
+                                   cross_kv_dtype=dt, gpu_arch=[], stats_json=str(tmp_path / (name + ".json")),
+                                   progress=False)
+        stats[name] = json.loads((tmp_path / (name + ".json")).read_text())
+    # head_dim 16: 16 one-byte codes and a 4-byte scale against 16 f32 values
+    assert stats["i8"]["cross_kv_cache_bytes"] * 64 == stats["f32"]["cross_kv_cache_bytes"] * 20
+    src = [[0, 31, 42, 7, 2]]
+    with genc.Generator(plans["f32"], device="cpu") as a, genc.Generator(plans["i8"], device="cpu") as b:
+        x = a.generate(src, num_beams=2, max_new_tokens=8)[0].sequences[0]
+        y = b.generate(src, num_beams=2, max_new_tokens=8)[0].sequences[0]
+    assert x.ids == y.ids
+    assert abs(x.score - y.score) < 2e-3
+    with pytest.raises(genc.Error, match="cross-kv-dtype"):
+        genc.compile(model, str(tmp_path / "bad.plan"), cross_kv_dtype="i4", gpu_arch=[], progress=False)
