@@ -3,7 +3,8 @@
 and the device's beam candidates against the CPU's.
 
 usage (there, after tools/pack.sh here):
-  python3 tools/beam_bench.py [--models gpt2,t5,bart] [--check] [--largest] [--profile] [--out DIR]
+  python3 tools/beam_bench.py [--models gpt2,t5,bart] [--check] [--largest] [--profile]
+                              [--cross-kv-dtype i8] [--out DIR]
 
 Workloads (issue 10's, random weights, fp16 plans and HF fp16, beam 4,
 no_repeat_ngram_size 3, 64 new tokens, the models' own eos rules on both):
@@ -77,12 +78,18 @@ def onnx_input(d):
     return d if os.path.exists(os.path.join(d, "encoder.onnx")) else os.path.join(d, "model.onnx")
 
 
+# Extra genc flags for the encoder-decoder workloads (--cross-kv-dtype i8).
+SEQ2SEQ_FLAGS = []
+
+
 def compile_plan(bindir, env, d, w, batch, plan, what, extra=()):
     """The workload's f16 plan for `batch` items of BEAMS beams; the run or None.
     An encoder-decoder's sources bound the cross cache, the decoder's start
     token and NEW tokens the beams' own caches (HF's max_length)."""
     lengths = (["--max-source-length", str(w["source"]), "--max-length", str(NEW + 1)] if w["seq2seq"]
                else ["--max-length", str(w["source"] + NEW + 1)])
+    if w["seq2seq"]:
+        lengths += SEQ2SEQ_FLAGS
     return run([os.path.join(bindir, "genc"), "compile", onnx_input(d), "-o", plan, "--dtype", "f16",
                 "--max-batch", str(batch), "--max-beams", str(BEAMS), *lengths, *extra], env, what)
 
@@ -205,10 +212,15 @@ def main():
     ap.add_argument("--models", default="gpt2,t5,bart")
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--largest", action="store_true", help="row (d): the largest batch each runs")
+    ap.add_argument("--cross-kv-dtype", choices=["i8"],
+                    help="compile the encoder-decoder workloads' plans with this cross cache (genc --cross-kv-dtype)")
     ap.add_argument("--profile", action="store_true",
                     help="each genrun row once more with GENC_CUDA_PROFILE=1: device time per step kind, logged")
     ap.add_argument("--out", default=os.environ.get("OUT", "/tmp/beam_bench"))
     args = ap.parse_args()
+    if args.cross_kv_dtype:
+        SEQ2SEQ_FLAGS.extend(["--cross-kv-dtype", args.cross_kv_dtype])
+        print(f"encoder-decoder plans: genc --cross-kv-dtype {args.cross_kv_dtype}", flush=True)
     os.makedirs(args.out, exist_ok=True)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     bindir = os.environ.get("BEAM_BIN") or bench.unpack_tools(root)
