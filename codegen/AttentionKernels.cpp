@@ -33,9 +33,12 @@ int maxHeadsPerBlock() {
 
 // The configuration of one attention op as the struct the templates read:
 // its text is also the key that dedups families.
-std::string configBody(const Function &f, const Op &op, DType activation, bool sharedPrompts, int &headsPerBlock,
-                       genrt::cuda::DecodeShape &decode) {
+std::string configBody(const Function &f, const Op &op, DType activation, bool sharedPrompts, bool crossI8,
+                       int &headsPerBlock, genrt::cuda::DecodeShape &decode) {
   const int mode = op.is("kv_attention") ? 0 : op.is("cross_attention") ? 1 : 2;
+  // An i8 cross cache (genc --cross-kv-dtype i8) is read by the attend
+  // kernel alone: the decode and prefill kernels take 16-bit tiles.
+  const bool i8 = crossI8 && mode == 1;
   const int64_t H = op.intAttr("num_heads", 0), KVH = op.intAttr("num_kv_heads", H),
                 D = op.intAttr("head_dim", 0), G = KVH ? H / KVH : 1;
   std::vector<int64_t> offs = op.intsAttr("qkv_offsets");
@@ -87,6 +90,8 @@ std::string configBody(const Function &f, const Op &op, DType activation, bool s
   const bool qwords = !(qw && std::string(qw) == "0");
   decode = genrt::cuda::decodeShape(mode, G, D, es, activation == DType::BF16, budget,
                                     !(reg && std::string(reg) == "0"));
+  if (i8)
+    decode = genrt::cuda::DecodeShape{};
 
   std::ostringstream c;
   c << "  static constexpr int MODE = " << mode << ", H = " << H << ", KVH = " << KVH << ", D = " << D
@@ -96,8 +101,10 @@ std::string configBody(const Function &f, const Op &op, DType activation, bool s
     // Self-attention over a plan whose beams share their prompt: rows through
     // the pairs (AttentionAbi.h); 0 compiles the kernels exactly as before.
     << "  static constexpr int SHARED = " << (sharedPrompts && mode == 0) << ";\n"
+    // Cross attention over i8 rows and their f32 scales (runtime/Int8Rows.h).
+    << "  static constexpr int CROSS_I8 = " << i8 << ";\n"
     << "  static constexpr int PMMA = "
-    << (genrt::cuda::prefillEligible(D, es) ? (activation == DType::BF16 ? 2 : 1) : 0) << ";\n"
+    << (!i8 && genrt::cuda::prefillEligible(D, es) ? (activation == DType::BF16 ? 2 : 1) : 0) << ";\n"
     << "  static constexpr int QWORDS = " << qwords << ";\n"
     << "  static constexpr int PACKED = " << packed << ", MERGE = " << op.intAttr("merge_heads", 0) << ";\n"
     << "  static constexpr long long QOFF = " << (packed ? offs[0] : 0)
@@ -115,7 +122,7 @@ std::string configBody(const Function &f, const Op &op, DType activation, bool s
     << "  static constexpr int VEC = " << vec << ", LANES = " << lanes << ";\n"
     << "  static constexpr long long SSTRIDE = " << (H + 2 * KVH) * D << ";\n"
     << "  typedef " << storageStruct(storageDType(f, op.operand(0), activation)) << " X;\n"
-    << "  typedef " << storageStruct(activation) << " Cache;\n"
+    << "  typedef " << (i8 ? "genc_i8" : storageStruct(activation)) << " Cache;\n"
     << "  typedef " << storageStruct(storageDType(f, op.result(0), activation)) << " Out;\n"
     << "  typedef " << storageStruct(cosV ? storageDType(f, cosV, activation) : DType::F32) << " Rope;\n"
     << "  typedef " << storageStruct(qn ? storageDType(f, qn, activation) : DType::F32) << " Norm;\n"
@@ -137,7 +144,8 @@ AttentionKernels emitAttentionKernels(Module &m, DType activation) {
         continue;
       int perBlock = 1;
       genrt::cuda::DecodeShape decode;
-      std::string body = configBody(*f, *op, activation, planOptions(m).sharesPrompts(), perBlock, decode);
+      std::string body =
+          configBody(*f, *op, activation, planOptions(m).sharesPrompts(), planOptions(m).crossKvI8, perBlock, decode);
       auto [it, fresh] = familyOf.emplace(body, "attn_" + std::to_string(familyOf.size()));
       const std::string &name = it->second;
       op->setAttr("gpu_kernel", name);
@@ -152,7 +160,8 @@ AttentionKernels emitAttentionKernels(Module &m, DType activation) {
       // Every op of the family, not only its first: the executor reads the
       // op's attributes.
       const bool prefill =
-          genrt::cuda::prefillEligible(op->intAttr("head_dim", 0), static_cast<int>(dtypeSize(activation)));
+          genrt::cuda::prefillEligible(op->intAttr("head_dim", 0), static_cast<int>(dtypeSize(activation))) &&
+          !(op->is("cross_attention") && planOptions(m).crossKvI8);
       if (prefill)
         op->setAttr("gpu_prefill", static_cast<int64_t>(1));
       if (op->is("kv_attention") && planOptions(m).sharesPrompts())

@@ -296,12 +296,24 @@ static __device__ __forceinline__ void genc_attn_row(const GencAttnParams &p, co
   } else {
     fresh = (const float *)p.scratch + j * (long long)C::SSTRIDE + (long long)(C::H + which * C::KVH + kh) * D;
   }
+  // An i8 cross cache: codes times the row's scale. The scales follow the
+  // layer's K and V codes (runtime/KvLayout.h: K's, then V's), so their
+  // place comes from the two halves' distance.
+  float scale = 1.f;
+  if (C::CROSS_I8 && C::MODE == 1) {
+    const long long half = (const char *)p.cacheV - (const char *)p.cacheK;
+    const float *scales = (const float *)((const char *)p.cacheV + half) + (which ? half / D : 0);
+    scale = scales[((long long)pl.entry * C::KVH + kh) * p.capacity + j];
+  }
 #pragma unroll
   for (int c = 0; c < NCH; ++c) {
     const int d0 = (c * L + li) * VEC;
     if (d0 < D) {
       if (cached) genc_attn_load<CT, VEC>(f[c], cached + d0);
       else genc_attn_load<genc_f32, VEC>(f[c], fresh + d0);
+      if (C::CROSS_I8 && C::MODE == 1)
+#pragma unroll
+        for (int i = 0; i < VEC; ++i) f[c][i] *= scale;
     } else {
 #pragma unroll
       for (int i = 0; i < VEC; ++i) f[c][i] = 0.f;

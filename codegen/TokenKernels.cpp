@@ -330,6 +330,37 @@ extern "C" __global__ void __launch_bounds__(256) genc_beam_topk(const GencBeamP
   }
 }
 
+// ---- an i8 cross cache: one warp a row -----------------------------------------
+// Block (p, kh): source position segStart + p of KV head kh. The same
+// arithmetic as the CPU's int8RowStore: max |x| over the finite values,
+// s = max / 127, code = rint(x / s) (IEEE division) clamped to +-127.
+extern "C" __global__ void __launch_bounds__(32) genc_cross_store_i8(const GencCrossStoreParams p) {
+  genc_pdl_wait();
+  genc_pdl_launch();
+  const long long pos = blockIdx.x, kh = blockIdx.y;
+  const long long at = (kh * p.srcTokens + p.segStart + pos) * p.D;
+  auto value = [&](int d) {
+    if (p.srcBytes == 4) return ((const float *)p.src)[at + d];
+    const unsigned short h = ((const unsigned short *)p.src)[at + d];
+    return p.bf16 ? genc_bf2f(h) : genc_h2f(h);
+  };
+  float amax = 0.f;
+  for (int d = threadIdx.x; d < p.D; d += 32) {
+    const float x = value(d);
+    if (isfinite(x)) amax = fmaxf(amax, fabsf(x));
+  }
+  for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+  const float s = __fdiv_rn(amax, 127.f);
+  const long long row = kh * p.capacity + pos;
+  signed char *codes = (signed char *)p.codes + row * p.D;
+  for (int d = threadIdx.x; d < p.D; d += 32) {
+    float q = s > 0.f ? rintf(__fdiv_rn(value(d), s)) : 0.f;
+    q = q != q ? 0.f : fminf(127.f, fmaxf(-127.f, q));
+    codes[d] = (signed char)q;
+  }
+  if (threadIdx.x == 0) ((float *)p.scales)[row] = s;
+}
+
 // ---- beam reordering: cache rows between slots --------------------------------
 extern "C" __global__ void __launch_bounds__(256) genc_kv_copy(const GencKvCopyParams p) {
   genc_pdl_wait();

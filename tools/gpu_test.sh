@@ -336,6 +336,17 @@ shared_checks() {
   for fx in llama mistral; do job shared_same "$fx-shared-f16" "tests/fixtures/$fx/model.onnx"; done
 }
 
+# An i8 cross cache (genc --cross-kv-dtype i8): @encode's rows quantized on the
+# device (genc_cross_store_i8), read by the attend kernel; HF's goldens as
+# tests/generate/cross-kv-i8.test holds the CPU to.
+cross_i8_checks() {
+  local fx
+  for fx in bart t5; do
+    job with_env GENC_COMPILE_ARGS="--cross-kv-dtype i8" GENC_GREEDY_MARGIN=0.05 GENC_SCORE_TOL=2e-3 \
+      check "$fx-cross-i8" "$fx" encoder.onnx,decoder.onnx
+  done
+}
+
 # The quick set (--quick alone; the full run starts with it, --rest leaves it
 # out), then the rest of the parity checks.
 quick_set() {
@@ -360,6 +371,7 @@ if [ $BEAMS_ONLY = 1 ]; then
   job check t5 t5 encoder.onnx,decoder.onnx
   job check bart bart encoder.onnx,decoder.onnx
   shared_checks
+  cross_i8_checks
   token_plans
   # Prompts prefilled two tokens a run: each run ranks the prompts it ends.
   "$BIN/genc" compile tests/fixtures/llama/model.onnx -o "$W/tok-v1k-t2.plan" --max-batch 8 --max-beams 3 \
@@ -388,6 +400,7 @@ for fx in t5 bart; do
   job with_env GENC_COMPILE_ARGS="--max-source-length 96" check "$fx-source96" "$fx" encoder.onnx,decoder.onnx
 done
 shared_checks
+cross_i8_checks
 
 # Every fused kernel of four fixtures' f32 and f16 plans against the CPU.
 gpucheck_all() {

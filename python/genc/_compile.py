@@ -49,7 +49,7 @@ def compile(model: Union[PathLike, Sequence[PathLike]], plan: PathLike, *, max_b
     then share its K/V (default: a whole copy a beam).
     dtype: "f32" (default), "f16" or "bf16". cross_kv_dtype: "i8" holds an
     encoder-decoder's cross-attention cache as 8-bit rows with a scale each
-    (the CPU executor reads it; the CUDA executor does not yet). gpu_arch: "sm_80,sm_90" or a
+    (docs/genc.md). gpu_arch: "sm_80,sm_90" or a
     list ([] for a CPU-only plan). tokenizer=False leaves the tokenizer out.
     progress: show the compiler's progress on stderr (None: when stderr is
     a terminal). Errors raise genc.Error with the compiler's message."""

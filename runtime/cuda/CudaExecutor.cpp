@@ -77,10 +77,6 @@ public:
     if (tree)
       if (Status s = plan_->kv.unshared().sharded(tree->ranks, kv_); !s)
         return Status::error("tree attention over " + std::to_string(tree->ranks) + " GPUs: " + s.message());
-    if (plan_->kv.crossScaled())
-      return Status::error("the plan holds its cross-attention cache as i8 (genc --cross-kv-dtype i8), which "
-                           "the CPU executor reads and the CUDA executor does not yet; run it with --device cpu, "
-                           "or compile without --cross-kv-dtype");
     if ((!plan_->cubins.empty() || !plan_->ptx.empty()) && plan_->kernelAbi != kGencKernelAbi)
       return Status::error("the plan's GPU kernels follow kernel contract " + std::to_string(plan_->kernelAbi) +
                            ", this genrun launches contract " + std::to_string(kGencKernelAbi) +
@@ -216,6 +212,9 @@ public:
       if (!mod_.function("genc_kv_copy", copier_.fn))
         copier_.fn = nullptr; // a plan from a genc without it: 2D memcpys
     }
+    if (plan_->kv.crossScaled() && !mod_.function("genc_cross_store_i8", crossStoreFn_))
+      return Status::error("the plan holds its cross-attention cache as i8 but has no genc_cross_store_i8 kernel; "
+                           "recompile it with this genc");
     const char *g = genrt::env::get("GENC_CUDA_GRAPHS");
     useGraphs_ = !(g && std::string(g) == "0");
     const char *sync = genrt::env::get("GENC_CUDA_SYNC");
@@ -1010,6 +1009,30 @@ private:
       if (cp.outputStored.at(2 * l) != kv.dtype)
         return Status::error("encode: @encode stores the cross K/V as " + std::string(dtypeName(cp.outputStored[2 * l])) +
                              ", the cache holds " + dtypeName(kv.dtype));
+      if (kv.crossScaled()) { // codes and a scale a row, made on the device
+        for (int i = 0; i < 2; ++i)
+          for (const SourceSegment &sg : run.attention.segments) {
+            const int64_t at = kv.crossOffset(l, sg.entry, 0, 0);
+            const CUdeviceptr base = ctx_.cross + kv.crossLayerByteBase(l);
+            GencCrossStoreParams q{};
+            q.src = cp.outputs[2 * l + i];
+            q.codes = base + (i ? kv.crossHalfBytes(l) : 0) + at;
+            q.scales = base + 2 * kv.crossHalfBytes(l) + (i ? kv.crossScaleBytes(l) : 0) + at / L.headDim * 4;
+            q.srcTokens = S;
+            q.segStart = sg.start;
+            q.segLen = sg.len;
+            q.capacity = kv.maxSourceLength;
+            q.D = static_cast<int>(L.headDim);
+            q.srcBytes = static_cast<int>(es);
+            q.bf16 = kv.dtype == DType::BF16;
+            void *args[] = {&q};
+            if (Status s = dev_.launch(crossStoreFn_, static_cast<unsigned>(sg.len), static_cast<unsigned>(L.kvHeads),
+                                       1, 32, 1, 0, stream_, args, "genc_cross_store_i8");
+                !s)
+              return s;
+          }
+        continue;
+      }
       // [1, KVH, S, D] -> each segment's rows into its entry: one 2-D copy
       // per segment, layer and half.
       for (int i = 0; i < 2; ++i)
@@ -1052,6 +1075,7 @@ private:
   std::map<int64_t, CUgraphExec> graphs_;
   bool useGraphs_ = true;
   CUfunction greedyFn_ = nullptr, beamFn_ = nullptr, beamNormFn_ = nullptr, tokenFn_ = nullptr;
+  CUfunction crossStoreFn_ = nullptr; // an i8 cross cache's rows (genc_cross_store_i8)
   std::vector<int64_t> runEnd_ = std::vector<int64_t>(static_cast<size_t>(plan_->kv.slots), 0);
   CUdeviceptr choice_ = 0; // greedy's choices: i64 tokens [rows], then f32 log-softmax [rows]
   void *staging_ = nullptr, *logitsHost_ = nullptr;

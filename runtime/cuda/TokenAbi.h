@@ -68,6 +68,14 @@
     unsigned long long copies;    /* GencKvCopy [n] */                                             \
     long long halfBytes, slotBytes, headBytes, rowBytes;                                           \
   };                                                                                               \
+  /* An i8 cross cache's rows from @encode's K or V [KVH, srcTokens, D] (f32, or 16-bit */      \
+  /* with bf16 0/1): positions segStart.. +segLen to an entry's codes [KVH, capacity, D] and */   \
+  /* scales [KVH, capacity] (runtime/Int8Rows.h). */                                             \
+  struct GencCrossStoreParams {                                                                    \
+    unsigned long long src, codes, scales;                                                         \
+    long long srcTokens, segStart, segLen, capacity;                                               \
+    int D, srcBytes, bf16, pad;                                                                    \
+  };                                                                                               \
   /* A row's edits (runtime/BeamChoice.h's BeamRow), ranges of `list`: the bias range holds */  \
   /* (id, float bits) pairs, the others ids. */                                                  \
   struct GencEdits {                                                                               \
