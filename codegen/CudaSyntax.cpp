@@ -24,7 +24,7 @@ struct genc_bf16 { typedef unsigned short S; static __device__ __forceinline__ f
 // the reader multiplies by its row's scale; st is unused (the cache is
 // written by genc_cross_store_i8).
 struct genc_i8 { typedef signed char S; static __device__ __forceinline__ float ld(S v) { return (float)v; }
-                 static __device__ __forceinline__ S st(float f) { return (S)fminf(127.f, fmaxf(-127.f, rintf(f))); } };
+                 static __device__ __forceinline__ S st(float f) { return f != f ? (S)0 : (S)fminf(127.f, fmaxf(-127.f, rintf(f))); } };
 
 static __device__ __forceinline__ float genc_max(float x, float y) { return (x > y || x != x) ? x : y; }
 static __device__ __forceinline__ float genc_min(float x, float y) { return (x < y || x != x) ? x : y; }

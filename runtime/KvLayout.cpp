@@ -98,6 +98,11 @@ Status KvLayout::verify() const {
     return Status::error("KV cache: " + std::to_string(homes) + " shared prompts with branches of " +
                          std::to_string(branchRows) + " rows do not fit " + std::to_string(slots) +
                          " slots of " + std::to_string(maxLength) + " positions");
+  // i8 rows: a head_dim that keeps every f32 row scale 4-byte aligned.
+  for (size_t l = 0; l < crossLayers.size() && crossI8; ++l)
+    if (crossLayers[l].headDim % 4)
+      return Status::error("cross-attention cache: i8 rows need a head_dim that is a multiple of 4 (layer " +
+                           std::to_string(l) + " has " + std::to_string(crossLayers[l].headDim) + ")");
   for (size_t l = 0; l < crossLayers.size(); ++l)
     if (crossLayers[l].kvHeads <= 0 || crossLayers[l].headDim <= 0 || crossEntries <= 0 || maxSourceLength <= 0)
       return Status::error("cross-attention cache: layer " + std::to_string(l) + " has a bad shape");

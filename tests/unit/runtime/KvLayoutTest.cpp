@@ -63,6 +63,8 @@ TEST(KvLayout, AnInt8CrossCacheKeepsARowScaleBesideItsCodes) {
   EXPECT_EQ(l.crossBytes(), l.crossLayerByteBase(1) + 2 * (2 * 2 * 12 * 64 + 2 * 2 * 12 * 4));
   EXPECT_LT(l.crossBytes(), f16 * 6 / 10);
   EXPECT_TRUE(l.verify());
+  l.crossLayers[1].headDim = 66; // a row scale would land off 4-byte alignment
+  EXPECT_FALSE(l.verify());
 }
 
 TEST(KvLayout, SharedPromptsLiveInHomesAndBeamsInTheirBranches) {
