@@ -250,6 +250,8 @@ static __device__ void genc_attn_decode_fma(const GencAttnParams &p) {
   __shared__ float scS[G][KT];
   __shared__ __align__(16) float pS[KT][G];
   __shared__ float mS[G], lS[G], cS[G];
+  constexpr bool I8 = C::CROSS_I8 && C::MODE == 1; // an i8 cross cache: codes times their row's scale
+  __shared__ float vsS[I8 ? KT : 1];              // the tile's V scales, for (C)
   const long long t = blockIdx.x;
   const int kh = blockIdx.y / DPARTS, hb = kh * C::GROUP_ALL + (blockIdx.y % DPARTS) * G;
   const int split = blockIdx.z, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -279,6 +281,9 @@ static __device__ void genc_attn_decode_fma(const GencAttnParams &p) {
       float s[HPW];
 #pragma unroll
       for (int x = 0; x < HPW; ++x) s[x] = 0.f;
+      float kscale = 1.f;
+      if (I8 && hw == 0) vsS[jj] = jj < nt ? genc_cross_scales<C>(p, 1)[r.row(p, j0 + jj)] : 0.f;
+      if (I8 && jj < nt) kscale = genc_cross_scales<C>(p, 0)[r.row(p, j0 + jj)];
       if (jj < nt) {
 #pragma unroll 4
         for (int c = 0; c < RW; ++c) {
@@ -286,7 +291,7 @@ static __device__ void genc_attn_decode_fma(const GencAttnParams &p) {
           const CS *ke = (const CS *)&w;
           float kf[EW];
 #pragma unroll
-          for (int e = 0; e < EW; ++e) kf[e] = CT::ld(ke[e]);
+          for (int e = 0; e < EW; ++e) kf[e] = I8 ? CT::ld(ke[e]) * kscale : CT::ld(ke[e]);
 #pragma unroll
           for (int x = 0; x < HPW; ++x) {
             const int h = hw + x * HW;
@@ -341,6 +346,9 @@ static __device__ void genc_attn_decode_fma(const GencAttnParams &p) {
       for (int jj = ks; jj < nt; jj += KS) {
         float vf[DPT];
         genc_attn_load<CT, DPT>(vf, (const CS *)(vt + jj * RS) + dg * DPT);
+        if (I8)
+#pragma unroll
+          for (int x = 0; x < DPT; ++x) vf[x] *= vsS[jj];
 #pragma unroll
         for (int h = 0; h < G; ++h) {
           const float w = pS[jj][h];

@@ -36,8 +36,8 @@ int maxHeadsPerBlock() {
 std::string configBody(const Function &f, const Op &op, DType activation, bool sharedPrompts, bool crossI8,
                        int &headsPerBlock, genrt::cuda::DecodeShape &decode) {
   const int mode = op.is("kv_attention") ? 0 : op.is("cross_attention") ? 1 : 2;
-  // An i8 cross cache (genc --cross-kv-dtype i8) is read by the attend
-  // kernel alone: the decode and prefill kernels take 16-bit tiles.
+  // An i8 cross cache (genc --cross-kv-dtype i8): decode steps take the
+  // CUDA-core decode kernel over one-byte tiles; no tensor-core prefill.
   const bool i8 = crossI8 && mode == 1;
   const int64_t H = op.intAttr("num_heads", 0), KVH = op.intAttr("num_kv_heads", H),
                 D = op.intAttr("head_dim", 0), G = KVH ? H / KVH : 1;
@@ -88,10 +88,8 @@ std::string configBody(const Function &f, const Op &op, DType activation, bool s
   // genc_attn_rows's element loop (A/B runs of genc_attn_query_rows).
   const char *qw = genrt::env::get("GENC_DECODE_QWORDS");
   const bool qwords = !(qw && std::string(qw) == "0");
-  decode = genrt::cuda::decodeShape(mode, G, D, es, activation == DType::BF16, budget,
+  decode = genrt::cuda::decodeShape(mode, G, D, i8 ? 1 : es, !i8 && activation == DType::BF16, budget,
                                     !(reg && std::string(reg) == "0"));
-  if (i8)
-    decode = genrt::cuda::DecodeShape{};
 
   std::ostringstream c;
   c << "  static constexpr int MODE = " << mode << ", H = " << H << ", KVH = " << KVH << ", D = " << D

@@ -273,6 +273,15 @@ static __device__ __forceinline__ void genc_attn_range(const GencAttnParams &p, 
   }
 }
 
+// An i8 cross cache's row scales of K (which 0) or V (which 1), f32 by cache
+// row: they follow the layer's K and V codes (runtime/KvLayout.h: K's, then
+// V's), so their place comes from the two halves' distance.
+template <typename C>
+static __device__ __forceinline__ const float *genc_cross_scales(const GencAttnParams &p, int which) {
+  const long long half = (const char *)p.cacheV - (const char *)p.cacheK;
+  return (const float *)((const char *)p.cacheV + half) + (which ? half / C::D : 0);
+}
+
 // This lane's VEC-chunks of key j's K (which 0) or V (which 1) row of KV head
 // kh, as f32: from the cache, or (this run's own tokens) from the scratch.
 template <typename C>
@@ -296,15 +305,10 @@ static __device__ __forceinline__ void genc_attn_row(const GencAttnParams &p, co
   } else {
     fresh = (const float *)p.scratch + j * (long long)C::SSTRIDE + (long long)(C::H + which * C::KVH + kh) * D;
   }
-  // An i8 cross cache: codes times the row's scale. The scales follow the
-  // layer's K and V codes (runtime/KvLayout.h: K's, then V's), so their
-  // place comes from the two halves' distance.
-  float scale = 1.f;
-  if (C::CROSS_I8 && C::MODE == 1) {
-    const long long half = (const char *)p.cacheV - (const char *)p.cacheK;
-    const float *scales = (const float *)((const char *)p.cacheV + half) + (which ? half / D : 0);
-    scale = scales[((long long)pl.entry * C::KVH + kh) * p.capacity + j];
-  }
+  // An i8 cross cache: codes times the row's scale.
+  const float scale =
+      C::CROSS_I8 && C::MODE == 1 ? genc_cross_scales<C>(p, which)[((long long)pl.entry * C::KVH + kh) * p.capacity + j]
+                                  : 1.f;
 #pragma unroll
   for (int c = 0; c < NCH; ++c) {
     const int d0 = (c * L + li) * VEC;
