@@ -275,11 +275,12 @@ static __device__ __forceinline__ void genc_attn_range(const GencAttnParams &p, 
 
 // An i8 cross cache's row scales of K (which 0) or V (which 1), f32 by cache
 // row: they follow the layer's K and V codes (runtime/KvLayout.h: K's, then
-// V's), so their place comes from the two halves' distance.
+// V's, each block padded to 16 bytes), so their place comes from the two
+// halves' distance.
 template <typename C>
 static __device__ __forceinline__ const float *genc_cross_scales(const GencAttnParams &p, int which) {
-  const long long half = (const char *)p.cacheV - (const char *)p.cacheK;
-  return (const float *)((const char *)p.cacheV + half) + (which ? half / C::D : 0);
+  const long long half = (const char *)p.cacheV - (const char *)p.cacheK, rows = half / C::D;
+  return (const float *)((const char *)p.cacheV + half + (which ? (rows * 4 + 15) / 16 * 16 : 0));
 }
 
 // This lane's VEC-chunks of key j's K (which 0) or V (which 1) row of KV head

@@ -19,6 +19,9 @@ int64_t addChecked(int64_t a, int64_t b) {
   return a < 0 || b < 0 || __builtin_add_overflow(a, b, &r) ? -1 : r;
 }
 
+// x rounded up to a multiple of 16, or -1.
+int64_t pad16(int64_t x) { return x < 0 || x > INT64_MAX - 15 ? -1 : (x + 15) / 16 * 16; }
+
 int64_t product(std::initializer_list<int64_t> xs) {
   int64_t p = 1;
   for (int64_t x : xs)
@@ -51,11 +54,13 @@ KvLayout KvLayout::unshared() const {
 
 int64_t KvLayout::crossBytes() const {
   int64_t n = 0;
+  // What crossLayerBytes gives, with every step checked.
   for (const CrossCacheLayer &L : crossLayers) {
-    n = addChecked(n, product({2, crossEntries, L.kvHeads, maxSourceLength, L.headDim,
-                               static_cast<int64_t>(dtypeSize(crossDtype()))}));
+    int64_t layer = product({2, crossEntries, L.kvHeads, maxSourceLength, L.headDim,
+                             static_cast<int64_t>(dtypeSize(crossDtype()))});
     if (crossScaled())
-      n = addChecked(n, product({2, crossEntries, L.kvHeads, maxSourceLength, 4}));
+      layer = pad16(addChecked(layer, mulChecked(2, pad16(product({crossEntries, L.kvHeads, maxSourceLength, 4})))));
+    n = addChecked(n, layer);
   }
   return n;
 }

@@ -131,7 +131,9 @@ struct KvLayout {
     return at;
   }
   /// The cross cache, in bytes: layer l holds K's elements, V's, then
-  /// (i8) K's row scales and V's, f32 [entry, kv head, position] each.
+  /// (i8) K's row scales and V's, f32 [entry, kv head, position] each, each
+  /// scale block and the layer padded to 16 bytes (the decode kernel copies
+  /// a layer's codes in 16-byte words).
   bool crossScaled() const { return crossI8; }
   int64_t crossLayerElements(size_t l) const {
     const CrossCacheLayer &L = crossLayers[l];
@@ -141,12 +143,15 @@ struct KvLayout {
   int64_t crossHalfBytes(size_t l) const {
     return crossLayerElements(l) * static_cast<int64_t>(dtypeSize(crossDtype()));
   }
-  /// Bytes of layer l's K (or V) row scales (0 unless i8).
+  /// Bytes from layer l's K row scales to its V row scales (0 unless i8).
   int64_t crossScaleBytes(size_t l) const {
     const CrossCacheLayer &L = crossLayers[l];
-    return crossScaled() ? crossEntries * L.kvHeads * maxSourceLength * 4 : 0;
+    return crossScaled() ? (crossEntries * L.kvHeads * maxSourceLength * 4 + 15) / 16 * 16 : 0;
   }
-  int64_t crossLayerBytes(size_t l) const { return 2 * (crossHalfBytes(l) + crossScaleBytes(l)); }
+  int64_t crossLayerBytes(size_t l) const {
+    const int64_t n = 2 * (crossHalfBytes(l) + crossScaleBytes(l));
+    return crossScaled() ? (n + 15) / 16 * 16 : n;
+  }
   /// Where layer l starts in the cross cache (bytes): K, V, their scales.
   int64_t crossLayerByteBase(size_t l) const {
     int64_t at = 0;

@@ -201,6 +201,12 @@ inline DecodeShape decodeShape(int mode, long long groupAll, long long D, int el
   s.keysPerTile = s.mma ? 64 : static_cast<int>(32 * (4 / hw));
   const long long stageBytes = 2 * s.keysPerTile * rowBytes, fit = stageBudget / stageBytes;
   s.stages = static_cast<int>(fit < 2 ? 2 : fit > 4 ? 4 : fit);
+  // The CUDA-core kernel sums its 128 / (D / 2) key subsets' outputs in the
+  // tiles' memory: too small (one-byte rows of a short head dim, a group of
+  // 8), no decode kernel.
+  const long long keySubsets = 128 / (D / 2 > 0 ? D / 2 : 1);
+  if (!s.mma && s.stages * stageBytes < (keySubsets + 1) * g * D * 4)
+    return DecodeShape{};
   s.sharedBytes = s.stages * stageBytes;
   s.heads = static_cast<int>(g);
   if (registers && decodeRegistersEligible(s.mma, D)) {

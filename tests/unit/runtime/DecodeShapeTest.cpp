@@ -46,4 +46,26 @@ TEST(DecodeShape, PackedEncodeAndOddShapesHaveNoDecodeKernelEitherWay) {
   EXPECT_EQ(decodeShape(0, 4, 264, 2, false, kDecodeStageBudget, true).heads, 0);
 }
 
+// The CUDA-core kernel (no tensor cores: f32 caches, an i8 cross cache's
+// one-byte rows) adds its key subsets' sums up in the tiles' memory: a
+// shape it would not fit has no decode kernel (it would not compile:
+// genc_attn_decode_fma's static_assert), every other keeps its kernel.
+TEST(DecodeShape, TheCudaCoreKernelsSumsFitItsTiles) {
+  for (long long group : {1, 2, 3, 4, 8, 16})
+    for (long long D : {16, 32, 48, 64, 80, 128, 256})
+      for (int es : {1, 4}) {
+        const auto s = decodeShape(1, group, D, es, false);
+        if (!s.heads)
+          continue;
+        const long long subsets = 128 / (D / 2), rowBytes = (D * es / 16 + 1) * 16;
+        EXPECT_EQ(s.mma, 0);
+        EXPECT_GE(s.stages * 2 * s.keysPerTile * rowBytes, (subsets + 1) * s.heads * D * 4)
+            << "group " << group << " D " << D << " es " << es;
+      }
+  EXPECT_EQ(decodeShape(1, 8, 16, 1, false).heads, 0);  // i8 rows of 16: the sums do not fit
+  EXPECT_EQ(decodeShape(1, 4, 16, 1, false).heads, 4);  // they do at 4 heads a block
+  EXPECT_EQ(decodeShape(1, 8, 64, 1, false).heads, 8);
+  EXPECT_EQ(decodeShape(1, 8, 16, 4, false).heads, 8);  // f32 rows of 16 as before
+}
+
 } // namespace

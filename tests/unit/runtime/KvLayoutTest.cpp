@@ -67,6 +67,27 @@ TEST(KvLayout, AnInt8CrossCacheKeepsARowScaleBesideItsCodes) {
   EXPECT_FALSE(l.verify());
 }
 
+// An odd number of rows (batch 1, one KV head, 255 source positions): every
+// layer's codes still start on 16 bytes (the decode kernel's 16-byte copies)
+// and V's scales follow K's at a 16-byte boundary.
+TEST(KvLayout, AnInt8CrossCacheKeepsEveryLayer16ByteAligned) {
+  KvLayout l = layout(DType::F16, 4, 10);
+  l.maxSourceLength = 255;
+  l.crossEntries = 1;
+  l.crossI8 = true;
+  for (int i = 0; i < 3; ++i)
+    l.crossLayers.push_back({1, 64});
+  ASSERT_TRUE(l.verify());
+  EXPECT_EQ(l.crossScaleBytes(0), 1024); // 255 scales, padded
+  int64_t sum = 0;
+  for (size_t i = 0; i < l.crossLayers.size(); ++i) {
+    EXPECT_EQ(l.crossLayerByteBase(i) % 16, 0) << i;
+    EXPECT_EQ((l.crossLayerByteBase(i) + 2 * l.crossHalfBytes(i)) % 16, 0) << i;
+    sum += l.crossLayerBytes(i);
+  }
+  EXPECT_EQ(l.crossBytes(), sum);
+}
+
 TEST(KvLayout, SharedPromptsLiveInHomesAndBeamsInTheirBranches) {
   KvLayout l = layout(DType::F16, 6, 20); // 2 items x 3 beams
   l.homes = 2;
