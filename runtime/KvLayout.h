@@ -166,6 +166,18 @@ struct KvLayout {
     return ((entry * L.kvHeads + head) * maxSourceLength + position) * L.headDim;
   }
 
+  /// Byte offsets within layer l (from crossLayerByteBase(l)) of the row
+  /// (entry, kv head, position) of its K (v false) or V: its elements, and
+  /// (i8) its scale. Every writer and reader of the cross cache uses these.
+  int64_t crossRowByte(size_t l, bool v, int64_t entry, int64_t head, int64_t position) const {
+    return (v ? crossHalfBytes(l) : 0) +
+           crossOffset(l, entry, head, position) * static_cast<int64_t>(dtypeSize(crossDtype()));
+  }
+  int64_t crossScaleByte(size_t l, bool v, int64_t entry, int64_t head, int64_t position) const {
+    return 2 * crossHalfBytes(l) + (v ? crossScaleBytes(l) : 0) +
+           crossOffset(l, entry, head, position) / crossLayers[l].headDim * 4;
+  }
+
   /// Bytes of K and V of every self-attention / cross-attention layer.
   int64_t selfBytes() const;
   int64_t crossBytes() const;

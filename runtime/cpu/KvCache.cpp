@@ -101,30 +101,29 @@ const float *HostKvCache::readSelf(size_t l, bool v, KvRef where, int64_t head, 
 
 void HostKvCache::writeCross(size_t l, bool v, int64_t entry, int64_t head, int64_t pos,
                              const float *row) {
-  const int64_t D = layout_.crossLayers[l].headDim, e = layout_.crossOffset(l, entry, head, pos);
+  const int64_t D = layout_.crossLayers[l].headDim;
+  uint8_t *dst = cross_[l].data() + layout_.crossRowByte(l, v, entry, head, pos);
   if (layout_.crossScaled()) {
     float scale;
-    uint8_t *base = cross_[l].data();
-    int8RowStore(row, D, reinterpret_cast<int8_t *>(base + (v ? layout_.crossHalfBytes(l) : 0) + e), scale);
-    std::memcpy(base + 2 * layout_.crossHalfBytes(l) + (v ? layout_.crossScaleBytes(l) : 0) + e / D * 4, &scale, 4);
+    int8RowStore(row, D, reinterpret_cast<int8_t *>(dst), scale);
+    std::memcpy(cross_[l].data() + layout_.crossScaleByte(l, v, entry, head, pos), &scale, 4);
     return;
   }
-  store(at(cross_[l], (v ? layout_.crossLayerElements(l) : 0) + e), row, D);
+  store(dst, row, D);
 }
 
 const float *HostKvCache::readCross(size_t l, bool v, int64_t entry, int64_t head, int64_t pos,
                                     std::vector<float> &scratch) const {
-  const int64_t D = layout_.crossLayers[l].headDim, e = layout_.crossOffset(l, entry, head, pos);
+  const int64_t D = layout_.crossLayers[l].headDim;
+  const uint8_t *src = cross_[l].data() + layout_.crossRowByte(l, v, entry, head, pos);
   if (layout_.crossScaled()) {
     float scale;
-    const uint8_t *base = cross_[l].data();
-    std::memcpy(&scale, base + 2 * layout_.crossHalfBytes(l) + (v ? layout_.crossScaleBytes(l) : 0) + e / D * 4, 4);
+    std::memcpy(&scale, cross_[l].data() + layout_.crossScaleByte(l, v, entry, head, pos), 4);
     scratch.resize(size_t(D));
-    int8RowLoad(reinterpret_cast<const int8_t *>(base + (v ? layout_.crossHalfBytes(l) : 0) + e), scale, D,
-                scratch.data());
+    int8RowLoad(reinterpret_cast<const int8_t *>(src), scale, D, scratch.data());
     return scratch.data();
   }
-  return load(at(cross_[l], (v ? layout_.crossLayerElements(l) : 0) + e), D, scratch);
+  return load(src, D, scratch);
 }
 
 void HostKvCache::copySlots(const std::vector<int32_t> &dst, const std::vector<int32_t> &src,

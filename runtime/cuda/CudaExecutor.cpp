@@ -1012,12 +1012,11 @@ private:
       if (kv.crossScaled()) { // codes and a scale a row, made on the device
         for (int i = 0; i < 2; ++i)
           for (const SourceSegment &sg : run.attention.segments) {
-            const int64_t at = kv.crossOffset(l, sg.entry, 0, 0);
             const CUdeviceptr base = ctx_.cross + kv.crossLayerByteBase(l);
             GencCrossStoreParams q{};
             q.src = cp.outputs[2 * l + i];
-            q.codes = base + (i ? kv.crossHalfBytes(l) : 0) + at;
-            q.scales = base + 2 * kv.crossHalfBytes(l) + (i ? kv.crossScaleBytes(l) : 0) + at / L.headDim * 4;
+            q.codes = base + kv.crossRowByte(l, i == 1, sg.entry, 0, 0);
+            q.scales = base + kv.crossScaleByte(l, i == 1, sg.entry, 0, 0);
             q.srcTokens = S;
             q.segStart = sg.start;
             q.segLen = sg.len;
@@ -1042,8 +1041,7 @@ private:
           c.srcDevice = cp.outputs[2 * l + i] + static_cast<CUdeviceptr>(sg.start * L.headDim * es);
           c.srcPitch = static_cast<size_t>(S * L.headDim * es);
           c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-          c.dstDevice = ctx_.cross + kv.crossLayerByteBase(l) + (i ? kv.crossHalfBytes(l) : 0) +
-                        kv.crossOffset(l, sg.entry, 0, 0) * es;
+          c.dstDevice = ctx_.cross + kv.crossLayerByteBase(l) + kv.crossRowByte(l, i == 1, sg.entry, 0, 0);
           c.dstPitch = static_cast<size_t>(kv.maxSourceLength * L.headDim * es);
           c.WidthInBytes = static_cast<size_t>(sg.len * L.headDim * es);
           c.Height = static_cast<size_t>(L.kvHeads);
