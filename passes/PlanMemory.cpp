@@ -8,9 +8,17 @@
 // storage dtype (passes/analysis/Storage.h: f16 activations take half); the
 // arena size and the maximum symbol values go into the module metadata for
 // the plan writer, and into an Analysis remark per function.
+//
+// A view (reshape, flatten, squeeze, unsqueeze) of a value that has a buffer
+// shares that buffer: the bytes are already laid out as the view reads them,
+// so the executors have nothing to copy (each skips a view whose source is
+// its destination), and the one buffer lives until the last use of either.
+// GPT-2's Conv1D exports reshape around every projection: before this, 2-3
+// copies a layer-step, each a launch in the decode graph.
 #include "compiler/ir/Symbols.h"
 #include "compiler/remarks/Remark.h"
 #include "passes/Passes.h"
+#include "passes/analysis/Fusability.h"
 #include "passes/analysis/GemvNeighbours.h"
 #include "passes/analysis/PlanOptions.h"
 #include "passes/analysis/Storage.h"
@@ -71,6 +79,7 @@ llvm::Error planFunction(Module &m, Function &f, const std::map<std::string, int
     }
     prevPrev = prev;
     prev = op.get();
+    const bool view = isView(*op) && op->numResults() == 1;
     for (Value *r : op->results()) {
       auto shape = evaluateShape(r->shape(), maxSyms);
       if (!shape)
@@ -82,10 +91,19 @@ llvm::Error planFunction(Module &m, Function &f, const std::map<std::string, int
       int64_t n = 1;
       for (int64_t d : *shape)
         n *= d;
-      int64_t elem = static_cast<int64_t>(dtypeSize(storageDType(f, r, activation)));
-      int64_t bytes = (n * elem + kAlign - 1) / kAlign * kAlign;
+      const DType stored = storageDType(f, r, activation);
+      int64_t bytes = std::max<int64_t>((n * static_cast<int64_t>(dtypeSize(stored)) + kAlign - 1) / kAlign * kAlign, kAlign);
+      Value *src = view ? op->operand(0) : nullptr;
+      if (auto it = src ? index.find(src) : index.end();
+          it != index.end() && storageDType(f, src, activation) == stored) {
+        // Its shape's bound may evaluate larger than the source's (other
+        // symbols): the shared buffer holds the larger.
+        index[r] = it->second;
+        bufs[it->second].bytes = std::max(bufs[it->second].bytes, bytes);
+        continue;
+      }
       index[r] = bufs.size();
-      bufs.push_back({r, std::max<int64_t>(bytes, kAlign), pos, pos});
+      bufs.push_back({r, bytes, pos, pos});
     }
     ++pos;
   }

@@ -760,10 +760,15 @@ Status compileProgram(const Program &prog, StepContext &ctx, const KernelModule 
     const OpInfo *fusedBefore = lastFusedOp, *gemmBefore = lastGemmOp;
     FusedStep *fusedStepBefore = lastFused;
     GemmStep *gemmStepBefore = lastGemm;
-    if (classOf(op.kind) != OpClass::HostShape)
-      lastFusedOp = lastGemmOp = nullptr, lastFused = nullptr, lastGemm = nullptr;
     const OpClass cls = classOf(op.kind);
-    if (cls == OpClass::HostShape) {
+    // A view whose result shares its source's buffer (genc's plan-memory
+    // gives it one): nothing to run, and the steps around it stay neighbours.
+    const bool inPlaceView = cls == OpClass::View && !op.operands.empty() && op.results.size() == 1 &&
+                             vm.ptr(op.operands[0]) == vm.ptr(op.results[0]) &&
+                             vm.stored(op.operands[0]) == vm.stored(op.results[0]);
+    if (cls != OpClass::HostShape && !inPlaceView)
+      lastFusedOp = lastGemmOp = nullptr, lastFused = nullptr, lastGemm = nullptr;
+    if (cls == OpClass::HostShape || inPlaceView) {
       continue;
     } else if (cls == OpClass::Gemm) {
       auto g = std::make_unique<GemmStep>();
