@@ -110,22 +110,24 @@ static __device__ void genc_gemv(const GencGemvParams &p, const GencGemvPrologue
     for (int u = 0; u < U; ++u)
       if (k + u * STEP < p.K) genc_gemv_word<A, W, V, MT>(acc[r], a, p.K, M, k + u * STEP, first[r][u]);
   k += U * STEP;
-  // U words a lane and row in flight a round, the last round too: a row
-  // that is not a whole number of rounds (a Llama-1.1B down projection's
-  // 5632 is 2.75 of 2048) takes its tail in one round of guarded loads, not
-  // one word after another (each a memory latency).
-  for (; k < p.K; k += U * STEP) {
+  for (; k + (U - 1) * STEP < p.K; k += U * STEP) {
     alignas(16) WS wr[R][U][V];
 #pragma unroll
     for (int r = 0; r < R; ++r)
 #pragma unroll
-      for (int u = 0; u < U; ++u)
-        if (k + u * STEP < p.K) genc_vload<WS, V>(wr[r][u], w[r] + k + u * STEP);
+      for (int u = 0; u < U; ++u) genc_vload<WS, V>(wr[r][u], w[r] + k + u * STEP);
 #pragma unroll
     for (int r = 0; r < R; ++r)
 #pragma unroll
-      for (int u = 0; u < U; ++u)
-        if (k + u * STEP < p.K) genc_gemv_word<A, W, V, MT>(acc[r], a, p.K, M, k + u * STEP, wr[r][u]);
+      for (int u = 0; u < U; ++u) genc_gemv_word<A, W, V, MT>(acc[r], a, p.K, M, k + u * STEP, wr[r][u]);
+  }
+  for (; k < p.K; k += STEP) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      alignas(16) WS wr[V];
+      genc_vload<WS, V>(wr, w[r] + k);
+      genc_gemv_word<A, W, V, MT>(acc[r], a, p.K, M, k, wr);
+    }
   }
 #pragma unroll
   for (int r = 0; r < R; ++r)
