@@ -126,10 +126,8 @@ static __device__ __forceinline__ bool genc_decode_append(const GencAttnParams &
                                                           int kh) {
   const long long own = genc_shard_row<C>(p, pl.position);
   if (genc_attn_appends_now<C>(p, pl) && own >= r.a && own < r.b) {
-    if (!genc_attn_append_words<C>(p, t, kh, genc_write_row<C>(p, pl, kh, own))) {
-      genc_attn_rows<C>(p, t, C::H + kh, C::H + kh + 1, nullptr, true, pl);
-      genc_attn_rows<C>(p, t, C::H + C::KVH + kh, C::H + C::KVH + kh + 1, nullptr, true, pl);
-    }
+    genc_attn_rows<C>(p, t, C::H + kh, C::H + kh + 1, nullptr, true, pl);
+    genc_attn_rows<C>(p, t, C::H + C::KVH + kh, C::H + C::KVH + kh + 1, nullptr, true, pl);
     return true;
   }
   return false;

@@ -88,11 +88,6 @@ std::string configBody(const Function &f, const Op &op, DType activation, bool s
   // genc_attn_rows's element loop (A/B runs of genc_attn_query_rows).
   const char *qw = genrt::env::get("GENC_DECODE_QWORDS");
   const bool qwords = !(qw && std::string(qw) == "0");
-  // GENC_DECODE_AWORDS=0: the decode kernels append the step's k, v rows
-  // through genc_attn_rows (two passes of its element loop) instead of one
-  // pass of words (A/B runs of genc_attn_append_words).
-  const char *aw = genrt::env::get("GENC_DECODE_AWORDS");
-  const bool awords = !(aw && std::string(aw) == "0");
   decode = genrt::cuda::decodeShape(mode, G, D, i8 ? 1 : es, !i8 && activation == DType::BF16, budget,
                                     !(reg && std::string(reg) == "0"));
 
@@ -108,7 +103,7 @@ std::string configBody(const Function &f, const Op &op, DType activation, bool s
     << "  static constexpr int CROSS_I8 = " << i8 << ";\n"
     << "  static constexpr int PMMA = "
     << (!i8 && genrt::cuda::prefillEligible(D, es) ? (activation == DType::BF16 ? 2 : 1) : 0) << ";\n"
-    << "  static constexpr int QWORDS = " << qwords << ", AWORDS = " << awords << ";\n"
+    << "  static constexpr int QWORDS = " << qwords << ";\n"
     << "  static constexpr int PACKED = " << packed << ", MERGE = " << op.intAttr("merge_heads", 0) << ";\n"
     << "  static constexpr long long QOFF = " << (packed ? offs[0] : 0)
     << ", KOFF = " << (packed && offs.size() > 1 ? offs[1] : 0)

@@ -227,61 +227,6 @@ static __device__ __forceinline__ void genc_attn_query_rows(const GencAttnParams
   }
 }
 
-// ---- the decode kernels' append ---------------------------------------------
-// Token t's k and v rows of KV head kh, RoPE applied to k, into the cache
-// row `at` (units of D elements), in one pass: each of the first 2·D / 8
-// threads loads 8 elements of k or v (with k's RoPE partner, cos and sin) as
-// 16-byte words, all before any store. genc_attn_rows appends them in two
-// calls of its element loop, each a chain of the position, then the
-// element's loads, then its store: the appending split's keys wait on both.
-// Returns false (nothing written) where the shapes do not split so; the
-// caller then takes genc_attn_rows. Every thread of the block calls it.
-template <typename C>
-static __device__ __forceinline__ bool genc_attn_append_words(const GencAttnParams &p, long long t, int kh,
-                                                              long long at) {
-  constexpr int V = 8, NV = 2 * C::D / V;
-  constexpr bool WORDS = C::AWORDS && C::MODE == 0 && C::QKNORM == 0 && C::D % V == 0 && NV <= 128 &&
-                         (!C::PACKED || (C::KOFF % V == 0 && C::VOFF % V == 0)) &&
-                         (C::ROPE == 0 || (C::ROPE == 1 && C::R % (2 * V) == 0) || (C::ROPE == 2 && C::R % V == 0));
-  if constexpr (!WORDS) {
-    return false;
-  } else {
-    if (C::PACKED && p.width % V != 0) return false; // uniform: the whole block goes one way
-    typedef typename C::X X;
-    typedef typename C::Rope RT;
-    typedef typename C::Cache CT;
-    const int e = threadIdx.x;
-    if (e < NV) {
-      const int which = e < NV / 2 ? 1 : 2, d = (e % (NV / 2)) * V;
-      const typename X::S *row =
-          C::PACKED ? (const typename X::S *)p.x + t * p.width + (which == 1 ? C::KOFF : C::VOFF) + (long long)kh * C::D
-                    : (const typename X::S *)(which == 1 ? p.k : p.v) + ((long long)kh * p.tokens + t) * C::D;
-      float x[V], y[V], c[V], s[V];
-      genc_attn_load<X, V>(x, row + d);
-      const bool rope = C::ROPE && which == 1 && d < C::R;
-      if (rope) {
-        long long pos = ((const long long *)p.positions)[t];
-        pos = pos < 0 ? 0 : (pos >= p.positionsInTable ? p.positionsInTable - 1 : pos);
-        if (C::ROPE == 1) genc_attn_load<X, V>(y, row + (d < C::R / 2 ? d + C::R / 2 : d - C::R / 2));
-        genc_attn_load<RT, V>(c, (const typename RT::S *)p.cosTable + pos * C::R + d);
-        genc_attn_load<RT, V>(s, (const typename RT::S *)p.sinTable + pos * C::R + d);
-      }
-      typename CT::S *dst = (typename CT::S *)(which == 1 ? p.cacheK : p.cacheV) + at * C::D + d;
-#pragma unroll
-      for (int i = 0; i < V; ++i) {
-        float v = x[i];
-        if (rope) { // as genc_attn_rows rounds it
-          const float rot = C::ROPE == 1 ? (d < C::R / 2 ? -y[i] : y[i]) : (i % 2 == 0 ? -x[i ^ 1] : x[i ^ 1]);
-          v = v * c[i] + rot * s[i];
-        }
-        dst[i] = CT::st(v);
-      }
-    }
-    __syncthreads(); // as genc_attn_rows: the block's later reads of the cache see the row
-    return true;
-  }
-}
-
 // Whether token t's k, v go into the cache before its keys are read (a
 // decode step, append == 2): not where a later token of the run maps to the
 // same rolling row (that token's to write, as genc_attn_append_row), nor

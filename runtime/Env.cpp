@@ -40,7 +40,6 @@ const std::vector<Variable> &variables() {
       {"GENC_CUDA_SYNC", "genrun", "1: synchronise after every step (debugging)"},
       {"GENC_CUDA_TOKENS", "genrun", "0: greedy and sampled tokens chosen on the host from copied logits (A/B runs)"},
       {"GENC_CUDA_TOKENS_CHECK", "genrun", "1: every token the GPU chooses checked against the host's choice"},
-      {"GENC_DECODE_AWORDS", "genc", "0: the decode kernels append the step's k, v element by element (A/B runs)"},
       {"GENC_DECODE_QWORDS", "genc", "0: the decode kernels make their queries element by element (A/B runs)"},
       {"GENC_DECODE_REGISTERS", "genc", "0: the decode kernel stages K/V tiles in shared memory (A/B runs)"},
       {"GENC_DECODE_STAGE_KB", "genc", "16..200: KiB of shared memory the decode kernel's tile stages aim at"},
