@@ -10,8 +10,12 @@
 // argument the host writes. @encode's outputs fill the cross-attention
 // cache, so they take the activation dtype like the cache does. Integer and
 // bool tensors (ids, positions, masks, gather indices) keep their dtype.
+// A value whose one reader is a view (a chain of views) that the program
+// returns is stored as that output is: the view then shares its buffer
+// (plan-memory) and no executor has a copy that converts.
 #pragma once
 #include "compiler/ir/IR.h"
+#include "passes/analysis/Fusability.h"
 
 namespace genc {
 
@@ -23,11 +27,24 @@ inline DType storageDType(const Function &f, const Value *v, DType activation) {
   for (const auto &a : f.arguments())
     if (a.get() == v)
       return v->dtype();
-  if (f.name() != "encode")
+  if (f.name() == "encode")
+    return activation;
+  auto returned = [&](const Value *x) {
     for (const auto &o : f.outputs())
-      if (o.value == v)
-        return v->dtype();
-  return activation;
+      if (o.value == x)
+        return true;
+    return false;
+  };
+  if (returned(v))
+    return v->dtype();
+  for (const Value *x = v;;) {
+    const Op *u = f.soleUser(x);
+    if (!u || !isView(*u) || u->numResults() != 1 || u->operand(0) != x)
+      return activation;
+    x = u->result();
+    if (returned(x))
+      return v->dtype();
+  }
 }
 
 } // namespace genc
