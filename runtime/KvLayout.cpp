@@ -58,7 +58,7 @@ int64_t KvLayout::crossBytes() const {
   for (const CrossCacheLayer &L : crossLayers) {
     int64_t layer = product({2, crossEntries, L.kvHeads, maxSourceLength, L.headDim,
                              static_cast<int64_t>(dtypeSize(crossDtype()))});
-    if (crossScaled())
+    if (crossI8)
       layer = pad16(addChecked(layer, mulChecked(2, pad16(product({crossEntries, L.kvHeads, maxSourceLength, 4})))));
     n = addChecked(n, layer);
   }

@@ -134,7 +134,6 @@ struct KvLayout {
   /// (i8) K's row scales and V's, f32 [entry, kv head, position] each, each
   /// scale block and the layer padded to 16 bytes (the decode kernel copies
   /// a layer's codes in 16-byte words).
-  bool crossScaled() const { return crossI8; }
   int64_t crossLayerElements(size_t l) const {
     const CrossCacheLayer &L = crossLayers[l];
     return crossEntries * L.kvHeads * maxSourceLength * L.headDim;
@@ -146,11 +145,11 @@ struct KvLayout {
   /// Bytes from layer l's K row scales to its V row scales (0 unless i8).
   int64_t crossScaleBytes(size_t l) const {
     const CrossCacheLayer &L = crossLayers[l];
-    return crossScaled() ? (crossEntries * L.kvHeads * maxSourceLength * 4 + 15) / 16 * 16 : 0;
+    return crossI8 ? (crossEntries * L.kvHeads * maxSourceLength * 4 + 15) / 16 * 16 : 0;
   }
   int64_t crossLayerBytes(size_t l) const {
     const int64_t n = 2 * (crossHalfBytes(l) + crossScaleBytes(l));
-    return crossScaled() ? (n + 15) / 16 * 16 : n;
+    return crossI8 ? (n + 15) / 16 * 16 : n;
   }
   /// Where layer l starts in the cross cache (bytes): K, V, their scales.
   int64_t crossLayerByteBase(size_t l) const {

@@ -103,7 +103,7 @@ void HostKvCache::writeCross(size_t l, bool v, int64_t entry, int64_t head, int6
                              const float *row) {
   const int64_t D = layout_.crossLayers[l].headDim;
   uint8_t *dst = cross_[l].data() + layout_.crossRowByte(l, v, entry, head, pos);
-  if (layout_.crossScaled()) {
+  if (layout_.crossI8) {
     float scale;
     int8RowStore(row, D, reinterpret_cast<int8_t *>(dst), scale);
     std::memcpy(cross_[l].data() + layout_.crossScaleByte(l, v, entry, head, pos), &scale, 4);
@@ -116,7 +116,7 @@ const float *HostKvCache::readCross(size_t l, bool v, int64_t entry, int64_t hea
                                     std::vector<float> &scratch) const {
   const int64_t D = layout_.crossLayers[l].headDim;
   const uint8_t *src = cross_[l].data() + layout_.crossRowByte(l, v, entry, head, pos);
-  if (layout_.crossScaled()) {
+  if (layout_.crossI8) {
     float scale;
     std::memcpy(&scale, cross_[l].data() + layout_.crossScaleByte(l, v, entry, head, pos), 4);
     scratch.resize(size_t(D));

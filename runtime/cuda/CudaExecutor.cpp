@@ -212,7 +212,7 @@ public:
       if (!mod_.function("genc_kv_copy", copier_.fn))
         copier_.fn = nullptr; // a plan from a genc without it: 2D memcpys
     }
-    if (plan_->kv.crossScaled() && !mod_.function("genc_cross_store_i8", crossStoreFn_))
+    if (plan_->kv.crossI8 && !mod_.function("genc_cross_store_i8", crossStoreFn_))
       return Status::error("the plan holds its cross-attention cache as i8 but has no genc_cross_store_i8 kernel; "
                            "recompile it with this genc");
     const char *g = genrt::env::get("GENC_CUDA_GRAPHS");
@@ -1009,10 +1009,10 @@ private:
       if (cp.outputStored.at(2 * l) != kv.dtype)
         return Status::error("encode: @encode stores the cross K/V as " + std::string(dtypeName(cp.outputStored[2 * l])) +
                              ", the cache holds " + dtypeName(kv.dtype));
-      if (kv.crossScaled()) { // codes and a scale a row, made on the device
+      if (kv.crossI8) { // codes and a scale a row, made on the device
+        const CUdeviceptr base = ctx_.cross + kv.crossLayerByteBase(l);
         for (int i = 0; i < 2; ++i)
           for (const SourceSegment &sg : run.attention.segments) {
-            const CUdeviceptr base = ctx_.cross + kv.crossLayerByteBase(l);
             GencCrossStoreParams q{};
             q.src = cp.outputs[2 * l + i];
             q.codes = base + kv.crossRowByte(l, i == 1, sg.entry, 0, 0);

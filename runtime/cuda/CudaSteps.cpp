@@ -598,7 +598,7 @@ Status attentionStep(const OpInfo &op, const ValueMap &vm, const KernelModule &m
   const int64_t decodePerBlock = attrInt(at, "gpu_decode_heads_per_block", 0);
   const int mode = op.kind == "kv_attention" ? 0 : op.kind == "cross_attention" ? 1 : 2;
   const bool registers = attrInt(at, "gpu_decode_registers", 0) == 1;
-  const bool i8 = mode == 1 && kv.crossScaled(); // one-byte tiles (genc --cross-kv-dtype i8)
+  const bool i8 = mode == 1 && kv.crossI8; // one-byte tiles (genc --cross-kv-dtype i8)
   DecodeShape shape = decodeShape(mode, st->heads / st->kvHeads, D,
                                   i8 ? 1 : static_cast<int>(dtypeSize(kv.dtype)), !i8 && kv.dtype == DType::BF16,
                                   kDecodeStageBudget, registers);
