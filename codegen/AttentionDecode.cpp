@@ -424,10 +424,35 @@ static __device__ __forceinline__ int genc_decode_vdim(int n, int r) {
 static __device__ __forceinline__ unsigned genc_u4_word(const uint4 &v, int i) {
   return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
 }
+template <bool B, typename T, typename F> struct GencPick { typedef T type; };
+template <typename T, typename F> struct GencPick<false, T, F> { typedef F type; };
 template <int D>
 struct GencDecodeWords {
   uint4 k[2][D / 32 > 0 ? D / 32 : 1], v[4][D / 64 > 0 ? D / 64 : 1];
 };
+// An i8 cross cache (C::CROSS_I8): the same words' eight dims as eight
+// codes (8 bytes), kept raw while in flight and widened to 16-bit pairs
+// where the mma takes them (genc_code_pair); each of the lane's four score
+// keys (genc_decode_scales) has its K and V row scale.
+template <int D>
+struct GencDecodeCodes {
+  uint2 k[2][D / 32 > 0 ? D / 32 : 1], v[4][D / 64 > 0 ? D / 64 : 1];
+  float ks[2][2], vs[2][2];
+};
+// Codes 2h, 2h + 1 of w (signed bytes) as a 16-bit pair, exactly: f16 by
+// the exponent trick (0x6400 | (c + 128) is 1024 + c + 128), bf16 through
+// f32 (its 8 significant bits do not hold 128 + 255).
+template <int BF16>
+static __device__ __forceinline__ unsigned genc_code_pair(unsigned w, int h) {
+  if (BF16) {
+    const float a = (float)(signed char)(w >> (16 * h)), b = (float)(signed char)(w >> (16 * h + 8));
+    return (unsigned)genc_f2bf(a) | ((unsigned)genc_f2bf(b) << 16);
+  }
+  const unsigned biased = w ^ 0x80808080u, x = __byte_perm(biased, 0x64646464u, h ? 0x4342 : 0x4140);
+  unsigned r;
+  asm("sub.f16x2 %0, %1, %2;" : "=r"(r) : "r"(x), "r"(0x64806480u));
+  return r;
+}
 // The warp's keys of tile i (keys r.a + 64i + 16 warp .. +15, those past
 // the range read as zeros: a zero V row times a zero weight stays zero),
 // K words (genc_decode_keys) or V words (genc_decode_values), from cache
@@ -442,6 +467,56 @@ static __device__ __forceinline__ long long genc_decode_row(const GencAttnParams
   left = (int)(r.b - j < 16 ? r.b - j : 16);
   const long long jj = j + (u < left ? u : 0);
   return r.row(p, jj);
+}
+// The K (which 0) or V (which 1) row scales of the lane's four score keys
+// 8n + 2q + x (the columns of its S accumulators, and the keys of its P
+// fragments); 0 past the range.
+template <typename C, typename RowOf>
+static __device__ __forceinline__ void genc_decode_scales(const GencAttnParams &p, const RowOf &rowOf, int which,
+                                                          float (&sc)[2][2]) {
+  const int q = threadIdx.x & 3;
+  const float *scales = genc_cross_scales<C>(p, which);
+#pragma unroll
+  for (int n = 0; n < 2; ++n)
+#pragma unroll
+    for (int x = 0; x < 2; ++x) {
+      const int u = 8 * n + 2 * q + x;
+      int left;
+      const long long row = rowOf(n, u, left);
+      sc[n][x] = u < left ? __ldcg(scales + row) : 0.f;
+    }
+}
+// An i8 cross cache's codes: the same words' places, 8 bytes each.
+template <typename C, typename RowOf>
+static __device__ __forceinline__ void genc_decode_keys(const GencAttnParams &p, const RowOf &rowOf,
+                                                        GencDecodeCodes<C::D> &w) {
+  constexpr int D = C::D;
+  const int g = (threadIdx.x & 31) >> 2, q = threadIdx.x & 3;
+  const uint2 zero = make_uint2(0u, 0u);
+#pragma unroll
+  for (int n = 0; n < 2; ++n) {
+    int left;
+    const uint2 *row = (const uint2 *)((const signed char *)p.cacheK + rowOf(n, 8 * n + g, left) * D);
+#pragma unroll
+    for (int jj = 0; jj < D / 32; ++jj) w.k[n][jj] = 8 * n + g < left ? __ldcg(row + 4 * jj + q) : zero;
+  }
+  genc_decode_scales<C>(p, rowOf, 0, w.ks);
+}
+template <typename C, typename RowOf>
+static __device__ __forceinline__ void genc_decode_values(const GencAttnParams &p, const RowOf &rowOf,
+                                                          GencDecodeCodes<C::D> &w) {
+  constexpr int D = C::D;
+  const int g = (threadIdx.x & 31) >> 2, q = threadIdx.x & 3;
+  const uint2 zero = make_uint2(0u, 0u);
+#pragma unroll
+  for (int x = 0; x < 4; ++x) {
+    const int u = 2 * q + (x & 1) + 8 * (x >> 1);
+    int left;
+    const uint2 *row = (const uint2 *)((const signed char *)p.cacheV + rowOf(x, u, left) * D);
+#pragma unroll
+    for (int bb = 0; bb < D / 64; ++bb) w.v[x][bb] = u < left ? __ldcg(row + 8 * bb + g) : zero;
+  }
+  genc_decode_scales<C>(p, rowOf, 1, w.vs);
 }
 template <typename C, typename RowOf>
 static __device__ __forceinline__ void genc_decode_keys(const GencAttnParams &p, const RowOf &rowOf,
@@ -501,6 +576,11 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
   constexpr int KSTEPS = D / 16, NT = D / 8;
   constexpr int DPARTS = C::GROUP_ALL / G;
   constexpr bool REG = C::DREG; // K and V straight into the fragments (genc_decode_keys, _values)
+  // An i8 cross cache: codes into the fragments as exact 16-bit integers,
+  // S scaled by each key's K scale, P by its V scale (registers only).
+  constexpr bool I8 = C::CROSS_I8 && C::MODE == 1;
+  static_assert(!I8 || REG, "decode attention (mma): one-byte codes stream into registers only");
+  typedef typename GencPick<I8, typename C::X, CT>::type MT; // the mma's 16-bit operand type
   static_assert(G <= 8 && D % 16 == 0 && KT == C::DKT, "decode attention (mma): the shape it takes");
   static_assert(REG || ST * 2 * KT * RS * 4 >= 4 * 8 * D + G * D, "decode attention (mma): the tiles' memory holds the warps' sums");
   static_assert(REG || 2 * KT * RS * 4 >= G * D, "decode attention (mma): a stage holds the group's queries");
@@ -521,7 +601,7 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
   // Tile 0's words in flight while the queries are made (after the step's
   // own k, v row is in the cache: the block is uniform in `appended`); each
   // tile's words then load while the tile before is used.
-  GencDecodeWords<D> w;
+  typename GencPick<I8, GencDecodeCodes<D>, GencDecodeWords<D>>::type w;
   // A tile's rows as each load is made (genc_decode_row), or with shared
   // prompts from `ahead`, tile i + 1's found while tile i is used.
   GencDecodeTileRows ahead;
@@ -559,7 +639,7 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
       for (int x = 0; x < 2; ++x) {
         const int d = REG ? genc_decode_kdim(k, q) + 2 * x : k * 16 + x * 8 + 2 * q;
         const float lo = g < G ? qs[g * D + d] : 0.f, hi = g < G ? qs[g * D + d + 1] : 0.f;
-        qa[k][x] = (unsigned)CT::st(lo) | ((unsigned)CT::st(hi) << 16);
+        qa[k][x] = (unsigned)MT::st(lo) | ((unsigned)MT::st(hi) << 16);
       }
     __syncthreads(); // the first tile to the last stage comes after every lane's read
   }
@@ -593,7 +673,11 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
 #pragma unroll
       for (int k = 0; k < KSTEPS; ++k) {
         unsigned b0, b1;
-        if constexpr (REG) {
+        if constexpr (I8) { // dims 0..3 of the word in .x, 4..7 in .y
+          const unsigned c = k % 2 ? w.k[n][k / 2].y : w.k[n][k / 2].x;
+          b0 = genc_code_pair<BF16>(c, 0);
+          b1 = genc_code_pair<BF16>(c, 1);
+        } else if constexpr (REG) {
           const uint4 &kw = w.k[n][k / 2];
           b0 = k % 2 ? kw.z : kw.x;
           b1 = k % 2 ? kw.w : kw.y;
@@ -604,6 +688,11 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
         genc_mma16816<BF16>(s[n], a, b0, b1);
       }
     }
+    if constexpr (I8) // before the next tile's keys replace these scales
+#pragma unroll
+      for (int n = 0; n < 2; ++n)
+#pragma unroll
+        for (int x = 0; x < 2; ++x) s[n][x] *= w.ks[n][x];
     if constexpr (REG)
       if (i + 1 < r.tiles) {
         const auto rowNow = [&](int, int u, int &left) { return genc_decode_row<C, KT>(p, r, i + 1, u, left); };
@@ -643,7 +732,10 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
       const float e0 = mNew == -__int_as_float(0x7f800000) ? 0.f : expf(s[n][0] - mNew);
       const float e1 = mNew == -__int_as_float(0x7f800000) ? 0.f : expf(s[n][1] - mNew);
       l += e0 + e1;
-      pa[2 * n] = (unsigned)CT::st(e0) | ((unsigned)CT::st(e1) << 16);
+      if constexpr (I8)
+        pa[2 * n] = (unsigned)MT::st(e0 * w.vs[n][0]) | ((unsigned)MT::st(e1 * w.vs[n][1]) << 16);
+      else
+        pa[2 * n] = (unsigned)CT::st(e0) | ((unsigned)CT::st(e1) << 16);
     }
     // O += P V: ldmatrix.x4.trans, matrices = keys k0 .. +7 / k0 + 8 .. +15
     // at dims 16j .. +7, then the same at 16j + 8: B fragments of two tiles.
@@ -655,8 +747,16 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
 #pragma unroll
       for (int n = 0; n < NO; ++n) {
         const int bb = n / 4, e = n % 4;
-        const unsigned v0 = genc_u4_word(w.v[0][bb], e), v1 = genc_u4_word(w.v[1][bb], e),
-                       v2 = genc_u4_word(w.v[2][bb], e), v3 = genc_u4_word(w.v[3][bb], e);
+        unsigned v0, v1, v2, v3;
+        if constexpr (I8) { // half-pair e of the word: codes 2e, 2e + 1
+          v0 = genc_code_pair<BF16>(e < 2 ? w.v[0][bb].x : w.v[0][bb].y, e & 1);
+          v1 = genc_code_pair<BF16>(e < 2 ? w.v[1][bb].x : w.v[1][bb].y, e & 1);
+          v2 = genc_code_pair<BF16>(e < 2 ? w.v[2][bb].x : w.v[2][bb].y, e & 1);
+          v3 = genc_code_pair<BF16>(e < 2 ? w.v[3][bb].x : w.v[3][bb].y, e & 1);
+        } else {
+          v0 = genc_u4_word(w.v[0][bb], e), v1 = genc_u4_word(w.v[1][bb], e), v2 = genc_u4_word(w.v[2][bb], e),
+          v3 = genc_u4_word(w.v[3][bb], e);
+        }
         const unsigned a[4] = {__byte_perm(v0, v1, 0x5410), __byte_perm(v0, v1, 0x7632), __byte_perm(v2, v3, 0x5410),
                                __byte_perm(v2, v3, 0x7632)};
         genc_mma16816<BF16>(o[n], a, pa[0], pa[2]);

@@ -89,7 +89,8 @@ std::string configBody(const Function &f, const Op &op, DType activation, bool s
   const char *qw = genrt::env::get("GENC_DECODE_QWORDS");
   const bool qwords = !(qw && std::string(qw) == "0");
   decode = genrt::cuda::decodeShape(mode, G, D, i8 ? 1 : es, !i8 && activation == DType::BF16, budget,
-                                    !(reg && std::string(reg) == "0"));
+                                    !(reg && std::string(reg) == "0"),
+                                    !i8 ? 0 : activation == DType::F16 ? 1 : activation == DType::BF16 ? 2 : 0);
 
   std::ostringstream c;
   c << "  static constexpr int MODE = " << mode << ", H = " << H << ", KVH = " << KVH << ", D = " << D

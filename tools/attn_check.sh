@@ -21,6 +21,7 @@
 #   DTYPE=f16 bash tools/attn_check.sh  # there: the 16-bit decode kernel
 #   GPU=cpu bash tools/attn_check.sh    # here: the script's own dry run
 #   GENC=/tmp/genc.small DTYPE=f16 bash tools/attn_check.sh  # plans from another genc (a branch's kernels)
+#   GENC_FLAGS="--cross-kv-dtype i8" DTYPE=f16 ONLY='t5|bart' bash tools/attn_check.sh  # more genc flags
 set -uo pipefail
 cd "$(dirname "$0")/.."
 GPU=${GPU:-cuda}
@@ -66,8 +67,9 @@ for entry in "${configs[@]}"; do
   fi
   onnx=("$W/$name/model.onnx")
   [ -f "$W/$name/encoder.onnx" ] && onnx=("$W/$name/encoder.onnx" "$W/$name/decoder.onnx")
+  # shellcheck disable=SC2086 # GENC_FLAGS: several words
   "${GENC:-$BIN/genc}" compile "${onnx[@]}" -o "$W/$name.plan" --dtype "$DTYPE" --max-batch 2 --max-beams 1 \
-    --max-length $((LONGEST + NEW)) --quiet > "$W/$name.genc.log" 2>&1 || {
+    --max-length $((LONGEST + NEW)) --quiet ${GENC_FLAGS-} > "$W/$name.genc.log" 2>&1 || {
     rows+=("$name|genc FAILED|$(tail -c 200 "$W/$name.genc.log" | tr '\n' ' ')"); fail=1; continue; }
   for len in $LENGTHS; do
     # Two prompts of different lengths in one batch: packed, ragged.

@@ -347,6 +347,16 @@ cross_i8_checks() {
   done
 }
 
+# An i8 cross cache in f16 plans of head dim 64 (T5 with its relative bias,
+# BART): the decode kernel's codes on the tensor cores against the attend
+# kernel's f32 math over the same codes.
+attn_i8_check() {
+  local a
+  if GENC_FLAGS="--cross-kv-dtype i8" DTYPE=f16 ONLY='t5-hd64|bart-hd64' LENGTHS="1 64 1000" \
+       bash tools/attn_check.sh > "$OUT/attn-i8.log" 2>&1; then a=ok; else a=FAIL; failed; fi
+  row "attention i8 cross kernels|$a|$(grep -cE 'len [0-9]+ +ok ' "$OUT/attn-i8.log") rows ok of $(grep -cE 'len [0-9]+ +[A-Za-z]' "$OUT/attn-i8.log") (t5, bart, head dim 64; 1, 64, 1000)"
+}
+
 # The quick set (--quick alone; the full run starts with it, --rest leaves it
 # out), then the rest of the parity checks.
 quick_set() {
@@ -372,6 +382,7 @@ if [ $BEAMS_ONLY = 1 ]; then
   job check bart bart encoder.onnx,decoder.onnx
   shared_checks
   cross_i8_checks
+  job attn_i8_check
   token_plans
   # Prompts prefilled two tokens a run: each run ranks the prompts it ends.
   "$BIN/genc" compile tests/fixtures/llama/model.onnx -o "$W/tok-v1k-t2.plan" --max-batch 8 --max-beams 3 \
@@ -451,6 +462,7 @@ attn_f16_check() {
 job gpucheck_all
 [ "${GPU_TEST_SCALE-1}" = 1 ] && job scale_check
 job attn_f16_check
+job attn_i8_check
 fi # PARITY
 wait
 

@@ -186,8 +186,12 @@ constexpr bool prefillEligible(long long D, int elementBytes) {
 /// `stageBudget`: the tile stages' shared bytes aimed at (genc's choice,
 /// recorded in the plan as the op's `gpu_decode_stages`).
 constexpr long long kDecodeStageBudget = 73728;
+/// `codes`: an i8 cross cache (elementBytes 1) whose plan computes in 16
+/// bits, 1 f16 or 2 bf16 (0: f32). Its codes then stream into registers and
+/// take the tensor cores as exact 16-bit integers, where registers are asked
+/// for and the head dim allows; elsewhere the CUDA-core kernel reads them.
 inline DecodeShape decodeShape(int mode, long long groupAll, long long D, int elementBytes, bool bf16,
-                               long long stageBudget = kDecodeStageBudget, bool registers = false) {
+                               long long stageBudget = kDecodeStageBudget, bool registers = false, int codes = 0) {
   DecodeShape s;
   if (mode == 2 || D <= 0 || D > 256 || elementBytes <= 0 || (D * elementBytes) % 16)
     return s;
@@ -196,6 +200,15 @@ inline DecodeShape decodeShape(int mode, long long groupAll, long long D, int el
     g /= 2;
   if (g < 1 || g > 8)
     return s;
+  if (mode == 1 && elementBytes == 1 && (codes == 1 || codes == 2) && registers && decodeRegistersEligible(codes, D)) {
+    s.mma = codes;
+    s.keysPerTile = 64;
+    s.stages = 2;
+    s.heads = static_cast<int>(g);
+    s.registers = true;
+    s.sharedBytes = (4 * 8 * D + g * D) * 4;
+    return s;
+  }
   const long long hw = g < 4 ? g : 4, rowBytes = (D * elementBytes / 16 + 1) * 16;
   s.mma = elementBytes == 2 && D % 16 == 0 && D <= 256 ? (bf16 ? 2 : 1) : 0;
   s.keysPerTile = s.mma ? 64 : static_cast<int>(32 * (4 / hw));

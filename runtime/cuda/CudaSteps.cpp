@@ -599,9 +599,10 @@ Status attentionStep(const OpInfo &op, const ValueMap &vm, const KernelModule &m
   const int mode = op.kind == "kv_attention" ? 0 : op.kind == "cross_attention" ? 1 : 2;
   const bool registers = attrInt(at, "gpu_decode_registers", 0) == 1;
   const bool i8 = mode == 1 && kv.crossI8; // one-byte tiles (genc --cross-kv-dtype i8)
+  const int codes = !i8 ? 0 : kv.dtype == DType::F16 ? 1 : kv.dtype == DType::BF16 ? 2 : 0;
   DecodeShape shape = decodeShape(mode, st->heads / st->kvHeads, D,
                                   i8 ? 1 : static_cast<int>(dtypeSize(kv.dtype)), !i8 && kv.dtype == DType::BF16,
-                                  kDecodeStageBudget, registers);
+                                  kDecodeStageBudget, registers, codes);
   if (registers && !shape.registers)
     return Status::error("names a decode kernel streaming K/V into registers, which its head shape does not allow");
   // The stages genc compiled the kernel with (plans from before the

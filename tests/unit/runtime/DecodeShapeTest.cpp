@@ -68,4 +68,34 @@ TEST(DecodeShape, TheCudaCoreKernelsSumsFitItsTiles) {
   EXPECT_EQ(decodeShape(1, 8, 16, 4, false).heads, 8);  // f32 rows of 16 as before
 }
 
+// An i8 cross cache in a 16-bit plan: its codes take the tensor cores from
+// registers where registers are asked for and the head dim allows (64,
+// 128), with the register kernel's shape and the plan's mma type; a plan
+// without registers (every i8 plan from before this rule), an f32 plan, a
+// self-attention cache or another head dim keeps the CUDA-core kernel's
+// shape exactly.
+TEST(DecodeShape, AnI8CrossCacheTakesTheTensorCoresFromRegisters) {
+  for (long long group : {1, 2, 4, 8, 16})
+    for (long long D : {16, 32, 64, 80, 128})
+      for (int codes : {0, 1, 2})
+        for (bool registers : {false, true})
+          for (int mode : {0, 1}) {
+            const auto s = decodeShape(mode, group, D, 1, false, kDecodeStageBudget, registers, codes);
+            const auto fma = decodeShape(mode, group, D, 1, false, kDecodeStageBudget, false);
+            const bool want = mode == 1 && codes != 0 && registers && (D == 64 || D == 128);
+            ASSERT_EQ(s.registers, want) << "group " << group << " D " << D << " codes " << codes;
+            if (!want) {
+              EXPECT_EQ(s.mma, fma.mma);
+              EXPECT_EQ(s.heads, fma.heads);
+              EXPECT_EQ(s.sharedBytes, fma.sharedBytes);
+              EXPECT_EQ(s.keysPerTile, fma.keysPerTile);
+              continue;
+            }
+            EXPECT_EQ(s.mma, codes);
+            EXPECT_EQ(s.keysPerTile, 64);
+            EXPECT_EQ(s.heads, decodeShape(mode, group, D, 2, codes == 2, kDecodeStageBudget, true).heads);
+            EXPECT_EQ(s.sharedBytes, (4 * 8 * D + s.heads * D) * 4);
+          }
+}
+
 } // namespace
