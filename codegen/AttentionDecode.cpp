@@ -580,7 +580,12 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
   // S scaled by each key's K scale, P by its V scale (registers only).
   constexpr bool I8 = C::CROSS_I8 && C::MODE == 1;
   static_assert(!I8 || REG, "decode attention (mma): one-byte codes stream into registers only");
-  typedef typename GencPick<I8, typename C::X, CT>::type MT; // the mma's 16-bit operand type
+  // Its scale reads take the lane's own keys' rows (rowOf's u), which the
+  // shared-prompt rows fetched ahead do not hold; cross caches share nothing.
+  static_assert(!I8 || !C::SHARED, "decode attention (mma): an i8 cache is a cross cache");
+  // The mma's 16-bit operand type: the cache's, or for codes the kernel's
+  // mma type (not C::X, which may be stored f32).
+  typedef typename GencPick<I8, typename GencPick<BF16 != 0, genc_bf16, genc_f16>::type, CT>::type MT;
   static_assert(G <= 8 && D % 16 == 0 && KT == C::DKT, "decode attention (mma): the shape it takes");
   static_assert(REG || ST * 2 * KT * RS * 4 >= 4 * 8 * D + G * D, "decode attention (mma): the tiles' memory holds the warps' sums");
   static_assert(REG || 2 * KT * RS * 4 >= G * D, "decode attention (mma): a stage holds the group's queries");
@@ -732,11 +737,11 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
       const float e0 = mNew == -__int_as_float(0x7f800000) ? 0.f : expf(s[n][0] - mNew);
       const float e1 = mNew == -__int_as_float(0x7f800000) ? 0.f : expf(s[n][1] - mNew);
       l += e0 + e1;
-      // P·s is at most s = max|V row| / 127 (no overflow); weights below
-      // ~6e-5 / s go subnormal, an absolute error of at most 2^-24 · 127 a
-      // key, well under the codes' own ±s / 2.
+      // P·s·64: s = max|V row| / 127 of a 16-bit row keeps it under f16's
+      // 65504, and the 64 keeps small rows' weights out of the subnormals
+      // (s < 2^-14 would put them there); O gives the 64 back at the end.
       if constexpr (I8)
-        pa[2 * n] = (unsigned)MT::st(e0 * w.vs[n][0]) | ((unsigned)MT::st(e1 * w.vs[n][1]) << 16);
+        pa[2 * n] = (unsigned)MT::st(e0 * w.vs[n][0] * 64.f) | ((unsigned)MT::st(e1 * w.vs[n][1] * 64.f) << 16);
       else
         pa[2 * n] = (unsigned)CT::st(e0) | ((unsigned)CT::st(e1) << 16);
     }
@@ -788,6 +793,11 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
   }
 
   genc_attn_mark(mr, 6);
+  if constexpr (I8) // P carried 64 times each V scale
+#pragma unroll
+    for (int n = 0; n < NO; ++n)
+#pragma unroll
+      for (int x = 0; x < 4; ++x) o[n][x] *= 1.f / 64.f;
   // The warps meet: each head's max, its sum (over the four lanes), and the
   // warps' O rows [4][8][D] in the tiles' memory (no copy is in flight).
   l += __shfl_xor_sync(0xffffffffu, l, 1);
