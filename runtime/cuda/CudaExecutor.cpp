@@ -137,7 +137,8 @@ public:
     // weights into L2 while that kernel's latency chain leaves HBM idle: up
     // to 32 MiB, at most 64% of the L2, on sm_90 and newer (cp.async.bulk);
     // the 1.1B's batch-1 step 1.218 -> 1.196 ms on an H100 (session 13; 8
-    // MiB lost: 1.231). GENC_CUDA_L2_PREFETCH_MB=N sets it (0: none).
+    // MiB lost: 1.231). On the H200 0-32 MiB are alike and 64 MiB loses 8%
+    // (session 25). GENC_CUDA_L2_PREFETCH_MB=N sets it (0: none).
     const char *pf = genrt::env::get("GENC_CUDA_L2_PREFETCH_MB");
     ctx_.l2PrefetchBytes = pf && *pf ? std::clamp<int64_t>(std::atoll(pf), 0, 64) << 20
                            : dev_.major >= 9 ? std::min<int64_t>(int64_t(32) << 20, int64_t(dev_.l2Bytes) * 64 / 100)
