@@ -50,6 +50,7 @@ if [ "$DTYPE" != f32 ]; then
   configs+=(
     "t5-hd64|--arch t5 --set d_model=512 --set d_kv=64 --set num_heads=8 --set d_ff=512 --set num_layers=2 --set num_decoder_layers=2 --set decoder_start_token_id=0 --allow-new-keys"
     "bart-hd64|--arch bart --set d_model=512 --set encoder_attention_heads=8 --set decoder_attention_heads=8 --set encoder_layers=2 --set decoder_layers=2 --set encoder_ffn_dim=512 --set decoder_ffn_dim=512 --allow-new-keys"
+    "bart-d128|--arch bart --set d_model=1024 --set encoder_attention_heads=8 --set decoder_attention_heads=8 --set encoder_layers=2 --set decoder_layers=2 --set encoder_ffn_dim=512 --set decoder_ffn_dim=512 --allow-new-keys"
   )
 fi
 fail=0

@@ -351,10 +351,15 @@ cross_i8_checks() {
 # BART): the decode kernel's codes on the tensor cores against the attend
 # kernel's f32 math over the same codes.
 attn_i8_check() {
-  local a
-  if GENC_FLAGS="--cross-kv-dtype i8" DTYPE=f16 ONLY='t5-hd64|bart-hd64' LENGTHS="1 64 1000" \
-       bash tools/attn_check.sh > "$OUT/attn-i8.log" 2>&1; then a=ok; else a=FAIL; failed; fi
-  row "attention i8 cross kernels|$a|$(grep -cE 'len [0-9]+ +ok ' "$OUT/attn-i8.log") rows ok of $(grep -cE 'len [0-9]+ +[A-Za-z]' "$OUT/attn-i8.log") (t5, bart, head dim 64; 1, 64, 1000)"
+  local a=ok dt ok=0 all=0
+  for dt in f16 bf16; do
+    GENC_FLAGS="--cross-kv-dtype i8" DTYPE=$dt ONLY='t5-hd64|bart-hd64|bart-d128' LENGTHS="1 64 1000" \
+      bash tools/attn_check.sh > "$OUT/attn-i8-$dt.log" 2>&1 || a=FAIL
+    ok=$((ok + $(grep -cE 'len [0-9]+ +ok ' "$OUT/attn-i8-$dt.log")))
+    all=$((all + $(grep -cE 'len [0-9]+ +[A-Za-z]' "$OUT/attn-i8-$dt.log")))
+  done
+  [ $a = ok ] || failed
+  row "attention i8 cross kernels|$a|$ok rows ok of $all (f16, bf16; t5 and bart head dim 64, bart 128; 1, 64, 1000)"
 }
 
 # The quick set (--quick alone; the full run starts with it, --rest leaves it
