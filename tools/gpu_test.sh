@@ -21,6 +21,8 @@
 #   bash tools/gpu_test.sh --rest              # the rest of the full run (--quick, then --rest: two calls
 #                                              # of a few minutes each where the whole takes nearly 10)
 #   bash tools/gpu_test.sh --tokens            # greedy with processors and sampling on the GPU alone
+#   bash tools/gpu_test.sh --fusion            # what the one-row GEMVs run themselves (the GEMV fusion
+#                                              # rows) and the llama, t5, bart goldens: a decode-path A/B's checks
 #   GPU_TEST_JOBS=1 bash tools/gpu_test.sh     # one check at a time (default 8 side by side)
 #   bash tools/gpu_test.sh --beams             # beam search alone: the fixtures' beam goldens (llama,
 #                                              # processors, t5, bart), shared prompts and the beam rows
@@ -33,6 +35,7 @@ QUICK=0
 REST=0
 TOKENS_ONLY=0
 BEAMS_ONLY=0
+FUSION_ONLY=0
 case "${1-}" in
 --sanitize) SANITIZE=1 ;;
 --sanitize-only) SANITIZE=1; PARITY=0 ;;
@@ -40,8 +43,9 @@ case "${1-}" in
 --rest) REST=1 ;;
 --tokens) TOKENS_ONLY=1 ;;
 --beams) BEAMS_ONLY=1 ;;
+--fusion) FUSION_ONLY=1 ;;
 "") ;;
-*) echo "usage: tools/gpu_test.sh [--sanitize | --sanitize-only | --quick | --rest | --tokens | --beams]" >&2; exit 2 ;;
+*) echo "usage: tools/gpu_test.sh [--sanitize | --sanitize-only | --quick | --rest | --tokens | --beams | --fusion]" >&2; exit 2 ;;
 esac
 . tools/packed.sh
 W=$(mktemp -d)
@@ -378,6 +382,13 @@ if [ $QUICK = 1 ]; then
 fi
 if [ $TOKENS_ONLY = 1 ]; then
   token_checks
+  PARITY=0
+fi
+if [ $FUSION_ONLY = 1 ]; then
+  fusion_checks
+  job check llama llama model.onnx
+  job check t5 t5 encoder.onnx,decoder.onnx
+  job check bart bart encoder.onnx,decoder.onnx
   PARITY=0
 fi
 if [ $BEAMS_ONLY = 1 ]; then
