@@ -132,7 +132,7 @@ def beam_divergences(name, prompts, cpu, gpu, beams, torch, transformers):
         steps = min(len(ga), len(gb))
         if ga[-1] in eos and gb[-1] in eos:  # a forced eos at the last step ranks nothing
             steps -= 1
-        running, found, narrowest = [([], 0.0)], None, None
+        running, found, narrowest, last = [([], 0.0)], None, None, 0.0
         enc = torch.tensor([p], device=model.device)
         for t in range(steps):
             seqs = [s for s, _ in running]
