@@ -13,9 +13,9 @@
 # itself with the tensor-core kernels off (GENC_CUDA_DECODE=0
 # GENC_CUDA_PREFILL=0: every run on the attend kernel, CUDA cores, f32 math):
 # the decode and prefill kernels must give the same tokens, scores within TOL
-# (default 5e-2 there). Two encoder-decoder configs (T5 with its relative
-# bias, BART) join them there: @encode's packed sources and cross-attention
-# take the prefill kernel too.
+# (default 5e-2 there). Three encoder-decoder configs (T5 with its relative
+# bias; BART at head dims 64 and 128) join them there: @encode's packed
+# sources and cross-attention take the prefill kernel too.
 #
 #   bash tools/attn_check.sh            # there, from the repo root
 #   DTYPE=f16 bash tools/attn_check.sh  # there: the 16-bit decode kernel

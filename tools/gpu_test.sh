@@ -351,9 +351,9 @@ cross_i8_checks() {
   done
 }
 
-# An i8 cross cache in f16 plans of head dim 64 (T5 with its relative bias,
-# BART): the decode kernel's codes on the tensor cores against the attend
-# kernel's f32 math over the same codes.
+# An i8 cross cache in f16 and bf16 plans of head dim 64 (T5 with its
+# relative bias, BART) and 128 (BART): the decode kernel's codes on the
+# tensor cores against the attend kernel's f32 math over the same codes.
 attn_i8_check() {
   local a=ok dt ok=0 all=0
   for dt in f16 bf16; do
