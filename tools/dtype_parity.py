@@ -13,9 +13,10 @@ tools/scale_check.sh makes them), 100 random prompts of 8..48 tokens:
     margin is Hugging Face's f32 forward on the CPU's tokens up to that step
     (the CPU executor matches HF token for token: tools/gpu_test.sh);
   - beam 4 (issue 10): the best beam equal to the CPU's for >= 95%. Each
-    divergence is replayed with Hugging Face's f32 model: at the first step
-    where the GPU's best sequence leaves the f32 search's running beams, how
-    far its cumulative log-prob was from the last running beam's (a tie is 0).
+    divergence is replayed with Hugging Face's f32 model, and the cut the GPU
+    decided the other way (its sequence dropped by f32, or the CPU's passed
+    narrowly, the final ranking included) is reported with its f32 margin in
+    cumulative log-prob (a tie is 0) beside one step's rounding.
 Beside each row, Hugging Face generate() with the model in the same dtype on
 the GPU against the same CPU tokens: how often the peer itself agrees.
 Prints one table; exits 1 when a row misses its bar.
@@ -71,11 +72,14 @@ def tolerance(dtype, top):
 
 
 def hf_model(name, torch, transformers, cache={}):
-    """Hugging Face's f32 model of an export (the same seed and scale rebuild its weights), once per model."""
+    """Hugging Face's f32 model of an export (the same seed and scale rebuild its weights), once per model,
+    on the GPU where there is one."""
     if name not in cache:
         args = exporter.parser().parse_args([*MODELS[name], "--seed", "3", "--scale", "2", "--out", os.devnull])
         model, _, seq2seq = exporter.load_model(args, torch, transformers)
         model.config.use_cache = True
+        if torch.cuda.is_available():
+            model = model.cuda()
         cache[name] = (model.eval(), seq2seq)
     return cache[name]
 
@@ -83,8 +87,6 @@ def hf_model(name, torch, transformers, cache={}):
 def margins(name, prompts, cpu, gpu, torch, transformers):
     """Each greedy divergence: (row, step, f32 top-2 margin, |top logit|, HF's top == the CPU's token)."""
     model = hf_model(name, torch, transformers)[0]
-    if torch.cuda.is_available():
-        model = model.cuda()
     out = []
     for i, (p, a, b) in enumerate(zip(prompts, cpu, gpu)):
         if a == b:
@@ -115,8 +117,6 @@ def beam_divergences(name, prompts, cpu, gpu, beams, torch, transformers):
         first dropped candidate's, or at the end (step "end") minus the GPU's sequence's;
       - "replay": the replay did not run the CPU's sequence (margin None)."""
     model, seq2seq = hf_model(name, torch, transformers)
-    if torch.cuda.is_available():
-        model = model.cuda()
 
     def setting(key):  # transformers 5 keeps generation settings in generation_config, older ones in config
         v = getattr(getattr(model, "generation_config", None), key, None)
@@ -160,13 +160,12 @@ def beam_divergences(name, prompts, cpu, gpu, beams, torch, transformers):
             if not mine:
                 found = (i, t, None, None, "replay")
                 break
+            last = abs(float(logits[seqs.index(ga[:t])].max()))  # the CPU's beam's top logit
             if len(kept) > beams:
                 m = mine[0] - kept[beams][1]
-                j = seqs.index(ga[:t])
                 if narrowest is None or m < narrowest[2]:
-                    narrowest = (i, t, m, abs(float(logits[j].max())), "cpu")
+                    narrowest = (i, t, m, last, "cpu")
             running = nxt
-            last = abs(float(logits[seqs.index(ga[:t])].max()))
         if found is None:  # both ran to the end: the last cut is the ranking of the finished sequences
             score = {tuple(s): v for s, v in running}
             if tuple(ga[:steps]) in score and tuple(gb[:steps]) in score:
