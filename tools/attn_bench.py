@@ -120,6 +120,9 @@ def main():
     ap.add_argument("--out", default=os.environ.get("OUT", "/tmp/attn_bench"))
     ap.add_argument("--ncu", help="instead of the table: Nsight Compute's detail of the decode kernel, "
                     "this regex's kernels, for each batch")
+    ap.add_argument("--trace", action="store_true",
+                    help="plans compiled with GENC_ATTN_TRACE=1; each row also prints the last layer's decode and "
+                         "merge stage stamps (block (0, 0), splits 0-7; docs/cuda.md)")
     ap.add_argument("--ncu-compare", action="store_true",
                     help="instead of the table: one table of Nsight Compute metrics (NCU_METRICS) for each batch, "
                     "our decode and merge kernels against the kernels of one SDPA call, side by side")
@@ -153,7 +156,7 @@ def main():
         r = subprocess.run([os.path.join(bindir, "genc"), "compile", os.path.join(model, "model.onnx"), "-o", plan,
                             "--dtype", "f16", "--max-batch", str(b), "--max-beams", "1",
                             "--max-length", str(length + args.new), "--quiet"], capture_output=True, text=True,
-                           env=env)
+                           env=dict(env, GENC_ATTN_TRACE="1") if args.trace else env)
         if r.returncode:
             log(f"b{b}: genc failed\n{r.stderr[-2000:]}")
             continue
@@ -205,6 +208,12 @@ def main():
             continue
         attn = step_ms("gemm,fused,copy,prefill:attention")
         none = step_ms("gemm,fused,copy,attention")
+        if args.trace:
+            r = subprocess.run([os.path.join(bindir, "genrun"), plan, "--device", "cuda", "--input", prompts,
+                                "--max-new-tokens", str(args.new), "--output", os.devnull], capture_output=True,
+                               text=True, timeout=300, env=dict(env, GENC_CUDA_SKIP="gemm,fused,copy,prefill:attention",
+                                                                GENC_CUDA_ATTN_TRACE="1"))
+            log(f"b{b} stages:\n" + "\n".join(l for l in r.stderr.splitlines() if "attention trace" in l))
         if attn is None or none is None:
             continue
         ours_s = max(attn - none, 1e-6) / args.layers * 1e-3

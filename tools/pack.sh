@@ -49,5 +49,8 @@ fi
 # session 20), run there as dist/step_lab.
 if [ -x "$CUDA/bin/nvcc" ]; then
   "$CUDA/bin/nvcc" -O3 -arch=sm_90 -std=c++17 -o dist/step_lab tools/step_lab.cu
+  # tools/attn_lab.cu: decode attention by TMA into a shared-memory ring
+  # (docs/performance.md, session 26), run there as dist/attn_lab.
+  "$CUDA/bin/nvcc" -O3 -arch=sm_90a -std=c++17 -o dist/attn_lab tools/attn_lab.cu -lcuda
 fi
 echo "pack: dist/genc-linux-x86_64.tar.gz (${bins[*]##*/} ${libs[*]+${libs[*]##*/}})"
