@@ -34,7 +34,7 @@ int maxHeadsPerBlock() {
 // The configuration of one attention op as the struct the templates read:
 // its text is also the key that dedups families.
 std::string configBody(const Function &f, const Op &op, DType activation, bool sharedPrompts, bool crossI8,
-                       int &headsPerBlock, genrt::cuda::DecodeShape &decode) {
+                       int &headsPerBlock, genrt::cuda::DecodeShape &decode, bool &stream) {
   const int mode = op.is("kv_attention") ? 0 : op.is("cross_attention") ? 1 : 2;
   // An i8 cross cache (genc --cross-kv-dtype i8): decode steps take the
   // CUDA-core decode kernel over one-byte tiles; no tensor-core prefill.
@@ -91,12 +91,22 @@ std::string configBody(const Function &f, const Op &op, DType activation, bool s
   decode = genrt::cuda::decodeShape(mode, G, D, i8 ? 1 : es, !i8 && activation == DType::BF16, budget,
                                     !(reg && std::string(reg) == "0"),
                                     !i8 ? 0 : activation == DType::F16 ? 1 : activation == DType::BF16 ? 2 : 0);
+  // The TMA decode kernel of long contexts (sm_90), where its shape allows;
+  // GENC_DECODE_STREAM=0 leaves it out of the plan (A/B runs).
+  const char *sm = genrt::env::get("GENC_DECODE_STREAM");
+  const int qkNormKind = qkNorm ? (numElements(qn) == D ? 1 : 2) : 0;
+  stream = !(sm && std::string(sm) == "0") &&
+           genrt::cuda::streamEligible(decode, mode, D, sharedPrompts && mode == 0, i8, op.intAttr("window", 0),
+                                       qkNormKind);
 
   std::ostringstream c;
   c << "  static constexpr int MODE = " << mode << ", H = " << H << ", KVH = " << KVH << ", D = " << D
     << ", GROUP = " << headsPerBlock << ", GROUP_ALL = " << G << ";\n"
     << "  static constexpr int DGROUP = " << std::max(decode.heads, 1) << ", DSTAGES = " << decode.stages
     << ", DKT = " << decode.keysPerTile << ", DMMA = " << decode.mma << ", DREG = " << decode.registers << ";\n"
+    // attn_N_stream (codegen/AttentionStream.cpp) and its ring's bytes.
+    << "  static constexpr int DSTREAM = " << stream << ";\n"
+    << "  static constexpr long long SRING = " << genrt::cuda::kStreamRingBytes << ";\n"
     // Self-attention over a plan whose beams share their prompt: rows through
     // the pairs (AttentionAbi.h); 0 compiles the kernels exactly as before.
     << "  static constexpr int SHARED = " << (sharedPrompts && mode == 0) << ";\n"
@@ -143,8 +153,9 @@ AttentionKernels emitAttentionKernels(Module &m, DType activation) {
         continue;
       int perBlock = 1;
       genrt::cuda::DecodeShape decode;
-      std::string body =
-          configBody(*f, *op, activation, planOptions(m).sharesPrompts(), planOptions(m).crossKvI8, perBlock, decode);
+      bool stream = false;
+      std::string body = configBody(*f, *op, activation, planOptions(m).sharesPrompts(), planOptions(m).crossKvI8,
+                                    perBlock, decode, stream);
       auto [it, fresh] = familyOf.emplace(body, "attn_" + std::to_string(familyOf.size()));
       const std::string &name = it->second;
       op->setAttr("gpu_kernel", name);
@@ -155,6 +166,8 @@ AttentionKernels emitAttentionKernels(Module &m, DType activation) {
         op->setAttr("gpu_decode_stages", static_cast<int64_t>(decode.stages));
         if (decode.registers)
           op->setAttr("gpu_decode_registers", static_cast<int64_t>(1));
+        if (stream)
+          op->setAttr("gpu_decode_stream", static_cast<int64_t>(1));
       }
       // Every op of the family, not only its first: the executor reads the
       // op's attributes.
@@ -174,8 +187,16 @@ AttentionKernels emitAttentionKernels(Module &m, DType activation) {
       // weigh / finish: tree attention's combine, for self-attention only;
       // prefill: runs of many tokens on tensor cores, over 16-bit caches.
       const bool self = op->is("kv_attention");
-      for (const char *entry : {"prologue", "attend", "append", "decode", "merge", "weigh", "finish", "prefill"})
-        if (const std::string e = entry; ((e != "decode" && e != "merge") || decode.heads) &&
+      for (const char *entry :
+           {"prologue", "attend", "append", "decode", "merge", "weigh", "finish", "prefill", "stream"})
+        if (const std::string e = entry; e == "stream") {
+          // The producer warp starts before the dependent-launch wait; the
+          // tensor maps are read where the parameters are (__grid_constant__).
+          if (stream)
+            code << "extern \"C\" __global__ void __launch_bounds__(" << genrt::cuda::kStreamThreads << ") " << name
+                 << "_stream(const __grid_constant__ GencAttnParams p) {\n  genc_attn_stream<" << name
+                 << "_cfg>(p);\n}\n";
+        } else if (((e != "decode" && e != "merge") || decode.heads) &&
                                          ((e != "weigh" && e != "finish") || self) && (e != "prefill" || prefill))
         {
           // Stage stamps where GENC_ATTN_TRACE asks for them.

@@ -42,6 +42,8 @@ std::string attentionTraceSource();
 /// Whether GENC_ATTN_TRACE=1 (the entries' own stamps are written only then).
 bool attentionTraceOn();
 const char *attentionDecodeTemplates();
+/// The TMA decode kernel's (codegen/AttentionStream.cpp), after the decode's.
+const char *attentionStreamTemplates();
 /// The prefill kernel's (codegen/AttentionPrefill.cpp), after the decode's.
 const char *attentionPrefillTemplates();
 

@@ -9,6 +9,10 @@ namespace genc {
 
 const char *attentionTemplates() {
   return R"(// ---- genc attention templates ---------------------------------------------
+// The barrier of an attention block's 128 compute threads: every entry but
+// attn_N_stream has just those (where it is __syncthreads); there, a
+// producer warp runs apart and never meets them.
+static __device__ __forceinline__ void genc_attn_sync() { asm volatile("bar.sync 1, 128;" ::: "memory"); }
 // V elements of storage type T at p[0..V) as f32, in 16-byte (or smaller) words.
 template <typename T, int V>
 static __device__ __forceinline__ void genc_attn_load(float (&dst)[V], const typename T::S *p) {
@@ -97,7 +101,7 @@ static __device__ void genc_attn_rows(const GencAttnParams &p, long long t, int 
   constexpr int NK = C::MODE == 1 ? 0 : C::KVH; // cross attention: q only
   __shared__ float inv[C::H + C::KVH];
   __shared__ float red[32];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = 4;
   if (C::QKNORM == 1) { // per head: one warp per q/k row
     const int h1 = r1 < C::H + NK ? r1 : C::H + NK;
     for (int h = r0 + warp; h < h1; h += nwarps) {
@@ -116,16 +120,16 @@ static __device__ void genc_attn_rows(const GencAttnParams &p, long long t, int 
       }
       ss = genc_block_sum(ss, red);
       if (threadIdx.x == 0) inv[which] = 1.f / sqrtf(ss / (float)(n * C::D) + C::EPS);
-      __syncthreads();
+      __syncthreads(); // (attn_N_stream takes no all-head norm: genc_block_sum meets every thread)
     }
   }
-  __syncthreads();
+  genc_attn_sync();
   long long pos = 0;
   if (C::ROPE) {
     pos = ((const long long *)p.positions)[t];
     pos = pos < 0 ? 0 : (pos >= p.positionsInTable ? p.positionsInTable - 1 : pos);
   }
-  for (int e = r0 * C::D + threadIdx.x; e < r1 * C::D; e += blockDim.x) {
+  for (int e = r0 * C::D + threadIdx.x; e < r1 * C::D; e += 128) {
     int row = e / C::D, d = e % C::D;
     int which = row < C::H ? 0 : row < C::H + NK ? 1 : 2;
     int h = which == 0 ? row : which == 1 ? row - C::H : row - C::H - NK;
@@ -157,7 +161,7 @@ static __device__ void genc_attn_rows(const GencAttnParams &p, long long t, int 
               CT::st(v);
     }
   }
-  __syncthreads();
+  genc_attn_sync();
 }
 
 // ---- the decode kernels' query rows ----------------------------------------
@@ -204,7 +208,7 @@ static __device__ __forceinline__ void genc_attn_query_rows(const GencAttnParams
         genc_attn_load<RT, V>(s[k], (const typename RT::S *)p.sinTable + pos * C::R + d);
       }
     }
-    __syncthreads(); // dst may be memory the block used before
+    genc_attn_sync(); // dst may be memory the block used before
 #pragma unroll
     for (int k = 0; k < PER; ++k) {
       const int e = threadIdx.x + k * 128;
@@ -223,7 +227,7 @@ static __device__ __forceinline__ void genc_attn_query_rows(const GencAttnParams
       to[0] = make_float4(v[0], v[1], v[2], v[3]);
       to[1] = make_float4(v[4], v[5], v[6], v[7]);
     }
-    __syncthreads();
+    genc_attn_sync();
   }
 }
 

@@ -532,7 +532,7 @@ static std::string attentionSource(const CudaModule &cm) {
   if (cm.attentionKernels.empty())
     return out;
   return out + "\n" + genrt::cuda::kGencAttnAbiSource + "\n" + attentionTraceSource() + attentionTemplates() +
-         attentionDecodeTemplates() + attentionPrefillTemplates() + cm.attentionCode;
+         attentionDecodeTemplates() + attentionStreamTemplates() + attentionPrefillTemplates() + cm.attentionCode;
 }
 
 std::string cudaModuleSource(const CudaModule &cm) {

@@ -37,12 +37,16 @@ const std::vector<Variable> &variables() {
       {"GENC_CUDA_SKIP", "genrun",
        "a comma list of step kinds (gemm, fused, copy, attention, prefill:attention, ...) not run: timing only"},
       {"GENC_CUDA_SPLITS", "genrun", "N: the decode kernel's splits fixed (sweeps)"},
+      {"GENC_CUDA_STREAM", "genrun",
+       "0 / 1: decode steps never / always take the TMA decode kernel where the plan has it (default: caches of "
+       "4096 keys or more, sm_90)"},
       {"GENC_CUDA_SYNC", "genrun", "1: synchronise after every step (debugging)"},
       {"GENC_CUDA_TOKENS", "genrun", "0: greedy and sampled tokens chosen on the host from copied logits (A/B runs)"},
       {"GENC_CUDA_TOKENS_CHECK", "genrun", "1: every token the GPU chooses checked against the host's choice"},
       {"GENC_DECODE_QWORDS", "genc", "0: the decode kernels make their queries element by element (A/B runs)"},
       {"GENC_DECODE_REGISTERS", "genc", "0: the decode kernel stages K/V tiles in shared memory (A/B runs)"},
       {"GENC_DECODE_STAGE_KB", "genc", "16..200: KiB of shared memory the decode kernel's tile stages aim at"},
+      {"GENC_DECODE_STREAM", "genc", "0: no TMA decode kernel (attn_N_stream) in the plan (A/B runs)"},
       {"GENC_KERNEL_CACHE", "genc",
        "a folder, or off: where NVRTC's code is kept (default $XDG_CACHE_HOME/genc/kernels or "
        "~/.cache/genc/kernels; --kernel-cache wins)"},

@@ -36,6 +36,9 @@ std::string headsRule(const OpSite &s, Heads &h) {
   int64_t registers;
   if (!intAttrIn(a, "gpu_decode_registers", 0, 0, perBlock ? 1 : 0, registers))
     return "gpu_decode_registers must be 0 or 1, and 0 without a decode kernel";
+  int64_t stream;
+  if (!intAttrIn(a, "gpu_decode_stream", 0, 0, perBlock ? 1 : 0, stream))
+    return "gpu_decode_stream must be 0 or 1, and 0 without a decode kernel";
   double scale = attrFloat(a, "scale", 1.0);
   if (!std::isfinite(scale))
     return "its scale must be finite";

@@ -468,11 +468,20 @@ scale_check() {
 # The 16-bit decode and prefill kernels against the attend kernel (f32 math)
 # on the shapes they specialise on: head dim 128 (the register decode), GQA
 # 4, a sliding window; the same tokens, scores within attn_check's tolerance.
+# Its plans hold 4,104 positions, so their decode steps take the TMA kernel
+# (attn_N_stream) where it was compiled (hd128, hd64-g4); the second row
+# takes the register and tile kernels there (GENC_CUDA_STREAM=0), and the
+# TMA kernel on the 16-query-head group, T5 and BART (GENC_CUDA_STREAM=1).
 attn_f16_check() {
   local a
   if DTYPE=f16 ONLY='hd128|hd64-g4$|window' LENGTHS="1 64 1000" bash tools/attn_check.sh \
        > "$OUT/attn-f16.log" 2>&1; then a=ok; else a=FAIL; failed; fi
   row "attention f16 kernels|$a|$(grep -cE 'len [0-9]+ +ok ' "$OUT/attn-f16.log") rows ok of $(grep -cE 'len [0-9]+ +[A-Za-z]' "$OUT/attn-f16.log") (hd128, hd64-g4, window; 1, 64, 1000)"
+  if GENC_CUDA_STREAM=0 DTYPE=f16 ONLY='hd128|hd64-g4$' LENGTHS="64 1000" bash tools/attn_check.sh \
+       > "$OUT/attn-f16-nostream.log" 2>&1 &&
+     GENC_CUDA_STREAM=1 DTYPE=f16 ONLY='g16|t5|bart-hd64' LENGTHS="1 1000" bash tools/attn_check.sh \
+       > "$OUT/attn-f16-stream.log" 2>&1; then a=ok; else a=FAIL; failed; fi
+  row "attention f16, TMA kernel off / forced|$a|$(cat "$OUT/attn-f16-nostream.log" "$OUT/attn-f16-stream.log" | grep -cE 'len [0-9]+ +ok ') rows ok of $(cat "$OUT/attn-f16-nostream.log" "$OUT/attn-f16-stream.log" | grep -cE 'len [0-9]+ +[A-Za-z]') (off: hd128, hd64-g4; forced: hd64-g16, t5, bart-hd64)"
 }
 
 job gpucheck_all

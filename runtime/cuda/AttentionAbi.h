@@ -85,6 +85,10 @@
   };                                                                                               \
   /* Rows of one token per prologue block: about 256 elements, 2 a thread. */                     \
   constexpr int gencAttnPrologueRows(long long d) { return d >= 256 ? 1 : (int)(256 / d); }       \
+  /* A TMA tensor map (CUtensorMap: 128 opaque bytes, 64-aligned). */                             \
+  struct alignas(64) GencTensorMap {                                                               \
+    unsigned long long words[16];                                                                  \
+  };                                                                                               \
   struct GencAttnParams {                                                                          \
     unsigned long long x, k, v;          /* packed X, or head-major q, k, v */                     \
     unsigned long long positions;        /* i64 [T] (RoPE) */                                      \
@@ -122,6 +126,10 @@
     /* `branchCapacity` rows a slot. */                                                            \
     unsigned long long pairs;                                                                      \
     long long pairStride, homes, branchCapacity;                                                   \
+    /* attn_N_stream (sm_90): this layer's K and V cache rows as 2-D */                            \
+    /* maps of [rows][D] 16-bit elements, boxes of 64 rows x 64 dims, */                          \
+    /* 128-byte swizzle. */                                                                        \
+    GencTensorMap kMap, vMap;                                                                      \
   };
 // clang-format on
 
@@ -149,6 +157,30 @@ struct DecodeShape {
   bool registers = false;
   long long sharedBytes = 0;
 };
+
+/// attn_N_stream, the decode kernel of long contexts on sm_90
+/// (codegen/AttentionStream.cpp): K/V tiles of 64 keys by TMA into a ring of
+/// kStreamRingBytes of shared memory, a producer warp ahead of four compute
+/// warps (160 threads, one block an SM). Where genc compiles it: the tile
+/// kernel's tensor-core shape over 16-bit caches of head dim 64 or 128
+/// (whole 128-byte boxes), rows found by index (no shared prompts, no
+/// rolling window), no i8 codes, no q/k norm over all heads (its block sum
+/// takes every thread).
+constexpr int kStreamThreads = 160;
+/// The keys a sequence holds (the cache's capacity) from which decode steps
+/// take it by default (GENC_CUDA_STREAM=0 / 1 overrides).
+constexpr long long kStreamMinKeys = 4096;
+constexpr long long kStreamRingBytes = 196608;
+constexpr bool streamEligible(const DecodeShape &s, int mode, long long D, bool shared, bool i8, long long window,
+                              int qkNorm) {
+  return s.heads > 0 && s.heads <= 8 && s.mma != 0 && (D == 64 || D == 128) && mode != 2 && !shared && !i8 &&
+         window == 0 && qkNorm != 2;
+}
+/// Its dynamic shared bytes: 1 KB to align the ring, the ring, the group's
+/// query rows (f32).
+constexpr long long streamSharedBytes(long long groupHeads, long long D) {
+  return 1024 + kStreamRingBytes + groupHeads * D * 4;
+}
 
 /// Whether a decode kernel may stream K/V into registers: tensor cores and
 /// head dims 64 or 128, where a thread's 16-byte words map whole onto its

@@ -61,7 +61,8 @@ namespace genrt::cuda {
   X(cuEventDestroy)                                                                                \
   X(cuEventRecord)                                                                                 \
   X(cuEventSynchronize)                                                                            \
-  X(cuEventElapsedTime)
+  X(cuEventElapsedTime)                                                                            \
+  X(cuTensorMapEncodeTiled)
 
 struct DriverApi {
 #define GENC_DECLARE(name) decltype(&::name) name = nullptr;

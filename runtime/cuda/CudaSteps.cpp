@@ -27,10 +27,10 @@ int64_t elementsAt(const Shape &shape, const std::map<std::string, int64_t> &sym
 }
 
 Status launch(StepContext &ctx, CUfunction fn, unsigned gx, unsigned gy, unsigned gz, void **args,
-              const std::string &what, unsigned shared = 0) {
+              const std::string &what, unsigned shared = 0, unsigned threads = kAttnThreads) {
   if (gx == 0 || gy == 0 || gz == 0)
     return Status::ok();
-  Status s = ctx.dev->launch(fn, gx, gy, gz, kAttnThreads, 1, shared, ctx.stream, args, what);
+  Status s = ctx.dev->launch(fn, gx, gy, gz, threads, 1, shared, ctx.stream, args, what);
   if (s && ctx.syncEachStep)
     s = ctx.dev->check(ctx.dev->api->cuStreamSynchronize(ctx.stream), what.c_str());
   return s;
@@ -357,6 +357,23 @@ public:
   }
 };
 
+// A layer's K or V cache rows as attn_N_stream's TMA map: [rows][D] 16-bit
+// elements, boxes of 64 rows x 64 dims (128 bytes), 128-byte swizzle.
+Status encodeRows(const Device &dev, CUdeviceptr base, int64_t rows, int64_t D, GencTensorMap &out) {
+  static_assert(sizeof(GencTensorMap) == sizeof(CUtensorMap), "GencTensorMap is a CUtensorMap");
+  if (rows <= 0 || rows >= (int64_t(1) << 31) || base % 16)
+    return Status::error("has a cache the TMA decode kernel cannot map (" + std::to_string(rows) + " rows)");
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(D), static_cast<cuuint64_t>(rows)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(D * 2)};
+  const cuuint32_t box[2] = {64, 64}, step[2] = {1, 1};
+  return dev.check(dev.api->cuTensorMapEncodeTiled(reinterpret_cast<CUtensorMap *>(&out), CU_TENSOR_MAP_DATA_TYPE_UINT16,
+                                                   2, reinterpret_cast<void *>(base), dims, strides, box, step,
+                                                   CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                                   CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+                   "cuTensorMapEncodeTiled");
+}
+
 // kv_attention / cross_attention / packed_attention: the op's kernel family.
 class AttentionStep final : public Step {
 public:
@@ -367,8 +384,8 @@ public:
   /// costs about half a tile for its partials and merge). Fixed per T, so a
   /// captured graph replays at any length: the kernel takes min(S, the
   /// token's tiles) splits itself.
-  int64_t decodeSplits(int64_t T, int64_t smCount, int64_t maxS) const {
-    const int64_t slots = std::max<int64_t>(1, decodePerSm * smCount), blocks = std::max<int64_t>(1, T * decodeGridY);
+  int64_t decodeSplits(int64_t T, int64_t smCount, int64_t maxS, int64_t perSm) const {
+    const int64_t slots = std::max<int64_t>(1, perSm * smCount), blocks = std::max<int64_t>(1, T * decodeGridY);
     int64_t best = 1;
     double bestCost = 0;
     for (int64_t S = 1; S <= std::min(maxS, decodeTiles); ++S) {
@@ -386,6 +403,11 @@ public:
   /// older genc, or for shapes it does not take): its grid's y and shared
   /// bytes.
   CUfunction decode = nullptr, merge = nullptr;
+  /// The TMA decode kernel (sm_90, long contexts; kStreamThreads threads,
+  /// one block an SM), which decode steps take instead where `useStream`.
+  CUfunction stream = nullptr;
+  unsigned streamShared = 0;
+  bool useStream = false;
   /// The tensor-core kernel for runs of many tokens (16-bit caches; none
   /// in plans from an older genc) and its dynamic shared bytes.
   CUfunction prefill = nullptr;
@@ -420,8 +442,9 @@ public:
     const int64_t maxS = std::max<int64_t>(
         1, std::min<int64_t>(useDecode ? 256 : 64, ctx.partialRows / std::max<int64_t>(1, T * heads)));
     int64_t S = 1;
+    const bool streams = useDecode && useStream;
     if (useDecode) {
-      S = decodeSplits(T, ctx.dev->smCount, maxS);
+      S = decodeSplits(T, ctx.dev->smCount, maxS, streams ? 1 : decodePerSm);
       // GENC_CUDA_SPLITS=N: the decode kernel's splits fixed (A/B sweeps).
       static const int64_t forced = [] {
         const char *e = genrt::env::get("GENC_CUDA_SPLITS");
@@ -470,8 +493,10 @@ public:
         return e ? std::clamp(std::atoi(e), 0, 8) : 0;
       }();
       for (int i = 0; i <= warmups; ++i)
-        if (Status s = launch(ctx, decode, tx, static_cast<unsigned>(decodeGridY), static_cast<unsigned>(S), args,
-                              what + " (decode)", decodeShared);
+        if (Status s = streams ? launch(ctx, stream, tx, static_cast<unsigned>(decodeGridY), static_cast<unsigned>(S),
+                                        args, what + " (stream)", streamShared, kStreamThreads)
+                               : launch(ctx, decode, tx, static_cast<unsigned>(decodeGridY), static_cast<unsigned>(S),
+                                        args, what + " (decode)", decodeShared);
             !s || (i == warmups && S == 1))
           return s;
       // O's weight first, the rest of the budget to the next GEMV (a GLU's
@@ -639,6 +664,23 @@ Status attentionStep(const OpInfo &op, const ValueMap &vm, const KernelModule &m
     dev.api->cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, fn);
     const int64_t bySmem = (228 * 1024) / (decodeShared + 2048), byRegs = 65536 / (std::max(regs, 32) * 128);
     st->decodePerSm = std::clamp<int64_t>(std::min(bySmem, byRegs), 1, 16);
+    // The TMA kernel where genc compiled one, on sm_90 and newer
+    // (GENC_CUDA_STREAM=0: never; 1: at every length; by default where a
+    // sequence holds kStreamMinKeys keys or more, set below).
+    const char *sOn = genrt::env::get("GENC_CUDA_STREAM");
+    const long long sBytes = streamSharedBytes(decodePerBlock, D);
+    if (attrInt(at, "gpu_decode_stream", 0) == 1 && !(sOn && std::string(sOn) == "0") && dev.major >= 9 &&
+        st->decodeRows && sBytes <= dev.maxSharedPerBlock) {
+      if (Status s = mod.function(family + "_stream", st->stream); !s)
+        return s;
+      if (Status s = dev.check(dev.api->cuFuncSetAttribute(st->stream, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                           static_cast<int>(sBytes)),
+                               "cuFuncSetAttribute");
+          !s)
+        return s;
+      st->streamShared = static_cast<unsigned>(sBytes);
+      st->useStream = sOn && std::string(sOn) == "1";
+    }
   }
   // The prefill kernel where genc compiled one (GENC_CUDA_PREFILL=0: runs of
   // many tokens on the attend kernel, A/B runs).
@@ -718,6 +760,17 @@ Status attentionStep(const OpInfo &op, const ValueMap &vm, const KernelModule &m
   }
   if (shape.keysPerTile > 0)
     st->decodeTiles = std::max<int64_t>(1, (p.capacity + shape.keysPerTile - 1) / shape.keysPerTile);
+  if (st->stream) {
+    // Its K and V maps: the layer's rows [rows][D] of 16-bit elements.
+    const int64_t halfBytes = cross ? kv.crossHalfBytes(layer) : kv.layerElements(layer) * es;
+    const int64_t rows = halfBytes / (D * 2);
+    if (Status s = encodeRows(dev, p.cacheK, rows, D, p.kMap); !s)
+      return s;
+    if (Status s = encodeRows(dev, p.cacheV, rows, D, p.vMap); !s)
+      return s;
+    if (!st->useStream)
+      st->useStream = p.capacity >= kStreamMinKeys;
+  }
   out = std::move(st);
   return Status::ok();
 }

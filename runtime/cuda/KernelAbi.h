@@ -30,8 +30,11 @@
 //     GencAttnParams pairs, pairStride, homes, branchCapacity; attention
 //     families over a plan of shared prompts read their rows through the
 //     pairs (SHARED in the family's config).
+//   9: GencAttnParams gains the K and V tensor maps (kMap, vMap) of
+//     attn_N_stream, the TMA decode kernel of long contexts (its entry takes
+//     its parameters as __grid_constant__, 160 threads).
 #pragma once
 
 namespace genrt::cuda {
-constexpr int kGencKernelAbi = 8;
+constexpr int kGencKernelAbi = 9;
 } // namespace genrt::cuda
