@@ -79,6 +79,12 @@ static __device__ void genc_attn_stream(const GencAttnParams &p) {
   const GencTokenPlace pl = ((const GencTokenPlace *)p.places)[t];
   const GencDecodeRange<C, KT> r(p, pl, kh, split, gridDim.z);
   if (split >= r.used) return;
+  // GENC_ATTN_TRACE stamps (thread 0, a compute thread): 0 entry, 2 range
+  // (both before the wait here), 1 the wait, 3 the append, 4 the queries,
+  // 5 tile 0 landed, 6 the last tile, 7 the partials written.
+  const int mr = split < 8 ? split : -1;
+  genc_attn_mark(mr, 0);
+  genc_attn_mark(mr, 2);
   if (tid == 0) {
     for (int s = 0; s < NS; ++s) {
       genc_mbar_init(&full[s], 1);
@@ -112,12 +118,14 @@ static __device__ void genc_attn_stream(const GencAttnParams &p) {
     return;
   }
   genc_pdl_wait();
+  genc_attn_mark(mr, 1);
   genc_pdl_launch();
   // The step's k, v row into the cache (the split holding its position),
   // made visible to the producer's bulk copies (the async proxy).
   if (genc_decode_append<C, KT>(p, t, pl, r, kh)) asm volatile("fence.proxy.async;" ::: "memory");
   genc_attn_sync();
   if (tid == 0) genc_mbar_arrive(&ready);
+  genc_attn_mark(mr, 3);
   const int g = lane >> 2, q = lane & 3, mi = lane >> 3, r8 = lane & 7;
   unsigned qa[KSTEPS][2];
   genc_attn_query_rows<C, G>(p, t, hb, qs, pl);
@@ -129,6 +137,7 @@ static __device__ void genc_attn_stream(const GencAttnParams &p) {
       const float lo = g < G ? qs[g * D + d] : 0.f, hi = g < G ? qs[g * D + d + 1] : 0.f;
       qa[k][x] = (unsigned)CT::st(lo) | ((unsigned)CT::st(hi) << 16);
     }
+  genc_attn_mark(mr, 4);
   float o[NT][4];
 #pragma unroll
   for (int n = 0; n < NT; ++n)
@@ -140,6 +149,7 @@ static __device__ void genc_attn_stream(const GencAttnParams &p) {
   for (int i = 0; i < r.tiles; ++i) {
     const int s = i % NS;
     genc_mbar_wait(&full[s], (unsigned)((i / NS) & 1));
+    if (i == 0) genc_attn_mark(mr, 5);
     const unsigned kt = ringAt + (unsigned)(s * STAGE), vt = kt + HALF;
     const long long j0 = r.a + (long long)i * KT;
     const int nt = (int)(r.b - j0 < KT ? r.b - j0 : KT);
@@ -208,6 +218,7 @@ static __device__ void genc_attn_stream(const GencAttnParams &p) {
     __syncwarp();
     if (lane == 0) genc_mbar_arrive(&empty[s]);
   }
+  genc_attn_mark(mr, 6);
   // The warps meet in the ring (every copy landed: each warp waited for
   // every tile): each head's max, its sum, the warps' O rows [4][8][D].
   l += __shfl_xor_sync(0xffffffffu, l, 1);
@@ -241,6 +252,7 @@ static __device__ void genc_attn_stream(const GencAttnParams &p) {
   }
   genc_attn_sync();
   genc_decode_finish<C, G>(p, t, hb, split, r.used, os, mS, lS);
+  genc_attn_mark(mr, 7);
 #else
   __trap(); // the executor launches it on sm_90 and newer only
 #endif

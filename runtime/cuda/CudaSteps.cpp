@@ -357,6 +357,13 @@ public:
   }
 };
 
+// fn may take `bytes` of dynamic shared memory (above the default 48 KB).
+Status allowShared(const Device &dev, CUfunction fn, long long bytes) {
+  return dev.check(dev.api->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                               static_cast<int>(bytes)),
+                   "cuFuncSetAttribute");
+}
+
 // A layer's K or V cache rows as attn_N_stream's TMA map: [rows][D] 16-bit
 // elements, boxes of 64 rows x 64 dims (128 bytes), 128-byte swizzle.
 Status encodeRows(const Device &dev, CUdeviceptr base, int64_t rows, int64_t D, GencTensorMap &out) {
@@ -647,10 +654,7 @@ Status attentionStep(const OpInfo &op, const ValueMap &vm, const KernelModule &m
   CUfunction fn = nullptr;
   if (!(off && std::string(off) == "0") && decodePerBlock > 0 && decodeShared <= dev.maxSharedPerBlock &&
       mod.function(family + "_decode", fn)) {
-    if (Status s = dev.check(dev.api->cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                                         static_cast<int>(decodeShared)),
-                             "cuFuncSetAttribute");
-        !s)
+    if (Status s = allowShared(dev, fn, decodeShared); !s)
       return s;
     if (Status s = mod.function(family + "_merge", st->merge); !s)
       return s;
@@ -673,10 +677,7 @@ Status attentionStep(const OpInfo &op, const ValueMap &vm, const KernelModule &m
         st->decodeRows && sBytes <= dev.maxSharedPerBlock) {
       if (Status s = mod.function(family + "_stream", st->stream); !s)
         return s;
-      if (Status s = dev.check(dev.api->cuFuncSetAttribute(st->stream, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                                           static_cast<int>(sBytes)),
-                               "cuFuncSetAttribute");
-          !s)
+      if (Status s = allowShared(dev, st->stream, sBytes); !s)
         return s;
       st->streamShared = static_cast<unsigned>(sBytes);
       st->useStream = sOn && std::string(sOn) == "1";
@@ -692,10 +693,7 @@ Status attentionStep(const OpInfo &op, const ValueMap &vm, const KernelModule &m
     if (bytes <= dev.maxSharedPerBlock) {
       if (Status s = mod.function(family + "_prefill", st->prefill); !s)
         return s;
-      if (Status s = dev.check(dev.api->cuFuncSetAttribute(st->prefill, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                                           static_cast<int>(bytes)),
-                               "cuFuncSetAttribute");
-          !s)
+      if (Status s = allowShared(dev, st->prefill, bytes); !s)
         return s;
       st->prefillShared = static_cast<unsigned>(bytes);
     }
