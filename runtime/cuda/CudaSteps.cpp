@@ -449,7 +449,9 @@ public:
     const int64_t maxS = std::max<int64_t>(
         1, std::min<int64_t>(useDecode ? 256 : 64, ctx.partialRows / std::max<int64_t>(1, T * heads)));
     int64_t S = 1;
-    const bool streams = useDecode && useStream;
+    // (Not over a sharded cache: tree attention's runs were verified on the
+    // decode kernel only.)
+    const bool streams = useDecode && useStream && ctx.tree.shards <= 1;
     if (useDecode) {
       S = decodeSplits(T, ctx.dev->smCount, maxS, streams ? 1 : decodePerSm);
       // GENC_CUDA_SPLITS=N: the decode kernel's splits fixed (A/B sweeps).
