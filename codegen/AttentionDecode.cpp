@@ -567,6 +567,75 @@ static __device__ __forceinline__ void genc_decode_rows(const GencAttnParams &p,
   for (int y = 0; y < 4; ++y) x.v[y] = genc_decode_row<C, KT>(p, r, i, 2 * q + (y & 1) + 8 * (y >> 1), x.left);
 }
 
+// The end of a tensor-core decode block: the 4 warps' running max and sum
+// of each head (mW, lW) and their O rows [4][8][D] in `ow` meet into the
+// block's max, sum (mS, lS) and O (os [G][D]), which genc_decode_finish
+// writes. NAMED: the 128 compute threads meet on named barrier 1 alone
+// (attn_N_stream, whose producer warp runs apart); else __syncthreads.
+// A tensor-core decode warp's scores of head g (s[n][x]: key k0 + 8n + 2q + x
+// of the tile at j0, whose first nt keys are in range): scaled, biased,
+// masked; the row max over the head's four lanes. The running max m moves
+// to the new one and the running sum l takes the factor returned (0 where
+// the row had no key yet), which O then takes too.
+template <typename C, int G>
+static __device__ __forceinline__ float genc_decode_scores(const GencAttnParams &p, const GencTokenPlace &pl,
+                                                           long long t, int hb, int g, int q, int k0, long long j0,
+                                                           int nt, float (&s)[2][4], float &m, float &l) {
+  float mt = -__int_as_float(0x7f800000);
+#pragma unroll
+  for (int n = 0; n < 2; ++n)
+#pragma unroll
+    for (int x = 0; x < 2; ++x) {
+      const int jj = k0 + n * 8 + 2 * q + x;
+      float v = s[n][x] * p.scale;
+      if (C::BIAS && g < G) v += genc_attn_bias<C>(p, pl, t, hb + g, j0 + jj);
+      s[n][x] = jj < nt ? v : -__int_as_float(0x7f800000);
+      mt = fmaxf(mt, s[n][x]);
+    }
+  mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, 1));
+  mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, 2));
+  const float mNew = fmaxf(m, mt);
+  const float c = m == -__int_as_float(0x7f800000) ? 0.f : expf(m - mNew);
+  m = mNew;
+  l *= c;
+  return c;
+}
+
+template <bool NAMED>
+static __device__ __forceinline__ void genc_decode_sync() {
+  if constexpr (NAMED) genc_attn_sync();
+  else __syncthreads();
+}
+template <typename C, int G, bool NAMED>
+static __device__ __forceinline__ void genc_decode_meet(const GencAttnParams &p, long long t, int hb, int split,
+                                                        long long used, const float *ow, float *os,
+                                                        const float (&mW)[4][8], const float (&lW)[4][8], float *mS,
+                                                        float *lS) {
+  constexpr int D = C::D;
+  const int tid = threadIdx.x;
+  genc_decode_sync<NAMED>();
+  if (tid < G) {
+    float M = -__int_as_float(0x7f800000), L = 0.f;
+#pragma unroll
+    for (int w = 0; w < 4; ++w) M = fmaxf(M, mW[w][tid]);
+#pragma unroll
+    for (int w = 0; w < 4; ++w) L += mW[w][tid] == -__int_as_float(0x7f800000) ? 0.f : lW[w][tid] * expf(mW[w][tid] - M);
+    mS[tid] = M;
+    lS[tid] = L;
+  }
+  genc_decode_sync<NAMED>();
+  for (int e = tid; e < G * D; e += 128) {
+    const int h = e / D, d = e % D;
+    float sum = 0.f;
+#pragma unroll
+    for (int w = 0; w < 4; ++w)
+      sum += mW[w][h] == -__int_as_float(0x7f800000) ? 0.f : ow[(w * 8 + h) * D + d] * expf(mW[w][h] - mS[h]);
+    os[e] = sum;
+  }
+  genc_decode_sync<NAMED>();
+  genc_decode_finish<C, G>(p, t, hb, split, used, os, mS, lS);
+}
+
 template <typename C>
 static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
   typedef typename C::Cache CT;
@@ -704,24 +773,7 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
         if constexpr (C::SHARED) genc_decode_keys<C>(p, keyAhead, w);
         else genc_decode_keys<C>(p, rowNow, w);
       }
-    // Scale, bias, mask; the row max over the head's four lanes.
-    float mt = -__int_as_float(0x7f800000);
-#pragma unroll
-    for (int n = 0; n < 2; ++n)
-#pragma unroll
-      for (int x = 0; x < 2; ++x) {
-        const int jj = k0 + n * 8 + 2 * q + x;
-        float v = s[n][x] * p.scale;
-        if (C::BIAS && g < G) v += genc_attn_bias<C>(p, pl, t, hb + g, j0 + jj);
-        s[n][x] = jj < nt ? v : -__int_as_float(0x7f800000);
-        mt = fmaxf(mt, s[n][x]);
-      }
-    mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, 1));
-    mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, 2));
-    const float mNew = fmaxf(m, mt);
-    const float c = m == -__int_as_float(0x7f800000) ? 0.f : expf(m - mNew);
-    m = mNew;
-    l *= c;
+    const float c = genc_decode_scores<C, G>(p, pl, t, hb, g, q, k0, j0, nt, s, m, l), mNew = m;
 #pragma unroll
     if constexpr (REG) { // O^T's columns are heads 2q, 2q + 1: their lanes' factors
       const float c0 = __shfl_sync(0xffffffffu, c, 8 * q), c1 = __shfl_sync(0xffffffffu, c, 8 * q + 4);
@@ -816,27 +868,7 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
       ow[(warp * 8 + g) * D + n * 8 + 2 * q] = o[n][0];
       ow[(warp * 8 + g) * D + n * 8 + 2 * q + 1] = o[n][1];
     }
-  __syncthreads();
-  if (tid < G) {
-    float M = -__int_as_float(0x7f800000), L = 0.f;
-#pragma unroll
-    for (int w = 0; w < 4; ++w) M = fmaxf(M, mW[w][tid]);
-#pragma unroll
-    for (int w = 0; w < 4; ++w) L += mW[w][tid] == -__int_as_float(0x7f800000) ? 0.f : lW[w][tid] * expf(mW[w][tid] - M);
-    mS[tid] = M;
-    lS[tid] = L;
-  }
-  __syncthreads();
-  for (int e = tid; e < G * D; e += 128) {
-    const int h = e / D, d = e % D;
-    float sum = 0.f;
-#pragma unroll
-    for (int w = 0; w < 4; ++w)
-      sum += mW[w][h] == -__int_as_float(0x7f800000) ? 0.f : ow[(w * 8 + h) * D + d] * expf(mW[w][h] - mS[h]);
-    os[e] = sum;
-  }
-  __syncthreads();
-  genc_decode_finish<C, G>(p, t, hb, split, r.used, os, mS, lS);
+  genc_decode_meet<C, G, false>(p, t, hb, split, r.used, ow, os, mW, lW, mS, lS);
   genc_attn_mark(mr, 7);
 }
 

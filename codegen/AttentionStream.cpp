@@ -8,7 +8,7 @@
 // the step's own row waits for its append), so the chain runs while HBM
 // streams (tools/attn_lab.cu: 71% against 45%). Pasted after the decode
 // templates (it reuses GencDecodeRange, genc_decode_append,
-// genc_attn_query_rows and genc_decode_finish); AttentionKernels.cpp emits
+// genc_attn_query_rows and genc_decode_meet); AttentionKernels.cpp emits
 // the entry where runtime/cuda/AttentionAbi.h's streamEligible() holds.
 #include "codegen/AttentionKernels.h"
 
@@ -171,25 +171,8 @@ static __device__ void genc_attn_stream(const GencAttnParams &p) {
       genc_mma16816<BF16>(sc[0], a, b0, b1);
       genc_mma16816<BF16>(sc[1], a, b2, b3);
     }
-    // Scale, bias, mask (keys past the split: the next rows, or TMA's zeros
-    // past the map); the row max over the head's four lanes.
-    float mt = -__int_as_float(0x7f800000);
-#pragma unroll
-    for (int n = 0; n < 2; ++n)
-#pragma unroll
-      for (int x = 0; x < 2; ++x) {
-        const int jj = k0 + n * 8 + 2 * q + x;
-        float v = sc[n][x] * p.scale;
-        if (C::BIAS && g < G) v += genc_attn_bias<C>(p, pl, t, hb + g, j0 + jj);
-        sc[n][x] = jj < nt ? v : -__int_as_float(0x7f800000);
-        mt = fmaxf(mt, sc[n][x]);
-      }
-    mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, 1));
-    mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, 2));
-    const float mNew = fmaxf(m, mt);
-    const float c = m == -__int_as_float(0x7f800000) ? 0.f : expf(m - mNew);
-    m = mNew;
-    l *= c;
+    // Keys past the split are masked (the next rows, or TMA's zeros past the map).
+    const float c = genc_decode_scores<C, G>(p, pl, t, hb, g, q, k0, j0, nt, sc, m, l), mNew = m;
 #pragma unroll
     for (int n = 0; n < NT; ++n) {
       o[n][0] *= c;
@@ -231,27 +214,7 @@ static __device__ void genc_attn_stream(const GencAttnParams &p) {
     ow[(warp * 8 + g) * D + n * 8 + 2 * q] = o[n][0];
     ow[(warp * 8 + g) * D + n * 8 + 2 * q + 1] = o[n][1];
   }
-  genc_attn_sync();
-  if (tid < G) {
-    float M = -__int_as_float(0x7f800000), L = 0.f;
-#pragma unroll
-    for (int w = 0; w < 4; ++w) M = fmaxf(M, mW[w][tid]);
-#pragma unroll
-    for (int w = 0; w < 4; ++w) L += mW[w][tid] == -__int_as_float(0x7f800000) ? 0.f : lW[w][tid] * expf(mW[w][tid] - M);
-    mS[tid] = M;
-    lS[tid] = L;
-  }
-  genc_attn_sync();
-  for (int e = tid; e < G * D; e += 128) {
-    const int h = e / D, d = e % D;
-    float sum = 0.f;
-#pragma unroll
-    for (int w = 0; w < 4; ++w)
-      sum += mW[w][h] == -__int_as_float(0x7f800000) ? 0.f : ow[(w * 8 + h) * D + d] * expf(mW[w][h] - mS[h]);
-    os[e] = sum;
-  }
-  genc_attn_sync();
-  genc_decode_finish<C, G>(p, t, hb, split, r.used, os, mS, lS);
+  genc_decode_meet<C, G, true>(p, t, hb, split, r.used, ow, os, mW, lW, mS, lS);
   genc_attn_mark(mr, 7);
 #else
   __trap(); // the executor launches it on sm_90 and newer only
