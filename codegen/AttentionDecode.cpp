@@ -155,16 +155,19 @@ static __device__ void genc_decode_finish(const GencAttnParams &p, long long t, 
 }
 
 // ---- merge: the splits' partials of one (token, head) -----------------------
-// Block (t, h), 128 threads, after the decode kernel (the same splits S =
-// p.splits; a token whose keys took one split has its output already).
-// Weights exp(lse_s - max) in shared memory, then SG groups of threads each
-// sum every SG-th split over VD-wide columns of the row, loads independent
-// of one another, the groups' sums added in group order.
+// Block (t, h), C::MTHREADS (kMergeThreads: 512) threads, after the decode kernel (the
+// same splits S = p.splits; a token whose keys took one split has its
+// output already). Its place and range are read before the wait (the
+// places went up before the step's first kernel), so after it the chain is
+// two loads deep: the log-sum-exps, then the partials. Weights
+// exp(lse_s - max) in shared memory, then SG groups of threads each sum
+// every SG-th split over VD-wide columns of the row (SG = 16 at D 128: a
+// thread's few loads issued at once), the groups' sums added in group order.
 template <typename C>
 static __device__ void genc_attn_merge(const GencAttnParams &p) {
   typedef typename C::Out O;
-  constexpr int D = C::D, KT = C::DKT, SMAX = 256;
-  constexpr int VD = D % 4 == 0 ? 4 : 1, COLS = D / VD, SG = 128 / COLS;
+  constexpr int D = C::D, KT = C::DKT, SMAX = 256, MT = C::MTHREADS;
+  constexpr int VD = D % 4 == 0 ? 4 : 1, COLS = D / VD, SG = MT / COLS;
   static_assert(SG >= 1, "merge: a row in one block");
   __shared__ float wS[SMAX];
   __shared__ float sumS[SG][D];
@@ -173,6 +176,9 @@ static __device__ void genc_attn_merge(const GencAttnParams &p) {
   const int h = blockIdx.y, tid = threadIdx.x, lane = tid & 31, S = (int)p.splits;
   const GencTokenPlace pl = ((const GencTokenPlace *)p.places)[t];
   const GencDecodeRange<C, KT> r(p, pl, h / C::GROUP_ALL, 0, S);
+  genc_pdl_wait();
+  genc_attn_mark(9, 2);
+  genc_pdl_launch();
   genc_attn_mark(9, 3);
   if (r.used == 1) return;
   const int used = (int)r.used;
@@ -213,7 +219,7 @@ static __device__ void genc_attn_merge(const GencAttnParams &p) {
     for (int x = 0; x < VD; ++x) sumS[sg][col * VD + x] = acc[x];
   }
   __syncthreads();
-  for (int d = tid; d < D; d += 128) {
+  for (int d = tid; d < D; d += MT) {
     float o = 0.f;
 #pragma unroll
     for (int g = 0; g < SG; ++g) o += sumS[g][d];

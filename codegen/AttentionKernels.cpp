@@ -107,6 +107,7 @@ std::string configBody(const Function &f, const Op &op, DType activation, bool s
     // attn_N_stream (codegen/AttentionStream.cpp) and its ring's bytes.
     << "  static constexpr int DSTREAM = " << stream << ";\n"
     << "  static constexpr long long SRING = " << genrt::cuda::kStreamRingBytes << ";\n"
+    << "  static constexpr int MTHREADS = " << genrt::cuda::kMergeThreads << ";\n"
     // Self-attention over a plan whose beams share their prompt: rows through
     // the pairs (AttentionAbi.h); 0 compiles the kernels exactly as before.
     << "  static constexpr int SHARED = " << (sharedPrompts && mode == 0) << ";\n"
@@ -202,14 +203,19 @@ AttentionKernels emitAttentionKernels(Module &m, DType activation) {
           // Stage stamps where GENC_ATTN_TRACE asks for them.
           const std::string cfg = name + "_cfg", row = e == "merge" ? "9" : "blockIdx.z < 8 ? (int)blockIdx.z : -1";
           const bool mark = attentionTraceOn() && (e == "merge" || e == "decode");
-          code << "extern \"C\" __global__ void __launch_bounds__(128) " << name << "_" << entry
-               << "(const GencAttnParams p) {\n";
+          code << "extern \"C\" __global__ void __launch_bounds__("
+               << (e == "merge" ? genrt::cuda::kMergeThreads : genrt::cuda::kAttnThreads) << ") " << name << "_"
+               << entry << "(const GencAttnParams p) {\n";
           if (mark)
             code << "  genc_attn_mark(" << row << ", 0);\n";
-          if (e == "merge") // the next GEMVs' weights into L2 while the decode kernel runs
+          if (e == "merge") { // the next GEMVs' weights into L2 while the decode kernel runs
             code << "  for (int i = 0; i < 3; ++i) genc_l2_prefetch(p.pf[i], p.pfBytes[i]);\n";
-          if (mark && e == "merge")
-            code << "  genc_attn_mark(9, 1);\n";
+            if (mark)
+              code << "  genc_attn_mark(9, 1);\n";
+            // It reads its place before its own wait.
+            code << "  genc_attn_merge<" << cfg << ">(p);\n}\n";
+            continue;
+          }
           code << "  genc_pdl_wait();\n";
           if (mark)
             code << "  genc_attn_mark(" << row << ", " << (e == "merge" ? 2 : 1) << ");\n";

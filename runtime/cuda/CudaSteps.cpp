@@ -519,7 +519,7 @@ public:
         p.pf[i] = pf[i].first;
         p.pfBytes[i] = bytes[i] / 16 * 16;
       }
-      return launch(ctx, merge, tx, static_cast<unsigned>(heads), 1, args, what + " (merge)");
+      return launch(ctx, merge, tx, static_cast<unsigned>(heads), 1, args, what + " (merge)", 0, kMergeThreads);
     }
     if (usePrefill)
       return launch(ctx, prefill, static_cast<unsigned>(ctx.tileCount), static_cast<unsigned>(heads), 1, args,
