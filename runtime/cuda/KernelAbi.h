@@ -33,8 +33,10 @@
 //   9: GencAttnParams gains the K and V tensor maps (kMap, vMap) of
 //     attn_N_stream, the TMA decode kernel of long contexts (its entry takes
 //     its parameters as __grid_constant__, 160 threads).
+//  10: attn_N_merge runs in kMergeThreads (512) threads and waits on the
+//     kernel before it itself, after reading its place.
 #pragma once
 
 namespace genrt::cuda {
-constexpr int kGencKernelAbi = 9;
+constexpr int kGencKernelAbi = 10;
 } // namespace genrt::cuda
