@@ -183,15 +183,30 @@ static __device__ void genc_attn_merge(const GencAttnParams &p) {
   if (r.used == 1) return;
   const int used = (int)r.used;
   const float *lse = (const float *)p.lse + (t * C::H + h) * (long long)S;
+  // The first PRE partials of each group load while warp 0 makes the
+  // weights: the step's two round trips (weights, partials) overlap.
+  constexpr int PRE = 8, LPER = SMAX / 32;
+  const int sg = tid / COLS, col = tid % COLS;
+  const float *part = (const float *)p.partial + (t * C::H + h) * (long long)S * D + col * VD;
+  float v[PRE][VD];
+  if (sg < SG)
+#pragma unroll
+    for (int i = 0; i < PRE; ++i)
+      if (sg + i * SG < used) genc_attn_load<genc_f32, VD>(v[i], part + (long long)(sg + i * SG) * D);
   if (tid < 32) {
-    float M = -__int_as_float(0x7f800000);
-    for (int s = lane; s < used; s += 32) M = fmaxf(M, lse[s]);
+    float lv[LPER], M = -__int_as_float(0x7f800000);
+#pragma unroll
+    for (int i = 0; i < LPER; ++i) {
+      lv[i] = lane + 32 * i < used ? lse[lane + 32 * i] : -__int_as_float(0x7f800000);
+      M = fmaxf(M, lv[i]);
+    }
 #pragma unroll
     for (int x = 16; x > 0; x >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, x));
     float sum = 0.f;
-    for (int s = lane; s < used; s += 32) {
-      const float w = lse[s] == -__int_as_float(0x7f800000) ? 0.f : expf(lse[s] - M);
-      wS[s] = w;
+#pragma unroll
+    for (int i = 0; i < LPER; ++i) {
+      const float w = lv[i] == -__int_as_float(0x7f800000) ? 0.f : expf(lv[i] - M);
+      if (lane + 32 * i < used) wS[lane + 32 * i] = w;
       sum += w;
     }
 #pragma unroll
@@ -202,18 +217,21 @@ static __device__ void genc_attn_merge(const GencAttnParams &p) {
     }
   }
   __syncthreads();
-  const int sg = tid / COLS, col = tid % COLS;
   if (sg < SG) {
-    const float *part = (const float *)p.partial + (t * C::H + h) * (long long)S * D + col * VD;
     float acc[VD];
 #pragma unroll
     for (int x = 0; x < VD; ++x) acc[x] = 0.f;
-#pragma unroll 8
-    for (int s = sg; s < used; s += SG) {
-      float v[VD];
-      genc_attn_load<genc_f32, VD>(v, part + (long long)s * D);
 #pragma unroll
-      for (int x = 0; x < VD; ++x) acc[x] += wS[s] * v[x];
+    for (int i = 0; i < PRE; ++i)
+      if (sg + i * SG < used)
+#pragma unroll
+        for (int x = 0; x < VD; ++x) acc[x] += wS[sg + i * SG] * v[i][x];
+#pragma unroll 4
+    for (int s = sg + PRE * SG; s < used; s += SG) {
+      float u[VD];
+      genc_attn_load<genc_f32, VD>(u, part + (long long)s * D);
+#pragma unroll
+      for (int x = 0; x < VD; ++x) acc[x] += wS[s] * u[x];
     }
 #pragma unroll
     for (int x = 0; x < VD; ++x) sumS[sg][col * VD + x] = acc[x];
@@ -575,9 +593,10 @@ static __device__ __forceinline__ void genc_decode_rows(const GencAttnParams &p,
 
 // The end of a tensor-core decode block: the 4 warps' running max and sum
 // of each head (mW, lW) and their O rows [4][8][D] in `ow` meet into the
-// block's max, sum (mS, lS) and O (os [G][D]), which genc_decode_finish
-// writes. NAMED: the 128 compute threads meet on named barrier 1 alone
-// (attn_N_stream, whose producer warp runs apart); else __syncthreads.
+// block's output (used == 1) or its partial row and log-sum-exp (fS: each
+// warp's factor per head). NAMED: the 128 compute threads meet on named
+// barrier 1 alone (attn_N_stream, whose producer warp runs apart); else
+// __syncthreads.
 // A tensor-core decode warp's scores of head g (s[n][x]: key k0 + 8n + 2q + x
 // of the tile at j0, whose first nt keys are in range): scaled, biased,
 // masked; the row max over the head's four lanes. The running max m moves
@@ -614,32 +633,54 @@ static __device__ __forceinline__ void genc_decode_sync() {
 }
 template <typename C, int G, bool NAMED>
 static __device__ __forceinline__ void genc_decode_meet(const GencAttnParams &p, long long t, int hb, int split,
-                                                        long long used, const float *ow, float *os,
-                                                        const float (&mW)[4][8], const float (&lW)[4][8], float *mS,
-                                                        float *lS) {
-  constexpr int D = C::D;
+                                                        long long used, const float *ow, const float (&mW)[4][8],
+                                                        const float (&lW)[4][8], float (&fS)[4][8]) {
+  typedef typename C::Out O;
+  constexpr int D = C::D, NINF = 0xff800000;
+  static_assert(D % 4 == 0, "decode meeting: a row in float4s");
   const int tid = threadIdx.x;
   genc_decode_sync<NAMED>();
-  if (tid < G) {
-    float M = -__int_as_float(0x7f800000), L = 0.f;
-#pragma unroll
-    for (int w = 0; w < 4; ++w) M = fmaxf(M, mW[w][tid]);
-#pragma unroll
-    for (int w = 0; w < 4; ++w) L += mW[w][tid] == -__int_as_float(0x7f800000) ? 0.f : lW[w][tid] * expf(mW[w][tid] - M);
-    mS[tid] = M;
-    lS[tid] = L;
+  // One warp, lane (w, h) = 8w + h: head h's max and sum over the warps by
+  // shuffles, then warp w's factor exp(m_w - M) / L, so that each output
+  // is four multiply-adds. The meeting is four warps' serial code at the
+  // end of every split: computed once here, not per element.
+  if (tid < 32) {
+    const int w = tid >> 3, h = tid & 7;
+    const float mw = h < G ? mW[w][h] : __int_as_float(NINF);
+    float M = fmaxf(mw, __shfl_xor_sync(0xffffffffu, mw, 8));
+    M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, 16));
+    const float e = mw == __int_as_float(NINF) ? 0.f : expf(mw - M);
+    float L = h < G ? lW[w][h] * e : 0.f;
+    L += __shfl_xor_sync(0xffffffffu, L, 8);
+    L += __shfl_xor_sync(0xffffffffu, L, 16);
+    fS[w][h] = L > 0.f ? e / L : 0.f;
+    if (w == 0 && h < G && (used > 1 || p.lseOut))
+      ((float *)(used > 1 ? p.lse : p.lseOut))[(t * C::H + hb + h) * (long long)(used > 1 ? gridDim.z : 1) +
+                                               (used > 1 ? split : 0)] = L > 0.f ? M + logf(L) : __int_as_float(NINF);
   }
   genc_decode_sync<NAMED>();
-  for (int e = tid; e < G * D; e += 128) {
+  for (int e = tid * 4; e < G * D; e += 128 * 4) {
     const int h = e / D, d = e % D;
-    float sum = 0.f;
+    float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
-    for (int w = 0; w < 4; ++w)
-      sum += mW[w][h] == -__int_as_float(0x7f800000) ? 0.f : ow[(w * 8 + h) * D + d] * expf(mW[w][h] - mS[h]);
-    os[e] = sum;
+    for (int w = 0; w < 4; ++w) {
+      const float4 v = *(const float4 *)(ow + (w * 8 + h) * D + d);
+      const float f = fS[w][h];
+      sum.x += v.x * f;
+      sum.y += v.y * f;
+      sum.z += v.z * f;
+      sum.w += v.w * f;
+    }
+    if (used == 1) {
+      typename O::S *out = (typename O::S *)p.out;
+      out[genc_attn_out_at<C>(p, t, hb + h, d)] = O::st(sum.x);
+      out[genc_attn_out_at<C>(p, t, hb + h, d + 1)] = O::st(sum.y);
+      out[genc_attn_out_at<C>(p, t, hb + h, d + 2)] = O::st(sum.z);
+      out[genc_attn_out_at<C>(p, t, hb + h, d + 3)] = O::st(sum.w);
+    } else {
+      *(float4 *)((float *)p.partial + ((t * C::H + hb + h) * (long long)gridDim.z + split) * D + d) = sum;
+    }
   }
-  genc_decode_sync<NAMED>();
-  genc_decode_finish<C, G>(p, t, hb, split, used, os, mS, lS);
 }
 
 template <typename C>
@@ -662,11 +703,11 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
   // mma type (not C::X, which may be stored f32).
   typedef typename GencPick<I8, typename GencPick<BF16 != 0, genc_bf16, genc_f16>::type, CT>::type MT;
   static_assert(G <= 8 && D % 16 == 0 && KT == C::DKT, "decode attention (mma): the shape it takes");
-  static_assert(REG || ST * 2 * KT * RS * 4 >= 4 * 8 * D + G * D, "decode attention (mma): the tiles' memory holds the warps' sums");
+  static_assert(REG || ST * 2 * KT * RS * 4 >= 4 * 8 * D, "decode attention (mma): the tiles' memory holds the warps' sums");
   static_assert(REG || 2 * KT * RS * 4 >= G * D, "decode attention (mma): a stage holds the group's queries");
   static_assert(!REG || D == 64 || D == 128, "decode attention (registers): a thread's words map whole onto its fragments");
   extern __shared__ uint4 genc_attn_tiles[]; // [ST][K, V][KT][RS]
-  __shared__ float mW[4][8], lW[4][8], mS[G], lS[G];
+  __shared__ float mW[4][8], lW[4][8], fS[4][8];
   const long long t = blockIdx.x;
   const int kh = blockIdx.y / DPARTS, hb = kh * C::GROUP_ALL + (blockIdx.y % DPARTS) * G;
   const int split = blockIdx.z, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -861,7 +902,7 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
   l += __shfl_xor_sync(0xffffffffu, l, 1);
   l += __shfl_xor_sync(0xffffffffu, l, 2);
   if (q == 0) { mW[warp][g] = m; lW[warp][g] = l; }
-  float *ow = (float *)genc_attn_tiles, *os = ow + 4 * 8 * D;
+  float *ow = (float *)genc_attn_tiles;
 #pragma unroll
   for (int n = 0; n < NO; ++n)
     if constexpr (REG) { // O^T: heads 2q, 2q + 1 at dims of rows g, g + 8
@@ -874,7 +915,7 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
       ow[(warp * 8 + g) * D + n * 8 + 2 * q] = o[n][0];
       ow[(warp * 8 + g) * D + n * 8 + 2 * q + 1] = o[n][1];
     }
-  genc_decode_meet<C, G, false>(p, t, hb, split, r.used, ow, os, mW, lW, mS, lS);
+  genc_decode_meet<C, G, false>(p, t, hb, split, r.used, ow, mW, lW, fS);
   genc_attn_mark(mr, 7);
 }
 

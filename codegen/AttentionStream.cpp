@@ -66,12 +66,12 @@ static __device__ void genc_attn_stream(const GencAttnParams &p) {
   constexpr int DPARTS = C::GROUP_ALL / G, BF16 = C::DMMA == 2;
   static_assert(D % 64 == 0 && G <= 8 && NS >= 2 && !C::SHARED && !C::CROSS_I8 && C::WINDOW == 0,
                 "decode attention (TMA): the shape it takes");
-  static_assert(4 * 8 * D * 4 + G * D * 4 <= NS * STAGE, "decode attention (TMA): the ring holds the warps' sums");
+  static_assert(4 * 8 * D * 4 <= NS * STAGE, "decode attention (TMA): the ring holds the warps' sums");
   extern __shared__ uint4 genc_attn_tiles[];
   unsigned char *ring = (unsigned char *)(((unsigned long long)genc_attn_tiles + 1023) & ~1023ull);
   float *qs = (float *)(ring + NS * STAGE); // [G][D]
   __shared__ __align__(8) unsigned long long full[NS], empty[NS], ready;
-  __shared__ float mW[4][8], lW[4][8], mS[G], lS[G];
+  __shared__ float mW[4][8], lW[4][8], fS[4][8];
   const long long t = blockIdx.x;
   const int kh = blockIdx.y / DPARTS, hb = kh * C::GROUP_ALL + (blockIdx.y % DPARTS) * G;
   const int split = blockIdx.z, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -79,12 +79,11 @@ static __device__ void genc_attn_stream(const GencAttnParams &p) {
   const GencTokenPlace pl = ((const GencTokenPlace *)p.places)[t];
   const GencDecodeRange<C, KT> r(p, pl, kh, split, gridDim.z);
   if (split >= r.used) return;
-  // GENC_ATTN_TRACE stamps (thread 0, a compute thread): 0 entry, 2 range
-  // (both before the wait here), 1 the wait, 3 the append, 4 the queries,
-  // 5 tile 0 landed, 6 the last tile, 7 the partials written.
+  // GENC_ATTN_TRACE stamps (thread 0, a compute thread): 0 entry (the range
+  // read), 1 the wait, 3 the append, 4 the queries, 5 tile 0 landed, 6 the
+  // last tile, 2 the warps' O rows in the ring, 7 the partials written.
   const int mr = split < 8 ? split : -1;
   genc_attn_mark(mr, 0);
-  genc_attn_mark(mr, 2);
   if (tid == 0) {
     for (int s = 0; s < NS; ++s) {
       genc_mbar_init(&full[s], 1);
@@ -208,13 +207,14 @@ static __device__ void genc_attn_stream(const GencAttnParams &p) {
   l += __shfl_xor_sync(0xffffffffu, l, 2);
   genc_attn_sync(); // every warp's last ldmatrix done
   if (q == 0) { mW[warp][g] = m; lW[warp][g] = l; }
-  float *ow = (float *)ring, *os = ow + 4 * 8 * D;
+  float *ow = (float *)ring;
 #pragma unroll
   for (int n = 0; n < NT; ++n) {
     ow[(warp * 8 + g) * D + n * 8 + 2 * q] = o[n][0];
     ow[(warp * 8 + g) * D + n * 8 + 2 * q + 1] = o[n][1];
   }
-  genc_decode_meet<C, G, true>(p, t, hb, split, r.used, ow, os, mW, lW, mS, lS);
+  genc_attn_mark(mr, 2);
+  genc_decode_meet<C, G, true>(p, t, hb, split, r.used, ow, mW, lW, fS);
   genc_attn_mark(mr, 7);
 #else
   __trap(); // the executor launches it on sm_90 and newer only
