@@ -218,7 +218,7 @@ AttentionKernels emitAttentionKernels(Module &m, DType activation) {
           }
           code << "  genc_pdl_wait();\n";
           if (mark)
-            code << "  genc_attn_mark(" << row << ", " << (e == "merge" ? 2 : 1) << ");\n";
+            code << "  genc_attn_mark(" << row << ", 1);\n";
           code << "  genc_pdl_launch();\n  genc_attn_" << entry << "<" << cfg << ">(p);\n}\n";
         }
     }
