@@ -821,7 +821,6 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
         else genc_decode_keys<C>(p, rowNow, w);
       }
     const float c = genc_decode_scores<C, G>(p, pl, t, hb, g, q, k0, j0, nt, s, m, l), mNew = m;
-#pragma unroll
     if constexpr (REG) { // O^T's columns are heads 2q, 2q + 1: their lanes' factors
       const float c0 = __shfl_sync(0xffffffffu, c, 8 * q), c1 = __shfl_sync(0xffffffffu, c, 8 * q + 4);
 #pragma unroll
