@@ -26,7 +26,7 @@ const std::vector<Variable> &variables() {
       {"GENC_CUDA_GEMV_ROWS", "genrun", "1..8: products of up to that many rows take the GEMV kernels (default 1)"},
       {"GENC_CUDA_GRAPHS", "genrun", "0: no CUDA graphs (every step launched kernel by kernel)"},
       {"GENC_CUDA_L2_PREFETCH_MB", "genrun",
-       "0..64: MiB of the next GEMVs' weights the attention merge prefetches into L2 (default 32 on sm_90)"},
+       "0..64: MiB of the next GEMVs' weights the attention merge prefetches into L2 (sm_90; default 0: none)"},
       {"GENC_CUDA_PDL", "genrun", "0: no programmatic dependent launch"},
       {"GENC_CUDA_PREFILL", "genrun", "0: runs of many tokens take the attend kernel (A/B runs)"},
       {"GENC_CUDA_PROFILE", "genrun", "1: each kernel's time, graphs off"},

@@ -133,16 +133,19 @@ public:
     if (fs != "" && fs != "0" && fs != "1" && fs != "norm" && fs != "glu")
       return Status::error("GENC_CUDA_GEMV_FUSION=" + fs + ": expected 0, 1, norm or glu");
     ctx_.gemvFusion = fs == "0" ? 0 : fs == "norm" ? 1 : fs == "glu" ? 2 : 3;
-    // The merge after a one-token decode kernel prefetches the next GEMVs'
-    // weights into L2 while that kernel's latency chain leaves HBM idle: up
-    // to 32 MiB, at most 64% of the L2, on sm_90 and newer (cp.async.bulk);
-    // the 1.1B's batch-1 step 1.218 -> 1.196 ms on an H100 (session 13; 8
-    // MiB lost: 1.231). On the H200 0-32 MiB are alike and 64 MiB loses 8%
-    // (session 25). GENC_CUDA_L2_PREFETCH_MB=N sets it (0: none).
+    // The merge after a one-token decode kernel can prefetch the next GEMVs'
+    // weights into L2 while that kernel's latency chain leaves HBM idle
+    // (cp.async.bulk, sm_90 and newer): the 1.1B's batch-1 step 1.218 ->
+    // 1.196 ms on an H100 with session 13's merge. Since the merge runs in
+    // 512 threads (session 27) it costs the step instead: on the H200 1.014
+    // -1.026 ms with 32 MiB, 0.992-0.995 without (session 28), so it is off
+    // unless asked for. GENC_CUDA_L2_PREFETCH_MB=N (at most 64, and 64% of
+    // the L2) turns it on.
     const char *pf = genrt::env::get("GENC_CUDA_L2_PREFETCH_MB");
-    ctx_.l2PrefetchBytes = pf && *pf ? std::clamp<int64_t>(std::atoll(pf), 0, 64) << 20
-                           : dev_.major >= 9 ? std::min<int64_t>(int64_t(32) << 20, int64_t(dev_.l2Bytes) * 64 / 100)
-                                             : 0;
+    ctx_.l2PrefetchBytes = pf && *pf && dev_.major >= 9
+                               ? std::min<int64_t>(std::clamp<int64_t>(std::atoll(pf), 0, 64) << 20,
+                                                   int64_t(dev_.l2Bytes) * 64 / 100)
+                               : 0;
     ctx_.weightTransposed.assign(plan_->weights.size(), 0);
     if (ctx_.gemv)
       chooseTransposedWeights();
