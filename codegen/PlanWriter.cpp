@@ -1,6 +1,7 @@
 #include "codegen/PlanWriter.h"
 
 #include "codegen/LaunchCount.h"
+#include "codegen/StepWeights.h"
 
 #include "compiler/ir/Metadata.h"
 #include "compiler/remarks/Progress.h"
@@ -178,6 +179,7 @@ public:
                                              {"special_tokens", std::move(specials)}};
     }
     stats.decodeStepLaunches = countLaunches(*decode);
+    stats.decodeWeightsBytes = weightBytesRead(m_, *decode);
     stats.decodeStepLaunchesOneRow = countLaunches(*decode, /*oneRow=*/true);
 
     std::string json;

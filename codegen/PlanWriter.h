@@ -15,6 +15,9 @@ namespace genc {
 
 struct PlanStats {
   int64_t weightsBytes = 0, kvCacheBytes = 0, arenaBytes = 0;
+  /// What one @decode_step reads of them (codegen/StepWeights.h): without
+  /// the embedding tables it gathers rows from, nor the encoder's.
+  int64_t decodeWeightsBytes = 0;
   /// Encoder-decoder: the cross-attention K/V cache, one entry per batch item
   /// (shared by its beams, so it does not grow with max beams).
   int64_t crossKvCacheBytes = 0;

@@ -13,7 +13,10 @@ For each model (random weights, fp16, greedy, prompt --prompt tokens, --new new 
   torch.compile (reduce-overhead), batch 1; with --sampling both genrun and HF eager
   again sampling (top-k 50, top-p 0.9, temperature 0.8): the token choice's cost;
   the floor: (weight bytes + KV bytes read per step at the mean context) / the
-  device-to-device copy bandwidth measured here (bytes read + written).
+  device-to-device copy bandwidth measured here (bytes read + written); the
+  weight bytes are the plan's decode_weights_bytes (genc --stats-json): a
+  step reads a row of the embedding table a token, not the table (before
+  session 28 the floor counted the table: the 1.1B's 131 MB, 6% of 2.2 GB).
 Also `genc compile` time per model. Rows are printed as they finish and the
 table goes to OUT/bench.md.
 """
@@ -251,7 +254,7 @@ def main():
             log(f"{name}: genc failed\n{r.stderr[-2000:]}")
             continue
         st = json.load(open(stats))
-        log(f"{name}: export {t1 - t0:.0f} s; genc compile {t2 - t1:.1f} s; weights {st['weights_bytes']} B; "
+        log(f"{name}: export {t1 - t0:.0f} s; genc compile {t2 - t1:.1f} s; weights {st['weights_bytes']} B, read a step {st['decode_weights_bytes']} B; "
             f"launches/step {st['decode_step_launches']}, at one row {st.get('decode_step_launches_one_row')}")
         cfg = transformers.AutoConfig.from_pretrained(d)
         # export.py saves the config with use_cache false (the export is the
@@ -299,7 +302,7 @@ def main():
                 comp_ms = hf_compiled(torch, transformers, cfg, ids.cuda(), args.new, name, b)
             ctx = args.prompt + args.new / 2
             kv_read = b * layers * 2 * kvh * hd * (4 if plan_dtype == "f32" else 2) * ctx
-            floor_ms = (st["weights_bytes"] + kv_read) / bw * 1e3
+            floor_ms = (st["decode_weights_bytes"] + kv_read) / bw * 1e3
             row = (f"| {name} | {b} | {'%.1f' % gr[2] if gr[2] is not None else '-'} | {gr[0]:.2f} | {gr[1]:.3f} | {'%.3f' % nogemv[1] if nogemv else '-'} | "
                    f"{hf_ttft:.2f} | {hf_ms:.3f} | {loop_ms:.3f} | "
                    f"{'%.3f' % comp_ms if comp_ms else '-'} | {floor_ms:.3f} | {floor_ms / gr[1]:.0%} | "

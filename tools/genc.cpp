@@ -412,7 +412,8 @@ template <typename Map> static void writeJsonMap(std::ostream &os, const char *n
 // `fromCache`: the architectures whose NVRTC code came from the kernel cache.
 static void writeStats(const PlanStats &stats, int fromCache) {
   std::ofstream os(StatsJson);
-  os << "{\"weights_bytes\": " << stats.weightsBytes << ", \"kv_cache_bytes\": "
+  os << "{\"weights_bytes\": " << stats.weightsBytes << ", \"decode_weights_bytes\": " << stats.decodeWeightsBytes
+     << ", \"kv_cache_bytes\": "
      << stats.kvCacheBytes << ", \"kv_cache_bytes_unshared\": " << stats.kvCacheBytesUnshared
      << ", \"cross_kv_cache_bytes\": " << stats.crossKvCacheBytes
      << ", \"cross_kv_cache_bytes_unshared\": " << stats.crossKvCacheBytesUnshared

@@ -1,0 +1,40 @@
+#include "codegen/StepWeights.h"
+
+#include <set>
+
+namespace genc {
+namespace {
+
+// Whether every use of `v` in `f` reads only rows of it: gather's table,
+// or an argument of a fused body whose every use in the body is.
+bool readsRowsOnly(const Module &m, const Function &f, const Value *v) {
+  bool used = false;
+  for (auto &op : f.ops()) {
+    const auto &in = op->operands();
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (in[i] != v)
+        continue;
+      used = true;
+      if (op->is("gather") && i == 0)
+        continue;
+      const Function *body = m.function(op->strAttr("body", ""));
+      if (!body || i >= body->arguments().size() || !readsRowsOnly(m, *body, body->arguments()[i].get()))
+        return false;
+    }
+  }
+  return used;
+}
+
+} // namespace
+
+int64_t weightBytesRead(const Module &m, const Function &f) {
+  std::set<const Value *> seen;
+  int64_t bytes = 0;
+  for (auto &op : f.ops())
+    for (const Value *v : op->operands())
+      if (v->isWeight() && v->data() && seen.insert(v).second && !readsRowsOnly(m, f, v))
+        bytes += static_cast<int64_t>(v->data()->numBytes());
+  return bytes;
+}
+
+} // namespace genc
