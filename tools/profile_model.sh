@@ -27,12 +27,12 @@ for _ in range(int(sys.argv[1])): print(json.dumps({'input_ids':[random.randrang
 }
 # decode_ms INPUT [VAR=VALUE ...]: genrun's decode ms/token on PLAN (default
 # W/m.plan) over INPUT, 64 new tokens, with the variables set ('?' where it
-# failed).
+# failed); its output to DECODE_OUT (default /dev/null).
 decode_ms() {
   local in=$1 t
   shift
   t=$(env "$@" timeout 60 "$BIN/genrun" "${PLAN:-$W/m.plan}" --device cuda --input "$in" --max-new-tokens 64 --stats \
-    --output /dev/null 2>&1 | sed -n 's/.*decode \([0-9.]*\) ms\/token.*/\1/p')
+    --output "${DECODE_OUT:-/dev/null}" 2>&1 | sed -n 's/.*decode \([0-9.]*\) ms\/token.*/\1/p')
   echo "${t:-?}"
 }
 # variant_plan WORDS...: the plan of a variant — W/m.plan, or where a word is
