@@ -137,9 +137,9 @@ public:
     // weights into L2 while that kernel's latency chain leaves HBM idle
     // (cp.async.bulk, sm_90 and newer): the 1.1B's batch-1 step 1.218 ->
     // 1.196 ms on an H100 with session 13's merge. Since the merge runs in
-    // 512 threads (session 27) it costs the step instead: on the H200 1.014
-    // -1.026 ms with 32 MiB, 0.992-0.995 without (session 28), so it is off
-    // unless asked for. GENC_CUDA_L2_PREFETCH_MB=N (at most 64, and 64% of
+    // 512 threads (session 27) it costs the step instead: on the H200
+    // 1.014-1.026 ms with 32 MiB, 0.992-0.995 without (session 28), so it is
+    // off unless asked for. GENC_CUDA_L2_PREFETCH_MB=N (at most 64, and 64% of
     // the L2) turns it on.
     const char *pf = genrt::env::get("GENC_CUDA_L2_PREFETCH_MB");
     ctx_.l2PrefetchBytes = pf && *pf && dev_.major >= 9
