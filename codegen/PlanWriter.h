@@ -35,7 +35,10 @@ struct PlanStats {
 struct PlanTokenizer {
   std::string json;                                 // tokenizer.json text
   std::string source;                               // the file it came from
-  std::map<std::string, std::string> specialTokens; // tokenizer_config.json's bos/eos/unk/pad
+  std::map<std::string, std::string> specialTokens; // tokenizer_config.json's bos/eos/unk/sep/pad/cls/mask
+  /// The model's chat templates (Jinja text) by name; one unnamed template
+  /// is "" (transformers' tokenizer.chat_template as a string).
+  std::map<std::string, std::string> chatTemplates;
   int64_t idLimit = 0;                              // one past its largest id
 };
 

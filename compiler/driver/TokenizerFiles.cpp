@@ -21,7 +21,7 @@ static std::string join(const std::string &dir, const char *name) {
 }
 
 // tokenizer_config.json names its special tokens as strings or as
-// {"content": ...} objects (AddedToken).
+// {"content": ...} objects (AddedToken), and may hold the chat templates.
 static llvm::Error readSpecialTokens(const std::string &path, PlanTokenizer &t) {
   auto buf = readRegularFile(path);
   if (!buf)
@@ -32,7 +32,7 @@ static llvm::Error readSpecialTokens(const std::string &path, PlanTokenizer &t) 
   const auto *obj = v->getAsObject();
   if (!obj)
     return fail(path + ": not a JSON object");
-  for (const char *key : {"bos_token", "eos_token", "unk_token", "pad_token"}) {
+  for (const char *key : {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"}) {
     const llvm::json::Value *x = obj->get(key);
     if (!x)
       continue;
@@ -40,6 +40,55 @@ static llvm::Error readSpecialTokens(const std::string &path, PlanTokenizer &t) 
       t.specialTokens[key] = s->str();
     else if (const auto *o = x->getAsObject(); o && o->getString("content"))
       t.specialTokens[key] = o->getString("content")->str();
+  }
+  // chat_template: a string, or transformers' list of {"name", "template"}.
+  if (const llvm::json::Value *ct = obj->get("chat_template")) {
+    if (auto str = ct->getAsString()) {
+      t.chatTemplates[""] = str->str();
+    } else if (const auto *list = ct->getAsArray()) {
+      for (const llvm::json::Value &e : *list) {
+        const auto *o = e.getAsObject();
+        llvm::Optional<llvm::StringRef> name, text;
+        if (o) {
+          name = o->getString("name");
+          text = o->getString("template");
+        }
+        if (!name || !text)
+          return fail(path + ": chat_template: each entry needs a string 'name' and 'template'");
+        t.chatTemplates[name->str()] = text->str();
+      }
+    } else if (!ct->getAsNull()) {
+      return fail(path + ": chat_template must be a string or a list of named templates");
+    }
+  }
+  return llvm::Error::success();
+}
+
+// transformers 4.43+ saves templates as files: chat_template.jinja (the
+// default) and additional_chat_templates/NAME.jinja; they win over
+// tokenizer_config.json's, as transformers' loading has them.
+static llvm::Error readTemplateFiles(const std::string &dir, PlanTokenizer &t) {
+  auto add = [&](const std::string &path, const std::string &name) -> llvm::Error {
+    auto buf = readRegularFile(path);
+    if (!buf)
+      return fail("cannot read " + path + ": " + buf.getError().message());
+    t.chatTemplates[name] = (*buf)->getBuffer().str();
+    return llvm::Error::success();
+  };
+  std::error_code ec;
+  std::string extra = join(dir, "additional_chat_templates");
+  for (llvm::sys::fs::directory_iterator it(extra, ec), end; !ec && it != end; it.increment(ec)) {
+    llvm::StringRef file = it->path();
+    if (file.endswith(".jinja"))
+      if (auto e = add(file.str(), llvm::sys::path::stem(file).str()))
+        return e;
+  }
+  std::string main = join(dir, "chat_template.jinja");
+  if (llvm::sys::fs::exists(main)) {
+    const bool named = t.chatTemplates.size() > (t.chatTemplates.count("") ? 1u : 0u);
+    t.chatTemplates.erase("");
+    if (auto e = add(main, named ? "default" : ""))
+      return e;
   }
   return llvm::Error::success();
 }
@@ -65,6 +114,8 @@ llvm::Expected<std::optional<PlanTokenizer>> findTokenizer(const std::string &di
     return fail(path + ": " + s.message() + " (pass --no-tokenizer to compile without it)");
   t.idLimit = tok->idLimit();
   if (auto e = readSpecialTokens(join(dir, "tokenizer_config.json"), t))
+    return std::move(e);
+  if (auto e = readTemplateFiles(dir, t))
     return std::move(e);
   return std::optional<PlanTokenizer>(std::move(t));
 }

@@ -32,7 +32,7 @@ std::unique_ptr<Engine> Engine::open(const std::string &planPath, const std::str
   err = opened.get_future().get();
   if (!e->decoder_)
     return nullptr; // ~Engine has nothing to free
-  if (Status s = text::loadPlanTokenizer(planPath, e->tokenizer_); !s) {
+  if (Status s = text::loadPlanTokenizer(planPath, e->tokenizer_, &e->chat_); !s) {
     err = s;
     return nullptr;
   }

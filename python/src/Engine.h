@@ -5,6 +5,7 @@
 #include "DeviceThread.h"
 #include "runtime/Decoder.h"
 #include "runtime/search/Generate.h"
+#include "runtime/text/PlanTokenizer.h"
 #include "runtime/text/TextStream.h"
 #include "runtime/text/Tokenizer.h"
 
@@ -51,6 +52,7 @@ public:
   const genrt::ModelInfo &info() const { return info_; }
   const std::string &deviceName() const { return deviceName_; }
   const genrt::text::Tokenizer *tokenizer() const { return tokenizer_.get(); }
+  const genrt::text::PlanChat &chat() const { return chat_; }
 
   /// Starts generate() on the device thread. `prompts` and `cfg` are checked
   /// already (checkRequest). With `stream`, the job collects text events.
@@ -66,6 +68,7 @@ private:
   DeviceThread thread_;
   std::unique_ptr<genrt::Decoder> decoder_; // touched only on thread_
   std::unique_ptr<genrt::text::Tokenizer> tokenizer_;
+  genrt::text::PlanChat chat_;
   genrt::ModelInfo info_;
   std::string deviceName_;
   int32_t maxSlots_ = 0;

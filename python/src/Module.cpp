@@ -4,6 +4,7 @@
 // calling thread waits with the GIL released, waking every 50 ms so that
 // Ctrl-C stops the generation and raises KeyboardInterrupt.
 #include "Engine.h"
+#include "ServeModule.h"
 #include "runtime/text/PlanTokenizer.h"
 
 #include <pybind11/pybind11.h>
@@ -184,8 +185,7 @@ void setEarlyStopping(GenerationConfig &c, const std::string &v) {
 
 } // namespace
 
-// A JSON value of the plan (the model's generation defaults) as Python data.
-static py::object toPython(const genrt::json::Value &v) {
+py::object genpy::jsonToPython(const genrt::json::Value &v) {
   using K = genrt::json::Value::Kind;
   switch (v.kind()) {
   case K::Null:
@@ -199,13 +199,13 @@ static py::object toPython(const genrt::json::Value &v) {
   case K::Array: {
     py::list l;
     for (const auto &e : v.items())
-      l.append(toPython(e));
+      l.append(jsonToPython(e));
     return std::move(l);
   }
   case K::Object: {
     py::dict d;
     for (const auto &[k, e] : v.members())
-      d[py::str(k)] = toPython(e);
+      d[py::str(k)] = jsonToPython(e);
     return std::move(d);
   }
   }
@@ -215,6 +215,7 @@ static py::object toPython(const genrt::json::Value &v) {
 PYBIND11_MODULE(_genc, m) {
   m.doc() = "genc's runtime: run a compiled generation plan (use the genc package, not this module)";
   py::register_exception<GencError>(m, "Error", PyExc_RuntimeError);
+  genpy::bindServe(m);
 
   // Field names are Hugging Face's; messages spell them so too.
   py::class_<GenerationConfig>(m, "_Config")
@@ -251,6 +252,9 @@ PYBIND11_MODULE(_genc, m) {
       .def_readwrite("bad_words_ids", &GenerationConfig::badWordsIds)
       .def_readwrite("sequence_bias", &GenerationConfig::sequenceBias)
       .def_readwrite("renormalize_logits", &GenerationConfig::renormalizeLogits)
+      .def_readwrite("presence_penalty", &GenerationConfig::presencePenalty)
+      .def_readwrite("ignore_model_eos", &GenerationConfig::ignoreModelEos)
+      .def_readwrite("frequency_penalty", &GenerationConfig::frequencyPenalty)
       .def_readwrite("typical_p", &GenerationConfig::typicalP)
       .def_readwrite("epsilon_cutoff", &GenerationConfig::epsilonCutoff)
       .def_readwrite("eta_cutoff", &GenerationConfig::etaCutoff)
@@ -296,9 +300,11 @@ PYBIND11_MODULE(_genc, m) {
       .def("close", &PyGenerator::close)
       .def_property_readonly("device", [](PyGenerator &g) { return g.engine().deviceName(); })
       .def_property_readonly("has_tokenizer", [](PyGenerator &g) { return g.engine().tokenizer() != nullptr; })
+      .def_property_readonly("chat_templates", [](PyGenerator &g) { return g.engine().chat().templates; })
+      .def_property_readonly("special_tokens", [](PyGenerator &g) { return g.engine().chat().specialTokens; })
       .def_property_readonly("vocab_size", [](PyGenerator &g) { return g.engine().info().vocabSize; })
       .def_property_readonly("generation_defaults",
-                             [](PyGenerator &g) { return toPython(g.engine().info().generationDefaults); })
+                             [](PyGenerator &g) { return genpy::jsonToPython(g.engine().info().generationDefaults); })
       .def_property_readonly("eos_token_id", [](PyGenerator &g) { return g.engine().info().eosTokenIds; })
       .def_property_readonly("max_batch", [](PyGenerator &g) { return g.engine().info().maxBatch; })
       .def_property_readonly("max_beams", [](PyGenerator &g) { return g.engine().info().maxBeams; })

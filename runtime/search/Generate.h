@@ -15,6 +15,7 @@
 #include "runtime/search/GenerationConfig.h"
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace genrt {
@@ -69,6 +70,14 @@ public:
   /// `sequence` (the returned sequence's index) of prompt `prompt`. `last`:
   /// the sequence ends with it (eos, or max_new_tokens reached).
   virtual void onToken(size_t prompt, int64_t sequence, int64_t token, bool last) {}
+  /// Greedy and sampling, right before onToken of a sequence's last token:
+  /// `stopped` when eos or a stop string ended it, false when max_new_tokens did.
+  virtual void onStopReason(size_t prompt, int64_t sequence, bool stopped) {}
+  /// Greedy and sampling with log-probabilities asked for (the server's
+  /// `logprobs`), right before onToken: the token's log_softmax under the
+  /// model's raw logits, and the `top` likeliest tokens' (best first).
+  virtual void onTokenLogprobs(size_t prompt, int64_t sequence, int64_t token, float logprob,
+                               const std::vector<std::pair<int64_t, float>> &top) {}
   /// Returned sequence `sequence` of prompt `prompt` is complete, with its
   /// score: greedy and sampling right after its last token; beam search
   /// (`sequence` = rank, best first) once the prompt's finished hypotheses can

@@ -19,8 +19,36 @@ using ReadAt = std::function<bool(uint64_t off, uint64_t n, std::string &out)>;
 
 // The tokenizer section of a plan of `fileBytes` bytes, read through `read`
 // (a file or bytes in memory); `name` names the plan in errors.
-Status load(const std::string &name, uint64_t fileBytes, const ReadAt &read, std::unique_ptr<Tokenizer> &out) {
+// The chat part of the tokenizer section: string maps, checked.
+Status readChat(const json::Value &t, PlanChat &chat) {
+  auto strings = [](const json::Value *v, const char *what, std::map<std::string, std::string> &out) {
+    if (!v)
+      return Status::ok();
+    if (!v->isObject())
+      return Status::error(std::string("metadata: the tokenizer's '") + what + "' must be an object");
+    for (const auto &[k, e] : v->members()) {
+      if (!e.isString())
+        return Status::error(std::string("metadata: the tokenizer's '") + what + "' entry '" + k +
+                             "' must be a string");
+      out[k] = e.asString();
+    }
+    return Status::ok();
+  };
+  if (Status s = strings(t.find("special_tokens"), "special_tokens", chat.specialTokens); !s)
+    return s;
+  const json::Value *ct = t.find("chat_template");
+  if (ct && ct->isString()) {
+    chat.templates[""] = ct->asString();
+    return Status::ok();
+  }
+  return strings(ct, "chat_template", chat.templates);
+}
+
+Status load(const std::string &name, uint64_t fileBytes, const ReadAt &read, std::unique_ptr<Tokenizer> &out,
+            PlanChat *chat) {
   out.reset();
+  if (chat)
+    *chat = PlanChat{};
   auto err = [&](const std::string &m) { return Status::error("plan '" + name + "': " + m); };
   std::string head;
   if (fileBytes < kPlanHeaderBytes || !read(0, kPlanHeaderBytes, head))
@@ -52,12 +80,17 @@ Status load(const std::string &name, uint64_t fileBytes, const ReadAt &read, std
     return err("cannot read the tokenizer");
   if (Status s = Tokenizer::fromJson(text, out); !s)
     return err(s.message());
+  if (chat)
+    if (Status s = readChat(*t, *chat); !s) {
+      out.reset();
+      return err(s.message());
+    }
   return Status::ok();
 }
 
 } // namespace
 
-Status loadPlanTokenizer(const std::string &path, std::unique_ptr<Tokenizer> &out) {
+Status loadPlanTokenizer(const std::string &path, std::unique_ptr<Tokenizer> &out, PlanChat *chat) {
   return statusOnOutOfMemory("reading the tokenizer of plan '" + path + "'", [&] {
     out.reset();
     // A named pipe would block the open (loadPlan refuses one the same way).
@@ -76,12 +109,12 @@ Status loadPlanTokenizer(const std::string &path, std::unique_ptr<Tokenizer> &ou
                   f.read(&text[0], static_cast<std::streamsize>(n));
                   return static_cast<uint64_t>(f.gcount()) == n;
                 },
-                out);
+                out, chat);
   });
 }
 
 Status loadPlanTokenizerFromMemory(const uint8_t *data, size_t size, const std::string &name,
-                                   std::unique_ptr<Tokenizer> &out) {
+                                   std::unique_ptr<Tokenizer> &out, PlanChat *chat) {
   return statusOnOutOfMemory("reading the tokenizer of plan '" + name + "'", [&] {
     return load(name, size,
                 [&](uint64_t off, uint64_t n, std::string &text) {
@@ -90,7 +123,7 @@ Status loadPlanTokenizerFromMemory(const uint8_t *data, size_t size, const std::
                   text.assign(reinterpret_cast<const char *>(data) + off, n);
                   return true;
                 },
-                out);
+                out, chat);
   });
 }
 

@@ -56,8 +56,10 @@ std::unique_ptr<Decoder> openDecoder(const std::string &planPath, const std::str
 }
 
 namespace text {
-Status loadPlanTokenizer(const std::string &, std::unique_ptr<Tokenizer> &out) {
+Status loadPlanTokenizer(const std::string &, std::unique_ptr<Tokenizer> &out, PlanChat *chat) {
   out.reset();
+  if (chat)
+    *chat = PlanChat{};
   return Status::ok();
 }
 } // namespace text
