@@ -230,6 +230,7 @@ Status Session::forward(const std::vector<Chunk> &chunks, float *logits) {
 
 // Pieces of at most max_tokens tokens; a long prompt is prefilled in
 // several pieces (chunked prefill) and only its last piece gives logits.
+// None is a single token cut from a longer chunk (below).
 Status Session::eachRun(const std::vector<Chunk> &chunks,
                         const std::function<Status(const std::vector<Piece> &)> &run) const {
   const int64_t budget = plan_->maxTokens;
@@ -245,7 +246,22 @@ Status Session::eachRun(const std::vector<Chunk> &chunks,
         pieces.clear();
         pieceTokens = 0;
       }
-      size_t n = std::min<size_t>(budget - pieceTokens, c.tokens.size() - done);
+      const size_t rest = c.tokens.size() - done;
+      size_t n = std::min<size_t>(budget - pieceTokens, rest);
+      // A chunk is never cut into a one-token piece: the CPU's attention
+      // takes a one-token piece as a decode step (runtime/cpu/KvCache.cpp),
+      // and a row's bits must not depend on where its prompt was cut.
+      if (n < rest && budget >= 4) {
+        if (rest - n == 1)
+          --n;
+        if (n < 2) {
+          if (Status s = run(pieces); !s)
+            return s;
+          pieces.clear();
+          pieceTokens = 0;
+          continue;
+        }
+      }
       bool last = done + n == c.tokens.size();
       pieces.push_back({c.slot, std::vector<int64_t>(c.tokens.begin() + done, c.tokens.begin() + done + n),
                         last ? static_cast<int64_t>(i) : -1});

@@ -280,9 +280,15 @@ bool Scheduler::step(std::vector<Event> &events) {
       r->inStep = true;
       left -= rest;
     } else {
-      io_.add(r->slots[0], std::vector<int64_t>(prompt.begin() + r->promptFed, prompt.begin() + r->promptFed + left),
+      // Never a one-token piece of a longer prompt, nor a one-token rest:
+      // a row's bits must not depend on where its prompt was cut (the CPU
+      // attends a one-token piece as a decode step).
+      int64_t n = rest - left == 1 ? left - 1 : left;
+      if (n < 2)
+        break;
+      io_.add(r->slots[0], std::vector<int64_t>(prompt.begin() + r->promptFed, prompt.begin() + r->promptFed + n),
               search::Want::None);
-      r->promptFed += left;
+      r->promptFed += n;
       left = 0;
     }
   }

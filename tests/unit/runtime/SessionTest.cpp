@@ -115,11 +115,12 @@ TEST(Session, LongPromptIsPrefilledInPiecesAndOnlyTheLastGivesLogits) {
   ASSERT_EQ(f.exec->runs.size(), 3u);
   EXPECT_EQ(f.exec->runs[0].inputIds.size(), 4u);
   EXPECT_TRUE(f.exec->runs[0].logitRows.empty());
-  // Second run: the prompt's last 2 tokens, then 2 of the other chunk.
-  EXPECT_EQ(f.exec->runs[1].positions, (std::vector<int64_t>{4, 5, 0, 1}));
+  // Second run: the prompt's last 2 tokens; the other chunk would leave a
+  // one-token piece (2 + 1), so it starts the third run whole.
+  EXPECT_EQ(f.exec->runs[1].positions, (std::vector<int64_t>{4, 5}));
   EXPECT_EQ(f.exec->runs[1].attention.tokens[0].cachedBefore, 4);
   EXPECT_EQ(f.exec->runs[1].logitRows, (std::vector<int64_t>{1}));
-  EXPECT_EQ(f.exec->runs[2].positions, (std::vector<int64_t>{2}));
+  EXPECT_EQ(f.exec->runs[2].positions, (std::vector<int64_t>{0, 1, 2}));
   EXPECT_EQ(logits[0], 2.f);
   EXPECT_EQ(logits[kVocab], 0.f);
   EXPECT_EQ(f.session->slotLength(0), 6);
