@@ -328,6 +328,7 @@ async def handle(request: Request, chat: bool) -> Response:
             choices.sequence(ev)
     out = []
     completion_tokens = 0
+    want_ids = get(body, "return_token_ids", "bool", False)
     for c, text, reason, ids, raw in choices.final():
         completion_tokens += len(ids)
         lp = choices.logprobs.get(raw)
@@ -338,6 +339,8 @@ async def handle(request: Request, chat: bool) -> Response:
             prefix = prompts[c // s.n][1] if echo else ""
             item = {"index": c, "text": prefix + text, "finish_reason": reason,
                     "logprobs": completion_logprobs(srv.engine, lp, len(prefix)) if lp is not None else None}
+        if want_ids:  # vLLM's return_token_ids: the generated ids (stop strings not cut)
+            item["token_ids"] = ids
         out.append(item)
     return JSONResponse({"id": rid, "object": "chat.completion" if chat else "text_completion",
                          "created": int(time.time()), "model": srv.model, "choices": out,

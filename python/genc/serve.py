@@ -75,6 +75,11 @@ def main(argv: Optional[List[str]] = None) -> int:
             server.draining = True
             engine.native.drain()
             super().handle_exit(sig, frame)
+            # A drain is a clean exit (0): uvicorn would raise the signal
+            # again once shut down.
+            captured = getattr(self, "_captured_signals", None)
+            if isinstance(captured, list):
+                captured.clear()
 
     def have(module: str) -> bool:
         try:

@@ -29,6 +29,13 @@ Status Scheduler::check(const Request &req) const {
   int64_t batch = 0;
   if (Status s = batchSizeFor(cfg, info, totalSlots_, batch); !s)
     return s;
+  // A request's rows are a prompt's beams or samples: at most what the
+  // plan sized a prompt for (genc compile --max-beams).
+  if (cfg.rowsPerPrompt() > std::max<int64_t>(1, info.maxBeams))
+    return Status::error(std::string(cfg.numBeams > 1 ? "beam search of " : "sampling ") +
+                         std::to_string(cfg.rowsPerPrompt()) + (cfg.numBeams > 1 ? " beams" : " sequences") +
+                         " exceeds the plan's " + std::to_string(info.maxBeams) +
+                         " rows a prompt (genc compile --max-beams)");
   if (!cfg.stopStrings.empty()) {
     if (!tok_)
       return Status::error("stop strings need a plan that carries a tokenizer");
