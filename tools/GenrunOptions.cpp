@@ -15,6 +15,8 @@ const char *const kUsage =
     "usage: genrun MODEL.plan --input PROMPTS.jsonl [--output OUT.jsonl] [--device auto|cpu|cuda] [options]\n"
     "       genrun MODEL.plan --prompt TEXT [--prompt TEXT ...] [options]\n"
     "       genrun MODEL.plan [options] < PROMPTS.jsonl\n"
+    "       genrun serve MODEL.plan [--host 127.0.0.1] [--port 8000] [--device auto|cpu|cuda] [--max-queue N]\n"
+    "                    [--api-key KEY] [--served-model-name NAME] [--step-tokens N]   (genrun serve --help)\n"
     "\n"
     "Input: one JSON object per line, {\"input_ids\": [...]} with an optional\n"
     "\"attention_mask\" (masked positions are not fed to the model but, as in\n"

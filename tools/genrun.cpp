@@ -3,12 +3,14 @@
 // by hand, in GenrunOptions.cpp).
 //
 //   genrun model.plan [--input prompts.jsonl | --prompt TEXT ...] [--output out.jsonl] [--device auto|cpu|cuda] [options]
+//   genrun serve model.plan [--host H] [--port P] [options]   (tools/GenrunServe.h)
 //
 // Every input is read and checked before anything is generated, and output
 // is written only when all of it is ready (to a temporary file renamed into
 // place), so a failure never leaves partial output behind; except with
 // --stream, whose lines go out as tokens become final.
 #include "tools/GenrunOptions.h"
+#include "tools/GenrunServe.h"
 
 #include "runtime/Env.h"
 #include "runtime/JsonLines.h"
@@ -247,6 +249,8 @@ static int run(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+  if (argc >= 2 && std::strcmp(argv[1], "serve") == 0)
+    return genrun::execServe(argc, argv);
   // Nothing of an out-of-memory failure reaches the user as an abort: the
   // library returns it as a Status, and what genrun itself holds (the
   // prompts, the output text) is caught here.

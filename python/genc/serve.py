@@ -17,7 +17,8 @@ DEFAULT_MAX_BODY = 4 << 20
 
 
 def fail(message: str) -> "NoReturn":  # type: ignore[name-defined]
-    sys.stderr.write("genc.serve: error: %s\n" % message)
+    prog = "genrun serve" if sys.argv and sys.argv[0] == "genrun serve" else "genc.serve"
+    sys.stderr.write("%s: error: %s\n" % (prog, message))
     sys.exit(1)
 
 
