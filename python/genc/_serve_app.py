@@ -311,7 +311,8 @@ async def handle(request: Request, chat: bool) -> Response:
     rid = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex
     prompt_tokens = sum(len(ids) for ids, _ in prompts)
     if s.stream:
-        return StreamingResponse(stream(srv, s, rid, chat, handles, queue, prompts, prompt_tokens, echo),
+        return StreamingResponse(stream(srv, s, rid, chat, handles, queue, prompts, prompt_tokens, echo,
+                                        get(body, "return_token_ids", "bool", False)),
                                  media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
     try:
         events = await collect(srv, request, handles, queue)
@@ -348,7 +349,7 @@ async def handle(request: Request, chat: bool) -> Response:
 
 
 async def stream(srv: Server, s: Any, rid: str, chat: bool, handles: List[Handle], queue: "asyncio.Queue[Event]",
-                 prompts: List[Tuple[List[int], str]], prompt_tokens: int, echo: bool):
+                 prompts: List[Tuple[List[int], str]], prompt_tokens: int, echo: bool, want_ids: bool = False):
     """OpenAI's server-sent events: a chunk per choice with its new text,
     several tokens' text in one chunk only when the client is behind (the
     events piled up while it read), a last chunk per choice with its
@@ -359,15 +360,16 @@ async def stream(srv: Server, s: Any, rid: str, chat: bool, handles: List[Handle
         json.dumps(rid), obj, created, json.dumps(srv.model))
     dumps = json.dumps
 
-    def chunk(c: int, text: str, reason: Optional[str], lp: Any = None) -> str:
+    def chunk(c: int, text: str, reason: Optional[str], lp: Any = None, ids: Optional[List[int]] = None) -> str:
         r = "null" if reason is None else '"%s"' % reason
         lps = "null" if lp is None else dumps(lp, ensure_ascii=False)
+        extra = "" if ids is None else ',"token_ids":%s' % dumps(ids)
         if chat:
             delta = '{"content":%s}' % dumps(text, ensure_ascii=False) if text or reason is None else "{}"
-            body = '{"index":%d,"delta":%s,"logprobs":%s,"finish_reason":%s}' % (c, delta, lps, r)
+            body = '{"index":%d,"delta":%s,"logprobs":%s,"finish_reason":%s%s}' % (c, delta, lps, r, extra)
         else:
-            body = '{"index":%d,"text":%s,"logprobs":%s,"finish_reason":%s}' % (
-                c, dumps(text, ensure_ascii=False), lps, r)
+            body = '{"index":%d,"text":%s,"logprobs":%s,"finish_reason":%s%s}' % (
+                c, dumps(text, ensure_ascii=False), lps, r, extra)
         return "data: " + head + body + "]}\n\n"
 
     choices = Choices(s, handles)
@@ -389,6 +391,7 @@ async def stream(srv: Server, s: Any, rid: str, chat: bool, handles: List[Handle
         while open_:
             evs = [await queue.get()] + drain_nowait(queue)
             pieces: Dict[int, List[str]] = {}
+            idss: Dict[int, List[int]] = {}
             lps: Dict[int, List[Any]] = {}
             ends: List[int] = []
             errors = []
@@ -396,6 +399,8 @@ async def stream(srv: Server, s: Any, rid: str, chat: bool, handles: List[Handle
                 if ev.kind == TOKEN:
                     c, piece = choices.token(ev)
                     pieces.setdefault(c, []).append(piece)
+                    if want_ids:
+                        idss.setdefault(c, []).append(ev.token)
                     if ev.top is not None:
                         lps.setdefault(c, []).append((ev.token, ev.logprob, list(ev.top)))
                     if ev.last:
@@ -416,12 +421,13 @@ async def stream(srv: Server, s: Any, rid: str, chat: bool, handles: List[Handle
                     else:
                         lp = completion_logprobs(srv.engine, lps[c], offsets.get(c, 0))
                         offsets[c] = offsets.get(c, 0) + sum(len(t) for t in lp["tokens"])
+                ids = idss.get(c)
                 if c in ends:
-                    if text or lp is not None:
-                        out.append(chunk(c, text, None, lp))
+                    if text or lp is not None or ids:
+                        out.append(chunk(c, text, None, lp, ids))
                     out.append(chunk(c, "", choices.finish.get(c, "length")))
-                elif text or lp is not None:
-                    out.append(chunk(c, text, None, lp))
+                elif text or lp is not None or ids:
+                    out.append(chunk(c, text, None, lp, ids))
             if s.beams and not open_:  # beam search: each returned hypothesis once it is final
                 for c, text, reason, ids, _ in choices.final():
                     choices.tokens += len(ids)
