@@ -16,7 +16,7 @@ For each model (random weights, fp16, greedy, prompt --prompt tokens, --new new 
   device-to-device copy bandwidth measured here (bytes read + written); the
   weight bytes are the plan's decode_weights_bytes (genc --stats-json): a
   step reads a row of the embedding table a token, not the table (for the
-  1.1B, 131 MB of its 2.2 GB; docs/performance.md, "The bandwidth floor").
+  1.1B, 131 MB of its 2.2 GB; docs/performance.md defines the floor).
 Also `genc compile` time per model. Rows are printed as they finish and the
 table goes to OUT/bench.md.
 """
