@@ -44,7 +44,7 @@ Status runGreedyOrSample(SlotBatch &batch, const GenerationConfig &config, const
 
   // Greedy with nothing to apply takes its first tokens from the decoder as
   // its steps do (on a GPU, the prompts' logits never cross: 32 prompts'
-  // first tokens took 16 ms on the host, session 21); otherwise from the
+  // first tokens took 16 ms on the host, H200, 2026-11-28); otherwise from the
   // logits, each row's processors and warpers applied here.
   std::vector<float> logits;
   if (greedyPlain && R == 1) {
