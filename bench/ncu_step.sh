@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Per-kernel device times of a decode step with Nsight Compute, on the device
+# Per-kernel device times of a decode step with Nsight Compute, on the GPU
 # machine (after tools/pack.sh here), on bench/profile_model.sh's Llama: every
 # kernel of the last few launches with its grid, registers and duration; or,
 # with NCU_DETAIL=REGEX (NCU_SKIP=N launches of it skipped first), one kernel's

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The attention kernels against the CPU executor, end to end, on the device
+# The attention kernels against the CPU executor, end to end, on the GPU
 # machine (after tools/pack.sh here): small random-weight models (2 layers)
 # whose attention takes the forms the kernels specialise on — head dims 64,
 # 80 and 128; query heads per KV head 1, 4, 8 and 16 (a decode block group split over two parts); a sliding window below the
