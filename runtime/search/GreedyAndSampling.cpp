@@ -64,7 +64,8 @@ public:
     if (!prefilled_) {
       // Plain greedy takes its first tokens from the decoder as its steps
       // do (on a GPU the prompts' logits never cross: 32 prompts' first
-      // tokens took 16 ms on the host); otherwise from the logits.
+      // tokens took 16 ms on the host, H200, 2026-11-28); otherwise from the
+      // logits.
       const Want w = greedyPlain_ && rows_.size() == 1 && !wantLogprobs_ ? Want::Greedy : Want::Logits;
       entries_.push_back(io.add(ctx_.slots[0], promptRest(), w));
       return;
