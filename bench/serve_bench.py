@@ -227,7 +227,10 @@ def main() -> int:
           "| ITL p50 ms | ITL p99 ms |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print("| %s | %d | %s | %d | %.2f | %.1f | %.2f | %.2f | %.3f | %.3f |" % r)
+        cells = ["-" if isinstance(v, float) and v != v else ("%.3f" % v if k >= 8 else "%.2f" % v)
+                 if isinstance(v, float) else str(v) for k, v in enumerate(r)]
+        cells[5] = "%.1f" % r[5]
+        print("| " + " | ".join(cells) + " |")
     if len(rows) > 1:
         print("\nthroughput serve / batch mode: %.3f" % (rows[0][5] / rows[1][5]))
     print("scheduler steps: %d (%.3f ms a step on average); ITL p99 / p50: %.2f" % (

@@ -52,7 +52,7 @@ if [ ! -f "$PLAN" ]; then
     tar -xzf dist/genc-linux-x86_64.tar.gz -C "$WORK"
     GENC=$WORK/genc
   fi
-  EXPORT=$(ls tools/export.py bench/export.py 2>/dev/null | head -n 1)
+  EXPORT=tools/export.py
   [ -f "$WORK/llama1b/model.onnx" ] || "$PY" "$EXPORT" --arch llama --set hidden_size=2048 --set intermediate_size=5632 \
       --set num_hidden_layers=22 --set num_attention_heads=32 --set num_key_value_heads=4 --set head_dim=64 \
       --set vocab_size=32000 --set max_position_embeddings=2048 --seed 3 --no-check --out "$WORK/llama1b"
