@@ -187,6 +187,8 @@ Status encodeSources(Decoder &dec, const std::vector<std::vector<int64_t>> &sour
   return dec.encodeSources(sources, slots);
 }
 
+bool decoderChoosesTokens(const Decoder &dec, const SampleRule &rule) { return dec.choosesTokens(rule); }
+
 void resetSlots(Decoder &dec, const std::vector<int32_t> &slots) {
   for (int32_t s : slots)
     dec.resetSlot(s);

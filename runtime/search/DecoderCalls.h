@@ -73,6 +73,9 @@ Status encodeSources(Decoder &decoder, const std::vector<std::vector<int64_t>> &
                      const std::vector<std::vector<int32_t>> &slots);
 /// Empties the slots (Decoder::resetSlot).
 void resetSlots(Decoder &decoder, const std::vector<int32_t> &slots);
+/// Whether the decoder chooses tokens under `rule` where the logits are
+/// (Decoder::choosesTokens): a search then asks for Want::Tokens.
+bool decoderChoosesTokens(const Decoder &decoder, const SampleRule &rule);
 
 } // namespace search
 } // namespace genrt

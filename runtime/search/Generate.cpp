@@ -122,7 +122,7 @@ Status runBatch(Decoder &decoder, const GenerationConfig &cfg, const search::Sto
   std::vector<std::unique_ptr<search::RequestSearch>> searches;
   std::vector<std::vector<int64_t>> sources;
   std::vector<std::vector<int32_t>> sourceSlots;
-  const bool choosesTokens = decoder.choosesTokens(search::sampleRuleOf(cfg));
+  const bool choosesTokens = search::decoderChoosesTokens(decoder, search::sampleRuleOf(cfg));
   for (size_t i = 0; i < items.size(); ++i) {
     search::SearchContext ctx;
     ctx.vocab = decoder.info().vocabSize;

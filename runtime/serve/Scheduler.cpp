@@ -210,7 +210,7 @@ void Scheduler::admit(std::vector<Event> &events) {
     ctx.vocab = info.vocabSize;
     ctx.slots = r->slots;
     ctx.observer = r->events.get();
-    ctx.decoderChoosesTokens = dec_.choosesTokens(search::sampleRuleOf(cfg));
+    ctx.decoderChoosesTokens = search::decoderChoosesTokens(dec_, search::sampleRuleOf(cfg));
     ctx.logprobs = r->request.logprobs;
     Prompt p;
     p.inputIds = r->request.promptIds;
