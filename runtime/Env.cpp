@@ -55,6 +55,7 @@ const std::vector<Variable> &variables() {
       {"GENC_NCCL_LIB", "genrun", "a path: the NCCL library to open (the only one tried)"},
       {"GENC_NCCL_RANKS", "genrun", "tree attention over processes: the ranks in all (default: this process's GPUs)"},
       {"GENC_NCCL_TIMEOUT_S", "genrun", "seconds to wait for the NCCL group (default 120)"},
+      {"GENC_PYTHON", "genrun", "genrun serve: the Python interpreter to run genc.serve with (default python3)"},
       {"GENC_TRACE_OUT", "genrun",
        "a path: where bench/kernel_trace.cpp (the CUPTI tracer) writes each kernel's start and end"},
       {"GENC_TREE_COMBINE", "genrun", "gather: tree attention combines the shards by a gather, not an all-reduce"},

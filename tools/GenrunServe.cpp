@@ -1,5 +1,7 @@
 #include "tools/GenrunServe.h"
 
+#include "runtime/Env.h"
+
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -31,7 +33,7 @@ static bool isDir(const std::string &p) {
 }
 
 int execServe(int argc, char **argv) {
-  const char *py = std::getenv("GENC_PYTHON");
+  const char *py = genrt::env::get("GENC_PYTHON");
   const std::string python = py && *py ? py : "python3";
   // A build tree: genrun in BUILD/tools, the staged package in BUILD/python.
   char self[PATH_MAX];

@@ -272,9 +272,10 @@ bool Scheduler::step(std::vector<Event> &events) {
       r->inStep = true;
     }
   }
-  // Then the prompts, in admission order, in pieces up to the budget (a
-  // few tokens at least, so prompts move while many rows decode).
-  int64_t left = std::max<int64_t>(opt_.stepTokens - decodeTokens, std::min<int64_t>(opt_.stepTokens, 16));
+  // Then the prompts, in admission order, in pieces up to the budget (16
+  // tokens at least, so prompts move while many rows decode; and a piece
+  // of left - 1 >= 2 tokens always fits, see below).
+  int64_t left = std::max<int64_t>(opt_.stepTokens - decodeTokens, 16);
   for (auto &r : running_) {
     if (r->search->prefilled() || left <= 0)
       continue;
