@@ -1,7 +1,6 @@
 #include "ServeEngine.h"
 
 #include "runtime/Runtime.h"
-#include "runtime/text/PlanTokenizer.h"
 
 #include <future>
 #include <sys/eventfd.h>
@@ -14,10 +13,6 @@ using namespace genrt;
 std::unique_ptr<ServeEngine> ServeEngine::open(const std::string &planPath, const std::string &device,
                                                serve::SchedulerOptions options, Status &err) {
   std::unique_ptr<ServeEngine> e(new ServeEngine());
-  if (Status s = text::loadPlanTokenizer(planPath, e->tokenizer_, &e->chat_); !s) {
-    err = s;
-    return nullptr;
-  }
   e->efd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (e->efd_ < 0) {
     err = Status::error("cannot create an eventfd for the server's events");
@@ -26,8 +21,12 @@ std::unique_ptr<ServeEngine> ServeEngine::open(const std::string &planPath, cons
   std::promise<Status> opened;
   ServeEngine *self = e.get();
   e->thread_ = std::thread([self, planPath, device, options, &opened] {
-    Status s = Status::ok();
-    self->decoder_ = openDecoder(planPath, device, s);
+    OpenedPlan plan;
+    Status s = openPlan(planPath, device, plan);
+    self->decoder_ = std::move(plan.decoder);
+    self->tokenizer_ = std::move(plan.tokenizer);
+    self->chatTemplates_ = std::move(plan.chatTemplates);
+    self->specialTokens_ = std::move(plan.specialTokens);
     if (self->decoder_) {
       self->info_ = self->decoder_->info();
       self->deviceName_ = self->decoder_->deviceName();

@@ -9,10 +9,10 @@
 #pragma once
 #include "runtime/Decoder.h"
 #include "runtime/serve/Scheduler.h"
-#include "runtime/text/PlanTokenizer.h"
 #include "runtime/text/Tokenizer.h"
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -34,7 +34,8 @@ public:
   const genrt::ModelInfo &info() const { return info_; }
   const std::string &deviceName() const { return deviceName_; }
   const genrt::text::Tokenizer *tokenizer() const { return tokenizer_.get(); }
-  const genrt::text::PlanChat &chat() const { return chat_; }
+  const std::map<std::string, std::string> &chatTemplates() const { return chatTemplates_; }
+  const std::map<std::string, std::string> &specialTokens() const { return specialTokens_; }
   int32_t slots() const { return slots_; }
   /// Readable when events are waiting (an eventfd).
   int eventFd() const { return efd_; }
@@ -55,7 +56,7 @@ private:
   std::unique_ptr<genrt::Decoder> decoder_;   // created and destroyed on thread_
   std::unique_ptr<genrt::serve::Scheduler> sched_;
   std::unique_ptr<genrt::text::Tokenizer> tokenizer_;
-  genrt::text::PlanChat chat_;
+  std::map<std::string, std::string> chatTemplates_, specialTokens_;
   genrt::ModelInfo info_;
   std::string deviceName_;
   int32_t slots_ = 0;

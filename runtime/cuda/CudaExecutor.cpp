@@ -274,18 +274,63 @@ public:
            " copied their logits to the host";
   }
 
-  // Where a tree-attention group runs the same step on every GPU, only one
-  // returns results: the others are given no buffers (nullptr).
-  Status run(const ProgramRun &run, float *logits) override {
-    const int64_t R = rowsOf(run);
-    if (Status s = execute(run, Choice::Logits); !s)
-      return s;
-    if (logits)
-      std::memcpy(logits, logitsHost_, static_cast<size_t>(R * plan_->model.vocabSize * 4));
-    return Status::ok();
+  // Greedy in any run; beam candidates in any run whose rules and listed
+  // ids fit the staging buffers; tokens by the sampling rule in decode
+  // steps whose ids fit. The rest the Session answers from the logits.
+  bool chooses(const ChoiceRequest &req, ProgramKind kind) const override {
+    const int64_t V = plan_->model.vocabSize;
+    int64_t ids = 0;
+    switch (req.kind) {
+    case ChoiceKind::Logits:
+      return true;
+    case ChoiceKind::Greedy:
+      return greedyFn_ != nullptr;
+    case ChoiceKind::Beams:
+      if (!beamFn_ || !greedyFn_ || req.k < 1 || req.k > kBeamMaxK || req.k > V ||
+          (V + greedyParts_ - 1) / greedyParts_ > kBeamPartElements ||
+          static_cast<int64_t>(req.rules.size()) > beamRules_)
+        return false;
+      for (const BeamRow &r : req.rules)
+        ids += editWords(r);
+      return ids <= beamIdsCap_;
+    case ChoiceKind::Tokens:
+      if (kind != ProgramKind::Decode || !tokenFn_ || V > kTokenMaxVocab ||
+          (V + greedyParts_ - 1) / greedyParts_ > kTokenPartElements || req.rule.topK < 0)
+        return false;
+      for (const BeamRow &r : req.rules)
+        ids += editWords(r);
+      return ids <= tokenIdsCap_;
+    }
+    return false;
   }
 
-  bool choosesGreedy() const override { return greedyFn_ != nullptr; }
+  // Where a tree-attention group runs the same step on every GPU, only one
+  // returns results: the others are given no answer (nullptr).
+  Status run(const ProgramRun &run, const ChoiceRequest &req, ChoiceAnswer *answer) override {
+    const int64_t R = rowsOf(run), V = plan_->model.vocabSize;
+    if (std::string why = req.check(R, V); !why.empty())
+      return Status::error(why);
+    if (req.kind != ChoiceKind::Logits && !chooses(req, run.kind))
+      return Status::error("the CUDA executor cannot answer this choice request where the logits are");
+    if (answer)
+      answer->reset(req, R, V);
+    switch (req.kind) {
+    case ChoiceKind::Logits:
+      if (Status s = execute(run, ChoiceKind::Logits); !s)
+        return s;
+      if (answer)
+        std::memcpy(answer->logits.data(), logitsHost_, static_cast<size_t>(R * V * 4));
+      return Status::ok();
+    case ChoiceKind::Greedy:
+      return runGreedy(run, answer);
+    case ChoiceKind::Beams:
+      return runBeams(run, req.rules, req.k, answer);
+    case ChoiceKind::Tokens:
+      return runTokens(run, req.rules, req.draws, req.rule, answer);
+    }
+    return Status::error("an unknown choice kind");
+  }
+
   bool sharesPrompts() const override { return shared_; }
   // Whether every self-attention op's kernels read rows through the pairs
   // (genc set gpu_shared_prompts where it compiled them so): else the
@@ -309,41 +354,19 @@ public:
     std::memcpy(logprobs, static_cast<const char *>(logitsHost_) + R * 8, static_cast<size_t>(R * 4));
   }
 
-  Status runGreedy(const ProgramRun &run, int64_t *tokens, float *logprobs) override {
+  Status runGreedy(const ProgramRun &run, ChoiceAnswer *answer) {
     const int64_t R = rowsOf(run);
-    if (Status s = execute(run, Choice::Greedy); !s)
+    if (Status s = execute(run, ChoiceKind::Greedy); !s)
       return s;
-    if (!tokens)
-      return Status::ok();
-    takeChoices(R, tokens, logprobs);
+    if (answer)
+      takeChoices(R, answer->tokens.data(), answer->logprobs.data());
     return Status::ok();
   }
 
-  bool choosesBeams(int64_t k) const override {
-    const int64_t V = plan_->model.vocabSize;
-    return beamFn_ && greedyFn_ && k >= 1 && k <= kBeamMaxK && k <= V &&
-           (V + greedyParts_ - 1) / greedyParts_ <= kBeamPartElements;
-  }
-
-  Status runBeams(const ProgramRun &run, const std::vector<BeamRow> &rows, int64_t k, int32_t *tokens,
-                  float *scores) override {
+  // chooses() said yes: the rules and their ids fit the staging buffers.
+  Status runBeams(const ProgramRun &run, const std::vector<BeamRow> &rows, int64_t k, ChoiceAnswer *answer) {
     const int64_t R = rowsOf(run), V = plan_->model.vocabSize, rules = static_cast<int64_t>(rows.size());
     const int64_t share = R > 0 ? rules / R : 0;
-    if (share < 1 || rules != R * share || rules > beamRules_ || !choosesBeams(k))
-      return Status::error("runBeams: the same number of rules a row, at most the slots, and a k the kernel takes");
-    int64_t ids = 0;
-    for (const BeamRow &r : rows)
-      ids += editWords(r);
-    if (ids > beamIdsCap_) { // more listed ids than the buffer holds: the logits to the host
-      if (Status s = execute(run, Choice::Logits); !s)
-        return s;
-      std::vector<float> row(static_cast<size_t>(V));
-      for (int64_t r = 0; r < rules && tokens; ++r) {
-        std::copy_n(static_cast<const float *>(logitsHost_) + (r / share) * V, V, row.data());
-        beamCandidates(row.data(), V, rows[r], k, tokens + r * k, scores + r * k);
-      }
-      return Status::ok();
-    }
     // The rules and their ids through the pinned staging buffer, ahead of
     // the step (the graph reads them from fixed device buffers).
     GencBeamRow *rule = static_cast<GencBeamRow *>(beamStaging_);
@@ -369,39 +392,25 @@ public:
     beamK_ = k;
     beamShare_ = share;
     beamRenormalize_ = renormalize;
-    if (Status s = execute(run, Choice::Beams); !s)
+    if (Status s = execute(run, ChoiceKind::Beams); !s)
       return s;
     const GencBeamCand *c = static_cast<const GencBeamCand *>(logitsHost_);
-    for (int64_t e = 0; e < rules * k && tokens; ++e) {
+    for (int64_t e = 0; e < rules * k && answer; ++e) {
       if (c[e].token < 0 || c[e].token >= V)
         return Status::error("the beam kernel returned token " + std::to_string(c[e].token) + " outside the vocabulary");
-      tokens[e] = c[e].token;
-      scores[e] = c[e].score;
+      answer->candidates[e] = c[e].token;
+      answer->scores[e] = c[e].score;
     }
     return Status::ok();
   }
 
-  bool choosesTokens(const SampleRule &rule) const override {
-    const int64_t V = plan_->model.vocabSize;
-    return tokenFn_ && V <= kTokenMaxVocab && (V + greedyParts_ - 1) / greedyParts_ <= kTokenPartElements &&
-           (rule.topK >= 0);
-  }
-
+  // chooses() said yes: a decode step whose ids fit the staging buffer.
   Status runTokens(const ProgramRun &run, const std::vector<BeamRow> &rows, const std::vector<double> &draws,
-                   const SampleRule &rule, int64_t *tokens, float *logprobs) override {
+                   const SampleRule &rule, ChoiceAnswer *answer) {
     const int64_t R = rowsOf(run), V = plan_->model.vocabSize;
-    if (static_cast<int64_t>(rows.size()) != R || static_cast<int64_t>(draws.size()) != R || !choosesTokens(rule))
-      return Status::error("runTokens: a rule and a draw per row, and a kernel that takes them");
     int64_t ids = 0;
-    if (!stageTokenRows(rows, draws, rule, V, tokenIdsCap_, tokenStaging_, ids)) {
-      // More listed ids than the buffer holds: the logits to the host, the
-      // same rule there.
-      if (Status s = execute(run, Choice::Logits); !s)
-        return s;
-      for (int64_t r = 0; r < R && tokens; ++r)
-        chooseToken(static_cast<float *>(logitsHost_) + r * V, V, rows[r], rule, draws[r], tokens[r], logprobs[r]);
-      return Status::ok();
-    }
+    if (!stageTokenRows(rows, draws, rule, V, tokenIdsCap_, tokenStaging_, ids))
+      return Status::error("the token rules' ids exceed the staging buffer");
     const DriverApi &a = *dev_.api;
     if (Status s = dev_.check(a.cuMemcpyHtoDAsync(mem_.at("token rules"), tokenStaging_,
                                                   R * sizeof(GencTokenRow) + ids * 4, stream_),
@@ -409,10 +418,12 @@ public:
         !s)
       return s;
     tokenPasses_ = tokenPasses(rule, V);
-    if (Status s = execute(run, Choice::Tokens); !s)
+    if (Status s = execute(run, ChoiceKind::Tokens); !s)
       return s;
-    if (!tokens)
+    if (!answer)
       return Status::ok();
+    int64_t *tokens = answer->tokens.data();
+    float *logprobs = answer->logprobs.data();
     takeChoices(R, tokens, logprobs);
     for (int64_t r = 0; r < R; ++r)
       if (tokens[r] < 0 || tokens[r] >= V)
@@ -759,9 +770,8 @@ private:
 
   // One run: its inputs staged, the steps enqueued (a decode step replays
   // its graph), and what comes back in the pinned buffer: the logits, or with
-  // Choice::Greedy each row's token (i64) then its log-softmax (f32), or
-  // with Choice::Beams each row's beamK_ candidates (GencBeamCand).
-  enum class Choice { Logits, Greedy, Beams, Tokens };
+  // Greedy (and Tokens) each row's token (i64) then its log-softmax (f32), or
+  // with Beams each row's beamK_ candidates (GencBeamCand).
   // GENC_CUDA_ATTN_TRACE=1 with a plan compiled under GENC_ATTN_TRACE=1
   // (codegen/AttentionKernels.h): the last layer's decode and merge stage
   // stamps of block (0, 0), in ns after split 0's entry, and the cycles
@@ -793,7 +803,7 @@ private:
   }
 
   int64_t decodeReplays_ = 0;
-  Status execute(const ProgramRun &run, Choice choice) {
+  Status execute(const ProgramRun &run, ChoiceKind choice) {
     if (Status s = groupIntact(); !s)
       return s;
     const CompiledProgram &cp = programs_.at(run.program->name);
@@ -802,7 +812,7 @@ private:
     if (R * plan_->model.vocabSize * 4 > logitsBytes_)
       return Status::error("the run's logits exceed the staging buffer");
     if (R > 0) // a prefill run that ends no chunk returns nothing
-      ++(choice == Choice::Logits ? logitRuns_ : choiceRuns_);
+      ++(choice == ChoiceKind::Logits ? logitRuns_ : choiceRuns_);
     Status s = Status::ok();
     if (run.kind == ProgramKind::Decode && useGraphs_ && !ctx_.syncEachStep)
       s = replayOrCapture(cp, run, R, choice);
@@ -823,7 +833,7 @@ private:
   // the step wrote. Not for the other choices (token passes keep state on
   // the device a replay would advance) nor a tree-attention group (the
   // other GPUs would not join the collectives).
-  Status diagnoseStep(const CompiledProgram &cp, const ProgramRun &run, int64_t R, Choice choice) {
+  Status diagnoseStep(const CompiledProgram &cp, const ProgramRun &run, int64_t R, ChoiceKind choice) {
     printAttentionTrace();
     static const int n = [] {
       const char *e = genrt::env::get("GENC_CUDA_REPLAY_TIMING");
@@ -831,7 +841,7 @@ private:
     }();
     if (n <= 0)
       return Status::ok();
-    if (choice != Choice::Greedy || ctx_.tree.nccl) {
+    if (choice != ChoiceKind::Greedy || ctx_.tree.nccl) {
       std::fprintf(stderr, "genrun: GENC_CUDA_REPLAY_TIMING times plain greedy steps on one GPU only\n");
       return Status::ok();
     }
@@ -905,18 +915,18 @@ private:
 
   // Inputs, every step, and the logits (or greedy's choices) back to the
   // pinned buffer.
-  Status enqueue(const CompiledProgram &cp, const ProgramRun &run, int64_t R, Choice choice) {
+  Status enqueue(const CompiledProgram &cp, const ProgramRun &run, int64_t R, ChoiceKind choice) {
     if (Status s = enqueueInputs(run); !s)
       return s;
     if (Status s = runSteps(cp, ctx_, run); !s)
       return s;
     const DriverApi &a = *dev_.api;
-    if (choice == Choice::Logits)
+    if (choice == ChoiceKind::Logits)
       return dev_.check(a.cuMemcpyDtoHAsync(logitsHost_, cp.outputs.at(0), R * plan_->model.vocabSize * 4, stream_),
                         "copying the logits back");
     if (cp.outputStored.at(0) != DType::F32)
       return Status::error("greedy on the device needs f32 logits");
-    if (choice == Choice::Tokens) {
+    if (choice == ChoiceKind::Tokens) {
       if (tokenCheck_) // the raw logits too, for the host reference
         if (Status s = dev_.check(a.cuMemcpyDtoHAsync(checkLogits_, cp.outputs.at(0), R * plan_->model.vocabSize * 4,
                                                       stream_),
@@ -937,7 +947,7 @@ private:
                                kGreedyThreads, 1, 0, stream_, args, "genc_greedy");
         !s)
       return s;
-    if (choice == Choice::Beams) {
+    if (choice == ChoiceKind::Beams) {
       GencBeamParams b{cp.outputs[0],
                        choice_,
                        mem_.at("beam rules"),
@@ -970,14 +980,14 @@ private:
   // A decode step of T tokens is the same launches with the same pointers
   // every time (the token ids, places and logits go through the pinned
   // staging buffers): captured once per T, then replayed.
-  Status replayOrCapture(const CompiledProgram &cp, const ProgramRun &run, int64_t R, Choice choice) {
+  Status replayOrCapture(const CompiledProgram &cp, const ProgramRun &run, int64_t R, ChoiceKind choice) {
     const DriverApi &a = *dev_.api;
     // (T, choice, beams' k, rules a row and renormalization, or the token
     // passes' set): kBeamMaxK < 64, a row's rules (its beams) < 32, the
     // passes 12 bits.
     const int64_t beams = beamK_ | (beamRenormalize_ ? 64 : 0) | beamShare_ << 7;
     const int64_t key = (staged_.tokens * 4 + static_cast<int64_t>(choice)) * 4096 +
-                        (choice == Choice::Beams ? beams : choice == Choice::Tokens ? tokenPasses_ : 0);
+                        (choice == ChoiceKind::Beams ? beams : choice == ChoiceKind::Tokens ? tokenPasses_ : 0);
     auto it = graphs_.find(key);
     if (it == graphs_.end()) {
       if (Status s = dev_.check(a.cuStreamBeginCapture(stream_, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),

@@ -1,6 +1,8 @@
 #include "runtime/search/DecoderCalls.h"
 
-#include "runtime/GreedyChoice.h"
+#include "runtime/choice/Beams.h"
+#include "runtime/choice/Greedy.h"
+#include "runtime/choice/Sampling.h"
 
 #include <algorithm>
 
@@ -78,13 +80,14 @@ static Want commonWant(const StepIO &io) {
   return kind;
 }
 
-// Every chunk's logits, and each chunk's choice made on the host.
+// The output rows' logits, and each chunk's choice made on the host by the
+// rules the decoder's own host path follows (runtime/choice/).
 static Status logitsStep(Decoder &dec, StepIO &io) {
   const int64_t V = dec.info().vocabSize;
-  const size_t n = io.chunks.size();
-  io.logits.resize(n * size_t(V));
-  if (Status s = dec.forward(io.chunks, io.logits.data()); !s)
+  ChoiceAnswer answer;
+  if (Status s = dec.forward(io.chunks, ChoiceRequest::logits(), answer); !s)
     return s;
+  io.logits = std::move(answer.logits);
   size_t cands = 0;
   for (const StepIO::Entry &e : io.entries)
     if (e.want == Want::Beams)
@@ -93,10 +96,12 @@ static Status logitsStep(Decoder &dec, StepIO &io) {
   io.candScores.resize(cands);
   std::vector<float> row;
   size_t nextCand = 0;
-  for (size_t i = 0; i < n; ++i) {
-    StepIO::Entry &e = io.entries[i];
-    float *logits = io.logits.data() + i * size_t(V);
-    e.logitsRow = int64_t(i);
+  int64_t r = 0;
+  for (StepIO::Entry &e : io.entries) {
+    if (e.want == Want::None)
+      continue;
+    e.logitsRow = r++;
+    const float *logits = io.logits.data() + e.logitsRow * V;
     switch (e.want) {
     case Want::None:
     case Want::Logits:
@@ -110,9 +115,9 @@ static Status logitsStep(Decoder &dec, StepIO &io) {
       break;
     case Want::Beams:
       e.firstCand = int64_t(nextCand);
-      for (int32_t r = 0; r < e.rules; ++r) {
+      for (int32_t k = 0; k < e.rules; ++k) {
         row.assign(logits, logits + V);
-        beamCandidates(row.data(), V, io.rules[size_t(e.firstRule + r)], e.k, io.candTokens.data() + nextCand,
+        beamCandidates(row.data(), V, io.rules[size_t(e.firstRule + k)], e.k, io.candTokens.data() + nextCand,
                        io.candScores.data() + nextCand);
         nextCand += size_t(e.k);
       }
@@ -125,60 +130,54 @@ static Status logitsStep(Decoder &dec, StepIO &io) {
 Status runStep(Decoder &dec, StepIO &io) {
   if (Status s = runReorders(dec, io); !s)
     return s;
-  const size_t n = io.chunks.size();
-  if (n == 0)
+  if (io.chunks.empty())
     return Status::ok();
+  for (size_t i = 0; i < io.chunks.size(); ++i)
+    io.chunks[i].output = io.entries[i].want != Want::None;
   const Want kind = commonWant(io);
-  if (kind == Want::Logits)
+  if (kind == Want::Logits || kind == Want::None)
     return logitsStep(dec, io);
 
-  if (kind == Want::None || kind == Want::Greedy) { // ids cross, not logits
-    std::vector<int64_t> tokens(n);
-    std::vector<float> logprobs(n);
-    if (Status s = dec.forwardGreedy(io.chunks, tokens.data(), logprobs.data()); !s)
-      return s;
-    for (size_t i = 0; i < n; ++i) {
-      io.entries[i].token = tokens[i];
-      io.entries[i].logprob = logprobs[i];
-    }
-    return Status::ok();
-  }
-
-  // Tokens or Beams under one rule set: chunks without output get empty rules.
+  // One request of the chunks' common kind over the output rows, in order:
+  // a decoder that chooses where the logits are sends back only the choices.
   const StepIO::Entry *first = nullptr;
-  for (const StepIO::Entry &e : io.entries)
-    if (e.want != Want::None && !first)
-      first = &e;
-  const int32_t per = kind == Want::Tokens ? 1 : first->rules;
-  std::vector<BeamRow> rows;
-  rows.reserve(n * size_t(per));
-  for (const StepIO::Entry &e : io.entries)
-    for (int32_t r = 0; r < per; ++r)
-      rows.push_back(e.want == Want::None ? BeamRow{} : io.rules[size_t(e.firstRule + r)]);
-
-  if (kind == Want::Tokens) {
-    const SampleRule rule = first->rule;
-    std::vector<double> draws(n);
-    for (size_t i = 0; i < n; ++i)
-      draws[i] = io.entries[i].draw;
-    std::vector<int64_t> tokens(n);
-    std::vector<float> logprobs(n);
-    if (Status s = dec.forwardTokens(io.chunks, rows, draws, rule, tokens.data(), logprobs.data()); !s)
-      return s;
-    for (size_t i = 0; i < n; ++i) {
-      io.entries[i].token = tokens[i];
-      io.entries[i].logprob = logprobs[i];
+  std::vector<StepIO::Entry *> outputs;
+  for (StepIO::Entry &e : io.entries)
+    if (e.want != Want::None) {
+      outputs.push_back(&e);
+      first = first ? first : &e;
     }
-    return Status::ok();
+  ChoiceRequest request;
+  if (kind == Want::Greedy) {
+    request = ChoiceRequest::greedy();
+  } else if (kind == Want::Tokens) {
+    std::vector<BeamRow> rows;
+    std::vector<double> draws;
+    for (const StepIO::Entry *e : outputs) {
+      rows.push_back(io.rules[size_t(e->firstRule)]);
+      draws.push_back(e->draw);
+    }
+    request = ChoiceRequest::tokens(std::move(rows), std::move(draws), first->rule);
+  } else {
+    std::vector<BeamRow> rules;
+    for (const StepIO::Entry *e : outputs)
+      rules.insert(rules.end(), io.rules.begin() + e->firstRule, io.rules.begin() + e->firstRule + e->rules);
+    request = ChoiceRequest::beams(std::move(rules), first->k);
   }
-
-  const int64_t k = first->k;
-  io.candTokens.resize(rows.size() * size_t(k));
-  io.candScores.resize(rows.size() * size_t(k));
-  if (Status s = dec.forwardBeams(io.chunks, rows, k, io.candTokens.data(), io.candScores.data()); !s)
+  ChoiceAnswer answer;
+  if (Status s = dec.forward(io.chunks, request, answer); !s)
     return s;
-  for (size_t i = 0; i < n; ++i)
-    io.entries[i].firstCand = int64_t(i) * per * k;
+  for (size_t r = 0; r < outputs.size(); ++r) {
+    StepIO::Entry &e = *outputs[r];
+    if (kind == Want::Beams) {
+      e.firstCand = int64_t(r) * e.rules * e.k;
+    } else {
+      e.token = answer.tokens[r];
+      e.logprob = answer.logprobs[r];
+    }
+  }
+  io.candTokens = std::move(answer.candidates);
+  io.candScores = std::move(answer.scores);
   return Status::ok();
 }
 
@@ -187,7 +186,9 @@ Status encodeSources(Decoder &dec, const std::vector<std::vector<int64_t>> &sour
   return dec.encodeSources(sources, slots);
 }
 
-bool decoderChoosesTokens(const Decoder &dec, const SampleRule &rule) { return dec.choosesTokens(rule); }
+bool decoderChoosesTokens(const Decoder &dec, const SampleRule &rule) {
+  return dec.chooses(ChoiceRequest::tokens({}, {}, rule));
+}
 
 void resetSlots(Decoder &dec, const std::vector<int32_t> &slots) {
   for (int32_t s : slots)

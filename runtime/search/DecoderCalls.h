@@ -6,8 +6,7 @@
 // calls as it can: one call of the chunks' common kind when they share one
 // (the device then chooses where the logits are), else the logits of every
 // chunk and each chunk's choice made here on the host by the very rule the
-// decoder's own host path follows (runtime/GreedyChoice.h, BeamChoice.h,
-// SampleChoice.h). Batch mode (generate()) and the server (runtime/serve)
+// decoder's own host path follows (runtime/choice/). Batch mode (generate()) and the server (runtime/serve)
 // both step through here, over the same per-request searches.
 #pragma once
 #include "runtime/Decoder.h"

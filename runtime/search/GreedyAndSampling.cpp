@@ -2,7 +2,7 @@
 // one prompt's rows as a step-wise search: one row per returned sequence,
 // processors on the raw logits, then the warpers when sampling. A finished
 // row (eos) stops and is not run again.
-#include "runtime/GreedyChoice.h"
+#include "runtime/choice/Greedy.h"
 #include "runtime/search/LogitsProcessors.h"
 #include "runtime/search/RequestSearch.h"
 #include "runtime/search/Sampler.h"

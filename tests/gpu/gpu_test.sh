@@ -128,7 +128,7 @@ stop_check() {
 # CPU executor once (its host processors and warpers, the same counter-based
 # draws: the same tokens, from logits equal up to float rounding), and
 # GENC_CUDA_TOKENS_CHECK=1 on the first GPU run: every device choice against
-# the host reference (runtime/SampleChoice.h) on the GPU's own logits (same
+# the host reference (runtime/choice/Sampling.h) on the GPU's own logits (same
 # token, inside the reference's top-k / top-p / min-p support). Two plans: the
 # llama fixture (vocab 1000: one part a row) and a tiny llama with a vocab of
 # 151936 (149 parts: the multi-block selects and the ordered draw over parts).

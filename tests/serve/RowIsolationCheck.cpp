@@ -40,16 +40,24 @@ int64_t argmax(const float *row, int64_t v) {
   return b;
 }
 
+// The logits of every chunk (each asks for output), [chunks, vocab].
+Status forwardLogits(Decoder &dec, const std::vector<Chunk> &chunks, std::vector<float> &out) {
+  ChoiceAnswer answer;
+  Status s = dec.forward(chunks, ChoiceRequest::logits(), answer);
+  out = std::move(answer.logits);
+  return s;
+}
+
 bool fail(const std::string &m) {
   std::fprintf(stderr, "genc_row_check: %s\n", m.c_str());
   return false;
 }
 
 bool checkPlan(const std::string &path) {
-  Status err = Status::ok();
-  std::unique_ptr<Decoder> dec = openDecoder(path, "cpu", err);
-  if (!dec)
-    return fail(err.message());
+  OpenedPlan opened;
+  if (Status s = openPlan(path, "cpu", opened); !s)
+    return fail(s.message());
+  Decoder *dec = opened.decoder.get();
   const ModelInfo &info = dec->info();
   const int64_t V = info.vocabSize, steps = 6;
   if (dec->maxSlots() < 4)
@@ -63,12 +71,12 @@ bool checkPlan(const std::string &path) {
   for (int32_t s = 0; s < dec->maxSlots(); ++s)
     dec->resetSlot(s);
   std::vector<float> row(static_cast<size_t>(V), 0.f);
-  if (Status s = dec->forward({Chunk{0, prompt}}, row.data()); !s)
+  if (Status s = forwardLogits(*dec, {Chunk{0, prompt}}, row); !s)
     return fail(s.message());
   alone.push_back(row);
   for (int64_t t = 0; t < steps; ++t) {
     fed.push_back(argmax(row.data(), V));
-    if (Status s = dec->forward({Chunk{0, {fed.back()}}}, row.data()); !s)
+    if (Status s = forwardLogits(*dec, {Chunk{0, {fed.back()}}}, row); !s)
       return fail(s.message());
     alone.push_back(row);
   }
@@ -86,8 +94,7 @@ bool checkPlan(const std::string &path) {
   std::vector<float> logits;
   std::vector<std::vector<float>> mixed;
   for (size_t k = 0; k < plan.size(); ++k) {
-    logits.assign(plan[k].size() * size_t(V), 0.f);
-    if (Status s = dec->forward(plan[k], logits.data()); !s)
+    if (Status s = forwardLogits(*dec, plan[k], logits); !s)
       return fail(s.message());
   }
   const float *mine = logits.data() + 2 * V; // slot 2's chunk is third in the last step
@@ -104,8 +111,7 @@ bool checkPlan(const std::string &path) {
     } else if (t % 3 != 2) {
       cs.push_back(Chunk{0, tokens(1, 30 + t, V)});
     }
-    logits.assign(cs.size() * size_t(V), 0.f);
-    if (Status s = dec->forward(cs, logits.data()); !s)
+    if (Status s = forwardLogits(*dec, cs, logits); !s)
       return fail(s.message());
     const size_t at = t % 2 == 0 ? 1 : 0;
     mine = logits.data() + at * size_t(V);

@@ -3,7 +3,7 @@
 //        or {"text": "..."} for plans that carry a tokenizer
 //   out: {"sequences": [{"output_ids": [...], "text": "...", "score": S}, ...]}
 //        ("text" where the plan carries a tokenizer)
-//   --stream: one line per event (runtime/text/TextStream.h), in the order
+//   --stream: one line per event (runtime/search/TextStream.h), in the order
 //        they happen; "prompt" is the input line's index (from 0):
 //        {"event":"token","prompt":P,"sequence":S,"token_id":T,"text":"piece"}
 //        {"event":"sequence","prompt":P,"sequence":S,"output_ids":[...],"text":"...","score":X}
@@ -11,7 +11,7 @@
 #pragma once
 #include "runtime/Status.h"
 #include "runtime/search/Generate.h"
-#include "runtime/text/TextStream.h"
+#include "runtime/search/TextStream.h"
 
 #include <cstdint>
 #include <optional>
@@ -37,6 +37,6 @@ std::string resultLine(const GenerationResult &result, const std::vector<std::st
 
 /// One --stream line, without the newline. `withText`: the plan carries a
 /// tokenizer, so events carry "text".
-std::string streamEventLine(const text::StreamEvent &ev, bool withText);
+std::string streamEventLine(const StreamEvent &ev, bool withText);
 
 } // namespace genrt

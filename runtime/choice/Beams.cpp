@@ -1,7 +1,6 @@
-#include "runtime/BeamChoice.h"
+#include "runtime/choice/Beams.h"
 
-#include "runtime/Decoder.h"
-#include "runtime/SoftmaxSum.h"
+#include "runtime/choice/SoftmaxSum.h"
 
 #include <algorithm>
 #include <cmath>
@@ -66,22 +65,6 @@ void beamCandidates(float *row, int64_t vocab, const BeamRow &r, int64_t k, int3
   for (int64_t v = 0; v < vocab; ++v)
     row[v] = row[v] + r.score;
   topCandidates(row, vocab, k, tokens, scores);
-}
-
-Status Decoder::forwardBeams(const std::vector<Chunk> &chunks, const std::vector<BeamRow> &rows, int64_t k,
-                             int32_t *tokens, float *scores) {
-  const int64_t V = info().vocabSize;
-  const size_t n = chunks.empty() ? 0 : rows.size() / chunks.size();
-  if (n == 0 || rows.size() != n * chunks.size() || k < 1 || k > V)
-    return Status::error("forwardBeams: rules a chunk (the same number each) and 1 <= k <= vocab");
-  std::vector<float> logits(chunks.size() * static_cast<size_t>(V)), row(static_cast<size_t>(V));
-  if (Status s = forward(chunks, logits.data()); !s)
-    return s;
-  for (size_t r = 0; r < rows.size(); ++r) {
-    std::copy_n(logits.data() + (r / n) * V, V, row.data());
-    beamCandidates(row.data(), V, rows[r], k, tokens + r * k, scores + r * k);
-  }
-  return Status::ok();
 }
 
 } // namespace genrt

@@ -1,8 +1,8 @@
 // Generation events with their text: what a streaming front end shows
 // (genrun --stream, the Python package's Generator.stream). One adapter
 // turns the search loop's GenerationObserver calls into events, decoding
-// each sequence incrementally with its own StreamDecoder, so that the CLI
-// and Python stream the same pieces.
+// each sequence incrementally with its own text::StreamDecoder, so that the
+// CLI and Python stream the same pieces.
 #pragma once
 #include "runtime/search/Generate.h"
 #include "runtime/text/Tokenizer.h"
@@ -15,7 +15,6 @@
 #include <vector>
 
 namespace genrt {
-namespace text {
 
 struct StreamEvent {
   enum class Kind {
@@ -44,7 +43,7 @@ public:
   using Sink = std::function<void(StreamEvent &&)>;
   /// `tok` may be null (a plan without a tokenizer): events carry ids only.
   /// `stop` (optional) is polled once per step (GenerationObserver::shouldStop).
-  TextStreamObserver(const Tokenizer *tok, Sink sink, std::function<bool()> stop = {})
+  TextStreamObserver(const text::Tokenizer *tok, Sink sink, std::function<bool()> stop = {})
       : tok_(tok), sink_(std::move(sink)), stop_(std::move(stop)) {}
 
   void onToken(size_t prompt, int64_t sequence, int64_t token, bool last) override;
@@ -59,13 +58,12 @@ public:
 private:
   std::string decode(const std::vector<int64_t> &ids) const;
 
-  const Tokenizer *tok_;
+  const text::Tokenizer *tok_;
   Sink sink_;
   std::function<bool()> stop_;
   bool keepResults_ = true;
   // One incremental decoder per live (prompt, sequence); dropped at its end.
-  std::map<std::pair<size_t, int64_t>, StreamDecoder> decoders_;
+  std::map<std::pair<size_t, int64_t>, text::StreamDecoder> decoders_;
 };
 
-} // namespace text
 } // namespace genrt

@@ -30,7 +30,7 @@
 // ~1e-16 of a boundary. logprob: the token's log-softmax of the final row,
 // (x - max) - float(log(W)) — what the host search adds to a row's score.
 #pragma once
-#include "runtime/BeamChoice.h"
+#include "runtime/Choice.h"
 
 #include <array>
 #include <vector>
@@ -38,14 +38,6 @@
 
 namespace genrt {
 
-/// The warpers of a step: the same for every row.
-struct SampleRule {
-  bool sample = false;     // false: greedy (argmax; no warpers)
-  float temperature = 1.f; // applied when != 1
-  int64_t topK = 0;        // 0: off (and k >= vocab does nothing)
-  double topP = 1.0;       // < 1: on
-  float minP = 0.f;        // > 0: on
-};
 
 /// Philox4x32-10 (Salmon et al., SC'11; Random123's philox4x32 with 10
 /// rounds): the block of 4 words for counter `ctr` under `key`.

@@ -1,4 +1,4 @@
-#include "runtime/JsonLines.h"
+#include "tools/GenrunJsonLines.h"
 #include "runtime/Json.h"
 
 namespace genrt {
@@ -132,10 +132,10 @@ std::string resultLine(const GenerationResult &result, const std::vector<std::st
   return json::write(json::Value::object({{"sequences", sequencesJson(result, texts)}}));
 }
 
-std::string streamEventLine(const text::StreamEvent &ev, bool withText) {
-  using Kind = text::StreamEvent::Kind;
+std::string streamEventLine(const StreamEvent &ev, bool withText) {
+  using Kind = StreamEvent::Kind;
   std::vector<std::pair<std::string, json::Value>> m{
-      {"event", json::Value::string(text::streamEventKindName(ev.kind))},
+      {"event", json::Value::string(streamEventKindName(ev.kind))},
       {"prompt", json::Value::integer(int64_t(ev.prompt))}};
   if (ev.kind != Kind::Done)
     m.emplace_back("sequence", json::Value::integer(ev.sequence));

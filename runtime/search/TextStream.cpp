@@ -1,7 +1,6 @@
-#include "runtime/text/TextStream.h"
+#include "runtime/search/TextStream.h"
 
 namespace genrt {
-namespace text {
 
 const char *streamEventKindName(StreamEvent::Kind k) {
   switch (k) {
@@ -59,5 +58,4 @@ void TextStreamObserver::onPromptDone(size_t prompt, const GenerationResult &res
   sink_(std::move(ev));
 }
 
-} // namespace text
 } // namespace genrt

@@ -1,7 +1,7 @@
-#include "runtime/SampleChoice.h"
+#include "runtime/choice/Sampling.h"
 
-#include "runtime/Decoder.h"
-#include "runtime/GreedyChoice.h"
+#include "runtime/choice/Beams.h"
+#include "runtime/choice/Greedy.h"
 
 #include <algorithm>
 #include <cmath>
@@ -197,20 +197,6 @@ void chooseToken(float *row, int64_t vocab, const BeamRow &edits, const SampleRu
   double sum;
   rowSum(row, vocab, mx, sum);
   logprob = mx == kNegInf ? kNegInf : (row[token] - mx) - float(std::log(sum));
-}
-
-Status Decoder::forwardTokens(const std::vector<Chunk> &chunks, const std::vector<BeamRow> &rows,
-                              const std::vector<double> &draws, const SampleRule &rule, int64_t *tokens,
-                              float *logprobs) {
-  const int64_t V = info().vocabSize;
-  if (rows.size() != chunks.size() || draws.size() != chunks.size())
-    return Status::error("forwardTokens: a row rule and a draw per chunk");
-  std::vector<float> logits(chunks.size() * static_cast<size_t>(V));
-  if (Status s = forward(chunks, logits.data()); !s)
-    return s;
-  for (size_t i = 0; i < chunks.size(); ++i)
-    chooseToken(logits.data() + i * V, V, rows[i], rule, draws[i], tokens[i], logprobs[i]);
-  return Status::ok();
 }
 
 } // namespace genrt

@@ -1,4 +1,4 @@
-#include "runtime/SoftmaxSum.h"
+#include "runtime/choice/SoftmaxSum.h"
 
 #include "runtime/cpu/VectorClones.h"
 
