@@ -1,4 +1,4 @@
-#include "compiler/driver/ProfileYaml.h"
+#include "driver/ProfileYaml.h"
 #include "compiler/ir/ReadFile.h"
 
 #include "codegen/NvrtcCompile.h"

@@ -1,6 +1,6 @@
 // A compile profile: every option of `genc compile` that shapes the plan.
 //
-// It is read from YAML (`--profile`, compiler/driver/ProfileYaml.h),
+// It is read from YAML (`--profile`, driver/ProfileYaml.h),
 // overridden by the flags given, resolved against the model (every default
 // filled in), and the resolved profile is what `--print-profile` prints and
 // the plan embeds: compiling the same model with it gives the same plan.

@@ -14,7 +14,7 @@
 // type or out of range is an error "FILE:LINE:COLUMN: KEY: why", never
 // ignored.
 #pragma once
-#include "compiler/driver/CompileProfile.h"
+#include "driver/CompileProfile.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"

@@ -1,4 +1,4 @@
-#include "compiler/driver/CompileProfile.h"
+#include "driver/CompileProfile.h"
 
 #include "codegen/NvrtcCompile.h"
 #include "compiler/ir/DType.h"
