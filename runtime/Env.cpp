@@ -7,15 +7,12 @@ namespace genrt::env {
 
 const std::vector<Variable> &variables() {
   static const std::vector<Variable> table = {
-      {"GENC_ATTN_GROUP", "genc", "1..8: query heads an attend block takes (default 4; sweeps)"},
-      {"GENC_ATTN_TRACE", "genc",
-       "1: the decode and merge kernels stamp their stages (block (0, 0)); genrun prints them with "
-       "GENC_CUDA_ATTN_TRACE=1"},
       {"GENC_CPU_FUSED_LOOPS", "genrun", "0: the CPU executor runs fused bodies op by op (A/B runs)"},
       {"GENC_CPU_PROFILE", "genrun", "1: the CPU executor prints each op's time"},
       {"GENC_CPU_ROW_ATTENTION", "genrun", "1: every CPU prefill takes the row attention path (A/B runs)"},
       {"GENC_CUBLASLT", "genrun", "a path: the cuBLASLt library to try first"},
-      {"GENC_CUDA_ATTN_TRACE", "genrun", "1: print the stage stamps of a plan compiled with GENC_ATTN_TRACE=1"},
+      {"GENC_CUDA_ATTN_TRACE", "genrun",
+       "1: print the stage stamps of a plan compiled with genc --attention-trace (profile cuda.attention_trace)"},
       {"GENC_CUDA_BEAMS", "genrun", "0: beam candidates ranked on the host from copied logits (A/B runs)"},
       {"GENC_CUDA_DECODE", "genrun", "0: decode steps take the attend kernel, not the decode kernel (A/B runs)"},
       {"GENC_CUDA_DECODE_WARMUP", "genrun",
@@ -43,10 +40,6 @@ const std::vector<Variable> &variables() {
       {"GENC_CUDA_SYNC", "genrun", "1: synchronise after every step (debugging)"},
       {"GENC_CUDA_TOKENS", "genrun", "0: greedy and sampled tokens chosen on the host from copied logits (A/B runs)"},
       {"GENC_CUDA_TOKENS_CHECK", "genrun", "1: every token the GPU chooses checked against the host's choice"},
-      {"GENC_DECODE_QWORDS", "genc", "0: the decode kernels make their queries element by element (A/B runs)"},
-      {"GENC_DECODE_REGISTERS", "genc", "0: the decode kernel stages K/V tiles in shared memory (A/B runs)"},
-      {"GENC_DECODE_STAGE_KB", "genc", "16..200: KiB of shared memory the decode kernel's tile stages aim at"},
-      {"GENC_DECODE_STREAM", "genc", "0: no TMA decode kernel (attn_N_stream) in the plan (A/B runs)"},
       {"GENC_KERNEL_CACHE", "genc",
        "a folder, or off: where NVRTC's code is kept (default $XDG_CACHE_HOME/genc/kernels or "
        "~/.cache/genc/kernels; --kernel-cache wins)"},
