@@ -76,7 +76,6 @@ std::string configBody(const Function &f, const Op &op, DType activation, bool s
   const int qkNormKind = qkNorm ? (numElements(qn) == D ? 1 : 2) : 0;
   stream = options.decodeStream && genrt::cuda::streamEligible(decode, mode, D, sharedPrompts && mode == 0, i8,
                                                                op.intAttr("window", 0), qkNormKind);
-  const bool qwords = true;
 
   std::ostringstream c;
   c << "  static constexpr int MODE = " << mode << ", H = " << H << ", KVH = " << KVH << ", D = " << D
@@ -94,7 +93,6 @@ std::string configBody(const Function &f, const Op &op, DType activation, bool s
     << "  static constexpr int CROSS_I8 = " << i8 << ";\n"
     << "  static constexpr int PMMA = "
     << (!i8 && genrt::cuda::prefillEligible(D, es) ? (activation == DType::BF16 ? 2 : 1) : 0) << ";\n"
-    << "  static constexpr int QWORDS = " << qwords << ";\n"
     << "  static constexpr int PACKED = " << packed << ", MERGE = " << op.intAttr("merge_heads", 0) << ";\n"
     << "  static constexpr long long QOFF = " << (packed ? offs[0] : 0)
     << ", KOFF = " << (packed && offs.size() > 1 ? offs[1] : 0)

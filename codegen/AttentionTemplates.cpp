@@ -177,7 +177,7 @@ template <typename C, int N>
 static __device__ __forceinline__ void genc_attn_query_rows(const GencAttnParams &p, long long t, int h0, float *dst,
                                                             const GencTokenPlace &pl) {
   constexpr int V = 8, NV = N * C::D / V, PER = (NV + 127) / 128;
-  constexpr bool WORDS = C::QWORDS && C::QKNORM == 0 && C::D % V == 0 && (!C::PACKED || C::QOFF % V == 0) &&
+  constexpr bool WORDS = C::QKNORM == 0 && C::D % V == 0 && (!C::PACKED || C::QOFF % V == 0) &&
                          (C::ROPE == 0 || (C::ROPE == 1 && C::R % (2 * V) == 0) || (C::ROPE == 2 && C::R % V == 0));
   if constexpr (!WORDS) {
     genc_attn_rows<C>(p, t, h0, h0 + N, dst, false, pl);
