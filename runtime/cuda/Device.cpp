@@ -1,6 +1,5 @@
 #include "runtime/cuda/Device.h"
 
-#include "runtime/Env.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -41,8 +40,7 @@ Status Device::open(int ordinal, Device &out) {
     return m;
   out.freeBytes = static_cast<int64_t>(freeB);
   out.totalBytes = static_cast<int64_t>(totalB);
-  const char *pdl = genrt::env::get("GENC_CUDA_PDL");
-  out.pdl = out.major >= 9 && !(pdl && std::string(pdl) == "0");
+  out.pdl = out.major >= 9;
   return Status::ok();
 }
 
