@@ -18,7 +18,6 @@ struct Device {
   int major = 0, minor = 0; // compute capability
   int smCount = 0;
   int maxSharedPerBlock = 0; // bytes, opt-in limit
-  int l2Bytes = 0;
   int64_t freeBytes = 0, totalBytes = 0;
   /// Programmatic dependent launch (sm_90 and newer): genc's kernels may
   /// start while the stream's previous kernel drains.

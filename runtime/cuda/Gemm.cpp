@@ -1,3 +1,6 @@
+// The plan's GEMMs through cuBLASLt opened at run time (Gemm.h): the
+// library's entry points, a matmul description and algorithm per shape and
+// M bucket, and the warm-up that loads their kernels at load.
 #include "runtime/cuda/Gemm.h"
 
 

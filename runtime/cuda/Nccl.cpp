@@ -1,3 +1,5 @@
+// NCCL opened at run time (Nccl.h): the library found once per process, its
+// entry points resolved, its version checked.
 #include "runtime/cuda/Nccl.h"
 
 
