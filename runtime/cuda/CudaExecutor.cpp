@@ -155,7 +155,9 @@ Status CudaExecutor::init(NcclChannel *channel) {
       return s;
   if (Status s = gemm_->warm(stream_); !s)
     return s;
-  if (Status s = waitStream("loading cuBLASLt's kernels"); !s)
+  // A plain wait: nothing of NCCL is on the stream yet, and a GPU of a
+  // tree-attention group has not joined it (the channel's wait would refuse).
+  if (Status s = dev_.check(dev_.api->cuStreamSynchronize(stream_), "loading cuBLASLt's kernels"); !s)
     return s;
   if (Status s = mem_.pinned(stagingBytes_, staging_); !s)
     return s;
