@@ -48,7 +48,7 @@ const std::vector<Variable> &variables() {
       {"GENC_NCCL_RANKS", "genrun", "tree attention over processes: the ranks in all (default: this process's GPUs)"},
       {"GENC_NCCL_TIMEOUT_S", "genrun", "seconds to wait for the NCCL group (default 120)"},
       {"GENC_TRACE_OUT", "genrun",
-       "a path: where tools/kernel_trace.cpp (the CUPTI tracer) writes each kernel's start and end"},
+       "a path: where bench/kernel_trace.cpp (the CUPTI tracer) writes each kernel's start and end"},
       {"GENC_TREE_COMBINE", "genrun", "gather: tree attention combines the shards by a gather, not an all-reduce"},
       {"GENC_TREE_FORCE", "genrun", "1: the tree executor even on one GPU (tests)"},
   };

@@ -1,14 +1,12 @@
-// The token choices on the device (the Executor choice API of the CUDA
-// executor, CudaExecutorImpl.h): greedy (genc_greedy), beam search's top-k
+// The token choices on the device (the CUDA executor's answers to choice
+// requests, runtime/Choice.h): greedy (genc_greedy), beam search's top-k
 // candidates (genc_beam_norm, genc_beam_topk) and greedy with processors or
 // sampling (the genc_token_pass passes, TokenChoice.h), each staged, run
-// after the step's kernels (inside its graph) and read back; where a rule
-// lists more ids than the staging buffers hold, the logits go to the host
-// and the same rule chooses there.
+// after the step's kernels (inside its graph) and read back. A request
+// whose rules list more ids than the staging buffers hold is not chosen
+// here (chooses() says no): the Session answers it from the logits.
 #include "runtime/cuda/CudaExecutorImpl.h"
 
-#include "runtime/BeamChoice.h"
-#include "runtime/SampleChoice.h"
 #include "runtime/cuda/TokenChoice.h"
 
 #include <algorithm>
@@ -23,41 +21,76 @@ void CudaExecutor::takeChoices(int64_t R, int64_t *tokens, float *logprobs) cons
   std::memcpy(logprobs, static_cast<const char *>(logitsHost_) + R * 8, static_cast<size_t>(R * 4));
 }
 
-Status CudaExecutor::runGreedy(const ProgramRun &run, int64_t *tokens, float *logprobs) {
-  const int64_t R = rowsOf(run);
-  if (Status s = execute(run, Choice::Greedy); !s)
-    return s;
-  if (!tokens)
+bool CudaExecutor::chooses(const ChoiceRequest &req, ProgramKind kind) const {
+  const int64_t V = plan_->model.vocabSize;
+  int64_t ids = 0;
+  switch (req.kind) {
+  case ChoiceKind::Logits:
+    return true;
+  case ChoiceKind::Greedy:
+    return greedyFn_ != nullptr;
+  case ChoiceKind::Beams:
+    if (!beamFn_ || !greedyFn_ || req.k < 1 || req.k > kBeamMaxK || req.k > V ||
+        (V + greedyParts_ - 1) / greedyParts_ > kBeamPartElements ||
+        static_cast<int64_t>(req.rules.size()) > beamRules_)
+      return false;
+    for (const BeamRow &r : req.rules)
+      ids += editWords(r);
+    return ids <= beamIdsCap_;
+  case ChoiceKind::Tokens:
+    // Tokens by the sampling rule in decode steps (a prompt's first token
+    // comes from its logits on the host).
+    if (kind != ProgramKind::Decode || !tokenFn_ || V > kTokenMaxVocab ||
+        (V + greedyParts_ - 1) / greedyParts_ > kTokenPartElements || req.rule.topK < 0)
+      return false;
+    for (const BeamRow &r : req.rules)
+      ids += editWords(r);
+    return ids <= tokenIdsCap_;
+  }
+  return false;
+}
+
+// Where a tree-attention group runs the same step on every GPU, only one
+// returns results: the others are given no answer (nullptr).
+Status CudaExecutor::run(const ProgramRun &run, const ChoiceRequest &req, ChoiceAnswer *answer) {
+  const int64_t R = rowsOf(run), V = plan_->model.vocabSize;
+  if (std::string why = req.check(R, V); !why.empty())
+    return Status::error(why);
+  if (req.kind != ChoiceKind::Logits && !chooses(req, run.kind))
+    return Status::error("the CUDA executor cannot answer this choice request where the logits are");
+  if (answer)
+    answer->reset(req, R, V);
+  switch (req.kind) {
+  case ChoiceKind::Logits:
+    if (Status s = execute(run, ChoiceKind::Logits); !s)
+      return s;
+    if (answer)
+      std::memcpy(answer->logits.data(), logitsHost_, static_cast<size_t>(R * V * 4));
     return Status::ok();
-  takeChoices(R, tokens, logprobs);
+  case ChoiceKind::Greedy:
+    return runGreedy(run, answer);
+  case ChoiceKind::Beams:
+    return runBeams(run, req.rules, req.k, answer);
+  case ChoiceKind::Tokens:
+    return runTokens(run, req.rules, req.draws, req.rule, answer);
+  }
+  return Status::error("an unknown choice kind");
+}
+
+Status CudaExecutor::runGreedy(const ProgramRun &run, ChoiceAnswer *answer) {
+  const int64_t R = rowsOf(run);
+  if (Status s = execute(run, ChoiceKind::Greedy); !s)
+    return s;
+  if (answer)
+    takeChoices(R, answer->tokens.data(), answer->logprobs.data());
   return Status::ok();
 }
 
-bool CudaExecutor::choosesBeams(int64_t k) const {
-  const int64_t V = plan_->model.vocabSize;
-  return beamFn_ && greedyFn_ && k >= 1 && k <= kBeamMaxK && k <= V &&
-         (V + greedyParts_ - 1) / greedyParts_ <= kBeamPartElements;
-}
-
-Status CudaExecutor::runBeams(const ProgramRun &run, const std::vector<BeamRow> &rows, int64_t k, int32_t *tokens,
-                              float *scores) {
+// chooses() said yes: the rules and their ids fit the staging buffers.
+Status CudaExecutor::runBeams(const ProgramRun &run, const std::vector<BeamRow> &rows, int64_t k,
+                              ChoiceAnswer *answer) {
   const int64_t R = rowsOf(run), V = plan_->model.vocabSize, rules = static_cast<int64_t>(rows.size());
   const int64_t share = R > 0 ? rules / R : 0;
-  if (share < 1 || rules != R * share || rules > beamRules_ || !choosesBeams(k))
-    return Status::error("runBeams: the same number of rules a row, at most the slots, and a k the kernel takes");
-  int64_t ids = 0;
-  for (const BeamRow &r : rows)
-    ids += editWords(r);
-  if (ids > beamIdsCap_) { // more listed ids than the buffer holds: the logits to the host
-    if (Status s = execute(run, Choice::Logits); !s)
-      return s;
-    std::vector<float> row(static_cast<size_t>(V));
-    for (int64_t r = 0; r < rules && tokens; ++r) {
-      std::copy_n(static_cast<const float *>(logitsHost_) + (r / share) * V, V, row.data());
-      beamCandidates(row.data(), V, rows[r], k, tokens + r * k, scores + r * k);
-    }
-    return Status::ok();
-  }
   // The rules and their ids through the pinned staging buffer, ahead of
   // the step (the graph reads them from fixed device buffers).
   GencBeamRow *rule = static_cast<GencBeamRow *>(beamStaging_);
@@ -83,40 +116,25 @@ Status CudaExecutor::runBeams(const ProgramRun &run, const std::vector<BeamRow> 
   beamK_ = k;
   beamShare_ = share;
   beamRenormalize_ = renormalize;
-  if (Status s = execute(run, Choice::Beams); !s)
+  if (Status s = execute(run, ChoiceKind::Beams); !s)
     return s;
   const GencBeamCand *c = static_cast<const GencBeamCand *>(logitsHost_);
-  for (int64_t e = 0; e < rules * k && tokens; ++e) {
+  for (int64_t e = 0; e < rules * k && answer; ++e) {
     if (c[e].token < 0 || c[e].token >= V)
       return Status::error("the beam kernel returned token " + std::to_string(c[e].token) + " outside the vocabulary");
-    tokens[e] = c[e].token;
-    scores[e] = c[e].score;
+    answer->candidates[e] = c[e].token;
+    answer->scores[e] = c[e].score;
   }
   return Status::ok();
 }
 
-bool CudaExecutor::choosesTokens(const SampleRule &rule) const {
-  const int64_t V = plan_->model.vocabSize;
-  return tokenFn_ && V <= kTokenMaxVocab && (V + greedyParts_ - 1) / greedyParts_ <= kTokenPartElements &&
-         (rule.topK >= 0);
-}
-
+// chooses() said yes: a decode step whose ids fit the staging buffer.
 Status CudaExecutor::runTokens(const ProgramRun &run, const std::vector<BeamRow> &rows,
-                               const std::vector<double> &draws, const SampleRule &rule, int64_t *tokens,
-                               float *logprobs) {
+                               const std::vector<double> &draws, const SampleRule &rule, ChoiceAnswer *answer) {
   const int64_t R = rowsOf(run), V = plan_->model.vocabSize;
-  if (static_cast<int64_t>(rows.size()) != R || static_cast<int64_t>(draws.size()) != R || !choosesTokens(rule))
-    return Status::error("runTokens: a rule and a draw per row, and a kernel that takes them");
   int64_t ids = 0;
-  if (!stageTokenRows(rows, draws, rule, V, tokenIdsCap_, tokenStaging_, ids)) {
-    // More listed ids than the buffer holds: the logits to the host, the
-    // same rule there.
-    if (Status s = execute(run, Choice::Logits); !s)
-      return s;
-    for (int64_t r = 0; r < R && tokens; ++r)
-      chooseToken(static_cast<float *>(logitsHost_) + r * V, V, rows[r], rule, draws[r], tokens[r], logprobs[r]);
-    return Status::ok();
-  }
+  if (!stageTokenRows(rows, draws, rule, V, tokenIdsCap_, tokenStaging_, ids))
+    return Status::error("the token rules' ids exceed the staging buffer");
   const DriverApi &a = *dev_.api;
   if (Status s = dev_.check(a.cuMemcpyHtoDAsync(mem_.at("token rules"), tokenStaging_,
                                                 R * sizeof(GencTokenRow) + ids * 4, stream_),
@@ -124,10 +142,12 @@ Status CudaExecutor::runTokens(const ProgramRun &run, const std::vector<BeamRow>
       !s)
     return s;
   tokenPasses_ = tokenPasses(rule, V);
-  if (Status s = execute(run, Choice::Tokens); !s)
+  if (Status s = execute(run, ChoiceKind::Tokens); !s)
     return s;
-  if (!tokens)
+  if (!answer)
     return Status::ok();
+  int64_t *tokens = answer->tokens.data();
+  float *logprobs = answer->logprobs.data();
   takeChoices(R, tokens, logprobs);
   for (int64_t r = 0; r < R; ++r)
     if (tokens[r] < 0 || tokens[r] >= V)
@@ -166,14 +186,14 @@ GencTokenParams CudaExecutor::tokenParams(CUdeviceptr logits, int64_t R) {
 // After the steps: the logits back to the pinned buffer, or the choice
 // kernels over them (greedy; beam top-k after it; or the token passes) and
 // what they chose back.
-Status CudaExecutor::enqueueChoice(const CompiledProgram &cp, int64_t R, Choice choice) {
+Status CudaExecutor::enqueueChoice(const CompiledProgram &cp, int64_t R, ChoiceKind choice) {
   const DriverApi &a = *dev_.api;
-  if (choice == Choice::Logits)
+  if (choice == ChoiceKind::Logits)
     return dev_.check(a.cuMemcpyDtoHAsync(logitsHost_, cp.outputs.at(0), R * plan_->model.vocabSize * 4, stream_),
                       "copying the logits back");
   if (cp.outputStored.at(0) != DType::F32)
     return Status::error("greedy on the device needs f32 logits");
-  if (choice == Choice::Tokens) {
+  if (choice == ChoiceKind::Tokens) {
     if (report_.tokenCheck) // the raw logits too, for the host reference
       if (Status s = dev_.check(a.cuMemcpyDtoHAsync(checkLogits_, cp.outputs.at(0), R * plan_->model.vocabSize * 4,
                                                     stream_),
@@ -194,7 +214,7 @@ Status CudaExecutor::enqueueChoice(const CompiledProgram &cp, int64_t R, Choice 
                              kGreedyThreads, 1, 0, stream_, args, "genc_greedy");
       !s)
     return s;
-  if (choice == Choice::Beams) {
+  if (choice == ChoiceKind::Beams) {
     GencBeamParams b{cp.outputs[0],
                      choice_,
                      mem_.at("beam rules"),
@@ -227,10 +247,10 @@ Status CudaExecutor::enqueueChoice(const CompiledProgram &cp, int64_t R, Choice 
 // A decode step's graph key (CudaGraphs.h): (T, choice, beams' k, rules a
 // row and renormalization, or the token passes' set): kBeamMaxK < 64, a
 // row's rules (its beams) < 32, the passes 12 bits.
-int64_t CudaExecutor::graphKey(Choice choice) const {
+int64_t CudaExecutor::graphKey(ChoiceKind choice) const {
   const int64_t beams = beamK_ | (beamRenormalize_ ? 64 : 0) | beamShare_ << 7;
   return (staged_.tokens * 4 + static_cast<int64_t>(choice)) * 4096 +
-         (choice == Choice::Beams ? beams : choice == Choice::Tokens ? tokenPasses_ : 0);
+         (choice == ChoiceKind::Beams ? beams : choice == ChoiceKind::Tokens ? tokenPasses_ : 0);
 }
 
 } // namespace genrt::cuda

@@ -215,15 +215,6 @@ std::string CudaExecutor::choiceReport() const {
          " copied their logits to the host";
 }
 
-Status CudaExecutor::run(const ProgramRun &run, float *logits) {
-  const int64_t R = rowsOf(run);
-  if (Status s = execute(run, Choice::Logits); !s)
-    return s;
-  if (logits)
-    std::memcpy(logits, logitsHost_, static_cast<size_t>(R * plan_->model.vocabSize * 4));
-  return Status::ok();
-}
-
 // Whether every self-attention op's kernels read rows through the pairs
 // (genc set gpu_shared_prompts where it compiled them so): else the
 // executor keeps a copy a beam, which any of them indexes.
@@ -276,7 +267,7 @@ int64_t CudaExecutor::rowsOf(const ProgramRun &run) {
 
 // One run: its inputs staged, the steps enqueued (a decode step replays its
 // graph), and what comes back in the pinned buffer (Choice).
-Status CudaExecutor::execute(const ProgramRun &run, Choice choice) {
+Status CudaExecutor::execute(const ProgramRun &run, ChoiceKind choice) {
   if (Status s = groupIntact(); !s)
     return s;
   const CompiledProgram &cp = programs_.at(run.program->name);
@@ -285,7 +276,7 @@ Status CudaExecutor::execute(const ProgramRun &run, Choice choice) {
   if (R * plan_->model.vocabSize * 4 > logitsBytes_)
     return Status::error("the run's logits exceed the staging buffer");
   if (R > 0) // a prefill run that ends no chunk returns nothing
-    ++(choice == Choice::Logits ? logitRuns_ : choiceRuns_);
+    ++(choice == ChoiceKind::Logits ? logitRuns_ : choiceRuns_);
   Status s = Status::ok();
   if (run.kind == ProgramKind::Decode && useGraphs_ && !ctx_.syncEachStep)
     s = graphs_.replayOrCapture(graphKey(choice), stream_, [&] { return enqueue(cp, run, R, choice); });
@@ -303,7 +294,7 @@ Status CudaExecutor::execute(const ProgramRun &run, Choice choice) {
 
 // Inputs, every step, and the logits (or the chosen tokens) back to the
 // pinned buffer.
-Status CudaExecutor::enqueue(const CompiledProgram &cp, const ProgramRun &run, int64_t R, Choice choice) {
+Status CudaExecutor::enqueue(const CompiledProgram &cp, const ProgramRun &run, int64_t R, ChoiceKind choice) {
   if (Status s = enqueueInputs(run); !s)
     return s;
   if (Status s = runSteps(cp, ctx_, run); !s)

@@ -47,35 +47,27 @@ public:
   std::string choiceReport() const override;
 
   // Where a tree-attention group runs the same step on every GPU, only one
-  // returns results: the others are given no buffers (nullptr).
-  Status run(const ProgramRun &run, float *logits) override;
-  bool choosesGreedy() const override { return greedyFn_ != nullptr; }
-  Status runGreedy(const ProgramRun &run, int64_t *tokens, float *logprobs) override;
-  bool choosesBeams(int64_t k) const override;
-  Status runBeams(const ProgramRun &run, const std::vector<BeamRow> &rows, int64_t k, int32_t *tokens,
-                  float *scores) override;
-  bool choosesTokens(const SampleRule &rule) const override;
-  Status runTokens(const ProgramRun &run, const std::vector<BeamRow> &rows, const std::vector<double> &draws,
-                   const SampleRule &rule, int64_t *tokens, float *logprobs) override;
+  // returns results: the others are given no answer (nullptr).
+  Status run(const ProgramRun &run, const ChoiceRequest &request, ChoiceAnswer *answer) override;
+  bool chooses(const ChoiceRequest &request, ProgramKind kind) const override;
   Status encode(const ProgramRun &run) override;
   bool sharesPrompts() const override { return shared_; }
   Status copySlots(const std::vector<int32_t> &dst, const std::vector<int32_t> &src,
                    const std::vector<int64_t> &lengths, const std::vector<int64_t> &from) override;
 
 private:
-  // What a run leaves in the pinned buffer: the logits, or with
-  // Choice::Greedy each row's token (i64) then its log-softmax (f32), or
-  // with Choice::Beams each rule's beamK_ candidates (GencBeamCand), or with
-  // Choice::Tokens what the token passes chose (as Greedy).
-  enum class Choice { Logits, Greedy, Beams, Tokens };
+  // What a run leaves in the pinned buffer (execute's ChoiceKind): the
+  // logits, or with Greedy each row's token (i64) then its log-softmax
+  // (f32), or with Beams each rule's beamK_ candidates (GencBeamCand), or
+  // with Tokens what the token passes chose (as Greedy).
 
   // CudaExecutor.cpp
   bool kernelsSharePrompts() const;
   Status groupIntact() const;
   Status waitStream(const std::string &what);
   static int64_t rowsOf(const ProgramRun &run);
-  Status execute(const ProgramRun &run, Choice choice);
-  Status enqueue(const CompiledProgram &cp, const ProgramRun &run, int64_t R, Choice choice);
+  Status execute(const ProgramRun &run, ChoiceKind choice);
+  Status enqueue(const CompiledProgram &cp, const ProgramRun &run, int64_t R, ChoiceKind choice);
   // MemoryPlan.cpp
   Status planMemory(bool tree);
   void planTokenChoice(int64_t maxRows);
@@ -83,11 +75,15 @@ private:
   void stage(const ProgramRun &run);
   Status enqueueInputs(const ProgramRun &run);
   // ChoiceLaunches.cpp
+  Status runGreedy(const ProgramRun &run, ChoiceAnswer *answer);
+  Status runBeams(const ProgramRun &run, const std::vector<BeamRow> &rows, int64_t k, ChoiceAnswer *answer);
+  Status runTokens(const ProgramRun &run, const std::vector<BeamRow> &rows, const std::vector<double> &draws,
+                   const SampleRule &rule, ChoiceAnswer *answer);
   void initTokenChoice();
   GencTokenParams tokenParams(CUdeviceptr logits, int64_t R);
   void takeChoices(int64_t R, int64_t *tokens, float *logprobs) const;
-  Status enqueueChoice(const CompiledProgram &cp, int64_t R, Choice choice);
-  int64_t graphKey(Choice choice) const;
+  Status enqueueChoice(const CompiledProgram &cp, int64_t R, ChoiceKind choice);
+  int64_t graphKey(ChoiceKind choice) const;
 
   // The run's host-side inputs as stage() laid them out in `staging_`.
   struct Staged {

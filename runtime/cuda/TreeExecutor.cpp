@@ -149,28 +149,11 @@ public:
     return "per GPU " + replicas_[0].executor->memoryReport() + " x " + std::to_string(replicas_.size());
   }
 
-  Status run(const ProgramRun &run, float *logits) override {
-    return all([&](int i) { return replicas_[i].executor->run(run, i == 0 ? logits : nullptr); });
+  bool chooses(const ChoiceRequest &req, ProgramKind kind) const override {
+    return replicas_[0].executor->chooses(req, kind);
   }
-  bool choosesGreedy() const override { return replicas_[0].executor->choosesGreedy(); }
-  Status runGreedy(const ProgramRun &run, int64_t *tokens, float *logprobs) override {
-    return all([&](int i) {
-      return replicas_[i].executor->runGreedy(run, i == 0 ? tokens : nullptr, i == 0 ? logprobs : nullptr);
-    });
-  }
-  bool choosesBeams(int64_t k) const override { return replicas_[0].executor->choosesBeams(k); }
-  Status runBeams(const ProgramRun &run, const std::vector<BeamRow> &rows, int64_t k, int32_t *tokens,
-                  float *scores) override {
-    return all([&](int i) {
-      return replicas_[i].executor->runBeams(run, rows, k, i == 0 ? tokens : nullptr, i == 0 ? scores : nullptr);
-    });
-  }
-  bool choosesTokens(const SampleRule &rule) const override { return replicas_[0].executor->choosesTokens(rule); }
-  Status runTokens(const ProgramRun &run, const std::vector<BeamRow> &rows, const std::vector<double> &draws,
-                   const SampleRule &rule, int64_t *tokens, float *logprobs) override {
-    return all([&](int i) {
-      return replicas_[i].executor->runTokens(run, rows, draws, rule, i == 0 ? tokens : nullptr, i == 0 ? logprobs : nullptr);
-    });
+  Status run(const ProgramRun &run, const ChoiceRequest &req, ChoiceAnswer *answer) override {
+    return all([&](int i) { return replicas_[i].executor->run(run, req, i == 0 ? answer : nullptr); });
   }
   Status encode(const ProgramRun &run) override {
     return all([&](int i) { return replicas_[i].executor->encode(run); });

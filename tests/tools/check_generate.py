@@ -63,10 +63,10 @@ failures = 0
 for mode in modes:
     sec = golden[mode]
     args = sec["args"]
-    # GENRUN_DEVICE: the executor to check (tools/gpu_test.sh sets cuda).
+    # GENRUN_DEVICE: the executor to check (tests/gpu/gpu_test.sh sets cuda).
     cmd = [genrun, plan, "--input", prompts, "--device", os.environ.get("GENRUN_DEVICE", "cpu"),
            "--batch-size", str(batch)]
-    # GENRUN_GPUS: tree attention over that many GPUs (tools/tree_check.sh).
+    # GENRUN_GPUS: tree attention over that many GPUs (tests/gpu/tree_check.sh).
     if os.environ.get("GENRUN_GPUS"):
         cmd += ["--gpus", os.environ["GENRUN_GPUS"]]
     flag = {"max_new_tokens": "--max-new-tokens", "num_beams": "--num-beams",
