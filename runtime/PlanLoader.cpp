@@ -178,6 +178,20 @@ private:
         return err("metadata: activation_dtype must be f32, f16 or bf16");
       plan_.activationDType = *dt;
     }
+    // The tokenizer genc packed (tokenizer.json's text): a view for the
+    // text layer (runtime/text/PlanTokenizer.h), so a plan is read once.
+    if (const json::Value *t = root.find("tokenizer")) {
+      const json::Value *fmt = t->isObject() ? t->find("format") : nullptr;
+      if (!fmt || !fmt->isString() || fmt->asString() != "tokenizer.json")
+        return err("metadata: the tokenizer's 'format' must be \"tokenizer.json\"");
+      int64_t off = 0, bytes = 0;
+      if (!needInt(*t, "offset", off) || !needInt(*t, "bytes", bytes))
+        return err("metadata: the tokenizer needs an integer 'offset' and 'bytes'");
+      if (static_cast<uint64_t>(off) > blobSize_ || static_cast<uint64_t>(bytes) > blobSize_ - off)
+        return err("the tokenizer lies outside the data blob (truncated file?)");
+      plan_.tokenizerJson = std::string_view(reinterpret_cast<const char *>(base_ + blobOff_ + off),
+                                             static_cast<size_t>(bytes));
+    }
     if (const json::Value *pr = root.find("profile")) {
       if (!pr->isString())
         return err("metadata: profile must be a string");

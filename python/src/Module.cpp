@@ -86,22 +86,23 @@ public:
   /// Prompts come as token ids (the Python half encodes text with
   /// encode()), each with an attention mask or an empty list. Bad prompts
   /// and options raise ValueError naming them.
-  std::vector<Prompt> prompts(const std::vector<std::vector<int64_t>> &ids,
-                              const std::vector<std::vector<int64_t>> &masks, const GenerationConfig &cfg) {
+  CheckedGeneration prompts(const std::vector<std::vector<int64_t>> &ids,
+                            const std::vector<std::vector<int64_t>> &masks, const GenerationConfig &cfg) {
     std::vector<Prompt> out(ids.size());
     for (size_t n = 0; n < ids.size(); ++n) {
       out[n].inputIds = ids[n];
       if (n < masks.size())
         out[n].attentionMask = masks[n];
     }
-    if (Status s = engine().checkRequest(cfg, out); !s)
+    CheckedGeneration checked;
+    if (Status s = engine().check(cfg, std::move(out), checked); !s)
       throw py::value_error(s.message());
-    return out;
+    return checked;
   }
 
   py::list generate(const std::vector<std::vector<int64_t>> &ids, const std::vector<std::vector<int64_t>> &masks,
                     const GenerationConfig &cfg) {
-    std::shared_ptr<Job> job = engine().start(prompts(ids, masks, cfg), cfg, /*stream=*/false);
+    std::shared_ptr<Job> job = engine().start(prompts(ids, masks, cfg), /*stream=*/false);
     while (!job->isFinished())
       waitForJob(*job);
     if (!job->status)
@@ -134,7 +135,7 @@ public:
     for (;;) {
       std::unique_lock<std::mutex> l(job_->m);
       if (!job_->events.empty()) {
-        text::StreamEvent ev = std::move(job_->events.front());
+        StreamEvent ev = std::move(job_->events.front());
         job_->events.pop_front();
         l.unlock();
         return toPython(ev);
@@ -155,14 +156,14 @@ public:
   }
 
 private:
-  py::object toPython(const text::StreamEvent &ev) {
+  py::object toPython(const StreamEvent &ev) {
     const Engine &e = gen_.engine();
-    using Kind = text::StreamEvent::Kind;
+    using Kind = StreamEvent::Kind;
     py::object text = ev.kind == Kind::Done ? py::object(py::none()) : textOrNone(e, ev.text);
     py::object seqs = ev.kind == Kind::Done
                           ? py::object(sequencesToPython(e, ev.result, e.tokenizer() ? &ev.texts : nullptr))
                           : py::object(py::none());
-    return py::make_tuple(text::streamEventKindName(ev.kind), ev.prompt, ev.sequence, ev.tokenId, text,
+    return py::make_tuple(streamEventKindName(ev.kind), ev.prompt, ev.sequence, ev.tokenId, text,
                           py::cast(ev.seq.outputIds), ev.seq.score, seqs);
   }
 
@@ -174,7 +175,7 @@ private:
 std::unique_ptr<PyStream> PyGenerator::stream(const std::vector<std::vector<int64_t>> &ids,
                                               const std::vector<std::vector<int64_t>> &masks,
                                               const GenerationConfig &cfg) {
-  return std::make_unique<PyStream>(*this, engine().start(prompts(ids, masks, cfg), cfg, /*stream=*/true));
+  return std::make_unique<PyStream>(*this, engine().start(prompts(ids, masks, cfg), /*stream=*/true));
 }
 
 void setEarlyStopping(GenerationConfig &c, const std::string &v) {

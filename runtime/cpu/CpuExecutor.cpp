@@ -277,7 +277,11 @@ public:
     return w + plan_->kv.selfBytes() + plan_->kv.crossBytes() + arenaBytes_;
   }
 
-  Status run(const ProgramRun &run, float *logits) override {
+  // The CPU answers Logits only (Executor::chooses): the Session chooses
+  // from them on the host.
+  Status run(const ProgramRun &run, const ChoiceRequest &request, ChoiceAnswer *answer) override {
+    if (request.kind != ChoiceKind::Logits)
+      return Status::error("the CPU executor answers logits only");
     const int64_t T = static_cast<int64_t>(run.inputIds.size());
     const bool decode = run.kind == ProgramKind::Decode;
     const int64_t R = decode ? T : static_cast<int64_t>(run.logitRows.size());
@@ -293,7 +297,10 @@ public:
     const int64_t vocab = plan_->model.vocabSize;
     if (results.empty() || results[0].dtype() != DType::F32 || results[0].numElements() != R * vocab)
       return Status::error("the plan's " + run.program->name + " does not return [rows, vocab] f32 logits");
-    std::memcpy(logits, results[0].data<float>(), static_cast<size_t>(R * vocab) * sizeof(float));
+    if (answer) {
+      answer->reset(request, R, vocab);
+      std::memcpy(answer->logits.data(), results[0].data<float>(), static_cast<size_t>(R * vocab) * sizeof(float));
+    }
     return Status::ok();
   }
 

@@ -140,10 +140,12 @@ Status runBeamSearch(SlotBatch &batch, const GenerationConfig &cfg, const StopRu
   // back only these. (K per row, or the whole vocabulary where it is
   // smaller: the item's best K are among its rows' best KR.)
   const int64_t KR = std::min(K, V);
-  std::vector<int32_t> candToken;
-  std::vector<float> candScore;
+  ChoiceAnswer answer; // a step's candidates (beam search) or logits (beam sampling)
+  const std::vector<int32_t> &candToken = answer.candidates;
+  const std::vector<float> &candScore = answer.scores;
   std::vector<int64_t> history;
-  std::vector<BeamRow> rules(static_cast<size_t>(B * N));
+  ChoiceRequest ranking = ChoiceRequest::beams(std::vector<BeamRow>(static_cast<size_t>(B * N)), KR);
+  std::vector<BeamRow> &rules = ranking.rules; // a row's rule for the step
   // HF's input_ids of row (i, j): the prompt, then what the beam generated.
   auto historyOf = [&](int64_t i, int64_t j) {
     history = batch.item(i).history;
@@ -165,13 +167,13 @@ Status runBeamSearch(SlotBatch &batch, const GenerationConfig &cfg, const StopRu
   // reorder every beam is the prompt, so that reorder copies from beam 0
   // whatever the parent.
   const bool sample = cfg.doSample;
-  std::vector<float> logits; // beam sampling: the step's logits, a row per beam (the prompt's: per item)
+  const std::vector<float> &logits = answer.logits; // beam sampling: a row per beam (the prompt's: per item)
   if (sample) {
-    if (Status s = batch.prefillLogits(logits); !s)
+    if (Status s = batch.prefill(ChoiceRequest::logits(), answer); !s)
       return s;
   } else {
     makeRules(0);
-    if (Status s = batch.prefillBeams(rules, KR, candToken, candScore); !s)
+    if (Status s = batch.prefill(ranking, answer); !s)
       return s;
   }
   GenerationConfig processors = cfg; // beam sampling: renormalize_logits after the warpers, as HF
@@ -337,12 +339,12 @@ Status runBeamSearch(SlotBatch &batch, const GenerationConfig &cfg, const StopRu
     if (Status s = batch.reorder(dst, src, shared); !s)
       return s;
     if (sample) {
-      if (Status s = batch.step(slots, tokens, logits); !s)
+      if (Status s = batch.step(slots, tokens, ChoiceRequest::logits(), answer); !s)
         return s;
       continue;
     }
     makeRules(t + 1);
-    if (Status s = batch.stepBeams(slots, tokens, rules, KR, candToken, candScore); !s)
+    if (Status s = batch.step(slots, tokens, ranking, answer); !s)
       return s;
   }
 

@@ -91,27 +91,35 @@ Status batchSizeFor(const GenerationConfig &cfg, const ModelInfo &info, int32_t 
   return Status::ok();
 }
 
-static Status generateAll(Decoder &decoder, const GenerationConfig &cfg, const std::vector<Prompt> &prompts,
-                          std::vector<GenerationResult> &results, GenerationStats *statsOut,
-                          GenerationObserver *observer) {
-  GenerationObserver silent;
-  auto start = SlotBatch::Clock::now();
-  const ModelInfo &info = decoder.info();
+Status checkGeneration(const ModelInfo &info, int32_t maxSlots, const GenerationConfig &cfg,
+                       std::vector<Prompt> prompts, CheckedGeneration &out, const std::vector<std::string> *names) {
   if (info.vocabSize <= 0)
     return Status::error("the model reports no vocabulary");
   if (Status s = cfg.validateFor(info); !s)
     return s;
   for (size_t n = 0; n < prompts.size(); ++n)
     if (Status s = validatePrompt(prompts[n], info, cfg); !s)
-      return Status::error("prompt " + std::to_string(n) + ": " + s.message());
-
-  const int64_t rows = cfg.rowsPerPrompt();
-  int64_t batchSize = 0;
-  if (Status s = batchSizeFor(cfg, info, decoder.maxSlots(), batchSize); !s)
+      return Status::error((names && n < names->size() ? (*names)[n] : "prompt " + std::to_string(n)) + ": " +
+                           s.message());
+  if (Status s = batchSizeFor(cfg, info, maxSlots, out.batchSize_); !s)
     return s;
   if (!cfg.stopStrings.empty() && cfg.tokenizer)
     if (Status s = search::StopStrings::check(cfg.stopStrings, *cfg.tokenizer); !s)
       return s;
+  out.cfg_ = cfg;
+  out.prompts_ = std::move(prompts);
+  return Status::ok();
+}
+
+static Status generateAll(Decoder &decoder, const CheckedGeneration &request, int64_t batchSize,
+                          std::vector<GenerationResult> &results, GenerationStats *statsOut,
+                          GenerationObserver *observer) {
+  GenerationObserver silent;
+  auto start = SlotBatch::Clock::now();
+  const ModelInfo &info = decoder.info();
+  const GenerationConfig &cfg = request.config();
+  const std::vector<Prompt> &prompts = request.prompts();
+  const int64_t rows = cfg.rowsPerPrompt();
   const search::StopRules stop{cfg.effectiveEos(info), search::StopStrings(cfg.stopStrings, cfg.tokenizer)};
 
   GenerationStats stats;
@@ -148,11 +156,22 @@ static Status generateAll(Decoder &decoder, const GenerationConfig &cfg, const s
 }
 
 // The API edge: an allocation failure anywhere in the search is a Status.
+Status generate(Decoder &decoder, const CheckedGeneration &request, std::vector<GenerationResult> &results,
+                GenerationStats *statsOut, GenerationObserver *observer) {
+  return statusOnOutOfMemory("while generating", [&] {
+    return generateAll(decoder, request, request.batchSize(), results, statsOut, observer);
+  });
+}
+
 Status generate(Decoder &decoder, const GenerationConfig &cfg, const std::vector<Prompt> &prompts,
                 std::vector<GenerationResult> &results, GenerationStats *statsOut,
                 GenerationObserver *observer) {
-  return statusOnOutOfMemory("while generating",
-                             [&] { return generateAll(decoder, cfg, prompts, results, statsOut, observer); });
+  return statusOnOutOfMemory("while generating", [&] {
+    CheckedGeneration request;
+    if (Status s = checkGeneration(decoder.info(), decoder.maxSlots(), cfg, prompts, request); !s)
+      return s;
+    return generateAll(decoder, request, request.batchSize(), results, statsOut, observer);
+  });
 }
 
 } // namespace genrt

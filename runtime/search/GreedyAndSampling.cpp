@@ -1,7 +1,7 @@
 // Greedy search and multinomial sampling (HF's _sample, which does both):
 // one row per returned sequence, processors on the raw logits, then the
 // warpers when sampling. A finished row (eos) stops and is not run again.
-#include "runtime/GreedyChoice.h"
+#include "runtime/choice/Greedy.h"
 #include "runtime/search/LogitsProcessors.h"
 #include "runtime/search/Sampler.h"
 #include "runtime/search/SlotBatch.h"
@@ -38,21 +38,23 @@ Status runGreedyOrSample(SlotBatch &batch, const GenerationConfig &config, const
 
   const SampleRule rule = sampleRuleOf(cfg);
   const bool greedyPlain = !cfg.doSample && !cfg.hasLogitsProcessors();
-  std::vector<int64_t> chosen;
-  std::vector<float> chosenLogprob;
+  ChoiceAnswer answer; // each step's: the logits, or the decoder's tokens
   bool haveChosen = false;
 
   // Greedy with nothing to apply takes its first tokens from the decoder as
   // its steps do (on a GPU, the prompts' logits never cross: 32 prompts'
-  // first tokens took 16 ms on the host, session 21); otherwise from the
+  // first tokens took 16 ms on the host, H200, 2026-11-28); otherwise from the
   // logits, each row's processors and warpers applied here.
-  std::vector<float> logits;
+  std::vector<float> &logits = answer.logits;
   if (greedyPlain && R == 1) {
-    if (Status s = batch.prefillGreedy(chosen, chosenLogprob); !s)
+    if (Status s = batch.prefill(ChoiceRequest::greedy(), answer); !s)
       return s;
     haveChosen = true;
-  } else if (Status s = batch.prefill(logits); !s) {
-    return s;
+  } else {
+    if (Status s = batch.prefill(ChoiceRequest::logits(), answer); !s)
+      return s;
+    if (Status s = batch.copyFirstRow(); !s)
+      return s;
   }
 
   std::vector<Row> rows(static_cast<size_t>(B * R));
@@ -93,7 +95,7 @@ Status runGreedyOrSample(SlotBatch &batch, const GenerationConfig &config, const
   // (the reference). The first token comes from the prefill's logits but
   // for plain greedy (above).
   const bool decoderTokens = !greedyPlain && warpersOnDevice(cfg) &&
-                             batch.choosesTokens(rule);
+                             batch.chooses(ChoiceRequest::tokens({}, {}, rule));
   const bool decoderChooses = greedyPlain || decoderTokens;
   std::vector<BeamRow> rules;
   std::vector<double> draws;
@@ -107,8 +109,8 @@ Status runGreedyOrSample(SlotBatch &batch, const GenerationConfig &config, const
       Row &row = rows[size_t(liveRows[k])];
       int64_t token;
       if (haveChosen) {
-        token = chosen[k];
-        row.score += double(chosenLogprob[k]);
+        token = answer.tokens[k];
+        row.score += double(answer.logprobs[k]);
       } else {
         std::copy(logits.begin() + k * V, logits.begin() + (k + 1) * V, scores.begin());
         applyLogitsProcessors(scores.data(), V, row.history, encoderIds(batch.item(liveRows[k] / R)), t, cfg, eos);
@@ -157,9 +159,10 @@ Status runGreedyOrSample(SlotBatch &batch, const GenerationConfig &config, const
           draws[k] = drawOf(cfg.seed, batch.item(item).promptIndex, uint64_t(r), uint64_t(t + 1));
       }
     }
-    Status s = decoderTokens    ? batch.stepTokens(slots, tokens, rules, draws, rule, chosen, chosenLogprob)
-               : decoderChooses ? batch.stepGreedy(slots, tokens, chosen, chosenLogprob)
-                                : batch.step(slots, tokens, logits);
+    const ChoiceRequest request = decoderTokens    ? ChoiceRequest::tokens(std::move(rules), std::move(draws), rule)
+                                  : decoderChooses ? ChoiceRequest::greedy()
+                                                   : ChoiceRequest::logits();
+    Status s = batch.step(slots, tokens, request, answer);
     if (!s)
       return s;
     haveChosen = decoderChooses;

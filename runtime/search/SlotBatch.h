@@ -10,7 +10,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <functional>
 #include <vector>
 
 namespace genrt {
@@ -41,45 +40,23 @@ public:
   const BatchItem &item(int64_t i) const { return items_[i]; }
   int32_t slot(int64_t item, int64_t row) const { return int32_t(item * rows_ + row); }
 
-  /// Empties every slot of the decoder, encodes the sources (encoder-decoder) and
-  /// prefills every item's prompt in one packed forward into its row 0;
-  /// row 0's cache is then copied to the item's other rows. logits: one row
-  /// per item.
-  Status prefill(std::vector<float> &logits);
-  /// prefill() without the copies (the caller treats row 0 as every row's
-  /// source at its first reorder), and the prompt's beam candidates ranked
-  /// by the decoder (Decoder::forwardBeams) instead of logits:
-  /// rows[i * rowsPerItem() + j] is row j's rule for item i's logits; k
-  /// (token, score) pairs a rule.
-  Status prefillBeams(const std::vector<BeamRow> &rows, int64_t k, std::vector<int32_t> &candTokens,
-                      std::vector<float> &candScores);
-  /// prefill() for one row an item, greedy's first tokens chosen by the
-  /// decoder (Decoder::forwardGreedy: on a GPU only the ids and their
-  /// log-softmax cross, not the logits): chosen[i], logprobs[i] for item i.
-  Status prefillGreedy(std::vector<int64_t> &chosen, std::vector<float> &logprobs);
-  /// prefill() without the copies (as prefillBeams), with the logits: one
-  /// row per item (beam sampling).
-  Status prefillLogits(std::vector<float> &logits);
-  /// Appends tokens[k] to slots[k] (one forward call); logits: row k.
-  /// prefill and step fail with "generation stopped" when the observer asks.
-  Status step(const std::vector<int32_t> &slots, const std::vector<int64_t> &tokens,
-              std::vector<float> &logits);
-  /// step() with greedy's choice made by the decoder (Decoder::forwardGreedy):
-  /// chosen[k] and its log-softmax logprobs[k] instead of the logits.
-  Status stepGreedy(const std::vector<int32_t> &slots, const std::vector<int64_t> &tokens,
-                    std::vector<int64_t> &chosen, std::vector<float> &logprobs);
-  /// step() with beam candidates ranked by the decoder (Decoder::forwardBeams):
-  /// k (token, score) pairs a slot, by rows[k]'s rule.
-  Status stepBeams(const std::vector<int32_t> &slots, const std::vector<int64_t> &tokens,
-                   const std::vector<BeamRow> &rows, int64_t k, std::vector<int32_t> &candTokens,
-                   std::vector<float> &candScores);
-  /// step() with greedy's or sampling's token chosen by the decoder
-  /// (Decoder::forwardTokens): rows[k]'s edits, `rule`, draws[k].
-  Status stepTokens(const std::vector<int32_t> &slots, const std::vector<int64_t> &tokens,
-                    const std::vector<BeamRow> &rows, const std::vector<double> &draws, const SampleRule &rule,
-                    std::vector<int64_t> &chosen, std::vector<float> &logprobs);
-  /// Whether the decoder chooses tokens under `rule` itself (a GPU).
-  bool choosesTokens(const SampleRule &rule) const { return dec_.choosesTokens(rule); }
+  /// Empties every slot of the decoder, encodes the sources (encoder-decoder)
+  /// and prefills every item's prompt in one packed forward into its row 0,
+  /// answering `request` for one row an item (Beams: rowsPerItem() rules an
+  /// item, row j's rule for the item's logits). Fails with "generation
+  /// stopped" when the observer asks.
+  Status prefill(const ChoiceRequest &request, ChoiceAnswer &answer);
+  /// Row 0's cache copied to every other row of its item (sampling several
+  /// sequences a prompt; beam search instead treats row 0 as every row's
+  /// source at its first reorder).
+  Status copyFirstRow();
+  /// Appends tokens[k] to slots[k] (one forward call) and answers `request`
+  /// for row k. Fails with "generation stopped" when the observer asks.
+  Status step(const std::vector<int32_t> &slots, const std::vector<int64_t> &tokens, const ChoiceRequest &request,
+              ChoiceAnswer &answer);
+  /// Whether the decoder answers requests like `request` where the logits
+  /// are (a GPU).
+  bool chooses(const ChoiceRequest &request) const { return dec_.chooses(request); }
   /// Decoder::reorderSlots, skipping entries that would not move anything;
   /// shared[k]: the positions dst[k] already holds of src[k] (empty: none).
   Status reorder(const std::vector<int32_t> &dst, const std::vector<int32_t> &src,
@@ -91,9 +68,6 @@ public:
   GenerationObserver &observer() { return obs_; }
 
 private:
-  Status startPrefill(std::vector<Chunk> &chunks);
-  Status timedStep(const std::vector<int32_t> &slots, const std::vector<int64_t> &tokens,
-                   const std::function<Status(const std::vector<Chunk> &)> &forward);
   Decoder &dec_;
   std::vector<BatchItem> items_;
   int64_t rows_;

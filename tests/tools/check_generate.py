@@ -63,7 +63,7 @@ failures = 0
 for mode in modes:
     sec = golden[mode]
     args = sec["args"]
-    # GENRUN_DEVICE: the executor to check (tools/gpu_test.sh sets cuda).
+    # GENRUN_DEVICE: the executor to check (tests/gpu/gpu_test.sh sets cuda).
     # The eos id HF's generate() was given (golden.json's eos_token_id), not
     # only the plan's default from config.json: a random-weight export whose
     # config has no eos (Qwen2's, Qwen3's) gets a plan without one, and then
@@ -71,7 +71,7 @@ for mode in modes:
     # only, which renormalize_logits turns into different beam scores.
     cmd = [genrun, plan, "--input", prompts, "--device", os.environ.get("GENRUN_DEVICE", "cpu"),
            "--batch-size", str(batch), "--eos-token-id", str(eos)]
-    # GENRUN_GPUS: tree attention over that many GPUs (tools/tree_check.sh).
+    # GENRUN_GPUS: tree attention over that many GPUs (tests/gpu/tree_check.sh).
     if os.environ.get("GENRUN_GPUS"):
         cmd += ["--gpus", os.environ["GENRUN_GPUS"]]
     flag = {"max_new_tokens": "--max-new-tokens", "num_beams": "--num-beams",
