@@ -16,10 +16,6 @@ attention op as the executor runs it (prologue + attend + merge), timed inside
 the replayed graph. The prefill's attention is skipped as well (only decode is
 measured; the cache rows hold whatever they hold, the timing does not care).
 
-The merge's L2 prefetch of the next GEMVs' weights is off (GENC_CUDA_L2_PREFETCH_MB=0
-unless set): the GEMVs it serves are skipped here, and its bytes would compete
-with the cache's (H200, 2026-11-29: 36.2 -> 35.0 us at 64k; docs/decode-experiments.md).
-
 SDPA: torch.nn.functional.scaled_dot_product_attention on q [B, 16, 1, 128],
 k, v [B, 2, L, 128] (enable_gqa), f16, one CUDA graph of --reps calls replayed.
 
@@ -125,7 +121,7 @@ def main():
     ap.add_argument("--ncu", help="instead of the table: Nsight Compute's detail of the decode kernel, "
                     "this regex's kernels, for each batch")
     ap.add_argument("--trace", action="store_true",
-                    help="plans compiled with GENC_ATTN_TRACE=1; each row also prints the last layer's decode and "
+                    help="plans compiled with genc --attention-trace; each row also prints the last layer's decode and "
                          "merge stage stamps (block (0, 0), splits 0-7; docs/cuda.md)")
     ap.add_argument("--ncu-compare", action="store_true",
                     help="instead of the table: one table of Nsight Compute metrics (NCU_METRICS) for each batch, "
@@ -137,9 +133,6 @@ def main():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     bindir = unpack_tools(root)
     env = cuda_env()
-    # The merge's prefetch of the next GEMVs' weights (a one-token step's)
-    # reads bytes this bench never uses: it skips the GEMVs. Off unless asked.
-    env.setdefault("GENC_CUDA_L2_PREFETCH_MB", "0")
     work = tempfile.mkdtemp()
     bw = copy_bandwidth(torch, "cuda")
     dev = torch.cuda.get_device_name()
@@ -162,8 +155,8 @@ def main():
         plan = os.path.join(work, f"b{b}.plan")
         r = subprocess.run([os.path.join(bindir, "genc"), "compile", os.path.join(model, "model.onnx"), "-o", plan,
                             "--dtype", "f16", "--max-batch", str(b), "--max-beams", "1",
-                            "--max-length", str(length + args.new), "--quiet"], capture_output=True, text=True,
-                           env=dict(env, GENC_ATTN_TRACE="1") if args.trace else env)
+                            "--max-length", str(length + args.new), "--quiet"]
+                           + (["--attention-trace"] if args.trace else []), capture_output=True, text=True, env=env)
         if r.returncode:
             log(f"b{b}: genc failed\n{r.stderr[-2000:]}")
             continue

@@ -3,7 +3,7 @@
 # tools/pack.sh here), on bench/profile_model.sh's Llama: batch 1, prompt 128,
 # 64 new tokens: the decode step with every step kind, then with each step
 # kind left out in turn (GENC_CUDA_SKIP) to see its share, and with the
-# launch / GEMM choices switched (GENC_CUDA_PDL, GENC_CUDA_GEMV). Per kernel:
+# GEMM choice switched (GENC_CUDA_GEMV). Per kernel:
 # bench/ncu_step.sh.
 #
 #   bash bench/profile_gpu.sh [LAYERS]      # there, from the repo root
@@ -16,10 +16,9 @@ python3 -c "import json,random; random.seed(1); print(json.dumps({'input_ids':[r
 # Each kind's cost inside the replayed graph: the step without it (tokens
 # garbage, timing real) against the whole step.
 printf '%-34s %s\n' "decode step (graphs on)" "ms/token"
-# The launch and GEMM choices too: programmatic dependent launch off
-# (GENC_CUDA_PDL=0), the GEMV kernels off (GENC_CUDA_GEMV=0; on by default on sm_90 for one-row
-# products).
-for v in "" "GENC_CUDA_GEMV=0" "GENC_CUDA_PDL=0" "GENC_CUDA_PDL=0 GENC_CUDA_GEMV=0" "GENC_CUDA_SKIP=gemm" \
+# The GEMM choice too: the GEMV kernels off (GENC_CUDA_GEMV=0; on by default
+# on sm_90 for one-row products).
+for v in "" "GENC_CUDA_GEMV=0" "GENC_CUDA_SKIP=gemm" \
          "GENC_CUDA_SKIP=attention" "GENC_CUDA_SKIP=fused" "GENC_CUDA_SKIP=attention,fused,copy" \
          "GENC_CUDA_GEMV=0 GENC_CUDA_SKIP=attention,fused,copy" "GENC_CUDA_SKIP=gemm,attention,fused,copy"; do
   # shellcheck disable=SC2086 # a variant is several words

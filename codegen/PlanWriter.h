@@ -31,7 +31,7 @@ struct PlanStats {
   std::map<std::string, int64_t> decodeStepLaunchesOneRow; // GEMV entries running their neighbours
 };
 
-/// A tokenizer to pack into the plan (compiler/driver/TokenizerFiles.h).
+/// A tokenizer to pack into the plan (driver/TokenizerFiles.h).
 struct PlanTokenizer {
   std::string json;                                 // tokenizer.json text
   std::string source;                               // the file it came from
@@ -51,7 +51,7 @@ struct PlanParts {
   /// stored in the plan's `kernels` section.
   const CudaModule *kernels = nullptr;
   const CompiledModule *code = nullptr;
-  /// The resolved compile profile as YAML (compiler/driver/ProfileYaml.h),
+  /// The resolved compile profile as YAML (driver/ProfileYaml.h),
   /// stored as `profile` so the plan can be rebuilt; empty: none.
   std::string profile;
   /// A tokenizer packed into the blob (its ids must fit the vocabulary).

@@ -19,7 +19,7 @@ python3 tools/export.py --arch llama "${sets[@]}" --set num_hidden_layers=2 --se
   { tail -5 "$W/export.log"; exit 1; }
 "$BIN/genc" compile "$W/m/model.onnx" -o "$W/m.plan" --dtype "$DTYPE" --max-batch 2 --max-beams 1 --max-length 1100 --quiet
 python3 -c "import json; print(json.dumps({'input_ids': list(range(3, 10))})); print(json.dumps({'input_ids': [3 + i % 500 for i in range(1000)]}))" > "$W/p.jsonl"
-for v in "" "GENC_CUDA_SYNC=1 GENC_CUDA_GRAPHS=0" "GENC_CUDA_PDL=0" "GENC_CUDA_DECODE=0"; do
+for v in "" "GENC_CUDA_SYNC=1 GENC_CUDA_GRAPHS=0" "GENC_CUDA_DECODE=0"; do
   echo "== ${v:-plain}"
   env $v timeout 30 "$BIN/genrun" "$W/m.plan" --device cuda --input "$W/p.jsonl" --max-new-tokens 4 --stats 2>&1 | tail -4
   echo "rc=${PIPESTATUS[0]}"

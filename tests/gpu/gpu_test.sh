@@ -83,7 +83,7 @@ check() { # name fixture model
   local log="$OUT/gen-$name.log"
   # The modes the fixture's golden.json records.
   local modes
-  modes=$(python3 -c "import json,sys; g=json.load(open(sys.argv[1])); print(' '.join(m for m in ('greedy','beam','beam_reppen','greedy_processors','beam_processors','greedy_encoder_processors','beam_encoder_processors') if m in g))" "tests/fixtures/$fx/golden.json")
+  modes=$(python3 -c "import json,sys; g=json.load(open(sys.argv[1])); print(' '.join(m for m in ('greedy','beam','beam_reppen','greedy_processors','beam_processors','greedy_encoder_processors','beam_encoder_processors','beam_renormalize','beam_renormalize_processors') if m in g))" "tests/fixtures/$fx/golden.json")
   # shellcheck disable=SC2086
   if python3 tests/tools/check_generate.py "$BIN/genc" "$BIN/genrun" "tests/fixtures/$fx" "$model" "$W/$name" \
        $modes > "$log" 2>&1; then
@@ -410,7 +410,7 @@ if [ $PARITY = 1 ]; then
 [ $REST = 1 ] || quick_set
 for fx in mistral gpt2; do job check "$fx" "$fx" model.onnx; done
 for fx in llama mistral gpt2; do job check "$fx-dynamo" "$fx" model.dynamo.onnx; done
-for fx in falcon olmo2 qwen3; do job check "$fx" "$fx" model.onnx; done
+for fx in falcon olmo2 qwen3 qwen2; do job check "$fx" "$fx" model.onnx; done
 # cuBLASLt for every product (GENC_CUDA_GEMV=0; the GEMV kernels take those of
 # one row by default on sm_90) on the GQA and rolling-window fixtures.
 for fx in llama mistral gpt2; do job with_env GENC_CUDA_GEMV=0 check "$fx-cublaslt" "$fx" model.onnx; done

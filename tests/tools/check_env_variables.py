@@ -12,7 +12,7 @@ import sys
 src, help_file = sys.argv[1], sys.argv[2]
 table = [l.split()[0] for l in open(help_file) if l.startswith("GENC_")]
 read, problems = set(), []
-for top in ("compiler", "passes", "codegen", "runtime", "tools", "bench", "tests/gpu", "python/src"):
+for top in ("compiler", "passes", "codegen", "driver", "runtime", "tools", "bench", "tests/gpu", "python/src"):
     for dirpath, _, files in os.walk(os.path.join(src, top)):
         for f in files:
             if not f.endswith((".cpp", ".h")):

@@ -1,6 +1,8 @@
-// Reads config.json / generation_config.json beside a model into the module's
-// metadata as `config.<key>` (scalars and integer lists), so passes and the
-// plan writer see eos / pad / bos / decoder_start ids, sliding_window, sizes.
+// The configuration half of a Hugging Face export folder, beside the ONNX
+// graph the importer reads (Importer.h): config.json / generation_config.json
+// into the module's metadata as `config.<key>` (scalars and integer lists),
+// so passes and the plan writer see eos / pad / bos / decoder_start ids,
+// sliding_window, sizes.
 #pragma once
 #include "compiler/ir/IR.h"
 

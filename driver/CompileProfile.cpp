@@ -1,4 +1,4 @@
-#include "compiler/driver/CompileProfile.h"
+#include "driver/CompileProfile.h"
 
 #include "codegen/NvrtcCompile.h"
 #include "compiler/ir/DType.h"
@@ -26,6 +26,10 @@ void CompileProfile::overrideWith(const CompileProfile &o) {
   take(dtype, o.dtype);
   take(crossKvDtype, o.crossKvDtype);
   take(gpuArchs, o.gpuArchs);
+  take(cuda.attentionHeadsPerBlock, o.cuda.attentionHeadsPerBlock);
+  take(cuda.decodeStageKib, o.cuda.decodeStageKib);
+  take(cuda.decodeStream, o.cuda.decodeStream);
+  take(cuda.attentionTrace, o.cuda.attentionTrace);
   take(passes, o.passes);
   take(generation.eosTokenId, o.generation.eosTokenId);
   take(generation.padTokenId, o.generation.padTokenId);
@@ -65,6 +69,18 @@ std::string checkCrossKvDType(const std::string &s) {
 
 std::string checkPassName(const std::string &s) {
   return lookupPass(s) ? "" : "unknown pass '" + s + "' (known: " + knownPassNames() + ")";
+}
+
+std::string checkHeadsPerBlock(int64_t v) {
+  if (v >= 1 && v <= 8)
+    return "";
+  return "must be 1 to 8 query heads (got " + std::to_string(v) + ")";
+}
+
+std::string checkStageKib(int64_t v) {
+  if (v >= 16 && v <= 200)
+    return "";
+  return "must be 16 to 200 KiB (got " + std::to_string(v) + ")";
 }
 
 // The largest length the model's position embeddings allow, capped at 2048:
@@ -128,6 +144,11 @@ llvm::Expected<CompileProfile> resolveProfile(const CompileProfile &given, const
   }
   if (!p.passes)
     p.passes = emitIr ? graphPipeline() : defaultPipeline();
+  const AttentionKernelOptions kernels;
+  p.cuda.attentionHeadsPerBlock = p.cuda.attentionHeadsPerBlock.value_or(kernels.headsPerBlock);
+  p.cuda.decodeStageKib = p.cuda.decodeStageKib.value_or(kernels.stageKib);
+  p.cuda.decodeStream = p.cuda.decodeStream.value_or(kernels.decodeStream);
+  p.cuda.attentionTrace = p.cuda.attentionTrace.value_or(kernels.trace);
   resolveGeneration(p.generation, m);
   return p;
 }
@@ -158,6 +179,15 @@ void applyProfile(const CompileProfile &p, Module &m) {
   set(g.padTokenId, "config.pad_token_id");
   set(g.bosTokenId, "config.bos_token_id");
   set(g.decoderStartTokenId, "config.decoder_start_token_id");
+}
+
+AttentionKernelOptions attentionKernelOptions(const CompileProfile &p) {
+  AttentionKernelOptions o; // every field set once the profile is resolved
+  o.headsPerBlock = static_cast<int>(p.cuda.attentionHeadsPerBlock.value_or(o.headsPerBlock));
+  o.stageKib = static_cast<int>(p.cuda.decodeStageKib.value_or(o.stageKib));
+  o.decodeStream = p.cuda.decodeStream.value_or(o.decodeStream);
+  o.trace = p.cuda.attentionTrace.value_or(o.trace);
+  return o;
 }
 
 } // namespace genc

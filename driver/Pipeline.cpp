@@ -1,4 +1,4 @@
-#include "compiler/driver/Pipeline.h"
+#include "driver/Pipeline.h"
 
 #include "compiler/ir/Printer.h"
 #include "compiler/remarks/Progress.h"

@@ -1,4 +1,4 @@
-#include "compiler/driver/ModelConfig.h"
+#include "compiler/onnx/ModelConfig.h"
 #include "compiler/ir/ReadFile.h"
 
 #include "llvm/Support/JSON.h"

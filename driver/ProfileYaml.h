@@ -6,6 +6,8 @@
 //   max_tokens: 2048
 //   dtype: f16
 //   gpu_archs: [ sm_90 ]
+//   cuda: { attention_heads_per_block: 4, decode_stage_kib: 72,
+//           decode_stream: true, attention_trace: false }
 //   passes: [ infer-shapes, fold-shapes, ... ]
 //   generation: { eos_token_id: [ 2 ], pad_token_id: 0 }
 //   tokenizer: tokenizer.json
@@ -14,7 +16,7 @@
 // type or out of range is an error "FILE:LINE:COLUMN: KEY: why", never
 // ignored.
 #pragma once
-#include "compiler/driver/CompileProfile.h"
+#include "driver/CompileProfile.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"

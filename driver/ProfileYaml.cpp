@@ -1,4 +1,4 @@
-#include "compiler/driver/ProfileYaml.h"
+#include "driver/ProfileYaml.h"
 #include "compiler/ir/ReadFile.h"
 
 #include "codegen/NvrtcCompile.h"
@@ -31,7 +31,9 @@ std::string keyPath(const std::vector<std::string> &path) {
 }
 
 const char *const kTopKeys = "max_batch, max_beams, max_length, max_tokens, max_source_length, "
-                             "max_new_tokens, dtype, cross_kv_dtype, gpu_archs, passes, generation, tokenizer";
+                             "max_new_tokens, dtype, cross_kv_dtype, gpu_archs, cuda, passes, generation, "
+                             "tokenizer";
+const char *const kCudaKeys = "attention_heads_per_block, decode_stage_kib, decode_stream, attention_trace";
 const char *const kGenerationKeys =
     "eos_token_id, pad_token_id, bos_token_id, decoder_start_token_id";
 
@@ -44,7 +46,8 @@ std::string explain(const std::string &msg, const std::vector<std::string> &path
   if (msg == "not a mapping")
     return "expected a mapping of keys to values";
   if (llvm::StringRef(msg).startswith("unknown key"))
-    return msg + " (known: " + (path.empty() ? kTopKeys : kGenerationKeys) + ")";
+    return msg + " (known: " + (path.empty() ? kTopKeys : path.front() == "cuda" ? kCudaKeys : kGenerationKeys) +
+           ")";
   return msg;
 }
 
@@ -91,8 +94,20 @@ struct PassName {
 struct PathName {
   std::string v;
 };
+struct HeadsPerBlock {
+  int64_t v = 0;
+};
+struct StageKib {
+  int64_t v = 0;
+};
+struct Flag {
+  bool v = false;
+};
 struct GenerationSection {
   GenerationDefaults v;
+};
+struct CudaSection {
+  CudaKernelChoices v;
 };
 
 std::string checkPath(const std::string &s) { return s.empty() ? "must be a file path" : ""; }
@@ -109,6 +124,18 @@ template <typename W, std::string (*Check)(int64_t)> struct IntScalar {
   static llvm::yaml::QuotingType mustQuote(llvm::StringRef) {
     return llvm::yaml::QuotingType::None;
   }
+};
+
+// true or false, nothing else (YAML 1.1's yes / on / 1 are not read as either).
+struct FlagScalar {
+  static void output(const Flag &w, void *, llvm::raw_ostream &os) { os << (w.v ? "true" : "false"); }
+  static llvm::StringRef input(llvm::StringRef s, void *ctx, Flag &w) {
+    if (s != "true" && s != "false")
+      return report(ctx, "expected true or false (got '" + s.str() + "')");
+    w.v = s == "true";
+    return report(ctx, "");
+  }
+  static llvm::yaml::QuotingType mustQuote(llvm::StringRef) { return llvm::yaml::QuotingType::None; }
 };
 
 template <typename W, std::string (*Check)(const std::string &)> struct TextScalar {
@@ -162,6 +189,9 @@ namespace llvm::yaml {
 
 template <> struct ScalarTraits<Count> : IntScalar<Count, checkCount> {};
 template <> struct ScalarTraits<TokenId> : IntScalar<TokenId, checkTokenId> {};
+template <> struct ScalarTraits<HeadsPerBlock> : IntScalar<HeadsPerBlock, checkHeadsPerBlock> {};
+template <> struct ScalarTraits<StageKib> : IntScalar<StageKib, checkStageKib> {};
+template <> struct ScalarTraits<Flag> : FlagScalar {};
 template <> struct ScalarTraits<DTypeName> : TextScalar<DTypeName, checkDType> {};
 template <> struct ScalarTraits<CrossKvDTypeName> : TextScalar<CrossKvDTypeName, checkCrossKvDType> {};
 template <> struct ScalarTraits<ArchName> : TextScalar<ArchName, checkGpuArchName> {};
@@ -177,6 +207,15 @@ template <> struct MappingTraits<GenerationSection> {
   }
 };
 
+template <> struct MappingTraits<CudaSection> {
+  static void mapping(IO &io, CudaSection &c) {
+    mapKey<HeadsPerBlock>(io, "attention_heads_per_block", c.v.attentionHeadsPerBlock);
+    mapKey<StageKib>(io, "decode_stage_kib", c.v.decodeStageKib);
+    mapKey<Flag>(io, "decode_stream", c.v.decodeStream);
+    mapKey<Flag>(io, "attention_trace", c.v.attentionTrace);
+  }
+};
+
 template <> struct MappingTraits<CompileProfile> {
   static void mapping(IO &io, CompileProfile &p) {
     mapKey<Count>(io, "max_batch", p.maxBatch);
@@ -188,6 +227,12 @@ template <> struct MappingTraits<CompileProfile> {
     mapKey<DTypeName>(io, "dtype", p.dtype);
     mapKey<CrossKvDTypeName>(io, "cross_kv_dtype", p.crossKvDtype);
     mapList<ArchName>(io, "gpu_archs", p.gpuArchs);
+    std::optional<CudaKernelChoices> cuda; // no section when it sets nothing
+    if (p.cuda.any())
+      cuda = p.cuda;
+    mapKey<CudaSection>(io, "cuda", cuda);
+    if (cuda)
+      p.cuda = *cuda;
     mapList<PassName>(io, "passes", p.passes);
     std::optional<GenerationDefaults> g; // no section when it sets nothing
     if (p.generation.any())

@@ -1,4 +1,4 @@
-#include "compiler/driver/TokenizerFiles.h"
+#include "driver/TokenizerFiles.h"
 #include "compiler/ir/ReadFile.h"
 
 #include "runtime/text/Tokenizer.h"

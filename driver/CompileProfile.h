@@ -1,12 +1,13 @@
 // A compile profile: every option of `genc compile` that shapes the plan.
 //
-// It is read from YAML (`--profile`, compiler/driver/ProfileYaml.h),
+// It is read from YAML (`--profile`, driver/ProfileYaml.h),
 // overridden by the flags given, resolved against the model (every default
 // filled in), and the resolved profile is what `--print-profile` prints and
 // the plan embeds: compiling the same model with it gives the same plan.
 // Output choices (-o, --emit, --stats-json, --remarks-file) are not part of
 // it: they say where results go, not what the plan is.
 #pragma once
+#include "codegen/AttentionKernels.h"
 #include "compiler/ir/IR.h"
 
 #include "llvm/Support/Error.h"
@@ -25,6 +26,18 @@ struct GenerationDefaults {
   bool any() const { return eosTokenId || padTokenId || bosTokenId || decoderStartTokenId; }
 };
 
+/// The `cuda` section: how the generated attention kernels are shaped,
+/// which changes their speed, not what they compute (the fields of
+/// codegen/AttentionKernels.h's AttentionKernelOptions, whose defaults fill
+/// them when the profile is resolved).
+struct CudaKernelChoices {
+  std::optional<int64_t> attentionHeadsPerBlock; // 1..8
+  std::optional<int64_t> decodeStageKib;         // 16..200
+  std::optional<bool> decodeStream;
+  std::optional<bool> attentionTrace; // diagnostics: stage stamps
+  bool any() const { return attentionHeadsPerBlock || decodeStageKib || decodeStream || attentionTrace; }
+};
+
 struct CompileProfile {
   std::optional<int64_t> maxBatch, maxBeams, maxLength, maxSourceLength, maxTokens;
   /// Tokens each beam generates at most: beams then share their prompt's
@@ -35,6 +48,7 @@ struct CompileProfile {
   /// plan's dtype (unset: the plan's dtype).
   std::optional<std::string> crossKvDtype;
   std::optional<std::vector<std::string>> gpuArchs;   // [] = no GPU kernels
+  CudaKernelChoices cuda;
   std::optional<std::vector<std::string>> passes;     // [] = none
   GenerationDefaults generation;
   /// A tokenizer.json (or its folder) to pack into the plan; unset: the one
@@ -52,6 +66,8 @@ std::string checkTokenId(int64_t v);
 std::string checkDType(const std::string &s);
 std::string checkCrossKvDType(const std::string &s);
 std::string checkPassName(const std::string &s);
+std::string checkHeadsPerBlock(int64_t v);
+std::string checkStageKib(int64_t v);
 
 /// `given` with every key set: the model's maximum positions (at most 2048)
 /// for max_length, genc's defaults for the other sizes, the standard
@@ -63,5 +79,8 @@ llvm::Expected<CompileProfile> resolveProfile(const CompileProfile &given, const
 /// Writes a resolved profile's sizes (plan.*) and token ids (config.*) into
 /// the module's metadata, where the passes and the plan writer read them.
 void applyProfile(const CompileProfile &resolved, Module &m);
+
+/// A resolved profile's `cuda` section, as codegen takes it.
+AttentionKernelOptions attentionKernelOptions(const CompileProfile &resolved);
 
 } // namespace genc
