@@ -230,7 +230,8 @@ static std::vector<std::pair<int32_t, float>> biasRowOf(int64_t vocab, const std
     else
       ++c->second;
   }
-  for (const auto &[id, n] : counts) {
+  for (const auto &count : counts) {
+    const int64_t id = count.first, n = count.second; // a plain name: lambdas cannot capture bindings (C++17)
     if (id < 0 || id >= vocab)
       continue;
     const float pen = -(float(cfg.presencePenalty) + float(cfg.frequencyPenalty) * float(n));
