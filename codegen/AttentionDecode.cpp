@@ -24,6 +24,15 @@ static __device__ __forceinline__ void genc_attn_mark(int row, int i) {
 
 const char *attentionDecodeTemplates() {
   return R"(// ---- genc decode attention ----------------------------------------------
+// Where a block is in its grid: the hardware's (t, head part, split, splits),
+// or a step-kernel item's (codegen/StepKernel.cpp) through another policy.
+struct GencHwBlock {
+  static __device__ __forceinline__ unsigned x() { return blockIdx.x; }
+  static __device__ __forceinline__ unsigned y() { return blockIdx.y; }
+  static __device__ __forceinline__ unsigned z() { return blockIdx.z; }
+  static __device__ __forceinline__ unsigned nz() { return gridDim.z; }
+  static __device__ __forceinline__ unsigned splits(const GencAttnParams &p) { return (unsigned)p.splits; }
+};
 // Which keys block (t, y, s) takes: whole tiles of KT keys, and only as
 // many splits as have tiles (every block of a token computes the same
 // `used`); and where its cache rows start.
@@ -128,12 +137,12 @@ static __device__ __forceinline__ bool genc_decode_append(const GencAttnParams &
 // sums o [G][D] in shared memory, running max m and sum l per head). One
 // split writes the output; several write partials [T, H, S, D] and their
 // log-sum-exp for genc_attn_merge.
-template <typename C, int G>
+template <typename C, int G, typename B = GencHwBlock>
 static __device__ void genc_decode_finish(const GencAttnParams &p, long long t, int hb, int split, long long used,
                                           const float *o, const float *m, const float *l) {
   typedef typename C::Out O;
   constexpr int D = C::D;
-  const int tid = threadIdx.x, S = gridDim.z;
+  const int tid = threadIdx.x, S = B::nz();
   for (int e = tid; e < G * D; e += 128) {
     const int h = e / D, d = e % D;
     const float v = l[h] > 0.f ? o[e] / l[h] : 0.f;
@@ -154,7 +163,7 @@ static __device__ void genc_decode_finish(const GencAttnParams &p, long long t, 
 // exp(lse_s - max) in shared memory, then SG groups of threads each sum
 // every SG-th split over VD-wide columns of the row (SG = 16 at D 128: a
 // thread's few loads issued at once), the groups' sums added in group order.
-template <typename C>
+template <typename C, typename B = GencHwBlock>
 static __device__ void genc_attn_merge(const GencAttnParams &p) {
   typedef typename C::Out O;
   constexpr int D = C::D, KT = C::DKT, SMAX = 256, MT = C::MTHREADS;
@@ -163,8 +172,8 @@ static __device__ void genc_attn_merge(const GencAttnParams &p) {
   __shared__ float wS[SMAX];
   __shared__ float sumS[SG][D];
   __shared__ float lS;
-  const long long t = blockIdx.x;
-  const int h = blockIdx.y, tid = threadIdx.x, lane = tid & 31, S = (int)p.splits;
+  const long long t = B::x();
+  const int h = B::y(), tid = threadIdx.x, lane = tid & 31, S = (int)B::splits(p);
   const GencTokenPlace pl = ((const GencTokenPlace *)p.places)[t];
   const GencDecodeRange<C, KT> r(p, pl, h / C::GROUP_ALL, 0, S);
   genc_pdl_wait();
@@ -245,7 +254,7 @@ static __device__ void genc_attn_merge(const GencAttnParams &p) {
 // fewer than 4 heads); (B) a warp per head turns the scores into weights
 // against its running max; (C) each thread adds the weighted V rows of DPT
 // dims for its subset of the tile's keys.
-template <typename C>
+template <typename C, typename B = GencHwBlock>
 static __device__ void genc_attn_decode_fma(const GencAttnParams &p) {
   typedef typename C::Cache CT;
   typedef typename CT::S CS;
@@ -267,11 +276,11 @@ static __device__ void genc_attn_decode_fma(const GencAttnParams &p) {
   __shared__ float mS[G], lS[G], cS[G];
   constexpr bool I8 = C::CROSS_I8 && C::MODE == 1; // an i8 cross cache: codes times their row's scale
   __shared__ float vsS[I8 ? KT : 1];              // the tile's V scales, for (C)
-  const long long t = blockIdx.x;
-  const int kh = blockIdx.y / DPARTS, hb = kh * C::GROUP_ALL + (blockIdx.y % DPARTS) * G;
-  const int split = blockIdx.z, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const long long t = B::x();
+  const int kh = B::y() / DPARTS, hb = kh * C::GROUP_ALL + (B::y() % DPARTS) * G;
+  const int split = B::z(), tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const GencTokenPlace pl = ((const GencTokenPlace *)p.places)[t];
-  const GencDecodeRange<C, KT> r(p, pl, kh, split, gridDim.z);
+  const GencDecodeRange<C, KT> r(p, pl, kh, split, B::nz());
   if (split >= r.used) return;
   genc_decode_append<C, KT>(p, t, pl, r, kh);
   genc_decode_fill<C, KT, ST>(p, r, genc_attn_tiles);
@@ -391,7 +400,7 @@ static __device__ void genc_attn_decode_fma(const GencAttnParams &p) {
     o[e] = sum;
   }
   __syncthreads();
-  genc_decode_finish<C, G>(p, t, hb, split, r.used, o, mS, lS);
+  genc_decode_finish<C, G, B>(p, t, hb, split, r.used, o, mS, lS);
 }
 
 // ---- f16 / bf16 caches: tensor cores ---------------------------------------
@@ -622,7 +631,7 @@ static __device__ __forceinline__ void genc_decode_sync() {
   if constexpr (NAMED) genc_attn_sync();
   else __syncthreads();
 }
-template <typename C, int G, bool NAMED>
+template <typename C, int G, bool NAMED, typename B = GencHwBlock>
 static __device__ __forceinline__ void genc_decode_meet(const GencAttnParams &p, long long t, int hb, int split,
                                                         long long used, const float *ow, const float (&mW)[4][8],
                                                         const float (&lW)[4][8], float (&fS)[4][8]) {
@@ -646,7 +655,7 @@ static __device__ __forceinline__ void genc_decode_meet(const GencAttnParams &p,
     L += __shfl_xor_sync(0xffffffffu, L, 16);
     fS[w][h] = L > 0.f ? e / L : 0.f;
     if (w == 0 && h < G && (used > 1 || p.lseOut))
-      ((float *)(used > 1 ? p.lse : p.lseOut))[(t * C::H + hb + h) * (long long)(used > 1 ? gridDim.z : 1) +
+      ((float *)(used > 1 ? p.lse : p.lseOut))[(t * C::H + hb + h) * (long long)(used > 1 ? B::nz() : 1) +
                                                (used > 1 ? split : 0)] = L > 0.f ? M + logf(L) : __int_as_float(NINF);
   }
   genc_decode_sync<NAMED>();
@@ -669,12 +678,12 @@ static __device__ __forceinline__ void genc_decode_meet(const GencAttnParams &p,
       out[genc_attn_out_at<C>(p, t, hb + h, d + 2)] = O::st(sum.z);
       out[genc_attn_out_at<C>(p, t, hb + h, d + 3)] = O::st(sum.w);
     } else {
-      *(float4 *)((float *)p.partial + ((t * C::H + hb + h) * (long long)gridDim.z + split) * D + d) = sum;
+      *(float4 *)((float *)p.partial + ((t * C::H + hb + h) * (long long)B::nz() + split) * D + d) = sum;
     }
   }
 }
 
-template <typename C>
+template <typename C, typename B = GencHwBlock>
 static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
   typedef typename C::Cache CT;
   typedef typename CT::S CS;
@@ -699,12 +708,12 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
   static_assert(!REG || D == 64 || D == 128, "decode attention (registers): a thread's words map whole onto its fragments");
   extern __shared__ uint4 genc_attn_tiles[]; // [ST][K, V][KT][RS]
   __shared__ float mW[4][8], lW[4][8], fS[4][8];
-  const long long t = blockIdx.x;
-  const int kh = blockIdx.y / DPARTS, hb = kh * C::GROUP_ALL + (blockIdx.y % DPARTS) * G;
-  const int split = blockIdx.z, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const long long t = B::x();
+  const int kh = B::y() / DPARTS, hb = kh * C::GROUP_ALL + (B::y() % DPARTS) * G;
+  const int split = B::z(), tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, q = lane & 3;
   const GencTokenPlace pl = ((const GencTokenPlace *)p.places)[t];
-  const GencDecodeRange<C, KT> r(p, pl, kh, split, gridDim.z);
+  const GencDecodeRange<C, KT> r(p, pl, kh, split, B::nz());
   if (split >= r.used) return;
   const int mr = split < 8 ? split : -1;
   genc_attn_mark(mr, 2);
@@ -905,14 +914,14 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
       ow[(warp * 8 + g) * D + n * 8 + 2 * q] = o[n][0];
       ow[(warp * 8 + g) * D + n * 8 + 2 * q + 1] = o[n][1];
     }
-  genc_decode_meet<C, G, false>(p, t, hb, split, r.used, ow, mW, lW, fS);
+  genc_decode_meet<C, G, false, B>(p, t, hb, split, r.used, ow, mW, lW, fS);
   genc_attn_mark(mr, 7);
 }
 
-template <typename C>
+template <typename C, typename B = GencHwBlock>
 static __device__ void genc_attn_decode(const GencAttnParams &p) {
-  if constexpr (C::DMMA != 0) genc_attn_decode_mma<C>(p);
-  else genc_attn_decode_fma<C>(p);
+  if constexpr (C::DMMA != 0) genc_attn_decode_mma<C, B>(p);
+  else genc_attn_decode_fma<C, B>(p);
 }
 )";
 }

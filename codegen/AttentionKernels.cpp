@@ -142,6 +142,9 @@ AttentionKernels emitAttentionKernels(Module &m, DType activation, const Attenti
         op->setAttr("gpu_decode_heads_per_block", static_cast<int64_t>(decode.heads));
         op->setAttr("gpu_decode_rows", static_cast<int64_t>(1)); // no prologue launch before it
         op->setAttr("gpu_decode_stages", static_cast<int64_t>(decode.stages));
+        // The decode routine's dynamic shared bytes, for a kernel that calls
+        // it from its own launch (codegen/StepKernel.cpp).
+        op->setAttr("gpu_decode_shared_bytes", static_cast<int64_t>(decode.sharedBytes));
         if (decode.registers)
           op->setAttr("gpu_decode_registers", static_cast<int64_t>(1));
         if (stream)

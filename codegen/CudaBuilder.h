@@ -57,7 +57,7 @@ public:
 
 private:
   std::string rowsBody(const CudaKernel &kern, const std::string &sig, const std::string &params,
-                       std::string code) const;
+                       std::string code, std::string *stepRows) const;
   void fail(const std::string &msg) {
     if (err_.empty())
       err_ = msg;

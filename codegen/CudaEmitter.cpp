@@ -11,6 +11,7 @@
 
 #include "codegen/AttentionKernels.h"
 #include "codegen/GemvKernels.h"
+#include "codegen/StepKernel.h"
 #include "codegen/TokenKernels.h"
 #include "codegen/CudaBuilder.h"
 #include "runtime/cuda/AttentionAbi.h"
@@ -523,6 +524,11 @@ CudaModule emitCuda(Module &m, DType activation, const AttentionKernelOptions &a
   GemvKernels gemv = emitGemvKernels(m, activation, cm.kernels); // after the bodies: their prologue entries
   cm.gemvCode = std::move(gemv.code);
   cm.gemvKernels = std::move(gemv.names);
+  // After the attention families and the row bodies it calls.
+  StepKernel step = emitStepKernel(m, activation, cm.kernels);
+  cm.stepCode = std::move(step.code);
+  cm.stepKernels = std::move(step.names);
+  cm.stepDropped = std::move(step.dropped);
   return cm;
 }
 
@@ -533,7 +539,8 @@ static std::string attentionSource(const CudaModule &cm) {
   if (cm.attentionKernels.empty())
     return out;
   return out + "\n" + genrt::cuda::kGencAttnAbiSource + "\n" + attentionTraceSource(cm.attentionTrace) + attentionTemplates() +
-         attentionDecodeTemplates() + attentionStreamTemplates() + attentionPrefillTemplates() + cm.attentionCode;
+         attentionDecodeTemplates() + attentionStreamTemplates() + attentionPrefillTemplates() + cm.attentionCode +
+         cm.stepCode;
 }
 
 std::string cudaModuleSource(const CudaModule &cm) {

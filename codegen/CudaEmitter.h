@@ -43,6 +43,9 @@ struct CudaKernel {
   Dim work;
   Dim sharedFloats;
   int blockSize = 256;
+  /// "rows" kernels: the row function as the step kernel calls it
+  /// (`<name>_step_rows<NT>`, codegen/StepKernel.cpp), emitted only there.
+  std::string stepRows;
 };
 
 struct CudaModule {
@@ -58,6 +61,11 @@ struct CudaModule {
   std::vector<std::string> gemvKernels;
   /// The token-choice kernels (codegen/TokenKernels.h), in every module.
   std::vector<std::string> tokenKernels;
+  /// The step kernel (codegen/StepKernel.h): its code after the attention
+  /// code, empty where @decode_step has no schedule.
+  std::string stepCode;
+  std::vector<std::string> stepKernels;
+  std::string stepDropped; // why a schedule was dropped ("": none was)
   /// Bodies with no kernel: (body name, why). The CPU executor runs them.
   std::vector<std::pair<std::string, std::string>> skipped;
 };

@@ -230,7 +230,7 @@ bool Builder::build(CudaKernel &kern, std::string &why) {
     kern.code = legend + globals_ + head + code + "}\n";
     return true;
   }
-  kern.code = legend + globals_ + rowsBody(kern, sig, params, code) + head +
+  kern.code = legend + globals_ + rowsBody(kern, sig, params, code, &kern.stepRows) + head +
               "  extern __shared__ float genc_smem[];\n  __shared__ float genc_red[32];\n" +
               "  genc_pdl_wait();\n  genc_pdl_launch();\n  " + kern.name + "_rows(blockIdx.x, gridDim.x, genc_smem, genc_red";
   for (const auto &s : kern.symbols)
@@ -254,7 +254,7 @@ bool Builder::build(CudaKernel &kern, std::string &why) {
 // the kernel's bit for bit in a block of any size at least as large; a null
 // result pointer skips that result's loop.
 std::string Builder::rowsBody(const CudaKernel &kern, const std::string &sig, const std::string &params,
-                              std::string code) const {
+                              std::string code, std::string *stepRows) const {
   auto replace = [&](const std::string &from, const std::string &to) {
     for (size_t at = code.find(from); at != std::string::npos; at = code.find(from, at + to.size()))
       code.replace(at, from.size(), to);
@@ -270,6 +270,19 @@ std::string Builder::rowsBody(const CudaKernel &kern, const std::string &sig, co
                      (sig.empty() ? ",\n    " + params : ",\n    " + sig + params) + ") {\n";
   head += "  const long long genc_nt = " + std::to_string(kern.blockSize) + "LL;\n";
   head += "  const long long genc_tid = (long long)threadIdx.x < genc_nt ? (long long)threadIdx.x : 0x3fffffffffffffffLL;\n";
+  // The step kernel's copy (codegen/StepKernel.cpp): the same row in a
+  // block of GENC_NT threads (its 128), and no __restrict__, so that no
+  // load goes through the read-only cache: the step kernel writes what
+  // later items read within one launch.
+  std::string stepParams = (sig.empty() ? ",\n    " + params : ",\n    " + sig + params);
+  for (size_t at = stepParams.find("__restrict__ "); at != std::string::npos; at = stepParams.find("__restrict__ ", at))
+    stepParams.erase(at, 13);
+  *stepRows =
+      "template <long long GENC_NT>\nstatic __device__ __forceinline__ void " + kern.name +
+      "_step_rows(\n    const long long genc_row0, const long long genc_row_step, float *genc_smem, float *genc_red" +
+      stepParams + ") {\n  const long long genc_nt = GENC_NT;\n" +
+      "  const long long genc_tid = (long long)threadIdx.x < genc_nt ? (long long)threadIdx.x : 0x3fffffffffffffffLL;\n" +
+      code + "}\n";
   return head + code + "}\n";
 }
 

@@ -326,6 +326,17 @@ std::string fusedEntry(const std::string &name, const std::string &args, const s
 
 } // namespace
 
+bool gemvGluCode(const Module &m, const Function &f, Op *mm, Op *next, const std::vector<CudaKernel> &kernels, DType y,
+                 std::string &stmts, std::string &out, DType &outDType) {
+  auto g = gluOf(m, f, mm, next, kernels, y);
+  if (!g)
+    return false;
+  stmts = g->stmts;
+  out = g->out;
+  outDType = g->body->outputs[0].dtype;
+  return true;
+}
+
 GemvKernels emitGemvKernels(Module &m, DType activation, const std::vector<CudaKernel> &kernels) {
   GemvKernels out;
   std::map<std::string, std::string> familyOf; // template arguments -> name

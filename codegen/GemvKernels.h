@@ -29,4 +29,12 @@ struct GemvKernels {
 /// built) where the matmul alone reads that kernel's result.
 GemvKernels emitGemvKernels(Module &m, DType activation, const std::vector<CudaKernel> &kernels);
 
+/// The elementwise GLU body `next` right after matmul `mm` (its result
+/// y [.., 2h] read as two halves) as C++ statements over t0 (the gate half's
+/// element) and t1 (the up half's), each rounded through y's storage as the
+/// body's kernel would load them, ending in the float `out`, and the
+/// result's storage type; false where the body is no such GLU.
+bool gemvGluCode(const Module &m, const Function &f, Op *mm, Op *next, const std::vector<CudaKernel> &kernels, DType y,
+                 std::string &stmts, std::string &out, DType &outDType);
+
 } // namespace genc

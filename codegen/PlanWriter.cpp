@@ -189,6 +189,19 @@ public:
       }
       root["tokenizer"] = std::move(tok);
     }
+    // The decode step's schedule for the step kernel (passes/ScheduleStep.cpp),
+    // as the pass wrote it.
+    // Only with the kernel that runs it (codegen/StepKernel.cpp gives it its
+    // routines): a plan built without NVRTC keeps the kernel-per-op step.
+    if (auto it = m_.metadata().find("step.schedule");
+        it != m_.metadata().end() && !it->second.empty() && kernels_ && code_) {
+      auto v = llvm::json::parse(it->second);
+      if (!v)
+        return fail("the step schedule is not JSON: " + llvm::toString(v.takeError()));
+      const llvm::json::Object *o = v->getAsObject();
+      if (o && o->getInteger("codes").getValueOr(0) > 0)
+        root["step"] = std::move(*v);
+    }
     stats.decodeStepLaunches = countLaunches(*decode);
     stats.decodeWeightsBytes = weightBytesRead(m_, *decode);
     stats.decodeStepLaunchesOneRow = countLaunches(*decode, /*oneRow=*/true);

@@ -4,6 +4,7 @@
 #include "compiler/ir/DType.h"
 #include "compiler/ir/Metadata.h"
 #include "passes/PassRegistry.h"
+#include "passes/Passes.h"
 #include "passes/analysis/PlanOptions.h"
 
 namespace genc {
@@ -28,6 +29,7 @@ void CompileProfile::overrideWith(const CompileProfile &o) {
   take(gpuArchs, o.gpuArchs);
   take(cuda.attentionHeadsPerBlock, o.cuda.attentionHeadsPerBlock);
   take(cuda.decodeStageKib, o.cuda.decodeStageKib);
+  take(cuda.stepBlocks, o.cuda.stepBlocks);
   take(cuda.decodeStream, o.cuda.decodeStream);
   take(cuda.attentionTrace, o.cuda.attentionTrace);
   take(passes, o.passes);
@@ -75,6 +77,12 @@ std::string checkHeadsPerBlock(int64_t v) {
   if (v >= 1 && v <= 8)
     return "";
   return "must be 1 to 8 query heads (got " + std::to_string(v) + ")";
+}
+
+std::string checkStepBlocks(int64_t v) {
+  if (v >= 0 && v <= 1024)
+    return "";
+  return "must be 0 (one kernel per op) to 1024 blocks (got " + std::to_string(v) + ")";
 }
 
 std::string checkStageKib(int64_t v) {
@@ -149,6 +157,7 @@ llvm::Expected<CompileProfile> resolveProfile(const CompileProfile &given, const
   p.cuda.decodeStageKib = p.cuda.decodeStageKib.value_or(kernels.stageKib);
   p.cuda.decodeStream = p.cuda.decodeStream.value_or(kernels.decodeStream);
   p.cuda.attentionTrace = p.cuda.attentionTrace.value_or(kernels.trace);
+  p.cuda.stepBlocks = p.cuda.stepBlocks.value_or(kDefaultStepBlocks);
   resolveGeneration(p.generation, m);
   return p;
 }
@@ -164,6 +173,7 @@ void applyProfile(const CompileProfile &p, Module &m) {
   o.activation = *parseDType(*p.dtype); // checked when the profile was resolved
   o.crossKvI8 = p.crossKvDtype == std::string("i8");
   setPlanOptions(m, o);
+  m.metadata()["plan.step_blocks"] = std::to_string(p.cuda.stepBlocks.value_or(kDefaultStepBlocks));
   // Only values that differ from config.json's: the IR keeps the config's text.
   const GenerationDefaults &g = p.generation;
   if (g.eosTokenId && *g.eosTokenId != metadataInts(m, "config.eos_token_id")) {

@@ -35,7 +35,12 @@ struct CudaKernelChoices {
   std::optional<int64_t> decodeStageKib;         // 16..200
   std::optional<bool> decodeStream;
   std::optional<bool> attentionTrace; // diagnostics: stage stamps
-  bool any() const { return attentionHeadsPerBlock || decodeStageKib || decodeStream || attentionTrace; }
+  /// Persistent blocks of the decode-step kernel (the SMs of the GPU it is
+  /// scheduled for, 132 on an H100/H200); 0 keeps one kernel per op.
+  std::optional<int64_t> stepBlocks; // 0..1024
+  bool any() const {
+    return attentionHeadsPerBlock || decodeStageKib || decodeStream || attentionTrace || stepBlocks;
+  }
 };
 
 struct CompileProfile {
@@ -68,6 +73,7 @@ std::string checkCrossKvDType(const std::string &s);
 std::string checkPassName(const std::string &s);
 std::string checkHeadsPerBlock(int64_t v);
 std::string checkStageKib(int64_t v);
+std::string checkStepBlocks(int64_t v);
 
 /// `given` with every key set: the model's maximum positions (at most 2048)
 /// for max_length, genc's defaults for the other sizes, the standard

@@ -33,7 +33,7 @@ std::string keyPath(const std::vector<std::string> &path) {
 const char *const kTopKeys = "max_batch, max_beams, max_length, max_tokens, max_source_length, "
                              "max_new_tokens, dtype, cross_kv_dtype, gpu_archs, cuda, passes, generation, "
                              "tokenizer";
-const char *const kCudaKeys = "attention_heads_per_block, decode_stage_kib, decode_stream, attention_trace";
+const char *const kCudaKeys = "attention_heads_per_block, decode_stage_kib, decode_stream, attention_trace, step_blocks";
 const char *const kGenerationKeys =
     "eos_token_id, pad_token_id, bos_token_id, decoder_start_token_id";
 
@@ -98,6 +98,9 @@ struct HeadsPerBlock {
   int64_t v = 0;
 };
 struct StageKib {
+  int64_t v = 0;
+};
+struct StepBlocks {
   int64_t v = 0;
 };
 struct Flag {
@@ -191,6 +194,7 @@ template <> struct ScalarTraits<Count> : IntScalar<Count, checkCount> {};
 template <> struct ScalarTraits<TokenId> : IntScalar<TokenId, checkTokenId> {};
 template <> struct ScalarTraits<HeadsPerBlock> : IntScalar<HeadsPerBlock, checkHeadsPerBlock> {};
 template <> struct ScalarTraits<StageKib> : IntScalar<StageKib, checkStageKib> {};
+template <> struct ScalarTraits<StepBlocks> : IntScalar<StepBlocks, checkStepBlocks> {};
 template <> struct ScalarTraits<Flag> : FlagScalar {};
 template <> struct ScalarTraits<DTypeName> : TextScalar<DTypeName, checkDType> {};
 template <> struct ScalarTraits<CrossKvDTypeName> : TextScalar<CrossKvDTypeName, checkCrossKvDType> {};
@@ -213,6 +217,7 @@ template <> struct MappingTraits<CudaSection> {
     mapKey<StageKib>(io, "decode_stage_kib", c.v.decodeStageKib);
     mapKey<Flag>(io, "decode_stream", c.v.decodeStream);
     mapKey<Flag>(io, "attention_trace", c.v.attentionTrace);
+    mapKey<StepBlocks>(io, "step_blocks", c.v.stepBlocks);
   }
 };
 

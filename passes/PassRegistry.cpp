@@ -26,6 +26,8 @@ const std::vector<PassInfo> &allPasses() {
        shareFusedBodiesPass},
       {"plan-memory", "liveness at the maximum shapes; one arena per function, greedy by size",
        planMemoryPass},
+      {"schedule-step", "@decode_step as the work items of one persistent kernel: tiles, waits, blocks' lists",
+       scheduleStepPass},
   };
   return passes;
 }
@@ -56,6 +58,6 @@ std::vector<std::string> graphPipeline() {
 
 std::vector<std::string> defaultPipeline() { return {"infer-shapes", "fold-shapes", "dce", "canonicalize", "raise-attention",
           "derive-plan", "fuse-gemms", "fold-attention-io", "fuse", "share-fused-bodies", "dce",
-          "plan-memory"}; }
+          "plan-memory", "schedule-step"}; }
 
 } // namespace genc

@@ -17,5 +17,9 @@ llvm::Error foldAttentionIoPass(Module &m);
 llvm::Error fusePass(Module &m);
 llvm::Error shareFusedBodiesPass(Module &m);
 llvm::Error planMemoryPass(Module &m);
+/// The decode-step kernel's persistent blocks unless the profile says
+/// (cuda.step_blocks): an H100's or H200's SMs.
+constexpr int64_t kDefaultStepBlocks = 132;
+llvm::Error scheduleStepPass(Module &m);
 
 } // namespace genc

@@ -26,6 +26,12 @@ const std::vector<Variable> &variables() {
        "0: a plan of shared prompts (genc --max-new-tokens) keeps a whole copy a beam on the GPU (A/B runs)"},
       {"GENC_CUDA_SKIP", "genrun",
        "a comma list of step kinds (gemm, fused, copy, attention, prefill:attention, ...) not run: timing only"},
+      {"GENC_CUDA_STEP", "genrun",
+       "0: decode steps run kernel by kernel even where the plan has a step kernel (one launch a step: the default "
+       "on sm_90)"},
+      {"GENC_CUDA_STEP_CHECK", "genrun",
+       "1: each decode step the step kernel takes also runs kernel by kernel (arena poisoned first); the logits "
+       "compared, a summary at exit"},
       {"GENC_CUDA_STREAM", "genrun",
        "0 / 1: decode steps never / always take the TMA decode kernel where the plan has it (default: caches of "
        "4096 keys or more, sm_90)"},

@@ -91,6 +91,12 @@ public:
     // Parsed: now the whole plan is checked before anything uses it.
     if (!(s = verifyPlan(plan_)))
       return err(s.message());
+    if (const Program *decode = plan_.program("decode_step"); !plan_.step.empty()) {
+      if (!decode)
+        return err("a step schedule without a @decode_step");
+      if (!(s = verifyStepSchedule(plan_.step, *decode, plan_.weights)))
+        return err(s.message());
+    }
     return Status::ok();
   }
 
@@ -212,6 +218,9 @@ private:
       else if (Status s = strings(chat, "chat_template", plan_.chatTemplates); !s)
         return s;
     }
+    if (const json::Value *st = root.find("step"))
+      if (Status s = parseStepSchedule(*st, plan_.step); !s)
+        return err("metadata: " + s.message());
     if (const json::Value *pr = root.find("profile")) {
       if (!pr->isString())
         return err("metadata: profile must be a string");

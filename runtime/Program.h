@@ -9,6 +9,7 @@
 #include "runtime/Dim.h"
 #include "runtime/KvLayout.h"
 #include "runtime/Status.h"
+#include "runtime/StepSchedule.h"
 #include "runtime/Tensor.h"
 
 #include <map>
@@ -109,6 +110,9 @@ struct Plan {
   /// transformers passes to a chat template (its special_tokens_map), and
   /// the chat templates by name ("": the one unnamed template).
   std::map<std::string, std::string> specialTokens, chatTemplates;
+  /// @decode_step as the step kernel's work items (empty: the plan's step
+  /// runs kernel by kernel); verified against the program and the weights.
+  StepSchedule step;
   std::shared_ptr<const void> mapping;
 
   const Program *program(const std::string &n) const {

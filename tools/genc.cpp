@@ -8,6 +8,7 @@
 //   genc compile model.onnx --emit=cuda -o -     (the fused groups' CUDA C++)
 //   genc inspect model.plan                      (programs, functions, kernels, archs, sizes)
 //   genc inspect model.plan --print-profile      (the profile the plan was built with)
+//   genc inspect model.plan --print-step-schedule (the step kernel's ops, items and each block's list)
 #include "codegen/CudaEmitter.h"
 #include "codegen/NvrtcCompile.h"
 #include "codegen/PlanWriter.h"
@@ -105,6 +106,11 @@ static cl::opt<int64_t> AttentionHeadsPerBlock(
     cl::desc("GPU: query heads an attention block takes at most, 1..8 (default 4; profile key "
              "cuda.attention_heads_per_block)"),
     cl::init(4), cl::sub(CompileCmd), cl::cat(GencCat));
+static cl::opt<int64_t> StepBlocks(
+    "step-blocks",
+    cl::desc("GPU: persistent blocks the decode-step kernel is scheduled for, the SMs of the target GPU "
+             "(default 132, an H100/H200; 0 keeps one kernel per op; profile key cuda.step_blocks)"),
+    cl::init(132), cl::sub(CompileCmd), cl::cat(GencCat));
 static cl::opt<bool> AttentionTrace("attention-trace",
                                     cl::desc("GPU diagnostics: the decode attention kernels stamp their stages "
                                              "(genrun prints them with GENC_CUDA_ATTN_TRACE=1; profile key "
@@ -136,6 +142,9 @@ static cl::opt<std::string> ProfileFile("profile",
                                         cl::desc("Read the compile options from a YAML profile; flags "
                                                  "given as well override it"),
                                         cl::value_desc("file"), cl::sub(CompileCmd), cl::cat(GencCat));
+static cl::opt<bool> PrintStepSchedule("print-step-schedule",
+                                       cl::desc("inspect: print the step kernel's schedule, each block's list too"),
+                                       cl::sub(InspectCmd), cl::cat(GencCat));
 static cl::opt<bool> PrintProfile("print-profile",
                                   cl::desc("compile: print the resolved profile as YAML and stop; "
                                            "inspect: print the profile the plan was built with"),
@@ -350,6 +359,11 @@ static CompileProfile flagsProfile() {
   }
   if (AttentionTrace.getNumOccurrences())
     p.cuda.attentionTrace = AttentionTrace;
+  if (StepBlocks.getNumOccurrences()) {
+    if (std::string why = checkStepBlocks(StepBlocks); !why.empty())
+      fail("--step-blocks " + why);
+    p.cuda.stepBlocks = StepBlocks;
+  }
   if (GpuArchs.getNumOccurrences()) {
     p.gpuArchs.emplace();
     for (const auto &a : GpuArchs) {
@@ -609,6 +623,10 @@ static int runInspect() {
     os << plan.profile;
     return 0;
   }
+  if (PrintStepSchedule) {
+    os << genrt::printStepSchedule(plan.step, /*blocks=*/true);
+    return 0;
+  }
   os << "plan: " << Inputs[0] << " (format " << genrt::kPlanFormatVersion << ")\n";
   os << "activation dtype: " << genrt::dtypeName(plan.activationDType) << "\n";
   os << "programs: " << plan.programs.size() << "\n";
@@ -641,6 +659,7 @@ static int runInspect() {
     os << "cubin " << c.arch << "  " << c.bytes << " bytes\n";
   for (const auto &c : plan.ptx)
     os << "ptx " << c.arch << "  " << c.bytes << " bytes\n";
+  os << genrt::printStepSchedule(plan.step, /*blocks=*/false);
   const genrt::ModelInfo &mi = plan.model;
   os << "generation defaults: eos_token_id [";
   for (size_t i = 0; i < mi.eosTokenIds.size(); ++i)

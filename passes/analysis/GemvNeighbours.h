@@ -17,4 +17,11 @@ bool gemvMayRunBefore(const Function &f, const Op *prev, const Op *mm);
 /// after matmul `mm`, and the only reader of `mm`'s product.
 bool gemvMayRunAfter(const Function &f, const Op *mm, const Op *next);
 
+/// gemvMayRunAfter, and `next`'s body is a GLU: the product split into two
+/// halves along its last axis, then float elementwise math on the halves
+/// (and scalar constants) down to one result of half the width — what a
+/// GEMV computes from weight rows n and N/2 + n (codegen/GemvKernels.cpp
+/// turns the math into code, or declines an op it has no expression for).
+bool gemvGluAfter(const Module &m, const Function &f, const Op *mm, const Op *next);
+
 } // namespace genc

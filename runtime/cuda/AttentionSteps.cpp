@@ -417,4 +417,30 @@ Status attentionStep(const OpInfo &op, const ValueMap &vm, const KernelModule &m
   return Status::ok();
 }
 
+bool attentionDecodeParams(const Step &step, const StepContext &ctx, int64_t T, int64_t maxSplits,
+                           GencAttnParams &p, int64_t &splits) {
+  if (step.kind != "attention")
+    return false;
+  const AttentionStep &a = static_cast<const AttentionStep &>(step);
+  if (!a.decode || !a.decodeRows || !a.selfAttention || ctx.tree.nccl || ctx.tree.shards > 1)
+    return false;
+  p = a.base;
+  p.tokens = T;
+  p.shards = 1;
+  p.shard = 0;
+  p.lseOut = 0;
+  const int64_t fit = std::max<int64_t>(1, std::min<int64_t>(256, ctx.partialRows / std::max<int64_t>(1, T * a.heads)));
+  splits = a.decodeSplits(T, ctx.dev->smCount, maxSplits > 0 ? std::min(fit, maxSplits) : fit, a.decodePerSm);
+  p.splits = splits;
+  p.scratch = ctx.scratch;
+  p.lse = ctx.partial;
+  p.partial = ctx.partial + static_cast<CUdeviceptr>(ctx.partialRows) * 4;
+  p.tickets = ctx.tickets;
+  p.places = ctx.places;
+  p.crossLengths = ctx.crossLengths;
+  p.append = 2; // the decode routine writes the step's k, v before it reads the cache
+  p.tiles = ctx.tiles;
+  return true;
+}
+
 } // namespace genrt::cuda

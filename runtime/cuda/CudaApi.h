@@ -47,6 +47,7 @@ namespace genrt::cuda {
   X(cuFuncGetAttribute)                                                                            \
   X(cuLaunchKernel)                                                                                \
   X(cuLaunchKernelEx)                                                                              \
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                                                   \
   X(cuStreamCreate)                                                                                \
   X(cuStreamDestroy)                                                                               \
   X(cuStreamSynchronize)                                                                           \

@@ -153,6 +153,15 @@ Status CudaExecutor::init(NcclChannel *channel) {
   for (const auto &[name, prog] : plan_->programs)
     if (Status s = compileProgram(prog, ctx_, mod_, weightPtr_, programs_[name]); !s)
       return s;
+  // The step kernel, where the plan has one and this GPU runs it (its
+  // reasons otherwise go to --stats).
+  if (const Program *decode = plan_->program("decode_step"))
+    if (Status s = step_.init(ctx_, mod_, *decode, programs_.at("decode_step"), weightPtr_, options_.stepKernel); !s)
+      return s;
+  if (options_.debug.stepCheck && step_.ready()) { // both paths a step, kernel by kernel first: no graphs
+    report_.stepCheck = std::make_unique<StepCheck>();
+    useGraphs_ = false;
+  }
   if (Status s = gemm_->warm(stream_); !s)
     return s;
   // A plain wait: nothing of NCCL is on the stream yet, and a GPU of a
@@ -212,7 +221,9 @@ std::string CudaExecutor::memoryReport() const { return mem_.report() + " (" + g
 
 std::string CudaExecutor::choiceReport() const {
   return std::to_string(choiceRuns_) + " runs chose their tokens on the device, " + std::to_string(logitRuns_) +
-         " copied their logits to the host";
+         " copied their logits to the host; " +
+         (step_.ready() ? "the step kernel ran " + std::to_string(step_.steps()) + " decode steps, one launch each"
+                        : "decode steps kernel by kernel: " + step_.why());
 }
 
 // Whether every self-attention op's kernels read rows through the pairs
@@ -284,6 +295,8 @@ Status CudaExecutor::execute(const ProgramRun &run, ChoiceKind choice) {
     s = enqueue(cp, run, R, choice);
   if (s)
     s = waitStream("running " + run.program->name + " (GENC_CUDA_SYNC=1 names the kernel)");
+  if (s && step_.takes(run))
+    s = step_.check();
   // GENC_CUDA_ATTN_TRACE=1: the attention kernels' stamps of the 8th
   // decode step.
   if (s && run.kind == ProgramKind::Decode && useGraphs_ && !ctx_.syncEachStep && ++decodeReplays_ == 8 &&
@@ -297,8 +310,49 @@ Status CudaExecutor::execute(const ProgramRun &run, ChoiceKind choice) {
 Status CudaExecutor::enqueue(const CompiledProgram &cp, const ProgramRun &run, int64_t R, ChoiceKind choice) {
   if (Status s = enqueueInputs(run); !s)
     return s;
+  if (report_.stepCheck && step_.takes(run))
+    return checkStep(cp, run, R, choice);
+  if (Status s = step_.takes(run) ? step_.enqueue(ctx_, run) : runSteps(cp, ctx_, run); !s)
+    return s;
+  return enqueueChoice(cp, R, choice);
+}
+
+// GENC_CUDA_STEP_CHECK=1: the step kernel by kernel on a poisoned arena, its
+// logits kept; then the step kernel on a poisoned arena (each writes the
+// same k, v into the cache); the logits compared; the run's choice from the
+// step kernel's.
+Status CudaExecutor::checkStep(const CompiledProgram &cp, const ProgramRun &run, int64_t R, ChoiceKind choice) {
+  const DriverApi &a = *dev_.api;
+  const int64_t V = plan_->model.vocabSize, bytes = R * V * 4;
+  std::vector<float> ref(static_cast<size_t>(R * V)), got(ref.size());
+  auto poison = [&] {
+    return dev_.check(a.cuMemsetD8Async(ctx_.arena, 0xff, static_cast<size_t>(plan_->arenaBytes()), stream_),
+                      "poisoning the arena");
+  };
+  auto logits = [&](std::vector<float> &into) -> Status {
+    if (Status s = dev_.check(a.cuMemcpyDtoHAsync(into.data(), cp.outputs.at(0), static_cast<size_t>(bytes), stream_),
+                              "copying the logits back (GENC_CUDA_STEP_CHECK)");
+        !s)
+      return s;
+    return dev_.check(a.cuStreamSynchronize(stream_), "GENC_CUDA_STEP_CHECK");
+  };
+  if (cp.outputStored.at(0) != DType::F32)
+    return Status::error("GENC_CUDA_STEP_CHECK needs f32 logits");
+  if (Status s = poison(); !s)
+    return s;
   if (Status s = runSteps(cp, ctx_, run); !s)
     return s;
+  if (Status s = logits(ref); !s)
+    return s;
+  if (Status s = poison(); !s)
+    return s;
+  if (Status s = step_.enqueue(ctx_, run); !s)
+    return s;
+  if (Status s = logits(got); !s)
+    return s;
+  if (Status s = step_.check(); !s)
+    return s;
+  report_.stepCheck->add(ref.data(), got.data(), R, V);
   return enqueueChoice(cp, R, choice);
 }
 

@@ -21,6 +21,7 @@
 #include "runtime/cuda/Diagnostics.h"
 #include "runtime/cuda/KvCache.h"
 #include "runtime/cuda/NcclChannel.h"
+#include "runtime/cuda/StepRunner.h"
 #include "runtime/cuda/TokenAbi.h"
 
 #include <map>
@@ -68,6 +69,7 @@ private:
   static int64_t rowsOf(const ProgramRun &run);
   Status execute(const ProgramRun &run, ChoiceKind choice);
   Status enqueue(const CompiledProgram &cp, const ProgramRun &run, int64_t R, ChoiceKind choice);
+  Status checkStep(const CompiledProgram &cp, const ProgramRun &run, int64_t R, ChoiceKind choice);
   // MemoryPlan.cpp
   Status planMemory(bool tree);
   void planTokenChoice(int64_t maxRows);
@@ -125,6 +127,7 @@ private:
   uint32_t tokenPasses_ = 0;
   void *tokenStaging_ = nullptr, *checkLogits_ = nullptr;
   KvCopier copier_; // beam reordering (plans of more than one beam)
+  StepRunner step_; // @decode_step as one launch (the plan's step kernel)
   Staged staged_;
   CloseReport report_; // the profile and the token check, printed when the executor closes
 };

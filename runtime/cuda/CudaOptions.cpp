@@ -36,6 +36,9 @@ Status readCudaOptions(CudaOptions &out) {
     out.streamKernel = 0;
   else if (is("GENC_CUDA_STREAM", "1"))
     out.streamKernel = 1;
+  d.stepCheck = is("GENC_CUDA_STEP_CHECK", "1");
+  if (is("GENC_CUDA_STEP", "0"))
+    out.stepKernel = 0;
   out.treeCombine = is("GENC_TREE_COMBINE", "gather") ? 1 : 0;
   if (const char *v = given("GENC_NCCL_RANKS"))
     out.ncclRanks = std::atoi(v);

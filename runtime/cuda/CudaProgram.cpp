@@ -94,6 +94,7 @@ Status compileProgram(const Program &prog, StepContext &ctx, const KernelModule 
       return Status::error("plan op " + where + " has no CUDA implementation in this genrun");
     }
     step->what = where;
+    step->op = static_cast<int32_t>(&op - prog.ops.data());
     out.steps.push_back(std::move(step));
   }
   for (int32_t o : prog.outputs) {

@@ -93,6 +93,7 @@ public:
   /// "matmul at \"/m/lm_head/MatMul\"": errors name the op.
   std::string what;
   std::string kind; // gemm, fused, attention, copy: the profile's rows
+  int32_t op = -1;  // the program's op it runs
 };
 
 struct CompiledProgram {

@@ -3,6 +3,9 @@
 #include "runtime/cuda/Diagnostics.h"
 
 #include <algorithm>
+#include <cmath>
+
+#include <algorithm>
 #include <cstdio>
 
 namespace genrt::cuda {
@@ -24,6 +27,39 @@ CloseReport::~CloseReport() {
     profile->print();
   if (tokenCheck)
     tokenCheck->report();
+  if (stepCheck)
+    stepCheck->report();
+}
+
+void StepCheck::add(const float *ref, const float *got, int64_t R, int64_t V) {
+  ++steps;
+  for (int64_t r = 0; r < R; ++r) {
+    int64_t a = 0, b = 0;
+    for (int64_t v = 0; v < V; ++v) {
+      const float x = ref[r * V + v], y = got[r * V + v];
+      if (!std::isfinite(y) || !std::isfinite(x)) {
+        ++nonFinite;
+        continue;
+      }
+      maxDiff = std::max(maxDiff, double(std::fabs(x - y)));
+      maxRef = std::max(maxRef, double(std::fabs(x)));
+      if (x > ref[r * V + a])
+        a = v;
+      if (y > got[r * V + b])
+        b = v;
+    }
+    ++rows;
+    argmaxSame += a == b;
+  }
+}
+
+void StepCheck::report() const {
+  std::fprintf(stderr,
+               "genrun: step check: %lld decode steps, %lld rows: max |step kernel - kernel by kernel| %.3g "
+               "(max |logit| %.3g, ratio %.3g), argmax equal %lld of %lld, %lld non-finite logits\n",
+               static_cast<long long>(steps), static_cast<long long>(rows), maxDiff, maxRef,
+               maxRef > 0 ? maxDiff / maxRef : 0.0, static_cast<long long>(argmaxSame), static_cast<long long>(rows),
+               static_cast<long long>(nonFinite));
 }
 
 void printAttentionTrace(const Device &dev, const KernelModule &mod) {

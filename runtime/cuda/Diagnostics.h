@@ -26,6 +26,17 @@ struct StepProfile {
 
 /// The reports an executor prints when it closes, each only where it was
 /// asked for (null: not asked); destroying it prints them.
+/// GENC_CUDA_STEP_CHECK=1: the step kernel's logits against the kernel-per-op
+/// path's for the same decode steps (each run on a poisoned arena).
+struct StepCheck {
+  int64_t steps = 0, rows = 0, argmaxSame = 0, nonFinite = 0;
+  double maxDiff = 0, maxRef = 0; // max |step - ref| and max |ref| over every logit
+  /// One step's rows x vocab logits: `ref` kernel by kernel, `got` the kernel's.
+  void add(const float *ref, const float *got, int64_t rows, int64_t vocab);
+  /// "genrun: step check: ..." (stderr).
+  void report() const;
+};
+
 class CloseReport {
 public:
   CloseReport() = default;
@@ -35,6 +46,7 @@ public:
 
   std::unique_ptr<StepProfile> profile;   // GENC_CUDA_PROFILE=1
   std::unique_ptr<TokenCheck> tokenCheck; // GENC_CUDA_TOKENS_CHECK=1
+  std::unique_ptr<StepCheck> stepCheck;   // GENC_CUDA_STEP_CHECK=1
 };
 
 /// A plan compiled with genc --attention-trace (codegen/AttentionKernels.h): the

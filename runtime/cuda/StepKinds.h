@@ -5,6 +5,7 @@
 // by the step files (GemmSteps.cpp, FusedSteps.cpp, AttentionSteps.cpp,
 // CopySteps.cpp) and CudaProgram.cpp.
 #pragma once
+#include "runtime/cuda/AttentionAbi.h"
 #include "runtime/cuda/CudaSteps.h"
 
 #include <map>
@@ -114,5 +115,14 @@ Status attentionStep(const OpInfo &op, const ValueMap &vm, const KernelModule &m
 Status treeCombineStep(const OpInfo &op, const ValueMap &vm, const KernelModule &mod, std::unique_ptr<Step> &out);
 /// A view op whose result has a buffer of its own: a device copy.
 Status copyStep(const OpInfo &op, const ValueMap &vm, const std::string &where, std::unique_ptr<Step> &out);
+
+/// The parameters attention step `step` (an attention op's) gives its decode
+/// kernel for a decode run of `T` tokens, for a kernel that calls the decode
+/// and merge routines itself (the step kernel, StepRunner.cpp), and the
+/// splits of a token's keys it would choose, at most `maxSplits` (0: any);
+/// false where the op has no decode kernel that computes its own q, k, v
+/// rows, or is not a self-attention over one GPU's cache.
+bool attentionDecodeParams(const Step &step, const StepContext &ctx, int64_t T, int64_t maxSplits,
+                           GencAttnParams &p, int64_t &splits);
 
 } // namespace genrt::cuda

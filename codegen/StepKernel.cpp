@@ -1,0 +1,399 @@
+#include "codegen/StepKernel.h"
+
+#include "codegen/CudaSyntax.h"
+#include "codegen/GemvKernels.h"
+#include "codegen/StepKernelTemplates.h"
+#include "passes/analysis/Storage.h"
+#include "runtime/Epilogue.h"
+#include "runtime/Json.h"
+#include "runtime/StepSchedule.h"
+#include "runtime/cuda/StepAbi.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace genc {
+namespace {
+
+using genrt::StepOp;
+using genrt::StepOpKind;
+using genrt::StepSchedule;
+
+constexpr int64_t kThreads = genrt::cuda::kStepThreads;
+constexpr int64_t kSharedLimit = 227 << 10; // an sm_90 block's, dynamic and static
+constexpr int64_t kStaticReserve = 24 << 10; // the attention routines' and the kernel's own static arrays
+
+int64_t align(int64_t n, int64_t a) { return (n + a - 1) / a * a; }
+
+const CudaKernel *kernelOf(const std::vector<CudaKernel> &kernels, const std::string &name) {
+  auto k = std::find_if(kernels.begin(), kernels.end(), [&](const CudaKernel &c) { return c.name == name; });
+  return k == kernels.end() ? nullptr : &*k;
+}
+
+// The routines' text, one per distinct signature, and the ops' cases.
+class Emitter {
+public:
+  Emitter(Module &m, Function &f, DType act, const std::vector<CudaKernel> &kernels, StepSchedule &s)
+      : m_(m), f_(f), act_(act), kernels_(kernels), s_(s) {
+    for (auto &o : f.ops())
+      ops_.push_back(o.get());
+  }
+
+  // Gives each op its case; false (with `why`) where one has no routine.
+  bool emit(std::string &why) {
+    for (StepOp &op : s_.ops) {
+      std::string sig, body;
+      if (!routine(op, sig, body, why))
+        return false;
+      auto [it, fresh] = codeOf_.emplace(sig, static_cast<int32_t>(codeOf_.size()));
+      op.code = it->second;
+      if (fresh)
+        routines_ << "// ---- routine " << it->second << ": " << sig << "\n" << body;
+    }
+    s_.codes = static_cast<int32_t>(codeOf_.size());
+    return layout(why);
+  }
+
+  std::string code() const {
+    std::ostringstream c;
+    c << "\n// ==== the step kernel (codegen/StepKernel.cpp) ====\n"
+      << genrt::cuda::kGencStepAbiSource << "\n"
+      << stepKernelTemplates() << "\n";
+    for (const auto &b : bodies_)
+      c << b.second;
+    c << "static constexpr int GENC_STEP_PAGES = " << s_.pages << ";\n"
+      << "static constexpr long long GENC_STEP_PAGE = " << s_.pageBytes << "LL;\n"
+      << "static constexpr long long GENC_STEP_X_OFF = " << xOff_ << "LL, GENC_STEP_RING_OFF = " << ringOff_ << "LL;\n"
+      << "static constexpr int GENC_STEP_RED = " << red_ << ";\n"
+      << routines_.str() << kernel();
+    return c.str();
+  }
+
+private:
+  // A case's body, and the signature that dedups it.
+  bool routine(const StepOp &op, std::string &sig, std::string &body, std::string &why) {
+    Op *ir = ops_[size_t(op.op)];
+    switch (op.kind) {
+    case StepOpKind::Matvec:
+      return matvec(op, ir, sig, body, why);
+    case StepOpKind::Rows:
+      return rows(ir, sig, body, why);
+    case StepOpKind::AttnDecode:
+    case StepOpKind::AttnMerge:
+      return attention(op, ir, sig, body, why);
+    }
+    why = "an unknown step op";
+    return false;
+  }
+
+  std::string head(int32_t code) const {
+    return "static __device__ void genc_step_code" + std::to_string(code) +
+           "(GencStepRing &ring, const GencStepParams &sp, int last, const GencStepOp &o, const GencStepItem &it,\n"
+           "    unsigned char *smem, float *red, float *red32, const GencStepArgs &args) {\n";
+  }
+  int32_t nextCode(const std::string &sig) const {
+    auto it = codeOf_.find(sig);
+    return it == codeOf_.end() ? static_cast<int32_t>(codeOf_.size()) : it->second;
+  }
+
+  // A fused row body's step copy, once; its call with `row0`, `step`, the
+  // op record's symbols and pointers (`rec`: "o.mv" or "o.rows"), and per
+  // result the expression it writes to ("" : the record's pointer).
+  bool bodyCall(const std::string &name, const std::string &row0, const std::string &step, const std::string &rec,
+                const std::vector<std::string> &outs, std::string &call, std::string &why) {
+    const CudaKernel *k = kernelOf(kernels_, name);
+    if (!k || k->mode != "rows" || k->stepRows.empty() || !k->sharedFloats.isConstant() ||
+        k->inputs.size() + k->outputs.size() > 12 || k->symbols.size() > 4) {
+      why = "the fused row op " + name + " has no row routine the step kernel can call";
+      return false;
+    }
+    bodies_.emplace(name, k->stepRows);
+    scratch_ = std::max(scratch_, k->sharedFloats.constant() * 4);
+    const int64_t nt = std::min<int64_t>(k->blockSize, kThreads);
+    std::ostringstream c;
+    c << "  " << name << "_step_rows<" << nt << ">(" << row0 << ", " << step << ", (float *)smem, red32";
+    for (size_t i = 0; i < k->symbols.size(); ++i)
+      c << ", " << (k->symbols[i] == "tokens" || k->symbols[i] == "rows" ? "args.tokens" : rec + ".sym[" + std::to_string(i) + "]");
+    size_t at = 0;
+    for (const auto &in : k->inputs)
+      c << ", (const " << storageType(in.dtype) << " *)" << rec << ".ptr[" << at++ << "]";
+    for (size_t r = 0; r < k->outputs.size(); ++r, ++at)
+      c << ", " << (r < outs.size() && !outs[r].empty() ? outs[r]
+                                                        : "(" + storageType(k->outputs[r].dtype) + " *)" + rec + ".ptr[" +
+                                                              std::to_string(at) + "]");
+    c << ");\n";
+    call = c.str();
+    return true;
+  }
+
+  bool matvec(const StepOp &op, Op *mm, std::string &sig, std::string &body, std::string &why) {
+    genrt::Epilogue e;
+    if (!genrt::parseEpilogue(mm->strAttr("epilogue", ""), e) || e.bias != (mm->numOperands() == 3)) {
+      why = "a matmul epilogue the step kernel does not take";
+      return false;
+    }
+    const DType a = storageDType(f_, mm->operand(0), act_), w = mm->operand(1)->dtype(),
+                y = storageDType(f_, mm->result(0), act_),
+                b = e.bias ? storageDType(f_, mm->operand(2), act_) : DType::F32;
+    if (dtypeSize(w) != 2 || dtypeSize(a) != 2) {
+      why = "a matmul whose weight or input is not 16-bit";
+      return false;
+    }
+    const int act = e.activation == "relu" ? 1 : e.activation == "gelu_tanh" ? 2 : 0;
+    if (!e.activation.empty() && !act) {
+      why = "a matmul epilogue activation the step kernel does not take";
+      return false;
+    }
+    std::string gluStmts, gluOut;
+    DType outT = y;
+    if (op.after >= 0 &&
+        !gemvGluCode(m_, f_, mm, ops_[size_t(op.after)], kernels_, y, gluStmts, gluOut, outT)) {
+      why = "a GLU after a matmul with no expression";
+      return false;
+    }
+    std::string proName;
+    int64_t consumed = -1;
+    if (op.before >= 0) {
+      Op *pro = ops_[size_t(op.before)];
+      proName = pro->strAttr("body", "");
+      consumed = mm->operand(0)->resultIndex();
+    }
+    std::ostringstream k;
+    k << "matvec " << storageStruct(a) << " " << storageStruct(w) << " " << storageStruct(y) << " "
+      << storageStruct(b) << " bias " << e.bias << " act " << act;
+    if (!proName.empty())
+      k << " after " << proName << "." << consumed;
+    if (op.after >= 0)
+      k << " glu " << ops_[size_t(op.after)]->strAttr("body", "") << " -> " << storageStruct(outT);
+    sig = k.str();
+    const int32_t code = nextCode(sig);
+    const std::string epi = "genc_step_epi" + std::to_string(code);
+    std::ostringstream c;
+    c << "struct " << epi << " {\n  static constexpr int GLU = " << (op.after >= 0) << ";\n"
+      << "  static __device__ __forceinline__ void store(const GencStepMatvec &m, long long n, float g, float u) {\n"
+      << "    typedef " << storageStruct(y) << " Y;\n    typedef " << storageStruct(b) << " B;\n";
+    auto actOf = [&](const std::string &x) {
+      return act == 1 ? "fmaxf(" + x + ", 0.f)"
+             : act == 2 ? "0.5f * (" + x + ") * (1.f + tanhf(0.7978845608028654f * ((" + x + ") + 0.044715f * (" + x +
+                              ") * (" + x + ") * (" + x + "))))"
+                        : x;
+    };
+    const std::string bn = e.bias ? " + B::ld(((const typename B::S *)m.bias)[n])" : "";
+    if (op.after < 0) {
+      c << "    const float v = g" << bn << ";\n"
+        << "    ((typename Y::S *)m.y)[n] = Y::st(" << actOf("v") << ");\n";
+    } else {
+      const std::string bu = e.bias ? " + B::ld(((const typename B::S *)m.bias)[m.N / 2 + n])" : "";
+      c << "    const float vg = g" << bn << ", vu = u" << bu << ";\n"
+        << "    const float t0 = Y::ld(Y::st(" << actOf("vg") << "));\n"
+        << "    const float t1 = Y::ld(Y::st(" << actOf("vu") << "));\n"
+        << gluStmts << "    ((" << storageType(outT) << " *)m.y)[n] = " << storageStruct(outT) << "::st(" << gluOut
+        << ");\n";
+    }
+    c << "  }\n};\n" << head(code) << "  typedef " << storageStruct(a) << " A;\n"
+      << "  typename A::S *xs = (typename A::S *)(smem + GENC_STEP_X_OFF);\n";
+    if (!proName.empty()) {
+      const CudaKernel *pk = kernelOf(kernels_, proName);
+      std::vector<std::string> outs(pk ? pk->outputs.size() : 0);
+      for (size_t r = 0; r < outs.size(); ++r)
+        outs[r] = static_cast<int64_t>(r) == consumed
+                      ? "(" + storageType(pk->outputs[r].dtype) + " *)xs"
+                      : "it.first == 0 ? (" + storageType(pk->outputs[r].dtype) + " *)o.mv.ptr[" +
+                            std::to_string(pk->inputs.size() + r) + "] : nullptr";
+      std::string call;
+      if (!bodyCall(proName, "0", "1", "o.mv", outs, call, why))
+        return false;
+      if (pk->outputs[size_t(consumed)].dtype != a) {
+        why = "a row op before a matmul whose result is not the matmul's input storage";
+        return false;
+      }
+      c << "  // the row op before the product, its result the product reads into xs\n" << call;
+    } else {
+      c << "  genc_step_row_in<A>(xs, o.mv);\n";
+    }
+    c << "  __syncthreads();\n"
+      << "  genc_step_matvec<A, " << storageStruct(w) << ", GENC_STEP_PAGES, GENC_STEP_PAGE, " << epi
+      << ">(ring, sp, last, o.mv, it, xs, red);\n}\n";
+    body = c.str();
+    int64_t K = mm->operand(1)->shape()[0].constant();
+    xBytes_ = std::max(xBytes_, K * static_cast<int64_t>(dtypeSize(a)));
+    const int64_t rpp = s_.rowsPerPage(op);
+    red_ = std::max<int64_t>(red_, 4 * rpp * (op.after >= 0 ? 2 : 1));
+    return true;
+  }
+
+  bool rows(Op *op, std::string &sig, std::string &body, std::string &why) {
+    const std::string name = op->strAttr("body", "");
+    sig = "rows " + name;
+    std::string call;
+    if (!bodyCall(name, "it.first", "it.count", "o.rows", {}, call, why))
+      return false;
+    body = head(nextCode(sig)) + call + "}\n";
+    return true;
+  }
+
+  bool attention(const StepOp &op, Op *ir, std::string &sig, std::string &body, std::string &why) {
+    const std::string fam = ir->strAttr("gpu_kernel", "");
+    if (fam.empty() || ir->intAttr("gpu_decode_heads_per_block", 0) <= 0 || ir->intAttr("gpu_decode_rows", 0) != 1 ||
+        ir->intAttr("gpu_shared_prompts", 0) != 0) {
+      why = "an attention op without the decode kernel the step kernel calls";
+      return false;
+    }
+    scratch_ = std::max(scratch_, ir->intAttr("gpu_decode_shared_bytes", 0));
+    std::ostringstream c;
+    if (op.kind == StepOpKind::AttnDecode) {
+      sig = "attention decode " + fam;
+      c << head(nextCode(sig)) << "  constexpr int DPARTS = " << fam << "_cfg::GROUP_ALL / " << fam << "_cfg::DGROUP;\n"
+        << "  for (long long t = 0; t < args.tokens; ++t)\n"
+        << "    for (int y = it.first * DPARTS; y < (it.first + 1) * DPARTS; ++y) {\n"
+        << "      genc_step_at((unsigned)t, (unsigned)y, (unsigned)it.count, (unsigned)args.splits);\n"
+        << "      if (it.count < args.splits) genc_attn_decode<" << fam << "_cfg, GencStepBlock>(o.attn);\n"
+        << "    }\n}\n";
+    } else {
+      sig = "attention merge " + fam;
+      const std::string cfg = fam + "_step_cfg";
+      if (!stepCfgs_.count(cfg))
+        stepCfgs_.insert(cfg);
+      c << "struct " << cfg << " : " << fam << "_cfg { static constexpr int MTHREADS = " << kThreads << "; };\n"
+        << head(nextCode(sig)) << "  for (long long t = 0; t < args.tokens; ++t)\n"
+        << "    for (int h = it.first; h < it.first + it.count; ++h) {\n"
+        << "      genc_step_at((unsigned)t, (unsigned)h, 0u, (unsigned)args.splits);\n"
+        << "      genc_attn_merge<" << cfg << ", GencStepBlock>(o.attn);\n"
+        << "    }\n}\n";
+    }
+    body = c.str();
+    return true;
+  }
+
+  // Dynamic shared memory: [scratch: attention tiles or a row body's floats]
+  // [x: a product's input row] [the ring's pages].
+  bool layout(std::string &why) {
+    xOff_ = align(std::max<int64_t>(scratch_, 128), 128);
+    ringOff_ = align(xOff_ + std::max<int64_t>(xBytes_, 16), 1024);
+    while (s_.pages > 2 && ringOff_ + s_.pages * s_.pageBytes > kSharedLimit - kStaticReserve)
+      --s_.pages;
+    s_.sharedBytes = ringOff_ + s_.pages * s_.pageBytes;
+    if (s_.sharedBytes > kSharedLimit - kStaticReserve) {
+      why = "the ring, the input row and the attention tiles need " + std::to_string(s_.sharedBytes) +
+            " bytes of shared memory";
+      return false;
+    }
+    red_ = std::max<int64_t>(red_, 32);
+    return true;
+  }
+
+  std::string kernel() const {
+    std::ostringstream c;
+    c << "extern \"C\" __global__ void __launch_bounds__(" << kThreads << ", 1) genc_step(const GencStepParams sp) {\n"
+      << R"(#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 // bulk copies and their mbarriers: sm_90 and newer
+  extern __shared__ __align__(1024) unsigned char genc_step_smem[];
+  __shared__ __align__(8) unsigned long long full[GENC_STEP_PAGES];
+  __shared__ float red[GENC_STEP_RED];
+  __shared__ float red32[32];
+  __shared__ int stop;
+  const int tid = threadIdx.x;
+  const int *order = (const int *)sp.order, *starts = (const int *)sp.blockStart;
+  const int first = starts[blockIdx.x], last = starts[blockIdx.x + 1];
+  const GencStepOp *ops = (const GencStepOp *)sp.ops;
+  const GencStepItem *items = (const GencStepItem *)sp.items;
+  const GencStepArgs args = *(const GencStepArgs *)sp.args;
+  GencStepRing ring{genc_step_smem + GENC_STEP_RING_OFF, full, 0, 0, first, 0};
+  if (tid == 0) {
+    for (int i = 0; i < GENC_STEP_PAGES; ++i)
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(genc_smem_addr(full + i)) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    genc_step_issue<GENC_STEP_PAGES, GENC_STEP_PAGE>(ring, sp, last);
+  }
+  __syncthreads();
+  int k = first;
+  for (; k < last; ++k) {
+    const int i = order[k];
+    const GencStepItem it = items[i];
+    const GencStepOp &o = ops[it.op];
+    if (tid == 0) {
+      stop = !genc_step_wait(sp, o.waits, i, it.op);
+      __threadfence(); // an acquire for the whole block: no stale line of what the waits covered
+    }
+    __syncthreads();
+    if (stop) break;
+    switch (o.code) {
+)";
+    for (size_t i = 0; i < codeOf_.size(); ++i)
+      c << "    case " << i << ": genc_step_code" << i
+        << "(ring, sp, last, o, it, genc_step_smem, red, red32, args); break;\n";
+    c << R"(    default: break;
+    }
+    __syncthreads();
+    if (tid == 0) {
+      __threadfence();
+      atomicAdd((unsigned *)sp.counters + it.op, 1u);
+    }
+  }
+  // A block that stopped lets the copies it issued land before it leaves.
+  if (k < last && tid == 0)
+    for (int p = ring.consumed; p < ring.issued; ++p) {
+      ring.consumed = p;
+      (void)genc_step_page<GENC_STEP_PAGES, GENC_STEP_PAGE>(ring);
+    }
+  __syncthreads();
+  if (tid == 0) {
+    __threadfence();
+    if (atomicAdd((unsigned *)sp.done, 1u) == gridDim.x - 1) { // the last block: counters back to zero
+      unsigned *c = (unsigned *)sp.counters;
+      for (long long i = 0; i < sp.nops; ++i) c[i] = 0u;
+      *(volatile unsigned *)sp.done = 0u;
+      __threadfence();
+    }
+  }
+#else
+  __trap(); // the executor runs the step kernel on sm_90 and newer only
+#endif
+}
+)";
+    return c.str();
+  }
+
+  Module &m_;
+  Function &f_;
+  DType act_;
+  const std::vector<CudaKernel> &kernels_;
+  StepSchedule &s_;
+  std::vector<Op *> ops_;
+  std::map<std::string, int32_t> codeOf_;
+  std::map<std::string, std::string> bodies_;
+  std::set<std::string> stepCfgs_;
+  std::ostringstream routines_;
+  int64_t scratch_ = 0, xBytes_ = 0, red_ = 0, xOff_ = 0, ringOff_ = 0;
+};
+
+} // namespace
+
+StepKernel emitStepKernel(Module &m, DType activation, const std::vector<CudaKernel> &kernels) {
+  StepKernel out;
+  auto it = m.metadata().find("step.schedule");
+  Function *f = m.function("decode_step");
+  if (it == m.metadata().end() || it->second.empty() || !f)
+    return out;
+  genrt::json::Value v;
+  StepSchedule s;
+  if (!genrt::json::parse(it->second, v) || !genrt::parseStepSchedule(v, s)) {
+    out.dropped = "the schedule does not read back";
+    m.metadata().erase(it);
+    return out;
+  }
+  Emitter e(m, *f, activation, kernels, s);
+  std::string why;
+  if (!e.emit(why)) {
+    out.dropped = why;
+    m.metadata().erase("step.schedule");
+    return out;
+  }
+  m.metadata()["step.schedule"] = genrt::stepScheduleJson(s);
+  out.code = e.code();
+  out.names.push_back("genc_step");
+  return out;
+}
+
+} // namespace genc

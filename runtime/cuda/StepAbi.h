@@ -1,0 +1,89 @@
+// The contract between the step kernel genc generates into a plan
+// (codegen/StepKernel.cpp) and the CUDA executor that runs it
+// (runtime/cuda/StepRunner.cpp): one launch runs a decode step's every op as
+// the work items of the plan's schedule (runtime/StepSchedule.h).
+//
+//   genc_step   grid (schedule.blocks), block 128, one block an SM (all
+//       resident at once: the blocks wait on one another's items), dynamic
+//       shared memory kGencStepScratch... as the plan's step section says.
+//       Block b runs items order[start[b] .. start[b + 1]) in order. Before an
+//       item its thread 0 waits (a bounded spin on acquire loads) until each
+//       of its op's waits has reached its count; after it, thread 0 adds one
+//       to the op's counter (a release). A Matvec item's weight rows reach
+//       shared memory by bulk copies (cp.async.bulk, sm_90) into a ring of
+//       pages that thread 0 keeps full along the block's list, so the next
+//       items' weights stream while an item waits or computes. The last
+//       block to finish sets every counter back to zero for the next step.
+//       A wait that passes `timeoutNs` writes the item into `error` and the
+//       kernel ends: the executor reports it by name.
+#pragma once
+#include "runtime/cuda/AttentionAbi.h"
+
+#include <cstdint>
+
+#define GENC_STEP_STR(...) #__VA_ARGS__
+#define GENC_STEP_XSTR(...) GENC_STEP_STR(__VA_ARGS__)
+
+// clang-format off
+#define GENC_STEP_ABI                                                                              \
+  struct GencStepWaits {                                                                          \
+    int n;                               /* waits in use */                                       \
+    int counter[6], need[6];                                                                      \
+  };                                                                                               \
+  struct GencStepMatvec {                /* y = epilogue(prologue(a) . w^T + bias) */               \
+    unsigned long long w;                /* [N, K], K contiguous */                                 \
+    unsigned long long a;                /* [K] when there is no prologue */                        \
+    unsigned long long bias, y;          /* [N], the product or the GLU's result */                 \
+    long long N, K;                      /* weight rows, their length */                            \
+    long long rowBytes, rowsPerPage;     /* a page: rowsPerPage outputs' rows */                    \
+    long long sym[4];                    /* the prologue body's symbols */                          \
+    unsigned long long ptr[12];          /* and its arguments, then results (0: not written) */    \
+    int consumed;                        /* the prologue result the product reads */                \
+    int glu;                             /* 1: weight rows n and N/2 + n make output n */           \
+  };                                                                                               \
+  struct GencStepRows {                  /* a fused row op on its own */                            \
+    long long sym[4];                                                                              \
+    unsigned long long ptr[12];                                                                    \
+  };                                                                                               \
+  struct GencStepOp {                                                                              \
+    int kind, code;                      /* StepOpKind; the generated routine */                    \
+    GencStepWaits waits;                                                                           \
+    GencStepMatvec mv;                                                                             \
+    GencStepRows rows;                                                                             \
+    GencAttnParams attn;                 /* this layer's, as the attention step fills it */         \
+  };                                                                                               \
+  struct GencStepItem {                                                                           \
+    int op, first, count;                                                                          \
+  };                                                                                               \
+  struct GencStepArgs {                  /* per step, staged with the run's inputs */               \
+    long long tokens;                    /* rows of the step */                                     \
+    long long splits;                    /* attention: splits of each token's keys */              \
+  };                                                                                               \
+  struct GencStepError {                                                                          \
+    unsigned code;                       /* 0: none; 1: a wait timed out */                         \
+    int item, op, counter;               /* where */                                                \
+    unsigned have, need;                                                                           \
+  };                                                                                               \
+  struct GencStepParams {                                                                          \
+    unsigned long long ops, items, order, blockStart; /* GencStepOp [], GencStepItem [], int [] */  \
+    unsigned long long counters;         /* u32 [ops], zero between steps */                        \
+    unsigned long long done;             /* u32, zero between steps */                              \
+    unsigned long long args;             /* GencStepArgs */                                         \
+    unsigned long long error;            /* GencStepError */                                        \
+    long long nops;                                                                                \
+    long long timeoutNs;                                                                           \
+  };
+// clang-format on
+
+namespace genrt::cuda {
+GENC_STEP_ABI
+static const char *const kGencStepAbiSource = GENC_STEP_XSTR(GENC_STEP_ABI);
+
+constexpr int kStepThreads = 128;
+/// The most waits a step op carries.
+constexpr int kStepMaxWaits = 6;
+/// A wait on a counter ends the step with an error past this (a bug or a
+/// damaged plan; a healthy step of the largest plans takes milliseconds).
+constexpr long long kStepTimeoutNs = 2'000'000'000;
+
+} // namespace genrt::cuda

@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# The decode-step kernel on the GPU machine (after tools/pack.sh here), one
+# run, a table last; exit status 1 if a row is off:
+#   1. every decoder-only fixture as an f16 plan (llama also bf16, and one
+#      with a 300-token prompt: split-KV attention over many key ranges) at
+#      batch 1: GENC_CUDA_STEP_CHECK=1 runs each decode step both ways on a
+#      poisoned arena and compares the logits (max difference over the
+#      largest logit, argmax agreement, non-finite values); then the tokens of
+#      the step kernel against kernel by kernel (GENC_CUDA_STEP=0), greedy;
+#   2. the plans the schedule refuses say so (genc inspect) and still run;
+#   3. with --time: decode ms/token of the step kernel against kernel by
+#      kernel at batch 1 (prompt 128, 128 new tokens, random weights) on the
+#      135M Llama shape and the 1.1B one (bench/bench.py's shapes), with the
+#      bandwidth floor of the weights read a step.
+#
+#   bash tests/gpu/step_check.sh [--time]        # there, from the repo root
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+TIME=0
+case "${1-}" in
+--time) TIME=1 ;;
+"") ;;
+*) echo "usage: tests/gpu/step_check.sh [--time]" >&2; exit 2 ;;
+esac
+. tools/packed.sh
+W=$(mktemp -d)
+OUT=${OUT:-$W}
+nvidia-smi -L || true
+: > "$OUT/0-rows.txt"
+rc=0
+row() { printf '%s\n' "$1" >> "$OUT/0-rows.txt"; [[ $1 == *"|FAIL|"* ]] && rc=1; return 0; }
+
+# prompts FILE N LENGTH VOCAB SEED: N random prompts of LENGTH ids.
+prompts() {
+  python3 - "$@" <<'EOF'
+import json, random, sys
+path, n, length, vocab, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+rng = random.Random(seed)
+with open(path, "w") as f:
+    for i in range(n):
+        f.write(json.dumps({"input_ids": [rng.randrange(3, vocab) for _ in range(length - 3 * i)]}) + "\n")
+EOF
+}
+
+# same A B: the common prefix of each line's tokens, summed, "same/total".
+same() {
+  python3 - "$1" "$2" <<'EOF'
+import json, sys
+a = [json.loads(l) for l in open(sys.argv[1])]
+b = [json.loads(l) for l in open(sys.argv[2])]
+same = total = 0
+for x, y in zip(a, b):
+    x, y = x["sequences"][0]["output_ids"], y["sequences"][0]["output_ids"]
+    n = 0
+    while n < min(len(x), len(y)) and x[n] == y[n]:
+        n += 1
+    same += n
+    total += max(len(x), len(y))
+print(f"{same}/{total}")
+EOF
+}
+
+# fixture NAME DTYPE LENGTH: one correctness row.
+fixture() {
+  local m=$1 dt=$2 len=$3 p=$W/$1-$2-$3
+  local vocab
+  vocab=$(python3 -c "import json; print(json.load(open('tests/fixtures/$m/config.json'))['vocab_size'])")
+  if ! "$BIN/genc" compile "tests/fixtures/$m/model.onnx" -o "$p.plan" --dtype "$dt" --gpu-arch sm_90 \
+    --max-batch 1 --max-length $((len + 64)) > "$p.genc.log" 2>&1; then
+    row "$m $dt|FAIL|genc: $(tail -1 "$p.genc.log")"
+    return
+  fi
+  local sched
+  sched=$("$BIN/genc" inspect "$p.plan" | grep -m1 "step schedule")
+  prompts "$p.jsonl" 3 "$len" "$vocab" 7
+  if [[ $sched == *none* ]]; then
+    GENC_CUDA_STEP=1 "$BIN/genrun" "$p.plan" --device cuda --input "$p.jsonl" --max-new-tokens 32 --ignore-eos \
+      --output "$p.out" > "$p.log" 2>&1 && row "$m $dt|ok|no schedule, runs kernel by kernel: ${sched#*: }" ||
+      row "$m $dt|FAIL|genrun: $(tail -1 "$p.log")"
+    return
+  fi
+  if ! GENC_CUDA_STEP_CHECK=1 "$BIN/genrun" "$p.plan" --device cuda --input "$p.jsonl" --max-new-tokens 48 \
+    --ignore-eos --output "$p.check" > "$p.check.log" 2>&1; then
+    row "$m $dt prompt $len|FAIL|step check: $(grep -m1 -i error "$p.check.log" || tail -1 "$p.check.log")"
+    return
+  fi
+  local chk
+  chk=$(grep -m1 "step check:" "$p.check.log")
+  for s in 0 1; do
+    GENC_CUDA_STEP=$s "$BIN/genrun" "$p.plan" --device cuda --input "$p.jsonl" --max-new-tokens 48 --ignore-eos \
+      --output "$p.out$s" > "$p.log$s" 2>&1 || { row "$m $dt prompt $len|FAIL|GENC_CUDA_STEP=$s: $(tail -1 "$p.log$s")"; return; }
+  done
+  local agree verdict
+  agree=$(same "$p.out0" "$p.out1")
+  verdict=$(python3 - "$chk" "$agree" "$dt" <<'EOF'
+import re, sys
+chk, agree, dt = sys.argv[1:]
+m = re.search(r"(\d+) decode steps, (\d+) rows: .*ratio ([0-9.e+-]+)\), argmax equal (\d+) of (\d+), (\d+) non-finite", chk)
+if not m:
+    print("FAIL"); sys.exit()
+steps, rows, ratio, eq, of, nonfinite = int(m[1]), int(m[2]), float(m[3]), int(m[4]), int(m[5]), int(m[6])
+tol = 0.02 if dt == "f16" else 0.05  # one step's 16-bit rounding, summed in another order
+a, b = map(int, agree.split("/"))
+ok = steps > 0 and nonfinite == 0 and ratio <= tol and eq >= 0.9 * of and a >= 0.75 * b
+print("ok" if ok else "FAIL")
+EOF
+)
+  row "$m $dt prompt $len|$verdict|${chk#genrun: step check: }; tokens step = kernel by kernel $agree"
+}
+
+for spec in llama:f16:24 llama:bf16:24 llama:f16:300 gpt2:f16:24 mistral:f16:24 mistral:f16:300 qwen3:f16:24 \
+  qwen2:bf16:24 processors:f16:24 falcon:f16:24 olmo2:f16:24; do
+  IFS=: read -r m dt len <<< "$spec"
+  fixture "$m" "$dt" "$len"
+done
+
+# time NAME: decode ms/token, step kernel and kernel by kernel, batch 1.
+timing() {
+  local name=$1 d=$W/$1
+  python3 - "$name" "$d" <<'EOF'
+import subprocess, sys
+sys.path.insert(0, "bench")
+import bench
+name, out = sys.argv[1:]
+r = subprocess.run([sys.executable, "tools/export.py", *bench.MODELS[name], "--seed", "3", "--no-check", "--out", out],
+                   capture_output=True, text=True)
+sys.exit(r.returncode and print(r.stderr[-2000:]) or 0)
+EOF
+  [ $? = 0 ] || { row "time $name|FAIL|export"; return; }
+  "$BIN/genc" compile "$d/model.onnx" -o "$d.plan" --dtype f16 --gpu-arch sm_90 --max-batch 1 --max-length 256 \
+    --stats-json "$d.stats.json" > "$d.genc.log" 2>&1 || { row "time $name|FAIL|genc: $(tail -1 "$d.genc.log")"; return; }
+  "$BIN/genc" inspect "$d.plan" | grep -m1 "step schedule" >> "$OUT/schedules.txt"
+  local vocab
+  vocab=$(python3 -c "import json; print(json.load(open('$d/config.json'))['vocab_size'])")
+  prompts "$d.jsonl" 1 128 "$vocab" 11
+  local ms=()
+  for s in 1 0 1 0; do
+    GENC_CUDA_STEP=$s "$BIN/genrun" "$d.plan" --device cuda --input "$d.jsonl" --max-new-tokens 128 --ignore-eos \
+      --stats --output "$d.out$s" > "$d.log$s" 2>&1 || { row "time $name|FAIL|GENC_CUDA_STEP=$s: $(tail -1 "$d.log$s")"; return; }
+    ms+=("$(grep -o 'decode [0-9.]* ms/token' "$d.log$s" | grep -o '[0-9.]*')")
+  done
+  local bytes
+  bytes=$(python3 -c "import json; print(json.load(open('$d.stats.json'))['decode_weights_bytes'])")
+  row "time $name|ok|step kernel ${ms[2]} ms/token, kernel by kernel ${ms[3]} (first runs ${ms[0]} / ${ms[1]}); weights read a step $bytes B, floor at the copy bandwidth 4.12 TB/s $(python3 -c "print(f'{$bytes / 4.122e12 * 1e3:.3f}')") ms; tokens $(same "$d.out0" "$d.out1")"
+}
+if [ $TIME = 1 ]; then
+  timing llama135m
+  timing llama1b
+fi
+
+echo
+echo "| check | result | detail |"
+echo "|---|---|---|"
+awk -F'|' '{ d = $3; for (i = 4; i <= NF; ++i) d = d "|" $i; printf "| %s | %s | %s |\n", $1, $2, d }' "$OUT/0-rows.txt"
+[ -s "$OUT/schedules.txt" ] && cat "$OUT/schedules.txt"
+echo "logs: $W"
+exit $rc
