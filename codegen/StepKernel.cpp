@@ -217,7 +217,7 @@ private:
       << "  genc_step_matvec<A, " << storageStruct(w) << ", GENC_STEP_PAGES, GENC_STEP_PAGE, " << epi
       << ">(ring, sp, last, o.mv, it, xs, red);\n}\n";
     body = c.str();
-    int64_t K = mm->operand(1)->shape()[0].constant();
+    int64_t K = mm->operand(1)->shape()[mm->intAttr("transpose_b", 0) ? 1 : 0].constant();
     xBytes_ = std::max(xBytes_, K * static_cast<int64_t>(dtypeSize(a)));
     const int64_t rpp = s_.rowsPerPage(op);
     red_ = std::max<int64_t>(red_, 4 * rpp * (op.after >= 0 ? 2 : 1));
@@ -312,9 +312,18 @@ private:
     const int i = order[k];
     const GencStepItem it = items[i];
     const GencStepOp &o = ops[it.op];
+    unsigned long long *stamp = sp.trace && tid == 0 ? (unsigned long long *)sp.trace + 6 * i : nullptr;
+    if (stamp) stamp[0] = genc_step_now();
     if (tid == 0) {
       stop = !genc_step_wait(sp, o.waits, i, it.op);
       __threadfence(); // an acquire for the whole block: no stale line of what the waits covered
+    }
+    long long c1 = 0;
+    if (stamp) {
+      stamp[1] = genc_step_now();
+      genc_step_starved = 0;
+      genc_step_issuing = 0;
+      c1 = clock64();
     }
     __syncthreads();
     if (stop) break;
@@ -329,6 +338,12 @@ private:
     if (tid == 0) {
       __threadfence();
       atomicAdd((unsigned *)sp.counters + it.op, 1u);
+    }
+    if (stamp) {
+      stamp[2] = genc_step_now();
+      stamp[3] = (unsigned long long)genc_step_starved;
+      stamp[4] = (unsigned long long)(clock64() - c1);
+      stamp[5] = (unsigned long long)genc_step_issuing;
     }
   }
   // A block that stopped lets the copies it issued land before it leaves.

@@ -110,17 +110,25 @@ static __device__ void genc_step_issue(GencStepRing &r, const GencStepParams &sp
   }
 }
 
+// Thread 0's SM cycles spent waiting for pages in the current item
+// (GENC_CUDA_STEP_TRACE: data starvation against the rest of the work).
+__shared__ long long genc_step_starved;
+// ... and issuing the next pages' copies.
+__shared__ long long genc_step_issuing;
+
 // The next page in the block's stream, once its copies have landed.
 template <int PAGES, long long PAGE>
 static __device__ __forceinline__ const unsigned char *genc_step_page(GencStepRing &r) {
   const int slot = r.consumed % PAGES;
   const unsigned parity = (unsigned)(r.consumed / PAGES) & 1u, bar = genc_smem_addr(r.full + slot);
   unsigned ok = 0;
+  const long long c0 = threadIdx.x == 0 ? clock64() : 0;
   while (!ok)
     asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
                  : "=r"(ok)
                  : "r"(bar), "r"(parity)
                  : "memory");
+  if (threadIdx.x == 0) genc_step_starved += clock64() - c0;
   return r.base + (long long)slot * PAGE;
 }
 
@@ -129,7 +137,11 @@ template <int PAGES, long long PAGE>
 static __device__ __forceinline__ void genc_step_release(GencStepRing &r, const GencStepParams &sp, int last) {
   __syncthreads();
   ++r.consumed;
-  if (threadIdx.x == 0) genc_step_issue<PAGES, PAGE>(r, sp, last);
+  if (threadIdx.x == 0) {
+    const long long c0 = clock64();
+    genc_step_issue<PAGES, PAGE>(r, sp, last);
+    genc_step_issuing += clock64() - c0;
+  }
 }
 
 // ---- a matrix-vector product over pages --------------------------------------

@@ -206,7 +206,9 @@ private:
   void addMatvec(Op *mm, Op *before, Op *after) {
     Unit u;
     const Value *w = mm->operand(1);
-    const int64_t K = w->shape()[0].constant(), N = w->shape()[1].constant();
+    // transpose_b: the weight is stored [N, K] (a tied embedding table).
+    const bool tb = mm->intAttr("transpose_b", 0) != 0;
+    const int64_t K = w->shape()[tb ? 1 : 0].constant(), N = w->shape()[tb ? 0 : 1].constant();
     u.op.kind = StepOpKind::Matvec;
     u.op.op = index_[mm];
     u.op.before = before ? index_[before] : -1;

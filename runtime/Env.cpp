@@ -27,11 +27,14 @@ const std::vector<Variable> &variables() {
       {"GENC_CUDA_SKIP", "genrun",
        "a comma list of step kinds (gemm, fused, copy, attention, prefill:attention, ...) not run: timing only"},
       {"GENC_CUDA_STEP", "genrun",
-       "0: decode steps run kernel by kernel even where the plan has a step kernel (one launch a step: the default "
-       "on sm_90)"},
+       "1: decode steps of one row run as one launch of the plan's step kernel (sm_90; default 0: kernel by "
+       "kernel, faster today)"},
       {"GENC_CUDA_STEP_CHECK", "genrun",
        "1: each decode step the step kernel takes also runs kernel by kernel (arena poisoned first); the logits "
        "compared, a summary at exit"},
+      {"GENC_CUDA_STEP_TRACE", "genrun",
+       "1: the step kernel stamps its items; where the 8th decode step's time went (waits and work by op kind) "
+       "printed at exit"},
       {"GENC_CUDA_STREAM", "genrun",
        "0 / 1: decode steps never / always take the TMA decode kernel where the plan has it (default: caches of "
        "4096 keys or more, sm_90)"},

@@ -86,7 +86,9 @@ Status checkOp(const StepSchedule &s, size_t i, const Program &decode, const std
     const Tensor &t = weights[size_t(w.index)];
     if (t.rank() != 2)
       return bad("a weight of rank " + std::to_string(t.rank()));
-    const int64_t K = t.shape()[0], N = t.shape()[1], el = int64_t(dtypeSize(t.dtype()));
+    // transpose_b: the weight is stored [N, K] (a tied embedding table).
+    const bool tb = attrInt(ir.attrs, "transpose_b", 0) != 0;
+    const int64_t K = t.shape()[tb ? 1 : 0], N = t.shape()[tb ? 0 : 1], el = int64_t(dtypeSize(t.dtype()));
     const int64_t outs = o.after >= 0 ? N / 2 : N;
     if ((o.after >= 0 && N % 2) || o.units != outs || o.rowBytes != K * el)
       return bad("rows of " + std::to_string(o.rowBytes) + " bytes, " + std::to_string(o.units) +

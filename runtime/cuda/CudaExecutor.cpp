@@ -156,7 +156,9 @@ Status CudaExecutor::init(NcclChannel *channel) {
   // The step kernel, where the plan has one and this GPU runs it (its
   // reasons otherwise go to --stats).
   if (const Program *decode = plan_->program("decode_step"))
-    if (Status s = step_.init(ctx_, mod_, *decode, programs_.at("decode_step"), weightPtr_, options_.stepKernel); !s)
+    if (Status s = step_.init(ctx_, mod_, *decode, programs_.at("decode_step"), weightPtr_, options_.stepKernel,
+                               options_.debug.stepTrace);
+        !s)
       return s;
   if (options_.debug.stepCheck && step_.ready()) { // both paths a step, kernel by kernel first: no graphs
     report_.stepCheck = std::make_unique<StepCheck>();
@@ -202,7 +204,7 @@ Status CudaExecutor::init(NcclChannel *channel) {
   if (plan_->kv.crossI8 && !mod_.function("genc_cross_store_i8", crossStoreFn_))
     return Status::error("the plan holds its cross-attention cache as i8 but has no genc_cross_store_i8 kernel; "
                          "recompile it with this genc");
-  useGraphs_ = options_.debug.graphs;
+  useGraphs_ = options_.debug.graphs && !report_.stepCheck;
   ctx_.syncEachStep = options_.debug.sync;
   ctx_.skipKinds = options_.debug.skipKinds;
   if (options_.debug.profile) {
@@ -296,7 +298,7 @@ Status CudaExecutor::execute(const ProgramRun &run, ChoiceKind choice) {
   if (s)
     s = waitStream("running " + run.program->name + " (GENC_CUDA_SYNC=1 names the kernel)");
   if (s && step_.takes(run))
-    s = step_.check();
+    s = step_.finish();
   // GENC_CUDA_ATTN_TRACE=1: the attention kernels' stamps of the 8th
   // decode step.
   if (s && run.kind == ProgramKind::Decode && useGraphs_ && !ctx_.syncEachStep && ++decodeReplays_ == 8 &&
@@ -320,7 +322,7 @@ Status CudaExecutor::enqueue(const CompiledProgram &cp, const ProgramRun &run, i
 // GENC_CUDA_STEP_CHECK=1: the step kernel by kernel on a poisoned arena, its
 // logits kept; then the step kernel on a poisoned arena (each writes the
 // same k, v into the cache); the logits compared; the run's choice from the
-// step kernel's.
+// step kernel's (whose error record the run reads after its wait).
 Status CudaExecutor::checkStep(const CompiledProgram &cp, const ProgramRun &run, int64_t R, ChoiceKind choice) {
   const DriverApi &a = *dev_.api;
   const int64_t V = plan_->model.vocabSize, bytes = R * V * 4;
@@ -349,8 +351,6 @@ Status CudaExecutor::checkStep(const CompiledProgram &cp, const ProgramRun &run,
   if (Status s = step_.enqueue(ctx_, run); !s)
     return s;
   if (Status s = logits(got); !s)
-    return s;
-  if (Status s = step_.check(); !s)
     return s;
   report_.stepCheck->add(ref.data(), got.data(), R, V);
   return enqueueChoice(cp, R, choice);

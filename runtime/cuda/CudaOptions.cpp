@@ -37,8 +37,11 @@ Status readCudaOptions(CudaOptions &out) {
   else if (is("GENC_CUDA_STREAM", "1"))
     out.streamKernel = 1;
   d.stepCheck = is("GENC_CUDA_STEP_CHECK", "1");
-  if (is("GENC_CUDA_STEP", "0"))
-    out.stepKernel = 0;
+  d.stepTrace = is("GENC_CUDA_STEP_TRACE", "1");
+  // Off unless asked for: on an H200 the step kernel is still slower than
+  // the kernels one by one (docs/step-kernel.md); its check and trace ask.
+  if (is("GENC_CUDA_STEP", "1") || d.stepCheck || d.stepTrace)
+    out.stepKernel = 1;
   out.treeCombine = is("GENC_TREE_COMBINE", "gather") ? 1 : 0;
   if (const char *v = given("GENC_NCCL_RANKS"))
     out.ncclRanks = std::atoi(v);

@@ -59,6 +59,9 @@ struct CudaDebugOptions {
   /// runs kernel by kernel first (graphs off, the arena poisoned before
   /// each); the two steps' logits compared, the summary printed at close.
   bool stepCheck = false;
+  /// GENC_CUDA_STEP_TRACE=1: the step kernel stamps each item (start, end of
+  /// its waits, end); the 8th step's stamps summed by op kind at close.
+  bool stepTrace = false;
   /// GENC_TREE_FORCE=1: the tree executor (NCCL, the combine kernels) even
   /// on one GPU.
   bool treeForce = false;
@@ -76,9 +79,9 @@ struct CudaOptions {
   /// plan has one, never (0) or always (1); -1 (unset): where a sequence
   /// holds kStreamMinKeys keys or more, on sm_90 and newer.
   int streamKernel = -1;
-  /// GENC_CUDA_STEP: decode steps the plan's step kernel takes run as one
-  /// launch (1, the default on sm_90 and newer) or kernel by kernel (0).
-  int stepKernel = 1;
+  /// GENC_CUDA_STEP=1: decode steps the plan's step kernel takes run as one
+  /// launch (sm_90 and newer); 0, the default: kernel by kernel.
+  int stepKernel = 0;
   /// GENC_TREE_COMBINE=gather (1): tree attention combines the shards by one
   /// all-gather; 0: by two all-reduces.
   int treeCombine = 0;

@@ -72,6 +72,7 @@
     unsigned long long error;            /* GencStepError */                                        \
     long long nops;                                                                                \
     long long timeoutNs;                                                                           \
+    unsigned long long trace;            /* u64 [items][6] (GENC_CUDA_STEP_TRACE) or 0 */           \
   };
 // clang-format on
 

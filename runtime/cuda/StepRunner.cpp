@@ -10,6 +10,8 @@ namespace genrt::cuda {
 
 namespace {
 
+constexpr size_t kStamps = 6; // GENC_CUDA_STEP_TRACE: u64 an item
+
 // A fused op's symbols and pointers as its kernel takes them (symbols, then
 // a pointer per argument, then per result; a run of one token).
 Status bodyPointers(const OpInfo &op, const ValueMap &vm, const Plan &plan, long long (&sym)[4],
@@ -69,15 +71,17 @@ Status StepRunner::build(StepContext &ctx, const Program &decode, const Compiled
     switch (so.kind) {
     case StepOpKind::Matvec: {
       const ValueInfo &wv = decode.values[size_t(op.operands[1])];
-      if (!ctx.weightTransposed[size_t(wv.index)]) {
+      // transpose_b: stored [N, K] already (a tied embedding table).
+      const bool tb = attrInt(op.attrs, "transpose_b", 0) != 0;
+      if (!tb && !ctx.weightTransposed[size_t(wv.index)]) {
         why = "the weight of " + so.name + " is not laid out [N, K] on the device (another op reads it)";
         return Status::ok();
       }
       const Tensor &wt = ctx.plan->weights[size_t(wv.index)];
       GencStepMatvec &m = g.mv;
       m.w = vm.ptr(op.operands[1]);
-      m.K = wt.shape()[0];
-      m.N = wt.shape()[1];
+      m.K = wt.shape()[tb ? 1 : 0];
+      m.N = wt.shape()[tb ? 0 : 1];
       m.rowBytes = so.rowBytes;
       m.rowsPerPage = s.rowsPerPage(so);
       m.glu = so.after >= 0;
@@ -121,13 +125,14 @@ Status StepRunner::build(StepContext &ctx, const Program &decode, const Compiled
 }
 
 Status StepRunner::init(StepContext &ctx, const KernelModule &mod, const Program &decode,
-                        const CompiledProgram &compiled, const std::vector<CUdeviceptr> &weights, int mode) {
+                        const CompiledProgram &compiled, const std::vector<CUdeviceptr> &weights, int mode,
+                        bool trace) {
   dev_ = ctx.dev;
   sched_ = &ctx.plan->step;
   const StepSchedule &s = *sched_;
   const Device &dev = *ctx.dev;
   if (mode == 0)
-    return why_ = "GENC_CUDA_STEP=0", Status::ok();
+    return why_ = "the step kernel is off (GENC_CUDA_STEP=1 turns it on)", Status::ok();
   if (s.empty())
     return why_ = "the plan has no step schedule (genc's remarks say why)", Status::ok();
   if (dev.major < 9)
@@ -190,6 +195,9 @@ Status StepRunner::init(StepContext &ctx, const KernelModule &mod, const Program
     return st;
   if (Status st = upload(nullptr, sizeof(GencStepError), error_); !st)
     return st;
+  if (trace)
+    if (Status st = upload(nullptr, s.items.size() * kStamps * sizeof(uint64_t), trace_); !st)
+      return st;
   void *h = nullptr;
   if (Status st = dev.check(a.cuMemAllocHost(&h, sizeof(GencStepArgs)), "cuMemAllocHost"); !st)
     return st;
@@ -226,16 +234,24 @@ Status StepRunner::enqueue(StepContext &ctx, const ProgramRun &run) {
                    args_,
                    error_,
                    static_cast<long long>(sched_->ops.size()),
-                   kStepTimeoutNs};
+                   kStepTimeoutNs,
+                   trace_};
   void *args[] = {&p};
   if (Status s = dev_->check(a.cuLaunchKernel(fn_, static_cast<unsigned>(sched_->blocks), 1, 1, kStepThreads, 1, 1,
                                               static_cast<unsigned>(sched_->sharedBytes), ctx.stream, args, nullptr),
                              "launching the step kernel");
       !s)
     return s;
-  ++steps_;
   return dev_->check(a.cuMemcpyDtoHAsync(errorHost_, error_, sizeof(GencStepError), ctx.stream),
                      "copying the step kernel's error record back");
+}
+
+Status StepRunner::finish() {
+  ++steps_;
+  Status s = check();
+  if (s && trace_ && steps_ == 8)
+    printTrace();
+  return s;
 }
 
 Status StepRunner::check() const {
@@ -250,6 +266,53 @@ Status StepRunner::check() const {
   return Status::error("the step kernel's item " + std::to_string(e.item) + " (" + op + ") waited past " +
                        std::to_string(kStepTimeoutNs / 1000000) + " ms for " + on + " (" + std::to_string(e.have) +
                        " of its " + std::to_string(e.need) + " items done)");
+}
+
+// Each item's stamps: [0] its turn came, [1] its waits were met, [2] done
+// (global ns); [3] SM cycles waiting for weight pages, [4] SM cycles of its
+// work, [5] SM cycles issuing the next pages' copies.
+// Per op kind: the items' work (1 to 2) and waits (0 to 1) summed over the
+// blocks, and a product's time a 16 KiB page; the step's span; what share of
+// the blocks' time went to waiting.
+void StepRunner::printTrace() {
+  const StepSchedule &s = *sched_;
+  std::vector<uint64_t> t(s.items.size() * kStamps);
+  if (!dev_->check(dev_->api->cuMemcpyDtoH(t.data(), trace_, t.size() * sizeof(uint64_t)), "the step trace"))
+    return;
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (size_t i = 0; i < s.items.size(); ++i)
+    lo = std::min(lo, t[kStamps * i]), hi = std::max(hi, t[kStamps * i + 2]);
+  struct Sum {
+    int64_t items = 0, pages = 0;
+    double work = 0, wait = 0, starved = 0, cycles = 0, issuing = 0;
+  };
+  std::map<std::string, Sum> by;
+  double work = 0, wait = 0;
+  for (size_t i = 0; i < s.items.size(); ++i) {
+    const StepItem &it = s.items[i];
+    const StepOp &op = s.ops[size_t(it.op)];
+    Sum &k = by[stepOpKindName(op.kind)];
+    ++k.items;
+    if (op.kind == StepOpKind::Matvec)
+      k.pages += (it.count + s.rowsPerPage(op) - 1) / s.rowsPerPage(op);
+    const double wt = double(t[kStamps * i + 1] - t[kStamps * i]) / 1e3, wk = double(t[kStamps * i + 2] - t[kStamps * i + 1]) / 1e3;
+    k.wait += wt, k.work += wk, wait += wt, work += wk;
+    k.starved += double(t[kStamps * i + 3]), k.cycles += double(t[kStamps * i + 4]);
+    k.issuing += double(t[kStamps * i + 5]);
+  }
+  std::fprintf(stderr, "genrun: step trace (decode step 8): %.1f us from the first item's turn to the last's end; "
+                       "the blocks waited %.0f%% of their time\n",
+               double(hi - lo) / 1e3, wait + work > 0 ? 100 * wait / (wait + work) : 0.0);
+  for (const auto &[kind, k] : by) {
+    char page[96] = "";
+    if (k.pages)
+      std::snprintf(page, sizeof page, ", %.2f us a page, %.0f%% waiting for pages, %.0f%% issuing",
+                    k.work / double(k.pages), k.cycles > 0 ? 100 * k.starved / k.cycles : 0.0,
+                    k.cycles > 0 ? 100 * k.issuing / k.cycles : 0.0);
+    std::fprintf(stderr, "genrun: step trace:   %-11s %6lld items, work %8.1f us (%.2f us an item%s), waits %8.1f us\n",
+                 kind.c_str(), static_cast<long long>(k.items), k.work, k.work / double(std::max<int64_t>(k.items, 1)),
+                 page, k.wait);
+  }
 }
 
 } // namespace genrt::cuda

@@ -28,18 +28,23 @@ public:
   /// than sm_90, fewer SMs than its blocks, a weight not laid out [N, K],
   /// GENC_CUDA_STEP=0): ready() is then false and why() says why.
   Status init(StepContext &ctx, const KernelModule &mod, const Program &decode, const CompiledProgram &compiled,
-              const std::vector<CUdeviceptr> &weights, int mode);
+              const std::vector<CUdeviceptr> &weights, int mode, bool trace = false);
   bool ready() const { return fn_ != nullptr; }
   const std::string &why() const { return why_; }
   /// Whether the kernel runs this run (a decode step of at most maxRows rows).
   bool takes(const ProgramRun &run) const;
   /// Enqueues the step: its arguments, the kernel, its error record back.
   Status enqueue(StepContext &ctx, const ProgramRun &run);
-  /// After the stream's wait: the kernel's error, naming the item's op.
-  Status check() const;
+  /// After the stream's wait, each step the kernel took (a graph's replay
+  /// too): counts it; the kernel's error, naming the item's op; with stamps
+  /// on (init's trace), after the 8th, where its time went by op kind, to
+  /// stderr.
+  Status finish();
   int64_t steps() const { return steps_; }
 
 private:
+  Status check() const;
+  void printTrace();
   Status build(StepContext &ctx, const Program &decode, const CompiledProgram &compiled,
                const std::vector<CUdeviceptr> &weights, std::vector<GencStepOp> &ops, std::string &why);
 
@@ -51,6 +56,7 @@ private:
   CUdeviceptr ops_ = 0, items_ = 0, order_ = 0, starts_ = 0, counters_ = 0, done_ = 0, args_ = 0, error_ = 0;
   GencStepArgs *argsHost_ = nullptr;
   GencStepError *errorHost_ = nullptr;
+  CUdeviceptr trace_ = 0;
   int64_t splits_ = 1; // the attention ops' splits at one token (all layers share the length)
   int64_t steps_ = 0;
 };

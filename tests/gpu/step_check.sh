@@ -11,9 +11,13 @@
 #   3. with --time: decode ms/token of the step kernel against kernel by
 #      kernel at batch 1 (prompt 128, 128 new tokens, random weights) on the
 #      135M Llama shape and the 1.1B one (bench/bench.py's shapes), with the
-#      bandwidth floor of the weights read a step.
+#      bandwidth floor of the weights read a step, and where the step
+#      kernel's time went (GENC_CUDA_STEP_TRACE=1).
 #
 #   bash tests/gpu/step_check.sh [--time]        # there, from the repo root
+#   STEP_TIME="llama135m llama1b:4" bash tests/gpu/step_check.sh --time
+#                                    # MODEL[:LAYERS]: fewer layers, a quicker export
+#   STEP_FIXTURES=0 bash tests/gpu/step_check.sh --time      # the timing alone
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 TIME=0
@@ -25,6 +29,7 @@ esac
 . tools/packed.sh
 W=$(mktemp -d)
 OUT=${OUT:-$W}
+mkdir -p "$OUT"
 nvidia-smi -L || true
 : > "$OUT/0-rows.txt"
 rc=0
@@ -108,27 +113,31 @@ EOF
   row "$m $dt prompt $len|$verdict|${chk#genrun: step check: }; tokens step = kernel by kernel $agree"
 }
 
+[ "${STEP_FIXTURES-1}" = 0 ] ||
 for spec in llama:f16:24 llama:bf16:24 llama:f16:300 gpt2:f16:24 mistral:f16:24 mistral:f16:300 qwen3:f16:24 \
   qwen2:bf16:24 processors:f16:24 falcon:f16:24 olmo2:f16:24; do
   IFS=: read -r m dt len <<< "$spec"
   fixture "$m" "$dt" "$len"
 done
 
-# time NAME: decode ms/token, step kernel and kernel by kernel, batch 1.
+# time NAME[:LAYERS]: decode ms/token, step kernel and kernel by kernel,
+# batch 1; the step kernel's trace.
 timing() {
-  local name=$1 d=$W/$1
-  python3 - "$name" "$d" <<'EOF'
+  local name=${1%%:*} layers=${1#*:} d=$W/${1/:/-}
+  [ "$layers" = "$1" ] && layers=
+  python3 - "$name" "$d" "$layers" <<'EOF'
 import subprocess, sys
 sys.path.insert(0, "bench")
 import bench
-name, out = sys.argv[1:]
-r = subprocess.run([sys.executable, "tools/export.py", *bench.MODELS[name], "--seed", "3", "--no-check", "--out", out],
-                   capture_output=True, text=True)
+name, out, layers = sys.argv[1:]
+extra = ["--set", f"num_hidden_layers={layers}"] if layers else []
+r = subprocess.run([sys.executable, "tools/export.py", *bench.MODELS[name], *extra, "--seed", "3", "--no-check",
+                    "--out", out], capture_output=True, text=True)
 sys.exit(r.returncode and print(r.stderr[-2000:]) or 0)
 EOF
-  [ $? = 0 ] || { row "time $name|FAIL|export"; return; }
+  [ $? = 0 ] || { row "time $1|FAIL|export"; return; }
   "$BIN/genc" compile "$d/model.onnx" -o "$d.plan" --dtype f16 --gpu-arch sm_90 --max-batch 1 --max-length 256 \
-    --stats-json "$d.stats.json" > "$d.genc.log" 2>&1 || { row "time $name|FAIL|genc: $(tail -1 "$d.genc.log")"; return; }
+    --stats-json "$d.stats.json" > "$d.genc.log" 2>&1 || { row "time $1|FAIL|genc: $(tail -1 "$d.genc.log")"; return; }
   "$BIN/genc" inspect "$d.plan" | grep -m1 "step schedule" >> "$OUT/schedules.txt"
   local vocab
   vocab=$(python3 -c "import json; print(json.load(open('$d/config.json'))['vocab_size'])")
@@ -136,16 +145,17 @@ EOF
   local ms=()
   for s in 1 0 1 0; do
     GENC_CUDA_STEP=$s "$BIN/genrun" "$d.plan" --device cuda --input "$d.jsonl" --max-new-tokens 128 --ignore-eos \
-      --stats --output "$d.out$s" > "$d.log$s" 2>&1 || { row "time $name|FAIL|GENC_CUDA_STEP=$s: $(tail -1 "$d.log$s")"; return; }
+      --stats --output "$d.out$s" > "$d.log$s" 2>&1 || { row "time $1|FAIL|GENC_CUDA_STEP=$s: $(tail -1 "$d.log$s")"; return; }
     ms+=("$(grep -o 'decode [0-9.]* ms/token' "$d.log$s" | grep -o '[0-9.]*')")
   done
+  GENC_CUDA_STEP_TRACE=1 "$BIN/genrun" "$d.plan" --device cuda --input "$d.jsonl" --max-new-tokens 16 --ignore-eos \
+    --output /dev/null 2>&1 | grep "step trace" | sed "s/^genrun/$1/" >> "$OUT/traces.txt"
   local bytes
   bytes=$(python3 -c "import json; print(json.load(open('$d.stats.json'))['decode_weights_bytes'])")
-  row "time $name|ok|step kernel ${ms[2]} ms/token, kernel by kernel ${ms[3]} (first runs ${ms[0]} / ${ms[1]}); weights read a step $bytes B, floor at the copy bandwidth 4.12 TB/s $(python3 -c "print(f'{$bytes / 4.122e12 * 1e3:.3f}')") ms; tokens $(same "$d.out0" "$d.out1")"
+  row "time $1|ok|step kernel ${ms[2]} ms/token, kernel by kernel ${ms[3]} (first runs ${ms[0]} / ${ms[1]}); weights read a step $bytes B, floor at the copy bandwidth 4.12 TB/s $(python3 -c "print(f'{$bytes / 4.122e12 * 1e3:.3f}')") ms; tokens $(same "$d.out0" "$d.out1")"
 }
 if [ $TIME = 1 ]; then
-  timing llama135m
-  timing llama1b
+  for m in ${STEP_TIME:-llama135m llama1b}; do timing "$m"; done
 fi
 
 echo
@@ -153,5 +163,6 @@ echo "| check | result | detail |"
 echo "|---|---|---|"
 awk -F'|' '{ d = $3; for (i = 4; i <= NF; ++i) d = d "|" $i; printf "| %s | %s | %s |\n", $1, $2, d }' "$OUT/0-rows.txt"
 [ -s "$OUT/schedules.txt" ] && cat "$OUT/schedules.txt"
+[ -s "$OUT/traces.txt" ] && cat "$OUT/traces.txt"
 echo "logs: $W"
 exit $rc
