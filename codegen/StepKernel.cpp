@@ -60,6 +60,7 @@ public:
     std::ostringstream c;
     c << "\n// ==== the step kernel (codegen/StepKernel.cpp) ====\n"
       << genrt::cuda::kGencStepAbiSource << "\n"
+      << "static constexpr int GENC_STEP_THREADS = " << kThreads << ";\n"
       << stepKernelTemplates() << "\n";
     for (const auto &b : bodies_)
       c << b.second;
@@ -289,7 +290,7 @@ private:
     c << "extern \"C\" __global__ void __launch_bounds__(" << kThreads << ", 1) genc_step(const GencStepParams sp) {\n"
       << R"(#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 // bulk copies and their mbarriers: sm_90 and newer
   extern __shared__ __align__(1024) unsigned char genc_step_smem[];
-  __shared__ __align__(8) unsigned long long full[GENC_STEP_PAGES];
+  __shared__ __align__(8) unsigned long long full[GENC_STEP_PAGES], empty[GENC_STEP_PAGES];
   __shared__ float red[GENC_STEP_RED];
   __shared__ float red32[32];
   __shared__ int stop;
@@ -299,12 +300,16 @@ private:
   const GencStepOp *ops = (const GencStepOp *)sp.ops;
   const GencStepItem *items = (const GencStepItem *)sp.items;
   const GencStepArgs args = *(const GencStepArgs *)sp.args;
-  GencStepRing ring{genc_step_smem + GENC_STEP_RING_OFF, full, 0, 0, first, 0};
+  GencStepRing ring{genc_step_smem + GENC_STEP_RING_OFF, full, empty, 0, 0, 0, first - 1, 0, 0, nullptr, 0, 1, 0};
   if (tid == 0) {
-    for (int i = 0; i < GENC_STEP_PAGES; ++i)
+    genc_step_starved = genc_step_issuing = 0;
+    for (int i = 0; i < GENC_STEP_PAGES; ++i) {
       asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(genc_smem_addr(full + i)) : "memory");
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(genc_smem_addr(empty + i)), "r"(GENC_STEP_THREADS / 32)
+                   : "memory");
+    }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    genc_step_issue<GENC_STEP_PAGES, GENC_STEP_PAGE>(ring, sp, last);
+    genc_step_issue<GENC_STEP_PAGES, GENC_STEP_PAGE>(ring, sp, last, -1);
   }
   __syncthreads();
   int k = first;
@@ -315,7 +320,7 @@ private:
     unsigned long long *stamp = sp.trace && tid == 0 ? (unsigned long long *)sp.trace + 6 * i : nullptr;
     if (stamp) stamp[0] = genc_step_now();
     if (tid == 0) {
-      stop = !genc_step_wait(sp, o.waits, i, it.op);
+      stop = !genc_step_wait<GENC_STEP_PAGES, GENC_STEP_PAGE>(ring, sp, last, o.waits, i, it.op);
       __threadfence(); // an acquire for the whole block: no stale line of what the waits covered
     }
     long long c1 = 0;
@@ -338,6 +343,7 @@ private:
     if (tid == 0) {
       __threadfence();
       atomicAdd((unsigned *)sp.counters + it.op, 1u);
+      genc_step_issue<GENC_STEP_PAGES, GENC_STEP_PAGE>(ring, sp, last, -1); // the item's slots are empty now
     }
     if (stamp) {
       stamp[2] = genc_step_now();
@@ -348,10 +354,8 @@ private:
   }
   // A block that stopped lets the copies it issued land before it leaves.
   if (k < last && tid == 0)
-    for (int p = ring.consumed; p < ring.issued; ++p) {
-      ring.consumed = p;
-      (void)genc_step_page<GENC_STEP_PAGES, GENC_STEP_PAGE>(ring);
-    }
+    for (int p = ring.consumed; p < ring.issued; ++p)
+      while (!genc_mbar_try(genc_smem_addr(full + p % GENC_STEP_PAGES), (unsigned)(p / GENC_STEP_PAGES) & 1u)) {}
   __syncthreads();
   if (tid == 0) {
     __threadfence();
