@@ -18,15 +18,22 @@ seeded: the peers draw the same ones). Columns:
   floor / genrun step, peer / genrun step, per-op / step;
   step = per-op: how many of the new tokens the two genrun runs agree on
     (each row's common prefix, summed).
-A CONTEXT row gives genrun a prompt of CONTEXT tokens (its prefill is not in
+The peer's first 32 tokens on each model's first prompt-length row are
+checked against HF generate()'s (greedy, same weights and prompts; the line
+under the table). A CONTEXT row gives genrun a prompt of CONTEXT tokens (its prefill is not in
 the decode figure) on a plan of max length CONTEXT + --new; the torch peer
 holds random K/V at the positions before its last --prompt tokens instead of
 prefilling them (the step reads them all the same).
 
 Time: the exports (the 1.1B's takes about two minutes) and genc's compiles
-run in the background while the peers compile and run; genrun runs once
-they are done, on a quiet machine. Progress lines as the rows finish; the
-table last, and in OUT/step_table.md.
+run in the background while the peers compile and run (the 1.1B's first: its
+steps are long enough that a busy host does not show; the others' timed
+passes wait for the background to end). genrun runs between the peers once
+the background is done, so that nothing else loads the host while it is
+timed. Past --budget seconds the remaining peers are skipped, past
+--budget - 90 the remaining HF static+compile rows, so that the table is
+printed inside the device's 10-minute limit. Progress lines as the
+measurements finish; the table last, and in OUT/step_table.md.
 """
 import copy
 import json
@@ -43,6 +50,7 @@ sys.path.insert(0, HERE)
 import bench  # noqa: E402
 import torch_peer  # noqa: E402
 
+CHECK_TOKENS = 32  # the peer's tokens checked against HF generate()'s, per model, on its first row
 ROWS = "llama1b:1,llama1b:8,llama1b:32,llama1b:1@65536,gpt2:1,gpt2:32,llama135m:1,llama135m:8"
 log = bench.log
 
@@ -191,7 +199,36 @@ def run(args, root):
     log(f"device: {dev}; copy bandwidth {bw / 1e9:.1f} GB/s (read + write); plans: "
         + ", ".join(f"{m} max batch {b} max length {L}" for m, b, L in sorted(plans)))
     res = {r: {} for r in rows}
-    hfs, cfgs = {}, {}
+    hfs, cfgs, checked = {}, {}, {}
+    pending = list(rows)
+
+    def run_genrun():
+        """genrun on every row whose prompts are drawn (the peer's turn came) and whose plan is ready."""
+        for r in [r for r in pending if "prompts" in res[r]] if not prep.is_alive() else []:
+            pending.remove(r)
+            m, b, ctx = r
+            plan = prep.done.get(plan_of(plans, m, b, ctx, N))
+            if not plan:
+                continue
+            path = os.path.join(work, f"{m}-b{b}-c{ctx}.jsonl")
+            with open(path, "w") as f:
+                for row in res[r]["prompts"].tolist():
+                    f.write(json.dumps({"input_ids": row}) + "\n")
+            for step in (1, 0):
+                g = genrun(bindir, plan[0], path, N, env, step, path + f".step{step}.out")
+                res[r][f"step{step}"] = g
+                if g:
+                    short = sum(len(t) < N for t in g["tokens"])
+                    log(f"{m} b{b} ctx {ctx}: genrun GENC_CUDA_STEP={step}: {g['ms']:.3f} ms/token, TTFT "
+                        f"{g['ttft']:.1f} ms" + (f"; {short} rows stopped early (EOS)" if short else "")
+                        + f" ({elapsed():.0f} s into the run)")
+            s1, s0, p = res[r].get("step1"), res[r].get("step0"), res[r].get("peer")
+            res[r]["agree"] = agreement(s1 and s1["tokens"], s0 and s0["tokens"])
+            pa = agreement(s0["tokens"], p["tokens"].tolist()) if ctx == P and s0 and p else None
+            if pa:
+                log(f"  tokens, genrun per-op vs torch peer: {pa[0]}/{pa[1]} in the rows' common prefixes (f16 "
+                    "near-ties make them part)")
+
     models = sorted({r[0] for r in rows}, key=lambda m: m != "llama1b")  # its long steps hide a busy host
     for mi, m in enumerate(models):
         t = time.time()
@@ -212,6 +249,9 @@ def run(args, root):
                 if not first and prep.is_alive():
                     log(f"  waiting for the exports and genc before timing {m} b{b}")
                     prep.join()
+            if elapsed() > args.budget:
+                log(f"{m} b{b} ctx {ctx}: torch peer skipped: {elapsed():.0f} s into the run, --budget {args.budget} s")
+                continue
             try:
                 p = torch_peer.measure(hf, ids[:, -P:].cuda(), N, torch, context=ctx, before_timed=quiet)
             except Exception as e:  # report it, keep the table going
@@ -226,31 +266,13 @@ def run(args, root):
                     f"{p['attention']}; compile and capture {p['compile_s']:.0f} s; cudagraph skips "
                     f"{p['cudagraph_skips']}" + "".join(f"; {a}: {ms * 1e3:.0f} us" for a, ms in p["choices"])
                     + f" ({elapsed():.0f} s into the run)")
+            if p and ctx == P and m not in checked:  # the peer's first tokens against HF generate()'s
+                checked[m] = torch_peer.check(hf, ids.cuda(), CHECK_TOKENS, torch, True, 0.05, got=p["tokens"])
+                log("\n".join(f"  torch peer vs HF, {m} b{b}: {line}" for line in checked[m][1]))
+            run_genrun()  # on a quiet host: between peers, once the exports and plans are done
     prep.join()
     log(f"exports and plans ready ({elapsed():.0f} s into the run)")
-    for r in rows:
-        m, b, ctx = r
-        plan = plan_of(plans, m, b, ctx, N)
-        if not prep.done.get(plan):
-            continue
-        path = os.path.join(work, f"{m}-b{b}-c{ctx}.jsonl")
-        with open(path, "w") as f:
-            for row in res[r]["prompts"].tolist():
-                f.write(json.dumps({"input_ids": row}) + "\n")
-        for step in (1, 0):
-            g = genrun(bindir, prep.done[plan][0], path, N, env, step, path + f".step{step}.out")
-            res[r][f"step{step}"] = g
-            if g:
-                short = sum(len(t) < N for t in g["tokens"])
-                log(f"{m} b{b} ctx {ctx}: genrun GENC_CUDA_STEP={step}: {g['ms']:.3f} ms/token, TTFT {g['ttft']:.1f} ms"
-                    + (f"; {short} rows stopped early (EOS)" if short else "") + f" ({elapsed():.0f} s into the run)")
-        s1, s0, p = res[r].get("step1"), res[r].get("step0"), res[r].get("peer")
-        a = agreement(s1 and s1["tokens"], s0 and s0["tokens"])
-        res[r]["agree"] = a
-        pa = agreement(s0["tokens"], p["tokens"].tolist()) if ctx == P and s0 and p else None
-        if pa:
-            log(f"  tokens, genrun per-op vs torch peer: {pa[0]}/{pa[1]} in the rows' common prefixes (f16 near-ties "
-                "make them part)")
+    run_genrun()
     # HF generate() with a static cache and torch.compile: the batch-1 prompt-length rows, inside the budget.
     hf_models = args.hf_compile_models.split(",") if args.hf_compile_models else []
     for r in rows:
@@ -265,6 +287,9 @@ def run(args, root):
                                          make=lambda: copy.deepcopy(hfs[m]))
         torch.cuda.empty_cache()
     table = render(rows, res, prep, plans, bw, dev, P, N)
+    table += ["", f"torch peer against HF generate() (greedy, the first {CHECK_TOKENS} tokens of each model's first "
+              "row; f16 near-tie: HF's logits differ by <= 0.05 where they part): " + "; ".join(
+                  f"{m}: {c[1][-1].replace('agreement: ', '')}" for m, c in checked.items())]
     open(os.path.join(args.out, "step_table.md"), "w").write("\n".join(table) + "\n")
     log(f"done in {elapsed():.0f} s")
     log("\n".join(table))

@@ -26,8 +26,9 @@ passes, its first step left out (genrun's --stats leaves out its first decode
 step too).
 
 The attention call: decode's query is one position, so the flash backend (no
-masks) is out; before compiling, each (form, backend) below is timed eagerly
-on the step's shapes and the fastest is kept (printed): the GQA form
+masks) is out; before compiling, each (form, backend) below is timed on the
+step's shapes (eagerly, its kernels back to back on the GPU, as a CUDA graph
+replays them) and the fastest is kept (printed): the GQA form
 (enable_gqa=True, query [B, H, 1, D]) or the grouped form (the query heads of
 one KV head as query rows, [B, KV, H/KV, D], no GQA needed), on the
 memory-efficient, cuDNN or math backend.
@@ -296,7 +297,7 @@ def _gpt2(hf, batch, max_len, torch):
     return Gpt2()
 
 
-def pick_attention(peer, pos, torch, reps=20):
+def pick_attention(peer, pos, torch, reps=50):
     """Times each attention form and backend eagerly on layer 0's cache with
     the decode step's query at position `pos`; keeps the fastest in
     peer.attention. Returns [(Attention, ms)], fastest first."""
@@ -315,16 +316,22 @@ def pick_attention(peer, pos, torch, reps=20):
                 with sdpa_kernel([getattr(SDPBackend, name)]), warnings.catch_warnings():
                     warnings.simplefilter("ignore")  # a refusing backend's reasons
                     out = att(F, q, k, v, mask)
-                    ev = [torch.cuda.Event(enable_timing=True) for _ in range(reps + 1)]
-                    for i in range(reps + 1):
-                        ev[i].record()
-                        if i < reps:
+                    ms = float("inf")
+                    for _ in range(2):
+                        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                        torch.cuda.synchronize()
+                        # The GPU spins while the host queues every call: the events then time the
+                        # kernels back to back, as a CUDA graph replays them, not the host's launches.
+                        torch.cuda._sleep(20_000_000)
+                        e0.record()
+                        for _ in range(reps):
                             att(F, q, k, v, mask)
-                    torch.cuda.synchronize()
+                        e1.record()
+                        torch.cuda.synchronize()
+                        ms = min(ms, e0.elapsed_time(e1) / reps)
             except RuntimeError as e:  # a backend that refuses these shapes
                 log(f"  attention {att}: refused ({str(e).splitlines()[0][:100]})")
                 continue
-            ms = sorted(ev[i].elapsed_time(ev[i + 1]) for i in range(reps))[reps // 2]
             found.append((att, ms, out.float()))
     if not found:
         raise RuntimeError("no SDPA backend ran the decode attention")
@@ -439,13 +446,16 @@ def prompts(vocab, batch, length, torch, seed=None):
     return torch.randint(3, vocab, (batch, length), generator=g)
 
 
-def check(hf, ids, new, torch, compile, tie_tol):
-    """The peer's greedy tokens against HF generate()'s. Returns (ok, lines)."""
+def check(hf, ids, new, torch, compile, tie_tol, got=None):
+    """The peer's greedy tokens (its own run's, or `got` [B, >= new] from an
+    earlier one) against HF generate()'s for `new` tokens. Returns (ok, lines)."""
     out = hf.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=new, min_new_tokens=None,
                       do_sample=False, eos_token_id=None, pad_token_id=0, use_cache=True,
                       output_scores=True, return_dict_in_generate=True)
     want = out.sequences[:, ids.shape[1]:].cpu()
-    got = measure(hf, ids, new, torch, compile=compile, tune=False)["tokens"]
+    if got is None:
+        got = measure(hf, ids, new, torch, compile=compile, tune=False)["tokens"]
+    got = got[:, :new]
     lines, ok, same = [], True, 0
     for r in range(ids.shape[0]):
         diff = (want[r] != got[r]).nonzero()
@@ -494,6 +504,8 @@ def run_cli():
     b = args.batch or (4 if args.check else 1)
     p = args.prompt or (32 if args.check else 128)
     n = args.new or (32 if args.check else 128)
+    if cpu and not args.check:
+        sys.exit("torch_peer.py: error: decode timing needs --device cuda (--check runs on the CPU)")
     t = time.perf_counter()
     hf = load_hf(export_args(args.model, args.seed), args.device, dtype, torch, transformers)
     log(f"{args.model}: weights drawn and loaded in {time.perf_counter() - t:.1f} s ({dtype}, {args.device})")
@@ -503,8 +515,6 @@ def run_cli():
         ok, lines = check(hf, ids, n, torch, not args.no_compile, tol)
         log("\n".join(f"{args.model} b{b}: {s}" for s in lines))
         sys.exit(0 if ok else 1)
-    if cpu:
-        sys.exit("torch_peer.py: error: decode timing needs --device cuda (--check runs on the CPU)")
     r = measure(hf, ids, n, torch, context=args.context, compile=not args.no_compile)
     for att, ms in r["choices"]:
         log(f"  attention {att}: {ms * 1e3:.1f} us a layer")
