@@ -5,6 +5,8 @@ usage (there, after tools/pack.sh here):
   python3 bench/bench.py [--models gpt2,llama1b] [--batches 1,32] [--prompt 128] [--new 128]
                          [--compile-peer] [--sampling] [--out DIR]
   python3 bench/bench.py --device cpu --models gpt2,llama135m --batches 1,8 --new 64   # here
+  python3 bench/bench.py --step-table [--rows llama1b:1,llama1b:1@65536,...] [--budget 540]
+      (the step-kernel table instead: bench/step_table.py says what it holds)
 
 For each model (random weights, fp16, greedy, prompt --prompt tokens, --new new tokens):
   genrun --device cuda on an f16 plan: load time (not in the TTFT), time to first token,
@@ -30,8 +32,9 @@ import tarfile
 import tempfile
 import time
 
+EXPORT_SEED = 3  # tools/export.py's --seed for every model here (bench/torch_peer.py draws the same weights)
 MODELS = {
-    # name: (export arguments, HF config overrides)
+    # name: tools/export.py's arguments
     "gpt2": ["--arch", "gpt2", "--set", "n_embd=768", "--set", "n_layer=12", "--set", "n_head=12",
              "--set", "vocab_size=50257", "--set", "n_positions=1024"],
     # A 135M Llama-style config (SmolLM-135M's shape): 30 layers, tied embeddings.
@@ -137,17 +140,18 @@ def hf_static_decode(torch, model, ids, new):
     return best
 
 
-def hf_compiled(torch, transformers, cfg, ids, new, name, b):
+def hf_compiled(torch, transformers, cfg, ids, new, name, b, make=None):
     """ms per decode step of HF generate() with a static cache and torch.compile,
     or None. transformers 5.x compiles the decode forward itself when the cache
     is static (its CompileConfig: inductor, CUDA graphs); compiling
     model.forward by hand on top of that failed in 5.17 (a CUDA graph's output
     overwritten in StaticCache). So: generate's own compile first, then a
-    hand-compiled forward without CUDA graphs."""
+    hand-compiled forward without CUDA graphs. make(): a fresh fp16 model on
+    the GPU (default: random weights from cfg)."""
     tries = [("generate's compile", None), ("torch.compile max-autotune-no-cudagraphs", "max-autotune-no-cudagraphs")]
     for what, mode in tries:
         try:
-            cm = transformers.AutoModelForCausalLM.from_config(cfg, dtype=torch.float16).cuda().eval()
+            cm = make() if make else transformers.AutoModelForCausalLM.from_config(cfg, dtype=torch.float16).cuda().eval()
             if mode:
                 cm.generation_config.disable_compile = True
                 cm.forward = torch.compile(cm.forward, mode=mode, fullgraph=True)
@@ -201,8 +205,22 @@ def main():
     ap.add_argument("--dtype", help="the plans' dtype (default: f16 on the GPU, f32 on the CPU)")
     ap.add_argument("--bin", help="genc/genrun folder (default: dist/ for cuda, build/tools for cpu)")
     ap.add_argument("--out", default=os.environ.get("OUT", "/tmp/bench"))
+    ap.add_argument("--step-table", action="store_true",
+                    help="the step-kernel table instead (bench/step_table.py: --rows, --budget, --hf-compile-models)")
+    ap.add_argument("--rows", default=None, help="--step-table: MODEL:BATCH[@CONTEXT],... (default: step_table.ROWS)")
+    ap.add_argument("--budget", type=float, default=540,
+                    help="--step-table: seconds; the HF static+compile rows are skipped past budget - 90")
+    ap.add_argument("--hf-compile-models", default="llama1b,gpt2,llama135m",
+                    help="--step-table: the models whose batch-1 row gets HF static+compile ('' for none)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
+    if args.step_table:
+        import step_table
+        if args.device != "cuda":
+            sys.exit("bench.py: error: --step-table runs on the GPU (--device cuda)")
+        args.rows = args.rows or step_table.ROWS
+        step_table.run(args, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        return
     import torch
     import transformers
     torch.set_grad_enabled(False)
@@ -237,7 +255,7 @@ def main():
         r = subprocess.CompletedProcess([], 0)
         if not os.path.exists(os.path.join(d, "model.onnx")):
             r = subprocess.run([sys.executable, os.path.join(root, "tools", "export.py"), *MODELS[name],
-                                "--seed", "3", "--no-check", "--out", d], capture_output=True, text=True)
+                                "--seed", str(EXPORT_SEED), "--no-check", "--out", d], capture_output=True, text=True)
         if r.returncode:
             log(f"{name}: export failed\n{r.stderr[-2000:]}")
             continue
