@@ -166,6 +166,62 @@ Status checkCover(const StepSchedule &s, size_t i, const std::vector<const StepI
   return bad("an unknown kind");
 }
 
+// The kernel orders nothing but the waits: every value a step op reads that
+// another step op writes must come from one it waits on, directly or through
+// the ops those wait on; an attention merge waits on its decode partials.
+Status checkDataWaits(const StepSchedule &s, const Program &decode) {
+  const size_t n = s.ops.size();
+  std::vector<std::vector<char>> before(n, std::vector<char>(n, 0)); // before[i][j]: i waits on j, transitively
+  for (size_t i = 0; i < n; ++i) {
+    std::vector<int32_t> stack;
+    for (const StepWait &w : s.ops[i].waits)
+      stack.push_back(w.counter);
+    while (!stack.empty()) {
+      const int32_t j = stack.back();
+      stack.pop_back();
+      if (before[i][size_t(j)])
+        continue;
+      before[i][size_t(j)] = 1;
+      for (const StepWait &w : s.ops[size_t(j)].waits)
+        stack.push_back(w.counter);
+    }
+  }
+  auto irOps = [&](const StepOp &o) {
+    std::vector<int32_t> r;
+    for (int32_t x : {o.before, o.op, o.after})
+      if (x >= 0 && x < static_cast<int32_t>(decode.ops.size()))
+        r.push_back(x);
+    return r;
+  };
+  std::vector<int32_t> writer(decode.values.size(), -1);
+  for (size_t i = 0; i < n; ++i) {
+    if (s.ops[i].kind == StepOpKind::AttnDecode)
+      continue; // its partials go to the merge, its k and v to the cache
+    for (int32_t x : irOps(s.ops[i]))
+      for (int32_t v : decode.ops[size_t(x)].results)
+        if (v >= 0 && v < static_cast<int32_t>(writer.size()))
+          writer[size_t(v)] = static_cast<int32_t>(i);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const StepOp &o = s.ops[i];
+    for (int32_t x : irOps(o))
+      for (int32_t v : decode.ops[size_t(x)].operands) {
+        const int32_t w = v >= 0 && v < static_cast<int32_t>(writer.size()) ? writer[size_t(v)] : -1;
+        if (w >= 0 && w != static_cast<int32_t>(i) && !before[i][size_t(w)])
+          return Status::error("step schedule: " + what(s, int32_t(i)) + " reads value " + std::to_string(v) +
+                               ", which " + what(s, w) + " writes, without waiting for it");
+      }
+    if (o.kind == StepOpKind::AttnMerge) {
+      bool partials = false;
+      for (size_t j = 0; j < n; ++j)
+        partials |= s.ops[j].kind == StepOpKind::AttnDecode && s.ops[j].op == o.op && before[i][j];
+      if (!partials)
+        return Status::error("step schedule: " + what(s, int32_t(i)) + " does not wait for its decode partials");
+    }
+  }
+  return Status::ok();
+}
+
 } // namespace
 
 Status verifyStepSchedule(const StepSchedule &s, const Program &decode, const std::vector<Tensor> &weights) {
@@ -211,6 +267,8 @@ Status verifyStepSchedule(const StepSchedule &s, const Program &decode, const st
       return bad("the blocks' lists name item " + std::to_string(i) + " twice or past the items");
   if (s.order.size() != s.items.size())
     return bad(std::to_string(s.items.size() - s.order.size()) + " items are in no block's list");
+  if (Status st = checkDataWaits(s, decode); !st)
+    return st;
 
   // The blocks run their lists in order, an item once its op's waits are
   // met: what the kernel does, with every item taking no time. Where no
