@@ -42,6 +42,16 @@ config.environment["GENC_KERNEL_CACHE"] = os.environ.get(
 if getattr(config, "genc_have_nvrtc", "OFF") in ("ON", "1", "TRUE"):
     config.available_features.add("nvrtc")
 
+# The GGUF converter's tests (tools/gguf_to_onnx.py) and the checks that read
+# ONNX files back need Python's onnx and gguf packages (tools/setup.sh
+# installs them): `REQUIRES: python-onnx`, `REQUIRES: python-gguf`.
+for feature, module in (("python-onnx", "onnx"), ("python-gguf", "gguf")):
+    try:
+        if subprocess.run([config.python, "-c", "import " + module], capture_output=True, timeout=60).returncode == 0:
+            config.available_features.add(feature)
+    except Exception:
+        pass
+
 # GPU tests say `REQUIRES: cuda`; CI has no GPU and skips them.
 try:
     if shutil.which("nvidia-smi") and subprocess.run(["nvidia-smi", "-L"], capture_output=True, timeout=20).returncode == 0:

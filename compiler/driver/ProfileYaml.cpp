@@ -31,7 +31,8 @@ std::string keyPath(const std::vector<std::string> &path) {
 }
 
 const char *const kTopKeys = "max_batch, max_beams, max_length, max_tokens, max_source_length, "
-                             "max_new_tokens, dtype, cross_kv_dtype, gpu_archs, passes, generation, tokenizer";
+                             "max_new_tokens, dtype, cross_kv_dtype, weights, group_size, quantize_lm_head, "
+                             "weights_zero_point, gpu_archs, passes, generation, tokenizer";
 const char *const kGenerationKeys =
     "eos_token_id, pad_token_id, bos_token_id, decoder_start_token_id";
 
@@ -82,6 +83,15 @@ struct DTypeName {
 struct CrossKvDTypeName {
   std::string v;
 };
+struct WeightsName {
+  std::string v;
+};
+struct GroupSize {
+  int64_t v = 0;
+};
+struct Flag {
+  bool v = false;
+};
 struct ArchName {
   std::string v;
 };
@@ -118,6 +128,17 @@ template <typename W, std::string (*Check)(const std::string &)> struct TextScal
     return report(ctx, Check(w.v));
   }
   static llvm::yaml::QuotingType mustQuote(llvm::StringRef s) { return llvm::yaml::needsQuotes(s); }
+};
+
+struct FlagScalar {
+  static void output(const Flag &w, void *, llvm::raw_ostream &os) { os << (w.v ? "true" : "false"); }
+  static llvm::StringRef input(llvm::StringRef s, void *ctx, Flag &w) {
+    if (s != "true" && s != "false")
+      return report(ctx, "expected true or false (got '" + s.str() + "')");
+    w.v = s == "true";
+    return {};
+  }
+  static llvm::yaml::QuotingType mustQuote(llvm::StringRef) { return llvm::yaml::QuotingType::None; }
 };
 
 template <typename W, typename T>
@@ -164,6 +185,9 @@ template <> struct ScalarTraits<Count> : IntScalar<Count, checkCount> {};
 template <> struct ScalarTraits<TokenId> : IntScalar<TokenId, checkTokenId> {};
 template <> struct ScalarTraits<DTypeName> : TextScalar<DTypeName, checkDType> {};
 template <> struct ScalarTraits<CrossKvDTypeName> : TextScalar<CrossKvDTypeName, checkCrossKvDType> {};
+template <> struct ScalarTraits<WeightsName> : TextScalar<WeightsName, checkWeights> {};
+template <> struct ScalarTraits<GroupSize> : IntScalar<GroupSize, checkGroupSize> {};
+template <> struct ScalarTraits<Flag> : FlagScalar {};
 template <> struct ScalarTraits<ArchName> : TextScalar<ArchName, checkGpuArchName> {};
 template <> struct ScalarTraits<PassName> : TextScalar<PassName, checkPassName> {};
 template <> struct ScalarTraits<PathName> : TextScalar<PathName, checkPath> {};
@@ -187,6 +211,10 @@ template <> struct MappingTraits<CompileProfile> {
     mapKey<Count>(io, "max_new_tokens", p.maxNewTokens);
     mapKey<DTypeName>(io, "dtype", p.dtype);
     mapKey<CrossKvDTypeName>(io, "cross_kv_dtype", p.crossKvDtype);
+    mapKey<WeightsName>(io, "weights", p.weights);
+    mapKey<GroupSize>(io, "group_size", p.groupSize);
+    mapKey<Flag>(io, "quantize_lm_head", p.quantizeLmHead);
+    mapKey<Flag>(io, "weights_zero_point", p.weightsZeroPoint);
     mapList<ArchName>(io, "gpu_archs", p.gpuArchs);
     mapList<PassName>(io, "passes", p.passes);
     std::optional<GenerationDefaults> g; // no section when it sets nothing
