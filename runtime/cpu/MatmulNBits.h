@@ -6,11 +6,13 @@
 //   y[M, N] = a[M, K] · W     W[k, n] = (q[n, k] - z[n, blk]) · s[n, blk]
 //
 // Arithmetic (what the interpreter, the executor and the GPU kernels share):
-// each weight is dequantized to f32 exactly as NBitsLayout.h says — (q - z)
-// in f32, then one f32 product with s — and y is the f32 sum of
-// a[m, k] · W[k, n] over k, in an order the kernel chooses (so it equals
-// the dequantized matrix's product to f32 rounding of the sum, not to the
-// bit). The tests compare every kernel against a double-precision sum.
+// y is the f32 sum over k of a[m, k] · W[k, n], W dequantized as
+// NBitsLayout.h says ((q - z) in f32, one f32 product with s), in an order
+// and association the kernel chooses: the plain loops and the 4-bit
+// kernels multiply by each dequantized weight, the 8-bit AVX-512 kernel
+// sums (q - z) · a over a block and multiplies the sum by s. So y equals
+// the dequantized matrix's product to the f32 rounding of a sum, not to the
+// bit; the tests compare every kernel against a double-precision sum.
 //
 // Up to 8 rows (decode): each column's blocks are read once for all rows and
 // widened in registers (AVX-512 or AVX2 with FMA, chosen at run time; plain

@@ -4,12 +4,15 @@
 // codes [N, blocks, blob] u8, scales [N, blocks] f32, zero points
 // [N, zeroPointBytes] u8 or [N, blocks] f32, y [M, N].
 //
-// One column at a time: its blocks stream in order, 16 code bytes a load
-// (a 4-bit block of 32, or 16 codes of an 8-bit block), widened to 32-bit
-// lanes, the zero point subtracted (as integers, or in f32 for float zero
-// points), converted and multiplied by the block's scale — the dequantized
-// weight of MatmulNBits.h to the bit — then one fused multiply-add per row
-// into that row's accumulators, so each code is widened once for all M rows.
+// A column's blocks stream in order, 16 code bytes a load (a 4-bit block
+// of 32, or 16 codes of an 8-bit block), widened to 32-bit lanes, the zero
+// point subtracted (as integers, or in f32 for float zero points),
+// converted and multiplied by the block's scale — the dequantized weight of
+// MatmulNBits.h to the bit — then one fused multiply-add per row into that
+// row's accumulators, so each code is widened once for all M rows. AVX-512
+// looks 4-bit codes up in a table of the block's 16 dequantized values
+// instead, and multiplies 8-bit blocks' partial sums of (q - z) · a by the
+// scale once; with one or two rows it runs two columns at a time.
 // The column's sum is the accumulators' reduction (the order the header
 // leaves unspecified).
 //
@@ -46,14 +49,19 @@ void arrangeNBitsRow(const NBitsShape &s, const float *x, float *out) {
 
 namespace {
 
-// The integer zero point of block j of column n (the default when none).
-inline int32_t intZeroPoint(const NBitsMatrix &w, int64_t n, int64_t j) {
-  if (w.zeroPoints == ZeroPointKind::Packed)
-    return nbitsPackedZeroPoint(w.zpPacked + n * w.shape.zeroPointBytes(), j, w.shape.bits);
-  return w.shape.defaultZeroPoint();
-}
+// The integer zero points of a column: its packed row (null: the default).
+struct IntZeroPoints {
+  const uint8_t *row;
+  int32_t dflt;
+  IntZeroPoints(const NBitsMatrix &w, int64_t n)
+      : row(w.zeroPoints == ZeroPointKind::Packed ? w.zpPacked + n * w.shape.zeroPointBytes() : nullptr),
+        dflt(w.shape.defaultZeroPoint()) {}
+  template <int BITS> int32_t at(int64_t j) const { return row ? nbitsPackedZeroPoint(row, j, BITS) : dflt; }
+};
 
 // ---- AVX-512: 16 lanes ---------------------------------------------------------
+
+constexpr int64_t kPrefetchColumns = 8;
 
 template <bool FZP>
 __attribute__((target("avx512f"), always_inline)) inline __m512 dequant512(__m512i q, __m512i zi, __m512 zf,
@@ -64,47 +72,109 @@ __attribute__((target("avx512f"), always_inline)) inline __m512 dequant512(__m51
     return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(q, zi)), s);
 }
 
+// 4-bit codes index a table of the block's 16 dequantized values,
+// table[i] = (i - z) * s — the same f32 arithmetic as dequant512 gives the
+// code i — with one permute a vector (vpermps reads an index's low 4 bits:
+// the low nibble of a widened byte directly, the high one after a shift).
+template <bool FZP>
+__attribute__((target("avx512f"), always_inline)) inline __m512 table512(__m512i zi, __m512 zf, __m512 s) {
+  const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  return dequant512<FZP>(iota, zi, zf, s);
+}
+
+// Columns n .. n + C - 1 together: with one or two rows, a column alone
+// would wait on a multiply-add's latency every 32 codes; C columns give C
+// times the independent accumulators (their indexes stay compile-time
+// constants, so they live in registers).
+template <int M, int BITS, bool FZP, int C>
+__attribute__((target("avx512f"), always_inline)) inline void columns512(const float *x, const NBitsMatrix &w,
+                                                                          float *y, int64_t n) {
+  const int64_t bs = w.shape.blockSize, blocks = w.shape.blocks(), blob = w.shape.blobBytes(), N = w.shape.N;
+  const int64_t xs = blocks * bs; // an arranged row
+  const uint8_t *codes[C];
+  const float *sc[C], *zfs[C];
+  const IntZeroPoints *zps[C];
+  IntZeroPoints zp0(w, n), zp1(w, n + C - 1);
+  __m512 acc[C][M][2];
+  const __m512 base8 = table512<false>(_mm512_set1_epi32(8), _mm512_setzero_ps(), _mm512_set1_ps(1.f));
+  for (int c = 0; c < C; ++c) {
+    codes[c] = w.codes + (n + c) * blocks * blob;
+    sc[c] = w.scales + (n + c) * blocks;
+    zfs[c] = FZP ? w.zpFloat + (n + c) * blocks : nullptr;
+    zps[c] = c ? &zp1 : &zp0;
+    for (int m = 0; m < M; ++m)
+      acc[c][m][0] = acc[c][m][1] = _mm512_setzero_ps();
+  }
+  // The codes and scales a few columns on: plans map their weights from the
+  // file in 4 KiB pages, which the hardware prefetchers do not cross.
+  for (int c = 0; c < C; ++c) {
+    for (int64_t off = 0; off < blocks * blob; off += 64)
+      _mm_prefetch(reinterpret_cast<const char *>(codes[c] + kPrefetchColumns * blocks * blob + off), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char *>(sc[c] + kPrefetchColumns * blocks), _MM_HINT_T0);
+  }
+  for (int64_t j = 0; j < blocks; ++j) {
+    __m512 s[C], zf[C];
+    __m512i zi[C];
+    for (int c = 0; c < C; ++c) {
+      s[c] = _mm512_set1_ps(sc[c][j]);
+      zf[c] = _mm512_set1_ps(FZP ? zfs[c][j] : 0.f);
+      zi[c] = _mm512_set1_epi32(FZP ? 0 : zps[c]->template at<BITS>(j));
+    }
+    const float *xj = x + j * bs;
+    if constexpr (BITS == 4) {
+      __m512 table[C];
+      for (int c = 0; c < C; ++c) // the default zero point's (i - 8) once, not a block
+        table[c] = FZP || zps[c]->row ? table512<FZP>(zi[c], zf[c], s[c]) : _mm512_mul_ps(base8, s[c]);
+      for (int64_t g = 0; g < bs; g += 32)
+        for (int c = 0; c < C; ++c) {
+          const __m512i v =
+              _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(codes[c] + j * blob + g / 2)));
+          const __m512 lo = _mm512_permutexvar_ps(v, table[c]);
+          const __m512 hi = _mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), table[c]);
+          for (int m = 0; m < M; ++m) {
+            acc[c][m][0] = _mm512_fmadd_ps(lo, _mm512_loadu_ps(xj + m * xs + g), acc[c][m][0]);
+            acc[c][m][1] = _mm512_fmadd_ps(hi, _mm512_loadu_ps(xj + m * xs + g + 16), acc[c][m][1]);
+          }
+        }
+    } else {
+      // 8 bits: (q - z) per code, the block's scale once on its partial
+      // sums (a multiply a vector fewer than dequantizing every code).
+      __m512 part[C][M][2];
+      for (int c = 0; c < C; ++c)
+        for (int m = 0; m < M; ++m)
+          part[c][m][0] = part[c][m][1] = _mm512_setzero_ps();
+      for (int64_t g = 0; g < bs; g += 32)
+        for (int c = 0; c < C; ++c)
+          for (int h = 0; h < 2; ++h) { // blocks are multiples of 16 codes; of 32 but for block_size 16
+            if (g + 16 * h >= bs)
+              break;
+            const __m512i v = _mm512_cvtepu8_epi32(
+                _mm_loadu_si128(reinterpret_cast<const __m128i *>(codes[c] + j * blob + g + 16 * h)));
+            const __m512 q = FZP ? _mm512_sub_ps(_mm512_cvtepi32_ps(v), zf[c])
+                                 : _mm512_cvtepi32_ps(_mm512_sub_epi32(v, zi[c]));
+            for (int m = 0; m < M; ++m)
+              part[c][m][h] = _mm512_fmadd_ps(q, _mm512_loadu_ps(xj + m * xs + g + 16 * h), part[c][m][h]);
+          }
+      for (int c = 0; c < C; ++c)
+        for (int m = 0; m < M; ++m)
+          for (int h = 0; h < 2; ++h)
+            acc[c][m][h] = _mm512_fmadd_ps(s[c], part[c][m][h], acc[c][m][h]);
+    }
+  }
+  for (int c = 0; c < C; ++c)
+    for (int m = 0; m < M; ++m)
+      y[m * N + n + c] = _mm512_reduce_add_ps(_mm512_add_ps(acc[c][m][0], acc[c][m][1]));
+}
+
 template <int M, int BITS, bool FZP>
 __attribute__((target("avx512f"))) void rows512(const float *x, const NBitsMatrix &w, float *y, int64_t n0,
                                                 int64_t n1) {
-  const int64_t bs = w.shape.blockSize, blocks = w.shape.blocks(), blob = w.shape.blobBytes(), N = w.shape.N;
-  const int64_t xs = blocks * bs; // an arranged row
-  const __m512i nibble = _mm512_set1_epi32(0xF);
-  for (int64_t n = n0; n < n1; ++n) {
-    const uint8_t *codes = w.codes + n * blocks * blob;
-    const float *sc = w.scales + n * blocks;
-    __m512 acc[M][2];
-    for (int m = 0; m < M; ++m)
-      acc[m][0] = acc[m][1] = _mm512_setzero_ps();
-    for (int64_t j = 0; j < blocks; ++j) {
-      const __m512 s = _mm512_set1_ps(sc[j]);
-      const __m512 zf = _mm512_set1_ps(FZP ? w.zpFloat[n * blocks + j] : 0.f);
-      const __m512i zi = _mm512_set1_epi32(FZP ? 0 : intZeroPoint(w, n, j));
-      const uint8_t *b = codes + j * blob;
-      const float *xj = x + j * bs;
-      if constexpr (BITS == 4) {
-        for (int64_t g = 0; g < bs; g += 32) {
-          const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(b + g / 2)));
-          const __m512 lo = dequant512<FZP>(_mm512_and_si512(v, nibble), zi, zf, s);
-          const __m512 hi = dequant512<FZP>(_mm512_srli_epi32(v, 4), zi, zf, s);
-          for (int m = 0; m < M; ++m) {
-            acc[m][0] = _mm512_fmadd_ps(lo, _mm512_loadu_ps(xj + m * xs + g), acc[m][0]);
-            acc[m][1] = _mm512_fmadd_ps(hi, _mm512_loadu_ps(xj + m * xs + g + 16), acc[m][1]);
-          }
-        }
-      } else {
-        for (int64_t g = 0; g < bs; g += 16) {
-          const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(b + g)));
-          const __m512 wv = dequant512<FZP>(v, zi, zf, s);
-          const int a = static_cast<int>((g >> 4) & 1);
-          for (int m = 0; m < M; ++m)
-            acc[m][a] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(xj + m * xs + g), acc[m][a]);
-        }
-      }
-    }
-    for (int m = 0; m < M; ++m)
-      y[m * N + n] = _mm512_reduce_add_ps(_mm512_add_ps(acc[m][0], acc[m][1]));
-  }
+  constexpr int C = M <= 2 ? 2 : 1;
+  int64_t n = n0;
+  for (; n + C <= n1; n += C)
+    columns512<M, BITS, FZP, C>(x, w, y, n);
+  for (; n < n1; ++n)
+    columns512<M, BITS, FZP, 1>(x, w, y, n);
 }
 
 // ---- AVX2 + FMA: 8 lanes ---------------------------------------------------------
@@ -135,14 +205,16 @@ __attribute__((target("avx2,fma"))) void rows256(const float *x, const NBitsMatr
   for (int64_t n = n0; n < n1; ++n) {
     const uint8_t *codes = w.codes + n * blocks * blob;
     const float *sc = w.scales + n * blocks;
+    const float *zfs = FZP ? w.zpFloat + n * blocks : nullptr;
+    const IntZeroPoints zps(w, n);
     __m256 acc[M][A];
     for (int m = 0; m < M; ++m)
       for (int a = 0; a < A; ++a)
         acc[m][a] = _mm256_setzero_ps();
     for (int64_t j = 0; j < blocks; ++j) {
       const __m256 s = _mm256_set1_ps(sc[j]);
-      const __m256 zf = _mm256_set1_ps(FZP ? w.zpFloat[n * blocks + j] : 0.f);
-      const __m256i zi = _mm256_set1_epi32(FZP ? 0 : intZeroPoint(w, n, j));
+      const __m256 zf = _mm256_set1_ps(FZP ? zfs[j] : 0.f);
+      const __m256i zi = _mm256_set1_epi32(FZP ? 0 : zps.at<BITS>(j));
       const uint8_t *b = codes + j * blob;
       const float *xj = x + j * bs;
       // 16 code bytes widened in two halves of 8.
