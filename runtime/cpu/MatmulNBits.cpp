@@ -127,21 +127,25 @@ void matmulNBits(const float *a, const NBitsMatrix &w, float *y, int64_t M, Thre
     });
     return;
   }
-  // Many rows: compute-bound. Panels of columns dequantized into a buffer
-  // that stays in cache (a whole f32 copy would be written to memory and
-  // read back), each through sgemm (b read as [nb, K]).
+  // Many rows: compute-bound. Each thread takes whole panels of columns,
+  // dequantizes each into a buffer that stays in cache (a whole f32 copy
+  // would be written to memory and read back) and runs it through sgemm
+  // (b read as [nb, K]): one hand-out of work a product, not one a panel.
   constexpr int64_t NB = 256;
-  static thread_local std::vector<float> panel, out;
-  panel.resize(static_cast<size_t>(NB * K));
-  out.resize(static_cast<size_t>(M * NB));
-  for (int64_t n0 = 0; n0 < N; n0 += NB) {
-    const int64_t nb = std::min(NB, N - n0);
-    float *pw = panel.data();
-    forPieces(pool, nb, 8, [&](int64_t c0, int64_t c1) { dequantizeNBits(w, n0 + c0, n0 + c1, pw + c0 * K); });
-    matmul(a, pw, out.data(), M, nb, K, /*transB=*/true, pool);
-    for (int64_t m = 0; m < M; ++m)
-      std::memcpy(y + m * N + n0, out.data() + m * nb, static_cast<size_t>(nb) * sizeof(float));
-  }
+  const int64_t panels = (N + NB - 1) / NB;
+  const bool simd = gKind.load() == Kind::Avx512 && (w.shape.bits == 8 || w.shape.blockSize >= 32);
+  forPieces(pool, panels, 1, [&](int64_t p0, int64_t p1) {
+    static thread_local std::vector<float> panel, out;
+    panel.resize(static_cast<size_t>(NB * K));
+    out.resize(static_cast<size_t>(M * NB));
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t n0 = p * NB, nb = std::min(NB, N - n0);
+      (simd ? nbitsDequantAvx512 : dequantizeNBits)(w, n0, n0 + nb, panel.data());
+      matmul(a, panel.data(), out.data(), M, nb, K, /*transB=*/true, nullptr);
+      for (int64_t m = 0; m < M; ++m)
+        std::memcpy(y + m * N + n0, out.data() + m * nb, static_cast<size_t>(nb) * sizeof(float));
+    }
+  });
 }
 
 } // namespace genrt::cpu

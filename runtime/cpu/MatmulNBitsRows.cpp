@@ -177,6 +177,49 @@ __attribute__((target("avx512f"))) void rows512(const float *x, const NBitsMatri
     columns512<M, BITS, FZP, 1>(x, w, y, n);
 }
 
+// Elements k .. k + 15 of a column, those below K.
+__attribute__((target("avx512f"), always_inline)) inline void storeBelow512(float *o, int64_t k, int64_t K, __m512 v) {
+  const int64_t left = K - k;
+  if (left >= 16)
+    _mm512_storeu_ps(o + k, v);
+  else if (left > 0)
+    _mm512_mask_storeu_ps(o + k, static_cast<__mmask16>((1u << left) - 1), v);
+}
+
+// Columns [n0, n1) dequantized (dequantizeNBits' values to the bit, and its
+// layout: out[(n - n0) * K + k]), for the panels of many-row products.
+template <int BITS, bool FZP>
+__attribute__((target("avx512f"))) void dequant512Columns(const NBitsMatrix &w, int64_t n0, int64_t n1, float *out) {
+  const int64_t bs = w.shape.blockSize, blocks = w.shape.blocks(), blob = w.shape.blobBytes(), K = w.shape.K;
+  // Even elements come from the low nibbles, odd ones from the high.
+  const __m512i first = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const __m512i second = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+  for (int64_t n = n0; n < n1; ++n) {
+    const uint8_t *codes = w.codes + n * blocks * blob;
+    const IntZeroPoints zps(w, n);
+    float *o = out + (n - n0) * K;
+    for (int64_t j = 0; j < blocks; ++j) {
+      const __m512 s = _mm512_set1_ps(w.scales[n * blocks + j]);
+      const __m512 zf = _mm512_set1_ps(FZP ? w.zpFloat[n * blocks + j] : 0.f);
+      const __m512i zi = _mm512_set1_epi32(FZP ? 0 : zps.at<BITS>(j));
+      const uint8_t *b = codes + j * blob;
+      if constexpr (BITS == 4) {
+        const __m512 table = table512<FZP>(zi, zf, s);
+        for (int64_t g = 0; g < bs; g += 32) {
+          const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(b + g / 2)));
+          const __m512 lo = _mm512_permutexvar_ps(v, table), hi = _mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), table);
+          storeBelow512(o, j * bs + g, K, _mm512_permutex2var_ps(lo, first, hi));
+          storeBelow512(o, j * bs + g + 16, K, _mm512_permutex2var_ps(lo, second, hi));
+        }
+      } else {
+        for (int64_t g = 0; g < bs; g += 16)
+          storeBelow512(o, j * bs + g, K, dequant512<FZP>(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(b + g))),
+                                            zi, zf, s));
+      }
+    }
+  }
+}
+
 // ---- AVX2 + FMA: 8 lanes ---------------------------------------------------------
 
 __attribute__((target("avx2,fma"))) inline float hsum256(__m256 v) {
@@ -278,6 +321,14 @@ RowsFn pick(const NBitsMatrix &w, int64_t M) {
 
 void nbitsRowsAvx512(const float *x, const NBitsMatrix &w, float *y, int64_t M, int64_t n0, int64_t n1) {
   pick<Avx512Fn>(w, M)(x, w, y, n0, n1);
+}
+
+void nbitsDequantAvx512(const NBitsMatrix &w, int64_t n0, int64_t n1, float *out) {
+  const bool fzp = w.zeroPoints == ZeroPointKind::Float;
+  if (w.shape.bits == 4)
+    (fzp ? dequant512Columns<4, true> : dequant512Columns<4, false>)(w, n0, n1, out);
+  else
+    (fzp ? dequant512Columns<8, true> : dequant512Columns<8, false>)(w, n0, n1, out);
 }
 
 void nbitsRowsAvx2(const float *x, const NBitsMatrix &w, float *y, int64_t M, int64_t n0, int64_t n1) {

@@ -6,6 +6,7 @@
 // dequantization is exact, and the thread pool never changes a bit.
 #include "runtime/Tensor.h"
 #include "runtime/cpu/MatmulNBits.h"
+#include "runtime/cpu/MatmulNBitsRows.h"
 #include "runtime/cpu/ThreadPool.h"
 
 #include <gtest/gtest.h>
@@ -94,6 +95,24 @@ TEST(MatmulNBits, DequantizesExactlyAsTheLayoutSays) {
           ASSERT_EQ(std::memcmp(&got[n * c.s.K + k], &want, 4), 0) << "bits " << bits << " n " << n << " k " << k;
         }
     }
+}
+
+TEST(MatmulNBits, Avx512DequantizesToTheSameBits) {
+  if (!forceNBitsKernel("avx512"))
+    GTEST_SKIP() << "no AVX-512 here";
+  forceNBitsKernel("");
+  std::mt19937 rng(4804);
+  for (int64_t bits : {4, 8})
+    for (int64_t bs : {32, 64})
+      for (int64_t K : {32, 75, 200})
+        for (ZeroPointKind zp : {ZeroPointKind::Default, ZeroPointKind::Packed, ZeroPointKind::Float}) {
+          const Case c = makeCase(rng, {bits, bs, K, 7}, zp);
+          std::vector<float> want(c.s.N * K), got(c.s.N * K + 16, 12345.f);
+          dequantizeNBits(c.matrix(), 0, c.s.N, want.data());
+          nbitsDequantAvx512(c.matrix(), 0, c.s.N, got.data());
+          ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * 4), 0) << bits << " " << bs << " " << K;
+          ASSERT_EQ(got[c.s.N * K], 12345.f) << "wrote past the last column";
+        }
 }
 
 TEST(MatmulNBits, MatchesADoubleSumOverTheDequantizedWeights) {
