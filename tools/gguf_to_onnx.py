@@ -45,6 +45,12 @@ LAYER_TENSORS = {"attn_norm.weight": "input_layernorm.weight", "ffn_norm.weight"
                  "ffn_up.weight": "mlp.up_proj.weight", "ffn_down.weight": "mlp.down_proj.weight"}
 
 
+def printable(name, limit=80):
+    """A name from a damaged file, safe on one line: control characters escaped, cut."""
+    text = "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in name)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 def damaged_tensor(path):
     """Why the gguf package's reader failed, naming the tensor: the first one
     of an unknown block type or whose data runs past the end of the file (a
@@ -87,7 +93,7 @@ def damaged_tensor(path):
         for i in range(n_kv):
             where = f"metadata entry {i}"
             key = string()
-            where = f"key {key}"
+            where = f"key {printable(key)}"
             t = take("I")
             start = pos
             value(t)
@@ -103,10 +109,10 @@ def damaged_tensor(path):
         base = (pos + alignment - 1) // alignment * alignment
         for name, dims, qtype, off in infos:
             if qtype not in gguf.GGMLQuantizationType._value2member_map_:
-                return f"tensor {name} has an unknown block type ({qtype})"
+                return f"tensor {printable(name)} has an unknown block type ({qtype})"
             block, nbytes = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType(qtype)]
             if base + off + int(np.prod(dims)) // block * nbytes > size:
-                return f"tensor {name} runs past the end of the file (truncated?)"
+                return f"tensor {printable(name)} runs past the end of the file (truncated?)"
     except struct.error:
         return f"{where} is cut short (truncated?)"
     except (ValueError, KeyError, IndexError, OverflowError):
@@ -128,7 +134,7 @@ def read(path):
         why = damaged_tensor(path)
         if why:
             raise ConvertError(f"{path}: {why}")
-        raise ConvertError(f"{path}: not a readable GGUF file ({type(e).__name__}: {e})")
+        raise ConvertError(f"{path}: not a readable GGUF file ({type(e).__name__}: {printable(str(e), 160)})")
 
 
 def metadata(reader):
@@ -215,7 +221,7 @@ def convert_weights(reader, cfg, vocab, dequantize, notes):
     for t in reader.tensors:
         name = hf_name(t.name)
         if name is None:
-            raise ConvertError(f"tensor {t.name} is not part of a {cfg['arch']} model genc converts")
+            raise ConvertError(f"tensor {printable(t.name)} is not part of a {cfg['arch']} model genc converts")
         if not isinstance(t.tensor_type, gguf.GGMLQuantizationType):
             raise ConvertError(f"tensor {t.name}: unknown block type {t.tensor_type}")
         shape = [int(x) for x in reversed(t.shape)]
@@ -299,6 +305,29 @@ def write_files(out_dir, model, cfg, meta, vocab, tied):
             f.write("\n")
 
 
+def convert(path, out_dir, dequantize=False):
+    """Writes the export; returns the lines to print (what was dequantized, a
+    summary). Raises ConvertError on a file it cannot convert."""
+    reader = read(path)
+    meta = metadata(reader)
+    cfg = hyperparameters(meta)
+    tokens = meta.get("tokenizer.ggml.tokens")
+    vocab = meta.get(f"{cfg['arch']}.vocab_size") or (len(tokens) if isinstance(tokens, list) else 0)
+    if not isinstance(vocab, int) or vocab <= 0:
+        raise ConvertError(f"key {cfg['arch']}.vocab_size is missing and so is tokenizer.ggml.tokens")
+    notes = {}
+    weights, tied = convert_weights(reader, cfg, vocab, dequantize, notes)
+    model = gguf_graph.build(cfg, weights, vocab)
+    write_files(out_dir, model, cfg, meta, vocab, tied)
+    lines = []
+    for what, names in notes.items():
+        more = f", ... ({len(names)} tensors)" if len(names) > 3 else ""
+        lines.append(f"{what}: {', '.join(names[:3])}{more}")
+    kept = sum(1 for w in weights.values() if w[0] == "nbits")
+    lines.append(f"{cfg['arch']}, {cfg['layers']} layers, {kept} matrices kept as 4/8-bit blocks -> {out_dir}/model.onnx")
+    return lines
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("gguf")
@@ -307,26 +336,12 @@ def main():
                     help="every weight as f16 (no MatMulNBits): the f16 export --weights is compared with")
     args = ap.parse_args()
     try:
-        reader = read(args.gguf)
-        meta = metadata(reader)
-        cfg = hyperparameters(meta)
-        tokens = meta.get("tokenizer.ggml.tokens")
-        vocab = int(meta.get(f"{cfg['arch']}.vocab_size") or (len(tokens) if tokens else 0))
-        if vocab <= 0:
-            raise ConvertError(f"key {cfg['arch']}.vocab_size is missing and so is tokenizer.ggml.tokens")
-        notes = {}
-        weights, tied = convert_weights(reader, cfg, vocab, args.dequantize, notes)
-        model = gguf_graph.build(cfg, weights, vocab)
-        write_files(args.out_dir, model, cfg, meta, vocab, tied)
+        lines = convert(args.gguf, args.out_dir, args.dequantize)
     except ConvertError as e:
         print(f"gguf_to_onnx: error: {e}", file=sys.stderr)
         return 1
-    for what, names in notes.items():
-        more = f", ... ({len(names)} tensors)" if len(names) > 3 else ""
-        print(f"gguf_to_onnx: {what}: {', '.join(names[:3])}{more}", file=sys.stderr)
-    kept = sum(1 for w in weights.values() if w[0] == "nbits")
-    print(f"gguf_to_onnx: {cfg['arch']}, {cfg['layers']} layers, {kept} matrices kept as 4/8-bit blocks -> "
-          f"{args.out_dir}/model.onnx", file=sys.stderr)
+    for line in lines:
+        print(f"gguf_to_onnx: {line}", file=sys.stderr)
     return 0
 
 
