@@ -6,19 +6,10 @@
 // constants it reads and emits its entry only where decodeEligible().
 #include "codegen/AttentionKernels.h"
 
-#include "runtime/Env.h"
-
-#include <cstdlib>
-
 namespace genc {
 
-bool attentionTraceOn() {
-  const char *e = genrt::env::get("GENC_ATTN_TRACE");
-  return e && std::string(e) == "1";
-}
-
-std::string attentionTraceSource() {
-  return attentionTraceOn() ? R"(// ---- GENC_ATTN_TRACE: stage stamps of block (0, 0) ----
+std::string attentionTraceSource(bool trace) {
+  return trace ? R"(// ---- attention_trace: stage stamps of block (0, 0) ----
 __device__ unsigned long long genc_attn_trace[10][16];
 static __device__ __forceinline__ void genc_attn_mark(int row, int i) {
   if (threadIdx.x || blockIdx.x || blockIdx.y || row < 0 || row > 9) return;
@@ -28,7 +19,7 @@ static __device__ __forceinline__ void genc_attn_mark(int row, int i) {
   genc_attn_trace[row][8 + i] = clock64();
 }
 )"
-                            : "static __device__ __forceinline__ void genc_attn_mark(int, int) {}\n";
+               : "static __device__ __forceinline__ void genc_attn_mark(int, int) {}\n";
 }
 
 const char *attentionDecodeTemplates() {

@@ -3,11 +3,9 @@
 #include "codegen/CudaSyntax.h"
 #include "passes/analysis/PlanOptions.h"
 #include "passes/analysis/Storage.h"
-#include "runtime/Env.h"
 #include "runtime/cuda/AttentionAbi.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <map>
 #include <sstream>
 
@@ -21,20 +19,11 @@ int64_t numElements(const Value *v) {
   return n;
 }
 
-// Query heads per attend block: 4, the compromise tools/attn_sweep.sh found on
-// an H100 (docs/performance.md): 2 is 2% faster at batch 1, 8 is 6% faster at
-// batch 8 with 1900-token contexts. GENC_ATTN_GROUP overrides it for the sweep.
-int maxHeadsPerBlock() {
-  constexpr int kMaxHeadsPerBlock = 4;
-  const char *e = genrt::env::get("GENC_ATTN_GROUP");
-  const int v = e ? std::atoi(e) : 0;
-  return v >= 1 && v <= 8 ? v : kMaxHeadsPerBlock;
-}
-
 // The configuration of one attention op as the struct the templates read:
 // its text is also the key that dedups families.
 std::string configBody(const Function &f, const Op &op, DType activation, bool sharedPrompts, bool crossI8,
-                       int &headsPerBlock, genrt::cuda::DecodeShape &decode, bool &stream) {
+                       const AttentionKernelOptions &options, int &headsPerBlock, genrt::cuda::DecodeShape &decode,
+                       bool &stream) {
   const int mode = op.is("kv_attention") ? 0 : op.is("cross_attention") ? 1 : 2;
   // An i8 cross cache (genc --cross-kv-dtype i8): decode steps take the
   // CUDA-core decode kernel over one-byte tiles; no tensor-core prefill.
@@ -71,33 +60,22 @@ std::string configBody(const Function &f, const Op &op, DType activation, bool s
   // A decode step's attend is a latency chain, not a bandwidth job: one
   // warp's instruction stream holds every (key, head) dot and weighted row
   // of its block, so its length grows with the heads per block. Groups of
-  // at most kMaxHeadsPerBlock query heads spread it over more blocks; the
-  // group's K/V rows, read again by each block, come from L2.
+  // at most options.headsPerBlock query heads spread it over more blocks;
+  // the group's K/V rows, read again by each block, come from L2.
   headsPerBlock = static_cast<int>(G);
-  const int maxHeads = maxHeadsPerBlock();
-  while (headsPerBlock > maxHeads && headsPerBlock % 2 == 0)
+  while (headsPerBlock > options.headsPerBlock && headsPerBlock % 2 == 0)
     headsPerBlock /= 2;
-  // GENC_DECODE_STAGE_KB: the decode kernel's tile stages' budget (sweeps).
-  const char *kb = genrt::env::get("GENC_DECODE_STAGE_KB");
-  const long long budget = kb && std::atoll(kb) >= 16 && std::atoll(kb) <= 200 ? std::atoll(kb) * 1024
-                                                                               : genrt::cuda::kDecodeStageBudget;
-  // GENC_DECODE_REGISTERS=0: the shared-memory tiles even where K/V could
-  // stream into registers (A/B runs).
-  const char *reg = genrt::env::get("GENC_DECODE_REGISTERS");
-  // GENC_DECODE_QWORDS=0: the decode kernels make their queries through
-  // genc_attn_rows's element loop (A/B runs of genc_attn_query_rows).
-  const char *qw = genrt::env::get("GENC_DECODE_QWORDS");
-  const bool qwords = !(qw && std::string(qw) == "0");
-  decode = genrt::cuda::decodeShape(mode, G, D, i8 ? 1 : es, !i8 && activation == DType::BF16, budget,
-                                    !(reg && std::string(reg) == "0"),
+  // K/V stream into registers wherever the head dim allows (the shared-
+  // memory tiles elsewhere): 48.2 -> 46.8 µs a layer at 1 x 65,536 keys on an
+  // H100, 2026-11-25 (docs/performance.md, "Decode attention from registers").
+  const bool registers = true;
+  decode = genrt::cuda::decodeShape(mode, G, D, i8 ? 1 : es, !i8 && activation == DType::BF16,
+                                    options.stageKib * 1024LL, registers,
                                     !i8 ? 0 : activation == DType::F16 ? 1 : activation == DType::BF16 ? 2 : 0);
-  // The TMA decode kernel of long contexts (sm_90), where its shape allows;
-  // GENC_DECODE_STREAM=0 leaves it out of the plan (A/B runs).
-  const char *sm = genrt::env::get("GENC_DECODE_STREAM");
+  // The TMA decode kernel of long contexts (sm_90), where its shape allows.
   const int qkNormKind = qkNorm ? (numElements(qn) == D ? 1 : 2) : 0;
-  stream = !(sm && std::string(sm) == "0") &&
-           genrt::cuda::streamEligible(decode, mode, D, sharedPrompts && mode == 0, i8, op.intAttr("window", 0),
-                                       qkNormKind);
+  stream = options.decodeStream && genrt::cuda::streamEligible(decode, mode, D, sharedPrompts && mode == 0, i8,
+                                                               op.intAttr("window", 0), qkNormKind);
 
   std::ostringstream c;
   c << "  static constexpr int MODE = " << mode << ", H = " << H << ", KVH = " << KVH << ", D = " << D
@@ -115,7 +93,6 @@ std::string configBody(const Function &f, const Op &op, DType activation, bool s
     << "  static constexpr int CROSS_I8 = " << i8 << ";\n"
     << "  static constexpr int PMMA = "
     << (!i8 && genrt::cuda::prefillEligible(D, es) ? (activation == DType::BF16 ? 2 : 1) : 0) << ";\n"
-    << "  static constexpr int QWORDS = " << qwords << ";\n"
     << "  static constexpr int PACKED = " << packed << ", MERGE = " << op.intAttr("merge_heads", 0) << ";\n"
     << "  static constexpr long long QOFF = " << (packed ? offs[0] : 0)
     << ", KOFF = " << (packed && offs.size() > 1 ? offs[1] : 0)
@@ -142,7 +119,7 @@ std::string configBody(const Function &f, const Op &op, DType activation, bool s
 
 } // namespace
 
-AttentionKernels emitAttentionKernels(Module &m, DType activation) {
+AttentionKernels emitAttentionKernels(Module &m, DType activation, const AttentionKernelOptions &options) {
   AttentionKernels out;
   std::map<std::string, std::string> familyOf; // config text -> name
   std::ostringstream code;
@@ -156,7 +133,7 @@ AttentionKernels emitAttentionKernels(Module &m, DType activation) {
       genrt::cuda::DecodeShape decode;
       bool stream = false;
       std::string body = configBody(*f, *op, activation, planOptions(m).sharesPrompts(), planOptions(m).crossKvI8,
-                                    perBlock, decode, stream);
+                                    options, perBlock, decode, stream);
       auto [it, fresh] = familyOf.emplace(body, "attn_" + std::to_string(familyOf.size()));
       const std::string &name = it->second;
       op->setAttr("gpu_kernel", name);
@@ -200,9 +177,9 @@ AttentionKernels emitAttentionKernels(Module &m, DType activation) {
         } else if (((e != "decode" && e != "merge") || decode.heads) &&
                                          ((e != "weigh" && e != "finish") || self) && (e != "prefill" || prefill))
         {
-          // Stage stamps where GENC_ATTN_TRACE asks for them.
+          // Stage stamps where the profile's attention_trace asks for them.
           const std::string cfg = name + "_cfg", row = e == "merge" ? "9" : "blockIdx.z < 8 ? (int)blockIdx.z : -1";
-          const bool mark = attentionTraceOn() && (e == "merge" || e == "decode");
+          const bool mark = options.trace && (e == "merge" || e == "decode");
           code << "extern \"C\" __global__ void __launch_bounds__("
                << (e == "merge" ? genrt::cuda::kMergeThreads : genrt::cuda::kAttnThreads) << ") " << name << "_"
                << entry << "(const GencAttnParams p) {\n";

@@ -2,11 +2,12 @@
 // register kernels (codegen/AttentionDecode.cpp) run a fixed chain in every
 // block — the dependent-launch wait, the query rows, the warps' meeting —
 // and a one-wave grid runs it in all blocks at once, with nothing streaming
-// under it: 43-50% of the copy bandwidth at 64k keys on the H200. Here a
-// producer warp streams the split's K/V tiles by TMA into a ring of shared
-// memory from the block's first instruction (cache rows are earlier steps';
-// the step's own row waits for its append), so the chain runs while HBM
-// streams (tools/attn_lab.cu: 71% against 45%). Pasted after the decode
+// under it: 43-50% of the copy bandwidth at 64k keys on an H200,
+// 2026-11-28. Here a producer warp streams the split's K/V tiles by TMA into
+// a ring of shared memory from the block's first instruction (cache rows are
+// earlier steps'; the step's own row waits for its append), so the chain
+// runs while HBM streams (tools/attn_lab.cu: 71% against 45% on an H200,
+// 2026-11-29; docs/performance.md). Pasted after the decode
 // templates (it reuses GencDecodeRange, genc_decode_append,
 // genc_attn_query_rows and genc_decode_meet); AttentionKernels.cpp emits
 // the entry where runtime/cuda/AttentionAbi.h's streamEligible() holds.
@@ -79,7 +80,7 @@ static __device__ void genc_attn_stream(const GencAttnParams &p) {
   const GencTokenPlace pl = ((const GencTokenPlace *)p.places)[t];
   const GencDecodeRange<C, KT> r(p, pl, kh, split, gridDim.z);
   if (split >= r.used) return;
-  // GENC_ATTN_TRACE stamps (thread 0, a compute thread): 0 entry (the range
+  // cuda.attention_trace stamps (thread 0, a compute thread): 0 entry (the range
   // read), 1 the wait, 3 the append, 4 the queries, 5 tile 0 landed, 6 the
   // last tile, 2 the warps' O rows in the ring, 7 the partials written.
   const int mr = split < 8 ? split : -1;

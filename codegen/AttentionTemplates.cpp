@@ -169,15 +169,15 @@ static __device__ void genc_attn_rows(const GencAttnParams &p, long long t, int 
 // from a 128-thread block. Every load is issued before the first store: in
 // genc_attn_rows's loop each element's loads (x, its RoPE partner, cos,
 // sin) wait for the element before, since its stores to dst may alias them
-// (8 round trips a block at N·D = 1024; session 17 measured them at ~15,000
-// cycles of a 64k split's ~70,000). Eight elements a thread, 16-byte words;
-// the shapes that do not split so (a q/k norm, a rotary half not a multiple
-// of eight) take genc_attn_rows.
+// (8 round trips a block at N·D = 1024: ~15,000 cycles of a 64k split's
+// ~70,000 on an H100, 2026-11-25, docs/performance.md). Eight elements a
+// thread, 16-byte words; the shapes that do not split so (a q/k norm, a
+// rotary half not a multiple of eight) take genc_attn_rows.
 template <typename C, int N>
 static __device__ __forceinline__ void genc_attn_query_rows(const GencAttnParams &p, long long t, int h0, float *dst,
                                                             const GencTokenPlace &pl) {
   constexpr int V = 8, NV = N * C::D / V, PER = (NV + 127) / 128;
-  constexpr bool WORDS = C::QWORDS && C::QKNORM == 0 && C::D % V == 0 && (!C::PACKED || C::QOFF % V == 0) &&
+  constexpr bool WORDS = C::QKNORM == 0 && C::D % V == 0 && (!C::PACKED || C::QOFF % V == 0) &&
                          (C::ROPE == 0 || (C::ROPE == 1 && C::R % (2 * V) == 0) || (C::ROPE == 2 && C::R % V == 0));
   if constexpr (!WORDS) {
     genc_attn_rows<C>(p, t, h0, h0 + N, dst, false, pl);

@@ -495,10 +495,11 @@ std::string Builder::reduction(Op *op, const Index &idx) {
 
 using cuda_detail::Builder;
 
-CudaModule emitCuda(Module &m, DType activation) {
+CudaModule emitCuda(Module &m, DType activation, const AttentionKernelOptions &attentionOptions) {
   CudaModule cm;
   cm.activation = activation;
-  AttentionKernels attention = emitAttentionKernels(m, activation);
+  cm.attentionTrace = attentionOptions.trace;
+  AttentionKernels attention = emitAttentionKernels(m, activation, attentionOptions);
   cm.attentionCode = std::move(attention.code);
   cm.attentionKernels = std::move(attention.names);
   cm.tokenKernels.assign(std::begin(kTokenKernelNames), std::end(kTokenKernelNames));
@@ -531,7 +532,7 @@ static std::string attentionSource(const CudaModule &cm) {
   std::string out = (cm.tokenKernels.empty() ? std::string() : tokenKernelsSource()) + cm.gemvCode;
   if (cm.attentionKernels.empty())
     return out;
-  return out + "\n" + genrt::cuda::kGencAttnAbiSource + "\n" + attentionTraceSource() + attentionTemplates() +
+  return out + "\n" + genrt::cuda::kGencAttnAbiSource + "\n" + attentionTraceSource(cm.attentionTrace) + attentionTemplates() +
          attentionDecodeTemplates() + attentionStreamTemplates() + attentionPrefillTemplates() + cm.attentionCode;
 }
 

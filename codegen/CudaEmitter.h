@@ -14,6 +14,7 @@
 // name), a pointer per body argument, a pointer per body result; every
 // pointer 16-byte aligned.
 #pragma once
+#include "codegen/AttentionKernels.h"
 #include "compiler/ir/IR.h"
 
 #include <string>
@@ -47,9 +48,11 @@ struct CudaKernel {
 struct CudaModule {
   DType activation = DType::F32; // storage of float activations
   std::vector<CudaKernel> kernels;
-  /// The attention ops' kernel families (codegen/AttentionKernels.h).
+  /// The attention ops' kernel families (codegen/AttentionKernels.h), and
+  /// whether they stamp their stages (AttentionKernelOptions::trace).
   std::string attentionCode;
   std::vector<std::string> attentionKernels;
+  bool attentionTrace = false;
   /// The matmuls' GEMV families and the weight transposes (codegen/GemvKernels.h).
   std::string gemvCode;
   std::vector<std::string> gemvKernels;
@@ -65,8 +68,9 @@ std::string elementwiseExpr(const Op &op, const std::vector<std::string> &a, std
 
 /// Kernels for every fused body of `m` (functions named fused_*), float
 /// activations stored as `activation` (f32, f16 or bf16), and the attention
-/// ops' kernels (which tags those ops with their kernels' names).
-CudaModule emitCuda(Module &m, DType activation = DType::F32);
+/// ops' kernels as `attention` shapes them (which tags those ops with their
+/// kernels' names).
+CudaModule emitCuda(Module &m, DType activation = DType::F32, const AttentionKernelOptions &attention = {});
 
 /// All kernels' sources, one after another (for `--emit=cuda`), and a
 /// comment per skipped body.

@@ -172,11 +172,22 @@ public:
       llvm::json::Object specials;
       for (const auto &[k, v] : tokenizer_->specialTokens)
         specials[k] = v;
-      root["tokenizer"] = llvm::json::Object{{"format", "tokenizer.json"},
-                                             {"source", tokenizer_->source},
-                                             {"offset", static_cast<int64_t>(addBytes(tokenizer_->json))},
-                                             {"bytes", static_cast<int64_t>(tokenizer_->json.size())},
-                                             {"special_tokens", std::move(specials)}};
+      llvm::json::Object tok{{"format", "tokenizer.json"},
+                             {"source", tokenizer_->source},
+                             {"offset", static_cast<int64_t>(addBytes(tokenizer_->json))},
+                             {"bytes", static_cast<int64_t>(tokenizer_->json.size())},
+                             {"special_tokens", std::move(specials)}};
+      // chat_template: a string (one template), or an object of named ones.
+      const auto &chats = tokenizer_->chatTemplates;
+      if (chats.size() == 1 && chats.begin()->first.empty()) {
+        tok["chat_template"] = chats.begin()->second;
+      } else if (!chats.empty()) {
+        llvm::json::Object named;
+        for (const auto &[k, v] : chats)
+          named[k] = v;
+        tok["chat_template"] = std::move(named);
+      }
+      root["tokenizer"] = std::move(tok);
     }
     stats.decodeStepLaunches = countLaunches(*decode);
     stats.decodeWeightsBytes = weightBytesRead(m_, *decode);

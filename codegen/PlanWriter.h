@@ -34,11 +34,14 @@ struct PlanStats {
   std::map<std::string, int64_t> quantizedWeights;
 };
 
-/// A tokenizer to pack into the plan (compiler/driver/TokenizerFiles.h).
+/// A tokenizer to pack into the plan (driver/TokenizerFiles.h).
 struct PlanTokenizer {
   std::string json;                                 // tokenizer.json text
   std::string source;                               // the file it came from
-  std::map<std::string, std::string> specialTokens; // tokenizer_config.json's bos/eos/unk/pad
+  std::map<std::string, std::string> specialTokens; // tokenizer_config.json's bos/eos/unk/sep/pad/cls/mask
+  /// The model's chat templates (Jinja text) by name; one unnamed template
+  /// is "" (transformers' tokenizer.chat_template as a string).
+  std::map<std::string, std::string> chatTemplates;
   int64_t idLimit = 0;                              // one past its largest id
 };
 
@@ -51,7 +54,7 @@ struct PlanParts {
   /// stored in the plan's `kernels` section.
   const CudaModule *kernels = nullptr;
   const CompiledModule *code = nullptr;
-  /// The resolved compile profile as YAML (compiler/driver/ProfileYaml.h),
+  /// The resolved compile profile as YAML (driver/ProfileYaml.h),
   /// stored as `profile` so the plan can be rebuilt; empty: none.
   std::string profile;
   /// A tokenizer packed into the blob (its ids must fit the vocabulary).

@@ -1,5 +1,5 @@
 // The weight bytes one run of a program reads: the bandwidth floor's
-// numerator (tools/bench.py), as `genc --stats-json`'s decode_weights_bytes.
+// numerator (bench/bench.py), as `genc --stats-json`'s decode_weights_bytes.
 #pragma once
 #include "compiler/ir/IR.h"
 

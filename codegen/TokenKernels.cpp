@@ -104,7 +104,7 @@ extern "C" __global__ void __launch_bounds__(256) genc_greedy(const GencGreedyPa
 }
 
 // ---- genc beam candidates ---------------------------------------------------
-// (value desc, index asc): the host's rule (runtime/BeamChoice.h). A thread
+// (value desc, index asc): the host's rule (runtime/choice/Beams.h). A thread
 // with nothing offers (-inf, INT_MAX), which every real candidate beats.
 static __device__ __forceinline__ bool genc_beam_before(float a, int ia, float b, int ib) {
   return a > b || (a == b && ia < ib);
@@ -126,7 +126,7 @@ static __device__ __forceinline__ void genc_beam_best(float &v, int &i, float *r
     if (genc_beam_before(rv[w], ri[w], v, i)) { v = rv[w]; i = ri[w]; }
   __syncthreads();
 }
-// A row's edits (GencEdits; runtime/BeamChoice.h's applyRowEdits, in its
+// A row's edits (GencEdits; runtime/choice/Beams.h's applyRowEdits, in its
 // order) on part [v0, v1) of it, staged in val[0, n): each list's ids that
 // fall in the part, one thread each (the bias, penalty and decay lists are
 // distinct ids). Rounded ops throughout: no contraction into an fma, so the
@@ -377,7 +377,7 @@ extern "C" __global__ void __launch_bounds__(256) genc_kv_copy(const GencKvCopyP
 // kernel the executor looks up optionally (plans without it choose on the
 // host), so adding it changes no existing kernel's contract.
 const char *kChooseSource = R"(
-// ---- genc token choice with processors and warpers (runtime/SampleChoice.h) --
+// ---- genc token choice with processors and warpers (runtime/choice/Sampling.h) --
 // The row's float keys: larger values, larger keys; -0.0 is +0.0.
 static __device__ __forceinline__ unsigned genc_tok_key(float f) {
   const unsigned u = __float_as_uint(f == 0.f ? 0.f : f);

@@ -1,13 +1,11 @@
-// The interface between the search loop and an executor (CPU or CUDA).
-//
-// An executor owns the model's weights and a KV cache of `maxSlots()` slots,
-// each holding up to `maxLength()` tokens of one sequence (one beam). The
-// search loop decides which tokens run in which slot; the executor runs them
-// as one packed batch (no padding) and returns the logits of the last token
-// of each chunk.
+// The interface the search loop drives: a model with a KV cache of
+// `maxSlots()` slots, each holding up to `maxLength` tokens of one sequence
+// (one beam). The search decides which tokens run in which slot; the decoder
+// runs them as one packed batch (no padding) and answers, for the last token
+// of each chunk that asks, the search's choice request (runtime/Choice.h).
+// runtime/Session.h is the decoder over a device's executor.
 #pragma once
-#include "runtime/BeamChoice.h"
-#include "runtime/SampleChoice.h"
+#include "runtime/Choice.h"
 #include "runtime/Json.h"
 #include "runtime/Status.h"
 
@@ -40,6 +38,9 @@ struct ModelInfo {
 struct Chunk {
   int32_t slot;
   std::vector<int64_t> tokens;
+  /// Whether the chunk's last token gives an output row (false: a part of a
+  /// prompt that is not its end, run only for its cache).
+  bool output = true;
 };
 
 class Decoder {
@@ -55,40 +56,17 @@ public:
   virtual int64_t slotLength(int32_t slot) const = 0;
 
   /// Runs every chunk's tokens (appended after the slot's cached tokens, at
-  /// positions slotLength..), and writes the logits of each chunk's last token
-  /// to logits[i * vocabSize .. (i+1) * vocabSize). `logits` has room for
-  /// chunks.size() rows. Fails (without changing any slot) if a slot would
-  /// exceed maxLength or a token id is out of range.
-  virtual Status forward(const std::vector<Chunk> &chunks, float *logits) = 0;
-
-  /// forward(), then each chunk's greedy choice without logits processors:
-  /// the first index of its largest logit (torch.argmax) and that token's
-  /// log-softmax. This default chooses on the host from forward()'s logits;
-  /// a Session over the GPU chooses where the logits are and copies back
-  /// only the choices.
-  virtual Status forwardGreedy(const std::vector<Chunk> &chunks, int64_t *tokens, float *logprobs);
-
-  /// forward(), then each chunk's best k beam candidates by the rule of
-  /// rows[i] (runtime/BeamChoice.h): tokens[i*k ..] and their scores. With n
-  /// rules a chunk (rows.size() = n * chunks.size()), rule r ranks chunk r / n's
-  /// logits: a prompt's step, where every beam starts from its logits. This
-  /// default ranks on the host from forward()'s logits; a Session over the
-  /// GPU ranks where the logits are and copies back only the candidates.
-  virtual Status forwardBeams(const std::vector<Chunk> &chunks, const std::vector<BeamRow> &rows, int64_t k,
-                              int32_t *tokens, float *scores);
-
-  /// Whether forwardTokens() chooses where the logits are (a GPU: only the
-  /// chosen ids cross to the host) for steps under `rule`. Without it the
-  /// search runs its processors and warpers on the host from forward()'s
-  /// logits (the CPU: the reference path).
-  virtual bool choosesTokens(const SampleRule & /*rule*/) const { return false; }
-  /// forward(), then each chunk's token by the rule of runtime/SampleChoice.h:
-  /// rows[i]'s edits on the raw logits, then `rule` (greedy, or the warpers
-  /// and a draw by draws[i]); tokens[i] and its logprob. This default
-  /// chooses on the host from forward()'s logits.
-  virtual Status forwardTokens(const std::vector<Chunk> &chunks, const std::vector<BeamRow> &rows,
-                               const std::vector<double> &draws, const SampleRule &rule, int64_t *tokens,
-                               float *logprobs);
+  /// positions slotLength..) and answers `request` for the chunks that ask
+  /// for output, in chunk order (answer.logits row i: the i-th such chunk's
+  /// last token). Fails (without changing any slot) if a slot would exceed
+  /// maxLength, a token id is out of range or the request does not fit the
+  /// rows.
+  virtual Status forward(const std::vector<Chunk> &chunks, const ChoiceRequest &request, ChoiceAnswer &answer) = 0;
+  /// Whether forward() answers requests like `request` in a decode step
+  /// where the logits are (a GPU: only the choices cross to the host). The
+  /// search asks once, to pick between a Tokens request and the logits with
+  /// its host processors; every request is answered either way.
+  virtual bool chooses(const ChoiceRequest & /*request*/) const { return false; }
 
   /// Beam reordering: for each k, slot dst[k] takes the cached contents (and
   /// length) that slot src[k] had before the call. Slots not named in dst are

@@ -5,7 +5,9 @@
 // the table lacks, no name in the table that nothing reads), and
 // `genrun --help-env` prints the table. Most are switches for A/B runs and
 // diagnostics on the GPU machine (docs/cuda.md, docs/performance.md); a few
-// are settings a user may want (GENC_KERNEL_CACHE, GENC_NCCL_LIB, ...).
+// are settings a user may want (GENC_KERNEL_CACHE, GENC_NCCL_LIB, ...). The
+// CUDA executor's are all read in one place, runtime/cuda/CudaOptions.cpp,
+// when an executor is made.
 #pragma once
 
 #include <vector>

@@ -3,9 +3,8 @@
 // tokens run, in which slot, at which position, with which program; an
 // executor only runs that program over its weights, arena and caches.
 #pragma once
-#include "runtime/BeamChoice.h"
+#include "runtime/Choice.h"
 #include "runtime/KvRows.h"
-#include "runtime/SampleChoice.h"
 #include "runtime/Program.h"
 #include "runtime/Status.h"
 
@@ -90,37 +89,18 @@ public:
   /// "cpu", "cuda: NVIDIA H100 80GB HBM3 (sm_90)": what genrun --stats names.
   virtual std::string deviceName() const = 0;
 
-  /// Runs @prefill or @decode_step and appends every token's K/V to its
-  /// slot; writes the logits of the run's rows, row-major [rows, vocab], to
-  /// `logits` (host memory).
-  virtual Status run(const ProgramRun &run, float *logits) = 0;
-  /// Whether runGreedy() chooses where the logits are (the GPU: no logits
-  /// cross to the host). Without it the Session chooses from run()'s logits.
-  virtual bool choosesGreedy() const { return false; }
-  /// Runs @decode_step like run() and writes, per row, the first index of
-  /// its largest logit and that token's log-softmax (runtime/GreedyChoice.h).
-  virtual Status runGreedy(const ProgramRun &, int64_t *, float *) {
-    return Status::error("this executor does not choose tokens itself");
-  }
-  /// Whether runBeams() ranks beam candidates where the logits are, for k
-  /// candidates a row. Without it the Session ranks from run()'s logits.
-  virtual bool choosesBeams(int64_t /*k*/) const { return false; }
-  /// Runs the program like run() and writes, per rule r, its best k
-  /// candidates by rows[r]'s rule (runtime/BeamChoice.h) over the logits of
-  /// run row r / n, n = rows.size() / the run's rows: tokens[r*k ..] and
-  /// their scores.
-  virtual Status runBeams(const ProgramRun &, const std::vector<BeamRow> &, int64_t, int32_t *, float *) {
-    return Status::error("this executor does not rank beam candidates itself");
-  }
-  /// Whether runTokens() chooses greedy / sampled tokens under `rule` where
-  /// the logits are. Without it the search chooses on the host.
-  virtual bool choosesTokens(const SampleRule & /*rule*/) const { return false; }
-  /// Runs @decode_step like run() and writes, per row r, its token by the
-  /// rule of runtime/SampleChoice.h (rows[r]'s edits, `rule`, draws[r]) and
-  /// that token's logprob.
-  virtual Status runTokens(const ProgramRun &, const std::vector<BeamRow> &, const std::vector<double> &,
-                           const SampleRule &, int64_t *, float *) {
-    return Status::error("this executor does not choose tokens itself");
+  /// Runs @prefill or @decode_step, appends every token's K/V to its slot,
+  /// and answers `request` for the run's output rows (runtime/Choice.h; the
+  /// rows of ProgramRun::logitRows, or every token of a decode step) into
+  /// `answer` (null: nothing comes back, e.g. a tree-attention group's other
+  /// GPUs). The Session passes only requests chooses() accepts.
+  virtual Status run(const ProgramRun &run, const ChoiceRequest &request, ChoiceAnswer *answer) = 0;
+  /// Whether run() answers `request` in a run of `kind` where the logits
+  /// are (the GPU: only the choices cross to the host). Every executor
+  /// answers Logits; for the rest the Session takes the logits and answers
+  /// on the host.
+  virtual bool chooses(const ChoiceRequest &request, ProgramKind kind) const {
+    return request.kind == ChoiceKind::Logits;
   }
   /// Runs @encode over its packed sources and stores each one's K/V in the
   /// cross-cache entry of its segment (run.attention.segments).

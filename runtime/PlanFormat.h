@@ -22,8 +22,9 @@
 //         profile genc resolved, as YAML, so the plan can be rebuilt);
 //         tokenizer (optional: {"format": "tokenizer.json", "offset",
 //         "bytes", "source": the file it came from, "special_tokens":
-//         tokenizer_config.json's bos/eos/unk/pad token strings}; the blob
-//         holds the tokenizer.json text).
+//         tokenizer_config.json's bos/eos/unk/sep/pad/cls/mask token strings,
+//         optional "chat_template": the model's chat template, a string, or
+//         an object of named ones}; the blob holds the tokenizer.json text).
 //   blob: every weight, tensor attribute, cubin and PTX, each kPlanAlignment-aligned.
 //   Weights and arena buffers start at multiples of kPlanBufferAlignment:
 //   the kernels' vector loads and stores rely on it.

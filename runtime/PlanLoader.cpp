@@ -178,6 +178,40 @@ private:
         return err("metadata: activation_dtype must be f32, f16 or bf16");
       plan_.activationDType = *dt;
     }
+    // The tokenizer genc packed (tokenizer.json's text): a view for the
+    // text layer (runtime/text/PlanTokenizer.h), so a plan is read once.
+    if (const json::Value *t = root.find("tokenizer")) {
+      const json::Value *fmt = t->isObject() ? t->find("format") : nullptr;
+      if (!fmt || !fmt->isString() || fmt->asString() != "tokenizer.json")
+        return err("metadata: the tokenizer's 'format' must be \"tokenizer.json\"");
+      int64_t off = 0, bytes = 0;
+      if (!needInt(*t, "offset", off) || !needInt(*t, "bytes", bytes))
+        return err("metadata: the tokenizer needs an integer 'offset' and 'bytes'");
+      if (static_cast<uint64_t>(off) > blobSize_ || static_cast<uint64_t>(bytes) > blobSize_ - off)
+        return err("the tokenizer lies outside the data blob (truncated file?)");
+      plan_.tokenizerJson = std::string_view(reinterpret_cast<const char *>(base_ + blobOff_ + off),
+                                             static_cast<size_t>(bytes));
+      // For chat: string maps (chat_template: a string, or named strings).
+      auto strings = [&](const json::Value *v, const char *what, std::map<std::string, std::string> &out) {
+        if (!v)
+          return Status::ok();
+        if (!v->isObject())
+          return err(std::string("metadata: the tokenizer's '") + what + "' must be an object");
+        for (const auto &[k, e] : v->members()) {
+          if (!e.isString())
+            return err(std::string("metadata: the tokenizer's '") + what + "' entry '" + k + "' must be a string");
+          out[k] = e.asString();
+        }
+        return Status::ok();
+      };
+      if (Status s = strings(t->find("special_tokens"), "special_tokens", plan_.specialTokens); !s)
+        return s;
+      const json::Value *chat = t->find("chat_template");
+      if (chat && chat->isString())
+        plan_.chatTemplates[""] = chat->asString();
+      else if (Status s = strings(chat, "chat_template", plan_.chatTemplates); !s)
+        return s;
+    }
     if (const json::Value *pr = root.find("profile")) {
       if (!pr->isString())
         return err("metadata: profile must be a string");

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace genrt {
@@ -100,6 +101,14 @@ struct Plan {
   /// The compile profile (YAML) genc built the plan with; empty for plans
   /// from before profiles. The runtime only carries it for genc inspect.
   std::string profile;
+  /// The tokenizer.json genc packed, a view into the mapped plan (empty:
+  /// none); runtime/text/PlanTokenizer.h builds the tokenizer from it.
+  std::string_view tokenizerJson;
+  /// What the tokenizer section carries for chat (genc compile packs it
+  /// from tokenizer_config.json / chat_template.jinja): the special tokens
+  /// transformers passes to a chat template (its special_tokens_map), and
+  /// the chat templates by name ("": the one unnamed template).
+  std::map<std::string, std::string> specialTokens, chatTemplates;
   std::shared_ptr<const void> mapping;
 
   const Program *program(const std::string &n) const {

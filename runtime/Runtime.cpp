@@ -3,6 +3,7 @@
 #include "runtime/Session.h"
 #include "runtime/cpu/CpuExecutor.h"
 #include "runtime/cuda/CudaExecutor.h"
+#include "runtime/text/PlanTokenizer.h"
 
 namespace genrt {
 namespace {
@@ -54,38 +55,40 @@ Status resolveDevice(const std::string &requested, std::string &device) {
   return Status::error("unknown device '" + requested + "' (auto, " + known + ")");
 }
 
-static std::unique_ptr<Decoder> open(const std::string &planPath, const std::string &device, Status &err,
-                                     const ExecutorOptions &opts) {
+static Status open(const std::string &planPath, const std::string &device, OpenedPlan &out,
+                   const ExecutorOptions &opts) {
   std::string name;
-  if (!(err = resolveDevice(device, name)))
-    return nullptr;
-  if (opts.gpus > 1 && name != "cuda") {
-    err = Status::error("--gpus " + std::to_string(opts.gpus) + " needs --device cuda (the device here is " + name + ")");
-    return nullptr;
-  }
+  if (Status s = resolveDevice(device, name); !s)
+    return s;
+  if (opts.gpus > 1 && name != "cuda")
+    return Status::error("--gpus " + std::to_string(opts.gpus) + " needs --device cuda (the device here is " + name +
+                         ")");
   auto plan = std::make_shared<Plan>();
-  if (!(err = loadPlan(planPath, *plan)))
-    return nullptr;
+  if (Status s = loadPlan(planPath, *plan); !s)
+    return s;
+  if (Status s = text::loadPlanTokenizer(*plan, planPath, out.tokenizer); !s)
+    return s;
+  out.chatTemplates = plan->chatTemplates;
+  out.specialTokens = plan->specialTokens;
   for (const ExecutorKind &k : kExecutors)
     if (name == k.name) {
+      Status err = Status::ok();
       std::unique_ptr<Executor> exec = k.make(plan, opts, err);
       if (!exec)
-        return nullptr;
-      return std::make_unique<Session>(std::move(plan), std::move(exec));
+        return err;
+      out.decoder = std::make_unique<Session>(std::move(plan), std::move(exec));
+      return Status::ok();
     }
-  err = Status::error("no executor for device '" + name + "'");
-  return nullptr;
+  return Status::error("no executor for device '" + name + "'");
 }
 
-std::unique_ptr<Decoder> openDecoder(const std::string &planPath, const std::string &device,
-                                     Status &err, const ExecutorOptions &opts) {
-  std::unique_ptr<Decoder> d;
-  err = statusOnOutOfMemory("opening plan '" + planPath + "'", [&] {
-    Status s = Status::ok();
-    d = open(planPath, device, s, opts);
-    return s;
-  });
-  return err ? std::move(d) : nullptr;
+Status openPlan(const std::string &planPath, const std::string &device, OpenedPlan &out,
+                const ExecutorOptions &opts) {
+  out = OpenedPlan{};
+  Status s = statusOnOutOfMemory("opening plan '" + planPath + "'", [&] { return open(planPath, device, out, opts); });
+  if (!s)
+    out = OpenedPlan{};
+  return s;
 }
 
 } // namespace genrt

@@ -3,7 +3,9 @@
 #include "runtime/Decoder.h"
 #include "runtime/Executor.h"
 #include "runtime/Status.h"
+#include "runtime/text/Tokenizer.h"
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,10 +24,19 @@ std::vector<DeviceChoice> listDevices();
 /// is unknown or unusable here is an error naming the reason.
 Status resolveDevice(const std::string &requested, std::string &device);
 
-/// Loads `planPath` (verifying it: a plan is untrusted input) and returns a
-/// decoder running it on `device` ("auto", "cpu", "cuda"). On failure
-/// returns nullptr and sets `err`.
-std::unique_ptr<Decoder> openDecoder(const std::string &planPath, const std::string &device, Status &err,
-                                     const ExecutorOptions &opts = {});
+/// A plan opened for generation: a decoder running it on a device, and the
+/// tokenizer it carries (null where it carries none).
+struct OpenedPlan {
+  std::unique_ptr<Decoder> decoder;
+  std::unique_ptr<text::Tokenizer> tokenizer;
+  /// Its chat templates and special tokens (Plan::chatTemplates, specialTokens).
+  std::map<std::string, std::string> chatTemplates, specialTokens;
+};
+
+/// Reads `planPath` once (verifying it: a plan is untrusted input), builds
+/// its tokenizer and opens a decoder on `device` ("auto", "cpu", "cuda").
+/// On failure `out` is empty.
+Status openPlan(const std::string &planPath, const std::string &device, OpenedPlan &out,
+                const ExecutorOptions &opts = {});
 
 } // namespace genrt

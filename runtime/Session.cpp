@@ -1,5 +1,7 @@
 #include "runtime/Session.h"
 
+#include "runtime/choice/OnHost.h"
+
 #include <algorithm>
 
 namespace genrt {
@@ -222,21 +224,64 @@ Status Session::checkChunks(const std::vector<Chunk> &chunks) const {
   return Status::ok();
 }
 
-Status Session::forward(const std::vector<Chunk> &chunks, float *logits) {
+// One path for every request: each run of the chunks (chunked prefill may
+// take several) answers its share of the output rows where the logits are
+// if the executor chooses so, else from its logits on the host — the one
+// host fallback of the runtime.
+Status Session::forward(const std::vector<Chunk> &chunks, const ChoiceRequest &request, ChoiceAnswer &answer) {
   if (Status s = checkChunks(chunks); !s)
     return s;
-  return eachRun(chunks, [&](const std::vector<Piece> &pieces) { return runPieces(pieces, logits); });
+  const int64_t vocab = plan_->model.vocabSize;
+  int64_t total = 0;
+  for (const Chunk &c : chunks)
+    total += c.output;
+  if (std::string why = request.check(total, vocab); !why.empty())
+    return Status::error("forward: " + why);
+  answer.reset(request, total, vocab);
+  ChoiceAnswer part, logits;
+  return eachRun(chunks, [&](const std::vector<Piece> &pieces) {
+    ProgramRun run;
+    if (Status s = buildRun(pieces, run); !s)
+      return s;
+    std::vector<int64_t> rows; // the output rows the run gives, in run order
+    for (const Piece &p : pieces)
+      if (p.logitRow >= 0)
+        rows.push_back(p.logitRow);
+    const bool whole = static_cast<int64_t>(rows.size()) == total; // every row, in order
+    const ChoiceRequest sub = whole ? ChoiceRequest{} : request.select(rows, total);
+    const ChoiceRequest &asked = whole ? request : sub;
+    ChoiceAnswer &into = whole ? answer : part;
+    const int64_t R = static_cast<int64_t>(rows.size());
+    if (R == 0) { // a run of prompt parts only: nothing comes back
+      if (Status s = exec_->run(run, ChoiceRequest::logits(), &logits); !s)
+        return s;
+    } else if (asked.kind == ChoiceKind::Logits || exec_->chooses(asked, run.kind)) {
+      if (Status s = exec_->run(run, asked, &into); !s)
+        return s;
+    } else {
+      if (Status s = exec_->run(run, ChoiceRequest::logits(), &logits); !s)
+        return s;
+      if (Status s = answerOnHost(asked, logits.logits.data(), R, vocab, into); !s)
+        return s;
+    }
+    if (!whole)
+      answer.place(request, total, part, rows, vocab);
+    advance(run);
+    return Status::ok();
+  });
 }
 
+bool Session::chooses(const ChoiceRequest &request) const { return exec_->chooses(request, ProgramKind::Decode); }
+
 // Pieces of at most max_tokens tokens; a long prompt is prefilled in
-// several pieces (chunked prefill) and only its last piece gives logits.
+// several pieces (chunked prefill) and only its last piece gives output.
 Status Session::eachRun(const std::vector<Chunk> &chunks,
                         const std::function<Status(const std::vector<Piece> &)> &run) const {
   const int64_t budget = plan_->maxTokens;
   std::vector<Piece> pieces;
-  int64_t pieceTokens = 0;
-  for (size_t i = 0; i < chunks.size(); ++i) {
-    const Chunk &c = chunks[i];
+  int64_t pieceTokens = 0, outputs = 0;
+  for (const Chunk &c : chunks) {
+    const int64_t row = c.output ? outputs++ : -1;
     size_t done = 0;
     while (done < c.tokens.size()) {
       if (pieceTokens == budget) {
@@ -245,115 +290,30 @@ Status Session::eachRun(const std::vector<Chunk> &chunks,
         pieces.clear();
         pieceTokens = 0;
       }
-      size_t n = std::min<size_t>(budget - pieceTokens, c.tokens.size() - done);
+      const size_t rest = c.tokens.size() - done;
+      size_t n = std::min<size_t>(budget - pieceTokens, rest);
+      // A chunk is never cut into a one-token piece: the CPU's attention
+      // takes a one-token piece as a decode step (runtime/cpu/KvCache.cpp),
+      // and a row's bits must not depend on where its prompt was cut.
+      if (n < rest && budget >= 4) {
+        if (rest - n == 1)
+          --n;
+        if (n < 2) {
+          if (Status s = run(pieces); !s)
+            return s;
+          pieces.clear();
+          pieceTokens = 0;
+          continue;
+        }
+      }
       bool last = done + n == c.tokens.size();
       pieces.push_back({c.slot, std::vector<int64_t>(c.tokens.begin() + done, c.tokens.begin() + done + n),
-                        last ? static_cast<int64_t>(i) : -1});
+                        last ? row : -1});
       pieceTokens += n;
       done += n;
     }
   }
   return pieces.empty() ? Status::ok() : run(pieces);
-}
-
-Status Session::forwardGreedy(const std::vector<Chunk> &chunks, int64_t *tokens, float *logprobs) {
-  if (!exec_->choosesGreedy())
-    return Decoder::forwardGreedy(chunks, tokens, logprobs);
-  if (deviceStep(chunks))
-    return runStep(chunks, [&](const ProgramRun &run) { return exec_->runGreedy(run, tokens, logprobs); });
-  return eachChoosingRun(chunks, [&](const ProgramRun &run, const std::vector<int64_t> &chunkOf) {
-    std::vector<int64_t> tk(chunkOf.size());
-    std::vector<float> lp(chunkOf.size());
-    if (Status s = exec_->runGreedy(run, tk.data(), lp.data()); !s)
-      return s;
-    for (size_t c = 0; c < chunkOf.size(); ++c) {
-      tokens[chunkOf[c]] = tk[c];
-      logprobs[chunkOf[c]] = lp[c];
-    }
-    return Status::ok();
-  });
-}
-
-Status Session::forwardBeams(const std::vector<Chunk> &chunks, const std::vector<BeamRow> &rows, int64_t k,
-                             int32_t *tokens, float *scores) {
-  const size_t n = chunks.empty() ? 0 : rows.size() / chunks.size();
-  if (!exec_->choosesBeams(k) || n == 0 || rows.size() != n * chunks.size())
-    return Decoder::forwardBeams(chunks, rows, k, tokens, scores);
-  if (deviceStep(chunks))
-    return runStep(chunks, [&](const ProgramRun &run) { return exec_->runBeams(run, rows, k, tokens, scores); });
-  return eachChoosingRun(chunks, [&](const ProgramRun &run, const std::vector<int64_t> &chunkOf) {
-    std::vector<BeamRow> mine;
-    for (int64_t c : chunkOf)
-      mine.insert(mine.end(), rows.begin() + c * n, rows.begin() + (c + 1) * n);
-    std::vector<int32_t> tk(mine.size() * k);
-    std::vector<float> sc(mine.size() * k);
-    if (Status s = exec_->runBeams(run, mine, k, tk.data(), sc.data()); !s)
-      return s;
-    const int64_t per = static_cast<int64_t>(n) * k;
-    for (size_t c = 0; c < chunkOf.size(); ++c) {
-      std::copy_n(tk.data() + c * per, per, tokens + chunkOf[c] * per);
-      std::copy_n(sc.data() + c * per, per, scores + chunkOf[c] * per);
-    }
-    return Status::ok();
-  });
-}
-
-// Prompts whose tokens the executor chooses: each run chooses for the
-// chunks whose last piece it holds (their indices, in run order); a run
-// that ends no chunk gives nothing.
-Status Session::eachChoosingRun(
-    const std::vector<Chunk> &chunks,
-    const std::function<Status(const ProgramRun &, const std::vector<int64_t> &)> &choose) {
-  if (Status s = checkChunks(chunks); !s)
-    return s;
-  return eachRun(chunks, [&](const std::vector<Piece> &pieces) {
-    ProgramRun run;
-    if (Status s = buildRun(pieces, run); !s)
-      return s;
-    std::vector<int64_t> chunkOf;
-    for (const Piece &p : pieces)
-      if (p.logitRow >= 0)
-        chunkOf.push_back(p.logitRow);
-    float none = 0.f;
-    if (Status s = chunkOf.empty() ? exec_->run(run, &none) : choose(run, chunkOf); !s)
-      return s;
-    advance(run);
-    return Status::ok();
-  });
-}
-
-Status Session::forwardTokens(const std::vector<Chunk> &chunks, const std::vector<BeamRow> &rows,
-                              const std::vector<double> &draws, const SampleRule &rule, int64_t *tokens,
-                              float *logprobs) {
-  if (!exec_->choosesTokens(rule) || !deviceStep(chunks) || rows.size() != chunks.size() ||
-      draws.size() != chunks.size())
-    return Decoder::forwardTokens(chunks, rows, draws, rule, tokens, logprobs);
-  return runStep(chunks,
-                 [&](const ProgramRun &run) { return exec_->runTokens(run, rows, draws, rule, tokens, logprobs); });
-}
-
-// A decode step whose token choice the executor makes where the logits are:
-// every chunk one token, at most a slot each.
-bool Session::deviceStep(const std::vector<Chunk> &chunks) const {
-  bool step = static_cast<int64_t>(chunks.size()) <= maxSlots();
-  for (const Chunk &c : chunks)
-    step &= c.tokens.size() == 1;
-  return step;
-}
-
-Status Session::runStep(const std::vector<Chunk> &chunks, const std::function<Status(const ProgramRun &)> &choose) {
-  if (Status s = checkChunks(chunks); !s)
-    return s;
-  std::vector<Piece> pieces;
-  for (size_t i = 0; i < chunks.size(); ++i)
-    pieces.push_back({chunks[i].slot, chunks[i].tokens, static_cast<int64_t>(i)});
-  ProgramRun run;
-  if (Status s = buildRun(pieces, run); !s)
-    return s;
-  if (Status s = choose(run); !s)
-    return s;
-  advance(run);
-  return Status::ok();
 }
 
 void Session::advance(const ProgramRun &run) {
@@ -408,37 +368,6 @@ Status Session::buildRun(const std::vector<Piece> &pieces, ProgramRun &run) cons
       run.attention.tokens[t].write = writes[t];
     run.attention.rows = &rows_;
   }
-  return Status::ok();
-}
-
-Status Session::runPieces(const std::vector<Piece> &pieces, float *logits) {
-  ProgramRun run;
-  if (Status s = buildRun(pieces, run); !s)
-    return s;
-  // The executor writes rows in run order; the search wants them by chunk.
-  const int64_t vocab = plan_->model.vocabSize;
-  std::vector<float> rows;
-  bool inOrder = true;
-  int64_t r = 0, R = 0;
-  for (const Piece &p : pieces)
-    if (p.logitRow >= 0) {
-      inOrder &= p.logitRow == r++;
-      ++R;
-    }
-  float *out = logits;
-  if (!inOrder) {
-    rows.resize(static_cast<size_t>(R * vocab));
-    out = rows.data();
-  }
-  if (Status s = exec_->run(run, out); !s)
-    return s;
-  if (!inOrder) {
-    r = 0;
-    for (const Piece &p : pieces)
-      if (p.logitRow >= 0)
-        std::copy_n(rows.data() + (r++) * vocab, vocab, logits + p.logitRow * vocab);
-  }
-  advance(run);
   return Status::ok();
 }
 

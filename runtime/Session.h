@@ -23,14 +23,8 @@ public:
   int32_t maxSlots() const override;
   void resetSlot(int32_t slot) override;
   int64_t slotLength(int32_t slot) const override;
-  Status forward(const std::vector<Chunk> &chunks, float *logits) override;
-  Status forwardGreedy(const std::vector<Chunk> &chunks, int64_t *tokens, float *logprobs) override;
-  Status forwardBeams(const std::vector<Chunk> &chunks, const std::vector<BeamRow> &rows, int64_t k,
-                      int32_t *tokens, float *scores) override;
-  bool choosesTokens(const SampleRule &rule) const override { return exec_->choosesTokens(rule); }
-  Status forwardTokens(const std::vector<Chunk> &chunks, const std::vector<BeamRow> &rows,
-                       const std::vector<double> &draws, const SampleRule &rule, int64_t *tokens,
-                       float *logprobs) override;
+  Status forward(const std::vector<Chunk> &chunks, const ChoiceRequest &request, ChoiceAnswer &answer) override;
+  bool chooses(const ChoiceRequest &request) const override;
   Status reorderSlots(const std::vector<int32_t> &dst, const std::vector<int32_t> &src) override;
   Status reorderSlots(const std::vector<int32_t> &dst, const std::vector<int32_t> &src,
                       const std::vector<int64_t> &shared) override;
@@ -50,24 +44,14 @@ private:
   struct Piece {
     int32_t slot;
     std::vector<int64_t> tokens;
-    int64_t logitRow; // the chunk whose logits this piece's last token gives; -1: none
+    int64_t logitRow; // the output row this piece's last token gives; -1: none
   };
-  Status runPieces(const std::vector<Piece> &pieces, float *logits);
   /// The run of the pieces: program, symbols, ids, positions, attention context.
   Status buildRun(const std::vector<Piece> &pieces, ProgramRun &run) const;
   /// What forward() refuses before running anything (slots, lengths, ids).
   Status checkChunks(const std::vector<Chunk> &chunks) const;
-  bool deviceStep(const std::vector<Chunk> &chunks) const;
   /// The chunks as runs of at most max_tokens tokens, in order.
   Status eachRun(const std::vector<Chunk> &chunks, const std::function<Status(const std::vector<Piece> &)> &run) const;
-  /// Prompts whose next tokens the executor chooses (forwardGreedy,
-  /// forwardBeams): `choose` runs each run that ends chunks, given their
-  /// indices in run order.
-  Status eachChoosingRun(const std::vector<Chunk> &chunks,
-                         const std::function<Status(const ProgramRun &, const std::vector<int64_t> &)> &choose);
-  /// A decode step of one token a chunk: `choose` runs it and takes the
-  /// executor's choice; then the slots grow by one.
-  Status runStep(const std::vector<Chunk> &chunks, const std::function<Status(const ProgramRun &)> &choose);
   /// Checks the run's symbols against the program's maximums.
   static Status checkSymbols(const ProgramRun &run);
   /// After a run succeeded: its slots' lengths and (shared prompts) places.

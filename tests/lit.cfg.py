@@ -18,6 +18,7 @@ config.test_source_root = os.path.join(config.genc_src_dir, "tests")
 config.substitutions.append(("%genc", os.path.join(config.genc_bin_dir, "genc")))
 config.substitutions.append(("%genppl", os.path.join(config.genc_bin_dir, "genppl")))
 config.substitutions.append(("%tokcheck", os.path.join(config.genc_bin_dir, "genc_tokenizer_check")))
+config.substitutions.append(("%rowcheck", os.path.join(config.genc_bin_dir, "genc_row_check")))
 config.substitutions.append(("%gpucheck", os.path.join(config.genc_bin_dir, "gpucheck")))
 # %genrun_fake before %genrun, which is its prefix.
 config.substitutions.append(("%genrun_fake", os.path.join(config.genc_bin_dir, "genrun_fake")))

@@ -15,6 +15,8 @@ const char *const kUsage =
     "usage: genrun MODEL.plan --input PROMPTS.jsonl [--output OUT.jsonl] [--device auto|cpu|cuda] [options]\n"
     "       genrun MODEL.plan --prompt TEXT [--prompt TEXT ...] [options]\n"
     "       genrun MODEL.plan [options] < PROMPTS.jsonl\n"
+    "       genrun serve MODEL.plan [--host 127.0.0.1] [--port 8000] [--device auto|cpu|cuda] [--max-queue N]\n"
+    "                    [--api-key KEY] [--served-model-name NAME] [--step-tokens N]   (genrun serve --help)\n"
     "\n"
     "Input: one JSON object per line, {\"input_ids\": [...]} with an optional\n"
     "\"attention_mask\" (masked positions are not fed to the model but, as in\n"
@@ -44,6 +46,7 @@ const char *const kUsage =
     "  --max-length N             HF's max_length: the longest prompt + new tokens;\n"
     "                             --max-new-tokens wins when both are given\n"
     "  --min-new-tokens N         no eos before N new tokens (default 0)\n"
+    "  --ignore-eos               the plan's eos ids end nothing (only --eos-token-id's do)\n"
     "  --num-beams N              beam search when > 1 (default 1)\n"
     "  --length-penalty F         beam score = logprob / length**F (default 1.0)\n"
     "  --early-stopping true|false|never   (default false)\n"
@@ -302,13 +305,15 @@ Status parseArgs(const std::vector<std::string> &argv, Args &a) {
       hasValue = true;
     }
     // Flags that take no value.
-    if (name == "--stats" || name == "--do-sample" || name == "--stream" || name == "--renormalize-logits") {
+    if (name == "--stats" || name == "--do-sample" || name == "--stream" || name == "--renormalize-logits" ||
+        name == "--ignore-eos") {
       bool b = true;
       if (hasValue && !parseBool(value, b))
         return Status::error("invalid value '" + value + "' for " + name + ": expected true or false");
       (name == "--stats"                ? a.stats
        : name == "--stream"             ? a.stream
        : name == "--renormalize-logits" ? a.cfg.renormalizeLogits
+       : name == "--ignore-eos"         ? a.cfg.ignoreModelEos
                                         : a.cfg.doSample) = b;
       if (name == "--do-sample" || name == "--renormalize-logits")
         a.given.push_back(name == "--do-sample" ? "do_sample" : "renormalize_logits");

@@ -134,6 +134,12 @@ def parser():
                     help="with --golden: also greedy and beam search under the generation-config "
                          "logits processors (suppress, begin-suppress, min_length, forced eos, "
                          "exponential decay)")
+    ap.add_argument("--strip-metadata", action="store_true",
+                    help="drop the exporter's per-node metadata (torch.export's stack traces: 90%% of a "
+                         "tiny model's graph bytes; genc reads none of it), for small test fixtures")
+    ap.add_argument("--golden-renormalize", action="store_true",
+                    help="with --golden: also beam search with renormalize_logits under processors that "
+                         "ban eos (min_length, min_new_tokens) and others that edit the rows")
     return ap
 
 
@@ -203,6 +209,8 @@ def main():
                {"decoder_input_ids": [0, 1], "encoder_hidden_states": [0, 1], "encoder_attention_mask": [0, 1]},
                os.path.join(args.out, "decoder" + suffix), args, torch)
 
+    if args.strip_metadata:
+        strip_metadata(args.out)
     if not args.no_check:
         check_with_onnxruntime(model, cfg, seq2seq, args, torch)
     if args.golden:
@@ -210,6 +218,18 @@ def main():
             sys.exit("export.py: error: --golden records decoder-only models only")
         write_golden(model, cfg, args, torch)
     print(f"export.py: wrote {args.out}")
+
+
+def strip_metadata(out):
+    import onnx
+    for name in ("model.onnx", "encoder.onnx", "decoder.onnx"):
+        path = os.path.join(out, name)
+        if not os.path.exists(path):
+            continue
+        m = onnx.load(path, load_external_data=False)  # the weights stay in their .data file
+        for node in m.graph.node:
+            del node.metadata_props[:]
+        onnx.save(m, path)
 
 
 def check_with_onnxruntime(model, cfg, seq2seq, args, torch):
@@ -273,6 +293,8 @@ def write_golden(model, cfg, args, torch):
                          "sequences": out.sequences.tolist(), "top2_margin": margins}}
     if args.golden_processors:
         golden.update(processor_golden(model, out.sequences[:, ids.shape[1]:], ids, mask, pad, eos, args, torch))
+    if args.golden_renormalize:
+        golden.update(renormalize_golden(model, out.sequences[:, ids.shape[1]:], ids, mask, pad, eos, args))
     with open(os.path.join(args.out, "golden.json"), "w") as f:
         json.dump(golden, f)
 
@@ -313,6 +335,41 @@ def processor_golden(model, plain, ids, mask, pad, eos, args, torch):
         else:
             sec["sequences_scores"] = out.sequences_scores.tolist()
         sections[name] = sec
+    return sections
+
+
+def renormalize_golden(model, plain, ids, mask, pad, eos, args):
+    """Beam search with renormalize_logits: HF log-softmaxes the processed
+    row again (LogitNormalization, its last processor) before adding the
+    running beam score, so every score a processor moves or bans shifts the
+    others' and the beam scores show it even where the tokens do not change.
+    beam_renormalize: eos banned for the first two steps (min_length two past
+    the padded prompt), the repetition penalty and 2-gram bans.
+    beam_renormalize_processors: eos banned for three new tokens, then decayed
+    upwards and forced at the maximum length, the two tokens plain greedy
+    chose most suppressed, the rows' first choices suppressed at the start,
+    length penalty 0.8, early_stopping never."""
+    counts = {}
+    for t in plain.flatten().tolist():
+        counts[t] = counts.get(t, 0) + 1
+    common = [t for t, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])) if t != eos][:2]
+    first = sorted({int(t) for t in plain[:, 0].tolist()} - set(common) - {eos})
+    sections = {}
+    for name, extra in (("beam_renormalize",
+                         dict(num_beams=3, num_return_sequences=2, min_length=ids.shape[1] + 2,
+                              repetition_penalty=1.3, no_repeat_ngram_size=2)),
+                        ("beam_renormalize_processors",
+                         dict(num_beams=4, num_return_sequences=2, min_new_tokens=3,
+                              exponential_decay_length_penalty=[4, 1.5], forced_eos_token_id=eos,
+                              suppress_tokens=common, begin_suppress_tokens=first, length_penalty=0.8,
+                              early_stopping="never"))):
+        kw = dict(max_new_tokens=args.golden, renormalize_logits=True, **extra)
+        out = model.generate(input_ids=ids, attention_mask=mask, do_sample=False, output_scores=True,
+                             return_dict_in_generate=True, pad_token_id=pad, eos_token_id=eos,
+                             **{k: tuple(v) if k == "exponential_decay_length_penalty" else v
+                                for k, v in kw.items()})
+        sections[name] = {"args": kw, "sequences": out.sequences.tolist(),
+                          "sequences_scores": out.sequences_scores.tolist()}
     return sections
 
 

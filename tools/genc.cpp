@@ -11,14 +11,6 @@
 #include "codegen/CudaEmitter.h"
 #include "codegen/NvrtcCompile.h"
 #include "codegen/PlanWriter.h"
-#include "compiler/driver/CompileProfile.h"
-#include "compiler/driver/ModelConfig.h"
-#include "compiler/driver/Pipeline.h"
-#include "compiler/driver/ProfileYaml.h"
-#include "compiler/remarks/Progress.h"
-#include "compiler/remarks/RemarkStream.h"
-#include "compiler/driver/TokenizerFiles.h"
-#include "passes/analysis/PlanOptions.h"
 #include "compiler/interp/Interpreter.h"
 #include "compiler/interp/Npy.h"
 #include "compiler/ir/Parser.h"
@@ -26,7 +18,15 @@
 #include "compiler/ir/ReadFile.h"
 #include "compiler/ir/Verifier.h"
 #include "compiler/onnx/Importer.h"
+#include "compiler/onnx/ModelConfig.h"
+#include "compiler/remarks/Progress.h"
+#include "compiler/remarks/RemarkStream.h"
+#include "driver/CompileProfile.h"
+#include "driver/Pipeline.h"
+#include "driver/ProfileYaml.h"
+#include "driver/TokenizerFiles.h"
 #include "passes/PassRegistry.h"
+#include "passes/analysis/PlanOptions.h"
 #include "runtime/PlanFormat.h"
 #include "runtime/Program.h"
 
@@ -114,6 +114,16 @@ static cl::opt<bool> WeightsZeroPoint("weights-zero-point",
 static cl::list<std::string> GpuArchs("gpu-arch", cl::CommaSeparated,
                                       cl::desc("GPU architectures to compile kernels for (default sm_80,sm_90)"),
                                       cl::value_desc("sm_XX,..."), cl::sub(CompileCmd), cl::cat(GencCat));
+static cl::opt<int64_t> AttentionHeadsPerBlock(
+    "attention-heads-per-block",
+    cl::desc("GPU: query heads an attention block takes at most, 1..8 (default 4; profile key "
+             "cuda.attention_heads_per_block)"),
+    cl::init(4), cl::sub(CompileCmd), cl::cat(GencCat));
+static cl::opt<bool> AttentionTrace("attention-trace",
+                                    cl::desc("GPU diagnostics: the decode attention kernels stamp their stages "
+                                             "(genrun prints them with GENC_CUDA_ATTN_TRACE=1; profile key "
+                                             "cuda.attention_trace)"),
+                                    cl::sub(CompileCmd), cl::cat(GencCat));
 static cl::opt<std::string> StatsJson("stats-json",
                                       cl::desc("Write weights/KV-cache/arena bytes for the maximum shapes"),
                                       cl::value_desc("file"), cl::sub(CompileCmd), cl::cat(GencCat));
@@ -361,6 +371,13 @@ static CompileProfile flagsProfile() {
     p.quantizeLmHead = QuantizeLmHead;
   if (WeightsZeroPoint.getNumOccurrences())
     p.weightsZeroPoint = WeightsZeroPoint;
+  if (AttentionHeadsPerBlock.getNumOccurrences()) {
+    if (std::string why = checkHeadsPerBlock(AttentionHeadsPerBlock); !why.empty())
+      fail("--attention-heads-per-block " + why);
+    p.cuda.attentionHeadsPerBlock = AttentionHeadsPerBlock;
+  }
+  if (AttentionTrace.getNumOccurrences())
+    p.cuda.attentionTrace = AttentionTrace;
   if (GpuArchs.getNumOccurrences()) {
     p.gpuArchs.emplace();
     for (const auto &a : GpuArchs) {
@@ -415,13 +432,13 @@ struct GpuKernels {
 };
 
 // `names` empty (no NVRTC, or `gpu_archs: []`): a plan for the CPU executor.
-static GpuKernels compileGpuKernels(Module &m, DType activation,
-                                    const std::vector<std::string> &names) {
+static GpuKernels compileGpuKernels(Module &m, DType activation, const CompileProfile &profile) {
+  const std::vector<std::string> &names = *profile.gpuArchs;
   if (names.empty())
     return {};
   auto archs = check(parseGpuArchs(names));
   GpuKernels g;
-  g.kernels = emitCuda(m, activation);
+  g.kernels = emitCuda(m, activation, attentionKernelOptions(profile));
   g.code = check(compileModule(g.kernels, archs, KernelCache::fromSetting(KernelCacheDir)));
   g.built = true;
   return g;
@@ -542,11 +559,11 @@ static int runCompile() {
     writeIr(*m);
   } else if (Emit == EmitKind::Cuda) {
     DType activation = castWeights(*m, *profile.dtype);
-    writeText(cudaModuleText(emitCuda(*m, activation)));
+    writeText(cudaModuleText(emitCuda(*m, activation, attentionKernelOptions(profile))));
   } else {
     PlanParts parts;
     parts.activation = timed("cast-weights", [&] { return castWeights(*m, *profile.dtype); });
-    GpuKernels gpu = timed("nvrtc", [&] { return compileGpuKernels(*m, parts.activation, *profile.gpuArchs); });
+    GpuKernels gpu = timed("nvrtc", [&] { return compileGpuKernels(*m, parts.activation, profile); });
     if (gpu.built) {
       parts.kernels = &gpu.kernels;
       parts.code = &gpu.code;

@@ -8,7 +8,7 @@
 // are cut into consecutive windows of W tokens (the last one shorter), each
 // an independent sequence: token t + 1 of a window is predicted from tokens
 // 0..t of the same window, as Hugging Face's forward pass of that window
-// predicts it (tools/perplexity_hf.py computes the same numbers with
+// predicts it (tests/tools/perplexity_hf.py computes the same numbers with
 // transformers). R windows run together, one token a step each. Prints the
 // tokens, the predictions scored, the mean negative log-likelihood (nats)
 // and its exponential, the perplexity; errors are one line, exit 1.
@@ -89,6 +89,13 @@ int main(int argc, char **argv) {
   if (plan.empty() || idsFile.empty() == textFile.empty())
     fail("give a plan and one of --ids or --text");
 
+  ExecutorOptions opts;
+  opts.threads = static_cast<int>(threads);
+  OpenedPlan opened;
+  if (Status s = openPlan(plan, device, opened, opts); !s)
+    fail(s.message());
+  std::unique_ptr<Decoder> &dec = opened.decoder;
+
   std::vector<int64_t> ids;
   if (!idsFile.empty()) {
     json::Value v;
@@ -101,24 +108,14 @@ int main(int argc, char **argv) {
         fail(idsFile + ": not a JSON array of token ids");
       ids.push_back(x.asInt());
     }
-  } else {
-    std::unique_ptr<text::Tokenizer> tok;
-    if (Status s = text::loadPlanTokenizer(plan, tok); !s)
-      fail(s.message());
-    if (Status s = text::encodePrompt(tok.get(), readFile(textFile), "give --ids", ids); !s)
-      fail(textFile + ": " + s.message());
+  } else if (Status s = text::encodePrompt(opened.tokenizer.get(), readFile(textFile), "give --ids", ids); !s) {
+    fail(textFile + ": " + s.message());
   }
   if (maxTokens && static_cast<int64_t>(ids.size()) > maxTokens)
     ids.resize(static_cast<size_t>(maxTokens));
   if (ids.size() < 2)
     fail("fewer than 2 tokens");
 
-  ExecutorOptions opts;
-  opts.threads = static_cast<int>(threads);
-  Status err = Status::ok();
-  std::unique_ptr<Decoder> dec = openDecoder(plan, device, err, opts);
-  if (!dec)
-    fail(err.message());
   const int64_t vocab = dec->info().vocabSize;
   if (window > dec->info().maxLength)
     fail("--window " + std::to_string(window) + " is longer than the plan's max length " +
@@ -133,7 +130,8 @@ int main(int argc, char **argv) {
     windows.push_back({s, std::min<int64_t>(s + window, static_cast<int64_t>(ids.size()))});
   double nll = 0;
   int64_t scored = 0;
-  std::vector<float> logits(static_cast<size_t>(rows * vocab));
+  const ChoiceRequest request = ChoiceRequest::logits();
+  ChoiceAnswer answer;
   auto t0 = std::chrono::steady_clock::now();
   for (size_t w0 = 0; w0 < windows.size(); w0 += static_cast<size_t>(rows)) {
     const size_t w1 = std::min(windows.size(), w0 + static_cast<size_t>(rows));
@@ -149,12 +147,12 @@ int main(int argc, char **argv) {
         }
       if (chunks.empty())
         break;
-      if (Status s = dec->forward(chunks, logits.data()); !s)
+      if (Status s = dec->forward(chunks, request, answer); !s)
         fail(s.message());
       for (size_t c = 0; c < chunks.size(); ++c) {
         if (next[c] < 0)
           continue;
-        const float *l = logits.data() + c * vocab;
+        const float *l = answer.logits.data() + c * vocab;
         const double mx = *std::max_element(l, l + vocab);
         double sum = 0;
         for (int64_t v = 0; v < vocab; ++v)

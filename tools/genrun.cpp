@@ -3,19 +3,21 @@
 // by hand, in GenrunOptions.cpp).
 //
 //   genrun model.plan [--input prompts.jsonl | --prompt TEXT ...] [--output out.jsonl] [--device auto|cpu|cuda] [options]
+//   genrun serve model.plan [--host H] [--port P] [options]   (tools/GenrunServe.h)
 //
 // Every input is read and checked before anything is generated, and output
 // is written only when all of it is ready (to a temporary file renamed into
 // place), so a failure never leaves partial output behind; except with
 // --stream, whose lines go out as tokens become final.
 #include "tools/GenrunOptions.h"
+#include "tools/GenrunServe.h"
 
 #include "runtime/Env.h"
-#include "runtime/JsonLines.h"
+#include "tools/GenrunJsonLines.h"
 #include "runtime/Runtime.h"
 #include "runtime/search/Generate.h"
 #include "runtime/text/PlanTokenizer.h"
-#include "runtime/text/TextStream.h"
+#include "runtime/search/TextStream.h"
 
 #include <cerrno>
 #include <cmath>
@@ -62,7 +64,7 @@ std::string readFile(const std::string &path) {
 // Output is written only when all of it is ready (to a temporary file
 // renamed into place), so a failure never leaves partial output behind.
 static void generateAll(const genrun::Args &args, Decoder &decoder, const text::Tokenizer *tokenizer,
-                        const std::vector<Prompt> &prompts, GenerationStats &stats) {
+                        const CheckedGeneration &request, GenerationStats &stats) {
   // Open the output before the (possibly long) generation so that a bad
   // path fails fast; write into a temporary beside it, rename at the end.
   std::string tmpPath;
@@ -82,7 +84,7 @@ static void generateAll(const genrun::Args &args, Decoder &decoder, const text::
   };
 
   std::vector<GenerationResult> results;
-  if (Status s = generate(decoder, args.cfg, prompts, results, &stats); !s)
+  if (Status s = generate(decoder, request, results, &stats); !s)
     abandon(s.message());
 
   std::string text;
@@ -113,7 +115,7 @@ static void generateAll(const genrun::Args &args, Decoder &decoder, const text::
 // (written directly: the lines already out are the point) or stdout. On a
 // failure the lines written stay, and the error follows on stderr.
 static void generateStreaming(const genrun::Args &args, Decoder &decoder, const text::Tokenizer *tokenizer,
-                              const std::vector<Prompt> &prompts, GenerationStats &stats) {
+                              const CheckedGeneration &request, GenerationStats &stats) {
   std::ofstream file;
   if (!args.output.empty()) {
     file.open(args.output, std::ios::binary | std::ios::trunc);
@@ -121,13 +123,13 @@ static void generateStreaming(const genrun::Args &args, Decoder &decoder, const 
       fail("cannot write output '" + args.output + "': " + std::strerror(errno));
   }
   std::ostream &out = args.output.empty() ? std::cout : file;
-  text::TextStreamObserver observer(tokenizer, [&](text::StreamEvent &&ev) {
+  TextStreamObserver observer(tokenizer, [&](StreamEvent &&ev) {
     out << streamEventLine(ev, tokenizer != nullptr) << '\n';
     out.flush();
   });
   observer.dropResults(); // every line is out already: nothing to hold until the end
   std::vector<GenerationResult> results;
-  if (Status s = generate(decoder, args.cfg, prompts, results, &stats, &observer); !s)
+  if (Status s = generate(decoder, request, results, &stats, &observer); !s)
     fail(s.message());
   if (!out)
     fail(args.output.empty() ? "cannot write to stdout" : "cannot write output '" + args.output + "'");
@@ -197,15 +199,13 @@ static int run(int argc, char **argv) {
     }
   }
 
-  Status err = Status::ok();
   const auto loadStart = std::chrono::steady_clock::now();
-  std::unique_ptr<Decoder> decoder = openDecoder(args.plan, args.device, err, args.exec);
-  if (!decoder)
-    fail(err.message());
-  const double loadSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - loadStart).count();
-  std::unique_ptr<text::Tokenizer> tokenizer;
-  if (Status s = text::loadPlanTokenizer(args.plan, tokenizer); !s)
+  OpenedPlan opened;
+  if (Status s = openPlan(args.plan, args.device, opened, args.exec); !s)
     fail(s.message());
+  const double loadSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - loadStart).count();
+  std::unique_ptr<Decoder> &decoder = opened.decoder;
+  std::unique_ptr<text::Tokenizer> &tokenizer = opened.tokenizer;
 
   const ModelInfo &info = decoder->info();
   // The model's generation config under the flags given, as HF generate()
@@ -232,21 +232,24 @@ static int run(int argc, char **argv) {
     fail(s.message());
   for (const std::string &w : args.cfg.warnings())
     std::cerr << "genrun: warning: " << w << "\n";
-  for (size_t n = 0; n < prompts.size(); ++n)
-    if (Status s = validatePrompt(prompts[n], info, args.cfg); !s)
-      fail(where[n] + ": " + s.message());
+  const size_t promptCount = prompts.size();
+  CheckedGeneration request;
+  if (Status s = checkGeneration(info, decoder->maxSlots(), args.cfg, std::move(prompts), request, &where); !s)
+    fail(s.message());
 
   GenerationStats stats;
   if (args.stream)
-    generateStreaming(args, *decoder, tokenizer.get(), prompts, stats);
+    generateStreaming(args, *decoder, tokenizer.get(), request, stats);
   else
-    generateAll(args, *decoder, tokenizer.get(), prompts, stats);
+    generateAll(args, *decoder, tokenizer.get(), request, stats);
   if (args.stats)
-    printStats(*decoder, prompts.size(), stats, loadSeconds);
+    printStats(*decoder, promptCount, stats, loadSeconds);
   return 0;
 }
 
 int main(int argc, char **argv) {
+  if (argc >= 2 && std::strcmp(argv[1], "serve") == 0)
+    return genrun::execServe(argc, argv);
   // Nothing of an out-of-memory failure reaches the user as an abort: the
   // library returns it as a Status, and what genrun itself holds (the
   // prompts, the output text) is caught here.

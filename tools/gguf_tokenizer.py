@@ -11,7 +11,7 @@ transformers 5.17: integrations/ggml.py's converters), written without it:
   tokenizer.ggml.model "llama": SentencePiece-style BPE with byte fallback
     (▁ for spaces, a prefix ▁ unless add_space_prefix is false).
 Neither adds a BOS (transformers maps no add_bos_token from GGUF).
-tools/gguf_tokenizer_check.py compares the result with transformers'.
+tests/tools/gguf_tokenizer_check.py compares the result with transformers'.
 """
 from gguf_weights import ConvertError
 

@@ -35,22 +35,14 @@ if [ ${#libs[@]} -gt 0 ]; then
   done
 fi
 tar -czf dist/genc-linux-x86_64.tar.gz --transform 's|.*/||' "${bins[@]}" ${libs[@]+"${libs[@]}"}
-# tools/trace_step.sh's kernel tracer (a CUPTI injection library, with the
+# bench/trace_step.sh's kernel tracer (a CUPTI injection library, with the
 # CUPTI it was built against), where the toolkit has CUPTI.
 CUDA=${CUDA_HOME:-/usr/local/cuda}
 cupti=$(ls "$CUDA"/lib64/libcupti.so.* "$CUDA"/lib/libcupti.so.* 2>/dev/null | head -1 || true)
 if [ -f "$CUDA/include/cupti.h" ] && [ -n "$cupti" ]; then
   mkdir -p dist/trace
-  g++ -shared -fPIC -O2 -Wall -I"$CUDA/include" tools/kernel_trace.cpp "$cupti" -Wl,-rpath,'$ORIGIN' \
+  g++ -shared -fPIC -O2 -Wall -I"$CUDA/include" bench/kernel_trace.cpp "$cupti" -Wl,-rpath,'$ORIGIN' \
     -o dist/trace/libgenc_trace.so
   cp "$cupti" dist/trace/
-fi
-# tools/step_lab.cu: the persistent decode-step lab (docs/performance.md,
-# session 20), run there as dist/step_lab.
-if [ -x "$CUDA/bin/nvcc" ]; then
-  "$CUDA/bin/nvcc" -O3 -arch=sm_90 -std=c++17 -o dist/step_lab tools/step_lab.cu
-  # tools/attn_lab.cu: decode attention by TMA into a shared-memory ring
-  # (docs/performance.md, session 26), run there as dist/attn_lab.
-  "$CUDA/bin/nvcc" -O3 -arch=sm_90a -std=c++17 -o dist/attn_lab tools/attn_lab.cu -lcuda
 fi
 echo "pack: dist/genc-linux-x86_64.tar.gz (${bins[*]##*/} ${libs[*]+${libs[*]##*/}})"

@@ -22,13 +22,16 @@ fi
 # Python helpers used by the tests (numpy reads the fixtures' .npz; lit runs the
 # lit suites when llvm-14-tools' copy is absent; tokenizers, sentencepiece and
 # protobuf train the tokenizers tests/text checks the runtime's against),
-# pybind11 (builds the Python package genc), pytest (its tests),
-# transformers (its GenerationConfig, which genc's generate() accepts; no torch),
-# onnx and gguf (tools/gguf_to_onnx.py and its tests) and jinja2 (the demo's
-# chat template).
+# pybind11 (builds the Python package genc), pytest (its tests) and
+# transformers (its GenerationConfig, which genc's generate() accepts, and
+# apply_chat_template, which genc's chat templates are tested against; no
+# torch); genrun serve's HTTP layer: starlette, uvicorn (uvloop, httptools:
+# its fast loop and parser), jinja2 (chat templates, the demo's too); its tests:
+# openai, httpx; onnx and gguf (tools/gguf_to_onnx.py and its tests).
 PY=${PYTHON:-python3}
 for spec in numpy:numpy lit:lit tokenizers:tokenizers sentencepiece:sentencepiece google.protobuf:protobuf \
-            pybind11:pybind11 pytest:pytest transformers:transformers onnx:onnx gguf:gguf jinja2:jinja2; do
+            pybind11:pybind11 pytest:pytest transformers:transformers starlette:starlette uvicorn:uvicorn \
+            uvloop:uvloop httptools:httptools jinja2:jinja2 openai:openai httpx:httpx onnx:onnx gguf:gguf; do
   mod=${spec%%:*} pkg=${spec##*:}
   if ! "$PY" -c "import $mod" >/dev/null 2>&1; then
     echo "setup: pip installing $pkg"

@@ -8,7 +8,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Optional, Sequence as Seq, Tuple, Union
 
-from . import _config, _genc
+from . import _chat, _config, _genc
 
 Prompt = Union[str, bytes, Seq[int]]
 
@@ -112,6 +112,31 @@ class Generator:
         """The plan's genc compile --max-new-tokens (None: not set). With several beams a prompt,
         they share its K/V and each generates at most this many tokens."""
         return self._g.max_new_tokens or None
+
+    @property
+    def chat_templates(self) -> Dict[str, str]:
+        """The model's chat templates as the plan carries them (tokenizer_config.json's
+        chat_template or chat_template.jinja, packed by genc compile): one unnamed
+        template under "", or templates by name; {} when the model has none."""
+        return dict(self._g.chat_templates)
+
+    @property
+    def chat_template(self) -> Optional[str]:
+        """The template apply_chat_template uses (transformers' choice: the one
+        template, or "default"); None when the model has none."""
+        try:
+            return _chat.select_template(self.chat_templates)
+        except ValueError:
+            return None
+
+    def apply_chat_template(self, messages: List[Dict[str, Any]], add_generation_prompt: bool = True,
+                            **kwargs: Any) -> str:
+        """The prompt text of HF's tokenizer.apply_chat_template(messages, tokenize=False,
+        add_generation_prompt=...), rendered as transformers renders it (genc._chat);
+        encode it with add_special_tokens=False for its ids."""
+        template = _chat.select_template(self.chat_templates)
+        return _chat.render(template, messages, dict(self._g.special_tokens),
+                            add_generation_prompt=add_generation_prompt, **kwargs)
 
     def encode(self, text: Union[str, bytes], add_special_tokens: bool = True) -> List[int]:
         """HF: tokenizer(text).input_ids, with the tokenizer the plan carries."""

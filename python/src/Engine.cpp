@@ -20,8 +20,12 @@ std::unique_ptr<Engine> Engine::open(const std::string &planPath, const std::str
   std::promise<Status> opened;
   Engine *self = e.get();
   self->thread_.post([&, self] {
-    Status s = Status::ok();
-    self->decoder_ = openDecoder(planPath, device, s);
+    OpenedPlan plan;
+    Status s = openPlan(planPath, device, plan);
+    self->decoder_ = std::move(plan.decoder);
+    self->tokenizer_ = std::move(plan.tokenizer);
+    self->chatTemplates_ = plan.chatTemplates;
+    self->specialTokens_ = plan.specialTokens;
     if (self->decoder_) {
       self->info_ = self->decoder_->info();
       self->deviceName_ = self->decoder_->deviceName();
@@ -32,10 +36,6 @@ std::unique_ptr<Engine> Engine::open(const std::string &planPath, const std::str
   err = opened.get_future().get();
   if (!e->decoder_)
     return nullptr; // ~Engine has nothing to free
-  if (Status s = text::loadPlanTokenizer(planPath, e->tokenizer_); !s) {
-    err = s;
-    return nullptr;
-  }
   return e;
 }
 
@@ -50,30 +50,20 @@ Engine::~Engine() {
   thread_.post([d = std::move(d)]() mutable { d.reset(); });
 }
 
-Status Engine::checkRequest(const GenerationConfig &given, const std::vector<Prompt> &prompts) const {
-  int64_t batchSize = 0;
-  GenerationConfig cfg = given;
+Status Engine::check(GenerationConfig cfg, std::vector<Prompt> prompts, CheckedGeneration &out) const {
   cfg.tokenizer = tokenizer_.get(); // stop_strings are read with the plan's
-  if (Status s = cfg.validateFor(info_); !s)
-    return s;
-  if (Status s = batchSizeFor(cfg, info_, maxSlots_, batchSize); !s)
-    return s;
-  for (size_t n = 0; n < prompts.size(); ++n)
-    if (Status s = validatePrompt(prompts[n], info_, cfg); !s)
-      return Status::error("prompt " + std::to_string(n) + ": " + s.message());
-  return Status::ok();
+  return checkGeneration(info_, maxSlots_, cfg, std::move(prompts), out);
 }
 
-std::shared_ptr<Job> Engine::start(std::vector<Prompt> prompts, GenerationConfig cfg, bool stream) {
+std::shared_ptr<Job> Engine::start(CheckedGeneration request, bool stream) {
   auto job = std::make_shared<Job>();
   jobs_.erase(std::remove_if(jobs_.begin(), jobs_.end(), [](const std::weak_ptr<Job> &w) { return w.expired(); }),
               jobs_.end());
   jobs_.push_back(job);
-  cfg.tokenizer = tokenizer_.get();
   // The job, not the engine, owns what the task needs beyond the decoder,
   // and the decoder outlives every task (~Engine queues behind them).
-  thread_.post([this, job, stream, prompts = std::move(prompts), cfg = std::move(cfg)] {
-    auto push = [&](text::StreamEvent &&ev) {
+  thread_.post([this, job, stream, request = std::move(request)] {
+    auto push = [&](StreamEvent &&ev) {
       {
         std::lock_guard<std::mutex> l(job->m);
         job->events.push_back(std::move(ev));
@@ -83,11 +73,11 @@ std::shared_ptr<Job> Engine::start(std::vector<Prompt> prompts, GenerationConfig
     auto stop = [&] { return job->stop.load(); };
     // Without a stream the observer only answers stop requests: no tokenizer,
     // so no text is decoded, and the events go nowhere.
-    text::TextStreamObserver observer(stream ? tokenizer_.get() : nullptr,
-                                      stream ? text::TextStreamObserver::Sink(push) : [](text::StreamEvent &&) {},
+    TextStreamObserver observer(stream ? tokenizer_.get() : nullptr,
+                                      stream ? TextStreamObserver::Sink(push) : [](StreamEvent &&) {},
                                       stop);
     std::vector<GenerationResult> results;
-    Status s = generate(*decoder_, cfg, prompts, results, nullptr, &observer);
+    Status s = generate(*decoder_, request, results, nullptr, &observer);
     {
       std::lock_guard<std::mutex> l(job->m);
       job->status = s;

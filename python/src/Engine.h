@@ -5,13 +5,14 @@
 #include "DeviceThread.h"
 #include "runtime/Decoder.h"
 #include "runtime/search/Generate.h"
-#include "runtime/text/TextStream.h"
+#include "runtime/search/TextStream.h"
 #include "runtime/text/Tokenizer.h"
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -24,7 +25,7 @@ namespace genpy {
 struct Job {
   std::mutex m;
   std::condition_variable cv;
-  std::deque<genrt::text::StreamEvent> events; // streaming jobs only
+  std::deque<genrt::StreamEvent> events; // streaming jobs only
   bool finished = false;
   genrt::Status status = genrt::Status::ok();
   std::vector<genrt::GenerationResult> results;
@@ -51,21 +52,25 @@ public:
   const genrt::ModelInfo &info() const { return info_; }
   const std::string &deviceName() const { return deviceName_; }
   const genrt::text::Tokenizer *tokenizer() const { return tokenizer_.get(); }
+  const std::map<std::string, std::string> &chatTemplates() const { return chatTemplates_; }
+  const std::map<std::string, std::string> &specialTokens() const { return specialTokens_; }
 
-  /// Starts generate() on the device thread. `prompts` and `cfg` are checked
-  /// already (checkRequest). With `stream`, the job collects text events.
-  std::shared_ptr<Job> start(std::vector<genrt::Prompt> prompts, genrt::GenerationConfig cfg, bool stream);
+  /// Starts generate() of a checked request (check()) on the device thread.
+  /// With `stream`, the job collects text events.
+  std::shared_ptr<Job> start(genrt::CheckedGeneration request, bool stream);
 
-  /// The checks generate() makes before it runs anything, made here so that
-  /// a bad request fails in the caller's thread with a message naming the
-  /// prompt: the config against the model, then every prompt.
-  genrt::Status checkRequest(const genrt::GenerationConfig &cfg, const std::vector<genrt::Prompt> &prompts) const;
+  /// The checks generate() needs before it runs anything (checkGeneration),
+  /// made in the caller's thread so that a bad request fails there with a
+  /// message naming the prompt.
+  genrt::Status check(genrt::GenerationConfig cfg, std::vector<genrt::Prompt> prompts,
+                      genrt::CheckedGeneration &out) const;
 
 private:
   Engine() = default;
   DeviceThread thread_;
   std::unique_ptr<genrt::Decoder> decoder_; // touched only on thread_
   std::unique_ptr<genrt::text::Tokenizer> tokenizer_;
+  std::map<std::string, std::string> chatTemplates_, specialTokens_;
   genrt::ModelInfo info_;
   std::string deviceName_;
   int32_t maxSlots_ = 0;

@@ -4,6 +4,7 @@
 // calling thread waits with the GIL released, waking every 50 ms so that
 // Ctrl-C stops the generation and raises KeyboardInterrupt.
 #include "Engine.h"
+#include "ServeModule.h"
 #include "runtime/text/PlanTokenizer.h"
 
 #include <pybind11/pybind11.h>
@@ -86,22 +87,23 @@ public:
   /// Prompts come as token ids (the Python half encodes text with
   /// encode()), each with an attention mask or an empty list. Bad prompts
   /// and options raise ValueError naming them.
-  std::vector<Prompt> prompts(const std::vector<std::vector<int64_t>> &ids,
-                              const std::vector<std::vector<int64_t>> &masks, const GenerationConfig &cfg) {
+  CheckedGeneration prompts(const std::vector<std::vector<int64_t>> &ids,
+                            const std::vector<std::vector<int64_t>> &masks, const GenerationConfig &cfg) {
     std::vector<Prompt> out(ids.size());
     for (size_t n = 0; n < ids.size(); ++n) {
       out[n].inputIds = ids[n];
       if (n < masks.size())
         out[n].attentionMask = masks[n];
     }
-    if (Status s = engine().checkRequest(cfg, out); !s)
+    CheckedGeneration checked;
+    if (Status s = engine().check(cfg, std::move(out), checked); !s)
       throw py::value_error(s.message());
-    return out;
+    return checked;
   }
 
   py::list generate(const std::vector<std::vector<int64_t>> &ids, const std::vector<std::vector<int64_t>> &masks,
                     const GenerationConfig &cfg) {
-    std::shared_ptr<Job> job = engine().start(prompts(ids, masks, cfg), cfg, /*stream=*/false);
+    std::shared_ptr<Job> job = engine().start(prompts(ids, masks, cfg), /*stream=*/false);
     while (!job->isFinished())
       waitForJob(*job);
     if (!job->status)
@@ -134,7 +136,7 @@ public:
     for (;;) {
       std::unique_lock<std::mutex> l(job_->m);
       if (!job_->events.empty()) {
-        text::StreamEvent ev = std::move(job_->events.front());
+        StreamEvent ev = std::move(job_->events.front());
         job_->events.pop_front();
         l.unlock();
         return toPython(ev);
@@ -155,14 +157,14 @@ public:
   }
 
 private:
-  py::object toPython(const text::StreamEvent &ev) {
+  py::object toPython(const StreamEvent &ev) {
     const Engine &e = gen_.engine();
-    using Kind = text::StreamEvent::Kind;
+    using Kind = StreamEvent::Kind;
     py::object text = ev.kind == Kind::Done ? py::object(py::none()) : textOrNone(e, ev.text);
     py::object seqs = ev.kind == Kind::Done
                           ? py::object(sequencesToPython(e, ev.result, e.tokenizer() ? &ev.texts : nullptr))
                           : py::object(py::none());
-    return py::make_tuple(text::streamEventKindName(ev.kind), ev.prompt, ev.sequence, ev.tokenId, text,
+    return py::make_tuple(streamEventKindName(ev.kind), ev.prompt, ev.sequence, ev.tokenId, text,
                           py::cast(ev.seq.outputIds), ev.seq.score, seqs);
   }
 
@@ -174,7 +176,7 @@ private:
 std::unique_ptr<PyStream> PyGenerator::stream(const std::vector<std::vector<int64_t>> &ids,
                                               const std::vector<std::vector<int64_t>> &masks,
                                               const GenerationConfig &cfg) {
-  return std::make_unique<PyStream>(*this, engine().start(prompts(ids, masks, cfg), cfg, /*stream=*/true));
+  return std::make_unique<PyStream>(*this, engine().start(prompts(ids, masks, cfg), /*stream=*/true));
 }
 
 void setEarlyStopping(GenerationConfig &c, const std::string &v) {
@@ -184,8 +186,7 @@ void setEarlyStopping(GenerationConfig &c, const std::string &v) {
 
 } // namespace
 
-// A JSON value of the plan (the model's generation defaults) as Python data.
-static py::object toPython(const genrt::json::Value &v) {
+py::object genpy::jsonToPython(const genrt::json::Value &v) {
   using K = genrt::json::Value::Kind;
   switch (v.kind()) {
   case K::Null:
@@ -199,13 +200,13 @@ static py::object toPython(const genrt::json::Value &v) {
   case K::Array: {
     py::list l;
     for (const auto &e : v.items())
-      l.append(toPython(e));
+      l.append(jsonToPython(e));
     return std::move(l);
   }
   case K::Object: {
     py::dict d;
     for (const auto &[k, e] : v.members())
-      d[py::str(k)] = toPython(e);
+      d[py::str(k)] = jsonToPython(e);
     return std::move(d);
   }
   }
@@ -215,6 +216,7 @@ static py::object toPython(const genrt::json::Value &v) {
 PYBIND11_MODULE(_genc, m) {
   m.doc() = "genc's runtime: run a compiled generation plan (use the genc package, not this module)";
   py::register_exception<GencError>(m, "Error", PyExc_RuntimeError);
+  genpy::bindServe(m);
 
   // Field names are Hugging Face's; messages spell them so too.
   py::class_<GenerationConfig>(m, "_Config")
@@ -251,6 +253,9 @@ PYBIND11_MODULE(_genc, m) {
       .def_readwrite("bad_words_ids", &GenerationConfig::badWordsIds)
       .def_readwrite("sequence_bias", &GenerationConfig::sequenceBias)
       .def_readwrite("renormalize_logits", &GenerationConfig::renormalizeLogits)
+      .def_readwrite("presence_penalty", &GenerationConfig::presencePenalty)
+      .def_readwrite("ignore_model_eos", &GenerationConfig::ignoreModelEos)
+      .def_readwrite("frequency_penalty", &GenerationConfig::frequencyPenalty)
       .def_readwrite("typical_p", &GenerationConfig::typicalP)
       .def_readwrite("epsilon_cutoff", &GenerationConfig::epsilonCutoff)
       .def_readwrite("eta_cutoff", &GenerationConfig::etaCutoff)
@@ -296,9 +301,11 @@ PYBIND11_MODULE(_genc, m) {
       .def("close", &PyGenerator::close)
       .def_property_readonly("device", [](PyGenerator &g) { return g.engine().deviceName(); })
       .def_property_readonly("has_tokenizer", [](PyGenerator &g) { return g.engine().tokenizer() != nullptr; })
+      .def_property_readonly("chat_templates", [](PyGenerator &g) { return g.engine().chatTemplates(); })
+      .def_property_readonly("special_tokens", [](PyGenerator &g) { return g.engine().specialTokens(); })
       .def_property_readonly("vocab_size", [](PyGenerator &g) { return g.engine().info().vocabSize; })
       .def_property_readonly("generation_defaults",
-                             [](PyGenerator &g) { return toPython(g.engine().info().generationDefaults); })
+                             [](PyGenerator &g) { return genpy::jsonToPython(g.engine().info().generationDefaults); })
       .def_property_readonly("eos_token_id", [](PyGenerator &g) { return g.engine().info().eosTokenIds; })
       .def_property_readonly("max_batch", [](PyGenerator &g) { return g.engine().info().maxBatch; })
       .def_property_readonly("max_beams", [](PyGenerator &g) { return g.engine().info().maxBeams; })

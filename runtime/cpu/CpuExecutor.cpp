@@ -278,7 +278,11 @@ public:
     return w + plan_->kv.selfBytes() + plan_->kv.crossBytes() + arenaBytes_;
   }
 
-  Status run(const ProgramRun &run, float *logits) override {
+  // The CPU answers Logits only (Executor::chooses): the Session chooses
+  // from them on the host.
+  Status run(const ProgramRun &run, const ChoiceRequest &request, ChoiceAnswer *answer) override {
+    if (request.kind != ChoiceKind::Logits)
+      return Status::error("the CPU executor answers logits only");
     const int64_t T = static_cast<int64_t>(run.inputIds.size());
     const bool decode = run.kind == ProgramKind::Decode;
     const int64_t R = decode ? T : static_cast<int64_t>(run.logitRows.size());
@@ -294,7 +298,10 @@ public:
     const int64_t vocab = plan_->model.vocabSize;
     if (results.empty() || results[0].dtype() != DType::F32 || results[0].numElements() != R * vocab)
       return Status::error("the plan's " + run.program->name + " does not return [rows, vocab] f32 logits");
-    std::memcpy(logits, results[0].data<float>(), static_cast<size_t>(R * vocab) * sizeof(float));
+    if (answer) {
+      answer->reset(request, R, vocab);
+      std::memcpy(answer->logits.data(), results[0].data<float>(), static_cast<size_t>(R * vocab) * sizeof(float));
+    }
     return Status::ok();
   }
 
@@ -345,6 +352,9 @@ private:
       const ValueInfo &b = prog.values.at(op.operands[1]);
       if (b.storage == Storage::Weight && b.index >= 0 && b.index < static_cast<int32_t>(panels_.size()) && panels_[b.index])
         return std::make_unique<PanelMatmulOp>(findKernel(kind), panels_[b.index].get());
+      if (b.storage == Storage::Weight && b.index >= 0 && b.index < static_cast<int32_t>(transposedPanels_.size()) &&
+          transposedPanels_[b.index])
+        return std::make_unique<PanelMatmulOp>(findKernel(kind), transposedPanels_[b.index].get());
     }
     const OpSignature *sig = findOpSignature(kind);
     if (!sig)
@@ -510,6 +520,34 @@ private:
       packPanels(t.data<float>(), K, N, p);
       panels_[w].reset(p);
     }
+    // A weight matmuls read as b transposed (a tied embedding as the LM
+    // head; gathers read it too, so the original stays): its [K, N] view in
+    // panels as well. Then every row of a product is one FMA chain over k
+    // whatever the rows beside it (BLAS's sgemv for one row and sgemm for
+    // several round differently): a row's logits never depend on its
+    // batch-mates (docs/serving.md).
+    std::vector<char> transposed(weights_.size(), 0), plain(weights_.size(), 0);
+    for (const auto &[name, prog] : plan_->programs)
+      for (const OpInfo &op : prog.ops)
+        if (op.kind == "matmul" && op.operands.size() >= 2) {
+          const ValueInfo &b = prog.values[op.operands[1]];
+          if (b.storage == Storage::Weight && b.index >= 0 && b.index < static_cast<int32_t>(weights_.size()))
+            (attrInt(op.attrs, "transpose_b", 0) != 0 ? transposed : plain)[size_t(b.index)] = 1;
+        }
+    transposedPanels_.resize(weights_.size());
+    for (size_t w = 0; w < weights_.size(); ++w) {
+      const Tensor &t = weights_[w];
+      if (!transposed[w] || plain[w] || panels_[w] || t.dtype() != DType::F32 || t.rank() != 2 ||
+          t.numElements() == 0)
+        continue;
+      const int64_t N = t.shape()[0], K = t.shape()[1];
+      const size_t bytes = (static_cast<size_t>(panelFloats(K, N)) * sizeof(float) + 63) / 64 * 64;
+      float *p = static_cast<float *>(std::aligned_alloc(64, bytes));
+      if (!p)
+        return Status::error("cannot allocate " + std::to_string(bytes) + " bytes for a weight's panels");
+      packPanelsTransposed(t.data<float>(), K, N, p);
+      transposedPanels_[w].reset(p);
+    }
     return Status::ok();
   }
   std::shared_ptr<const Plan> plan_;
@@ -518,6 +556,9 @@ private:
   /// Per weight: its panels where only matmuls read it as b[K, N] (AVX-512
   /// CPUs); the mapped original is then never read (nor paged in) again.
   std::vector<std::unique_ptr<float, FreeFloats>> panels_;
+  /// Per weight read transposed by matmuls (and by other ops): panels of
+  /// its transpose, beside the original.
+  std::vector<std::unique_ptr<float, FreeFloats>> transposedPanels_;
   int64_t arenaBytes_ = 0;
   std::unique_ptr<uint8_t, Free> arena_;
   HostKvCache cache_;

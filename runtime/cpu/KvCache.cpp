@@ -221,69 +221,83 @@ void attendRow(const float *q, int64_t n, int64_t D, float scale, const float *b
   attendRowF32(q, s.k.data(), s.v.data(), n, D, scale, bias, s.p.data(), o);
 }
 
-// A fresh prompt's causal attention as two products per head (a prefill
-// whose keys are all this run's: segments of one slot from position 0, no
-// window shorter than the segment, no relative bias): S = Q Kᵀ and O = P V
-// through the panel GEMM (cpu/MatmulPanels.h), the softmax between them a
-// vectorised pass per row. Row by row each (token, head) walked its keys
-// with no reuse; here each K and V row is read once per query head.
+// A piece of a prompt's causal attention as two products per head (a
+// prefill's queries are many): S = Q Kᵀ and O = P V through the panel GEMM
+// (cpu/MatmulPanels.h), the softmax between them a vectorised pass per row.
+// Row by row each (token, head) walked its keys with no reuse; here each K
+// and V row is read once per query head.
+//
+// Every piece of two tokens or more takes it, whether it starts a sequence
+// or continues one (its keys: the cached positions, then its own), and a
+// one-token piece (a decode step) the row path: every element of S and O is
+// one FMA chain in order from zero, and a row's softmax depends only on its
+// own scores, so a query's output is the same bits however its prompt was
+// split into pieces and whatever else shares the run. That is what keeps a
+// request's tokens independent of its batch-mates in the server (the
+// scheduler never cuts a one-token piece out of a longer prompt, nor does
+// the Session: docs/serving.md). Sliding windows and relative biases take
+// the row path throughout.
 struct PrefillSegment {
-  int64_t start = 0, len = 0;
+  int64_t start = 0, len = 0, cached = 0;
 };
 
-bool freshSegments(const std::vector<TokenPlace> &tokens, int64_t window, bool bias,
+bool panelSegments(const std::vector<TokenPlace> &tokens, int64_t window, bool bias,
                    std::vector<PrefillSegment> &out) {
   // GENC_CPU_ROW_ATTENTION=1: the row path for every prefill (A/B runs).
   static const bool rowsOnly = [] {
     const char *e = genrt::env::get("GENC_CPU_ROW_ATTENTION");
     return e && std::string(e) == "1";
   }();
-  if (bias || rowsOnly || !havePanelKernels())
+  if (bias || window > 0 || rowsOnly || !havePanelKernels())
     return false;
   const int64_t T = static_cast<int64_t>(tokens.size());
   for (int64_t t = 0; t < T;) {
-    int64_t e = t;
-    while (e < T && tokens[e].slot == tokens[t].slot && tokens[e].cachedBefore == 0 && tokens[e].position == e - t)
+    int64_t e = t + 1;
+    while (e < T && tokens[e].slot == tokens[t].slot && tokens[e].position == tokens[e - 1].position + 1 &&
+           tokens[e].cachedBefore == tokens[t].cachedBefore)
       ++e;
-    if (e == t || (e < T && tokens[e].slot == tokens[t].slot)) // not a whole fresh prompt
-      return false;
-    if (window > 0 && window < e - t)
-      return false;
-    out.push_back({t, e - t});
+    if (e - t >= 2 && tokens[t].position == tokens[t].cachedBefore)
+      out.push_back({t, e - t, tokens[t].cachedBefore});
     t = e;
   }
-  // Below 16 tokens a segment is a few rows: the row path serves it.
-  int64_t longest = 0;
-  for (const PrefillSegment &g : out)
-    longest = std::max(longest, g.len);
-  return longest >= 16;
+  return !out.empty();
 }
 
 /// One thread's panels of a KV head's Kᵀ [D, n] and V [n, D] (kept while
 /// the query heads of its group go by), and the scores.
 struct PrefillScratch {
-  std::vector<float> kPanels, vPanels, kt, scores;
+  std::vector<float> kPanels, vPanels, kt, v, scores, row;
   int64_t packed = -1; // which (segment, KV head) the panels hold
 
-  void pack(int64_t which, const float *k, const float *v, int64_t n, int64_t D) {
+  /// Keys j < cached from `cachedKey(j)` / `cachedValue(j)`, the rest the
+  /// run's rows k, v (n - cached of them).
+  template <typename CachedFn>
+  void pack(int64_t which, int64_t cached, CachedFn cachedRow, const float *k, const float *vRun, int64_t n,
+            int64_t D) {
     if (packed == which)
       return;
     kt.resize(static_cast<size_t>(D * n));
-    for (int64_t j = 0; j < n; ++j)
+    v.resize(static_cast<size_t>(n * D));
+    for (int64_t j = 0; j < n; ++j) {
+      const float *kr = j < cached ? cachedRow(false, j, row) : k + (j - cached) * D;
       for (int64_t d = 0; d < D; ++d)
-        kt[d * n + j] = k[j * D + d];
+        kt[d * n + j] = kr[d];
+      const float *vr = j < cached ? cachedRow(true, j, row) : vRun + (j - cached) * D;
+      std::copy_n(vr, D, v.data() + j * D);
+    }
     kPanels.resize(static_cast<size_t>(panelFloats(D, n)));
     packPanels(kt.data(), D, n, kPanels.data());
     vPanels.resize(static_cast<size_t>(panelFloats(n, D)));
-    packPanels(v, n, D, vPanels.data());
+    packPanels(v.data(), n, D, vPanels.data());
     packed = which;
   }
 
-  void attend(const float *q, int64_t n, int64_t D, float scale, float *o) {
-    scores.resize(static_cast<size_t>(n * n));
-    matmulPanels(q, kPanels.data(), scores.data(), n, n, D, nullptr);
-    softmaxCausalRows(scores.data(), n, scale);
-    matmulPanels(scores.data(), vPanels.data(), o, n, D, n, nullptr);
+  /// q: the piece's len queries, at positions cached.. of n keys.
+  void attend(const float *q, int64_t len, int64_t cached, int64_t n, int64_t D, float scale, float *o) {
+    scores.resize(static_cast<size_t>(len * n));
+    matmulPanels(q, kPanels.data(), scores.data(), len, n, D, nullptr);
+    softmaxCausalRows(scores.data(), len, n, cached, scale);
+    matmulPanels(scores.data(), vPanels.data(), o, len, D, n, nullptr);
   }
 };
 
@@ -326,7 +340,10 @@ Status selfAttention(HostKvCache &cache, const AttrMap &attrs, const std::vector
     if (tokens[t].position - tokens[t].cachedBefore > t)
       return Status::error("kv_attention: the cache cannot hold the attended positions");
   std::vector<PrefillSegment> segments;
-  if (freshSegments(tokens, window, bias.table != nullptr, segments)) {
+  std::vector<char> byPanels(static_cast<size_t>(T), 0);
+  if (panelSegments(tokens, window, bias.table != nullptr, segments)) {
+    for (const PrefillSegment &g : segments)
+      std::fill(byPanels.begin() + g.start, byPanels.begin() + g.start + g.len, 1);
     // (segment, head) pairs, each writing its own output rows; a thread's
     // consecutive heads of one KV head's group share its panels.
     const int64_t pairs = static_cast<int64_t>(segments.size()) * H;
@@ -334,25 +351,36 @@ Status selfAttention(HostKvCache &cache, const AttrMap &attrs, const std::vector
       PrefillScratch s;
       for (int64_t i = begin; i < end; ++i) {
         const PrefillSegment &g = segments[i / H];
-        const int64_t h = i % H, kh = h / group;
-        s.pack(i / H * KVH + kh, kd + (kh * T + g.start) * D, vd + (kh * T + g.start) * D, g.len, D);
-        s.attend(qd + (h * T + g.start) * D, g.len, D, scale, od + (h * T + g.start) * D);
+        const int64_t h = i % H, kh = h / group, n = g.cached + g.len;
+        const int32_t slot = tokens[g.start].slot;
+        auto cachedRow = [&](bool isV, int64_t j, std::vector<float> &scratch) {
+          return cache.readSelf(li, isV, ctx.cached(slot, j), kh, scratch);
+        };
+        s.pack(i / H * KVH + kh, g.cached, cachedRow, kd + (kh * T + g.start) * D, vd + (kh * T + g.start) * D, n,
+               D);
+        s.attend(qd + (h * T + g.start) * D, g.len, g.cached, n, D, scale, od + (h * T + g.start) * D);
       }
     };
     if (pool)
       pool->parallelFor(pairs, 1, run);
     else
       run(0, pairs);
-  } else {
+  }
+  std::vector<int64_t> rowTokens;
+  for (int64_t t = 0; t < T; ++t)
+    if (!byPanels[size_t(t)])
+      rowTokens.push_back(t);
+  if (!rowTokens.empty()) {
     // (token, head) pairs are independent: each writes its own output row.
     // Tokens are dealt from both ends (0, T-1, 1, T-2, ...): a causal
     // prefill's later tokens attend to more keys, and the pool's contiguous
     // pieces then carry even work.
-    parallel(pool, T * H, [&](int64_t begin, int64_t end) {
+    const int64_t R = static_cast<int64_t>(rowTokens.size());
+    parallel(pool, R * H, [&](int64_t begin, int64_t end) {
     RowScratch p;
     std::vector<float> b;
     for (int64_t th = begin; th < end; ++th) {
-      const int64_t i = th / H, h = th % H, t = i % 2 ? T - 1 - i / 2 : i / 2;
+      const int64_t i = th / H, h = th % H, t = rowTokens[size_t(i % 2 ? R - 1 - i / 2 : i / 2)];
       const TokenPlace &tok = tokens[t];
       int64_t lo = window > 0 ? std::max<int64_t>(0, tok.position - window + 1) : 0;
       int64_t n = tok.position - lo + 1;

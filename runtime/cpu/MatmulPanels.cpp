@@ -61,11 +61,12 @@ __attribute__((target("avx512f"))) __m512 expNonPositive16(__m512 t) {
   return _mm512_mask_mov_ps(_mm512_setzero_ps(), static_cast<__mmask16>(~under), _mm512_scalef_ps(p, k));
 }
 
-__attribute__((target("avx512f"))) void softmaxCausal512(float *S, int64_t n, float scale) {
+__attribute__((target("avx512f"))) void softmaxCausal512(float *S, int64_t rows, int64_t n, int64_t offset,
+                                                           float scale) {
   const __m512 sc = _mm512_set1_ps(scale);
-  for (int64_t t = 0; t < n; ++t) {
+  for (int64_t t = 0; t < rows; ++t) {
     float *row = S + t * n;
-    const int64_t valid = t + 1;
+    const int64_t valid = offset + t + 1;
     auto mask = [&](int64_t j) {
       return valid - j >= 16 ? __mmask16(0xffff) : __mmask16((1u << (valid - j)) - 1);
     };
@@ -92,7 +93,9 @@ __attribute__((target("avx512f"))) void softmaxCausal512(float *S, int64_t n, fl
 
 bool havePanelKernels() { return kAvx512; }
 
-void softmaxCausalRows(float *S, int64_t n, float scale) { softmaxCausal512(S, n, scale); }
+void softmaxCausalRows(float *S, int64_t rows, int64_t n, int64_t offset, float scale) {
+  softmaxCausal512(S, rows, n, offset, scale);
+}
 
 void packPanels(const float *w, int64_t K, int64_t N, float *out) {
   for (int64_t p = 0; p * kPanelWidth < N; ++p) {
@@ -100,6 +103,18 @@ void packPanels(const float *w, int64_t K, int64_t N, float *out) {
     float *dst = out + p * K * kPanelWidth;
     for (int64_t k = 0; k < K; ++k) {
       std::memcpy(dst + k * kPanelWidth, w + k * N + n0, static_cast<size_t>(cols) * sizeof(float));
+      std::fill(dst + k * kPanelWidth + cols, dst + (k + 1) * kPanelWidth, 0.f);
+    }
+  }
+}
+
+void packPanelsTransposed(const float *wt, int64_t K, int64_t N, float *out) {
+  for (int64_t p = 0; p * kPanelWidth < N; ++p) {
+    const int64_t n0 = p * kPanelWidth, cols = std::min(kPanelWidth, N - n0);
+    float *dst = out + p * K * kPanelWidth;
+    for (int64_t k = 0; k < K; ++k) {
+      for (int64_t c = 0; c < cols; ++c)
+        dst[k * kPanelWidth + c] = wt[(n0 + c) * K + k];
       std::fill(dst + k * kPanelWidth + cols, dst + (k + 1) * kPanelWidth, 0.f);
     }
   }

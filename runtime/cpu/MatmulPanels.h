@@ -27,12 +27,18 @@ bool havePanelKernels();
 /// w[K, N] (row-major) into `out` (panelFloats(K, N) floats).
 void packPanels(const float *w, int64_t K, int64_t N, float *out);
 
+/// The panels of w[K, N] where w is stored transposed, wt[N, K] (a tied
+/// embedding read as the LM head): the same layout as packPanels of its
+/// transpose.
+void packPanelsTransposed(const float *wt, int64_t K, int64_t N, float *out);
+
 /// y = a · w from w's panels; false (nothing written) without AVX-512.
 bool matmulPanels(const float *a, const float *panels, float *y, int64_t M, int64_t N, int64_t K, ThreadPool *pool);
 
-/// Causal softmax of scores S [n, n] in place: row t becomes softmax(scale ·
-/// S[t, 0..t]) with zeros after t (AVX-512 only: the panel kernels' CPUs;
-/// exp is runtime/cpu/ExpPoly.h's polynomial).
-void softmaxCausalRows(float *S, int64_t n, float scale);
+/// Causal softmax of scores S [rows, n] in place: row t becomes
+/// softmax(scale · S[t, 0..offset+t]) with zeros after (AVX-512 only: the
+/// panel kernels' CPUs; exp is runtime/cpu/ExpPoly.h's polynomial). A row's
+/// values depend on its own valid scores alone.
+void softmaxCausalRows(float *S, int64_t rows, int64_t n, int64_t offset, float scale);
 
 } // namespace genrt::cpu

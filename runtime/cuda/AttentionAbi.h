@@ -72,12 +72,12 @@
 
 // clang-format off
 #define GENC_ATTN_ABI                                                                              \
-  /* Where one packed token belongs (the Session's TokenPlace, plus the */                         \
-  /* cross entry and the @encode segment). runEnd: one past the last */                            \
-  /* position its slot takes in this run (a rolling cache row that a */                            \
-  /* later token of the run also maps to is that token's to write). */                             \
-  /* writeRegion, writeIndex: where its k, v go when beams share their */                         \
-  /* prompt (runtime/KvRows.h; with `pairs` set). */                                                \
+  /* Where one packed token belongs (runtime/Executor.h's TokenPlace, */                           \
+  /* plus the cross entry and the @encode segment). runEnd: one past */                            \
+  /* the last position its slot takes in this run (a rolling cache row */                          \
+  /* that a later token of the run also maps to is that token's to */                              \
+  /* write). writeRegion, writeIndex: where its k, v go when beams */                              \
+  /* share their prompt (runtime/KvRows.h; with `pairs` set). */                                   \
   struct GencTokenPlace {                                                                          \
     long long position, cachedBefore, segStart, segLen, runEnd;                                    \
     int slot, entry;                                                                               \

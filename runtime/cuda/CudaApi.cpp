@@ -1,3 +1,5 @@
+// The CUDA driver API opened at run time (CudaApi.h): libcuda.so.1 loaded
+// once per process, its entry points resolved, an error named by the call.
 #include "runtime/cuda/CudaApi.h"
 
 #include <dlfcn.h>

@@ -1,6 +1,10 @@
 // A program as the CUDA executor runs it: each op resolved once, at load, to
 // a step with its device addresses fixed (weights, arena offsets, caches);
-// a run only supplies the symbols (tokens, rows) and the token places.
+// a run only supplies the symbols (tokens, rows) and the token places. The
+// step kinds: GemmSteps.cpp (cuBLASLt and the GEMV kernels), FusedSteps.cpp
+// (generated fused kernels), AttentionSteps.cpp (the attention families and
+// tree attention's combine), CopySteps.cpp (views); CudaProgram.cpp resolves
+// a program's ops to them and runs them.
 #pragma once
 #include "runtime/Executor.h"
 #include "runtime/cuda/Device.h"
@@ -14,6 +18,9 @@
 #include <vector>
 
 namespace genrt::cuda {
+
+class NcclChannel;
+struct StepProfile;
 
 /// What every step may use: the device, the stream and the executor's buffers.
 struct StepContext {
@@ -36,7 +43,7 @@ struct StepContext {
   /// Per plan weight: laid out [N, K] at load for the GEMV kernels (it was
   /// [K, N] and only matmuls read it); its GEMMs then read it transposed.
   std::vector<char> weightTransposed;
-  bool gemv = false; // GENC_CUDA_GEMV=1: the GEMV kernels for up to 8 rows
+  bool gemv = false; // the GEMV kernels for up to 8 rows (CudaOptions::gemv)
   /// The most rows a product takes the GEMV kernel for (1 by default:
   /// cuBLASLt wins from 2 rows; GENC_CUDA_GEMV_ROWS=N, at most 8).
   int64_t gemvRows = 1;
@@ -44,15 +51,21 @@ struct StepContext {
   /// the elementwise GLU that alone reads it (bit 2) itself
   /// (GENC_CUDA_GEMV_FUSION=0 / norm / glu: neither / the first / the second).
   int gemvFusion = 3;
-  /// Bytes of the next GEMVs' weights that the merge after a one-token
-  /// decode kernel prefetches into L2 (GENC_CUDA_L2_PREFETCH_MB; 0: none).
-  int64_t l2PrefetchBytes = 0;
+  /// The attention families' kernels an op may take where the plan has
+  /// them (CudaOptions): the Flash-Decoding kernel for decode steps
+  /// (GENC_CUDA_DECODE=0: the attend kernel), the tensor-core kernel for
+  /// runs of many tokens (GENC_CUDA_PREFILL=0: the attend kernel), and the
+  /// TMA decode kernel (GENC_CUDA_STREAM: -1 where a sequence holds
+  /// kStreamMinKeys keys or more, 0 never, 1 always).
+  bool decodeKernel = true, prefillKernel = true;
+  int streamKernel = -1;
   /// Tree attention (--gpus N): this GPU is shard `shard` of `shards`; after
   /// each self-attention op its output is combined with the other GPUs'
-  /// through `comm` (lse -> max, then [w·o | w] -> sum, in f32).
+  /// through the channel's communicator (lse -> max, then [w·o | w] -> sum,
+  /// in f32).
   struct Tree {
     const NcclApi *nccl = nullptr;
-    ncclComm_t comm = nullptr;
+    const NcclChannel *channel = nullptr;
     int64_t shards = 1, shard = 0;
     CUdeviceptr lse = 0, lseMax = 0, packed = 0;
     /// 0: the paper's two all-reduces; 1: one all-gather of [o | lse]
@@ -61,10 +74,9 @@ struct StepContext {
   } tree;
   std::map<std::string, CUdeviceptr> arguments;
   bool syncEachStep = false; // GENC_CUDA_SYNC=1: an asynchronous error names its kernel
-  /// GENC_CUDA_PROFILE=1: device time per step kind (events around each
-  /// step, no graphs), printed to stderr when the executor closes.
-  bool profile = false;
-  std::map<std::string, std::pair<double, int64_t>> profileMs; // kind -> (ms, steps)
+  /// GENC_CUDA_PROFILE=1: GPU time per step kind (events around each
+  /// step, no graphs), printed to stderr when the executor closes; null: off.
+  StepProfile *profile = nullptr;
   /// GENC_CUDA_SKIP=gemm,attention: steps of these kinds are not run (the
   /// tokens are garbage): what a step costs without them, with graphs on,
   /// where events around tiny kernels would mostly time themselves;
@@ -95,21 +107,5 @@ Status compileProgram(const Program &prog, StepContext &ctx, const KernelModule 
                       const std::vector<CUdeviceptr> &weights, CompiledProgram &out);
 
 Status runSteps(const CompiledProgram &cp, StepContext &ctx, const ProgramRun &run);
-
-/// Beam reordering on the device (Executor::copySlots): per layer, the
-/// sources' rows into `scratch` (one layer's K and V of every slot), then
-/// into their destinations, so a slot may be both; by genc_kv_copy (two
-/// launches a layer, the copy records through pinned `staging` into
-/// `records`) where the plan has it and the rows are whole 16-byte words,
-/// else by 2D memcpys.
-struct KvCopier {
-  CUfunction fn = nullptr;
-  CUdeviceptr scratch = 0, records = 0;
-  void *staging = nullptr;
-  int64_t maxRecords = 0;
-};
-Status copyCacheSlots(StepContext &ctx, const KvCopier &k, const std::vector<int32_t> &dst,
-                      const std::vector<int32_t> &src, const std::vector<int64_t> &lengths,
-                      const std::vector<int64_t> &from);
 
 } // namespace genrt::cuda

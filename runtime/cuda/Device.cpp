@@ -1,6 +1,8 @@
+// A GPU opened through the driver API, the launch of genc's kernels (with
+// dependent launch on sm_90 and newer), and the plan's kernel module
+// (Device.h).
 #include "runtime/cuda/Device.h"
 
-#include "runtime/Env.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -35,14 +37,12 @@ Status Device::open(int ordinal, Device &out) {
   a.cuDeviceGetAttribute(&out.smCount, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, out.dev);
   a.cuDeviceGetAttribute(&out.maxSharedPerBlock,
                          CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, out.dev);
-  a.cuDeviceGetAttribute(&out.l2Bytes, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, out.dev);
   size_t freeB = 0, totalB = 0;
   if (Status m = out.check(a.cuMemGetInfo(&freeB, &totalB), "cuMemGetInfo"); !m)
     return m;
   out.freeBytes = static_cast<int64_t>(freeB);
   out.totalBytes = static_cast<int64_t>(totalB);
-  const char *pdl = genrt::env::get("GENC_CUDA_PDL");
-  out.pdl = out.major >= 9 && !(pdl && std::string(pdl) == "0");
+  out.pdl = out.major >= 9;
   return Status::ok();
 }
 

@@ -18,10 +18,9 @@ struct Device {
   int major = 0, minor = 0; // compute capability
   int smCount = 0;
   int maxSharedPerBlock = 0; // bytes, opt-in limit
-  int l2Bytes = 0;
   int64_t freeBytes = 0, totalBytes = 0;
-  /// Programmatic dependent launch (sm_90+; GENC_CUDA_PDL=0 turns it off):
-  /// genc's kernels may start while the stream's previous kernel drains.
+  /// Programmatic dependent launch (sm_90 and newer): genc's kernels may
+  /// start while the stream's previous kernel drains.
   bool pdl = false;
 
   /// Opens GPU `ordinal` and makes its primary context current.

@@ -1,3 +1,5 @@
+// The CUDA executor's allocations (DeviceMemory.h): planned, checked against
+// the free memory, then taken at once; pinned host buffers beside them.
 #include "runtime/cuda/DeviceMemory.h"
 
 #include <cstdio>

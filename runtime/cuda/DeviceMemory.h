@@ -1,5 +1,5 @@
 // Device and pinned host allocations of the CUDA executor, freed with it, and
-// the budget check that runs before any of them: a plan whose weights,
+// the check that runs before any of them: a plan whose weights,
 // caches, arena and workspaces exceed the GPU's free memory is refused with
 // both numbers, before a byte is allocated.
 #pragma once

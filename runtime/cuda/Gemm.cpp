@@ -1,6 +1,8 @@
+// The plan's GEMMs through cuBLASLt opened at run time (Gemm.h): the
+// library's entry points, a matmul description and algorithm per shape and
+// M bucket, and the warm-up that loads their kernels at load.
 #include "runtime/cuda/Gemm.h"
 
-#include "runtime/Env.h"
 
 #include <cublasLt.h>
 #include <dlfcn.h>
@@ -56,11 +58,12 @@ cudaDataType_t cudaType(DType t) {
   return t == DType::F16 ? CUDA_R_16F : t == DType::BF16 ? CUDA_R_16BF : CUDA_R_32F;
 }
 
-// Where cuBLASLt may be: the loader's path, the toolkit, $GENC_CUBLASLT.
-std::vector<std::string> candidates() {
+// Where cuBLASLt may be: `library` (GENC_CUBLASLT), the loader's path, the
+// toolkit.
+std::vector<std::string> candidates(const std::optional<std::string> &library) {
   std::vector<std::string> c;
-  if (const char *e = genrt::env::get("GENC_CUBLASLT"))
-    c.push_back(e);
+  if (library)
+    c.push_back(*library);
   for (const char *n : {"libcublasLt.so.13", "libcublasLt.so.12"}) {
     c.push_back(n);
     c.push_back(std::string("/usr/local/cuda/lib64/") + n);
@@ -71,12 +74,13 @@ std::vector<std::string> candidates() {
 
 } // namespace
 
-Status Gemm::open(const Device &dev, int64_t workspaceBytes, std::unique_ptr<Gemm> &out) {
+Status Gemm::open(const Device &dev, int64_t workspaceBytes, const std::optional<std::string> &library,
+                  std::unique_ptr<Gemm> &out) {
   auto g = std::unique_ptr<Gemm>(new Gemm());
   g->impl_ = std::make_unique<Impl>();
   Impl &I = *g->impl_;
   std::string tried;
-  for (const std::string &path : candidates()) {
+  for (const std::string &path : candidates(library)) {
     I.lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (I.lib)
       break;
@@ -139,8 +143,9 @@ namespace {
 // The M whose algorithm an M uses: the next power of two. Prefill sizes M
 // by its tokens, so a plan sees many; one algorithm a bucket means few
 // distinct kernels, all loaded by warm() at load (cuBLASLt's kernels load
-// lazily, ~2 ms each on first launch: 18 of a 4-layer model's 20 ms to the
-// first token were that, session 21).
+// lazily, 2-10 ms each on first launch: most of a 4-layer model's 19.6 ms
+// to the first token on an H200, 2026-11-28; docs/performance.md, "Time to
+// first token: cuBLASLt's kernels loaded at load").
 int64_t bucketOf(int64_t M) {
   int64_t b = 1;
   while (b < M)

@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
+#include <string>
 #include <tuple>
 
 namespace genrt::cuda {
@@ -30,9 +32,11 @@ struct GemmShape {
 
 class Gemm {
 public:
-  /// Opens cuBLASLt (libcublasLt.so.13, .12, under /usr/local/cuda or
-  /// $GENC_CUBLASLT) and allocates `workspaceBytes` of device workspace.
-  static Status open(const Device &dev, int64_t workspaceBytes, std::unique_ptr<Gemm> &out);
+  /// Opens cuBLASLt (`library` first where given: GENC_CUBLASLT; then
+  /// libcublasLt.so.13, .12, also under /usr/local/cuda) and allocates
+  /// `workspaceBytes` of device workspace.
+  static Status open(const Device &dev, int64_t workspaceBytes, const std::optional<std::string> &library,
+                     std::unique_ptr<Gemm> &out);
   ~Gemm();
 
   /// Checks that cuBLASLt has an algorithm for this shape at every M it may

@@ -1,6 +1,7 @@
+// NCCL opened at run time (Nccl.h): the library found once per process, its
+// entry points resolved, its version checked.
 #include "runtime/cuda/Nccl.h"
 
-#include "runtime/Env.h"
 
 #include <cstdlib>
 #include <type_traits>
@@ -14,9 +15,9 @@ struct Loaded {
   Status status = Status::ok();
 };
 
-Loaded load() {
+Loaded load(const std::string &library) {
   Loaded l;
-  const char *env = genrt::env::get("GENC_NCCL_LIB");
+  const char *env = library.c_str();
   void *lib = nullptr;
   // GENC_NCCL_LIB, where set, is the only one tried.
   const bool named = env && *env;
@@ -59,8 +60,8 @@ Loaded load() {
 
 } // namespace
 
-const NcclApi *nccl(Status &err) {
-  static const Loaded loaded = load();
+const NcclApi *nccl(const std::string &library, Status &err) {
+  static const Loaded loaded = load(library);
   err = loaded.status;
   return loaded.status ? &loaded.api : nullptr;
 }

@@ -41,8 +41,9 @@ struct NcclApi {
   }
 };
 
-/// NCCL, opened once per process; nullptr (with the reason in `err`) where
-/// it cannot be.
-const NcclApi *nccl(Status &err);
+/// NCCL, opened once per process (`library`, where not empty, is the only
+/// one tried: GENC_NCCL_LIB; the first call's is kept); nullptr (with the
+/// reason in `err`) where it cannot be.
+const NcclApi *nccl(const std::string &library, Status &err);
 
 } // namespace genrt::cuda

@@ -15,7 +15,7 @@
 //       same logits (its token and log-softmax give a row's max and
 //       log-sum-exp): rule r's best K beam candidates over logits row
 //       r / share (share > 1: a prompt's step, every beam of an item ranks
-//       its one row) by the rule of runtime/BeamChoice.h — the log-softmax,
+//       its one row) by the rule of runtime/choice/Beams.h — the log-softmax,
 //       the rule's edits (GencEdits: sequence bias, the encoder and the
 //       repetition penalties, a forced step's wipe, the length decay,
 //       bans), with `renormalize` the edited row's log-softmax (its max and
@@ -35,7 +35,7 @@
 //   genc_token_pass  grid (rows, P), block 256, one launch per pass
 //       (TokenPass): greedy search with listed-token processors and sampling
 //       (temperature, top-k, top-p, min-p) by the rule of
-//       runtime/SampleChoice.h, where the logits are: the edits on the raw
+//       runtime/choice/Sampling.h, where the logits are: the edits on the raw
 //       row, the thresholds by radix selects over the row's float keys
 //       (histograms of 2048 bins, integer atomics: exact in any order), the
 //       sums in fixed trees (a part's in its block, the parts in order by the
@@ -76,7 +76,7 @@
     long long srcTokens, segStart, segLen, capacity;                                               \
     int D, srcBytes, bf16, pad;                                                                    \
   };                                                                                               \
-  /* A row's edits (runtime/BeamChoice.h's BeamRow), ranges of `list`: the bias range holds */  \
+  /* A row's edits (runtime/choice/Beams.h's BeamRow), ranges of `list`: the bias range holds */  \
   /* (id, float bits) pairs, the others ids. */                                                  \
   struct GencEdits {                                                                               \
     float encoderPenalty, penalty, decayScale;                                                     \
@@ -86,7 +86,7 @@
   };                                                                                               \
   struct GencBeamRow { GencEdits e; float score; int renormalize; };                              \
   struct GencBeamCand { float score; int token; };                                                 \
-  /* A greedy / sampling row's rule (runtime/SampleChoice.h): its edits, the step's warpers */    \
+  /* A greedy / sampling row's rule (runtime/choice/Sampling.h): its edits, the step's warpers */    \
   /* (flags: kTok*) and its draw u. */                                                            \
   struct GencTokenRow {                                                                            \
     double u;                                                                                      \

@@ -1,3 +1,5 @@
+// The host side of the token-choice kernels (TokenChoice.h): the passes a
+// rule needs, the rows' rules staged, the launches, and the token check.
 #include "runtime/cuda/TokenChoice.h"
 
 #include <algorithm>

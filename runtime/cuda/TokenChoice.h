@@ -3,7 +3,7 @@
 // the launches. The CUDA executor owns the buffers; this only fills and
 // launches them.
 #pragma once
-#include "runtime/SampleChoice.h"
+#include "runtime/choice/Sampling.h"
 #include "runtime/cuda/Device.h"
 #include "runtime/cuda/TokenAbi.h"
 
@@ -32,7 +32,7 @@ Status launchTokenPasses(const Device &dev, CUfunction fn, CUstream stream, Genc
                          int64_t parts);
 
 /// GENC_CUDA_TOKENS_CHECK=1: every device choice checked against the host
-/// reference (runtime/SampleChoice.h) on the same raw logits, copied back
+/// reference (runtime/choice/Sampling.h) on the same raw logits, copied back
 /// beside the choice: the same token, inside the reference's support
 /// (top-k / top-p / min-p), the logprob within float rounding. The counts
 /// are printed when the executor closes.

@@ -1,6 +1,7 @@
+// The tree executor (TreeExecutor.h): a thread a GPU, every call run on all
+// of them at once under one deadline, and the NCCL group's id made or read.
 #include "runtime/cuda/TreeExecutor.h"
 
-#include "runtime/Env.h"
 #include "runtime/cuda/CudaApi.h"
 
 #include <chrono>
@@ -23,7 +24,7 @@ class Worker {
     std::mutex m;
     std::condition_variable cv;
     std::function<Status()> task;
-    bool pending = false, done = false, stop = false;
+    bool pending = false, done = false, quit = false;
     Status result = Status::ok();
   };
 
@@ -32,8 +33,8 @@ public:
     thread_ = std::thread([s = state_] {
       std::unique_lock<std::mutex> lock(s->m);
       for (;;) {
-        s->cv.wait(lock, [&] { return s->pending || s->stop; });
-        if (s->stop)
+        s->cv.wait(lock, [&] { return s->pending || s->quit; });
+        if (s->quit)
           return;
         auto task = std::move(s->task);
         s->pending = false;
@@ -49,7 +50,7 @@ public:
   ~Worker() {
     {
       std::lock_guard<std::mutex> lock(state_->m);
-      state_->stop = true;
+      state_->quit = true;
     }
     state_->cv.notify_all();
     if (hung_)
@@ -80,6 +81,13 @@ private:
   bool hung_ = false;
 };
 
+// One GPU of the group: its NCCL channel and the executor that uses it
+// (destroyed first: it closes the channel's communicator).
+struct Replica {
+  std::unique_ptr<NcclChannel> channel;
+  std::unique_ptr<Executor> executor;
+};
+
 class TreeExecutor final : public Executor {
 public:
   ~TreeExecutor() override {
@@ -87,7 +95,7 @@ public:
     if (!hung_) {
       for (size_t i = 0; i < workers_.size(); ++i)
         workers_[i]->post([this, i] {
-          replicas_[i].reset();
+          replicas_[i].executor.reset();
           return Status::ok();
         });
       const auto deadline = std::chrono::steady_clock::now() + seconds(timeoutS_ + 60);
@@ -98,31 +106,34 @@ public:
       new std::pair<decltype(workers_), decltype(replicas_)>(std::move(workers_), std::move(replicas_));
   }
 
-  Status init(std::shared_ptr<const Plan> plan, int local, int ranks, int first, const NcclUniqueId &id,
-              const NcclApi *nccl, double timeoutS) {
+  Status init(std::shared_ptr<const Plan> plan, const CudaOptions &options, int local, int ranks, int first,
+              const NcclUniqueId &id, const NcclApi *nccl) {
+    const double timeoutS = options.ncclTimeoutS;
     timeoutS_ = timeoutS;
     nccl_ = nccl;
     ranks_ = ranks;
     replicas_.resize(local);
-    for (int i = 0; i < local; ++i)
+    for (int i = 0; i < local; ++i) {
       workers_.push_back(std::make_unique<Worker>());
+      replicas_[i].channel = std::make_unique<NcclChannel>(TreeRank{i, first + i, ranks, id, nccl, timeoutS});
+    }
     // Every GPU loads (the weights, the memory, the programs), then all join
     // the NCCL group at once (its set-up waits for every rank): a GPU that
     // fails to load leaves none waiting in NCCL.
     if (Status s = all(
             [&, plan](int i) {
               Status st = Status::ok();
-              replicas_[i] = makeCudaReplica(plan, TreeRank{i, first + i, ranks, id, nccl, timeoutS}, st);
+              replicas_[i].executor = makeCudaReplica(plan, options, *replicas_[i].channel, st);
               return st;
             },
             std::max(600.0, timeoutS));
         !s)
       return s;
-    return all([&](int i) { return replicas_[i]->joinGroup(); }, timeoutS);
+    return all([&](int i) { return replicas_[i].channel->join(); }, timeoutS);
   }
 
   std::string deviceName() const override {
-    std::string first = replicas_[0]->deviceName();
+    std::string first = replicas_[0].executor->deviceName();
     if (first.rfind("cuda: ", 0) == 0) // "cuda: NAME (...)": the GPU's own part
       first.erase(0, 6);
     return "cuda x" + std::to_string(ranks_) + " (tree attention, NCCL " + std::to_string(nccl_->version) +
@@ -130,43 +141,26 @@ public:
   }
   int64_t memoryBytes() const override {
     int64_t n = 0;
-    for (const auto &r : replicas_)
-      n += r->memoryBytes();
+    for (const Replica &r : replicas_)
+      n += r.executor->memoryBytes();
     return n;
   }
   std::string memoryReport() const override {
-    return "per GPU " + replicas_[0]->memoryReport() + " x " + std::to_string(replicas_.size());
+    return "per GPU " + replicas_[0].executor->memoryReport() + " x " + std::to_string(replicas_.size());
   }
 
-  Status run(const ProgramRun &run, float *logits) override {
-    return all([&](int i) { return replicas_[i]->run(run, i == 0 ? logits : nullptr); });
+  bool chooses(const ChoiceRequest &req, ProgramKind kind) const override {
+    return replicas_[0].executor->chooses(req, kind);
   }
-  bool choosesGreedy() const override { return replicas_[0]->choosesGreedy(); }
-  Status runGreedy(const ProgramRun &run, int64_t *tokens, float *logprobs) override {
-    return all([&](int i) {
-      return replicas_[i]->runGreedy(run, i == 0 ? tokens : nullptr, i == 0 ? logprobs : nullptr);
-    });
-  }
-  bool choosesBeams(int64_t k) const override { return replicas_[0]->choosesBeams(k); }
-  Status runBeams(const ProgramRun &run, const std::vector<BeamRow> &rows, int64_t k, int32_t *tokens,
-                  float *scores) override {
-    return all([&](int i) {
-      return replicas_[i]->runBeams(run, rows, k, i == 0 ? tokens : nullptr, i == 0 ? scores : nullptr);
-    });
-  }
-  bool choosesTokens(const SampleRule &rule) const override { return replicas_[0]->choosesTokens(rule); }
-  Status runTokens(const ProgramRun &run, const std::vector<BeamRow> &rows, const std::vector<double> &draws,
-                   const SampleRule &rule, int64_t *tokens, float *logprobs) override {
-    return all([&](int i) {
-      return replicas_[i]->runTokens(run, rows, draws, rule, i == 0 ? tokens : nullptr, i == 0 ? logprobs : nullptr);
-    });
+  Status run(const ProgramRun &run, const ChoiceRequest &req, ChoiceAnswer *answer) override {
+    return all([&](int i) { return replicas_[i].executor->run(run, req, i == 0 ? answer : nullptr); });
   }
   Status encode(const ProgramRun &run) override {
-    return all([&](int i) { return replicas_[i]->encode(run); });
+    return all([&](int i) { return replicas_[i].executor->encode(run); });
   }
   Status copySlots(const std::vector<int32_t> &dst, const std::vector<int32_t> &src,
                    const std::vector<int64_t> &lengths, const std::vector<int64_t> &from) override {
-    return all([&](int i) { return replicas_[i]->copySlots(dst, src, lengths, from); });
+    return all([&](int i) { return replicas_[i].executor->copySlots(dst, src, lengths, from); });
   }
 
 private:
@@ -206,34 +200,28 @@ private:
   }
 
   std::vector<std::unique_ptr<Worker>> workers_;
-  std::vector<std::unique_ptr<TreeReplica>> replicas_;
+  std::vector<Replica> replicas_;
   const NcclApi *nccl_ = nullptr;
   int ranks_ = 1;
   double timeoutS_ = 120;
   bool broken_ = false, hung_ = false;
 };
 
-int envInt(const char *name, int fallback) {
-  const char *v = genrt::env::get(name);
-  return v && *v ? std::atoi(v) : fallback;
-}
-
 // The group's NCCL id: made here (rank 0, and written to the id file when
 // there is one), or read from the file rank 0's process wrote.
-Status groupId(const NcclApi &nccl, int first, double timeoutS, NcclUniqueId &id) {
-  const char *file = genrt::env::get("GENC_NCCL_ID_FILE");
+Status groupId(const NcclApi &nccl, int first, double timeoutS, const std::string &file, NcclUniqueId &id) {
   if (first == 0) {
     if (Status s = nccl.check(nccl.getUniqueId(&id), "ncclGetUniqueId"); !s)
       return s;
-    if (file && *file) {
-      const std::string tmp = std::string(file) + ".tmp" + std::to_string(getpid());
+    if (!file.empty()) {
+      const std::string tmp = file + ".tmp" + std::to_string(getpid());
       std::ofstream(tmp, std::ios::binary).write(id.internal, sizeof id.internal);
-      if (std::rename(tmp.c_str(), file) != 0)
+      if (std::rename(tmp.c_str(), file.c_str()) != 0)
         return Status::error(std::string("GENC_NCCL_ID_FILE: cannot write ") + file);
     }
     return Status::ok();
   }
-  if (!file || !*file)
+  if (file.empty())
     return Status::error("GENC_NCCL_FIRST_RANK > 0 needs GENC_NCCL_ID_FILE (where rank 0 writes the NCCL id)");
   const auto start = std::chrono::steady_clock::now();
   for (;;) {
@@ -250,7 +238,7 @@ Status groupId(const NcclApi &nccl, int first, double timeoutS, NcclUniqueId &id
 } // namespace
 
 std::unique_ptr<Executor> makeTreeExecutor(std::shared_ptr<const Plan> plan, const ExecutorOptions &opts,
-                                           Status &err) {
+                                           const CudaOptions &options, Status &err) {
   const int local = std::max(1, opts.gpus);
   const DriverApi *api = driver(err);
   if (!api)
@@ -262,27 +250,26 @@ std::unique_ptr<Executor> makeTreeExecutor(std::shared_ptr<const Plan> plan, con
                         " GPU" + (count == 1 ? "" : "s"));
     return nullptr;
   }
-  const NcclApi *nccl = cuda::nccl(err);
+  const NcclApi *nccl = cuda::nccl(options.ncclLibrary, err);
   if (!nccl)
     return nullptr;
-  const int ranks = envInt("GENC_NCCL_RANKS", local), first = envInt("GENC_NCCL_FIRST_RANK", 0);
+  const int ranks = options.ncclRanks ? *options.ncclRanks : local, first = options.ncclFirstRank;
   if (ranks < local || first < 0 || first + local > ranks) {
     err = Status::error("GENC_NCCL_RANKS " + std::to_string(ranks) + " / GENC_NCCL_FIRST_RANK " +
                         std::to_string(first) + " do not hold this process's " + std::to_string(local) + " GPUs");
     return nullptr;
   }
-  const char *to = genrt::env::get("GENC_NCCL_TIMEOUT_S");
-  const double timeoutS = to && std::atof(to) > 0 ? std::atof(to) : 120.0;
+  const double timeoutS = options.ncclTimeoutS;
   NcclUniqueId id{};
-  if (err = groupId(*nccl, first, timeoutS, id); !err)
+  if (err = groupId(*nccl, first, timeoutS, options.ncclIdFile, id); !err)
     return nullptr;
   auto t = std::make_unique<TreeExecutor>();
-  if (err = t->init(std::move(plan), local, ranks, first, id, nccl, timeoutS); !err)
+  if (err = t->init(std::move(plan), options, local, ranks, first, id, nccl); !err)
     return nullptr;
   // Every rank has joined: the id file has served (a stale one would send
   // the next launch's ranks to a group that is gone).
-  if (const char *file = genrt::env::get("GENC_NCCL_ID_FILE"); file && *file && first == 0)
-    std::remove(file);
+  if (!options.ncclIdFile.empty() && first == 0)
+    std::remove(options.ncclIdFile.c_str());
   return t;
 }
 

@@ -27,7 +27,7 @@
 // HF's distribution, not torch's numbers. On the host, from the logits.
 #include "runtime/search/LogitsProcessors.h"
 #include "runtime/search/Sampler.h"
-#include "runtime/search/SlotBatch.h"
+#include "runtime/search/RequestSearch.h"
 
 #include <algorithm>
 #include <cmath>
@@ -83,24 +83,6 @@ GenerationResult resultOf(ItemState &st, int64_t count, bool move) {
   return res;
 }
 
-// Tells the observer an item's result once its finished set is frozen: it
-// cannot improve (every later candidate gets HF's -1e9 mask), or it is full
-// with early_stopping=True (the same mask), or `end` (the batch stops).
-void reportFinal(SlotBatch &batch, std::vector<ItemState> &items, const GenerationConfig &cfg, bool end) {
-  for (size_t i = 0; i < items.size(); ++i) {
-    ItemState &st = items[i];
-    bool frozen = !st.canImprove || (cfg.earlyStopping == EarlyStopping::True && allFinished(st));
-    if (st.reported || !(frozen || end))
-      continue;
-    st.reported = true;
-    GenerationResult res = resultOf(st, cfg.numReturnSequences, /*move=*/false);
-    size_t prompt = batch.item(int64_t(i)).promptIndex;
-    for (size_t n = 0; n < res.sequences.size(); ++n)
-      batch.observer().onSequence(prompt, int64_t(n), res.sequences[n]);
-    batch.observer().onPromptDone(prompt, res);
-  }
-}
-
 bool isEos(int64_t token, const std::vector<int64_t> &eos) {
   return std::find(eos.begin(), eos.end(), token) != eos.end();
 }
@@ -111,243 +93,267 @@ float lengthDivisor(int64_t len, double lengthPenalty) {
   return float(std::pow(double(len), lengthPenalty));
 }
 
+
+class BeamSearch final : public RequestSearch {
+public:
+  BeamSearch(BatchItem item, const GenerationConfig &cfg, const StopRules &stop, SearchContext ctx, int64_t K)
+      : RequestSearch(std::move(item), cfg, stop, std::move(ctx)), N_(cfg.numBeams), K_(K),
+        KR_(std::min(K, ctx_.vocab)) {
+    st_.running.assign(size_t(N_), {});
+    st_.runningScore.assign(size_t(N_), kMask);
+    st_.runningScore[0] = 0.f;
+    st_.cameFrom.assign(size_t(N_), 0);
+    st_.finished.assign(size_t(N_), Hyp{});
+    processors_ = cfg_; // beam sampling: renormalize_logits after the warpers, as HF
+    processors_.renormalizeLogits = false;
+  }
+
+  // Step 0: every beam ranks the prompt's logits, each with its own running
+  // score. Only beam 0's slot is prefilled: until the first reorder every
+  // beam is the prompt, so that reorder copies from beam 0 whatever the
+  // parent. Each row's best K candidates are ranked by its BeamRow (every
+  // processor of a beam search is one) where the logits are: the GPU copies
+  // back only these (K per row, or the whole vocabulary where it is
+  // smaller: the item's best K are among its rows' best KR).
+  void addInputs(StepIO &io) override {
+    entries_.clear();
+    const bool sample = cfg_.doSample;
+    if (!prefilled_) {
+      if (sample) {
+        entries_.push_back(io.add(ctx_.slots[0], promptRest(), Want::Logits));
+        return;
+      }
+      makeRules(0);
+      size_t i = io.addRules(ctx_.slots[0], promptRest(), Want::Beams, rules_.data(), int32_t(N_));
+      io.entries[i].k = KR_;
+      entries_.push_back(i);
+      return;
+    }
+    if (!sample)
+      makeRules(t_);
+    for (int64_t j = 0; j < N_; ++j) {
+      std::vector<int64_t> token{st_.running[size_t(j)].back()};
+      if (sample) {
+        entries_.push_back(io.add(ctx_.slots[size_t(j)], std::move(token), Want::Logits));
+        continue;
+      }
+      size_t i = io.addRules(ctx_.slots[size_t(j)], std::move(token), Want::Beams, &rules_[size_t(j)], 1);
+      io.entries[i].k = KR_;
+      entries_.push_back(i);
+    }
+  }
+
+  Status takeOutputs(const StepIO &io) override {
+    const int64_t V = ctx_.vocab, N = N_, K = K_, t = t_;
+    const bool prompt = !prefilled_;
+    prefilled_ = true;
+    ItemState &st = st_;
+    cands_.clear();
+    if (cfg_.doSample) {
+      if (Status s = sampleCandidates(io, prompt); !s)
+        return s;
+    } else {
+      for (int64_t j = 0; j < N; ++j) {
+        // The prompt's chunk holds every beam's rule; a step's, one each.
+        const StepIO::Entry &e = io.entries[entries_[prompt ? 0 : size_t(j)]];
+        const int64_t first = e.firstCand + (prompt ? j * KR_ : 0);
+        for (int64_t n = 0; n < KR_; ++n) {
+          const int64_t tok = io.candTokens[size_t(first + n)];
+          cands_.push_back(Candidate{io.candScores[size_t(first + n)], j, tok, j * V + tok});
+        }
+      }
+      std::sort(cands_.begin(), cands_.end(), before);
+      cands_.resize(size_t(K));
+    }
+
+    std::vector<char> hits(static_cast<size_t>(K));
+    allHit_ = true;
+    for (int64_t k = 0; k < K; ++k) {
+      hits[k] = isEos(cands_[k].token, stop_.eos) || t + 1 >= cfg_.maxNewTokens ||
+                stop_.strings.hits(item_.history, st.running[size_t(cands_[k].beam)], cands_[k].token);
+      allHit_ = allHit_ && hits[k];
+    }
+
+    // Finished set first: it reads the running beams before they move.
+    bool full = cfg_.earlyStopping == EarlyStopping::True && allFinished(st);
+    float divisor = lengthDivisor(t + 1, cfg_.lengthPenalty);
+    std::vector<float> mergedScore(static_cast<size_t>(N + K));
+    for (int64_t n = 0; n < N; ++n)
+      mergedScore[n] = st.finished[n].score;
+    for (int64_t k = 0; k < K; ++k) {
+      float f = cands_[k].score / divisor;
+      if (full)
+        f += kMask;
+      if (!st.canImprove)
+        f += kMask;
+      if (!(hits[k] && k < N))
+        f += kMask;
+      mergedScore[N + k] = f;
+    }
+    std::vector<int64_t> order(static_cast<size_t>(N + K));
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return mergedScore[a] > mergedScore[b]; });
+    std::vector<Hyp> finished(static_cast<size_t>(N));
+    for (int64_t n = 0; n < N; ++n) {
+      int64_t m = order[n];
+      if (m < N) {
+        finished[n] = st.finished[m];
+      } else {
+        const Candidate &c = cands_[m - N];
+        finished[n].tokens = st.running[c.beam];
+        finished[n].tokens.push_back(c.token);
+        finished[n].score = mergedScore[m];
+        finished[n].finished = hits[m - N] && (m - N) < N;
+      }
+    }
+    st.finished.swap(finished);
+
+    // Next running beams: the best N candidates once hits are masked.
+    std::vector<float> runScore(static_cast<size_t>(K));
+    for (int64_t k = 0; k < K; ++k)
+      runScore[k] = hits[k] ? cands_[k].score + kMask : cands_[k].score;
+    std::vector<int64_t> korder(static_cast<size_t>(K));
+    std::iota(korder.begin(), korder.end(), 0);
+    std::stable_sort(korder.begin(), korder.end(), [&](int64_t a, int64_t b) { return runScore[a] > runScore[b]; });
+    std::vector<std::vector<int64_t>> running(static_cast<size_t>(N));
+    for (int64_t j = 0; j < N; ++j) {
+      const Candidate &c = cands_[korder[j]];
+      running[j] = st.running[c.beam];
+      running[j].push_back(c.token);
+      st.runningScore[j] = runScore[korder[j]];
+      st.cameFrom[j] = c.beam;
+    }
+    st.running.swap(running);
+
+    // HF's _check_early_stop_heuristic, after cur_len += 1.
+    const int64_t generated = t + 1;
+    const double lp = cfg_.lengthPenalty;
+    int64_t bestLen = (cfg_.earlyStopping == EarlyStopping::Never && lp > 0) ? cfg_.maxNewTokens : generated;
+    float bestPossible = st.runningScore[0] / lengthDivisor(bestLen, lp);
+    float worstFinished = st.finished[0].score;
+    for (const Hyp &h : st.finished)
+      worstFinished = std::min(worstFinished, h.score);
+    bool beats = false;
+    for (const Hyp &h : st.finished)
+      beats = beats || bestPossible > (h.finished ? worstFinished : kMask);
+    st.canImprove = st.canImprove && beats;
+    ++t_;
+    return Status::ok();
+  }
+
+  StopVote vote() const override {
+    return StopVote{!st_.canImprove, cfg_.earlyStopping == EarlyStopping::True && allFinished(st_), allHit_};
+  }
+
+  // Tells the observer the result once the finished set is frozen: it
+  // cannot improve (every later candidate gets HF's -1e9 mask), or it is
+  // full with early_stopping=True (the same mask), or the group stops.
+  // Then, unless the group stops, moves the caches behind the new running
+  // beams: after the first reorder every beam holds the prompt, and only
+  // the generated rows move (FastSeq's point: the prompt is the bulk).
+  void endStep(bool groupEnds, StepIO &io) override {
+    const bool frozen = !st_.canImprove || (cfg_.earlyStopping == EarlyStopping::True && allFinished(st_));
+    if (!st_.reported && (frozen || groupEnds)) {
+      st_.reported = true;
+      GenerationResult res = resultOf(st_, cfg_.numReturnSequences, /*move=*/false);
+      for (size_t n = 0; n < res.sequences.size(); ++n)
+        observer().onSequence(item_.promptIndex, int64_t(n), res.sequences[n]);
+      observer().onPromptDone(item_.promptIndex, res);
+    }
+    if (groupEnds) {
+      finished_ = true;
+      return;
+    }
+    const int64_t t = t_ - 1; // the step just taken
+    for (int64_t j = 0; j < N_; ++j)
+      io.reorder(ctx_.slots[size_t(j)], ctx_.slots[size_t(t == 0 ? 0 : st_.cameFrom[size_t(j)])],
+                 t == 0 ? 0 : int64_t(item_.decoderPrompt.size()));
+  }
+
+  GenerationResult takeResult() override { return resultOf(st_, cfg_.numReturnSequences, /*move=*/true); }
+
+private:
+  // HF's input_ids of beam j: the prompt, then what the beam generated.
+  void historyOf(int64_t j) {
+    history_ = item_.history;
+    const std::vector<int64_t> &gen = st_.running[size_t(j)];
+    history_.insert(history_.end(), gen.begin(), gen.end());
+  }
+  // The beams' rules for step t (generated = t tokens so far).
+  void makeRules(int64_t t) {
+    rules_.assign(size_t(N_), BeamRow{});
+    for (int64_t j = 0; j < N_; ++j) {
+      historyOf(j);
+      listedTokenRule(history_, encoderIds(item_), t, cfg_, stop_.eos, ctx_.vocab, rules_[size_t(j)]);
+      rules_[size_t(j)].score = st_.runningScore[size_t(j)];
+    }
+  }
+
+  // Beam sampling: K candidates drawn from softmax(the N x V scores) at
+  // step t (the prompt's step: every beam from the prompt's logits).
+  Status sampleCandidates(const StepIO &io, bool prompt) {
+    const int64_t V = ctx_.vocab, N = N_, K = K_, t = t_;
+    acc_.resize(size_t(N * V));
+    drawn_.resize(size_t(N * V));
+    const std::vector<int64_t> &eos = stop_.eos;
+    for (int64_t j = 0; j < N; ++j) {
+      float *row = acc_.data() + j * V;
+      std::copy_n(io.logitsOf(entries_[prompt ? 0 : size_t(j)], V), V, row);
+      logSoftmax(row, V);
+      historyOf(j);
+      applyLogitsProcessors(row, V, history_, encoderIds(item_), t, processors_, eos);
+      applyWarpers(row, V, cfg_, eos.empty() ? 2 : int64_t(eos.size()) + 1);
+      if (cfg_.renormalizeLogits)
+        logSoftmax(row, V);
+      for (int64_t v = 0; v < V; ++v)
+        row[v] = row[v] + st_.runningScore[size_t(j)];
+    }
+    // What HF's float32 softmax gives a probability of 0 is never drawn
+    // (the other beams' -1e9 at the prompt's step), whatever is left.
+    const float mx = *std::max_element(acc_.begin(), acc_.end());
+    for (size_t f = 0; f < acc_.size(); ++f)
+      drawn_[f] = std::exp(acc_[f] - mx) > 0.f ? acc_[f] : -std::numeric_limits<float>::infinity();
+    // K draws without replacement, each the sampling rule's draw over what
+    // is left (drawTokensWithoutReplacement: one exp a score, not 2K).
+    us_.clear();
+    for (int64_t c = 0; c < K; ++c)
+      us_.push_back(drawOf(cfg_.seed, item_.promptIndex, uint64_t(c), uint64_t(t)));
+    drawTokensWithoutReplacement(drawn_.data(), N * V, us_, picks_);
+    for (int64_t f : picks_) {
+      if (f < 0)
+        return Status::error("beam sampling: fewer than " + std::to_string(K) +
+                             " candidates have a nonzero probability (as in HF, whose multinomial refuses it)");
+      cands_.push_back(Candidate{acc_[size_t(f)], f / V, f % V, f});
+    }
+    std::sort(cands_.begin(), cands_.end(), before);
+    return Status::ok();
+  }
+
+  const int64_t N_, K_, KR_;
+  GenerationConfig processors_;
+  ItemState st_;
+  int64_t t_ = 0;
+  bool allHit_ = false;
+  std::vector<size_t> entries_;
+  std::vector<BeamRow> rules_;
+  std::vector<int64_t> history_;
+  std::vector<Candidate> cands_;
+  std::vector<float> acc_, drawn_; // beam sampling's scratch
+  std::vector<double> us_;
+  std::vector<int64_t> picks_;
+};
+
 } // namespace
 
-Status runBeamSearch(SlotBatch &batch, const GenerationConfig &cfg, const StopRules &stop,
-                     std::vector<GenerationResult> &out) {
-  const std::vector<int64_t> &eos = stop.eos;
-  const int64_t V = batch.vocab();
-  const int64_t N = cfg.numBeams;
-  const int64_t B = batch.numItems();
-  const int64_t K = std::max<int64_t>(2, 1 + int64_t(eos.size())) * N;
-  const double lp = cfg.lengthPenalty;
+Status makeBeamSearch(BatchItem item, const GenerationConfig &cfg, const StopRules &stop, SearchContext ctx,
+                      std::unique_ptr<RequestSearch> &out) {
+  const int64_t V = ctx.vocab, N = cfg.numBeams;
+  const int64_t K = std::max<int64_t>(2, 1 + int64_t(stop.eos.size())) * N;
   if (K > N * V)
     return Status::error(cfg.option("num_beams") + " " + std::to_string(N) + " is too large for a vocabulary of " +
                          std::to_string(V) + " tokens (beam search keeps " + std::to_string(K) +
                          " candidates per step)");
-
-  std::vector<ItemState> items(static_cast<size_t>(B));
-  for (ItemState &st : items) {
-    st.running.assign(size_t(N), {});
-    st.runningScore.assign(size_t(N), kMask);
-    st.runningScore[0] = 0.f;
-    st.cameFrom.assign(size_t(N), 0);
-    st.finished.assign(size_t(N), Hyp{});
-  }
-
-  // Each row's best K candidates, [B * N, K], ranked by its BeamRow (every
-  // processor of a beam search is one) where the logits are: the GPU copies
-  // back only these. (K per row, or the whole vocabulary where it is
-  // smaller: the item's best K are among its rows' best KR.)
-  const int64_t KR = std::min(K, V);
-  std::vector<int32_t> candToken;
-  std::vector<float> candScore;
-  std::vector<int64_t> history;
-  std::vector<BeamRow> rules(static_cast<size_t>(B * N));
-  // HF's input_ids of row (i, j): the prompt, then what the beam generated.
-  auto historyOf = [&](int64_t i, int64_t j) {
-    history = batch.item(i).history;
-    const std::vector<int64_t> &gen = items[size_t(i)].running[size_t(j)];
-    history.insert(history.end(), gen.begin(), gen.end());
-  };
-  // The rows' rules for step t (generated = t tokens so far).
-  auto makeRules = [&](int64_t t) {
-    for (int64_t i = 0; i < B; ++i)
-      for (int64_t j = 0; j < N; ++j) {
-        BeamRow &r = rules[size_t(i * N + j)];
-        historyOf(i, j);
-        listedTokenRule(history, encoderIds(batch.item(i)), t, cfg, eos, V, r);
-        r.score = items[size_t(i)].runningScore[size_t(j)];
-      }
-  };
-  // Step 0: every beam of an item ranks the prompt's logits, each with its
-  // own running score. Only beam 0's slot is prefilled: until the first
-  // reorder every beam is the prompt, so that reorder copies from beam 0
-  // whatever the parent.
-  const bool sample = cfg.doSample;
-  std::vector<float> logits; // beam sampling: the step's logits, a row per beam (the prompt's: per item)
-  if (sample) {
-    if (Status s = batch.prefillLogits(logits); !s)
-      return s;
-  } else {
-    makeRules(0);
-    if (Status s = batch.prefillBeams(rules, KR, candToken, candScore); !s)
-      return s;
-  }
-  GenerationConfig processors = cfg; // beam sampling: renormalize_logits after the warpers, as HF
-  processors.renormalizeLogits = false;
-  std::vector<float> acc(static_cast<size_t>(N * V)), drawn(static_cast<size_t>(N * V));
-  std::vector<double> us;       // beam sampling: a step's K draws
-  std::vector<int64_t> picks;   // and the flat indices they chose
-  // Item i's K candidates drawn from softmax(its N x V scores) at step t.
-  auto sampleCandidates = [&](int64_t i, int64_t t, std::vector<Candidate> &out) -> Status {
-    const ItemState &st = items[size_t(i)];
-    for (int64_t j = 0; j < N; ++j) {
-      float *row = acc.data() + j * V;
-      std::copy_n(logits.data() + (t == 0 ? i : i * N + j) * V, V, row);
-      logSoftmax(row, V);
-      historyOf(i, j);
-      applyLogitsProcessors(row, V, history, encoderIds(batch.item(i)), t, processors, eos);
-      applyWarpers(row, V, cfg, eos.empty() ? 2 : int64_t(eos.size()) + 1);
-      if (cfg.renormalizeLogits)
-        logSoftmax(row, V);
-      for (int64_t v = 0; v < V; ++v)
-        row[v] = row[v] + st.runningScore[size_t(j)];
-    }
-    // What HF's float32 softmax gives a probability of 0 is never drawn
-    // (the other beams' -1e9 at the prompt's step), whatever is left.
-    const float mx = *std::max_element(acc.begin(), acc.end());
-    for (size_t f = 0; f < acc.size(); ++f)
-      drawn[f] = std::exp(acc[f] - mx) > 0.f ? acc[f] : -std::numeric_limits<float>::infinity();
-    // K draws without replacement, each the sampling rule's draw over what
-    // is left (drawTokensWithoutReplacement: one exp a score, not 2K).
-    us.clear();
-    for (int64_t c = 0; c < K; ++c)
-      us.push_back(drawOf(cfg.seed, batch.item(i).promptIndex, uint64_t(c), uint64_t(t)));
-    drawTokensWithoutReplacement(drawn.data(), N * V, us, picks);
-    for (int64_t f : picks) {
-      if (f < 0)
-        return Status::error("beam sampling: fewer than " + std::to_string(K) +
-                             " candidates have a nonzero probability (as in HF, whose multinomial refuses it)");
-      out.push_back(Candidate{acc[size_t(f)], f / V, f % V, f});
-    }
-    std::sort(out.begin(), out.end(), before);
-    return Status::ok();
-  };
-
-  std::vector<Candidate> cands;
-  for (int64_t t = 0;; ++t) {
-    bool allHit = true;
-    for (int64_t i = 0; i < B; ++i) {
-      ItemState &st = items[size_t(i)];
-      cands.clear();
-      if (sample) {
-        if (Status s = sampleCandidates(i, t, cands); !s)
-          return s;
-      } else {
-        for (int64_t j = 0; j < N; ++j)
-          for (int64_t n = 0; n < KR; ++n) {
-            const int64_t tok = candToken[size_t((i * N + j) * KR + n)];
-            cands.push_back(Candidate{candScore[size_t((i * N + j) * KR + n)], j, tok, j * V + tok});
-          }
-        std::sort(cands.begin(), cands.end(), before);
-        cands.resize(size_t(K));
-      }
-
-      std::vector<char> hits(static_cast<size_t>(K));
-      for (int64_t k = 0; k < K; ++k) {
-        hits[k] = isEos(cands[k].token, eos) || t + 1 >= cfg.maxNewTokens ||
-                  stop.strings.hits(batch.item(i).history, st.running[size_t(cands[k].beam)], cands[k].token);
-        allHit = allHit && hits[k];
-      }
-
-      // Finished set first: it reads the running beams before they move.
-      bool full = cfg.earlyStopping == EarlyStopping::True && allFinished(st);
-      float divisor = lengthDivisor(t + 1, lp);
-      std::vector<float> mergedScore(static_cast<size_t>(N + K));
-      for (int64_t n = 0; n < N; ++n)
-        mergedScore[n] = st.finished[n].score;
-      for (int64_t k = 0; k < K; ++k) {
-        float f = cands[k].score / divisor;
-        if (full)
-          f += kMask;
-        if (!st.canImprove)
-          f += kMask;
-        if (!(hits[k] && k < N))
-          f += kMask;
-        mergedScore[N + k] = f;
-      }
-      std::vector<int64_t> order(static_cast<size_t>(N + K));
-      std::iota(order.begin(), order.end(), 0);
-      std::stable_sort(order.begin(), order.end(),
-                       [&](int64_t a, int64_t b) { return mergedScore[a] > mergedScore[b]; });
-      std::vector<Hyp> finished(static_cast<size_t>(N));
-      for (int64_t n = 0; n < N; ++n) {
-        int64_t m = order[n];
-        if (m < N) {
-          finished[n] = st.finished[m];
-        } else {
-          const Candidate &c = cands[m - N];
-          finished[n].tokens = st.running[c.beam];
-          finished[n].tokens.push_back(c.token);
-          finished[n].score = mergedScore[m];
-          finished[n].finished = hits[m - N] && (m - N) < N;
-        }
-      }
-      st.finished.swap(finished);
-
-      // Next running beams: the best N candidates once hits are masked.
-      std::vector<float> runScore(static_cast<size_t>(K));
-      for (int64_t k = 0; k < K; ++k)
-        runScore[k] = hits[k] ? cands[k].score + kMask : cands[k].score;
-      std::vector<int64_t> korder(static_cast<size_t>(K));
-      std::iota(korder.begin(), korder.end(), 0);
-      std::stable_sort(korder.begin(), korder.end(),
-                       [&](int64_t a, int64_t b) { return runScore[a] > runScore[b]; });
-      std::vector<std::vector<int64_t>> running(static_cast<size_t>(N));
-      for (int64_t j = 0; j < N; ++j) {
-        const Candidate &c = cands[korder[j]];
-        running[j] = st.running[c.beam];
-        running[j].push_back(c.token);
-        st.runningScore[j] = runScore[korder[j]];
-        st.cameFrom[j] = c.beam;
-      }
-      st.running.swap(running);
-    }
-    batch.tokensChosen();
-
-    // HF's _check_early_stop_heuristic, after cur_len += 1.
-    const int64_t generated = t + 1;
-    bool anyCanImprove = false, allFull = true;
-    for (ItemState &st : items) {
-      int64_t bestLen = (cfg.earlyStopping == EarlyStopping::Never && lp > 0) ? cfg.maxNewTokens : generated;
-      float bestPossible = st.runningScore[0] / lengthDivisor(bestLen, lp);
-      float worstFinished = st.finished[0].score;
-      for (const Hyp &h : st.finished)
-        worstFinished = std::min(worstFinished, h.score);
-      bool beats = false;
-      for (const Hyp &h : st.finished)
-        beats = beats || bestPossible > (h.finished ? worstFinished : kMask);
-      st.canImprove = st.canImprove && beats;
-      anyCanImprove = anyCanImprove || st.canImprove;
-      for (const Hyp &h : st.finished)
-        allFull = allFull && h.finished;
-    }
-    bool existsOpenBeam = !(allFull && cfg.earlyStopping == EarlyStopping::True);
-    bool stop = !anyCanImprove || !existsOpenBeam || allHit;
-    reportFinal(batch, items, cfg, stop);
-    if (stop)
-      break;
-
-    // Move the caches behind the new running beams, then feed their tokens.
-    // After the first reorder every beam of an item holds its prompt: only
-    // the generated rows move (FastSeq's point: the prompt is the bulk).
-    std::vector<int32_t> dst, src, slots;
-    std::vector<int64_t> tokens, shared;
-    for (int64_t i = 0; i < B; ++i) {
-      const ItemState &st = items[size_t(i)];
-      for (int64_t j = 0; j < N; ++j) {
-        dst.push_back(batch.slot(i, j));
-        src.push_back(batch.slot(i, t == 0 ? 0 : st.cameFrom[j]));
-        shared.push_back(t == 0 ? 0 : int64_t(batch.item(i).decoderPrompt.size()));
-        slots.push_back(batch.slot(i, j));
-        tokens.push_back(st.running[j].back());
-      }
-    }
-    if (Status s = batch.reorder(dst, src, shared); !s)
-      return s;
-    if (sample) {
-      if (Status s = batch.step(slots, tokens, logits); !s)
-        return s;
-      continue;
-    }
-    makeRules(t + 1);
-    if (Status s = batch.stepBeams(slots, tokens, rules, KR, candToken, candScore); !s)
-      return s;
-  }
-
-  for (ItemState &st : items)
-    out.push_back(resultOf(st, cfg.numReturnSequences, /*move=*/true));
+  out = std::make_unique<BeamSearch>(std::move(item), cfg, stop, std::move(ctx), K);
   return Status::ok();
 }
 

@@ -1,13 +1,19 @@
+// generate(): prompts in batches, each batch's requests stepped in
+// lockstep through one forward a step (HF's batched generate), over the
+// same per-request searches the server's scheduler runs.
 #include "runtime/search/Generate.h"
-#include "runtime/search/SlotBatch.h"
+#include "runtime/search/LogitsProcessors.h"
+#include "runtime/search/RequestSearch.h"
 
 #include <algorithm>
+#include <chrono>
 #include <string>
+
 
 namespace genrt {
 
 using search::BatchItem;
-using search::SlotBatch;
+using Clock = std::chrono::steady_clock;
 
 Status validatePrompt(const Prompt &p, const ModelInfo &info, const GenerationConfig &cfg) {
   if (p.inputIds.empty())
@@ -49,7 +55,7 @@ Status validatePrompt(const Prompt &p, const ModelInfo &info, const GenerationCo
   return Status::ok();
 }
 
-static BatchItem makeItem(const Prompt &p, const ModelInfo &info, uint64_t index) {
+search::BatchItem search::makeBatchItem(const Prompt &p, const ModelInfo &info, uint64_t index) {
   BatchItem item;
   item.promptIndex = index;
   std::vector<int64_t> unmasked;
@@ -91,27 +97,127 @@ Status batchSizeFor(const GenerationConfig &cfg, const ModelInfo &info, int32_t 
   return Status::ok();
 }
 
-static Status generateAll(Decoder &decoder, const GenerationConfig &cfg, const std::vector<Prompt> &prompts,
-                          std::vector<GenerationResult> &results, GenerationStats *statsOut,
-                          GenerationObserver *observer) {
-  GenerationObserver silent;
-  auto start = SlotBatch::Clock::now();
-  const ModelInfo &info = decoder.info();
+Status checkGeneration(const ModelInfo &info, int32_t maxSlots, const GenerationConfig &cfg,
+                       std::vector<Prompt> prompts, CheckedGeneration &out, const std::vector<std::string> *names) {
   if (info.vocabSize <= 0)
     return Status::error("the model reports no vocabulary");
   if (Status s = cfg.validateFor(info); !s)
     return s;
   for (size_t n = 0; n < prompts.size(); ++n)
     if (Status s = validatePrompt(prompts[n], info, cfg); !s)
-      return Status::error("prompt " + std::to_string(n) + ": " + s.message());
-
-  const int64_t rows = cfg.rowsPerPrompt();
-  int64_t batchSize = 0;
-  if (Status s = batchSizeFor(cfg, info, decoder.maxSlots(), batchSize); !s)
+      return Status::error((names && n < names->size() ? (*names)[n] : "prompt " + std::to_string(n)) + ": " +
+                           s.message());
+  if (Status s = batchSizeFor(cfg, info, maxSlots, out.batchSize_); !s)
     return s;
   if (!cfg.stopStrings.empty() && cfg.tokenizer)
     if (Status s = search::StopStrings::check(cfg.stopStrings, *cfg.tokenizer); !s)
       return s;
+  out.cfg_ = cfg;
+  out.prompts_ = std::move(prompts);
+  return Status::ok();
+}
+
+namespace {
+
+// Item i, row r of a batch lives in slot i * rows + r. Every slot of the
+// decoder is emptied first (a batch owns the decoder while it runs; a slot
+// left over from an earlier batch of more rows a prompt would still hold
+// the prompt it shared, and a plan with shared prompts has a home per
+// batch item only), the sources encoded (encoder-decoder), then every
+// item's prompt prefilled in one packed forward into its row 0, then one
+// token a live row a step.
+Status runBatch(Decoder &decoder, const GenerationConfig &cfg, const search::StopRules &stop,
+                std::vector<BatchItem> items, GenerationStats &stats, Clock::time_point start,
+                GenerationObserver &obs, std::vector<GenerationResult> &out) {
+  const int64_t rows = cfg.rowsPerPrompt();
+  std::vector<int32_t> all;
+  for (int32_t s = 0; s < decoder.maxSlots(); ++s)
+    all.push_back(s);
+  // Asked before each forward call: the only places where a stop can wait
+  // long, and where nothing half-done has to be undone.
+  auto stopRequested = [&] { return obs.shouldStop() ? Status::error("generation stopped") : Status::ok(); };
+  if (Status s = stopRequested(); !s)
+    return s;
+  search::resetSlots(decoder, all);
+
+  std::vector<std::unique_ptr<search::RequestSearch>> searches;
+  std::vector<std::vector<int64_t>> sources;
+  std::vector<std::vector<int32_t>> sourceSlots;
+  const bool choosesTokens = search::decoderChoosesTokens(decoder, search::sampleRuleOf(cfg));
+  for (size_t i = 0; i < items.size(); ++i) {
+    search::SearchContext ctx;
+    ctx.vocab = decoder.info().vocabSize;
+    ctx.observer = &obs;
+    ctx.decoderChoosesTokens = choosesTokens;
+    for (int64_t r = 0; r < rows; ++r)
+      ctx.slots.push_back(int32_t(int64_t(i) * rows + r));
+    stats.promptTokens += int64_t(items[i].decoderPrompt.size());
+    if (decoder.info().encoderDecoder) {
+      sources.push_back(items[i].sourceIds);
+      sourceSlots.push_back(ctx.slots);
+    }
+    std::unique_ptr<search::RequestSearch> rs;
+    if (Status s = search::makeSearch(std::move(items[i]), cfg, stop, std::move(ctx), rs); !s)
+      return s;
+    searches.push_back(std::move(rs));
+  }
+  if (!sources.empty()) // every source, packed into as few @encode runs as fit
+    if (Status s = search::encodeSources(decoder, sources, sourceSlots); !s)
+      return s;
+
+  search::StepIO io;
+  std::vector<search::StopVote> votes(searches.size());
+  for (int64_t step = 0;; ++step) {
+    io.clearChunks();
+    for (auto &rs : searches)
+      if (!rs->finished())
+        rs->addInputs(io);
+    if (Status s = stopRequested(); !s)
+      return s;
+    ++stats.forwardCalls;
+    auto t0 = Clock::now();
+    if (Status s = search::runStep(decoder, io); !s)
+      return s;
+    // A batch's first step after its prefill pays one-time costs (a CUDA
+    // graph's capture): the decode figure is the steady state after it.
+    if (step >= 2) {
+      ++stats.decodeForwardCalls;
+      stats.decodeSeconds += std::chrono::duration<double>(Clock::now() - t0).count();
+    }
+    for (size_t i = 0; i < searches.size(); ++i)
+      if (!searches[i]->finished()) {
+        if (Status s = searches[i]->takeOutputs(io); !s)
+          return s;
+        votes[i] = searches[i]->vote();
+      }
+    ++stats.decodeSteps;
+    if (stats.firstTokenSeconds < 0)
+      stats.firstTokenSeconds = std::chrono::duration<double>(Clock::now() - start).count();
+    const bool ends = search::groupStops(votes);
+    bool any = false;
+    for (auto &rs : searches)
+      if (!rs->finished()) {
+        rs->endStep(ends, io);
+        any = any || !rs->finished();
+      }
+    if (!any)
+      break;
+  }
+  for (auto &rs : searches)
+    out.push_back(rs->takeResult());
+  return Status::ok();
+}
+
+} // namespace
+
+static Status generateAll(Decoder &decoder, const CheckedGeneration &request, int64_t batchSize,
+                          std::vector<GenerationResult> &results, GenerationStats *statsOut,
+                          GenerationObserver *observer) {
+  GenerationObserver silent;
+  auto start = Clock::now();
+  const ModelInfo &info = decoder.info();
+  const GenerationConfig &cfg = request.config();
+  const std::vector<Prompt> &prompts = request.prompts();
   const search::StopRules stop{cfg.effectiveEos(info), search::StopStrings(cfg.stopStrings, cfg.tokenizer)};
 
   GenerationStats stats;
@@ -124,12 +230,10 @@ static Status generateAll(Decoder &decoder, const GenerationConfig &cfg, const s
     size_t last = std::min(prompts.size(), first + size_t(batchSize));
     std::vector<BatchItem> items;
     for (size_t n = first; n < last; ++n)
-      items.push_back(makeItem(prompts[n], info, n));
-    SlotBatch batch(decoder, std::move(items), rows, stats, start, observer ? *observer : silent);
+      items.push_back(search::makeBatchItem(prompts[n], info, n));
     ++stats.batches;
     const size_t before = out.size();
-    Status s = cfg.numBeams > 1 ? search::runBeamSearch(batch, cfg, stop, out)
-                                : search::runGreedyOrSample(batch, cfg, stop, out);
+    Status s = runBatch(decoder, cfg, stop, std::move(items), stats, start, observer ? *observer : silent, out);
     if (!s)
       return s;
     for (size_t n = before; n < out.size(); ++n)
@@ -138,7 +242,7 @@ static Status generateAll(Decoder &decoder, const GenerationConfig &cfg, const s
     if (!keep)
       out.clear(); // the observer has had them all (onPromptDone)
   }
-  stats.totalSeconds = std::chrono::duration<double>(SlotBatch::Clock::now() - start).count();
+  stats.totalSeconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (stats.firstTokenSeconds < 0)
     stats.firstTokenSeconds = 0;
   if (statsOut)
@@ -148,11 +252,22 @@ static Status generateAll(Decoder &decoder, const GenerationConfig &cfg, const s
 }
 
 // The API edge: an allocation failure anywhere in the search is a Status.
+Status generate(Decoder &decoder, const CheckedGeneration &request, std::vector<GenerationResult> &results,
+                GenerationStats *statsOut, GenerationObserver *observer) {
+  return statusOnOutOfMemory("while generating", [&] {
+    return generateAll(decoder, request, request.batchSize(), results, statsOut, observer);
+  });
+}
+
 Status generate(Decoder &decoder, const GenerationConfig &cfg, const std::vector<Prompt> &prompts,
                 std::vector<GenerationResult> &results, GenerationStats *statsOut,
                 GenerationObserver *observer) {
-  return statusOnOutOfMemory("while generating",
-                             [&] { return generateAll(decoder, cfg, prompts, results, statsOut, observer); });
+  return statusOnOutOfMemory("while generating", [&] {
+    CheckedGeneration request;
+    if (Status s = checkGeneration(decoder.info(), decoder.maxSlots(), cfg, prompts, request); !s)
+      return s;
+    return generateAll(decoder, request, request.batchSize(), results, statsOut, observer);
+  });
 }
 
 } // namespace genrt

@@ -15,6 +15,8 @@
 #include "runtime/search/GenerationConfig.h"
 
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace genrt {
@@ -69,6 +71,14 @@ public:
   /// `sequence` (the returned sequence's index) of prompt `prompt`. `last`:
   /// the sequence ends with it (eos, or max_new_tokens reached).
   virtual void onToken(size_t prompt, int64_t sequence, int64_t token, bool last) {}
+  /// Greedy and sampling, right before onToken of a sequence's last token:
+  /// `stopped` when eos or a stop string ended it, false when max_new_tokens did.
+  virtual void onStopReason(size_t prompt, int64_t sequence, bool stopped) {}
+  /// Greedy and sampling with log-probabilities asked for (the server's
+  /// `logprobs`), right before onToken: the token's log_softmax under the
+  /// model's raw logits, and the `top` likeliest tokens' (best first).
+  virtual void onTokenLogprobs(size_t prompt, int64_t sequence, int64_t token, float logprob,
+                               const std::vector<std::pair<int64_t, float>> &top) {}
   /// Returned sequence `sequence` of prompt `prompt` is complete, with its
   /// score: greedy and sampling right after its last token; beam search
   /// (`sequence` = rank, best first) once the prompt's finished hypotheses can
@@ -92,15 +102,43 @@ public:
 /// max_new_tokens within the plan's maximum length. Messages name the field.
 Status validatePrompt(const Prompt &prompt, const ModelInfo &info, const GenerationConfig &cfg);
 
-/// Generates for every prompt; `results` gets one entry per prompt, in order.
-/// Validates the config and every prompt before running anything.
 /// Prompts per batch for `cfg` on a decoder with `maxSlots` cache slots:
 /// cfg.batchSize, or as many as fit. Fails when not even one prompt fits,
 /// when cfg.batchSize asks for more than fit, or when several rows a prompt
 /// would generate more than a plan of shared prompts holds (max_new_tokens).
 Status batchSizeFor(const GenerationConfig &cfg, const ModelInfo &info, int32_t maxSlots, int64_t &batchSize);
 
+/// A generate() call checked against a decoder's model, once: made only by
+/// checkGeneration, so a front end that checks its input before committing
+/// to anything (genrun's output file, the Python package's job) does not
+/// have it checked again.
+class CheckedGeneration {
+public:
+  const GenerationConfig &config() const { return cfg_; }
+  const std::vector<Prompt> &prompts() const { return prompts_; }
+  int64_t batchSize() const { return batchSize_; } // prompts a batch (batchSizeFor)
+
+private:
+  friend Status checkGeneration(const ModelInfo &, int32_t, const GenerationConfig &, std::vector<Prompt>,
+                                CheckedGeneration &, const std::vector<std::string> *);
+  GenerationConfig cfg_;
+  std::vector<Prompt> prompts_;
+  int64_t batchSize_ = 0;
+};
+
+/// Checks `cfg` (validateFor the model, batch size, stop strings) and every
+/// prompt (validatePrompt) for a run on a decoder of this model with
+/// `maxSlots` cache slots. A bad prompt's message starts with its name:
+/// names[n] where given (genrun: "prompts.jsonl:3"), else "prompt n".
+Status checkGeneration(const ModelInfo &info, int32_t maxSlots, const GenerationConfig &cfg,
+                       std::vector<Prompt> prompts, CheckedGeneration &out,
+                       const std::vector<std::string> *names = nullptr);
+
+/// Generates for every prompt; `results` gets one entry per prompt, in order.
 /// `observer` (optional) is told about tokens and sequences as they become final.
+Status generate(Decoder &decoder, const CheckedGeneration &request, std::vector<GenerationResult> &results,
+                GenerationStats *stats = nullptr, GenerationObserver *observer = nullptr);
+/// checkGeneration, then generate().
 Status generate(Decoder &decoder, const GenerationConfig &cfg, const std::vector<Prompt> &prompts,
                 std::vector<GenerationResult> &results, GenerationStats *stats = nullptr,
                 GenerationObserver *observer = nullptr);

@@ -83,6 +83,10 @@ Status GenerationConfig::validate() const {
   if (noRepeatNgramSize < 0)
     return Status::error(option("no_repeat_ngram_size") + " must not be negative, got " +
                          std::to_string(noRepeatNgramSize));
+  if (!(presencePenalty >= -2.0 && presencePenalty <= 2.0))
+    return Status::error(option("presence_penalty") + " must be in [-2, 2], got " + num(presencePenalty));
+  if (!(frequencyPenalty >= -2.0 && frequencyPenalty <= 2.0))
+    return Status::error(option("frequency_penalty") + " must be in [-2, 2], got " + num(frequencyPenalty));
   if (!(repetitionPenalty > 0) || !std::isfinite(repetitionPenalty))
     return Status::error(option("repetition_penalty") + " must be a positive number, got " + num(repetitionPenalty));
   if (encoderNoRepeatNgramSize < 0)
@@ -308,7 +312,7 @@ bool GenerationConfig::hasLogitsProcessors() const {
          encoderNoRepeatNgramSize != 0 || minNewTokens != 0 || minLength != 0 ||
          forcedBosTokenId >= 0 || !forcedEosTokenIds.empty() || !suppressTokens.empty() ||
          !beginSuppressTokens.empty() || expDecayStart >= 0 || !sequenceBias.empty() || !badWordsIds.empty() ||
-         renormalizeLogits;
+         renormalizeLogits || presencePenalty != 0.0 || frequencyPenalty != 0.0;
 }
 
 Status GenerationConfig::setBatchSize(int64_t n) {
@@ -362,7 +366,7 @@ Status GenerationConfig::validateFor(const ModelInfo &info) const {
 }
 
 std::vector<int64_t> GenerationConfig::effectiveEos(const ModelInfo &info) const {
-  return eosTokenIds.empty() ? info.eosTokenIds : eosTokenIds;
+  return eosTokenIds.empty() && !ignoreModelEos ? info.eosTokenIds : eosTokenIds;
 }
 
 int64_t GenerationConfig::rowsPerPrompt() const {

@@ -61,6 +61,9 @@ struct GenerationConfig {
   uint64_t seed = 0;
   /// Empty: the model's eos ids (ModelInfo::eosTokenIds).
   std::vector<int64_t> eosTokenIds;
+  /// The server's ignore_eos: the model's eos ids end nothing; only
+  /// eosTokenIds (the request's stop_token_ids) do.
+  bool ignoreModelEos = false;
   // Logits processors HF models carry in their generation config, with HF's
   // meaning: lengths count the row's whole input_ids (the padded prompt, or
   // an encoder-decoder's decoder prompt, plus the tokens generated).
@@ -77,6 +80,11 @@ struct GenerationConfig {
   /// bad_words_ids: sequences never completed.
   std::vector<std::vector<int64_t>> badWordsIds;
   bool renormalizeLogits = false; ///< renormalize_logits: log-softmax after the processors
+  /// OpenAI's presence_penalty / frequency_penalty (the server's; HF has
+  /// none): each token generated so far, c times, gets -(presence +
+  /// frequency * c) added to its raw score, first, summed into the sequence
+  /// bias row (LogitsProcessors.h). 0: off.
+  double presencePenalty = 0.0, frequencyPenalty = 0.0;
   // What selects a decoding mode Hugging Face 5.x no longer runs itself
   // (group beam search, constrained beam search, contrastive search, DoLa:
   // Hub code behind trust_remote_code). Read so that such a config is

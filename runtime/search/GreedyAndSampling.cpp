@@ -1,10 +1,11 @@
-// Greedy search and multinomial sampling (HF's _sample, which does both):
-// one row per returned sequence, processors on the raw logits, then the
-// warpers when sampling. A finished row (eos) stops and is not run again.
-#include "runtime/GreedyChoice.h"
+// Greedy search and multinomial sampling (HF's _sample, which does both),
+// one prompt's rows as a step-wise search: one row per returned sequence,
+// processors on the raw logits, then the warpers when sampling. A finished
+// row (eos) stops and is not run again.
+#include "runtime/choice/Greedy.h"
 #include "runtime/search/LogitsProcessors.h"
+#include "runtime/search/RequestSearch.h"
 #include "runtime/search/Sampler.h"
-#include "runtime/search/SlotBatch.h"
 
 #include <algorithm>
 
@@ -12,162 +13,204 @@ namespace genrt {
 namespace search {
 
 namespace {
+
 struct Row {
   std::vector<int64_t> history; // prompt (as processors see it) + generated
   std::vector<int64_t> generated;
   double score = 0;
   bool done = false;
 };
-} // namespace
 
-Status runGreedyOrSample(SlotBatch &batch, const GenerationConfig &config, const StopRules &stop,
-                         std::vector<GenerationResult> &out) {
-  // renormalize_logits changes neither a choice nor a score here: HF applies
-  // it last (after the warpers), the draw's weights exp(x - max) do not move
-  // when every x moves by the row's log-sum-exp, and the score added is the
-  // token's log-softmax, which a log-softmaxed row gives back unchanged. So
-  // the rows are chosen without it (within rounding of HF's), and the device
-  // keeps choosing the tokens where it would copy the logits out to apply
-  // it. Beam search keeps it: its ranks add the running scores.
-  GenerationConfig cfg = config;
+// renormalize_logits changes neither a choice nor a score here: HF applies
+// it last (after the warpers), the draw's weights exp(x - max) do not move
+// when every x moves by the row's log-sum-exp, and the score added is the
+// token's log-softmax, which a log-softmaxed row gives back unchanged. So
+// the rows are chosen without it (within rounding of HF's), and the device
+// keeps choosing the tokens where it would copy the logits out to apply
+// it. Beam search keeps it: its ranks add the running scores.
+GenerationConfig withoutRenormalize(GenerationConfig cfg) {
   cfg.renormalizeLogits = false;
-  const std::vector<int64_t> &eos = stop.eos;
-  const int64_t V = batch.vocab();
-  const int64_t R = batch.rowsPerItem();
-  const int64_t B = batch.numItems();
+  return cfg;
+}
 
-  const SampleRule rule = sampleRuleOf(cfg);
-  const bool greedyPlain = !cfg.doSample && !cfg.hasLogitsProcessors();
-  std::vector<int64_t> chosen;
-  std::vector<float> chosenLogprob;
-  bool haveChosen = false;
-
-  // Greedy with nothing to apply takes its first tokens from the decoder as
-  // its steps do (on a GPU, the prompts' logits never cross: 32 prompts'
-  // first tokens took 16 ms on the host, session 21); otherwise from the
-  // logits, each row's processors and warpers applied here.
-  std::vector<float> logits;
-  if (greedyPlain && R == 1) {
-    if (Status s = batch.prefillGreedy(chosen, chosenLogprob); !s)
-      return s;
-    haveChosen = true;
-  } else if (Status s = batch.prefill(logits); !s) {
-    return s;
+class GreedyOrSample final : public RequestSearch {
+public:
+  GreedyOrSample(BatchItem item, const GenerationConfig &config, const StopRules &stop, SearchContext ctx)
+      : RequestSearch(std::move(item), withoutRenormalize(config), stop, std::move(ctx)),
+        rule_(sampleRuleOf(cfg_)), greedyPlain_(!cfg_.doSample && !cfg_.hasLogitsProcessors()),
+        wantLogprobs_(ctx_.logprobs.top >= 0) {
+    const int64_t R = int64_t(ctx_.slots.size());
+    rows_.resize(size_t(R));
+    for (Row &row : rows_)
+      row.history = item_.history;
+    // Greedy with no processor to apply: the decoder chooses each step's
+    // tokens itself (on the GPU, where the logits are; elsewhere by the same
+    // rule on the host). Greedy with processors that only touch listed
+    // tokens, and sampling with temperature / top-k / top-p / min-p: a
+    // decoder that chooses where the logits are (the GPU) takes each row's
+    // edits (a BeamRow, built here from the history) and its draw, and only
+    // the chosen ids come back; the CPU runs the processors and warpers
+    // here (the reference). The first token comes from the prefill's
+    // logits but for plain greedy. Log-probabilities need the logits.
+    decoderTokens_ = !greedyPlain_ && warpersOnDevice(cfg_) && ctx_.decoderChoosesTokens && !wantLogprobs_;
+    stepWant_ = wantLogprobs_ ? Want::Logits
+                : decoderTokens_ ? Want::Tokens
+                : greedyPlain_   ? Want::Greedy
+                                 : Want::Logits;
   }
 
-  std::vector<Row> rows(static_cast<size_t>(B * R));
-  // liveRows[k] is the row whose logits are logits[k * V ..) (or whose token
-  // is chosen[k]).
-  std::vector<int64_t> liveRows;
-  std::vector<float> rowLogits(haveChosen ? 0 : static_cast<size_t>(B * R * V));
-  for (int64_t i = 0; i < B; ++i)
-    for (int64_t r = 0; r < R; ++r) {
-      Row &row = rows[size_t(i * R + r)];
-      row.history = batch.item(i).history;
-      if (!haveChosen)
-        std::copy(logits.begin() + i * V, logits.begin() + (i + 1) * V, rowLogits.begin() + (i * R + r) * V);
-      liveRows.push_back(i * R + r);
+  void addInputs(StepIO &io) override {
+    entries_.clear();
+    if (!prefilled_) {
+      // Plain greedy takes its first tokens from the decoder as its steps
+      // do (on a GPU the prompts' logits never cross: 32 prompts' first
+      // tokens took 16 ms on the host, H200, 2026-11-28); otherwise from the
+      // logits.
+      const Want w = greedyPlain_ && rows_.size() == 1 && !wantLogprobs_ ? Want::Greedy : Want::Logits;
+      entries_.push_back(io.add(ctx_.slots[0], promptRest(), w));
+      return;
     }
-  logits.swap(rowLogits);
-
-  // What generate() returns for item i: copied for the observer as soon as
-  // its rows are done, moved out at the end.
-  auto resultOf = [&](int64_t i, bool move) {
-    GenerationResult res;
-    for (int64_t r = 0; r < R; ++r) {
-      Row &row = rows[size_t(i * R + r)];
-      res.sequences.push_back(GeneratedSequence{move ? std::move(row.generated) : row.generated, row.score});
+    for (int64_t r : live_) {
+      const int32_t slot = ctx_.slots[size_t(r)];
+      std::vector<int64_t> token{rows_[size_t(r)].history.back()};
+      if (stepWant_ != Want::Tokens) {
+        entries_.push_back(io.add(slot, std::move(token), stepWant_));
+        continue;
+      }
+      // The row's edits for step t and its draw.
+      BeamRow edits;
+      listedTokenRule(rows_[size_t(r)].history, encoderIds(item_), t_, cfg_, stop_.eos, ctx_.vocab, edits);
+      size_t i = io.addRules(slot, std::move(token), Want::Tokens, &edits, 1);
+      io.entries[i].rule = rule_;
+      if (cfg_.doSample)
+        io.entries[i].draw = drawOf(cfg_.seed, item_.promptIndex, uint64_t(r), uint64_t(t_));
+      entries_.push_back(i);
     }
-    return res;
-  };
-  GenerationObserver &obs = batch.observer();
-  std::vector<int64_t> rowsDone(static_cast<size_t>(B), 0);
+  }
 
-  // Greedy with no processor to apply: the decoder chooses each step's
-  // tokens itself (on the GPU, where the logits are; elsewhere by the same
-  // rule on the host). Greedy with processors that only touch listed
-  // tokens, and sampling with temperature / top-k / top-p / min-p: a
-  // decoder that chooses where the logits are (the GPU) takes each row's
-  // edits (a BeamRow, built here from the history) and its draw, and only
-  // the chosen ids come back; the CPU runs the processors and warpers below
-  // (the reference). The first token comes from the prefill's logits but
-  // for plain greedy (above).
-  const bool decoderTokens = !greedyPlain && warpersOnDevice(cfg) &&
-                             batch.choosesTokens(rule);
-  const bool decoderChooses = greedyPlain || decoderTokens;
-  std::vector<BeamRow> rules;
-  std::vector<double> draws;
-
-  std::vector<float> scores(V);
-  for (int64_t t = 0; t < cfg.maxNewTokens; ++t) {
-    std::vector<int32_t> slots;
-    std::vector<int64_t> tokens;
+  Status takeOutputs(const StepIO &io) override {
+    const int64_t V = ctx_.vocab;
+    const bool prompt = !prefilled_;
+    std::vector<int64_t> rowsNow;
+    if (prompt) {
+      for (size_t r = 0; r < rows_.size(); ++r)
+        rowsNow.push_back(int64_t(r));
+    } else {
+      rowsNow = live_;
+    }
+    prefilled_ = true;
+    GenerationObserver &obs = observer();
     std::vector<int64_t> stillLive;
-    for (size_t k = 0; k < liveRows.size(); ++k) {
-      Row &row = rows[size_t(liveRows[k])];
+    for (size_t k = 0; k < rowsNow.size(); ++k) {
+      const int64_t r = rowsNow[k];
+      Row &row = rows_[size_t(r)];
+      const StepIO::Entry &e = io.entries[entries_[prompt ? 0 : k]];
       int64_t token;
-      if (haveChosen) {
-        token = chosen[k];
-        row.score += double(chosenLogprob[k]);
-      } else {
-        std::copy(logits.begin() + k * V, logits.begin() + (k + 1) * V, scores.begin());
-        applyLogitsProcessors(scores.data(), V, row.history, encoderIds(batch.item(liveRows[k] / R)), t, cfg, eos);
-        if (cfg.doSample) {
-          applyWarpers(scores.data(), V, cfg);
-          token = sampleToken(scores.data(), V, drawOf(cfg.seed, batch.item(liveRows[k] / R).promptIndex,
-                                                       uint64_t(liveRows[k] % R), uint64_t(t)));
-          logSoftmax(scores.data(), V);
-          row.score += double(scores[token]);
+      if (e.want == Want::Logits) {
+        const float *logits = io.logitsOf(entries_[prompt ? 0 : k], V);
+        scores_.assign(logits, logits + V);
+        if (wantLogprobs_)
+          rawLogprobs(logits);
+        applyLogitsProcessors(scores_.data(), V, row.history, encoderIds(item_), t_, cfg_, stop_.eos);
+        if (cfg_.doSample) {
+          applyWarpers(scores_.data(), V, cfg_);
+          token = sampleToken(scores_.data(), V, drawOf(cfg_.seed, item_.promptIndex, uint64_t(r), uint64_t(t_)));
+          logSoftmax(scores_.data(), V);
+          row.score += double(scores_[size_t(token)]);
         } else { // the rule the GPU's genc_greedy follows too
           float logprob;
-          greedyChoice(scores.data(), V, token, logprob);
+          greedyChoice(scores_.data(), V, token, logprob);
           row.score += double(logprob);
         }
+        if (wantLogprobs_)
+          obs.onTokenLogprobs(item_.promptIndex, r, token, raw_[size_t(token)], topOf(raw_));
+      } else {
+        token = e.token;
+        row.score += double(e.logprob);
       }
       row.history.push_back(token);
       row.generated.push_back(token);
-      int64_t item = liveRows[k] / R, r = liveRows[k] % R;
       // A stop string ends the row as eos does (HF: unfinished_sequences).
-      bool isEos = std::find(eos.begin(), eos.end(), token) != eos.end() || stop.strings.hits(row.history);
-      row.done = isEos || t + 1 == cfg.maxNewTokens;
-      obs.onToken(batch.item(item).promptIndex, r, token, row.done);
+      const bool isEos =
+          std::find(stop_.eos.begin(), stop_.eos.end(), token) != stop_.eos.end() || stop_.strings.hits(row.history);
+      row.done = isEos || t_ + 1 == cfg_.maxNewTokens;
+      if (row.done)
+        obs.onStopReason(item_.promptIndex, r, isEos);
+      obs.onToken(item_.promptIndex, r, token, row.done);
       if (row.done) {
-        obs.onSequence(batch.item(item).promptIndex, r, GeneratedSequence{row.generated, row.score});
-        if (++rowsDone[size_t(item)] == R)
-          obs.onPromptDone(batch.item(item).promptIndex, resultOf(item, /*move=*/false));
+        obs.onSequence(item_.promptIndex, r, GeneratedSequence{row.generated, row.score});
+        if (++rowsDone_ == int64_t(rows_.size()))
+          obs.onPromptDone(item_.promptIndex, result(/*move=*/false));
       }
-      if (isEos)
-        continue;
-      slots.push_back(batch.slot(item, r));
-      tokens.push_back(token);
-      stillLive.push_back(liveRows[k]);
+      if (!isEos)
+        stillLive.push_back(r);
     }
-    batch.tokensChosen();
-    liveRows.swap(stillLive);
-    if (liveRows.empty() || t + 1 == cfg.maxNewTokens)
-      break;
-    if (decoderTokens) { // each live row's edits for step t + 1 and its draw
-      rules.assign(liveRows.size(), BeamRow{});
-      draws.assign(liveRows.size(), 0.0);
-      for (size_t k = 0; k < liveRows.size(); ++k) {
-        const int64_t item = liveRows[k] / R, r = liveRows[k] % R;
-        listedTokenRule(rows[size_t(liveRows[k])].history, encoderIds(batch.item(item)), t + 1, cfg, eos, V,
-                        rules[k]);
-        if (cfg.doSample)
-          draws[k] = drawOf(cfg.seed, batch.item(item).promptIndex, uint64_t(r), uint64_t(t + 1));
-      }
-    }
-    Status s = decoderTokens    ? batch.stepTokens(slots, tokens, rules, draws, rule, chosen, chosenLogprob)
-               : decoderChooses ? batch.stepGreedy(slots, tokens, chosen, chosenLogprob)
-                                : batch.step(slots, tokens, logits);
-    if (!s)
-      return s;
-    haveChosen = decoderChooses;
+    live_.swap(stillLive);
+    allDone_ = live_.empty() || t_ + 1 == cfg_.maxNewTokens;
+    ++t_;
+    return Status::ok();
   }
 
-  for (int64_t i = 0; i < B; ++i)
-    out.push_back(resultOf(i, /*move=*/true));
-  return Status::ok();
+  StopVote vote() const override { return StopVote{allDone_, allDone_, allDone_}; }
+
+  void endStep(bool groupEnds, StepIO &io) override {
+    if (allDone_ || groupEnds) {
+      finished_ = true;
+      return;
+    }
+    // Every row starts from the prompt's cache (row 0's).
+    if (t_ == 1)
+      for (int64_t r : live_)
+        io.reorder(ctx_.slots[size_t(r)], ctx_.slots[0], 0);
+  }
+
+  GenerationResult takeResult() override { return result(/*move=*/true); }
+
+private:
+  GenerationResult result(bool move) {
+    GenerationResult res;
+    for (Row &row : rows_)
+      res.sequences.push_back(GeneratedSequence{move ? std::move(row.generated) : row.generated, row.score});
+    return res;
+  }
+
+  // raw_ := log_softmax of the model's logits.
+  void rawLogprobs(const float *logits) {
+    raw_.assign(logits, logits + ctx_.vocab);
+    logSoftmax(raw_.data(), ctx_.vocab);
+  }
+  std::vector<std::pair<int64_t, float>> topOf(const std::vector<float> &lp) const {
+    const int64_t n = std::min<int64_t>(ctx_.logprobs.top, ctx_.vocab);
+    std::vector<std::pair<int64_t, float>> out;
+    if (n <= 0)
+      return out;
+    std::vector<int32_t> tok(size_t(n), 0);
+    std::vector<float> sc(size_t(n), 0.f);
+    topCandidates(lp.data(), ctx_.vocab, n, tok.data(), sc.data());
+    for (int64_t i = 0; i < n; ++i)
+      out.emplace_back(tok[size_t(i)], sc[size_t(i)]);
+    return out;
+  }
+
+  const SampleRule rule_;
+  const bool greedyPlain_;
+  const bool wantLogprobs_;
+  bool decoderTokens_ = false;
+  Want stepWant_ = Want::Logits;
+  std::vector<Row> rows_;
+  std::vector<int64_t> live_;    // rows fed this step, in order
+  std::vector<size_t> entries_;  // their chunks in the StepIO
+  std::vector<float> scores_, raw_;
+  int64_t t_ = 0;                // tokens generated per live row so far
+  int64_t rowsDone_ = 0;
+  bool allDone_ = false;
+};
+
+} // namespace
+
+std::unique_ptr<RequestSearch> makeGreedyOrSample(BatchItem item, const GenerationConfig &cfg,
+                                                  const StopRules &stop, SearchContext ctx) {
+  return std::make_unique<GreedyOrSample>(std::move(item), cfg, stop, std::move(ctx));
 }
 
 } // namespace search

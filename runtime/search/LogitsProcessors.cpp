@@ -212,6 +212,37 @@ static void addBiasRow(float *row, int64_t vocab, const std::vector<std::pair<in
     row[v] += add[size_t(v)];
 }
 
+// The sequence bias row, then OpenAI's presence / frequency penalties over
+// the generated tokens (the history's last `generated`) summed into it:
+// one row, so the host and the device add the same float to each score.
+static std::vector<std::pair<int32_t, float>> biasRowOf(int64_t vocab, const std::vector<int64_t> &history,
+                                                        int64_t generated, const GenerationConfig &cfg) {
+  std::vector<std::pair<int32_t, float>> bias;
+  if (!cfg.sequenceBias.empty())
+    bias = sequenceBiasOf(vocab, history, cfg.sequenceBias);
+  if (cfg.presencePenalty == 0.0 && cfg.frequencyPenalty == 0.0)
+    return bias;
+  std::vector<std::pair<int64_t, int64_t>> counts; // id, times generated; first-seen order
+  for (auto it = history.end() - std::min<int64_t>(generated, int64_t(history.size())); it != history.end(); ++it) {
+    auto c = std::find_if(counts.begin(), counts.end(), [&](const auto &p) { return p.first == *it; });
+    if (c == counts.end())
+      counts.emplace_back(*it, 1);
+    else
+      ++c->second;
+  }
+  for (const auto &[id, n] : counts) {
+    if (id < 0 || id >= vocab)
+      continue;
+    const float pen = -(float(cfg.presencePenalty) + float(cfg.frequencyPenalty) * float(n));
+    auto b = std::find_if(bias.begin(), bias.end(), [&](const auto &p) { return p.first == id; });
+    if (b == bias.end())
+      bias.emplace_back(int32_t(id), pen);
+    else
+      b->second += pen;
+  }
+  return bias;
+}
+
 void applySequenceBias(float *row, int64_t vocab, const std::vector<int64_t> &history,
                        const std::vector<std::pair<std::vector<int64_t>, float>> &bias) {
   addBiasRow(row, vocab, sequenceBiasOf(vocab, history, bias));
@@ -225,8 +256,8 @@ void applyBadWords(float *row, int64_t vocab, const std::vector<int64_t> &histor
 void applyLogitsProcessors(float *row, int64_t vocab, const std::vector<int64_t> &history,
                            const std::vector<int64_t> &encoderIds, int64_t generated,
                            const GenerationConfig &cfg, const std::vector<int64_t> &eos) {
-  if (!cfg.sequenceBias.empty())
-    applySequenceBias(row, vocab, history, cfg.sequenceBias);
+  if (!cfg.sequenceBias.empty() || cfg.presencePenalty != 0.0 || cfg.frequencyPenalty != 0.0)
+    addBiasRow(row, vocab, biasRowOf(vocab, history, generated, cfg));
   if (cfg.encoderRepetitionPenalty != 1.0)
     applyEncoderRepetitionPenalty(row, vocab, encoderIds, cfg.encoderRepetitionPenalty);
   if (cfg.repetitionPenalty != 1.0)
@@ -261,9 +292,7 @@ void listedTokenRule(const std::vector<int64_t> &history, const std::vector<int6
                      const GenerationConfig &cfg, const std::vector<int64_t> &eos, int64_t vocab, BeamRow &row) {
   // As applyLogitsProcessors, in its order; HF's encoder penalty is the
   // repetition penalty by 1 / penalty, rounded to float.
-  row.biased.clear();
-  if (!cfg.sequenceBias.empty())
-    row.biased = sequenceBiasOf(vocab, history, cfg.sequenceBias);
+  row.biased = biasRowOf(vocab, history, generated, cfg);
   row.encoderPenalty = float(1.0 / cfg.encoderRepetitionPenalty);
   row.encoderPenalized.clear();
   if (cfg.encoderRepetitionPenalty != 1.0)

@@ -8,8 +8,8 @@
 // In beam search HF applies the processors to log-softmax scores; in greedy
 // search and sampling to the raw logits. The warpers only run when sampling.
 #pragma once
-#include "runtime/BeamChoice.h"
-#include "runtime/SampleChoice.h"
+#include "runtime/choice/Beams.h"
+#include "runtime/choice/Sampling.h"
 #include "runtime/search/GenerationConfig.h"
 
 #include <cstdint>
@@ -18,7 +18,7 @@
 namespace genrt {
 namespace search {
 
-using genrt::logSoftmax; // runtime/BeamChoice.h: the one rule, the sum in f64
+using genrt::logSoftmax; // runtime/choice/Beams.h: the one rule, the sum in f64
 
 /// RepetitionPenaltyLogitsProcessor: each distinct token of the history gets
 /// score < 0 ? score * penalty : score / penalty (once, however often it occurs).
@@ -98,7 +98,7 @@ void applyLogitsProcessors(float *row, int64_t vocab, const std::vector<int64_t>
 void listedTokenRule(const std::vector<int64_t> &history, const std::vector<int64_t> &encoderIds, int64_t generated,
                      const GenerationConfig &cfg, const std::vector<int64_t> &eos, int64_t vocab, BeamRow &row);
 
-/// The warpers of cfg as the device takes them (runtime/SampleChoice.h).
+/// The warpers of cfg as the device takes them (runtime/choice/Sampling.h).
 SampleRule sampleRuleOf(const GenerationConfig &cfg);
 /// Whether every warper cfg turns on is one the device runs (temperature,
 /// top-k, top-p, min-p; typical-p, epsilon and eta stay on the host).

@@ -2,10 +2,10 @@
 // HF in distribution only; draws are reproducible for a given seed, and the
 // same on every device: a row's draw at a step is a counter-based random
 // number (Philox4x32-10 of (seed, prompt index, row, step):
-// runtime/SampleChoice.h), the GPU's kernels take the same u, and the draw
+// runtime/choice/Sampling.h), the GPU's kernels take the same u, and the draw
 // rule (drawToken) is one rule on both.
 #pragma once
-#include "runtime/SampleChoice.h"
+#include "runtime/choice/Sampling.h"
 
 #include <cstdint>
 

@@ -1,97 +1,29 @@
 #include "runtime/text/PlanTokenizer.h"
 
-#include "runtime/Json.h"
-#include "runtime/PlanHeader.h"
-
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <functional>
-#include <sys/stat.h>
+#include "runtime/text/Unicode.h"
 
 namespace genrt {
 namespace text {
 
-namespace {
-
-/// Reads `n` bytes at `off` of the plan into `out`; false if it cannot.
-using ReadAt = std::function<bool(uint64_t off, uint64_t n, std::string &out)>;
-
-// The tokenizer section of a plan of `fileBytes` bytes, read through `read`
-// (a file or bytes in memory); `name` names the plan in errors.
-Status load(const std::string &name, uint64_t fileBytes, const ReadAt &read, std::unique_ptr<Tokenizer> &out) {
+Status loadPlanTokenizer(const Plan &plan, const std::string &name, std::unique_ptr<Tokenizer> &out) {
   out.reset();
-  auto err = [&](const std::string &m) { return Status::error("plan '" + name + "': " + m); };
-  std::string head;
-  if (fileBytes < kPlanHeaderBytes || !read(0, kPlanHeaderBytes, head))
-    return err("too small to be a plan (" + std::to_string(fileBytes) + " bytes)");
-  PlanHeader h;
-  if (std::string bad = readPlanHeader(reinterpret_cast<const uint8_t *>(head.data()), fileBytes, h); !bad.empty())
-    return err(bad);
-  std::string metaText;
-  if (!read(h.jsonOffset, h.jsonBytes, metaText))
-    return err("cannot read the metadata");
-  json::Value meta;
-  if (Status s = json::parse(metaText, meta); !s)
-    return err("metadata: " + s.message());
-  const json::Value *t = meta.isObject() ? meta.find("tokenizer") : nullptr;
-  if (!t)
+  if (plan.tokenizerJson.empty())
     return Status::ok();
-  const json::Value *fmt = t->isObject() ? t->find("format") : nullptr;
-  const json::Value *off = t->isObject() ? t->find("offset") : nullptr;
-  const json::Value *bytes = t->isObject() ? t->find("bytes") : nullptr;
-  if (!fmt || !fmt->isString() || fmt->asString() != "tokenizer.json")
-    return err("metadata: the tokenizer's 'format' must be \"tokenizer.json\"");
-  if (!off || !off->isInteger() || off->asInt() < 0 || !bytes || !bytes->isInteger() || bytes->asInt() < 0)
-    return err("metadata: the tokenizer needs an integer 'offset' and 'bytes'");
-  uint64_t o = static_cast<uint64_t>(off->asInt()), n = static_cast<uint64_t>(bytes->asInt());
-  if (o > h.blobBytes || n > h.blobBytes - o)
-    return err("the tokenizer lies outside the data blob (truncated file?)");
-  std::string text;
-  if (!read(h.blobOffset + o, n, text))
-    return err("cannot read the tokenizer");
-  if (Status s = Tokenizer::fromJson(text, out); !s)
-    return err(s.message());
-  return Status::ok();
-}
-
-} // namespace
-
-Status loadPlanTokenizer(const std::string &path, std::unique_ptr<Tokenizer> &out) {
-  return statusOnOutOfMemory("reading the tokenizer of plan '" + path + "'", [&] {
-    out.reset();
-    // A named pipe would block the open (loadPlan refuses one the same way).
-    struct stat st;
-    if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
-      return Status::error("plan '" + path + "': not a regular file");
-    std::ifstream f(path, std::ios::binary | std::ios::ate);
-    if (!f)
-      return Status::error("cannot open plan '" + path + "': " + std::strerror(errno));
-    uint64_t fileBytes = static_cast<uint64_t>(f.tellg());
-    return load(path, fileBytes,
-                [&](uint64_t off, uint64_t n, std::string &text) {
-                  text.assign(n, '\0');
-                  f.clear();
-                  f.seekg(static_cast<std::streamoff>(off));
-                  f.read(&text[0], static_cast<std::streamsize>(n));
-                  return static_cast<uint64_t>(f.gcount()) == n;
-                },
-                out);
-  });
-}
-
-Status loadPlanTokenizerFromMemory(const uint8_t *data, size_t size, const std::string &name,
-                                   std::unique_ptr<Tokenizer> &out) {
   return statusOnOutOfMemory("reading the tokenizer of plan '" + name + "'", [&] {
-    return load(name, size,
-                [&](uint64_t off, uint64_t n, std::string &text) {
-                  if (off > size || n > size - off)
-                    return false;
-                  text.assign(reinterpret_cast<const char *>(data) + off, n);
-                  return true;
-                },
-                out);
+    if (Status s = Tokenizer::fromJson(std::string(plan.tokenizerJson), out); !s)
+      return Status::error("plan '" + name + "': " + s.message());
+    return Status::ok();
   });
+}
+
+Status encodePrompt(const Tokenizer *tok, const std::string &text, const std::string &otherwise,
+                    std::vector<int64_t> &ids) {
+  if (!tok)
+    return Status::error("the plan carries no tokenizer (compile the model with its tokenizer.json beside it, or " +
+                         otherwise + ")");
+  if (size_t bad; !isValidUtf8(text, &bad))
+    return Status::error("the text is not valid UTF-8 (byte " + std::to_string(bad) + ")");
+  return tok->encode(text, /*addSpecialTokens=*/true, ids);
 }
 
 } // namespace text

@@ -1,6 +1,8 @@
 // The tokenizer a plan carries: genc packs the tokenizer.json found beside
-// the model into the plan's blob (runtime/PlanFormat.h, "tokenizer").
+// the model into the plan's blob (runtime/PlanFormat.h, "tokenizer"), and
+// the plan loader checks where it lies (Plan::tokenizerJson).
 #pragma once
+#include "runtime/Program.h"
 #include "runtime/Status.h"
 #include "runtime/text/Tokenizer.h"
 
@@ -11,13 +13,9 @@
 namespace genrt {
 namespace text {
 
-/// Reads the plan's tokenizer section. A plan without one gives ok and a
-/// null `out`. Every offset is checked (a plan is untrusted input); errors
-/// name the plan.
-Status loadPlanTokenizer(const std::string &planPath, std::unique_ptr<Tokenizer> &out);
-/// The same over a plan's bytes in memory; `name` names it in errors.
-Status loadPlanTokenizerFromMemory(const uint8_t *data, size_t size, const std::string &name,
-                                   std::unique_ptr<Tokenizer> &out);
+/// The plan's tokenizer; a plan without one gives ok and a null `out`.
+/// Errors name the plan (`name`).
+Status loadPlanTokenizer(const Plan &plan, const std::string &name, std::unique_ptr<Tokenizer> &out);
 
 /// Encodes a text prompt as Hugging Face's tokenizer(text) does (special
 /// tokens added) with the plan's tokenizer `tok`, for genrun and the Python

@@ -1,6 +1,6 @@
 // UTF-8 and the few Unicode properties the tokenizers need: what Hugging Face
 // `tokenizers` (Rust, with Oniguruma regexes) sees, from the Unicode 15.0
-// tables in UnicodeTables.inc (tools/gen_unicode_tables.py).
+// tables in UnicodeTables.inc (runtime/text/gen_unicode_tables.py).
 #pragma once
 #include <cstdint>
 #include <string>

@@ -36,7 +36,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     return 0;
   std::unique_ptr<text::Tokenizer> tokenizer;
   std::vector<int64_t> textIds;
-  if (text::loadPlanTokenizerFromMemory(bytes.get(), size, "fuzz", tokenizer) && tokenizer) {
+  if (text::loadPlanTokenizer(*plan, "fuzz", tokenizer) && tokenizer) {
     (void)tokenizer->encode("Hello, world! 123", true, textIds);
     (void)tokenizer->decode(textIds, true);
   }

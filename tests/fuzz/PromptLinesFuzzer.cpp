@@ -1,8 +1,8 @@
-// libFuzzer target: genrun's JSON-lines prompt reader (runtime/JsonLines.h),
+// libFuzzer target: genrun's JSON-lines prompt reader (tools/GenrunJsonLines.h),
 // then each prompt checked against a model as genrun checks it, and the
 // output line written back. The property: any text gives prompts or a
 // Status naming the line, never a crash. Seeds: tests/genrun/Inputs/*.jsonl.
-#include "runtime/JsonLines.h"
+#include "tools/GenrunJsonLines.h"
 
 #include <optional>
 

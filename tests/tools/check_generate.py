@@ -2,7 +2,7 @@
 
 usage: check_generate.py GENC GENRUN FIXTURE_DIR MODEL_FILE WORKDIR MODE...
 MODE: greedy | beam | beam_reppen | greedy_processors | beam_processors |
-greedy_encoder_processors | beam_encoder_processors (the
+greedy_encoder_processors | beam_encoder_processors | beam_renormalize (the
 golden.json sections; a greedy_* section is compared as greedy).
 MODEL_FILE: model.onnx, or ENCODER,DECODER (e.g. encoder.onnx,decoder.onnx) for an
 encoder-decoder fixture, or "." for the fixture folder itself.
@@ -63,10 +63,15 @@ failures = 0
 for mode in modes:
     sec = golden[mode]
     args = sec["args"]
-    # GENRUN_DEVICE: the executor to check (tools/gpu_test.sh sets cuda).
+    # GENRUN_DEVICE: the executor to check (tests/gpu/gpu_test.sh sets cuda).
+    # The eos id HF's generate() was given (golden.json's eos_token_id), not
+    # only the plan's default from config.json: a random-weight export whose
+    # config has no eos (Qwen2's, Qwen3's) gets a plan without one, and then
+    # the processors that ban eos (min_length, min_new_tokens) edit HF's rows
+    # only, which renormalize_logits turns into different beam scores.
     cmd = [genrun, plan, "--input", prompts, "--device", os.environ.get("GENRUN_DEVICE", "cpu"),
-           "--batch-size", str(batch)]
-    # GENRUN_GPUS: tree attention over that many GPUs (tools/tree_check.sh).
+           "--batch-size", str(batch), "--eos-token-id", str(eos)]
+    # GENRUN_GPUS: tree attention over that many GPUs (tests/gpu/tree_check.sh).
     if os.environ.get("GENRUN_GPUS"):
         cmd += ["--gpus", os.environ["GENRUN_GPUS"]]
     flag = {"max_new_tokens": "--max-new-tokens", "num_beams": "--num-beams",
@@ -78,12 +83,15 @@ for mode in modes:
             "begin_suppress_tokens": "--begin-suppress-tokens",
             "exponential_decay_length_penalty": "--exponential-decay-length-penalty",
             "encoder_repetition_penalty": "--encoder-repetition-penalty",
-            "encoder_no_repeat_ngram_size": "--encoder-no-repeat-ngram-size"}
+            "encoder_no_repeat_ngram_size": "--encoder-no-repeat-ngram-size",
+            "renormalize_logits": "--renormalize-logits"}
     for k, v in args.items():
         if k not in flag:
             sys.exit(f"check_generate: unknown golden argument {k}")
-        text = json.dumps(v) if isinstance(v, (list, tuple)) else str(v).lower() if isinstance(v, bool) else str(v)
-        cmd += [flag[k], text]
+        if isinstance(v, bool):  # --early-stopping=true, --renormalize-logits=false: one word
+            cmd.append(f"{flag[k]}={str(v).lower()}")
+        else:
+            cmd += [flag[k], json.dumps(v) if isinstance(v, (list, tuple)) else str(v)]
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode != 0:
         print(f"{mode}: genrun failed:\n{res.stderr}")

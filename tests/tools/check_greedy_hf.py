@@ -2,7 +2,7 @@
 
   check_greedy_hf.py HF.json GENRUN_OUT.jsonl
 
-HF.json is tools/perplexity_hf.py's greedy output (prompts' ids and the
+HF.json is tests/tools/perplexity_hf.py's greedy output (prompts' ids and the
 generated ids); GENRUN_OUT has a line per prompt, genrun run on those ids.
 Prints one line per prompt and a total; fails unless every sequence is
 HF's, token for token.

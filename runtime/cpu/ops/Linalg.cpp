@@ -138,7 +138,8 @@ Error matmulKernel(KernelContext &ctx, const AttrMap &attrs, const Ins &ins, Out
     return y.takeError();
   const float *pa = a.data<float>(), *pb = b.data<float>();
   float *py = y->data<float>();
-  if (ctx.bPanels && !tb && b.rank() == 2 && product(*batch) == product(batchA)) {
+  // Panels hold the [K, N] view, transposed at load for transpose_b.
+  if (ctx.bPanels && b.rank() == 2 && product(*batch) == product(batchA)) {
     if (!genrt::cpu::matmulPanels(pa, ctx.bPanels, py, product(batchA) * M, N, K, ctx.pool))
       return kernelError("a weight in panels on a CPU without the panel kernels");
   } else if (product(batchB) == 1 && product(*batch) == product(batchA)) {

@@ -1,26 +1,23 @@
 // genrun_fake = tools/genrun.cpp + this file + genc_runtime: a genrun whose
-// openDecoder reads a small JSON "fake plan" and returns the tests' fake
-// Decoder, so lit can drive the whole CLI (validation against the model,
-// output files, --stats) before the real plan loader exists.
+// openPlan reads a small JSON "fake plan" and returns the tests' fake
+// Decoder (and no tokenizer), so lit can drive the whole CLI (validation
+// against the model, output files, --stats) over a model it controls.
 //
-// It works as a link seam: this definition of genrt::openDecoder is linked
-// before the runtime archive, so the archive's Runtime.cpp.o is never pulled;
-// likewise loadPlanTokenizer (PlanTokenizer.cpp.o): fake plans carry none.
+// It works as a link seam: this definition of genrt::openPlan is linked
+// before the runtime archive, so the archive's Runtime.cpp.o is never pulled.
 //
 // Fake plan: {"fake_plan": {"vocab": 40, "eos": [2], "eos_bias": 1.0,
 //             "seed": 1, "max_batch": 4, "max_beams": 4, "max_length": 32}}
 #include "../../unit/runtime/FakeDecoder.h"
 #include "runtime/Json.h"
 #include "runtime/Runtime.h"
-#include "runtime/text/PlanTokenizer.h"
 
 #include <fstream>
 #include <sstream>
 
 namespace genrt {
 
-std::unique_ptr<Decoder> openDecoder(const std::string &planPath, const std::string &device, Status &err,
-                                     const ExecutorOptions &) {
+static std::unique_ptr<Decoder> openFake(const std::string &planPath, const std::string &device, Status &err) {
   if (device != "cpu" && device != "auto") {
     err = Status::error("unknown device '" + device + "' (the fake runs on: auto, cpu)");
     return nullptr;
@@ -55,11 +52,11 @@ std::unique_ptr<Decoder> openDecoder(const std::string &planPath, const std::str
                                              int64_t(num("max_length", 32)));
 }
 
-namespace text {
-Status loadPlanTokenizer(const std::string &, std::unique_ptr<Tokenizer> &out) {
-  out.reset();
-  return Status::ok();
+Status openPlan(const std::string &planPath, const std::string &device, OpenedPlan &out, const ExecutorOptions &) {
+  out = OpenedPlan{};
+  Status err = Status::ok();
+  out.decoder = openFake(planPath, device, err);
+  return out.decoder ? Status::ok() : err;
 }
-} // namespace text
 
 } // namespace genrt

@@ -1,7 +1,7 @@
-// Beam candidates (runtime/BeamChoice.h): the rule the device kernel
+// Beam candidates (runtime/choice/Beams.h): the rule the device kernel
 // reproduces, against a brute-force sort; and the listed-token rule a beam
 // search hands the decoder, against the full processors on the same row.
-#include "runtime/BeamChoice.h"
+#include "runtime/choice/Beams.h"
 #include "runtime/search/LogitsProcessors.h"
 
 #include <gtest/gtest.h>

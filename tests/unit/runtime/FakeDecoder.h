@@ -8,6 +8,7 @@
 // calls fakeLogits on the sequence it believes in) and the tests see it.
 #pragma once
 #include "runtime/Decoder.h"
+#include "runtime/choice/OnHost.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -51,6 +52,7 @@ inline void fakeLogits(const FakeModel &m, const std::vector<int64_t> &source, c
 
 struct ForwardCall {
   std::vector<genrt::Chunk> chunks;
+  genrt::ChoiceKind kind = genrt::ChoiceKind::Logits;
 };
 
 class FakeDecoder : public genrt::Decoder {
@@ -79,7 +81,10 @@ public:
   }
   int64_t slotLength(int32_t slot) const override { return int64_t(slots_.at(size_t(slot)).size()); }
 
-  genrt::Status forward(const std::vector<genrt::Chunk> &chunks, float *logits) override {
+  // Answered from the fake logits by the runtime's host choice (as the
+  // Session answers what its executor does not choose itself).
+  genrt::Status forward(const std::vector<genrt::Chunk> &chunks, const genrt::ChoiceRequest &request,
+                        genrt::ChoiceAnswer &answer) override {
     for (const genrt::Chunk &c : chunks) {
       if (c.slot < 0 || c.slot >= maxSlots())
         return genrt::Status::error("fake: bad slot " + std::to_string(c.slot));
@@ -103,13 +108,21 @@ public:
       for (size_t b = a + 1; b < chunks.size(); ++b)
         if (chunks[a].slot == chunks[b].slot)
           return genrt::Status::error("fake: slot named twice in one forward");
-    calls.push_back(ForwardCall{chunks});
+    int64_t rows = 0;
+    for (const genrt::Chunk &c : chunks)
+      rows += c.output;
+    if (std::string why = request.check(rows, m_.vocab); !why.empty())
+      return genrt::Status::error("fake: " + why);
+    calls.push_back(ForwardCall{chunks, request.kind});
+    std::vector<float> logits(static_cast<size_t>(rows * m_.vocab));
+    int64_t row = 0;
     for (size_t i = 0; i < chunks.size(); ++i) {
       auto &s = slots_[chunks[i].slot];
       s.insert(s.end(), chunks[i].tokens.begin(), chunks[i].tokens.end());
-      fakeLogits(m_, sources_[chunks[i].slot], s, logits + i * m_.vocab);
+      if (chunks[i].output)
+        fakeLogits(m_, sources_[chunks[i].slot], s, logits.data() + (row++) * m_.vocab);
     }
-    return genrt::Status::ok();
+    return genrt::answerOnHost(request, logits.data(), rows, m_.vocab, answer);
   }
 
   genrt::Status reorderSlots(const std::vector<int32_t> &dst, const std::vector<int32_t> &src) override {

@@ -1,6 +1,6 @@
 // search/LogitsProcessors against Hugging Face's own processor classes:
 // tests/unit/runtime/ProcessorGolden.inc holds rows of scores and what HF's
-// processors return for them (tools/make_processor_golden.py), bit for bit.
+// processors return for them (tests/unit/runtime/make_processor_golden.py), bit for bit.
 #include "runtime/search/LogitsProcessors.h"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// The host reference of the device's token choice (runtime/SampleChoice.h):
+// The host reference of the device's token choice (runtime/choice/Sampling.h):
 // Philox4x32-10 against Random123's published known answers; its top-k /
 // top-p / min-p thresholds against the sort-based HF implementations the
 // CPU search runs (runtime/search/LogitsProcessors.cpp) on random rows with
@@ -7,8 +7,8 @@
 // that chooses its tokens itself (as the GPU does) against the CPU's path.
 #include "FakeDecoder.h"
 #include "SearchTestUtil.h"
-#include "runtime/GreedyChoice.h"
-#include "runtime/SampleChoice.h"
+#include "runtime/choice/Greedy.h"
+#include "runtime/choice/Sampling.h"
 #include "runtime/search/Generate.h"
 #include "runtime/search/LogitsProcessors.h"
 #include "runtime/search/Sampler.h"
@@ -335,12 +335,10 @@ namespace {
 class ChoosingDecoder : public fake::FakeDecoder {
 public:
   using FakeDecoder::FakeDecoder;
-  bool choosesTokens(const SampleRule &) const override { return true; }
-  Status forwardTokens(const std::vector<Chunk> &chunks, const std::vector<BeamRow> &rows,
-                       const std::vector<double> &draws, const SampleRule &rule, int64_t *tokens,
-                       float *logprobs) override {
-    ++tokenSteps;
-    return Decoder::forwardTokens(chunks, rows, draws, rule, tokens, logprobs);
+  bool chooses(const ChoiceRequest &request) const override { return request.kind == ChoiceKind::Tokens; }
+  Status forward(const std::vector<Chunk> &chunks, const ChoiceRequest &request, ChoiceAnswer &answer) override {
+    tokenSteps += request.kind == ChoiceKind::Tokens;
+    return FakeDecoder::forward(chunks, request, answer);
   }
   int tokenSteps = 0;
 };

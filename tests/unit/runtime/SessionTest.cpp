@@ -2,9 +2,10 @@
 // with which symbols, ids, positions, logit rows and attention context;
 // chunked prefill; beam reordering and cross-cache entries. The executor
 // answers with logits that encode (run, row), so misplaced rows show.
-#include "runtime/BeamChoice.h"
-#include "runtime/GreedyChoice.h"
+#include "runtime/choice/Beams.h"
+#include "runtime/choice/Greedy.h"
 #include "runtime/Session.h"
+#include "runtime/choice/OnHost.h"
 
 #include <gtest/gtest.h>
 
@@ -19,12 +20,15 @@ public:
   std::vector<ProgramRun> runs, encodes;
   std::vector<std::vector<int32_t>> copies;
   std::string deviceName() const override { return "test"; }
-  Status run(const ProgramRun &r, float *logits) override {
+  Status run(const ProgramRun &r, const ChoiceRequest &request, ChoiceAnswer *answer) override {
+    if (request.kind != ChoiceKind::Logits)
+      return Status::error("asked for a choice it does not make");
     runs.push_back(r);
     int64_t rows = r.kind == ProgramKind::Decode ? int64_t(r.inputIds.size()) : int64_t(r.logitRows.size());
+    answer->reset(request, rows, kVocab);
     for (int64_t i = 0; i < rows; ++i)
       for (int64_t v = 0; v < kVocab; ++v) // the row's last token id, so the caller can tell rows apart
-        logits[i * kVocab + v] = float(r.inputIds[r.kind == ProgramKind::Decode ? i : r.logitRows[i]]);
+        answer->logits[i * kVocab + v] = float(r.inputIds[r.kind == ProgramKind::Decode ? i : r.logitRows[i]]);
     return Status::ok();
   }
   Status encode(const ProgramRun &r) override {
@@ -68,6 +72,15 @@ std::shared_ptr<Plan> makePlan(bool encoderDecoder, int64_t maxTokens) {
   return p;
 }
 
+// forward() asking for the logits, copied to the front of `logits`.
+Status forwardLogits(Session &session, const std::vector<Chunk> &chunks, std::vector<float> &logits) {
+  ChoiceAnswer answer;
+  Status s = session.forward(chunks, ChoiceRequest::logits(), answer);
+  if (s)
+    std::copy(answer.logits.begin(), answer.logits.end(), logits.begin());
+  return s;
+}
+
 struct Fixture {
   RecordingExecutor *exec;
   std::unique_ptr<Session> session;
@@ -81,7 +94,7 @@ struct Fixture {
 TEST(Session, PrefillPacksChunksAndDecodeUsesDecodeStep) {
   Fixture f;
   std::vector<float> logits(2 * kVocab, -1.f);
-  ASSERT_TRUE(f.session->forward({{1, {3, 4, 2}}, {0, {1, 0}}}, logits.data()));
+  ASSERT_TRUE(forwardLogits(*f.session, {{1, {3, 4, 2}}, {0, {1, 0}}}, logits));
   ASSERT_EQ(f.exec->runs.size(), 1u);
   const ProgramRun &r = f.exec->runs[0];
   EXPECT_EQ(r.kind, ProgramKind::Prefill);
@@ -98,7 +111,7 @@ TEST(Session, PrefillPacksChunksAndDecodeUsesDecodeStep) {
   EXPECT_EQ(f.session->slotLength(1), 3);
   EXPECT_EQ(f.session->slotLength(0), 2);
 
-  ASSERT_TRUE(f.session->forward({{0, {4}}, {1, {3}}}, logits.data()));
+  ASSERT_TRUE(forwardLogits(*f.session, {{0, {4}}, {1, {3}}}, logits));
   const ProgramRun &d = f.exec->runs[1];
   EXPECT_EQ(d.kind, ProgramKind::Decode);
   EXPECT_EQ(d.positions, (std::vector<int64_t>{2, 3}));
@@ -111,15 +124,16 @@ TEST(Session, PrefillPacksChunksAndDecodeUsesDecodeStep) {
 TEST(Session, LongPromptIsPrefilledInPiecesAndOnlyTheLastGivesLogits) {
   Fixture f(false, /*maxTokens=*/4);
   std::vector<float> logits(2 * kVocab, -1.f);
-  ASSERT_TRUE(f.session->forward({{0, {1, 1, 1, 1, 1, 2}}, {2, {3, 4, 0}}}, logits.data()));
+  ASSERT_TRUE(forwardLogits(*f.session, {{0, {1, 1, 1, 1, 1, 2}}, {2, {3, 4, 0}}}, logits));
   ASSERT_EQ(f.exec->runs.size(), 3u);
   EXPECT_EQ(f.exec->runs[0].inputIds.size(), 4u);
   EXPECT_TRUE(f.exec->runs[0].logitRows.empty());
-  // Second run: the prompt's last 2 tokens, then 2 of the other chunk.
-  EXPECT_EQ(f.exec->runs[1].positions, (std::vector<int64_t>{4, 5, 0, 1}));
+  // Second run: the prompt's last 2 tokens; the other chunk would leave a
+  // one-token piece (2 + 1), so it starts the third run whole.
+  EXPECT_EQ(f.exec->runs[1].positions, (std::vector<int64_t>{4, 5}));
   EXPECT_EQ(f.exec->runs[1].attention.tokens[0].cachedBefore, 4);
   EXPECT_EQ(f.exec->runs[1].logitRows, (std::vector<int64_t>{1}));
-  EXPECT_EQ(f.exec->runs[2].positions, (std::vector<int64_t>{2}));
+  EXPECT_EQ(f.exec->runs[2].positions, (std::vector<int64_t>{0, 1, 2}));
   EXPECT_EQ(logits[0], 2.f);
   EXPECT_EQ(logits[kVocab], 0.f);
   EXPECT_EQ(f.session->slotLength(0), 6);
@@ -128,13 +142,13 @@ TEST(Session, LongPromptIsPrefilledInPiecesAndOnlyTheLastGivesLogits) {
 TEST(Session, RefusesBadChunksWithoutChangingSlots) {
   Fixture f;
   std::vector<float> logits(kVocab);
-  EXPECT_FALSE(f.session->forward({{4, {1}}}, logits.data()));
-  EXPECT_FALSE(f.session->forward({{0, {kVocab}}}, logits.data()));
-  EXPECT_FALSE(f.session->forward({{0, {}}}, logits.data()));
-  EXPECT_FALSE(f.session->forward({{0, std::vector<int64_t>(17, 1)}}, logits.data()));
+  EXPECT_FALSE(forwardLogits(*f.session, {{4, {1}}}, logits));
+  EXPECT_FALSE(forwardLogits(*f.session, {{0, {kVocab}}}, logits));
+  EXPECT_FALSE(forwardLogits(*f.session, {{0, {}}}, logits));
+  EXPECT_FALSE(forwardLogits(*f.session, {{0, std::vector<int64_t>(17, 1)}}, logits));
   // Two chunks of one slot would start at the same position.
   std::vector<float> two(2 * kVocab);
-  Status twice = f.session->forward({{0, {1}}, {0, {2}}}, two.data());
+  Status twice = forwardLogits(*f.session, {{0, {1}}, {0, {2}}}, two);
   EXPECT_FALSE(twice);
   EXPECT_NE(twice.message().find("slot 0 is in two chunks"), std::string::npos) << twice.message();
   EXPECT_TRUE(f.exec->runs.empty());
@@ -150,12 +164,12 @@ TEST(Session, ReorderMovesLengthsAndCrossEntries) {
   EXPECT_EQ(f.exec->encodes[1].attention.segments[0].entry, 1);
   EXPECT_EQ(f.exec->encodes[1].attention.segments[0].len, 2);
   std::vector<float> logits(4 * kVocab);
-  ASSERT_TRUE(f.session->forward({{0, {0}}, {1, {0}}, {2, {0}}, {3, {0}}}, logits.data()));
+  ASSERT_TRUE(forwardLogits(*f.session, {{0, {0}}, {1, {0}}, {2, {0}}, {3, {0}}}, logits));
   EXPECT_EQ(f.exec->runs[0].attention.crossEntryOfToken, (std::vector<int32_t>{0, 0, 1, 1}));
   EXPECT_EQ(f.exec->runs[0].attention.crossLengths, (std::vector<int64_t>{3, 2}));
   // Slot 1 takes slot 2's contents: its cross entry follows.
   ASSERT_TRUE(f.session->reorderSlots({1}, {2}));
-  ASSERT_TRUE(f.session->forward({{1, {0}}}, logits.data()));
+  ASSERT_TRUE(forwardLogits(*f.session, {{1, {0}}}, logits));
   EXPECT_EQ(f.exec->runs[1].attention.crossEntryOfToken, (std::vector<int32_t>{1}));
   // Entry 0 is read by slot 0 alone now: re-encoding slot 0 reuses it.
   f.session->resetSlot(0);
@@ -174,7 +188,7 @@ TEST(Session, ReorderMovesLengthsAndCrossEntries) {
 TEST(Session, ReorderPastASharedPrefix) {
   Fixture f(false, /*maxTokens=*/8);
   std::vector<float> logits(4 * kVocab);
-  ASSERT_TRUE(f.session->forward({{0, {1, 2, 3}}, {1, {1, 2}}, {2, {1, 2, 3, 4}}}, logits.data()));
+  ASSERT_TRUE(forwardLogits(*f.session, {{0, {1, 2, 3}}, {1, {1, 2}}, {2, {1, 2, 3, 4}}}, logits));
   ASSERT_TRUE(f.session->reorderSlots({1, 2, 3}, {0, 1, 0}, {2, 5, 3}));
   ASSERT_EQ(f.exec->froms.size(), 1u);
   // slot 1 (2 rows) from slot 0 (3): 2; slot 2 (4) from slot 1 (2): 5 -> 2;
@@ -210,7 +224,7 @@ TEST(Session, SharedPromptsArePlacedAndReorderedByIndex) {
   SharingExecutor *exec = e.get();
   Session session(plan, std::move(e));
   std::vector<float> logits(4 * kVocab);
-  ASSERT_TRUE(session.forward({{0, {1, 2, 3}}}, logits.data()));
+  ASSERT_TRUE(forwardLogits(session, {{0, {1, 2, 3}}}, logits));
   const ProgramRun &prefill = exec->runs.back();
   ASSERT_NE(prefill.attention.rows, nullptr);
   EXPECT_EQ(prefill.attention.tokens[2].write.region, 0); // a home
@@ -218,7 +232,7 @@ TEST(Session, SharedPromptsArePlacedAndReorderedByIndex) {
   ASSERT_TRUE(session.reorderSlots({1}, {0}, {0}));
   EXPECT_TRUE(exec->copies.empty()) << "a reorder moves pairs, not rows";
   EXPECT_EQ(session.slotLength(1), 3);
-  ASSERT_TRUE(session.forward({{0, {4}}, {1, {2}}}, logits.data()));
+  ASSERT_TRUE(forwardLogits(session, {{0, {4}}, {1, {2}}}, logits));
   const ProgramRun &step = exec->runs.back();
   EXPECT_EQ(step.attention.tokens[0].write.region, 0);
   EXPECT_EQ(step.attention.tokens[0].write.index, 3);
@@ -228,21 +242,21 @@ TEST(Session, SharedPromptsArePlacedAndReorderedByIndex) {
   EXPECT_EQ(step.attention.cached(1, 2).region, 0);
   EXPECT_EQ(session.executor().sharesPrompts(), true);
   // Past the branch's 3 rows: refused before anything runs.
-  ASSERT_TRUE(session.forward({{1, {1}}}, logits.data()));
-  ASSERT_TRUE(session.forward({{1, {1}}}, logits.data()));
+  ASSERT_TRUE(forwardLogits(session, {{1, {1}}}, logits));
+  ASSERT_TRUE(forwardLogits(session, {{1, {1}}}, logits));
   const size_t runs = exec->runs.size();
-  Status full = session.forward({{1, {1}}}, logits.data());
+  Status full = forwardLogits(session, {{1, {1}}}, logits);
   EXPECT_FALSE(full);
   EXPECT_NE(full.message().find("--max-new-tokens"), std::string::npos) << full.message();
   EXPECT_EQ(exec->runs.size(), runs);
   EXPECT_EQ(session.slotLength(1), 6);
   // Both homes held (slot 2 starts a second prompt): a third fresh slot is refused.
-  ASSERT_TRUE(session.forward({{2, {1}}}, logits.data()));
-  Status noHome = session.forward({{3, {1}}}, logits.data());
+  ASSERT_TRUE(forwardLogits(session, {{2, {1}}}, logits));
+  Status noHome = forwardLogits(session, {{3, {1}}}, logits);
   EXPECT_FALSE(noHome);
   EXPECT_NE(noHome.message().find("max batch"), std::string::npos) << noHome.message();
   session.resetSlot(2);
-  EXPECT_TRUE(session.forward({{3, {1}}}, logits.data()));
+  EXPECT_TRUE(forwardLogits(session, {{3, {1}}}, logits));
   EXPECT_NE(session.kvReport().find("without sharing: each beam its own copy of the prompt"), std::string::npos)
       << session.kvReport();
 }
@@ -251,33 +265,30 @@ TEST(Session, SharedPromptsArePlacedAndReorderedByIndex) {
 // logits that differ by row and token, by the host's rule.
 class BeamRankingExecutor : public RecordingExecutor {
 public:
-  bool chooses = true;
-  std::vector<size_t> rulesPerRun; // rules runBeams ranked, per run that chose
+  bool chooseBeams = true, chooseGreedy = false;
+  std::vector<size_t> rulesPerRun; // rules it ranked, per run that chose beams
+  std::vector<size_t> rowsPerRun;  // rows it chose greedy tokens for, per run
   static float logit(int64_t lastToken, int64_t v) { return float((lastToken + 2) * (v + 1) % 7) * 0.5f; }
-  Status run(const ProgramRun &r, float *logits) override {
-    runs.push_back(r);
-    for (size_t i = 0; i < rowTokens(r).size(); ++i)
-      for (int64_t v = 0; v < kVocab; ++v)
-        logits[i * kVocab + v] = logit(rowTokens(r)[i], v);
-    return Status::ok();
+  bool chooses(const ChoiceRequest &req, ProgramKind) const override {
+    return req.kind == ChoiceKind::Logits || (chooseBeams && req.kind == ChoiceKind::Beams && req.k <= kVocab) ||
+           (chooseGreedy && req.kind == ChoiceKind::Greedy);
   }
-  bool choosesBeams(int64_t k) const override { return chooses && k <= kVocab; }
-  Status runBeams(const ProgramRun &r, const std::vector<BeamRow> &rows, int64_t k, int32_t *tokens,
-                  float *scores) override {
+  // The logits, or the choice made from them by the host's rule (as the
+  // GPU's kernels reproduce it).
+  Status run(const ProgramRun &r, const ChoiceRequest &req, ChoiceAnswer *answer) override {
+    if (!chooses(req, r.kind))
+      return Status::error("asked for a choice it does not make");
+    runs.push_back(r);
     const std::vector<int64_t> last = rowTokens(r);
-    if (last.empty() || rows.size() % last.size())
-      return Status::error("runBeams: rules for no rows, or not the same number a row");
-    const size_t n = rows.size() / last.size();
-    std::vector<float> logits(static_cast<size_t>(kVocab));
-    if (Status s = run(r, logits.data()); !s) // records the run; fills row 0, rewritten below
-      return s;
-    for (size_t i = 0; i < rows.size(); ++i) {
+    std::vector<float> logits(last.size() * kVocab);
+    for (size_t i = 0; i < last.size(); ++i)
       for (int64_t v = 0; v < kVocab; ++v)
-        logits[v] = logit(last[i / n], v);
-      beamCandidates(logits.data(), kVocab, rows[i], k, tokens + i * k, scores + i * k);
-    }
-    rulesPerRun.push_back(rows.size());
-    return Status::ok();
+        logits[i * kVocab + v] = logit(last[i], v);
+    if (req.kind == ChoiceKind::Beams)
+      rulesPerRun.push_back(req.rules.size());
+    if (req.kind == ChoiceKind::Greedy)
+      rowsPerRun.push_back(last.size());
+    return answerOnHost(req, logits.data(), int64_t(last.size()), kVocab, *answer);
   }
 
 protected:
@@ -311,10 +322,13 @@ TEST(Session, PromptBeamsAreRankedByTheRunThatEndsEachChunk) {
   };
   auto rank = [&](bool chooses) {
     auto e = std::make_unique<BeamRankingExecutor>();
-    e->chooses = chooses;
-    Ranked r{e.get(), std::make_unique<Session>(makePlan(false, /*maxTokens=*/4), std::move(e)),
-             std::vector<int32_t>(rules.size() * k, -1), std::vector<float>(rules.size() * k, 0.f)};
-    EXPECT_TRUE(r.session->forwardBeams(chunks, rules, k, r.tok.data(), r.sc.data()));
+    e->chooseBeams = chooses;
+    Ranked r{e.get(), std::make_unique<Session>(makePlan(false, /*maxTokens=*/4), std::move(e)), {}, {}};
+    ChoiceAnswer answer;
+    EXPECT_TRUE(r.session->forward(chunks, ChoiceRequest::beams(rules, k), answer));
+    r.tok = answer.candidates;
+    r.sc = answer.scores;
+    EXPECT_EQ(r.tok.size(), rules.size() * k);
     EXPECT_EQ(r.session->slotLength(0), 6);
     EXPECT_EQ(r.session->slotLength(2), 3);
     EXPECT_EQ(r.exec->runs.size(), 3u);
@@ -336,32 +350,18 @@ TEST(Session, PromptBeamsAreRankedByTheRunThatEndsEachChunk) {
 
 // The same executor choosing greedy tokens itself: a prompt's first tokens
 // come from the run that ends each chunk, equal to the host's choice.
-class GreedyChoosingExecutor : public BeamRankingExecutor {
-public:
-  std::vector<size_t> rowsPerRun;
-  bool choosesGreedy() const override { return chooses; }
-  Status runGreedy(const ProgramRun &r, int64_t *tokens, float *logprobs) override {
-    const std::vector<int64_t> last = rowTokens(r);
-    std::vector<float> logits(last.size() * kVocab);
-    if (Status s = run(r, logits.data()); !s)
-      return s;
-    for (size_t i = 0; i < last.size(); ++i)
-      greedyChoice(logits.data() + i * kVocab, kVocab, tokens[i], logprobs[i]);
-    rowsPerRun.push_back(last.size());
-    return Status::ok();
-  }
-};
-
 TEST(Session, PromptGreedyTokensComeFromTheRunThatEndsEachChunk) {
   const std::vector<Chunk> chunks = {{0, {1, 1, 1, 1, 1, 2}}, {2, {3, 4, 0}}, {3, {4}}};
   auto choose = [&](bool chooses, std::vector<int64_t> &tok, std::vector<float> &lp, std::vector<size_t> &perRun) {
-    auto e = std::make_unique<GreedyChoosingExecutor>();
-    e->chooses = chooses;
-    GreedyChoosingExecutor *exec = e.get();
+    auto e = std::make_unique<BeamRankingExecutor>();
+    e->chooseGreedy = chooses;
+    BeamRankingExecutor *exec = e.get();
     Session session(makePlan(false, /*maxTokens=*/4), std::move(e));
-    tok.assign(chunks.size(), -1);
-    lp.assign(chunks.size(), 0.f);
-    ASSERT_TRUE(session.forwardGreedy(chunks, tok.data(), lp.data()));
+    ChoiceAnswer answer;
+    ASSERT_TRUE(session.forward(chunks, ChoiceRequest::greedy(), answer));
+    tok = answer.tokens;
+    lp = answer.logprobs;
+    EXPECT_EQ(tok.size(), chunks.size());
     EXPECT_EQ(session.slotLength(0), 6);
     EXPECT_EQ(session.slotLength(2), 3);
     EXPECT_EQ(session.slotLength(3), 1);
@@ -383,12 +383,92 @@ TEST(Session, PromptGreedyTokensComeFromTheRunThatEndsEachChunk) {
   EXPECT_EQ(devTok[0], 4);
 }
 
+// A chunk that asks for no output (a prompt part the scheduler runs for its
+// cache) gives no row: the answer's rows are the other chunks', in order.
+TEST(Session, ChunksWithoutOutputGiveNoRow) {
+  Fixture f(false, /*maxTokens=*/8);
+  ChoiceAnswer answer;
+  std::vector<Chunk> chunks = {{0, {1, 2}, /*output=*/false}, {1, {3, 4}}, {2, {2}}};
+  ASSERT_TRUE(f.session->forward(chunks, ChoiceRequest::logits(), answer));
+  ASSERT_EQ(answer.logits.size(), size_t(2 * kVocab));
+  EXPECT_EQ(answer.logits[0], 4.f); // chunk 1 ends with token 4
+  EXPECT_EQ(answer.logits[kVocab], 2.f);
+  EXPECT_EQ(f.exec->runs.back().logitRows, (std::vector<int64_t>{3, 4}));
+  EXPECT_EQ(f.session->slotLength(0), 2);
+  // Only prompt parts: a prefill run with no rows, nothing back.
+  ASSERT_TRUE(f.session->forward({{0, {3}, false}}, ChoiceRequest::greedy(), answer));
+  EXPECT_TRUE(answer.tokens.empty());
+  EXPECT_EQ(f.exec->runs.back().kind, ProgramKind::Prefill);
+  EXPECT_EQ(f.session->slotLength(0), 3);
+}
+
+// A request that does not fit the rows is refused before anything runs.
+TEST(Session, RefusesARequestThatDoesNotFitTheRows) {
+  Fixture f;
+  ChoiceAnswer answer;
+  Status s = f.session->forward({{0, {1}}, {1, {2}}}, ChoiceRequest::beams(std::vector<BeamRow>(3), 2), answer);
+  EXPECT_FALSE(s);
+  EXPECT_NE(s.message().find("3 rules for 2 rows"), std::string::npos) << s.message();
+  s = f.session->forward({{0, {1}}}, ChoiceRequest::beams(std::vector<BeamRow>(1), kVocab + 1), answer);
+  EXPECT_FALSE(s);
+  s = f.session->forward({{0, {1}}, {1, {2}}}, ChoiceRequest::tokens(std::vector<BeamRow>(2), {0.5}, SampleRule{}),
+                         answer);
+  EXPECT_FALSE(s);
+  EXPECT_NE(s.message().find("give one of each a row"), std::string::npos) << s.message();
+  EXPECT_TRUE(f.exec->runs.empty());
+  EXPECT_EQ(f.session->slotLength(0), 0);
+}
+
+// Tokens by the sampling rule: an executor that answers them in decode
+// steps only gets those; the prompt's runs are answered on the host, with
+// the same tokens.
+class TokenChoosingExecutor : public BeamRankingExecutor {
+public:
+  std::vector<ProgramKind> choseIn;
+  bool chooses(const ChoiceRequest &req, ProgramKind kind) const override {
+    return req.kind == ChoiceKind::Logits || (req.kind == ChoiceKind::Tokens && kind == ProgramKind::Decode);
+  }
+  Status run(const ProgramRun &r, const ChoiceRequest &req, ChoiceAnswer *answer) override {
+    if (req.kind == ChoiceKind::Tokens)
+      choseIn.push_back(r.kind);
+    return BeamRankingExecutor::run(r, req, answer);
+  }
+};
+
+TEST(Session, TokensAreChosenOnTheDeviceInStepsAndOnTheHostInPrompts) {
+  SampleRule rule;
+  rule.sample = true;
+  rule.topK = 3;
+  std::vector<BeamRow> rows(2);
+  rows[1].banned = {4};
+  const std::vector<double> draws = {0.25, 0.75};
+  auto e = std::make_unique<TokenChoosingExecutor>();
+  TokenChoosingExecutor *exec = e.get();
+  Session session(makePlan(false, /*maxTokens=*/4), std::move(e));
+  ChoiceAnswer prompt, step, host;
+  ASSERT_TRUE(session.forward({{0, {1, 1, 1, 2}}, {1, {3, 0}}}, ChoiceRequest::tokens(rows, draws, rule), prompt));
+  EXPECT_TRUE(exec->choseIn.empty()) << "a prompt's runs are answered on the host";
+  ASSERT_TRUE(session.forward({{0, {2}}, {1, {0}}}, ChoiceRequest::tokens(rows, draws, rule), step));
+  EXPECT_EQ(exec->choseIn, (std::vector<ProgramKind>{ProgramKind::Decode}));
+  // Both answers are the host rule's over the same logits (last tokens 2, 0).
+  std::vector<float> logits(2 * kVocab);
+  for (int64_t v = 0; v < kVocab; ++v) {
+    logits[v] = BeamRankingExecutor::logit(2, v);
+    logits[kVocab + v] = BeamRankingExecutor::logit(0, v);
+  }
+  ASSERT_TRUE(answerOnHost(ChoiceRequest::tokens(rows, draws, rule), logits.data(), 2, kVocab, host));
+  EXPECT_EQ(prompt.tokens, host.tokens);
+  EXPECT_EQ(step.tokens, host.tokens);
+  EXPECT_EQ(step.logprobs, host.logprobs);
+  EXPECT_NE(step.tokens[1], 4) << "row 1 bans token 4";
+}
+
 TEST(Session, DecoderOnlyHasNoEncoderAndSymbolsAreChecked) {
   Fixture f(false, /*maxTokens=*/8);
   EXPECT_FALSE(f.session->encode({1}, {0}));
   // decode_step allows 4 tokens: five one-token chunks do not fit in slots anyway.
   std::vector<float> logits(4 * kVocab);
-  EXPECT_FALSE(f.session->forward({{0, {1}}, {1, {1}}, {2, {1}}, {3, {1}}, {5, {1}}}, logits.data()));
+  EXPECT_FALSE(forwardLogits(*f.session, {{0, {1}}, {1, {1}}, {2, {1}}, {3, {1}}, {5, {1}}}, logits));
 }
 
 } // namespace
@@ -412,7 +492,7 @@ TEST(Session, EncodeSourcesPacksRunsUpToSrcTokens) {
   EXPECT_NE(r.attention.segments[0].entry, r.attention.segments[1].entry);
   EXPECT_TRUE(segmentsFit(r.attention.segments, 5, makePlan(true, 8)->kv));
   std::vector<float> logits(4 * kVocab);
-  ASSERT_TRUE(f.session->forward({{0, {0}}, {1, {0}}, {2, {0}}, {3, {0}}}, logits.data()));
+  ASSERT_TRUE(forwardLogits(*f.session, {{0, {0}}, {1, {0}}, {2, {0}}, {3, {0}}}, logits));
   const int32_t e0 = r.attention.segments[0].entry, e1 = r.attention.segments[1].entry;
   EXPECT_EQ(f.exec->runs[0].attention.crossEntryOfToken, (std::vector<int32_t>{e0, e0, e1, e1}));
   EXPECT_EQ(f.exec->runs[0].attention.crossLengths[size_t(e0)], 3);

@@ -1,7 +1,7 @@
-// The host log-softmax's sum (runtime/SoftmaxSum.h) against libm's exp
+// The host log-softmax's sum (runtime/choice/SoftmaxSum.h) against libm's exp
 // summed in long double, on rows as logits come: wide ranges, -inf bans,
 // lengths that leave a tail past the vector lanes.
-#include "runtime/SoftmaxSum.h"
+#include "runtime/choice/SoftmaxSum.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // StopStrings against transformers' StopStringCriteria: every row of
-// StopStringsGolden.inc (tools/make_stop_golden.py, HF's own class on
+// StopStringsGolden.inc (tests/unit/runtime/make_stop_golden.py, HF's own class on
 // models/tiny-gpt2's byte-level tokenizer) and of
 // StopStringsGoldenByteFallback.inc / StopStringsGoldenUnigram.inc (the same on
 // a Llama-2-style byte-fallback and a T5-style Unigram tokenizer,
@@ -93,7 +93,7 @@ TEST(StopStrings, EveryGoldenRowAsHuggingFaceDecidesForAUnigramVocabulary) {
 }
 
 // HF refuses a set when no token can end any of its strings (the sets
-// tools/make_stop_golden.py found refused); every set of the tables it
+// tests/unit/runtime/make_stop_golden.py found refused); every set of the tables it
 // accepted passes.
 TEST(StopStrings, RefusedAsHuggingFaceRefusesThem) {
   std::unique_ptr<text::Tokenizer> uni = tokenizerAt("tests/fixtures/tokenizers/unigram/tokenizer.json");

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Per-kernel device times of a decode step with Nsight Compute, on the GPU
+# machine (after tools/pack.sh here), on bench/profile_model.sh's Llama: every
+# kernel of the last few launches with its grid, registers and duration; or,
+# with NCU_DETAIL=REGEX (NCU_SKIP=N launches of it skipped first), one kernel's
+# speed of light, warp stalls and hottest source lines.
+#
+#   bash bench/ncu_step.sh                               # there, from the repo root
+#   NCU_DETAIL=attn_0_attend NCU_SKIP=13 bash bench/ncu_step.sh
+set -u
+cd "$(dirname "$0")/.."
+. bench/profile_model.sh
+if [ -z "${NCU_DETAIL-}" ]; then
+ncu --cache-control none --clock-control none --metrics gpu__time_duration.sum,launch__grid_size,launch__registers_per_thread --csv \
+  $BIN/genrun $W/m.plan --device cuda --input $W/p.jsonl --max-new-tokens 4 --output /dev/null > $W/ncu.csv 2> $W/ncu.err
+tail -3 $W/ncu.err
+python3 - $W/ncu.csv <<'PY'
+import csv, sys
+rows = list(csv.DictReader(l for l in open(sys.argv[1]) if l.startswith('"')))
+k = {}
+for r in rows:
+    k.setdefault(r["ID"], {})["name"] = r["Kernel Name"][:60]
+    k[r["ID"]][r["Metric Name"]] = r["Metric Value"]
+ks = [k[i] for i in sorted(k, key=int)]
+print(len(ks), "kernels")
+# the last decode step: the last quarter of what came after the prefill
+n = len(ks)
+for x in ks[-40:]:
+    print(f"{x['name']:60} grid {x.get('launch__grid_size','?'):>6} regs {x.get('launch__registers_per_thread','?'):>4} {float(x['gpu__time_duration.sum'].replace(',',''))/1e3:8.2f} us")
+PY
+fi
+# One kernel in detail (NCU_DETAIL=regex): speed of light, warp stalls, the
+# hottest source lines. With NCU_OUT=DIR the whole report goes there too, with
+# its details page (every stall reason) and its SASS page (samples per
+# instruction) as text.
+if [ -n "${NCU_DETAIL-}" ]; then
+  rep=${NCU_OUT:-$W}/detail
+  ncu --cache-control none --clock-control none -k "regex:$NCU_DETAIL" --launch-skip "${NCU_SKIP:-12}" --launch-count 1 \
+    --section SpeedOfLight --section WarpStateStats --section SchedulerStats --section LaunchStats --section SourceCounters \
+    --section MemoryWorkloadAnalysis --import-source yes -f -o "$rep" \
+    $BIN/genrun $W/m.plan --device cuda --input $W/p.jsonl --max-new-tokens 4 --output /dev/null > "$W/ncu.log" 2>&1
+  ncu --import "$rep.ncu-rep" --page details --print-details all > "$rep.details.txt" 2>&1
+  ncu --import "$rep.ncu-rep" --page source --print-source sass --csv > "$rep.sass.csv" 2>&1
+  grep -v "^==PROF==" "$rep.details.txt" | sed -n '/Section/,$p' | grep -v "^ *-\+ *-\+" | cut -c1-150 | head -120
+  # the 25 SASS lines with the most stall samples
+  python3 - "$rep.sass.csv" <<'PY'
+import csv, sys
+rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 3]
+if not rows:
+    sys.exit(print("no SASS page"))
+head, body = rows[0], rows[1:]
+key = next((i for i, h in enumerate(head) if "Sampling" in h and "All" in h), None)
+if key is None:
+    sys.exit(print("columns:", head))
+def num(x):
+    try: return float(x.replace(",", ""))
+    except ValueError: return 0.0
+tot = sum(num(r[key]) for r in body) or 1
+src = next((i for i, h in enumerate(head) if h == "Source"), 1)
+for r in sorted(body, key=lambda r: -num(r[key]))[:25]:
+    print(f"{num(r[key]) / tot * 100:5.1f}%  {r[0]:>6} {r[src][:110]}")
+PY
+fi

@@ -1,0 +1,493 @@
+"""genc.serve's HTTP layer: an ASGI app (Starlette) with OpenAI's endpoints
+over the engine (genc._serve_engine). Every bad request gets a 4xx with
+OpenAI's error body and the server keeps serving; the scheduler's queue
+bounds what waits (429 past it).
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from typing import Any, Dict, List, Optional, Tuple
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from . import _chat
+from ._serve_engine import DONE, ERROR, SEQUENCE, TOKEN, Engine, Event, Handle, QueueFull, drain_nowait
+from ._serve_metrics import prometheus_text
+from ._serve_requests import CHAT, COMPLETION, OpenAIError, bad, check_fields, get, native_config, sampling
+from ._serve_text import ChoiceText, chat_logprobs, completion_logprobs
+
+
+class Server:
+    """The app's state: the engine, the model's name, the limits."""
+
+    def __init__(self, engine: Engine, model: str, api_key: Optional[str], max_body: int) -> None:
+        self.engine = engine
+        self.model = model
+        self.api_key = api_key
+        self.max_body = max_body
+        self.created = int(time.time())
+        self.draining = False
+        self.http: Dict[Tuple[str, int], int] = {}  # (endpoint, status) -> count
+        native = engine.native
+        self.templates = dict(native.chat_templates)
+        self.special_tokens = dict(native.special_tokens)
+
+    def count(self, endpoint: str, status: int) -> None:
+        self.http[(endpoint, status)] = self.http.get((endpoint, status), 0) + 1
+
+
+def error_response(e: OpenAIError) -> JSONResponse:
+    return JSONResponse(e.body(), status_code=e.status)
+
+
+async def read_json(srv: Server, request: Request) -> Dict[str, Any]:
+    """The body as a JSON object: limited in size, UTF-8, an object."""
+    if srv.api_key is not None:
+        auth = request.headers.get("authorization", "")
+        if auth != "Bearer " + srv.api_key:
+            raise OpenAIError(401, "missing or wrong API key (Authorization: Bearer KEY)" if auth else
+                              "missing API key (Authorization: Bearer KEY)", code="invalid_api_key")
+    if srv.draining:
+        raise OpenAIError(503, "the server is shutting down", type_="server_error")
+    length = request.headers.get("content-length")
+    if length is not None and length.isdigit() and int(length) > srv.max_body:
+        raise OpenAIError(413, "the request body is over the limit of %d bytes" % srv.max_body)
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > srv.max_body:
+            raise OpenAIError(413, "the request body is over the limit of %d bytes" % srv.max_body)
+        chunks.append(chunk)
+    raw = b"".join(chunks)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise bad("the request body is not valid UTF-8 (byte %d)" % e.start) from None
+    try:
+        body = json.loads(text)
+    except ValueError as e:
+        raise bad("the request body is not valid JSON: %s" % e) from None
+    if not isinstance(body, dict):
+        raise bad("the request body must be a JSON object")
+    model = body.get("model")
+    if model is not None and not isinstance(model, str):
+        raise bad("'model' must be a string", "model")
+    if model is not None and model != srv.model:
+        raise OpenAIError(404, "the model '%s' does not exist; this server serves '%s'" % (model, srv.model),
+                          "model", code="model_not_found")
+    return body
+
+
+def encode(srv: Server, text: str, param: str) -> List[int]:
+    try:
+        return list(srv.engine.native.encode(text.encode("utf-8", "surrogatepass")))
+    except ValueError as e:
+        raise bad("%s: %s" % (param, e), param) from None
+
+
+def completion_prompts(srv: Server, body: Dict[str, Any]) -> List[Tuple[List[int], str]]:
+    """(ids, text) per prompt: a string, token ids, or an array of either."""
+    p = body.get("prompt")
+    if p is None:
+        raise bad("'prompt' is required", "prompt")
+    is_id = lambda t: isinstance(t, int) and not isinstance(t, bool)
+    if isinstance(p, str):
+        items: List[Any] = [p]
+    elif isinstance(p, list) and p and all(is_id(t) for t in p):
+        items = [p]
+    elif isinstance(p, list) and p and all(isinstance(x, str) or (isinstance(x, list) and x and all(is_id(t) for t in x))
+                                           for x in p):
+        items = p
+    else:
+        raise bad("'prompt' must be a string, an array of token ids, or a non-empty array of either", "prompt")
+    out = []
+    for x in items:
+        if isinstance(x, str):
+            out.append((encode(srv, x, "prompt"), x))
+        else:
+            if any(t < 0 or t >= srv.engine.native.vocab_size for t in x):
+                raise bad("'prompt' holds a token id outside the vocabulary [0, %d)" % srv.engine.native.vocab_size,
+                          "prompt")
+            out.append((list(x), srv.engine.native.decode(list(x), False) if srv.engine.native.has_tokenizer else ""))
+    return out
+
+
+def chat_prompt(srv: Server, body: Dict[str, Any]) -> List[int]:
+    messages = get(body, "messages", "list")
+    if not messages:
+        raise bad("'messages' must be a non-empty array", "messages")
+    for m in messages:
+        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
+            raise bad("each message must be an object with a string 'role'", "messages")
+        c = m.get("content")
+        if c is not None and not isinstance(c, (str, list)):
+            raise bad("a message's 'content' must be a string or an array of content parts", "messages")
+    if body.get("tools") or body.get("functions"):
+        raise bad("tools and functions are not supported", "tools")
+    fmt = get(body, "response_format", "dict")
+    if fmt is not None and fmt.get("type") != "text":
+        raise bad("only response_format {\"type\": \"text\"} is supported", "response_format")
+    if not srv.engine.native.has_tokenizer:
+        raise bad("this model's plan carries no tokenizer: chat needs one; use the completions endpoint with "
+                  "token ids", "messages")
+    try:
+        template = _chat.select_template(srv.templates)
+    except ValueError as e:
+        raise bad(str(e), "messages") from None
+    kwargs = get(body, "chat_template_kwargs", "dict", {})
+    try:
+        text = _chat.render(template, messages, srv.special_tokens,
+                            add_generation_prompt=get(body, "add_generation_prompt", "bool", True), **kwargs)
+    except (ValueError, TypeError) as e:
+        raise bad("the chat template refused the messages: %s" % e, "messages") from None
+    try:  # as apply_chat_template(tokenize=True): no special tokens added
+        return list(srv.engine.native.encode_plain(text.encode("utf-8", "surrogatepass")))
+    except ValueError as e:
+        raise bad("messages: %s" % e, "messages") from None
+
+
+def submit_all(srv: Server, s: Any, prompts: List[List[int]], top: int) -> Tuple[List[Handle], "asyncio.Queue[Event]"]:
+    """Checks every prompt, then queues them all (none when one fails)."""
+    native = srv.engine.native
+    cfgs = []
+    for ids in prompts:
+        cfg = native_config(s, native, len(ids), native.max_length - len(ids))
+        try:
+            srv.engine.check(ids, cfg, top)
+        except ValueError as e:
+            raise bad(str(e)) from None
+        cfgs.append(cfg)
+    queue: "asyncio.Queue[Event]" = asyncio.Queue()
+    handles: List[Handle] = []
+    try:
+        for ids, cfg in zip(prompts, cfgs):
+            handles.append(srv.engine.submit(ids, cfg, top, queue))
+    except QueueFull as e:
+        for h in handles:
+            srv.engine.cancel(h)
+        if e.draining:
+            raise OpenAIError(503, str(e), type_="server_error") from None
+        raise OpenAIError(429, str(e), type_="rate_limit_error") from None
+    return handles, queue
+
+
+async def wait_disconnect(request: Request) -> None:
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
+async def collect(srv: Server, request: Request, handles: List[Handle], queue: "asyncio.Queue[Event]") -> List[Event]:
+    """Every event of the handles, until each is done; the client leaving cancels them."""
+    events: List[Event] = []
+    open_ = {h.id for h in handles}
+    gone = asyncio.ensure_future(wait_disconnect(request))
+    try:
+        while open_:
+            getter = asyncio.ensure_future(queue.get())
+            done, _ = await asyncio.wait({getter, gone}, return_when=asyncio.FIRST_COMPLETED)
+            if getter not in done:
+                getter.cancel()
+                raise asyncio.CancelledError()
+            for ev in [getter.result()] + drain_nowait(queue):
+                events.append(ev)
+                if ev.kind in (DONE, ERROR):
+                    open_.discard(ev.request)
+    finally:
+        gone.cancel()
+        for h in handles:
+            srv.engine.cancel(h)
+    return events
+
+
+class Choices:
+    """The choices of one request as its events arrive: choice index =
+    prompt * n + sequence, each with its text (stop strings cut), logprobs,
+    finish reason; beam search and best_of rank whole sequences at the end."""
+
+    def __init__(self, s: Any, handles: List[Handle]) -> None:
+        self.s = s
+        self.index = {h.id: k for k, h in enumerate(handles)}
+        self.rows = s.rows
+        self.texts: Dict[int, ChoiceText] = {}
+        self.logprobs: Dict[int, List[Tuple[int, float, List[Tuple[int, float]]]]] = {}
+        self.finish: Dict[int, str] = {}
+        self.sequences: Dict[int, List[Tuple[float, int, str, List[int], bool]]] = {}
+        self.tokens = 0
+        self.error: Optional[str] = None
+
+    def choice(self, ev: Event) -> int:
+        return self.index[ev.request] * self.rows + ev.sequence
+
+    def token(self, ev: Event) -> Tuple[int, str]:
+        """A token event: its choice and the text that may go out now."""
+        c = self.choice(ev)
+        self.tokens += 1
+        t = self.texts.get(c)
+        if t is None:
+            t = self.texts[c] = ChoiceText(self.s.stop, self.s.include_stop)
+        if ev.top is not None:
+            self.logprobs.setdefault(c, []).append((ev.token, ev.logprob, list(ev.top)))
+        piece = t.feed(ev.text, ev.last)
+        if ev.last:
+            self.finish[c] = "stop" if ev.stopped or t.cut is not None else "length"
+        return c, piece
+
+    def sequence(self, ev: Event) -> None:
+        self.sequences.setdefault(self.index[ev.request], []).append(
+            (ev.score, ev.sequence, ev.text, list(ev.ids or []), ev.stopped))
+
+    def final(self) -> List[Tuple[int, str, str, List[int]]]:
+        """(choice, text, finish reason, ids) per returned choice, in order."""
+        out = []
+        n = self.s.n
+        for p, seqs in sorted(self.sequences.items()):
+            if self.s.beams:
+                seqs = sorted(seqs, key=lambda x: x[1])[:n]  # rank order, best first
+            elif self.rows > n:
+                seqs = sorted(seqs, key=lambda x: -x[0])[:n]  # best_of: the n likeliest
+            else:
+                seqs = sorted(seqs, key=lambda x: x[1])
+            for j, (score, seq, text, ids, stopped) in enumerate(seqs):
+                cut = ChoiceText(self.s.stop, self.s.include_stop)
+                body = cut.final(text)
+                reason = "stop" if stopped or len(body) < len(text) else "length"
+                out.append((p * n + j, body, reason, ids, p * self.rows + seq))
+        return out
+
+
+def usage(prompt_tokens: int, completion_tokens: int) -> Dict[str, int]:
+    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens}
+
+
+async def completions(request: Request) -> Response:
+    return await handle(request, chat=False)
+
+
+async def chat_completions(request: Request) -> Response:
+    return await handle(request, chat=True)
+
+
+async def handle(request: Request, chat: bool) -> Response:
+    srv: Server = request.app.state.server
+    endpoint = "chat" if chat else "completions"
+    try:
+        body = await read_json(srv, request)
+        check_fields(body, CHAT if chat else COMPLETION)
+        s = sampling(body, chat, None)
+        if chat:
+            prompts = [(chat_prompt(srv, body), "")]
+            top = -1
+            if get(body, "logprobs", "bool", False):
+                top = get(body, "top_logprobs", "int", 0)
+                if not 0 <= top <= 20:
+                    raise bad("'top_logprobs' must be in [0, 20]", "top_logprobs")
+            elif body.get("top_logprobs") is not None:
+                raise bad("'top_logprobs' needs 'logprobs' true", "top_logprobs")
+            echo = False
+        else:
+            if body.get("suffix") is not None:
+                raise bad("'suffix' is not supported", "suffix")
+            prompts = completion_prompts(srv, body)
+            top = get(body, "logprobs", "int", -1)
+            if not -1 <= top <= 20:
+                raise bad("'logprobs' must be in [0, 20]", "logprobs")
+            echo = get(body, "echo", "bool", False)
+        if top >= 0 and s.beams:
+            raise bad("logprobs are not available with beam search", "logprobs")
+        handles, queue = submit_all(srv, s, [ids for ids, _ in prompts], top)
+    except OpenAIError as e:
+        srv.count(endpoint, e.status)
+        return error_response(e)
+    srv.count(endpoint, 200)
+    rid = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex
+    prompt_tokens = sum(len(ids) for ids, _ in prompts)
+    if s.stream:
+        return StreamingResponse(stream(srv, s, rid, chat, handles, queue, prompts, prompt_tokens, echo,
+                                        get(body, "return_token_ids", "bool", False)),
+                                 media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+    try:
+        events = await collect(srv, request, handles, queue)
+    except asyncio.CancelledError:
+        return Response(status_code=499)
+    choices = Choices(s, handles)
+    for ev in events:
+        if ev.kind == ERROR:
+            e = OpenAIError(500, "generation failed: " + ev.text, type_="server_error")
+            return error_response(e)
+        if ev.kind == TOKEN:
+            choices.token(ev)
+        elif ev.kind == SEQUENCE:
+            choices.sequence(ev)
+    out = []
+    completion_tokens = 0
+    want_ids = get(body, "return_token_ids", "bool", False)
+    for c, text, reason, ids, raw in choices.final():
+        completion_tokens += len(ids)
+        lp = choices.logprobs.get(raw)
+        if chat:
+            item = {"index": c, "message": {"role": "assistant", "content": text}, "finish_reason": reason,
+                    "logprobs": chat_logprobs(srv.engine, lp) if lp is not None else None}
+        else:
+            prefix = prompts[c // s.n][1] if echo else ""
+            item = {"index": c, "text": prefix + text, "finish_reason": reason,
+                    "logprobs": completion_logprobs(srv.engine, lp, len(prefix)) if lp is not None else None}
+        if want_ids:  # vLLM's return_token_ids: the generated ids (stop strings not cut)
+            item["token_ids"] = ids
+        out.append(item)
+    return JSONResponse({"id": rid, "object": "chat.completion" if chat else "text_completion",
+                         "created": int(time.time()), "model": srv.model, "choices": out,
+                         "usage": usage(prompt_tokens, completion_tokens)})
+
+
+async def stream(srv: Server, s: Any, rid: str, chat: bool, handles: List[Handle], queue: "asyncio.Queue[Event]",
+                 prompts: List[Tuple[List[int], str]], prompt_tokens: int, echo: bool, want_ids: bool = False):
+    """OpenAI's server-sent events: a chunk per choice with its new text,
+    several tokens' text in one chunk only when the client is behind (the
+    events piled up while it read), a last chunk per choice with its
+    finish reason, the usage chunk when asked, then [DONE]."""
+    created = int(time.time())
+    obj = "chat.completion.chunk" if chat else "text_completion"
+    head = '{"id":%s,"object":"%s","created":%d,"model":%s,"choices":[' % (
+        json.dumps(rid), obj, created, json.dumps(srv.model))
+    dumps = json.dumps
+
+    def chunk(c: int, text: str, reason: Optional[str], lp: Any = None, ids: Optional[List[int]] = None) -> str:
+        r = "null" if reason is None else '"%s"' % reason
+        lps = "null" if lp is None else dumps(lp, ensure_ascii=False)
+        extra = "" if ids is None else ',"token_ids":%s' % dumps(ids)
+        if chat:
+            delta = '{"content":%s}' % dumps(text, ensure_ascii=False) if text or reason is None else "{}"
+            body = '{"index":%d,"delta":%s,"logprobs":%s,"finish_reason":%s%s}' % (c, delta, lps, r, extra)
+        else:
+            body = '{"index":%d,"text":%s,"logprobs":%s,"finish_reason":%s%s}' % (
+                c, dumps(text, ensure_ascii=False), lps, r, extra)
+        return "data: " + head + body + "]}\n\n"
+
+    choices = Choices(s, handles)
+    open_ = {h.id for h in handles}
+    offsets: Dict[int, int] = {}
+    try:
+        if chat or echo:
+            first = []
+            for p in range(len(prompts)):
+                for j in range(s.n):
+                    c = p * s.n + j
+                    if chat:
+                        first.append("data: " + head + '{"index":%d,"delta":{"role":"assistant","content":""},'
+                                     '"logprobs":null,"finish_reason":null}]}\n\n' % c)
+                    else:
+                        first.append(chunk(c, prompts[p][1], None))
+                        offsets[c] = len(prompts[p][1])
+            yield "".join(first)
+        while open_:
+            evs = [await queue.get()] + drain_nowait(queue)
+            pieces: Dict[int, List[str]] = {}
+            idss: Dict[int, List[int]] = {}
+            lps: Dict[int, List[Any]] = {}
+            ends: List[int] = []
+            errors = []
+            for ev in evs:
+                if ev.kind == TOKEN:
+                    c, piece = choices.token(ev)
+                    pieces.setdefault(c, []).append(piece)
+                    if want_ids:
+                        idss.setdefault(c, []).append(ev.token)
+                    if ev.top is not None:
+                        lps.setdefault(c, []).append((ev.token, ev.logprob, list(ev.top)))
+                    if ev.last:
+                        ends.append(c)
+                elif ev.kind == SEQUENCE:
+                    choices.sequence(ev)
+                elif ev.kind == ERROR:
+                    errors.append(ev.text)
+                if ev.kind in (DONE, ERROR):
+                    open_.discard(ev.request)
+            out = []
+            for c, ps in pieces.items():
+                text = "".join(ps)
+                lp = None
+                if c in lps:
+                    if chat:
+                        lp = chat_logprobs(srv.engine, lps[c])
+                    else:
+                        lp = completion_logprobs(srv.engine, lps[c], offsets.get(c, 0))
+                        offsets[c] = offsets.get(c, 0) + sum(len(t) for t in lp["tokens"])
+                ids = idss.get(c)
+                if c in ends:
+                    if text or lp is not None or ids:
+                        out.append(chunk(c, text, None, lp, ids))
+                    out.append(chunk(c, "", choices.finish.get(c, "length")))
+                elif text or lp is not None or ids:
+                    out.append(chunk(c, text, None, lp, ids))
+            if s.beams and not open_:  # beam search: each returned hypothesis once it is final
+                for c, text, reason, ids, _ in choices.final():
+                    choices.tokens += len(ids)
+                    out.append(chunk(c, text, None))
+                    out.append(chunk(c, "", reason))
+            for message in errors:
+                out.append("data: " + dumps({"error": {"message": "generation failed: " + message,
+                                                       "type": "server_error", "param": None, "code": None}}) + "\n\n")
+            if out:
+                yield "".join(out)
+        if s.include_usage:
+            yield "data: " + head + "],\"usage\":" + dumps(usage(prompt_tokens, choices.tokens)) + "}\n\n"
+        yield "data: [DONE]\n\n"
+    finally:  # a client that goes away frees its slots at the next step
+        for h in handles:
+            srv.engine.cancel(h)
+
+
+async def models(request: Request) -> Response:
+    srv: Server = request.app.state.server
+    try:
+        if srv.api_key is not None and request.headers.get("authorization", "") != "Bearer " + srv.api_key:
+            raise OpenAIError(401, "missing or wrong API key (Authorization: Bearer KEY)", code="invalid_api_key")
+    except OpenAIError as e:
+        return error_response(e)
+    native = srv.engine.native
+    return JSONResponse({"object": "list", "data": [{
+        "id": srv.model, "object": "model", "created": srv.created, "owned_by": "genc",
+        "max_model_len": native.max_length, "device": native.device}]})
+
+
+async def health(request: Request) -> Response:
+    srv: Server = request.app.state.server
+    if srv.draining:
+        return JSONResponse({"status": "draining"}, status_code=503)
+    return JSONResponse({"status": "ok"})
+
+
+async def metrics(request: Request) -> Response:
+    srv: Server = request.app.state.server
+    return PlainTextResponse(prometheus_text(srv.engine.native.metrics(), srv.http, srv.model),
+                             media_type="text/plain; version=0.0.4")
+
+
+async def not_found(request: Request, exc: Exception) -> Response:
+    return error_response(OpenAIError(404, "no such endpoint: %s %s" % (request.method, request.url.path)))
+
+
+async def bad_method(request: Request, exc: Exception) -> Response:
+    return error_response(OpenAIError(405, "method %s not allowed on %s" % (request.method, request.url.path)))
+
+
+def create_app(server: Server) -> Starlette:
+    routes = [
+        Route("/v1/completions", completions, methods=["POST"]),
+        Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+        Route("/v1/models", models, methods=["GET"]),
+        Route("/health", health, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
+    ]
+    app = Starlette(routes=routes, exception_handlers={404: not_found, 405: bad_method})
+    app.state.server = server
+    return app

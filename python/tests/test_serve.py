@@ -1,0 +1,264 @@
+"""genc.serve (genrun serve) through the official openai client and raw HTTP:
+completions, chat, streaming, n > 1, stop strings, seeds, logprobs; 16
+concurrent greedy requests against genrun's batch mode; every bad request a
+4xx with OpenAI's error body while the server keeps serving; a client that
+leaves mid-stream frees its slot; SIGTERM drains."""
+import concurrent.futures
+import json
+import os
+import subprocess
+import threading
+import time
+
+import httpx
+import openai
+import pytest
+
+import genc
+from conftest import TINY
+from serve_util import ServerProcess, model_with_template
+
+STAGE = os.environ.get("PYTHONPATH", "")
+
+
+@pytest.fixture(scope="module")
+def chat_plan(workdir):
+    src = model_with_template(TINY, os.path.join(workdir, "tiny-chat"))
+    # 16 slots; prompts come in pieces of at most 24 tokens a step.
+    return genc.compile(src, os.path.join(workdir, "chat.plan"), max_batch=16, max_beams=4, max_length=256,
+                        progress=False)
+
+
+@pytest.fixture(scope="module")
+def server(chat_plan):
+    s = ServerProcess(chat_plan, "--served-model-name", "tiny", "--step-tokens", "24", "--max-queue", "64",
+                      env_path=STAGE)
+    yield s
+    assert s.stop() == 0
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    return openai.OpenAI(base_url=server.base + "/v1", api_key="unused", max_retries=0, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def keyed(plan):
+    """The package's plan (no chat template) behind an API key."""
+    s = ServerProcess(plan, "--api-key", "sesame", "--max-body-bytes", "4096", env_path=STAGE)
+    yield s
+    assert s.stop() == 0
+
+
+@pytest.fixture(scope="module")
+def local(chat_plan):
+    g = genc.Generator(chat_plan, device="cpu")
+    yield g
+    g.close()
+
+
+PROMPT = "Permission is hereby granted, free of charge"
+
+
+def test_completion_is_generate_greedy(client, local):
+    r = client.completions.create(model="tiny", prompt=PROMPT, max_tokens=12, temperature=0)
+    want = local.generate(PROMPT, max_new_tokens=12)[0]
+    assert r.choices[0].text == want.text
+    assert r.usage.prompt_tokens == len(local.encode(PROMPT))
+    assert r.usage.completion_tokens == len(want.ids) == 12
+    assert r.choices[0].finish_reason == "length"
+    assert [m.id for m in client.models.list().data] == ["tiny"]
+
+
+def test_chat_renders_the_template_and_generates(client, local, chat_plan):
+    from transformers import AutoTokenizer
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Who is granted permission?"}]
+    tok = AutoTokenizer.from_pretrained(os.path.join(os.path.dirname(chat_plan), "tiny-chat"))
+    ids = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=True, return_dict=False)
+    r = client.chat.completions.create(model="tiny", messages=messages, max_tokens=10, temperature=0)
+    assert r.usage.prompt_tokens == len(ids)
+    assert r.choices[0].message.role == "assistant"
+    assert r.choices[0].message.content == local.generate([list(ids)], max_new_tokens=10)[0].text
+    # The template's raise_exception: a 400 with its message.
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(model="tiny", messages=[{"role": "tool", "content": "x"}], max_tokens=2)
+    assert "roles must be system, user or assistant" in str(e.value)
+
+
+def test_streaming_gives_the_same_text(client):
+    whole = client.completions.create(model="tiny", prompt=PROMPT, max_tokens=20, temperature=0)
+    chunks = list(client.completions.create(model="tiny", prompt=PROMPT, max_tokens=20, temperature=0, stream=True,
+                                            stream_options={"include_usage": True}))
+    text = "".join(c.choices[0].text for c in chunks if c.choices)
+    assert text == whole.choices[0].text
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "length"
+    assert chunks[-1].usage.completion_tokens == 20
+    chat = list(client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "hi"}],
+                                               max_tokens=8, temperature=0, stream=True))
+    assert chat[0].choices[0].delta.role == "assistant"
+    assert chat[-1].choices[0].finish_reason in ("length", "stop")
+
+
+def test_n_and_seed(client):
+    a = client.completions.create(model="tiny", prompt=PROMPT, max_tokens=16, temperature=1.0, n=3, seed=7)
+    b = client.completions.create(model="tiny", prompt=PROMPT, max_tokens=16, temperature=1.0, n=3, seed=7)
+    c = client.completions.create(model="tiny", prompt=PROMPT, max_tokens=16, temperature=1.0, n=3, seed=8)
+    texts = lambda r: [ch.text for ch in sorted(r.choices, key=lambda ch: ch.index)]
+    assert [ch.index for ch in sorted(a.choices, key=lambda ch: ch.index)] == [0, 1, 2]
+    assert texts(a) == texts(b)
+    assert texts(a) != texts(c)
+    assert len(set(texts(a))) > 1  # three draws, not one copied
+    beams = client.completions.create(model="tiny", prompt=PROMPT, max_tokens=8, n=2,
+                                      extra_body={"use_beam_search": True, "best_of": 4})
+    assert len(beams.choices) == 2
+
+
+def test_stop_strings_cut_the_text(client):
+    full = client.completions.create(model="tiny", prompt=PROMPT, max_tokens=24, temperature=0).choices[0].text
+    stop = full[8:11]
+    assert stop and stop in full
+    r = client.completions.create(model="tiny", prompt=PROMPT, max_tokens=24, temperature=0, stop=[stop])
+    assert r.choices[0].text == full[:full.index(stop)]
+    assert r.choices[0].finish_reason == "stop"
+    streamed = "".join(c.choices[0].text for c in client.completions.create(
+        model="tiny", prompt=PROMPT, max_tokens=24, temperature=0, stop=stop, stream=True) if c.choices)
+    assert streamed == r.choices[0].text
+
+
+def test_logprobs(client):
+    r = client.completions.create(model="tiny", prompt=PROMPT, max_tokens=6, temperature=0, logprobs=3)
+    lp = r.choices[0].logprobs
+    assert len(lp.tokens) == len(lp.token_logprobs) == len(lp.top_logprobs) == 6
+    for chosen, top in zip(lp.token_logprobs, lp.top_logprobs):
+        assert len(top) <= 3 and chosen <= 0
+        assert abs(max(top.values()) - chosen) < 1e-6  # greedy takes the likeliest
+    assert "".join(lp.tokens) == r.choices[0].text
+    c = client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "hi"}], max_tokens=4,
+                                       temperature=0, logprobs=True, top_logprobs=2)
+    content = c.choices[0].logprobs.content
+    assert len(content) == 4 and all(len(t.top_logprobs) == 2 for t in content)
+    assert all(t.top_logprobs[0].logprob >= t.top_logprobs[1].logprob for t in content)
+
+
+def test_sixteen_concurrent_greedy_requests_are_batch_mode_tokens(server, chat_plan, genrun, workdir):
+    g = genc.Generator(chat_plan, device="cpu")
+    prompts = [g.encode(PROMPT * (1 + k % 3))[: 5 + 3 * k] for k in range(16)]  # 5 .. 50 tokens
+    g.close()
+    path = os.path.join(workdir, "sixteen.jsonl")
+    with open(path, "w") as f:
+        for p in prompts:
+            f.write(json.dumps({"input_ids": p}) + "\n")
+    out = subprocess.run([genrun, chat_plan, "--device", "cpu", "--input", path, "--max-new-tokens", "24"],
+                         check=True, capture_output=True, text=True).stdout
+    want = [json.loads(line)["sequences"][0]["output_ids"] for line in out.splitlines()]
+
+    def ask(p):
+        r = httpx.post(server.base + "/v1/completions", timeout=60,
+                       json={"prompt": p, "max_tokens": 24, "temperature": 0, "return_token_ids": True})
+        assert r.status_code == 200, r.text
+        return r.json()["choices"][0]["token_ids"]
+
+    with concurrent.futures.ThreadPoolExecutor(16) as pool:
+        got = list(pool.map(ask, prompts))
+    assert got == want
+
+
+BAD = [
+    ("malformed JSON", b'{"prompt": "x", ', 400),
+    ("not an object", b'[1, 2]', 400),
+    ("wrong type", json.dumps({"prompt": "x", "max_tokens": "ten"}).encode(), 400),
+    ("unknown field", json.dumps({"prompt": "x", "max_tokenz": 3}).encode(), 400),
+    ("unknown model", json.dumps({"model": "gpt-5", "prompt": "x"}).encode(), 404),
+    ("prompt too long", json.dumps({"prompt": list(range(3, 300)), "max_tokens": 1}).encode(), 400),
+    ("max_tokens past the plan", json.dumps({"prompt": "x", "max_tokens": 1000}).encode(), 400),
+    ("n past the beams", json.dumps({"prompt": "x", "n": 9, "temperature": 1}).encode(), 400),
+    ("best_of past the beams", json.dumps({"prompt": "x", "best_of": 9, "use_beam_search": True}).encode(), 400),
+    ("invalid UTF-8", b'{"prompt": "\xff\xfe"}', 400),
+    ("token id outside the vocabulary", json.dumps({"prompt": [5, 100000]}).encode(), 400),
+    ("temperature out of range", json.dumps({"prompt": "x", "temperature": 7}).encode(), 400),
+]
+
+
+@pytest.mark.parametrize("what,body,status", BAD, ids=[b[0] for b in BAD])
+def test_bad_requests_get_openai_errors(server, what, body, status):
+    r = httpx.post(server.base + "/v1/completions", content=body, headers={"Content-Type": "application/json"})
+    assert r.status_code == status, r.text
+    err = r.json()["error"]
+    assert err["message"] and err["type"]
+    ok = httpx.post(server.base + "/v1/completions", json={"prompt": "x", "max_tokens": 2})
+    assert ok.status_code == 200
+
+
+def test_body_limit_api_key_and_missing_template(keyed):
+    url = keyed.base + "/v1/completions"
+    assert httpx.post(url, json={"prompt": "x", "max_tokens": 2}).status_code == 401
+    r = httpx.post(url, json={"prompt": "x", "max_tokens": 2}, headers={"Authorization": "Bearer wrong"})
+    assert r.status_code == 401 and r.json()["error"]["code"] == "invalid_api_key"
+    auth = {"Authorization": "Bearer sesame"}
+    big = httpx.post(url, json={"prompt": "x" * 5000}, headers=auth)
+    assert big.status_code == 413 and "limit" in big.json()["error"]["message"]
+    chat = httpx.post(keyed.base + "/v1/chat/completions", headers=auth,
+                      json={"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2})
+    assert chat.status_code == 400 and "no chat template" in chat.json()["error"]["message"]
+    c = openai.OpenAI(base_url=keyed.base + "/v1", api_key="sesame", max_retries=0)
+    assert c.completions.create(model="tiny", prompt="x", max_tokens=3).usage.completion_tokens == 3
+
+
+def test_client_leaving_mid_stream_frees_its_slot(server):
+    before = server.metrics()
+    key = 'genc_requests_total{model="tiny",outcome="cancelled"}'
+    body = {"prompt": PROMPT, "max_tokens": 240, "temperature": 0, "ignore_eos": True}
+    # Eight requests that read to the end keep the steps busy meanwhile.
+    busy = [threading.Thread(target=lambda: httpx.post(server.base + "/v1/completions", json=body, timeout=60))
+            for _ in range(8)]
+    for t in busy:
+        t.start()
+    with httpx.stream("POST", server.base + "/v1/completions", timeout=30, json=dict(body, stream=True)) as r:
+        assert r.status_code == 200
+        next(r.iter_lines())  # one event, then hang up
+    for t in busy:
+        t.join(60)
+    deadline = time.time() + 10
+    while True:
+        m = server.metrics()
+        if m['genc_slots_in_use{model="tiny"}'] == 0 and m[key] >= before[key] + 1:
+            break
+        assert time.time() < deadline, m
+        time.sleep(0.05)
+
+
+def test_sigterm_drains(chat_plan):
+    s = ServerProcess(chat_plan, "--step-tokens", "8", "--served-model-name", "tiny", env_path=STAGE)
+    try:
+        results = []
+
+        def ask():
+            r = httpx.post(s.base + "/v1/completions", timeout=60,
+                           json={"prompt": PROMPT * 2, "max_tokens": 200, "temperature": 0, "ignore_eos": True})
+            results.append((r.status_code, r.json()["usage"]["completion_tokens"] if r.status_code == 200 else 0))
+
+        threads = [threading.Thread(target=ask) for _ in range(24)]
+        for t in threads:
+            t.start()
+        deadline = time.time() + 20
+        while True:  # every request accepted (queued, running or done) before the signal
+            m = s.metrics()
+            if sum(m['genc_requests_%s{model="tiny"}' % k] for k in ("running", "waiting")) + \
+                    m['genc_requests_total{model="tiny",outcome="finished"}'] == 24:
+                break
+            assert time.time() < deadline, m
+            time.sleep(0.005)
+        s.proc.send_signal(15)
+        time.sleep(0.2)
+        refused = False
+        try:
+            refused = httpx.post(s.base + "/v1/completions", json={"prompt": "x"}, timeout=5).status_code == 503
+        except httpx.TransportError:
+            refused = True
+        assert refused
+        for t in threads:
+            t.join(60)
+        assert s.proc.wait(60) == 0
+        assert results == [(200, 200)] * 24
+    finally:
+        s.stop()

@@ -1,0 +1,100 @@
+// How the CUDA executor runs: the options read from the environment once,
+// where an executor is made (makeCudaExecutor, and for each GPU of a
+// tree-attention group makeCudaReplica), and passed down. Nothing else under
+// runtime/cuda/ reads the environment. Every variable is in runtime/Env.cpp's
+// table (`genrun --help-env`); docs/cuda.md says what each path does.
+#pragma once
+#include "runtime/Status.h"
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+
+namespace genrt::cuda {
+
+/// Diagnostics and the switches that GPU checks and A/B runs turn (tools/
+/// gpu_test.sh, tools/attn_check.sh, tools/profile_gpu.sh, ...). The
+/// defaults are the product's paths; each other value takes a path that is
+/// kept only to be compared against the default, or prints what it saw.
+struct CudaDebugOptions {
+  /// GENC_CUDA_GRAPHS=0: every decode step launched kernel by kernel, not
+  /// captured once per token count and replayed.
+  bool graphs = true;
+  /// GENC_CUDA_SYNC=1: a synchronisation after every step, so that an
+  /// asynchronous error names its kernel (no graphs either).
+  bool sync = false;
+  /// GENC_CUDA_PROFILE=1: GPU time per step kind (events around each
+  /// step, graphs off), printed when the executor closes.
+  bool profile = false;
+  /// GENC_CUDA_SKIP=gemm,attention,...: steps of these kinds are not run
+  /// (garbage tokens, real timing of the rest); "prefill:attention" names a
+  /// kind in one program only.
+  std::set<std::string> skipKinds;
+  /// GENC_CUDA_ATTN_TRACE=1: the stage stamps of a plan compiled with
+  /// genc --attention-trace (profile cuda.attention_trace), printed at the 8th decode step.
+  bool attnTrace = false;
+  /// GENC_CUDA_TOKENS_CHECK=1: every token the device chooses checked
+  /// against the host's choice on the same logits; counts printed at close.
+  bool tokensCheck = false;
+  /// GENC_CUDA_GEMV_FUSION: which neighbours a one-row GEMV runs itself: bit
+  /// 1 the fused row kernel before it (norm), bit 2 the elementwise GLU
+  /// after it (glu); 0 neither, 3 both (1, the default).
+  int gemvFusion = 3;
+  /// GENC_CUDA_SHARED_PROMPTS=0: a plan of shared prompts keeps a whole copy
+  /// of the cache a beam (reordered by copies), not (region, index) pairs.
+  bool sharedPrompts = true;
+  /// GENC_CUDA_DECODE=0: decode steps take the attend kernel, not the
+  /// Flash-Decoding kernel.
+  bool decodeKernel = true;
+  /// GENC_CUDA_PREFILL=0: runs of many tokens take the attend kernel, not
+  /// the tensor-core prefill kernel.
+  bool prefillKernel = true;
+  /// GENC_CUDA_BEAMS=0: beam candidates ranked on the host from copied logits.
+  bool beamsOnDevice = true;
+  /// GENC_CUDA_TOKENS=0: greedy with processors and sampling on the host
+  /// from copied logits.
+  bool tokensOnDevice = true;
+  /// GENC_TREE_FORCE=1: the tree executor (NCCL, the combine kernels) even
+  /// on one GPU.
+  bool treeForce = false;
+};
+
+/// The settings a user may want, and the debug switches beside them.
+struct CudaOptions {
+  /// GENC_CUDA_GEMV: one-row products on the GEMV kernels (1) or on
+  /// cuBLASLt (0); -1 (unset): the GEMV kernels on sm_90 and newer.
+  int gemv = -1;
+  /// GENC_CUDA_GEMV_ROWS (1..8): the most rows a product takes the GEMV
+  /// kernels for.
+  int64_t gemvRows = 1;
+  /// GENC_CUDA_STREAM: decode steps take the TMA decode kernel, where the
+  /// plan has one, never (0) or always (1); -1 (unset): where a sequence
+  /// holds kStreamMinKeys keys or more, on sm_90 and newer.
+  int streamKernel = -1;
+  /// GENC_TREE_COMBINE=gather (1): tree attention combines the shards by one
+  /// all-gather; 0: by two all-reduces.
+  int treeCombine = 0;
+  /// Tree attention across processes (runtime/cuda/TreeExecutor.h):
+  /// GENC_NCCL_RANKS, the GPUs in all (unset: this process's);
+  /// GENC_NCCL_FIRST_RANK, this process's first GPU's rank;
+  /// GENC_NCCL_ID_FILE, where rank 0's process writes the NCCL id (empty:
+  /// none).
+  std::optional<int> ncclRanks;
+  int ncclFirstRank = 0;
+  std::string ncclIdFile;
+  /// GENC_NCCL_TIMEOUT_S: a collective's wait before the group is aborted.
+  double ncclTimeoutS = 120;
+  /// GENC_NCCL_LIB: the only NCCL library tried (empty: libnccl.so.2, then
+  /// libnccl.so).
+  std::string ncclLibrary;
+  /// GENC_CUBLASLT (where set): the cuBLASLt library tried first.
+  std::optional<std::string> cublasLt;
+  CudaDebugOptions debug;
+};
+
+/// The options from the environment (runtime/Env.h); an unusable value is
+/// an error naming it.
+Status readCudaOptions(CudaOptions &out);
+
+} // namespace genrt::cuda

@@ -1,0 +1,118 @@
+// What the step kinds of a compiled program share (CudaSteps.h): where a
+// program's values live on the device, the GEMM and fused steps (a one-row
+// GEMV may run the fused kernel before or after it itself, so each names the
+// other), and the builders that CudaProgram.cpp calls for each op. Used only
+// by the step files (GemmSteps.cpp, FusedSteps.cpp, AttentionSteps.cpp,
+// CopySteps.cpp) and CudaProgram.cpp.
+#pragma once
+#include "runtime/cuda/CudaSteps.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace genrt::cuda {
+
+/// Elements of `shape` at `symbols`; -1 where it does not evaluate.
+inline int64_t elementsAt(const Shape &shape, const std::map<std::string, int64_t> &symbols) {
+  int64_t n = 1;
+  for (const Dim &d : shape) {
+    auto v = d.evaluate(symbols);
+    if (!v || *v < 0)
+      return -1;
+    n *= *v;
+  }
+  return n;
+}
+
+// Where each value of a program lives on the device, and how it is stored.
+struct ValueMap {
+  const Program &prog;
+  StepContext &ctx;
+  const std::vector<CUdeviceptr> &weights;
+  CUdeviceptr ptr(int32_t v) const {
+    const ValueInfo &vi = prog.values[v];
+    switch (vi.storage) {
+    case Storage::Weight: return weights[vi.index];
+    case Storage::Arena: return ctx.arena + vi.offset;
+    case Storage::Argument: return ctx.arguments[prog.argumentNames[vi.index]];
+    default: return 0;
+    }
+  }
+  DType stored(int32_t v) const {
+    const ValueInfo &vi = prog.values[v];
+    return vi.storage == Storage::Weight ? ctx.plan->weights[vi.index].dtype() : vi.stored;
+  }
+  bool isWeight(int32_t v) const { return prog.values[v].storage == Storage::Weight; }
+};
+
+class GemmStep;
+
+// A fused group: its generated kernel — or nothing, where the matmul right
+// after it runs its row itself, or the one before ends in it (GemmStep::choice).
+class FusedStep final : public Step {
+public:
+  FusedLaunch kernel;
+  std::vector<CUdeviceptr> pointers;
+  std::vector<Shape> results;
+  /// The GEMV step that may run this one's work: the matmul right after
+  /// (this is its `before`) or right before (its `then`).
+  const GemmStep *absorbedBy = nullptr;
+  bool isBefore = false;
+  bool absorbed(const StepContext &ctx, const ProgramRun &run) const;
+  Status run(StepContext &ctx, const ProgramRun &run) override;
+  std::string profileKind(const StepContext &ctx, const ProgramRun &run) const override;
+};
+
+// matmul(a, W[, bias]) {epilogue, transpose_b}: a generated GEMV kernel for
+// up to 8 rows where the weight lies [N, K] (runtime/cuda/GemvAbi.h), else
+// one cuBLASLt call.
+class GemmStep final : public Step {
+public:
+  GemmShape shape;
+  CUdeviceptr a = 0, b = 0, bias = 0, y = 0;
+  Shape aShape;
+  CUfunction gemv[4] = {}; // rows <= 1, 2, 4, 8
+  /// One-row entries that also run the fused step before (its row kernel,
+  /// whose result is `a`) and/or the one after (the elementwise GLU over
+  /// the product, into `thenOut`): fused[before][then] (GemvAbi.h).
+  CUfunction fused[2][2] = {};
+  const FusedStep *before = nullptr, *then = nullptr;
+  const OpInfo *beforeOp = nullptr;
+  CUdeviceptr thenOut = 0;
+  int64_t staticShared = 0; // the static shared bytes of the entries with `before`
+
+  /// Which neighbours this run takes into its GEMV: one row, every result
+  /// of the body before one row too, an entry for the pair.
+  std::pair<bool, bool> choice(const StepContext &ctx, const ProgramRun &run) const;
+  std::string profileKind(const StepContext &ctx, const ProgramRun &run) const override;
+  Status runFused(StepContext &ctx, const ProgramRun &run, bool withBefore, bool withThen);
+  Status run(StepContext &ctx, const ProgramRun &run) override;
+};
+
+/// The step of a matmul (`where` names it in errors), with its GEMV kernels
+/// where the context allows them (ctx.gemv): the fused op right before it
+/// (`fusedBefore`, whose step is `fusedStepBefore`) may be taken into its
+/// one-row GEMV.
+Status gemmStep(const OpInfo &op, const ValueMap &vm, const KernelModule &mod, const std::string &where,
+                const OpInfo *fusedBefore, FusedStep *fusedStepBefore, std::unique_ptr<GemmStep> &out);
+/// The step of a fused op, its body's kernel from `kernelOf`; the matmul
+/// right before it (`gemmBefore`, whose step is `gemmStepBefore`) may take
+/// it into its one-row GEMV.
+Status fusedStep(const OpInfo &op, const ValueMap &vm, const KernelModule &mod,
+                 const std::map<std::string, const KernelInfo *> &kernelOf, const std::string &where,
+                 const OpInfo *gemmBefore, GemmStep *gemmStepBefore, std::unique_ptr<FusedStep> &out);
+/// Where the elementwise fused op `op` alone reads the product of `mm`, `g`
+/// (mm's step) may run it inside its GEMV (GemmSteps.cpp).
+Status prepareThen(const ValueMap &vm, const OpInfo &mm, const OpInfo &op, FusedStep &f, const KernelModule &mod,
+                   GemmStep &g);
+/// kv_attention / cross_attention / packed_attention: the op's kernel family.
+Status attentionStep(const OpInfo &op, const ValueMap &vm, const KernelModule &mod, std::unique_ptr<Step> &out);
+/// Tree attention's combine after a kv_attention op (ctx.tree set).
+Status treeCombineStep(const OpInfo &op, const ValueMap &vm, const KernelModule &mod, std::unique_ptr<Step> &out);
+/// A view op whose result has a buffer of its own: a device copy.
+Status copyStep(const OpInfo &op, const ValueMap &vm, const std::string &where, std::unique_ptr<Step> &out);
+
+} // namespace genrt::cuda
