@@ -47,8 +47,8 @@ PYTHON
 # The GPU where there is one and it runs the plan; else the CPU.
 DEVICE=auto
 if ! "$GENRUN" "$OUT/model.plan" --prompt "Hi" --max-new-tokens 1 >/dev/null 2>"$OUT/probe.err"; then
-  if grep -q "has no CUDA implementation" "$OUT/probe.err"; then
-    echo "   (this genrun has no GPU kernels for 4-bit weights yet: the plan runs on the CPU)"
+  if grep -q "has no CUDA implementation\|has no GPU kernels for it" "$OUT/probe.err"; then
+    echo "   (no GPU kernels for this plan's 4-bit weights here: the plan runs on the CPU)"
     DEVICE=cpu
   else
     cat "$OUT/probe.err" >&2
