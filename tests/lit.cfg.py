@@ -65,6 +65,12 @@ try:
 except Exception:
     pass
 
+# The C++ compiler of the build: tests that compile generated kernel code as
+# host C++ (tests/tools/emulate_nbits_kernels.py) say `REQUIRES: host-cxx`.
+if getattr(config, "cxx", "") and os.path.exists(config.cxx):
+    config.available_features.add("host-cxx")
+    config.substitutions.append(("%cxx", config.cxx))
+
 # GPU tests say `REQUIRES: cuda`; CI has no GPU and skips them.
 try:
     if shutil.which("nvidia-smi") and subprocess.run(["nvidia-smi", "-L"], capture_output=True, timeout=20).returncode == 0:
