@@ -45,12 +45,12 @@ static __device__ __forceinline__ float genc_nbits_weight(const GencNBitsParams 
 }
 
 // One word of column n's codes: block j's elements e0 .. e0 + V - 1 (k0 =
-// j * BS + e0 on), widened and dotted with the M rows of a into acc.
-// VEC: a's rows start at multiples of 16 bytes (whole words of a load).
+// j * BS + e0 on), widened and dotted with the M rows at a into acc.
+// vec: a's rows start at multiples of 16 bytes (whole words of a load).
 template <typename A, typename S, int BITS, int BS, int ZP, int MT, int WB>
-static __device__ __forceinline__ void genc_gemvq_word(float (&acc)[MT], const GencNBitsParams &p, int M, long long n,
-                                                       long long blocks, long long w,
-                                                       const typename genc_word<WB>::T &word, bool vec) {
+static __device__ __forceinline__ void genc_gemvq_word(float (&acc)[MT], const GencNBitsParams &p,
+                                                       const typename A::S *a, int M, long long n, long long blocks,
+                                                       long long w, const typename genc_word<WB>::T &word, bool vec) {
   constexpr int BLOB = BS * BITS / 8, WPB = BLOB / WB, V = WB * 8 / BITS;
   typedef typename A::S AS;
   const long long j = w / WPB, k0 = j * BS + (w % WPB) * V;
@@ -69,7 +69,7 @@ static __device__ __forceinline__ void genc_gemvq_word(float (&acc)[MT], const G
 #pragma unroll
   for (int m = 0; m < MT; ++m) {
     if (m >= M) break;
-    const AS *ar = (const AS *)p.a + m * p.K + k0;
+    const AS *ar = a + m * p.K + k0;
     float d = 0.f;
     if (vec && full) {
       alignas(16) AS av[V];
@@ -85,12 +85,15 @@ static __device__ __forceinline__ void genc_gemvq_word(float (&acc)[MT], const G
   }
 }
 
-// y[M, N] for M <= MT: a warp a column (grid ceil(N / 8), block 256).
+// y[M, N]: a warp a column (grid (ceil(N / 8), ceil(M / MT)), block 256),
+// rows blockIdx.y * MT on, MT at most.
 template <typename A, typename S, typename Y, int BITS, int BS, int ZP, int MT>
 static __device__ void genc_gemvq(const GencNBitsParams &p) {
   constexpr int BLOB = BS * BITS / 8, WB = BLOB < 16 ? BLOB : 16, U = 4;
   typedef typename genc_word<WB>::T Word;
-  const int lane = threadIdx.x & 31, M = (int)p.M;
+  const long long m0 = (long long)blockIdx.y * MT;
+  const int lane = threadIdx.x & 31, M = (int)(p.M - m0 < MT ? p.M - m0 : MT);
+  const typename A::S *a = (const typename A::S *)p.a + m0 * p.K;
   const long long n = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
   const long long blocks = (p.K + BS - 1) / BS, words = blocks * (BLOB / WB);
   const bool live = n < p.N;
@@ -115,7 +118,7 @@ static __device__ void genc_gemvq(const GencNBitsParams &p) {
 #pragma unroll
     for (int u = 0; u < U; ++u)
       if (w0 + u * 32 < words)
-        genc_gemvq_word<A, S, BITS, BS, ZP, MT, WB>(acc, p, M, n, blocks, w0 + u * 32, cur[u], vec);
+        genc_gemvq_word<A, S, BITS, BS, ZP, MT, WB>(acc, p, a, M, n, blocks, w0 + u * 32, cur[u], vec);
 #pragma unroll
     for (int u = 0; u < U; ++u) cur[u] = next[u];
   }
@@ -125,7 +128,7 @@ static __device__ void genc_gemvq(const GencNBitsParams &p) {
   if (lane != 0) return;
 #pragma unroll
   for (int m = 0; m < MT; ++m)
-    if (m < M) ((typename Y::S *)p.y)[m * p.N + n] = Y::st(acc[m]);
+    if (m < M) ((typename Y::S *)p.y)[(m0 + m) * p.N + n] = Y::st(acc[m]);
 }
 
 // y[M, N] for any M: a 64 x 64 tile a block (grid (ceil(N / 64),

@@ -15,8 +15,11 @@
 // ("gemvq_N"); a family is one (a storage, scale storage, zero point form,
 // y storage, bits, block_size):
 //
-//   gemvq_N_m{1,2,4,8}  M <= 1, 2, 4, 8 rows (decode). Grid ceil(N / 8),
-//       block 256: one warp per output column n streams column n's codes
+//   gemvq_N_m{1,2,4,8}  M <= 1, 2, 4, 8 rows (decode); the m8 entry takes up
+//       to kNBitsGemvChunkRows rows in chunks of 8. Grid (ceil(N / 8),
+//       ceil(M / 8) for m8, else 1), block 256: block (x, y) runs columns
+//       8x .. 8x + 7 for rows 8y .. 8y + 7, one warp per output column n,
+//       streaming column n's codes
 //       (one contiguous run of blocks * blob bytes) once in 16-byte words
 //       (8-byte words where blob is 8: 4-bit blocks of 16), each word whole
 //       codes of one block; a lane widens a word's codes, subtracts the
@@ -48,7 +51,11 @@ GENC_NBITS_ABI
 static const char *const kGencNBitsAbiSource = GENC_NBITS_XSTR(GENC_NBITS_ABI);
 
 constexpr int kNBitsThreads = 256; // both kernels
-constexpr int kNBitsGemvRows = 8;  // M above this runs the tiles
+constexpr int kNBitsGemvRows = 8;  // the GEMV entries' rows a block
+/// M up to this runs the m8 entry in chunks of 8 rows (each block reads its
+/// columns' codes; the chunks of a column meet in L2), above it the tiles
+/// (decode batches stay on the GEMV; the threshold is not tuned on a GPU yet).
+constexpr int kNBitsGemvChunkRows = 32;
 constexpr int kNBitsTile = 64;     // rows and columns of y a tiles block
 
 } // namespace genrt::cuda

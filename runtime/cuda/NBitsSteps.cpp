@@ -1,6 +1,7 @@
 // The step of `matmul_nbits` (4/8-bit block-quantized weights,
 // runtime/NBitsLayout.h) on the plan's generated kernels (NBitsAbi.h): the
-// GEMV entries for up to 8 rows, the tiled kernel for more. The weights stay
+// GEMV entries for up to 8 rows (and the 8-row one in chunks up to
+// kNBitsGemvChunkRows), the tiled kernel for more. The weights stay
 // as the plan stores them (codes, scales, zero points; WeightUpload.cpp
 // copies them unchanged).
 #include "runtime/cuda/StepKinds.h"
@@ -28,10 +29,12 @@ public:
       return Status::ok();
     void *args[] = {&p};
     Status s = Status::ok();
-    if (p.M <= kNBitsGemvRows) {
+    if (p.M <= kNBitsGemvChunkRows) {
       const int which = p.M <= 1 ? 0 : p.M <= 2 ? 1 : p.M <= 4 ? 2 : 3;
       const unsigned grid = static_cast<unsigned>((p.N + kNBitsThreads / 32 - 1) / (kNBitsThreads / 32));
-      s = ctx.dev->launch(gemv[which], grid, 1, 1, kNBitsThreads, 1, 0, ctx.stream, args, "the 4/8-bit GEMV of " + what);
+      const unsigned chunks = static_cast<unsigned>((p.M + kNBitsGemvRows - 1) / kNBitsGemvRows);
+      s = ctx.dev->launch(gemv[which], grid, chunks, 1, kNBitsThreads, 1, 0, ctx.stream, args,
+                          "the 4/8-bit GEMV of " + what);
     } else {
       const int64_t gy = (p.M + kNBitsTile - 1) / kNBitsTile;
       if (gy > 65535)
@@ -45,7 +48,7 @@ public:
   }
   std::string profileKind(const StepContext &, const ProgramRun &run) const override {
     const int64_t n = elementsAt(aShape, run.symbols);
-    return n > 0 && n / params.K <= kNBitsGemvRows ? "gemm nbits gemv" : "gemm nbits tiles";
+    return n > 0 && n / params.K <= kNBitsGemvChunkRows ? "gemm nbits gemv" : "gemm nbits tiles";
   }
 };
 

@@ -5,8 +5,9 @@
 // executor uploads them; a [M, K] random (normal, rounded to the op's
 // storage of a, the CPU reading the same rounded values); y poisoned with
 // 0xff bytes (NaN) so an unwritten element fails. M runs over 1, 2, 3, 5, 8
-// on the GEMV entries (each M's entry as the executor picks it) and 3, 70,
-// 130 on the tiled kernel (one and several tiles of rows).
+// on the GEMV entries (each M's entry as the executor picks it), 13 and 32 on
+// the 8-row entry in chunks, and 3, 70, 130 on the tiled kernel (one and
+// several tiles of rows).
 //
 // The bound, per element: both sides sum K products in f32 in their own
 // order, so each is within K u Σ|a w| of the exact sum (u = 2^-24); the GPU
@@ -106,8 +107,8 @@ bool checkOp(const genrt::cuda::Device &dev, const genrt::Plan &plan, const genr
     const char *entry;
     int64_t M;
   };
-  const Run runs[] = {{"_m1", 1}, {"_m2", 2}, {"_m4", 3}, {"_m8", 5}, {"_m8", 8},
-                      {"_tiles", 3}, {"_tiles", 70}, {"_tiles", 130}};
+  const Run runs[] = {{"_m1", 1},     {"_m2", 2},      {"_m4", 3},      {"_m8", 5},      {"_m8", 8},
+                      {"_m8", 13},    {"_m8", 32},     {"_tiles", 3},   {"_tiles", 70},  {"_tiles", 130}};
   for (const Run &r : runs) {
     NBitsRow row;
     row.name = family + r.entry + " M=" + std::to_string(r.M) + where;
@@ -138,7 +139,8 @@ bool checkOp(const genrt::cuda::Device &dev, const genrt::Plan &plan, const genr
     const bool tiles = std::strcmp(r.entry, "_tiles") == 0;
     const unsigned gx = static_cast<unsigned>(tiles ? (s.N + kNBitsTile - 1) / kNBitsTile
                                                     : (s.N + kNBitsThreads / 32 - 1) / (kNBitsThreads / 32));
-    const unsigned gy = tiles ? static_cast<unsigned>((M + kNBitsTile - 1) / kNBitsTile) : 1;
+    const unsigned gy = static_cast<unsigned>(tiles ? (M + kNBitsTile - 1) / kNBitsTile
+                                                    : (M + kNBitsGemvRows - 1) / kNBitsGemvRows);
     if (genrt::Status st = dev.launch(fn, gx, gy, 1, kNBitsThreads, 1, 0, nullptr, args, row.name); !st ||
         dev.api->cuCtxSynchronize() != CUDA_SUCCESS ||
         dev.api->cuMemcpyDtoH(yDev.data<char>(), y, yDev.numBytes()) != CUDA_SUCCESS) {

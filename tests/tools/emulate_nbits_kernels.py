@@ -12,7 +12,8 @@ Every family the files name (and each --family: forms the fixtures' plans do
 not make, such as float zero points) runs on random codes, scales, zero
 points and rows of a: K 64, 100, 160 and 300 (blocks cut short, rows of a at
 and off 16-byte multiples), N 13 (a part block of warps), the GEMV entries at
-M 1, 2, 3, 5 and 8 and the tiles at 3, 8 and 70, y poisoned with 0xff. Each
+M 1, 2, 3, 5 and 8 (13 and 32: the 8-row entry in chunks) and the tiles at 3,
+8 and 70, y poisoned with 0xff. Each
 element within u_y |ref| + 3 K 2^-24 sum|a w| + 2^-24 (gpucheck's bound,
 tests/gpu/NBitsCheck.cpp). Prints a line a family and the total; exit 1 when
 any case is off. What it cannot show: the GPU's own scheduling, memory
@@ -143,9 +144,9 @@ static void run(const char *name) {
                                : S::ld(zf[n * blocks + j]);
       return ((double)q - z) * (double)S::ld(sc[n * blocks + j]);
     };
-    for (int M : {1, 2, 3, 5, 8, 70})
+    for (int M : {1, 2, 3, 5, 8, 13, 32, 70})
       for (int tiles = 0; tiles < 2; ++tiles) {
-        if (!tiles && M > 8) continue;
+        if (!tiles && M > 32) continue;
         if (tiles && M != 3 && M != 8 && M != 70) continue;
         std::vector<typename A::S> a(M * K);
         for (auto &x : a) x = A::st(g(rng));
@@ -159,7 +160,7 @@ static void run(const char *name) {
         } else {
           auto f = M <= 1 ? gemvEntry<A, S, Y, BITS, BS, ZP, 1> : M <= 2 ? gemvEntry<A, S, Y, BITS, BS, ZP, 2>
                  : M <= 4 ? gemvEntry<A, S, Y, BITS, BS, ZP, 4> : gemvEntry<A, S, Y, BITS, BS, ZP, 8>;
-          emulate(f, p, (unsigned)((N + 7) / 8), 1);
+          emulate(f, p, (unsigned)((N + 7) / 8), (unsigned)((M + 7) / 8));
         }
         double ratio = 0;
         for (int m = 0; m < M; ++m)
