@@ -372,9 +372,9 @@ attn_i8_check() {
 # 4/8-bit weights (genc --weights; tests/gpu/NBitsCheck.cpp): the llama
 # fixture's int4 plan (blocks of 32, symmetric) and int8 plan (blocks of 64,
 # packed zero points, the vocabulary projection too), f32 and f16, generated
-# on the GPU (twice: the same bytes) and on the CPU. The prompts prefill 30
+# on the GPU (twice: the same bytes) and on the CPU. The prompts prefill 42
 # tokens in one run (the tiled kernel), decode 5 rows (the GEMVs); beam 3
-# decodes 15 rows (tiles again). f32 plans: every sequence the CPU's and each
+# decodes 15 rows (the 8-row GEMV in two chunks). f32 plans: every sequence the CPU's and each
 # score within 1e-3 of it; f16: at least 3 of 5 sequences the CPU's (the
 # rest may part at a near-tie, both sides rounding the same values to f16 in
 # their own sum order), the equal ones' scores within 2e-2. Then gpucheck on
@@ -420,7 +420,7 @@ PYTHON
 }
 nbits_checks() {
   local w dt g
-  printf '{"input_ids": [5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]}\n{"input_ids": [9, 10]}\n{"input_ids": [11, 12, 13, 14, 15, 16, 17, 18, 19]}\n{"input_ids": [20]}\n{"input_ids": [30, 31, 32, 33, 34, 35]}\n' > "$W/nbits.jsonl"
+  printf '{"input_ids": [5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28]}\n{"input_ids": [9, 10]}\n{"input_ids": [11, 12, 13, 14, 15, 16, 17, 18, 19]}\n{"input_ids": [20]}\n{"input_ids": [30, 31, 32, 33, 34, 35]}\n' > "$W/nbits.jsonl"
   for w in int4 int8; do
     for dt in f32 f16; do nbits_check $w $dt; done
   done
