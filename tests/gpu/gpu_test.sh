@@ -378,7 +378,7 @@ attn_i8_check() {
 # score within 1e-3 of it; f16: at least 3 of 5 sequences the CPU's (the
 # rest may part at a near-tie, both sides rounding the same values to f16 in
 # their own sum order), the equal ones' scores within 2e-2. Then gpucheck on
-# the four plans: every GEMV entry and the tiles against the CPU's kernel.
+# the plans: every GEMV entry and the tiles against the CPU's kernel.
 nbits_check() { # weights dtype
   local w=$1 dt=$2 plan flags cfg cname args base s res run
   plan="$W/nbits-$w-$dt.plan"
@@ -418,13 +418,59 @@ PYTHON
     row "nbits $w $dt $cname|$s|$res"
   done
 }
+# GGUF blocks kept as they are (tools/gguf_to_onnx.py on a tiny GGUF the
+# test writes: Q4_0, Q4_1 with its float zero points, Q8_0), an f16 plan: the
+# GPU's greedy and beam 3 sequences against the CPU's as above. Needs
+# Python's gguf and onnx packages; a row says when they are missing.
+nbits_gguf_check() {
+  local d="$W/nbits-gguf" plan cname args res s
+  if ! python3 -c "import gguf, onnx" > /dev/null 2>&1; then
+    row "nbits gguf q4_0/q4_1/q8_0|skipped|no Python gguf / onnx packages here (pip install gguf onnx)"
+    return
+  fi
+  mkdir -p "$d"
+  plan="$d/model.plan"
+  if ! { python3 tests/tools/make_tiny_gguf.py "$d/tiny.gguf" --types q4_0,q4_1,q8_0 &&
+         python3 tools/gguf_to_onnx.py "$d/tiny.gguf" "$d/export" &&
+         "$BIN/genc" compile "$d/export" --dtype f16 -o "$plan"; } > "$OUT/nbits-gguf.log" 2>&1; then
+    row "nbits gguf q4_0/q4_1/q8_0|FAIL|$(tail -c 300 "$OUT/nbits-gguf.log" | tr '\n' ' ')"
+    failed
+    return
+  fi
+  for cfg in "greedy|" "beam3|--num-beams 3"; do
+    IFS='|' read -r cname args <<< "$cfg"
+    for run in cuda cpu; do
+      # shellcheck disable=SC2086
+      "$BIN/genrun" "$plan" --device "$run" --input "$W/nbits.jsonl" --max-new-tokens 12 $args \
+        > "$d/$cname.$run" 2> "$d/$cname.$run.err"
+    done
+    res=$(python3 - "$d/$cname.cuda" "$d/$cname.cpu" <<'PYTHON' 2>&1
+import json, sys
+def seqs(f):
+    return [s for l in open(f) for s in json.loads(l)["sequences"]]
+g, c = seqs(sys.argv[1]), seqs(sys.argv[2])
+same = [(a, b) for a, b in zip(g, c) if a["output_ids"] == b["output_ids"]]
+worst = max((abs(a["score"] - b["score"]) / (1 + abs(b["score"])) for a, b in same), default=0.0)
+ok = len(g) == len(c) == 5 and len(same) >= 3 and worst <= 2e-2
+print(f"{len(same)} of {len(c)} sequences the cpu's, score diff {worst:.2e} (tol 0.02): {'ok' if ok else 'FAIL'}")
+PYTHON
+)
+    s=ok
+    [[ $res == *": ok" ]] || { s=FAIL; res="$res $(head -c 200 "$d/$cname.cuda.err")"; }
+    [ $s = ok ] || failed
+    row "nbits gguf q4_0/q4_1/q8_0 f16 $cname|$s|$res"
+  done
+}
 nbits_checks() {
   local w dt g
   printf '{"input_ids": [5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28]}\n{"input_ids": [9, 10]}\n{"input_ids": [11, 12, 13, 14, 15, 16, 17, 18, 19]}\n{"input_ids": [20]}\n{"input_ids": [30, 31, 32, 33, 34, 35]}\n' > "$W/nbits.jsonl"
   for w in int4 int8; do
     for dt in f32 f16; do nbits_check $w $dt; done
   done
-  if "$BIN/gpucheck" "$W"/nbits-int*.plan > "$OUT/gpucheck-nbits.log" 2>&1; then g=ok; else g=FAIL; failed; fi
+  nbits_gguf_check
+  local more=()
+  [ -f "$W/nbits-gguf/model.plan" ] && more=("$W/nbits-gguf/model.plan")
+  if "$BIN/gpucheck" "$W"/nbits-int*.plan "${more[@]}" > "$OUT/gpucheck-nbits.log" 2>&1; then g=ok; else g=FAIL; failed; fi
   row "gpucheck (4/8-bit kernels)|$g|$(grep -c ' ok$' "$OUT/gpucheck-nbits.log") rows ok; $(tail -1 "$OUT/gpucheck-nbits.log")"
 }
 
