@@ -1,8 +1,8 @@
 // The step of `matmul_nbits` (4/8-bit block-quantized weights,
 // runtime/NBitsLayout.h) on the plan's generated kernels (NBitsAbi.h): the
-// GEMV entries for up to 8 rows (and the 8-row one in chunks up to
-// kNBitsGemvChunkRows), the tiled kernel for more. The weights stay
-// as the plan stores them (codes, scales, zero points; WeightUpload.cpp
+// GEMV entries for up to 8 rows (and the 8-row one in chunks of 8 up to
+// GENC_CUDA_NBITS_ROWS, default 32), the tiled kernel for more. The weights
+// stay as the plan stores them (codes, scales, zero points; WeightUpload.cpp
 // copies them unchanged).
 #include "runtime/cuda/StepKinds.h"
 
@@ -29,7 +29,7 @@ public:
       return Status::ok();
     void *args[] = {&p};
     Status s = Status::ok();
-    if (p.M <= kNBitsGemvChunkRows) {
+    if (p.M <= ctx.nbitsGemvRows) {
       const int which = p.M <= 1 ? 0 : p.M <= 2 ? 1 : p.M <= 4 ? 2 : 3;
       const unsigned grid = static_cast<unsigned>((p.N + kNBitsThreads / 32 - 1) / (kNBitsThreads / 32));
       const unsigned chunks = static_cast<unsigned>((p.M + kNBitsGemvRows - 1) / kNBitsGemvRows);
@@ -46,9 +46,9 @@ public:
       return ctx.dev->check(ctx.dev->api->cuStreamSynchronize(ctx.stream), what.c_str());
     return s;
   }
-  std::string profileKind(const StepContext &, const ProgramRun &run) const override {
+  std::string profileKind(const StepContext &ctx, const ProgramRun &run) const override {
     const int64_t n = elementsAt(aShape, run.symbols);
-    return n > 0 && n / params.K <= kNBitsGemvChunkRows ? "gemm nbits gemv" : "gemm nbits tiles";
+    return n > 0 && n / params.K <= ctx.nbitsGemvRows ? "gemm nbits gemv" : "gemm nbits tiles";
   }
 };
 

@@ -374,13 +374,14 @@ attn_i8_check() {
 # packed zero points, the vocabulary projection too), f32 and f16, generated
 # on the GPU (twice: the same bytes) and on the CPU. The prompts prefill 42
 # tokens in one run (the tiled kernel), decode 5 rows (the GEMVs); beam 3
-# decodes 15 rows (the 8-row GEMV in two chunks). f32 plans: every sequence the CPU's and each
+# decodes 15 rows (the 8-row GEMV in two chunks); "tiles" is beam 3 with
+# every 4/8-bit product on the tiled kernel (GENC_CUDA_NBITS_ROWS=0). f32 plans: every sequence the CPU's and each
 # score within 1e-3 of it; f16: at least 3 of 5 sequences the CPU's (the
 # rest may part at a near-tie, both sides rounding the same values to f16 in
 # their own sum order), the equal ones' scores within 2e-2. Then gpucheck on
 # the plans: every GEMV entry and the tiles against the CPU's kernel.
 nbits_check() { # weights dtype
-  local w=$1 dt=$2 plan flags cfg cname args base s res run
+  local w=$1 dt=$2 plan flags cfg cname args rows base s res run
   plan="$W/nbits-$w-$dt.plan"
   flags="--weights $w"
   [ "$w" = int8 ] && flags="$flags --group-size 64 --weights-zero-point --quantize-lm-head"
@@ -391,13 +392,13 @@ nbits_check() { # weights dtype
     failed
     return
   fi
-  for cfg in "greedy|" "beam3|--num-beams 3"; do
-    IFS='|' read -r cname args <<< "$cfg"
+  for cfg in "greedy|" "beam3|--num-beams 3" "tiles|--num-beams 3|0"; do
+    IFS='|' read -r cname args rows <<< "$cfg"
     base="$W/nbits-$w-$dt-$cname"
     for run in cuda cuda2 cpu; do
       # shellcheck disable=SC2086
-      "$BIN/genrun" "$plan" --device "${run%2}" --input "$W/nbits.jsonl" --max-new-tokens 12 $args \
-        > "$base.$run" 2> "$base.$run.err"
+      GENC_CUDA_NBITS_ROWS=${rows:-32} "$BIN/genrun" "$plan" --device "${run%2}" --input "$W/nbits.jsonl" \
+        --max-new-tokens 12 $args > "$base.$run" 2> "$base.$run.err"
     done
     res=$(python3 - "$base.cuda" "$base.cpu" "$dt" <<'PYTHON' 2>&1
 import json, sys
