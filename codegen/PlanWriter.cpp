@@ -204,6 +204,7 @@ public:
     }
     stats.decodeStepLaunches = countLaunches(*decode);
     stats.decodeWeightsBytes = weightBytesRead(m_, *decode);
+    stats.quantizedWeights = quantizedWeightBytes(m_);
     stats.decodeStepLaunchesOneRow = countLaunches(*decode, /*oneRow=*/true);
 
     std::string json;

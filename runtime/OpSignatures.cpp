@@ -67,6 +67,8 @@ const std::vector<OpSignature> &allOpSignatures() {
       // Matrix products.
       {"matmul", 2, 3, 1, 1, "T", "T", OpClass::Gemm},
       {"gemm", 2, 3, 1, 1, "T", "T", K},
+      // (a, b, scales[, zero_points]) {bits, block_size, n}: b holds codes
+      {"matmul_nbits", 3, 4, 1, 1, "FIF*", "F", OpClass::NBitsGemm},
       // Attention: raised (the interpreter's), then over the plan's caches.
       {"attention", 3, 5, 1, 1, "FFF*F", "F", K},
       {"kv_attention", 1, 7, 1, 1, "F*", "F", OpClass::CacheAttention},

@@ -45,6 +45,10 @@ constexpr char kPlanMagic[8] = {'G', 'E', 'N', 'C', 'P', 'L', 'A', 'N'};
 //    `profile` was added within version 3 too, optional: the loader and
 //    genc inspect take plans without it. So was `tokenizer`: a plan without
 //    one takes token ids only, and a genrun that predates it ignores it.
+//    So was the op kind `matmul_nbits` (4/8-bit weights stored as u8 codes
+//    and f16/f32 scales, runtime/NBitsLayout.h): plain weights of the
+//    existing dtypes; a genrun that predates it refuses such a plan naming
+//    the op kind ("no such op kind"), and reads every other plan as before.
 constexpr uint32_t kPlanFormatVersion = 3;
 constexpr uint64_t kPlanHeaderBytes = 48;
 constexpr uint64_t kPlanAlignment = 64;

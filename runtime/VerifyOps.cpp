@@ -5,6 +5,7 @@
 // what the CUDA executor relies on, since it sizes copies, GEMMs and
 // kernel launches from the declared shapes.
 #include "runtime/Epilogue.h"
+#include "runtime/NBitsLayout.h"
 #include "runtime/OpSignatures.h"
 #include "runtime/VerifyOp.h"
 
@@ -156,6 +157,44 @@ std::string matmulRule(const OpSite &s) {
   return "";
 }
 
+// matmul_nbits(a, b, scales[, zero_points]) {bits, block_size, n}
+// (runtime/NBitsLayout.h): b, scales and zero points are weights whose
+// shapes and dtypes are the layout's, a's last dim is K, the result a's
+// shape with N for K. The kernels index the weights by these facts alone.
+std::string nbitsRule(const OpSite &s) {
+  int64_t bits, blockSize, n;
+  if (!intAttrIn(s.op.attrs, "bits", -1, 4, 8, bits) || !intAttrIn(s.op.attrs, "block_size", -1, 16, kMaxNBitsBlock, blockSize) ||
+      !intAttrIn(s.op.attrs, "n", -1, 1, kMaxNBitsDim, n))
+    return "bits, block_size or n is missing or out of range";
+  std::optional<int64_t> K = constantLast(s.in(0).shape);
+  if (!K)
+    return "a " + shapeStr(s.in(0).shape) + " has no constant last dim K";
+  NBitsShape ns{bits, blockSize, *K, n};
+  if (std::string bad = checkNBitsShape(ns); !bad.empty())
+    return bad;
+  std::vector<int64_t> shapes[3];
+  for (size_t i = 1; i < s.numIn(); ++i) {
+    const ValueInfo &w = s.in(i);
+    if (w.storage != Storage::Weight)
+      return "operand " + std::to_string(i) + " is not a weight";
+    auto c = constantShape(w.shape);
+    if (!c)
+      return "operand " + std::to_string(i) + " has a symbolic shape";
+    shapes[i - 1] = *c;
+  }
+  const bool zp = s.numIn() == 4;
+  ZeroPointKind kind;
+  if (std::string bad = checkNBitsOperands(ns, s.in(1).dtype, shapes[0], s.in(2).dtype, shapes[1], zp,
+                                           zp ? s.in(3).dtype : DType::U8, shapes[2], kind);
+      !bad.empty())
+    return bad;
+  Shape want = s.in(0).shape;
+  want.back() = Dim(n);
+  if (s.out(0).shape != want)
+    return "its result " + shapeStr(s.out(0).shape) + " is not " + shapeStr(want);
+  return "";
+}
+
 // A fused call passes its operands as the body's arguments and takes its
 // results from the body's outputs: the same shapes and domains.
 std::string fusedRule(const OpSite &s) {
@@ -279,6 +318,7 @@ std::string checkOpRules(const OpSite &s) {
   case OpClass::CacheAttention: return checkAttentionRules(s);
   case OpClass::View: return viewRule(s);
   case OpClass::Gemm: return matmulRule(s);
+  case OpClass::NBitsGemm: return nbitsRule(s);
   case OpClass::Fused: return fusedRule(s);
   case OpClass::HostShape: return dimsRule(s);
   case OpClass::Kernel: break;
