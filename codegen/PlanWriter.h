@@ -1,5 +1,5 @@
 // Serialises a derived, memory-planned module into a .plan file
-// (runtime/PlanFormat.h): JSON metadata plus one aligned blob of weights and
+// (runtime/plan/PlanFormat.h): JSON metadata plus one aligned blob of weights and
 // tensor attributes.
 #pragma once
 #include "codegen/CudaEmitter.h"

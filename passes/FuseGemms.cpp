@@ -21,7 +21,7 @@
 // left out is a Missed one that says why.
 #include "compiler/remarks/Remark.h"
 #include "passes/Passes.h"
-#include "runtime/Epilogue.h"
+#include "runtime/plan/Epilogue.h"
 #include "passes/analysis/Fusability.h"
 #include "passes/analysis/PlanPrograms.h"
 

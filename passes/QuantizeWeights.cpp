@@ -1,6 +1,6 @@
 // quantize-weights: `genc compile --weights int8|int4` — the float weights of
 // the linear layers become 8-bit or 4-bit block-quantized matrices read by
-// `matmul_nbits` (runtime/NBitsLayout.h, passes/analysis/NBitsQuantizer.h).
+// `matmul_nbits` (runtime/plan/NBitsLayout.h, passes/analysis/NBitsQuantizer.h).
 //
 // Runs after derive-plan on @prefill, @decode_step and @encode, before
 // fuse-gemms (which then merges the 4/8-bit siblings: Q/K/V, gate/up):

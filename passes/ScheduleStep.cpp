@@ -1,5 +1,5 @@
 // schedule-step: @decode_step as the work items of one persistent kernel a
-// step (runtime/StepSchedule.h: what the schedule is; codegen/StepKernel.cpp
+// step (runtime/plan/StepSchedule.h: what the schedule is; codegen/StepKernel.cpp
 // emits the kernel; runtime/cuda runs it).
 //
 // Each op of @decode_step becomes a step op: a matmul a Matvec (the fused row
@@ -26,7 +26,7 @@
 #include "passes/analysis/Fusability.h"
 #include "passes/analysis/GemvNeighbours.h"
 #include "passes/analysis/PlanOptions.h"
-#include "runtime/StepSchedule.h"
+#include "runtime/plan/StepSchedule.h"
 
 #include <algorithm>
 #include <map>

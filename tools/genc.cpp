@@ -28,8 +28,8 @@
 #include "driver/TokenizerFiles.h"
 #include "passes/PassRegistry.h"
 #include "passes/analysis/PlanOptions.h"
-#include "runtime/PlanFormat.h"
-#include "runtime/Program.h"
+#include "runtime/plan/PlanFormat.h"
+#include "runtime/plan/Program.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"

@@ -12,7 +12,7 @@
 // transformers). R windows run together, one token a step each. Prints the
 // tokens, the predictions scored, the mean negative log-likelihood (nats)
 // and its exponential, the perplexity; errors are one line, exit 1.
-#include "runtime/Json.h"
+#include "runtime/json/Json.h"
 #include "runtime/Runtime.h"
 #include "runtime/text/PlanTokenizer.h"
 

@@ -3,7 +3,7 @@ and the gguf package only).
 
 A matrix W[N, K] (GGUF's ne = [K, N]) becomes one of:
   - MatMulNBits blocks (Q4_0, Q4_1, Q8_0, kept as they are: each block of 32
-    along K is one MatMulNBits block, runtime/NBitsLayout.h):
+    along K is one MatMulNBits block, runtime/plan/NBitsLayout.h):
       Q4_0  w = d * (q - 8)      codes: the nibbles, reordered to ONNX
                                  Runtime's pairs; scales d; zero point 8
       Q8_0  w = d * q            codes q + 128 (u8); scales d; zero point 128

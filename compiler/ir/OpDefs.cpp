@@ -1,6 +1,6 @@
 #include "compiler/ir/OpDefs.h"
 
-#include "runtime/OpSignatures.h"
+#include "runtime/plan/OpSignatures.h"
 
 #include <cassert>
 #include <unordered_map>

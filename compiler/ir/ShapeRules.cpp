@@ -2,8 +2,8 @@
 // and the elementwise, reduction and matrix-product ops.
 #include "compiler/ir/ShapeRules.h"
 
-#include "runtime/Epilogue.h"
-#include "runtime/NBitsLayout.h"
+#include "runtime/plan/Epilogue.h"
+#include "runtime/plan/NBitsLayout.h"
 
 #include <algorithm>
 #include <set>
@@ -436,7 +436,7 @@ llvm::Error ShapeRules::matmul() {
 }
 
 // matmul_nbits(a, b, scales[, zero_points]) {bits, block_size, n}: the
-// weights' shapes and dtypes are those runtime/NBitsLayout.h gives for
+// weights' shapes and dtypes are those runtime/plan/NBitsLayout.h gives for
 // K = a's last dim; the result is a's shape with N for K.
 llvm::Error ShapeRules::matmulNBits() {
   Shape a = shapeOf(0);

@@ -1,7 +1,7 @@
 // Converters for ops of the com.microsoft domain that genc reads:
 // MatMulNBits (ONNX Runtime's 4/8-bit weight-only matmul, the form its
 // quantizers and GenAI models write) becomes `matmul_nbits`
-// (runtime/NBitsLayout.h, docs/ir-ops.md).
+// (runtime/plan/NBitsLayout.h, docs/ir-ops.md).
 //
 //   MatMulNBits(A[..., K], B u8, scales, zero_points?, g_idx?, bias?)
 //     {K, N, bits = 4, block_size, accuracy_level}
@@ -10,7 +10,7 @@
 //   [N * blocks]; the weights become module weights of the IR's shapes.
 //   g_idx (act-order, a permutation of K) is refused; bias becomes an add.
 #include "compiler/onnx/ImportContext.h"
-#include "runtime/NBitsLayout.h"
+#include "runtime/plan/NBitsLayout.h"
 
 namespace genc {
 

@@ -1,5 +1,5 @@
 // Round-to-nearest block quantization of a float matrix into the layout of
-// runtime/NBitsLayout.h (what `genc compile --weights int8|int4` writes).
+// runtime/plan/NBitsLayout.h (what `genc compile --weights int8|int4` writes).
 //
 // Per column n and block of `block_size` rows along K:
 //   symmetric (default): 4 bits as llama.cpp's Q4_0 — the element of largest
@@ -16,7 +16,7 @@
 // Padding codes past K (the last block) dequantize to 0.
 #pragma once
 #include "compiler/ir/Tensor.h"
-#include "runtime/NBitsLayout.h"
+#include "runtime/plan/NBitsLayout.h"
 
 #include <memory>
 #include <string>

@@ -24,7 +24,7 @@ struct PlanOptions {
   bool quantizeLmHead = false;
   bool weightsZeroPoint = false;
   int64_t slots() const { return maxBatch * maxBeams; }
-  // Beams share their prompt's K/V (runtime/KvLayout.h) when the plan
+  // Beams share their prompt's K/V (runtime/kv/KvLayout.h) when the plan
   // bounds what each generates below max_length.
   bool sharesPrompts() const { return maxBeams > 1 && maxNewTokens > 0 && maxNewTokens < maxLength; }
   // A source is encoded once per batch item while the decoder's cache is

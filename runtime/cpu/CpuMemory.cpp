@@ -3,7 +3,7 @@
 // machine's memory).
 #include "runtime/cpu/CpuExecutor.h"
 
-#include "runtime/WeightUses.h"
+#include "runtime/plan/WeightUses.h"
 #include "runtime/cpu/ops/OpKernels.h"
 
 namespace genrt {
@@ -26,7 +26,7 @@ std::vector<char> cpuKeptWeights(const Plan &plan) {
       weightsReadOnlyBy(plan, [](const OpInfo &op, size_t i) { return op.kind == "matmul" && i == 1; });
   for (size_t w = 0; w < keep.size(); ++w)
     keep[w] = keep[w] && plan.weights[w].dtype() == DType::BF16 && plan.weights[w].rank() == 2;
-  // The codes and packed zero points of matmul_nbits (runtime/NBitsLayout.h).
+  // The codes and packed zero points of matmul_nbits (runtime/plan/NBitsLayout.h).
   const std::vector<char> packed = weightsReadOnlyBy(
       plan, [](const OpInfo &op, size_t i) { return op.kind == "matmul_nbits" && (i == 1 || i == 3); });
   for (size_t w = 0; w < keep.size(); ++w)

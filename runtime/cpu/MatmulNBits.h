@@ -1,5 +1,5 @@
 // Matrix products against 4-bit and 8-bit block-quantized weights on the
-// CPU (`matmul_nbits`, runtime/NBitsLayout.h): the codes stay packed in
+// CPU (`matmul_nbits`, runtime/plan/NBitsLayout.h): the codes stay packed in
 // memory, so a decode step streams an eighth (4 bits) or a quarter (8 bits)
 // of an f32 plan's weight bytes, plus the scales.
 //
@@ -20,7 +20,7 @@
 // panels of columns dequantized into a buffer that stays in cache, each
 // through sgemm, as the bf16 weights do (MatmulBf16.h).
 #pragma once
-#include "runtime/NBitsLayout.h"
+#include "runtime/plan/NBitsLayout.h"
 
 #include <cstdint>
 

@@ -1,7 +1,7 @@
 // The CUDA executor (CudaExecutorImpl.h): loading and closing, and a run
 // from its staged inputs to the wait. At load: open the GPU, check that
 // everything fits, upload the weights, lay out one arena (the plan's
-// offsets), the KV caches (runtime/KvLayout.h) and the attention
+// offsets), the KV caches (runtime/kv/KvLayout.h) and the attention
 // workspaces, and resolve every op of every program to a step: a cuBLASLt
 // GEMM, a generated fused kernel, an attention kernel family, a device copy
 // (views), or host-computed dims. A run stages its token ids, positions and

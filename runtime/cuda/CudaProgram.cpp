@@ -4,7 +4,7 @@
 // profile of GENC_CUDA_PROFILE).
 #include "runtime/cuda/StepKinds.h"
 
-#include "runtime/OpSignatures.h"
+#include "runtime/plan/OpSignatures.h"
 #include "runtime/cuda/Diagnostics.h"
 
 #include <map>

@@ -1,7 +1,7 @@
 // The contract between the 4/8-bit weight kernels genc generates into a plan
 // (codegen/NBitsKernels.h) and the CUDA executor that launches them
 // (runtime/cuda/NBitsSteps.cpp), for `matmul_nbits(a, b, scales
-// [, zero_points]) {bits, block_size, n}` (runtime/NBitsLayout.h):
+// [, zero_points]) {bits, block_size, n}` (runtime/plan/NBitsLayout.h):
 //
 //   y[M, N] = a[M, K] . W     W[k, n] = (q[n, k] - z[n, blk]) * s[n, blk]
 //

@@ -1,12 +1,12 @@
 // The step of `matmul_nbits` (4/8-bit block-quantized weights,
-// runtime/NBitsLayout.h) on the plan's generated kernels (NBitsAbi.h): the
+// runtime/plan/NBitsLayout.h) on the plan's generated kernels (NBitsAbi.h): the
 // GEMV entries for up to 8 rows (and the 8-row one in chunks of 8 up to
 // GENC_CUDA_NBITS_ROWS, default 32), the tiled kernel for more. The weights
 // stay as the plan stores them (codes, scales, zero points; WeightUpload.cpp
 // copies them unchanged).
 #include "runtime/cuda/StepKinds.h"
 
-#include "runtime/NBitsLayout.h"
+#include "runtime/plan/NBitsLayout.h"
 #include "runtime/cuda/NBitsAbi.h"
 
 namespace genrt::cuda {

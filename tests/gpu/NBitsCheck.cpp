@@ -17,8 +17,8 @@
 // sizeable part of Σ|a w| and fails it.
 #include "NBitsCheck.h"
 
-#include "runtime/Attr.h"
-#include "runtime/NBitsLayout.h"
+#include "runtime/plan/Attr.h"
+#include "runtime/plan/NBitsLayout.h"
 #include "runtime/cpu/MatmulNBits.h"
 #include "runtime/cuda/NBitsAbi.h"
 

@@ -3,7 +3,7 @@
 // kernel at several row counts, against the CPU executor's kernel
 // (genrt::cpu::matmulNBits) on fresh random rows of a, the output poisoned.
 #pragma once
-#include "runtime/Program.h"
+#include "runtime/plan/Program.h"
 #include "runtime/cuda/Device.h"
 
 #include <random>

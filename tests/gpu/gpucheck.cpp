@@ -27,7 +27,7 @@
 // executor's kernel, each element within its own bound (NBitsCheck.cpp).
 #include "NBitsCheck.h"
 
-#include "runtime/Program.h"
+#include "runtime/plan/Program.h"
 #include "runtime/cpu/FusedBody.h"
 #include "runtime/cuda/Device.h"
 

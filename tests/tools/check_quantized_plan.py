@@ -3,9 +3,9 @@ against the float weights of the ONNX model it came from:
 
   check_quantized_plan.py PLAN MODEL.onnx BITS GROUP [--zero-point] [--lm-head NAME]
 
-Reads the plan's metadata and blob (runtime/PlanFormat.h), dequantizes
+Reads the plan's metadata and blob (runtime/plan/PlanFormat.h), dequantizes
 every matmul_nbits' codes, scales and zero points with numpy from the
-layout's definition (runtime/NBitsLayout.h: W[k, n] = (q - z) * s, 4-bit
+layout's definition (runtime/plan/NBitsLayout.h: W[k, n] = (q - z) * s, 4-bit
 codes low nibble first), maps each merged weight ("a.q4+b.q4") back to the
 model's initializers (stacked along n) and requires round to nearest: every
 weight within half a step |s| of its float value, codes at either end of

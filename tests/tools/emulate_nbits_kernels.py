@@ -4,7 +4,7 @@ CPU, where there is no GPU: the templates of a `genc compile --emit=cuda` file,
 compiled as host C++ with a block's threads as std::threads (warp shuffles and
 __syncthreads on std::barrier, shared memory one copy a block, blocks one
 after another), against a double-precision sum of the layout's dequantized
-weights (runtime/NBitsLayout.h, written out again here):
+weights (runtime/plan/NBitsLayout.h, written out again here):
 
   emulate_nbits_kernels.py CXX WORK_DIR FILE.cu... [--family "A, S, Y, BITS, BS, ZP"]...
 
@@ -133,7 +133,7 @@ static void run(const char *name) {
     for (auto &z : zp) z = rng() & 255;
     for (auto &s : sc) s = S::st(g(rng) * 0.1f);
     for (auto &z : zf) z = S::st(g(rng) * 4.f + (1 << (BITS - 1)));
-    // The layout, written out again (runtime/NBitsLayout.h).
+    // The layout, written out again (runtime/plan/NBitsLayout.h).
     auto W = [&](long long k, long long n) {
       const long long j = k / BS;
       const int e = (int)(k % BS);

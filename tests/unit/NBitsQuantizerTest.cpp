@@ -1,4 +1,4 @@
-// passes/analysis/NBitsQuantizer: round to nearest into runtime/NBitsLayout.h,
+// passes/analysis/NBitsQuantizer: round to nearest into runtime/plan/NBitsLayout.h,
 // read back by the CPU executor's dequantizer: every weight within half a
 // step of its float value (a clamped extreme within one), for both storage
 // layouts ([K, N] and [N, K]), 4 and 8 bits, symmetric and with zero

@@ -1,5 +1,5 @@
 // matmul_nbits (docs/ir-ops.md): a[..., K] times a 4-bit or 8-bit
-// block-quantized weight (runtime/NBitsLayout.h), on genrt::cpu::matmulNBits.
+// block-quantized weight (runtime/plan/NBitsLayout.h), on genrt::cpu::matmulNBits.
 //
 // The CPU executor hands the kernel the codes and packed zero points as
 // stored (u8); the interpreter holds integers as i64, so they are narrowed

@@ -1,6 +1,6 @@
 // cpu/MatmulNBits: 4-bit and 8-bit block-quantized weights against a
 // double-precision sum over the weights dequantized from the layout's
-// definition (runtime/NBitsLayout.h), for every decode kernel this CPU runs
+// definition (runtime/plan/NBitsLayout.h), for every decode kernel this CPU runs
 // (AVX-512, AVX2, the plain loops), the panel path of many rows, every
 // zero-point form, blocks of 16 to 128 and K not a multiple of the block;
 // dequantization is exact, and the thread pool never changes a bit.

@@ -1,5 +1,5 @@
 // A row of values as int8 codes and one f32 scale (the i8 cross cache,
-// runtime/KvLayout.h): s = max |x| / 127, code = round-half-even(x / s)
+// runtime/kv/KvLayout.h): s = max |x| / 127, code = round-half-even(x / s)
 // clamped to [-127, 127], value = code * s. A row of zeros (or of
 // non-finite values only) keeps s = 0 and reads back as zeros. The GPU's
 // kernels use the same arithmetic (f32 division, rint), so the CPU

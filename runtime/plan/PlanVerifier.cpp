@@ -3,11 +3,11 @@
 // (signatures, definition before use, the per-kind rules of VerifyOps.cpp
 // and VerifyAttention.cpp), the programs' interface with the Session, and
 // the kernels' launch metadata.
-#include "runtime/PlanVerifier.h"
+#include "runtime/plan/PlanVerifier.h"
 
-#include "runtime/OpSignatures.h"
-#include "runtime/PlanLimits.h"
-#include "runtime/VerifyOp.h"
+#include "runtime/plan/OpSignatures.h"
+#include "runtime/plan/PlanLimits.h"
+#include "runtime/plan/VerifyOp.h"
 
 #include <set>
 

@@ -4,10 +4,10 @@
 // The CPU kernels recheck shapes from the data they get; these rules are
 // what the CUDA executor relies on, since it sizes copies, GEMMs and
 // kernel launches from the declared shapes.
-#include "runtime/Epilogue.h"
-#include "runtime/NBitsLayout.h"
-#include "runtime/OpSignatures.h"
-#include "runtime/VerifyOp.h"
+#include "runtime/plan/Epilogue.h"
+#include "runtime/plan/NBitsLayout.h"
+#include "runtime/plan/OpSignatures.h"
+#include "runtime/plan/VerifyOp.h"
 
 #include <algorithm>
 #include <cmath>
@@ -158,7 +158,7 @@ std::string matmulRule(const OpSite &s) {
 }
 
 // matmul_nbits(a, b, scales[, zero_points]) {bits, block_size, n}
-// (runtime/NBitsLayout.h): b, scales and zero points are weights whose
+// (runtime/plan/NBitsLayout.h): b, scales and zero points are weights whose
 // shapes and dtypes are the layout's, a's last dim is K, the result a's
 // shape with N for K. The kernels index the weights by these facts alone.
 std::string nbitsRule(const OpSite &s) {

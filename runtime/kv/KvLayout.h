@@ -22,7 +22,7 @@
 // that prefilled it) generates; then one branch a slot, of `branchCapacity`
 // rows (N, or a shorter window), holds the tokens that slot generates off a
 // prompt it shares. A slot's positions are named by (region, index) pairs
-// (runtime/KvRows.h): its prompt in a home, each generated token in the
+// (runtime/kv/KvRows.h): its prompt in a home, each generated token in the
 // region of the beam that wrote it, so a beam reorder moves those pairs and
 // no rows. Index i of a region is its row i % rows (rolling windows wrap).
 // Without sharing each slot is its own region (homes = slots, no branches)
@@ -63,7 +63,7 @@ struct KvLayout {
   std::vector<CrossCacheLayer> crossLayers;
   /// The cross cache held as i8 (genc --cross-kv-dtype i8): each row of
   /// head_dim values as round(x / s) in [-127, 127], s = max |x| / 127 kept
-  /// beside it as f32 (runtime/Int8Rows.h). Else in `dtype`.
+  /// beside it as f32 (runtime/kv/Int8Rows.h). Else in `dtype`.
   bool crossI8 = false;
   DType crossDtype() const { return crossI8 ? DType::I8 : dtype; }
   int64_t homes = 0;           // shared prompts: regions holding one (max_batch)

@@ -1,4 +1,4 @@
-#include "runtime/OpSignatures.h"
+#include "runtime/plan/OpSignatures.h"
 
 #include <algorithm>
 #include <unordered_map>

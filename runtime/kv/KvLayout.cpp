@@ -1,4 +1,4 @@
-#include "runtime/KvLayout.h"
+#include "runtime/kv/KvLayout.h"
 
 #include <cstdint>
 #include <string>

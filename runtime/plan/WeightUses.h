@@ -2,7 +2,7 @@
 // them out for those ops alone (the CUDA executor transposes matmul-only
 // weights for its GEMV kernels, the CPU executor keeps them bf16).
 #pragma once
-#include "runtime/Program.h"
+#include "runtime/plan/Program.h"
 
 #include <functional>
 #include <vector>

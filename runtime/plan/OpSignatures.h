@@ -26,7 +26,7 @@ enum class OpClass : uint8_t {
   Kernel,         // a kernel of the CPU op library; on the GPU only inside a fused body
   View,           // the same elements under a new shape (on the GPU: a copy)
   Gemm,           // matmul: cuBLASLt on the GPU
-  NBitsGemm,      // matmul_nbits: 4/8-bit weights (runtime/NBitsLayout.h)
+  NBitsGemm,      // matmul_nbits: 4/8-bit weights (runtime/plan/NBitsLayout.h)
   Fused,          // a fused group: its body on the CPU, its generated kernel on the GPU
   CacheAttention, // kv_attention, cross_attention, packed_attention: read the plan's caches
   HostShape,      // dims: integers from the run's symbols, computed on the host

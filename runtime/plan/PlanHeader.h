@@ -1,7 +1,7 @@
-// The fixed header of a .plan file (runtime/PlanFormat.h), read and checked
+// The fixed header of a .plan file (runtime/plan/PlanFormat.h), read and checked
 // in one place for the plan loader and the tokenizer reader.
 #pragma once
-#include "runtime/PlanFormat.h"
+#include "runtime/plan/PlanFormat.h"
 
 #include <cstdint>
 #include <cstring>

@@ -46,7 +46,7 @@ constexpr char kPlanMagic[8] = {'G', 'E', 'N', 'C', 'P', 'L', 'A', 'N'};
 //    genc inspect take plans without it. So was `tokenizer`: a plan without
 //    one takes token ids only, and a genrun that predates it ignores it.
 //    So was the op kind `matmul_nbits` (4/8-bit weights stored as u8 codes
-//    and f16/f32 scales, runtime/NBitsLayout.h): plain weights of the
+//    and f16/f32 scales, runtime/plan/NBitsLayout.h): plain weights of the
 //    existing dtypes; a genrun that predates it refuses such a plan naming
 //    the op kind ("no such op kind"), and reads every other plan as before.
 constexpr uint32_t kPlanFormatVersion = 3;

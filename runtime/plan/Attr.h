@@ -1,6 +1,6 @@
 // Op attributes, shared by the compiler's IR and the runtime's programs.
 #pragma once
-#include "runtime/Dim.h"
+#include "runtime/plan/Dim.h"
 #include "runtime/Tensor.h"
 
 #include <map>

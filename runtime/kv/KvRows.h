@@ -1,5 +1,5 @@
 // Where each slot's positions live when the self cache shares prompts
-// (runtime/KvLayout.h, sharesPrompts): the Session's bookkeeping, kept on
+// (runtime/kv/KvLayout.h, sharesPrompts): the Session's bookkeeping, kept on
 // the host, device-neutral; an executor reads it to find a key's row.
 //
 // Position p of slot s is a pair (region, index): the region's row
@@ -13,7 +13,7 @@
 //   past it);
 // - a reorder copies pairs, never rows (Session::reorderSlots).
 #pragma once
-#include "runtime/KvLayout.h"
+#include "runtime/kv/KvLayout.h"
 #include "runtime/Status.h"
 
 #include <cstdint>

@@ -1,11 +1,11 @@
 // Loads a .plan file: maps it, parses the JSON metadata and checks every
 // offset, size, index and shape before anything uses them. A plan is
 // untrusted input: a bad one gives a Status error, never a crash.
-#include "runtime/Json.h"
-#include "runtime/PlanHeader.h"
-#include "runtime/PlanLimits.h"
-#include "runtime/PlanVerifier.h"
-#include "runtime/Program.h"
+#include "runtime/json/Json.h"
+#include "runtime/plan/PlanHeader.h"
+#include "runtime/plan/PlanLimits.h"
+#include "runtime/plan/PlanVerifier.h"
+#include "runtime/plan/Program.h"
 
 #include <cmath>
 #include <cerrno>
@@ -235,7 +235,7 @@ private:
       mi.encoderDecoder = ed->isBool() && ed->asBool();
 
     // The caches, laid out by the one description every executor uses
-    // (runtime/KvLayout.h), in the activation dtype.
+    // (runtime/kv/KvLayout.h), in the activation dtype.
     KvLayout &layout = plan_.kv;
     layout.dtype = plan_.activationDType;
     if (__builtin_mul_overflow(mi.maxBatch, mi.maxBeams, &layout.slots))
@@ -246,7 +246,7 @@ private:
         return s;
       if (mi.maxNewTokens >= mi.maxLength)
         return err("metadata: max_new_tokens must be below max_length");
-      if (mi.maxBeams > 1) { // beams share their prompt (runtime/KvLayout.h)
+      if (mi.maxBeams > 1) { // beams share their prompt (runtime/kv/KvLayout.h)
         layout.homes = mi.maxBatch;
         layout.branchRows = mi.maxNewTokens;
       }

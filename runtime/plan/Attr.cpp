@@ -1,4 +1,4 @@
-#include "runtime/Attr.h"
+#include "runtime/plan/Attr.h"
 
 namespace genrt {
 

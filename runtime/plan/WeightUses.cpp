@@ -1,4 +1,4 @@
-#include "runtime/WeightUses.h"
+#include "runtime/plan/WeightUses.h"
 
 namespace genrt {
 

@@ -4,8 +4,8 @@
 // imply (packed projection, RoPE tables, q/k norms, relative bias), and the
 // shapes. The CUDA executor reads widths, table sizes and cache strides from
 // these without rechecking them, so every one is settled here.
-#include "runtime/PlanLimits.h"
-#include "runtime/VerifyOp.h"
+#include "runtime/plan/PlanLimits.h"
+#include "runtime/plan/VerifyOp.h"
 
 #include <cmath>
 

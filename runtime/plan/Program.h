@@ -1,15 +1,15 @@
 // A compiled plan as the runtime holds it: weights, KV cache layout and the
 // programs (@encode for encoder-decoder, @prefill, @decode_step) as lists of ops over planned buffers.
 //
-// The file format (runtime/PlanFormat.h) is JSON metadata plus one aligned
+// The file format (runtime/plan/PlanFormat.h) is JSON metadata plus one aligned
 // binary blob; the loader (PlanLoader.cpp) checks every offset and size.
 #pragma once
-#include "runtime/Attr.h"
+#include "runtime/plan/Attr.h"
 #include "runtime/Decoder.h"
-#include "runtime/Dim.h"
-#include "runtime/KvLayout.h"
+#include "runtime/plan/Dim.h"
+#include "runtime/kv/KvLayout.h"
 #include "runtime/Status.h"
-#include "runtime/StepSchedule.h"
+#include "runtime/plan/StepSchedule.h"
 #include "runtime/Tensor.h"
 
 #include <map>
@@ -123,7 +123,7 @@ struct Plan {
   int64_t arenaBytes() const; // one arena serves every program (they never overlap)
 };
 
-/// Loads and verifies a plan file (runtime/PlanVerifier.h). Errors name what
+/// Loads and verifies a plan file (runtime/plan/PlanVerifier.h). Errors name what
 /// is wrong (bad magic, other format version, an offset outside the file,
 /// an op that reads a value before it is defined, ...). A path that is not a
 /// regular file (a directory, a named pipe) is refused without waiting.

@@ -1,7 +1,7 @@
-#include "runtime/StepSchedule.h"
+#include "runtime/plan/StepSchedule.h"
 
-#include "runtime/Json.h"
-#include "runtime/Program.h"
+#include "runtime/json/Json.h"
+#include "runtime/plan/Program.h"
 
 #include <algorithm>
 #include <sstream>

@@ -1,4 +1,4 @@
-#include "runtime/KvRows.h"
+#include "runtime/kv/KvRows.h"
 
 #include <algorithm>
 #include <atomic>

@@ -1,7 +1,7 @@
 // What the plan verifier's per-kind rules share (PlanVerifier.h): the op
 // under verification and small checks over its values' shapes.
 #pragma once
-#include "runtime/Program.h"
+#include "runtime/plan/Program.h"
 
 #include <map>
 #include <optional>

@@ -7,7 +7,7 @@
 // kernel code range inside the blob and aligned, arena buffers inside their
 // arena, value indexes in range. The verifier checks what the executors and
 // the Session rely on:
-//  - every op's kind is in the table of op signatures (runtime/OpSignatures.h)
+//  - every op's kind is in the table of op signatures (runtime/plan/OpSignatures.h)
 //    with the arity and value domains it requires; every operand is defined
 //    before it is read (an argument, a weight or an earlier result), every
 //    result is written once;
@@ -27,7 +27,7 @@
 // CUDA executor runs as given (their launch metadata is checked); a plan
 // from an untrusted source is as trusted as any program you run.
 #pragma once
-#include "runtime/Program.h"
+#include "runtime/plan/Program.h"
 #include "runtime/Status.h"
 
 namespace genrt {

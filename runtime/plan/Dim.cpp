@@ -1,4 +1,4 @@
-#include "runtime/Dim.h"
+#include "runtime/plan/Dim.h"
 
 #include <algorithm>
 #include <cctype>
