@@ -3,8 +3,10 @@
 
 usage (there, after tools/pack.sh here):
   python3 bench/bench.py [--models gpt2,llama1b] [--batches 1,32] [--prompt 128] [--new 128]
-                         [--compile-peer] [--sampling] [--out DIR]
+                         [--weights none,int4,int8] [--compile-peer] [--sampling] [--out DIR]
   python3 bench/bench.py --device cpu --models gpt2,llama135m --batches 1,8 --new 64   # here
+  python3 bench/bench.py --step-table [--rows llama1b:1,llama1b:1@65536,...] [--budget 540]
+      (the step-kernel table instead: bench/step_table.py says what it holds)
 
 For each model (random weights, fp16, greedy, prompt --prompt tokens, --new new tokens):
   genrun --device cuda on an f16 plan: load time (not in the TTFT), time to first token,
@@ -17,8 +19,11 @@ For each model (random weights, fp16, greedy, prompt --prompt tokens, --new new 
   weight bytes are the plan's decode_weights_bytes (genc --stats-json): a
   step reads a row of the embedding table a token, not the table (for the
   1.1B, 131 MB of its 2.2 GB; docs/performance.md defines the floor).
-Also `genc compile` time per model. Rows are printed as they finish and the
-table goes to OUT/bench.md.
+--weights int4,int8 adds plans of the same export compiled with `genc --weights`
+(4/8-bit blocks of 32, symmetric; docs/quantization.md), each a row beside the
+plain plan's, against the floor of its own decode_weights_bytes (HF's columns
+are the same float model's). Also `genc compile` time per plan. Rows are
+printed as they finish and the table goes to OUT/bench.md.
 """
 import argparse
 import json
@@ -30,8 +35,9 @@ import tarfile
 import tempfile
 import time
 
+EXPORT_SEED = 3  # tools/export.py's --seed for every model here (bench/torch_peer.py draws the same weights)
 MODELS = {
-    # name: (export arguments, HF config overrides)
+    # name: tools/export.py's arguments
     "gpt2": ["--arch", "gpt2", "--set", "n_embd=768", "--set", "n_layer=12", "--set", "n_head=12",
              "--set", "vocab_size=50257", "--set", "n_positions=1024"],
     # A 135M Llama-style config (SmolLM-135M's shape): 30 layers, tied embeddings.
@@ -137,17 +143,18 @@ def hf_static_decode(torch, model, ids, new):
     return best
 
 
-def hf_compiled(torch, transformers, cfg, ids, new, name, b):
+def hf_compiled(torch, transformers, cfg, ids, new, name, b, make=None):
     """ms per decode step of HF generate() with a static cache and torch.compile,
     or None. transformers 5.x compiles the decode forward itself when the cache
     is static (its CompileConfig: inductor, CUDA graphs); compiling
     model.forward by hand on top of that failed in 5.17 (a CUDA graph's output
     overwritten in StaticCache). So: generate's own compile first, then a
-    hand-compiled forward without CUDA graphs."""
+    hand-compiled forward without CUDA graphs. make(): a fresh fp16 model on
+    the GPU (default: random weights from cfg)."""
     tries = [("generate's compile", None), ("torch.compile max-autotune-no-cudagraphs", "max-autotune-no-cudagraphs")]
     for what, mode in tries:
         try:
-            cm = transformers.AutoModelForCausalLM.from_config(cfg, dtype=torch.float16).cuda().eval()
+            cm = make() if make else transformers.AutoModelForCausalLM.from_config(cfg, dtype=torch.float16).cuda().eval()
             if mode:
                 cm.generation_config.disable_compile = True
                 cm.forward = torch.compile(cm.forward, mode=mode, fullgraph=True)
@@ -199,10 +206,26 @@ def main():
     ap.add_argument("--threads", type=int, default=0, help="cpu: threads for genrun and torch (default: cores)")
     ap.add_argument("--exports", help="reuse (or keep) the exported models in this folder")
     ap.add_argument("--dtype", help="the plans' dtype (default: f16 on the GPU, f32 on the CPU)")
+    ap.add_argument("--weights", default="none",
+                    help="plans per model: none (as exported), int4, int8 (genc --weights), comma-separated")
     ap.add_argument("--bin", help="genc/genrun folder (default: dist/ for cuda, build/tools for cpu)")
     ap.add_argument("--out", default=os.environ.get("OUT", "/tmp/bench"))
+    ap.add_argument("--step-table", action="store_true",
+                    help="the step-kernel table instead (bench/step_table.py: --rows, --budget, --hf-compile-models)")
+    ap.add_argument("--rows", default=None, help="--step-table: MODEL:BATCH[@CONTEXT],... (default: step_table.ROWS)")
+    ap.add_argument("--budget", type=float, default=540,
+                    help="--step-table: seconds; the HF static+compile rows are skipped past budget - 90")
+    ap.add_argument("--hf-compile-models", default="llama1b,gpt2,llama135m",
+                    help="--step-table: the models whose batch-1 row gets HF static+compile ('' for none)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
+    if args.step_table:
+        import step_table
+        if args.device != "cuda":
+            sys.exit("bench.py: error: --step-table runs on the GPU (--device cuda)")
+        args.rows = args.rows or step_table.ROWS
+        step_table.run(args, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        return
     import torch
     import transformers
     torch.set_grad_enabled(False)
@@ -225,37 +248,47 @@ def main():
         dev = torch.cuda.get_device_name()
     bw = copy_bandwidth(torch, args.device)
     rows = []
-    header = ("| model | batch | genrun load ms | genrun TTFT ms | genrun ms/token | genrun, cuBLASLt only | HF eager TTFT ms "
+    header = ("| model | weights | batch | genrun load ms | genrun TTFT ms | genrun ms/token | genrun, cuBLASLt only | HF eager TTFT ms "
               "| HF eager ms/token | HF forward loop ms/token "
               "| HF static+compile ms/token | floor ms/token | floor / genrun | HF eager / genrun "
               "| HF compile / genrun | genrun sampling ms/token | HF eager sampling ms/token |")
     log(f"device: {dev}; copy bandwidth {bw / 1e9:.1f} GB/s (read + write)")
     batches = [int(b) for b in args.batches.split(",")]
+    variants = args.weights.split(",")
+    if any(w not in ("none", "int4", "int8") for w in variants):
+        sys.exit("bench: --weights takes none, int4 and int8")
     for name in args.models.split(","):
         d = os.path.join(args.exports or work, name)
         t0 = time.time()
         r = subprocess.CompletedProcess([], 0)
         if not os.path.exists(os.path.join(d, "model.onnx")):
             r = subprocess.run([sys.executable, os.path.join(root, "tools", "export.py"), *MODELS[name],
-                                "--seed", "3", "--no-check", "--out", d], capture_output=True, text=True)
+                                "--seed", str(EXPORT_SEED), "--no-check", "--out", d], capture_output=True, text=True)
         if r.returncode:
             log(f"{name}: export failed\n{r.stderr[-2000:]}")
             continue
-        t1 = time.time()
-        plan = os.path.join(work, name + ".plan")
-        stats = os.path.join(work, name + ".stats.json")
-        r = subprocess.run([os.path.join(bindir, "genc"), "compile", os.path.join(d, "model.onnx"), "-o", plan,
-                            "--dtype", plan_dtype, *(["--gpu-arch="] if cpu else []),
-                            "--max-batch", str(max(batches)), "--max-beams", "1",
-                            "--max-length", str(args.prompt + args.new), "--stats-json", stats],
-                           capture_output=True, text=True, env=env)
-        t2 = time.time()
-        if r.returncode:
-            log(f"{name}: genc failed\n{r.stderr[-2000:]}")
+        export_s = time.time() - t0
+        plans = {}  # weights variant -> (plan, its stats)
+        for w in variants:
+            plan = os.path.join(work, f"{name}-{w}.plan")
+            stats = os.path.join(work, f"{name}-{w}.stats.json")
+            t1 = time.time()
+            r = subprocess.run([os.path.join(bindir, "genc"), "compile", os.path.join(d, "model.onnx"), "-o", plan,
+                                "--dtype", plan_dtype, *(["--gpu-arch="] if cpu else []),
+                                *([] if w == "none" else ["--weights", w]),
+                                "--max-batch", str(max(batches)), "--max-beams", "1",
+                                "--max-length", str(args.prompt + args.new), "--stats-json", stats],
+                               capture_output=True, text=True, env=env)
+            t2 = time.time()
+            if r.returncode:
+                log(f"{name} {w}: genc failed\n{r.stderr[-2000:]}")
+                continue
+            st = json.load(open(stats))
+            log(f"{name} {w}: export {export_s:.0f} s; genc compile {t2 - t1:.1f} s; weights {st['weights_bytes']} B, read a step {st['decode_weights_bytes']} B; "
+                f"launches/step {st['decode_step_launches']}, at one row {st.get('decode_step_launches_one_row')}")
+            plans[w] = (plan, st)
+        if not plans:
             continue
-        st = json.load(open(stats))
-        log(f"{name}: export {t1 - t0:.0f} s; genc compile {t2 - t1:.1f} s; weights {st['weights_bytes']} B, read a step {st['decode_weights_bytes']} B; "
-            f"launches/step {st['decode_step_launches']}, at one row {st.get('decode_step_launches_one_row')}")
         cfg = transformers.AutoConfig.from_pretrained(d)
         # export.py saves the config with use_cache false (the export is the
         # plain forward); HF must generate with its KV cache, as genrun does.
@@ -273,7 +306,7 @@ def main():
             with open(prompts, "w") as f:
                 for row in ids.tolist():
                     f.write(json.dumps({"input_ids": row}) + "\n")
-            def genrun(extra_env, extra_args=()):
+            def genrun(plan, extra_env, extra_args=()):
                 res = None
                 for _ in range(2):  # the second run is the one reported (page cache warm)
                     r = subprocess.run([os.path.join(bindir, "genrun"), plan, "--device", args.device, "--input",
@@ -288,32 +321,38 @@ def main():
                     load = re.search(r"stats: load ([0-9.]+) ms", r.stderr)
                     res = (float(m.group(1)), float(m.group(2)), float(load.group(1)) if load else None)
                 return res
-            gr = genrun({})
-            if gr is None:
-                continue
-            # The same plan with cuBLASLt for the products of <= 8 rows too (the GEMV kernels off).
-            nogemv = None if cpu else genrun({"GENC_CUDA_GEMV": "0"})
-            hf_ms, hf_ttft = hf_decode(torch, model, ids if cpu else ids.cuda(), args.new)
-            loop_ms = hf_loop(torch, model, ids if cpu else ids.cuda(), args.new)
-            samp = genrun({}, SAMPLING_FLAGS) if args.sampling else None
-            hf_samp = hf_decode(torch, model, ids if cpu else ids.cuda(), args.new, True)[0] if args.sampling else None
-            comp_ms = None
-            if args.compile_peer and b == 1 and name == "llama1b" and not cpu:
-                comp_ms = hf_compiled(torch, transformers, cfg, ids.cuda(), args.new, name, b)
-            ctx = args.prompt + args.new / 2
-            kv_read = b * layers * 2 * kvh * hd * (4 if plan_dtype == "f32" else 2) * ctx
-            floor_ms = (st["decode_weights_bytes"] + kv_read) / bw * 1e3
-            row = (f"| {name} | {b} | {'%.1f' % gr[2] if gr[2] is not None else '-'} | {gr[0]:.2f} | {gr[1]:.3f} | {'%.3f' % nogemv[1] if nogemv else '-'} | "
-                   f"{hf_ttft:.2f} | {hf_ms:.3f} | {loop_ms:.3f} | "
-                   f"{'%.3f' % comp_ms if comp_ms else '-'} | {floor_ms:.3f} | {floor_ms / gr[1]:.0%} | "
-                   f"{hf_ms / gr[1]:.2f}x | {'%.2fx' % (comp_ms / gr[1]) if comp_ms else '-'} | "
-                   f"{'%.3f' % samp[1] if samp else '-'} | {'%.3f' % hf_samp if hf_samp else '-'} |")
-            rows.append(row)
-            log(row)
+            hf = None  # the peer's figures, once a batch for every plan
+            for w, (plan, st) in plans.items():
+                gr = genrun(plan, {})
+                if gr is None:
+                    continue
+                # The same plan with cuBLASLt for the products of <= 8 rows too (the GEMV kernels off;
+                # 4/8-bit products have no cuBLASLt form).
+                nogemv = None if cpu or w != "none" else genrun(plan, {"GENC_CUDA_GEMV": "0"})
+                samp = genrun(plan, {}, SAMPLING_FLAGS) if args.sampling else None
+                if hf is None:
+                    hf_ms, hf_ttft = hf_decode(torch, model, ids if cpu else ids.cuda(), args.new)
+                    loop_ms = hf_loop(torch, model, ids if cpu else ids.cuda(), args.new)
+                    hf_samp = hf_decode(torch, model, ids if cpu else ids.cuda(), args.new, True)[0] if args.sampling else None
+                    comp_ms = None
+                    if args.compile_peer and b == 1 and name == "llama1b" and not cpu:
+                        comp_ms = hf_compiled(torch, transformers, cfg, ids.cuda(), args.new, name, b)
+                    hf = (hf_ms, hf_ttft, loop_ms, hf_samp, comp_ms)
+                hf_ms, hf_ttft, loop_ms, hf_samp, comp_ms = hf
+                ctx = args.prompt + args.new / 2
+                kv_read = b * layers * 2 * kvh * hd * (4 if plan_dtype == "f32" else 2) * ctx
+                floor_ms = (st["decode_weights_bytes"] + kv_read) / bw * 1e3
+                row = (f"| {name} | {w} | {b} | {'%.1f' % gr[2] if gr[2] is not None else '-'} | {gr[0]:.2f} | {gr[1]:.3f} | {'%.3f' % nogemv[1] if nogemv else '-'} | "
+                       f"{hf_ttft:.2f} | {hf_ms:.3f} | {loop_ms:.3f} | "
+                       f"{'%.3f' % comp_ms if comp_ms else '-'} | {floor_ms:.3f} | {floor_ms / gr[1]:.0%} | "
+                       f"{hf_ms / gr[1]:.2f}x | {'%.2fx' % (comp_ms / gr[1]) if comp_ms else '-'} | "
+                       f"{'%.3f' % samp[1] if samp else '-'} | {'%.3f' % hf_samp if hf_samp else '-'} |")
+                rows.append(row)
+                log(row)
         del model
         torch.cuda.empty_cache()
     table = [f"device: {dev}; copy bandwidth {bw / 1e9:.1f} GB/s; prompt {args.prompt}, {args.new} new tokens, "
-             f"greedy, {plan_dtype} plans (HF: {'f32' if cpu else 'fp16'}), random weights", "", header, "|" + "---|" * 15, *rows]
+             f"greedy, {plan_dtype} plans (HF: {'f32' if cpu else 'fp16'}), random weights", "", header, "|" + "---|" * (header.count("|") - 1), *rows]
     open(os.path.join(args.out, "bench.md"), "w").write("\n".join(table) + "\n")
     log("\n".join(table))
 

@@ -89,7 +89,7 @@ std::string configBody(const Function &f, const Op &op, DType activation, bool s
     // Self-attention over a plan whose beams share their prompt: rows through
     // the pairs (AttentionAbi.h); 0 compiles the kernels exactly as before.
     << "  static constexpr int SHARED = " << (sharedPrompts && mode == 0) << ";\n"
-    // Cross attention over i8 rows and their f32 scales (runtime/Int8Rows.h).
+    // Cross attention over i8 rows and their f32 scales (runtime/kv/Int8Rows.h).
     << "  static constexpr int CROSS_I8 = " << i8 << ";\n"
     << "  static constexpr int PMMA = "
     << (!i8 && genrt::cuda::prefillEligible(D, es) ? (activation == DType::BF16 ? 2 : 1) : 0) << ";\n"

@@ -37,7 +37,7 @@ static __device__ __forceinline__ float genc_attn_in(const GencAttnParams &p, in
 }
 
 // ---- tree attention: this GPU's share of a sharded cache -----------------
-// Position p lives on shard p % N at row p / N (runtime/KvLayout.h). The
+// Position p lives on shard p % N at row p / N (runtime/kv/KvLayout.h). The
 // kernels work in this shard's rows: the positions below `positions` that
 // it holds are its rows [0, genc_shard_rows), row j holds position j·N + r.
 // One shard (N <= 1) is the identity; cross-attention and @encode are never
@@ -60,7 +60,7 @@ static __device__ __forceinline__ long long genc_shard_row(const GencAttnParams 
 
 // ---- self-attention cache rows ----------------------------------------------
 // The row (in units of D elements) of index `index` of region `region` for KV
-// head kh, shared prompts' layout (runtime/KvLayout.h): `homes` regions of
+// head kh, shared prompts' layout (runtime/kv/KvLayout.h): `homes` regions of
 // `capacity` rows, then one of `branchCapacity` a slot.
 template <typename C>
 static __device__ __forceinline__ long long genc_region_row(const GencAttnParams &p, long long region, int kh,
@@ -278,7 +278,7 @@ static __device__ __forceinline__ void genc_attn_range(const GencAttnParams &p, 
 }
 
 // An i8 cross cache's row scales of K (which 0) or V (which 1), f32 by cache
-// row: they follow the layer's K and V codes (runtime/KvLayout.h: K's, then
+// row: they follow the layer's K and V codes (runtime/kv/KvLayout.h: K's, then
 // V's, each block padded to 16 bytes), so their place comes from the two
 // halves' distance.
 template <typename C>

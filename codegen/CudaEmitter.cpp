@@ -11,6 +11,7 @@
 
 #include "codegen/AttentionKernels.h"
 #include "codegen/GemvKernels.h"
+#include "codegen/NBitsKernels.h"
 #include "codegen/StepKernel.h"
 #include "codegen/TokenKernels.h"
 #include "codegen/CudaBuilder.h"
@@ -524,6 +525,9 @@ CudaModule emitCuda(Module &m, DType activation, const AttentionKernelOptions &a
   GemvKernels gemv = emitGemvKernels(m, activation, cm.kernels); // after the bodies: their prologue entries
   cm.gemvCode = std::move(gemv.code);
   cm.gemvKernels = std::move(gemv.names);
+  NBitsKernels nbits = emitNBitsKernels(m, activation); // matmul_nbits' GEMVs and tiles
+  cm.gemvCode += nbits.code;
+  cm.gemvKernels.insert(cm.gemvKernels.end(), nbits.names.begin(), nbits.names.end());
   // After the attention families and the row bodies it calls.
   StepKernel step = emitStepKernel(m, activation, cm.kernels);
   cm.stepCode = std::move(step.code);

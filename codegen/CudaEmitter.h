@@ -56,7 +56,8 @@ struct CudaModule {
   std::string attentionCode;
   std::vector<std::string> attentionKernels;
   bool attentionTrace = false;
-  /// The matmuls' GEMV families and the weight transposes (codegen/GemvKernels.h).
+  /// The matmuls' GEMV families and the weight transposes (codegen/GemvKernels.h),
+  /// then matmul_nbits' GEMVs and tiles (codegen/NBitsKernels.h).
   std::string gemvCode;
   std::vector<std::string> gemvKernels;
   /// The token-choice kernels (codegen/TokenKernels.h), in every module.

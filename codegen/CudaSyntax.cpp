@@ -20,7 +20,7 @@ struct genc_f16 { typedef unsigned short S; static __device__ __forceinline__ fl
                   static __device__ __forceinline__ S st(float f) { return genc_f2h(f); } };
 struct genc_bf16 { typedef unsigned short S; static __device__ __forceinline__ float ld(S v) { return genc_bf2f(v); }
                    static __device__ __forceinline__ S st(float f) { return genc_f2bf(f); } };
-// An i8 cross cache's codes (runtime/Int8Rows.h): ld gives the code, which
+// An i8 cross cache's codes (runtime/kv/Int8Rows.h): ld gives the code, which
 // the reader multiplies by its row's scale; st is unused (the cache is
 // written by genc_cross_store_i8).
 struct genc_i8 { typedef signed char S; static __device__ __forceinline__ float ld(S v) { return (float)v; }

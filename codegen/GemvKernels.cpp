@@ -4,7 +4,7 @@
 #include "codegen/CudaSyntax.h"
 #include "passes/analysis/GemvNeighbours.h"
 #include "passes/analysis/Storage.h"
-#include "runtime/Epilogue.h"
+#include "runtime/plan/Epilogue.h"
 #include "runtime/cuda/GemvAbi.h"
 
 #include <algorithm>

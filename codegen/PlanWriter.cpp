@@ -7,8 +7,8 @@
 #include "compiler/remarks/Progress.h"
 #include "passes/analysis/PlanOptions.h"
 #include "passes/analysis/Storage.h"
-#include "runtime/KvLayout.h"
-#include "runtime/PlanFormat.h"
+#include "runtime/kv/KvLayout.h"
+#include "runtime/plan/PlanFormat.h"
 #include "runtime/cuda/KernelAbi.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -76,7 +76,7 @@ public:
       root["profile"] = profile_;
 
     // KV cache layout from the attention ops; its bytes come from the same
-    // description the loader and the executors use (runtime/KvLayout.h).
+    // description the loader and the executors use (runtime/kv/KvLayout.h).
     genrt::KvLayout layout;
     layout.dtype = activation_;
     layout.slots = opts.slots();
@@ -204,6 +204,7 @@ public:
     }
     stats.decodeStepLaunches = countLaunches(*decode);
     stats.decodeWeightsBytes = weightBytesRead(m_, *decode);
+    stats.quantizedWeights = quantizedWeightBytes(m_);
     stats.decodeStepLaunchesOneRow = countLaunches(*decode, /*oneRow=*/true);
 
     std::string json;

@@ -1,5 +1,5 @@
 // Serialises a derived, memory-planned module into a .plan file
-// (runtime/PlanFormat.h): JSON metadata plus one aligned blob of weights and
+// (runtime/plan/PlanFormat.h): JSON metadata plus one aligned blob of weights and
 // tensor attributes.
 #pragma once
 #include "codegen/CudaEmitter.h"
@@ -29,6 +29,9 @@ struct PlanStats {
   /// Kernel launches of one @decode_step: gemm, attention, fused, other.
   std::map<std::string, int64_t> decodeStepLaunches;
   std::map<std::string, int64_t> decodeStepLaunchesOneRow; // GEMV entries running their neighbours
+  /// The 4/8-bit matrices (matmul_nbits), by the name of their codes: bytes
+  /// of codes, scales and zero points (codegen/StepWeights.h).
+  std::map<std::string, int64_t> quantizedWeights;
 };
 
 /// A tokenizer to pack into the plan (driver/TokenizerFiles.h).

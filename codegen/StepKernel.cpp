@@ -4,9 +4,9 @@
 #include "codegen/GemvKernels.h"
 #include "codegen/StepKernelTemplates.h"
 #include "passes/analysis/Storage.h"
-#include "runtime/Epilogue.h"
-#include "runtime/Json.h"
-#include "runtime/StepSchedule.h"
+#include "runtime/plan/Epilogue.h"
+#include "runtime/json/Json.h"
+#include "runtime/plan/StepSchedule.h"
 #include "runtime/cuda/StepAbi.h"
 
 #include <algorithm>

@@ -1,6 +1,6 @@
 // The step kernel: @decode_step as one persistent kernel (`genc_step`, the
 // contract in runtime/cuda/StepAbi.h) that runs the work items of the plan's
-// schedule (passes/ScheduleStep.cpp, runtime/StepSchedule.h). It is
+// schedule (passes/ScheduleStep.cpp, runtime/plan/StepSchedule.h). It is
 // generated per plan into the plan's module, after the attention code whose
 // decode and merge routines its attention items call.
 //

@@ -37,4 +37,19 @@ int64_t weightBytesRead(const Module &m, const Function &f) {
   return bytes;
 }
 
+std::map<std::string, int64_t> quantizedWeightBytes(const Module &m) {
+  std::map<std::string, int64_t> out;
+  for (auto &f : m.functions())
+    for (auto &op : f->ops()) {
+      if (!op->is("matmul_nbits"))
+        continue;
+      int64_t bytes = 0;
+      for (size_t i = 1; i < op->numOperands(); ++i)
+        if (const Tensor *t = op->operand(i)->data())
+          bytes += static_cast<int64_t>(t->numBytes());
+      out[op->operand(1)->name()] = bytes;
+    }
+  return out;
+}
+
 } // namespace genc

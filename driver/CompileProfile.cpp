@@ -26,6 +26,10 @@ void CompileProfile::overrideWith(const CompileProfile &o) {
   take(maxNewTokens, o.maxNewTokens);
   take(dtype, o.dtype);
   take(crossKvDtype, o.crossKvDtype);
+  take(weights, o.weights);
+  take(groupSize, o.groupSize);
+  take(quantizeLmHead, o.quantizeLmHead);
+  take(weightsZeroPoint, o.weightsZeroPoint);
   take(gpuArchs, o.gpuArchs);
   take(cuda.attentionHeadsPerBlock, o.cuda.attentionHeadsPerBlock);
   take(cuda.decodeStageKib, o.cuda.decodeStageKib);
@@ -67,6 +71,15 @@ std::string checkCrossKvDType(const std::string &s) {
   if (dt && (*dt == DType::I8 || *dt == DType::F32 || *dt == DType::F16 || *dt == DType::BF16))
     return "";
   return "must be i8 or the plan's dtype (got '" + s + "')";
+}
+
+std::string checkWeights(const std::string &s) {
+  return s == "int8" || s == "int4" ? "" : "must be int8 or int4 (got '" + s + "')";
+}
+
+std::string checkGroupSize(int64_t v) {
+  return v >= 16 && v <= 256 && (v & (v - 1)) == 0 ? ""
+                                                    : "must be a power of two from 16 to 256 (got " + std::to_string(v) + ")";
 }
 
 std::string checkPassName(const std::string &s) {
@@ -143,6 +156,15 @@ llvm::Expected<CompileProfile> resolveProfile(const CompileProfile &given, const
   if (p.crossKvDtype == std::string("i8") && !(m.function("encoder") && m.function("decoder")))
     return fail("--cross-kv-dtype / cross_kv_dtype is for encoder-decoder models; this model has no "
                 "cross-attention cache");
+  if (!p.weights && (p.groupSize || p.quantizeLmHead || p.weightsZeroPoint))
+    return fail(std::string(p.groupSize ? "--group-size / group_size" : p.quantizeLmHead ? "--quantize-lm-head / quantize_lm_head"
+                                                                        : "--weights-zero-point / weights_zero_point") +
+                " goes with --weights / weights int8|int4");
+  if (p.weights) {
+    p.groupSize = p.groupSize.value_or(32);
+    p.quantizeLmHead = p.quantizeLmHead.value_or(false);
+    p.weightsZeroPoint = p.weightsZeroPoint.value_or(false);
+  }
   if (!p.gpuArchs) {
     p.gpuArchs = haveNvrtc() ? std::vector<std::string>{"sm_80", "sm_90"}
                              : std::vector<std::string>{};
@@ -172,6 +194,12 @@ void applyProfile(const CompileProfile &p, Module &m) {
   o.maxNewTokens = p.maxNewTokens.value_or(0);
   o.activation = *parseDType(*p.dtype); // checked when the profile was resolved
   o.crossKvI8 = p.crossKvDtype == std::string("i8");
+  if (p.weights) {
+    o.weightBits = *p.weights == "int4" ? 4 : 8;
+    o.groupSize = *p.groupSize;
+    o.quantizeLmHead = *p.quantizeLmHead;
+    o.weightsZeroPoint = *p.weightsZeroPoint;
+  }
   setPlanOptions(m, o);
   m.metadata()["plan.step_blocks"] = std::to_string(p.cuda.stepBlocks.value_or(kDefaultStepBlocks));
   // Only values that differ from config.json's: the IR keeps the config's text.

@@ -52,6 +52,13 @@ struct CompileProfile {
   /// The cross-attention cache's element type: i8 (a scale a row), or the
   /// plan's dtype (unset: the plan's dtype).
   std::optional<std::string> crossKvDtype;
+  /// The linear layers' weights as 8-bit or 4-bit blocks ("int8", "int4":
+  /// passes/QuantizeWeights.cpp); unset: as the model stores them. The
+  /// three below only go with it (resolved: 32, false, false).
+  std::optional<std::string> weights;
+  std::optional<int64_t> groupSize;      // codes per scale along K
+  std::optional<bool> quantizeLmHead;    // the vocabulary projection too
+  std::optional<bool> weightsZeroPoint;  // a zero point per group (else symmetric)
   std::optional<std::vector<std::string>> gpuArchs;   // [] = no GPU kernels
   CudaKernelChoices cuda;
   std::optional<std::vector<std::string>> passes;     // [] = none
@@ -70,6 +77,8 @@ std::string checkCount(int64_t v);
 std::string checkTokenId(int64_t v);
 std::string checkDType(const std::string &s);
 std::string checkCrossKvDType(const std::string &s);
+std::string checkWeights(const std::string &s);
+std::string checkGroupSize(int64_t v);
 std::string checkPassName(const std::string &s);
 std::string checkHeadsPerBlock(int64_t v);
 std::string checkStageKib(int64_t v);

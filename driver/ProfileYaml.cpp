@@ -31,8 +31,8 @@ std::string keyPath(const std::vector<std::string> &path) {
 }
 
 const char *const kTopKeys = "max_batch, max_beams, max_length, max_tokens, max_source_length, "
-                             "max_new_tokens, dtype, cross_kv_dtype, gpu_archs, cuda, passes, generation, "
-                             "tokenizer";
+                             "max_new_tokens, dtype, cross_kv_dtype, weights, group_size, quantize_lm_head, "
+                             "weights_zero_point, gpu_archs, cuda, passes, generation, tokenizer";
 const char *const kCudaKeys = "attention_heads_per_block, decode_stage_kib, decode_stream, attention_trace, step_blocks";
 const char *const kGenerationKeys =
     "eos_token_id, pad_token_id, bos_token_id, decoder_start_token_id";
@@ -84,6 +84,12 @@ struct DTypeName {
 };
 struct CrossKvDTypeName {
   std::string v;
+};
+struct WeightsName {
+  std::string v;
+};
+struct GroupSize {
+  int64_t v = 0;
 };
 struct ArchName {
   std::string v;
@@ -198,6 +204,8 @@ template <> struct ScalarTraits<StepBlocks> : IntScalar<StepBlocks, checkStepBlo
 template <> struct ScalarTraits<Flag> : FlagScalar {};
 template <> struct ScalarTraits<DTypeName> : TextScalar<DTypeName, checkDType> {};
 template <> struct ScalarTraits<CrossKvDTypeName> : TextScalar<CrossKvDTypeName, checkCrossKvDType> {};
+template <> struct ScalarTraits<WeightsName> : TextScalar<WeightsName, checkWeights> {};
+template <> struct ScalarTraits<GroupSize> : IntScalar<GroupSize, checkGroupSize> {};
 template <> struct ScalarTraits<ArchName> : TextScalar<ArchName, checkGpuArchName> {};
 template <> struct ScalarTraits<PassName> : TextScalar<PassName, checkPassName> {};
 template <> struct ScalarTraits<PathName> : TextScalar<PathName, checkPath> {};
@@ -231,6 +239,10 @@ template <> struct MappingTraits<CompileProfile> {
     mapKey<Count>(io, "max_new_tokens", p.maxNewTokens);
     mapKey<DTypeName>(io, "dtype", p.dtype);
     mapKey<CrossKvDTypeName>(io, "cross_kv_dtype", p.crossKvDtype);
+    mapKey<WeightsName>(io, "weights", p.weights);
+    mapKey<GroupSize>(io, "group_size", p.groupSize);
+    mapKey<Flag>(io, "quantize_lm_head", p.quantizeLmHead);
+    mapKey<Flag>(io, "weights_zero_point", p.weightsZeroPoint);
     mapList<ArchName>(io, "gpu_archs", p.gpuArchs);
     std::optional<CudaKernelChoices> cuda; // no section when it sets nothing
     if (p.cuda.any())

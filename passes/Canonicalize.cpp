@@ -2,6 +2,8 @@
 // one pattern instead of each exporter's spelling.
 //
 //   identity / dropout / same-dtype cast      -> dropped
+//   cast(weight) to a float dtype             -> a weight of that dtype
+//                                                (f16 weights of an f32 graph)
 //   gemm(a, b, c)                             -> matmul(a, b') (+ c)
 //   x * sigmoid(x)                            -> silu(x)
 //   0.5 * x * (1 + erf(x / sqrt 2))           -> gelu(x) {approximate = "none"}
@@ -34,7 +36,7 @@ public:
     for (Op *op : ops) {
       if (dead_.count(op))
         continue;
-      changed |= dropNoOp(op) || rewriteGemm(op) || rewriteSilu(op) || rewriteGeluErf(op) ||
+      changed |= dropNoOp(op) || foldWeightCast(op) || rewriteGemm(op) || rewriteSilu(op) || rewriteGeluErf(op) ||
                  rewriteGeluTanh(op) || rewriteRmsNorm(op) || rewriteGatherNd(op);
     }
     return changed;
@@ -67,6 +69,23 @@ private:
     if (!noop)
       return false;
     replace(op->result(), op->operand(0));
+    return true;
+  }
+
+  // An f32 graph that stores some weights as f16 casts them where they are
+  // read (tools/gguf_to_onnx.py does): converted once here, not every step.
+  bool foldWeightCast(Op *op) {
+    if (!op->is("cast") || !op->operand(0)->isWeight() || !op->operand(0)->data())
+      return false;
+    Value *w = op->operand(0);
+    auto to = parseDType(op->strAttr("to"));
+    if (!to || !isFloat(*to) || !isFloat(w->dtype()))
+      return false;
+    std::string name = w->name() + "." + dtypeName(*to);
+    Value *folded = m_.weight(name);
+    if (!folded)
+      folded = m_.addWeight(name, Type{*to, w->shape()}, std::make_shared<Tensor>(w->data()->castTo(*to)));
+    replace(op->result(), folded);
     return true;
   }
 

@@ -292,10 +292,11 @@ private:
     // Logits for the last token of each sequence only: gather the rows of the
     // lm_head matmul's input, so the vocabulary projection runs `rows` times.
     Op *head = logits->definingOp();
-    while (head && !head->is("matmul") && head->numOperands() >= 1 &&
+    auto isProjection = [](const Op *op) { return op->is("matmul") || op->is("matmul_nbits"); };
+    while (head && !isProjection(head) && head->numOperands() >= 1 &&
            (head->is("add") || head->is("reshape") || head->is("cast") || head->is("mul")))
       head = head->operand(0)->definingOp();
-    if (!head || !head->is("matmul"))
+    if (!head || !isProjection(head))
       return fail("cannot find the vocabulary projection (matmul) producing the logits");
     Value *x = head->operand(0);
     int64_t axis = -1;

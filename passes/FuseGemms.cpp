@@ -8,6 +8,10 @@
 //     [d, n_i] (Q/K/V, gate/up) become one matmul with the weights (and
 //     biases, zeros where a sibling has none) concatenated along n, followed
 //     by a `split`.
+//     matmul_nbits GEMMs (4/8-bit weights) that read one input merge the same
+//     way when their bits, block size, scale dtype and zero-point form agree:
+//     codes, scales and zero points concatenated along n (rows of the
+//     stored [n, ...] tensors); the others stay apart with a Missed remark.
 //  3. Activations: a relu or tanh-GELU right after a GEMM that stayed alone
 //     joins its epilogue ("relu", "gelu_tanh", "bias_relu",
 //     "bias_gelu_tanh": cuBLASLt's RELU(_BIAS) / GELU(_BIAS)), also when a
@@ -17,7 +21,7 @@
 // left out is a Missed one that says why.
 #include "compiler/remarks/Remark.h"
 #include "passes/Passes.h"
-#include "runtime/Epilogue.h"
+#include "runtime/plan/Epilogue.h"
 #include "passes/analysis/Fusability.h"
 #include "passes/analysis/PlanPrograms.h"
 
@@ -292,6 +296,121 @@ void fuseSiblings(Module &m, Function &f, const Remarks &R) {
   }
 }
 
+// ---- 2b. horizontal fusion of 4/8-bit GEMMs --------------------------------------
+
+// The weights of `ws` (each [n_i, ...], rows of equal size) stacked along n;
+// null for IR text (weights without data).
+std::shared_ptr<const Tensor> concatRows(const std::vector<Value *> &ws, const Type &t) {
+  for (Value *w : ws)
+    if (!w->data())
+      return nullptr;
+  auto out = std::make_shared<Tensor>(t.dtype, *constantShape(t.shape));
+  auto *dst = out->data<uint8_t>();
+  for (Value *w : ws) {
+    const auto *src = static_cast<const uint8_t *>(w->data()->rawData());
+    dst = std::copy(src, src + w->data()->numBytes(), dst);
+  }
+  return out;
+}
+
+// Why a matmul_nbits reading the same input as `lead` stays out of their
+// merge; empty if it joins.
+std::string nbitsSiblingRefusal(const Op &mm, const Op &lead) {
+  if (mm.intAttr("bits", 0) != lead.intAttr("bits", 0) || mm.intAttr("block_size", 0) != lead.intAttr("block_size", 0))
+    return "its weight is " + std::to_string(mm.intAttr("bits", 0)) + "-bit in blocks of " +
+           std::to_string(mm.intAttr("block_size", 0)) + ", the others " + std::to_string(lead.intAttr("bits", 0)) +
+           "-bit in blocks of " + std::to_string(lead.intAttr("block_size", 0));
+  if (mm.operand(2)->dtype() != lead.operand(2)->dtype())
+    return "its scales are " + std::string(dtypeName(mm.operand(2)->dtype())) + ", the others " +
+           dtypeName(lead.operand(2)->dtype());
+  auto zp = [](const Op &o) { return o.numOperands() < 4 ? std::string("none") : dtypeName(o.operand(3)->dtype()); };
+  if (zp(mm) != zp(lead))
+    return "its zero points are " + zp(mm) + ", the others' " + zp(lead);
+  for (size_t i = 1; i < mm.numOperands(); ++i)
+    if (!mm.operand(i)->isWeight())
+      return "operand " + std::to_string(i) + " is not a weight";
+  return "";
+}
+
+void fuseNBitsSiblings(Module &m, Function &f, const Remarks &R) {
+  std::map<Value *, std::vector<Op *>> byInput;
+  std::vector<Value *> inputs; // in program order, so remarks come in that order
+  std::map<Value *, bool> plainToo; // the input also feeds a matmul of float weights
+  for (auto &op : f.ops()) {
+    if (op->is("matmul_nbits")) {
+      if (byInput[op->operand(0)].empty())
+        inputs.push_back(op->operand(0));
+      byInput[op->operand(0)].push_back(op.get());
+    } else if (isLinear(*op)) {
+      plainToo[op->operand(0)] = true;
+    }
+  }
+  for (Value *x : inputs) {
+    const std::vector<Op *> &mms = byInput[x];
+    if (plainToo[x])
+      for (Op *mm : mms)
+        R.missed("GemmNotMerged", f, mm) << "the 4/8-bit GEMM of " << arg("Weight", "@" + mm->operand(1)->name())
+                                         << " reads the same input as GEMMs of float weights: "
+                                         << arg("Reason", "weights of different kinds stay apart");
+    if (mms.size() < 2)
+      continue;
+    std::vector<Op *> set;
+    for (Op *mm : mms) {
+      std::string why = nbitsSiblingRefusal(*mm, *mms[0]);
+      if (why.empty())
+        set.push_back(mm);
+      else
+        R.missed("GemmNotMerged", f, mm) << "the 4/8-bit GEMM of " << arg("Weight", "@" + mm->operand(1)->name())
+                                         << " reads the same input as others but is not merged: "
+                                         << arg("Reason", why);
+    }
+    if (set.size() < 2)
+      continue;
+    std::vector<int64_t> sizes;
+    int64_t total = 0;
+    std::vector<Value *> operands{x};
+    for (size_t i = 1; i < set[0]->numOperands(); ++i) {
+      std::vector<Value *> ws;
+      std::string name;
+      int64_t rows = 0;
+      for (Op *mm : set) {
+        ws.push_back(mm->operand(i));
+        name += (name.empty() ? "" : "+") + mm->operand(i)->name();
+        rows += mm->operand(i)->shape()[0].constant(); // the shape rule made them constant
+      }
+      Type t = ws[0]->type();
+      t.shape[0] = Dim(rows);
+      operands.push_back(sharedWeight(m, name, t, concatRows(ws, t)));
+    }
+    for (Op *mm : set) {
+      sizes.push_back(mm->intAttr("n", 0));
+      total += sizes.back();
+    }
+    Type outT = set[0]->result()->type();
+    outT.shape.back() = Dim(total);
+    Op *first = set[0];
+    auto mm = std::make_unique<Op>("matmul_nbits", operands, std::vector<Type>{outT}, first->loc());
+    mm->setAttr("bits", first->intAttr("bits", 0));
+    mm->setAttr("block_size", first->intAttr("block_size", 0));
+    mm->setAttr("n", total);
+    std::vector<Type> parts;
+    for (Op *o : set)
+      parts.push_back(o->result()->type());
+    Value *fused = f.insertBefore(f.find(first), std::move(mm))->result();
+    auto split = std::make_unique<Op>("split", std::vector<Value *>{fused}, parts, first->loc());
+    split->setAttr("axis", int64_t(-1));
+    split->setAttr("split", sizes);
+    Op *sp = f.insertBefore(f.find(first), std::move(split));
+    R.passed("GemmsMerged", f, fused->definingOp())
+        << arg("GEMMs", int64_t(set.size())) << " 4/8-bit GEMMs reading one input merged into one: weight "
+        << arg("Weight", "@" + operands[1]->name()) << ", result " << arg("Type", outT);
+    for (size_t i = 0; i < set.size(); ++i) {
+      f.replaceAllUses(set[i]->result(), sp->result(i));
+      f.erase(set[i]);
+    }
+  }
+}
+
 } // namespace
 
 llvm::Error fuseGemmsPass(Module &m) {
@@ -300,6 +419,7 @@ llvm::Error fuseGemmsPass(Module &m) {
     foldWeightTransposes(*f, R);
     foldBiases(*f, R);
     fuseSiblings(m, *f, R);
+    fuseNBitsSiblings(m, *f, R);
     foldActivations(*f, R);
   }
   m.eraseUnusedWeights();

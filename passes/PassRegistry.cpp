@@ -16,6 +16,8 @@ const std::vector<PassInfo> &allPasses() {
        raiseAttentionPass},
       {"derive-plan", "split into @prefill / @decode_step with KV caches and position tables",
        derivePlanPass},
+      {"quantize-weights", "--weights int8|int4: float matmul weights -> 8/4-bit blocks read by matmul_nbits",
+       quantizeWeightsPass},
       {"fuse-gemms", "bias (+relu/tanh-gelu) into GEMM epilogues; QKV and gate/up GEMMs merged",
        fuseGemmsPass},
       {"fold-attention-io",
@@ -57,7 +59,7 @@ std::vector<std::string> graphPipeline() {
 }
 
 std::vector<std::string> defaultPipeline() { return {"infer-shapes", "fold-shapes", "dce", "canonicalize", "raise-attention",
-          "derive-plan", "fuse-gemms", "fold-attention-io", "fuse", "share-fused-bodies", "dce",
+          "derive-plan", "quantize-weights", "fuse-gemms", "fold-attention-io", "fuse", "share-fused-bodies", "dce",
           "plan-memory", "schedule-step"}; }
 
 } // namespace genc

@@ -12,6 +12,7 @@ llvm::Error dcePass(Module &m);
 llvm::Error canonicalizePass(Module &m);
 llvm::Error raiseAttentionPass(Module &m);
 llvm::Error derivePlanPass(Module &m);
+llvm::Error quantizeWeightsPass(Module &m);
 llvm::Error fuseGemmsPass(Module &m);
 llvm::Error foldAttentionIoPass(Module &m);
 llvm::Error fusePass(Module &m);

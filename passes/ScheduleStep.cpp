@@ -1,5 +1,5 @@
 // schedule-step: @decode_step as the work items of one persistent kernel a
-// step (runtime/StepSchedule.h: what the schedule is; codegen/StepKernel.cpp
+// step (runtime/plan/StepSchedule.h: what the schedule is; codegen/StepKernel.cpp
 // emits the kernel; runtime/cuda runs it).
 //
 // Each op of @decode_step becomes a step op: a matmul a Matvec (the fused row
@@ -26,7 +26,7 @@
 #include "passes/analysis/Fusability.h"
 #include "passes/analysis/GemvNeighbours.h"
 #include "passes/analysis/PlanOptions.h"
-#include "runtime/StepSchedule.h"
+#include "runtime/plan/StepSchedule.h"
 
 #include <algorithm>
 #include <map>
@@ -397,20 +397,23 @@ llvm::Error scheduleStepPass(Module &m) {
     return llvm::Error::success();
   m.metadata().erase("step.schedule");
   Remarks R(m, "schedule-step");
+  // A plan-wide choice (no step kernel asked for, f32, an encoder-decoder) is
+  // an Analysis remark; a model the kernel could take but for one of its ops
+  // is a Missed one.
   const PlanOptions opts = planOptions(m);
   const int64_t blocks = metadataInt(m, "plan.step_blocks").value_or(kDefaultStepBlocks);
   if (blocks <= 0) {
-    R.missed("StepKernelNotUsed", *f, nullptr) << "the decode step keeps one kernel per op: step_blocks is 0";
+    R.analysis("StepKernelNotUsed", *f, nullptr) << "the decode step keeps one kernel per op: step_blocks is 0";
     return llvm::Error::success();
   }
   if (opts.activation != DType::F16 && opts.activation != DType::BF16) {
-    R.missed("StepKernelNotUsed", *f, nullptr)
+    R.analysis("StepKernelNotUsed", *f, nullptr)
         << "the decode step keeps one kernel per op: the step kernel runs f16 and bf16 plans ("
         << dtypeName(opts.activation) << " here)";
     return llvm::Error::success();
   }
   if (m.function("encode")) {
-    R.missed("StepKernelNotUsed", *f, nullptr)
+    R.analysis("StepKernelNotUsed", *f, nullptr)
         << "the decode step keeps one kernel per op: an encoder-decoder (its cross-attention)";
     return llvm::Error::success();
   }

@@ -6,7 +6,7 @@
 // runtime/Session.h is the decoder over a device's executor.
 #pragma once
 #include "runtime/Choice.h"
-#include "runtime/Json.h"
+#include "runtime/json/Json.h"
 #include "runtime/Status.h"
 
 #include <cstdint>

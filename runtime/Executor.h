@@ -4,8 +4,8 @@
 // executor only runs that program over its weights, arena and caches.
 #pragma once
 #include "runtime/Choice.h"
-#include "runtime/KvRows.h"
-#include "runtime/Program.h"
+#include "runtime/kv/KvRows.h"
+#include "runtime/plan/Program.h"
 #include "runtime/Status.h"
 
 #include <cstdint>

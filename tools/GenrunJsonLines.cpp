@@ -1,5 +1,5 @@
 #include "tools/GenrunJsonLines.h"
-#include "runtime/Json.h"
+#include "runtime/json/Json.h"
 
 namespace genrt {
 

@@ -1,6 +1,6 @@
 #include "tools/GenrunOptions.h"
 
-#include "runtime/Json.h"
+#include "runtime/json/Json.h"
 
 #include <cerrno>
 #include <cmath>

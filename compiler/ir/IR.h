@@ -7,7 +7,7 @@
 #pragma once
 #include "compiler/ir/Dim.h"
 #include "compiler/ir/Tensor.h"
-#include "runtime/Attr.h"
+#include "runtime/plan/Attr.h"
 
 #include <list>
 #include <map>
@@ -31,7 +31,7 @@ struct Type {
   std::string str() const; // e.g. f32[batch, seq, 64]
 };
 
-/// Attribute values (runtime/Attr.h): integer and float lists stay distinct
+/// Attribute values (runtime/plan/Attr.h): integer and float lists stay distinct
 /// from symbolic shapes (`shape<batch, 64>`) so that the text form is unambiguous.
 using genrt::DimList;
 using Attribute = genrt::Attr;

@@ -1,6 +1,6 @@
 #include "compiler/ir/OpDefs.h"
 
-#include "runtime/OpSignatures.h"
+#include "runtime/plan/OpSignatures.h"
 
 #include <cassert>
 #include <unordered_map>
@@ -77,6 +77,7 @@ const std::vector<OpDef> &allOps() {
       // Matrix products.
       {"matmul", P::Gemm}, // (a, b[, bias]) {epilogue}: passes/FuseGemms.cpp
       {"gemm", P::Gemm},              // {alpha, beta, trans_a, trans_b}
+      {"matmul_nbits", P::Gemm},      // (a, b, scales[, zero_points]) {bits, block_size, n}
       // Raised attention (passes/RaiseAttention.cpp; semantics in docs/ir-ops.md).
       {"attention", P::Attention},    // (q, k, v[, key_mask][, bias])
       // (q, k, v[, bias]), or after fold-attention-io

@@ -1,5 +1,5 @@
 // The registry of op kinds: arity (from the runtime's table of op
-// signatures, runtime/OpSignatures.h) and the traits passes rely on.
+// signatures, runtime/plan/OpSignatures.h) and the traits passes rely on.
 //
 // Every op the IR may hold is declared here with its pattern. The verifier checks arity
 // against it; fusion reads the traits (TVM-style op patterns).

@@ -2,7 +2,8 @@
 // and the elementwise, reduction and matrix-product ops.
 #include "compiler/ir/ShapeRules.h"
 
-#include "runtime/Epilogue.h"
+#include "runtime/plan/Epilogue.h"
+#include "runtime/plan/NBitsLayout.h"
 
 #include <algorithm>
 #include <set>
@@ -63,6 +64,7 @@ static const std::map<std::string, Rule> &ruleTable() {
     t["rms_norm"] = &ShapeRules::norm;
     t["matmul"] = &ShapeRules::matmul;
     t["gemm"] = &ShapeRules::gemm;
+    t["matmul_nbits"] = &ShapeRules::matmulNBits;
     t["attention"] = &ShapeRules::attention;
     t["reshape"] = &ShapeRules::reshape;
     t["flatten"] = &ShapeRules::flatten;
@@ -431,6 +433,33 @@ llvm::Error ShapeRules::matmul() {
   if (bias && (rankOf(2) != 1 || shapeOf(2)[0] != out.back() || in(2)->dtype() != in(0)->dtype()))
     return error("bias " + typeStr(2) + " does not match the result width " + out.back().str());
   return setResult(0, in(0)->dtype(), out);
+}
+
+// matmul_nbits(a, b, scales[, zero_points]) {bits, block_size, n}: the
+// weights' shapes and dtypes are those runtime/plan/NBitsLayout.h gives for
+// K = a's last dim; the result is a's shape with N for K.
+llvm::Error ShapeRules::matmulNBits() {
+  Shape a = shapeOf(0);
+  if (a.empty() || !isFloat(in(0)->dtype()) || !a.back().isConstant())
+    return error("a must be a float tensor with a constant last dim K, got " + typeStr(0));
+  genrt::NBitsShape ns{op.intAttr("bits", -1), op.intAttr("block_size", -1), a.back().constant(), op.intAttr("n", -1)};
+  if (std::string bad = genrt::checkNBitsShape(ns); !bad.empty())
+    return error(bad);
+  std::vector<int64_t> shapes[3];
+  for (size_t i = 1; i < op.numOperands(); ++i) {
+    auto c = constantShape(shapeOf(i));
+    if (!c)
+      return error("operand " + std::to_string(i) + " " + typeStr(i) + " has a symbolic shape");
+    shapes[i - 1] = *c;
+  }
+  const bool zp = op.numOperands() == 4;
+  genrt::ZeroPointKind kind;
+  if (std::string bad = genrt::checkNBitsOperands(ns, in(1)->dtype(), shapes[0], in(2)->dtype(), shapes[1], zp,
+                                                  zp ? in(3)->dtype() : DType::U8, shapes[2], kind);
+      !bad.empty())
+    return error(bad);
+  a.back() = Dim(ns.N);
+  return setResult(0, in(0)->dtype(), a);
 }
 
 llvm::Error ShapeRules::gemm() {

@@ -79,6 +79,7 @@ struct ShapeRules {
   llvm::Error norm();                 // layer_norm rms_norm
   llvm::Error matmul();
   llvm::Error gemm();
+  llvm::Error matmulNBits();
   llvm::Error attention();
 
   // ---- data movement (ShapeRulesMovement.cpp)

@@ -159,6 +159,9 @@ using ConvertFn = std::function<llvm::Expected<std::vector<Value *>>(NodeContext
 using ConverterTable = std::unordered_map<std::string, ConvertFn>;
 /// The converter for an op type of the default domain, or null.
 const ConvertFn *lookupConverter(const std::string &opType);
+/// The converter for an op of another domain (OnnxOpsContrib.cpp:
+/// com.microsoft's MatMulNBits), or null.
+const ConvertFn *lookupContribConverter(const std::string &domain, const std::string &opType);
 /// A converter for ops whose inputs map one to one onto `kind`'s operands.
 ConvertFn directConverter(const char *kind, size_t arity);
 /// Each OnnxOps*.cpp file registers its converters.

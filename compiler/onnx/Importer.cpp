@@ -200,9 +200,12 @@ private:
     std::string loc = node.name().empty() ? node.op_type() + "_" + std::to_string(index)
                                           : node.name();
     NodeContext ctx(s_, node, loc);
-    if (!isDefaultDomain(node.domain()))
-      return ctx.error("unsupported op domain " + quoted(node.domain()));
-    const ConvertFn *convert = lookupConverter(node.op_type());
+    const bool other = !isDefaultDomain(node.domain());
+    const ConvertFn *convert =
+        other ? lookupContribConverter(node.domain(), node.op_type()) : lookupConverter(node.op_type());
+    if (!convert && other)
+      return ctx.error("unsupported op domain " + quoted(node.domain()) +
+                       " (genc reads com.microsoft's MatMulNBits there)");
     if (!convert)
       return ctx.error("unsupported op");
     for (const auto &out : node.output())

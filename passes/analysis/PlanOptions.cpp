@@ -19,6 +19,10 @@ PlanOptions planOptions(const Module &m) {
   o.maxNewTokens = get(m, "plan.max_new_tokens", o.maxNewTokens);
   if (auto it = m.metadata().find("plan.cross_kv_dtype"); it != m.metadata().end())
     o.crossKvI8 = it->second == "i8";
+  o.weightBits = get(m, "plan.weight_bits", o.weightBits);
+  o.groupSize = get(m, "plan.group_size", o.groupSize);
+  o.quantizeLmHead = get(m, "plan.quantize_lm_head", 0) != 0;
+  o.weightsZeroPoint = get(m, "plan.weights_zero_point", 0) != 0;
   if (auto it = m.metadata().find("plan.dtype"); it != m.metadata().end())
     if (auto dt = parseDType(it->second))
       o.activation = *dt;
@@ -37,6 +41,14 @@ void setPlanOptions(Module &m, const PlanOptions &o) {
   m.metadata()["plan.dtype"] = dtypeName(o.activation);
   if (o.crossKvI8)
     m.metadata()["plan.cross_kv_dtype"] = "i8";
+  if (o.weightBits) {
+    m.metadata()["plan.weight_bits"] = std::to_string(o.weightBits);
+    m.metadata()["plan.group_size"] = std::to_string(o.groupSize);
+    if (o.quantizeLmHead)
+      m.metadata()["plan.quantize_lm_head"] = "1";
+    if (o.weightsZeroPoint)
+      m.metadata()["plan.weights_zero_point"] = "1";
+  }
 }
 
 } // namespace genc

@@ -16,8 +16,15 @@ struct PlanOptions {
   int64_t maxNewTokens = 0; // tokens a beam generates past the prompt it shares (0: no sharing)
   DType activation = DType::F32; // storage of weights and float activations (--dtype)
   bool crossKvI8 = false;        // the cross-attention cache as i8 rows and scales (--cross-kv-dtype i8)
+  // --weights int8|int4 (passes/QuantizeWeights.cpp): the matmul weights'
+  // bits (0: as they are), codes per scale along K, the vocabulary
+  // projection too, a zero point per group (else symmetric).
+  int64_t weightBits = 0;
+  int64_t groupSize = 32;
+  bool quantizeLmHead = false;
+  bool weightsZeroPoint = false;
   int64_t slots() const { return maxBatch * maxBeams; }
-  // Beams share their prompt's K/V (runtime/KvLayout.h) when the plan
+  // Beams share their prompt's K/V (runtime/kv/KvLayout.h) when the plan
   // bounds what each generates below max_length.
   bool sharesPrompts() const { return maxBeams > 1 && maxNewTokens > 0 && maxNewTokens < maxLength; }
   // A source is encoded once per batch item while the decoder's cache is

@@ -89,7 +89,7 @@ llvm::Error checkPositionWise(const Function &f, const std::string &sym) {
         return mixes(op, "reshapes across the token axis");
       continue;
     }
-    if (k == "matmul" || k == "gemm") {
+    if (k == "matmul" || k == "gemm" || k == "matmul_nbits") {
       Value *a = op.operand(0), *b = op.operand(1);
       int64_t aa = tokenAxis(a, sym), ba = tokenAxis(b, sym);
       if (aa == a->rank() - 1 || (b->rank() >= 2 && ba == b->rank() - 2) || (ba >= 0 && b->rank() == 1))

@@ -36,7 +36,9 @@ def genc_binary() -> str:
 def compile(model: Union[PathLike, Sequence[PathLike]], plan: PathLike, *, max_batch: Optional[int] = None,
             max_beams: Optional[int] = None, max_length: Optional[int] = None, max_tokens: Optional[int] = None,
             max_source_length: Optional[int] = None, max_new_tokens: Optional[int] = None,
-            dtype: Optional[str] = None, cross_kv_dtype: Optional[str] = None, gpu_arch: Optional[Union[str, Sequence[str]]] = None,
+            dtype: Optional[str] = None, cross_kv_dtype: Optional[str] = None, weights: Optional[str] = None,
+            group_size: Optional[int] = None, quantize_lm_head: bool = False, weights_zero_point: bool = False,
+            gpu_arch: Optional[Union[str, Sequence[str]]] = None,
             profile: Optional[PathLike] = None, tokenizer: bool = True, stats_json: Optional[PathLike] = None,
             progress: Optional[bool] = None, extra_args: Sequence[str] = ()) -> str:
     """`genc compile MODEL -o PLAN [options]`; returns the plan's path.
@@ -49,7 +51,10 @@ def compile(model: Union[PathLike, Sequence[PathLike]], plan: PathLike, *, max_b
     then share its K/V (default: a whole copy a beam).
     dtype: "f32" (default), "f16" or "bf16". cross_kv_dtype: "i8" holds an
     encoder-decoder's cross-attention cache as 8-bit rows with a scale each
-    (docs/genc.md). gpu_arch: "sm_80,sm_90" or a
+    (docs/genc.md). weights: "int8" or "int4" stores the linear layers'
+    weights as 8/4-bit blocks (group_size codes a scale along K, default 32;
+    quantize_lm_head: the vocabulary projection too; weights_zero_point: a
+    zero point a group; docs/quantization.md). gpu_arch: "sm_80,sm_90" or a
     list ([] for a CPU-only plan). tokenizer=False leaves the tokenizer out.
     progress: show the compiler's progress on stderr (None: when stderr is
     a terminal). Errors raise genc.Error with the compiler's message."""
@@ -58,12 +63,16 @@ def compile(model: Union[PathLike, Sequence[PathLike]], plan: PathLike, *, max_b
     for flag, value in (("--max-batch", max_batch), ("--max-beams", max_beams), ("--max-length", max_length),
                         ("--max-tokens", max_tokens), ("--max-source-length", max_source_length),
                         ("--max-new-tokens", max_new_tokens), ("--dtype", dtype),
-                        ("--cross-kv-dtype", cross_kv_dtype),
+                        ("--cross-kv-dtype", cross_kv_dtype), ("--weights", weights), ("--group-size", group_size),
                         ("--profile", profile), ("--stats-json", stats_json)):
         if value is not None:
             args.append("%s=%s" % (flag, os.fspath(value) if isinstance(value, os.PathLike) else value))
     if gpu_arch is not None:
         args.append("--gpu-arch=" + (gpu_arch if isinstance(gpu_arch, str) else ",".join(gpu_arch)))
+    if quantize_lm_head:
+        args.append("--quantize-lm-head")
+    if weights_zero_point:
+        args.append("--weights-zero-point")
     if not tokenizer:
         args.append("--no-tokenizer")
     if progress is None:

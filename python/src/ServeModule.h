@@ -1,7 +1,7 @@
 // The parts of the native module genc._genc that Module.cpp and
 // ServeModule.cpp share.
 #pragma once
-#include "runtime/Json.h"
+#include "runtime/json/Json.h"
 
 #include <pybind11/pybind11.h>
 

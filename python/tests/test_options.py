@@ -195,3 +195,19 @@ def test_cross_kv_dtype_i8_shrinks_the_cross_cache_and_keeps_the_beams(tmp_path)
     assert abs(x.score - y.score) < 2e-3
     with pytest.raises(genc.Error, match="cross-kv-dtype"):
         genc.compile(model, str(tmp_path / "bad.plan"), cross_kv_dtype="i4", gpu_arch=[], progress=False)
+
+
+def test_weights_int4_packs_the_linear_layers_and_runs(tmp_path):
+    # --weights through genc.compile: the stats count the packed matrices,
+    # the plan generates, and a bad value is the compiler's one-line error.
+    import json
+    from conftest import SRC
+    model = os.path.join(SRC, "tests", "fixtures", "llama", "model.onnx")
+    plan = genc.compile(model, str(tmp_path / "q.plan"), max_batch=1, max_length=32, weights="int4", group_size=64,
+                        weights_zero_point=True, gpu_arch=[], stats_json=str(tmp_path / "q.json"), progress=False)
+    stats = json.loads((tmp_path / "q.json").read_text())
+    assert len(stats["quantized_weights"]) == 8 and stats["quantized_weights_bytes"] > 0
+    with genc.Generator(plan, device="cpu") as g:
+        assert len(g.generate([[1, 5, 9]], max_new_tokens=4)[0].sequences[0].ids) == 4
+    with pytest.raises(genc.Error, match="--weights must be int8 or int4"):
+        genc.compile(model, str(tmp_path / "bad.plan"), weights="int2", gpu_arch=[], progress=False)

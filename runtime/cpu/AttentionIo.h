@@ -4,7 +4,7 @@
 // the way in); a head-major result, or [1, T, heads·D] with `merge_heads`.
 // The CPU attention kernels work head-major; these convert around them.
 #pragma once
-#include "runtime/Attr.h"
+#include "runtime/plan/Attr.h"
 #include "runtime/Status.h"
 #include "runtime/Tensor.h"
 

@@ -2,12 +2,12 @@
 
 #include "runtime/Env.h"
 #include "runtime/HostMemory.h"
-#include "runtime/OpSignatures.h"
+#include "runtime/plan/OpSignatures.h"
 #include "runtime/cpu/AttentionIo.h"
 #include "runtime/cpu/FusedBody.h"
 #include "runtime/cpu/FusedLoop.h"
 #include "runtime/cpu/FusedRows.h"
-#include "runtime/WeightUses.h"
+#include "runtime/plan/WeightUses.h"
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cpu/KvCache.h"
 #include "runtime/cpu/MatmulPanels.h"
@@ -226,8 +226,9 @@ public:
         if (!findKernel(op.kind) || op.kind == "fused")
           return Status::error("fused body '" + name + "' op '" + op.kind + "' has no CPU kernel");
     // A bf16 weight that only matmuls read (as their weight) stays bf16: the
-    // decode step then streams half the bytes (runtime/cpu/MatmulBf16.h).
-    const std::vector<char> keep = cpuKeptBf16Weights(*plan_);
+    // decode step then streams half the bytes (runtime/cpu/MatmulBf16.h);
+    // 4/8-bit codes stay packed (runtime/cpu/MatmulNBits.h).
+    const std::vector<char> keep = cpuKeptWeights(*plan_);
     try {
       for (size_t w = 0; w < plan_->weights.size(); ++w) {
         const Tensor &t = plan_->weights[w];

@@ -17,10 +17,11 @@ namespace genrt {
 std::unique_ptr<Executor> makeCpuExecutor(std::shared_ptr<const Plan> plan, const ExecutorOptions &opts,
                                           Status &err);
 
-/// Per plan weight: true for a bf16 matrix that only matmuls read (as their
-/// weight), which the CPU executor keeps bf16 instead of widening to f32.
-/// CpuMemory.cpp.
-std::vector<char> cpuKeptBf16Weights(const Plan &plan);
+/// Per plan weight: true for what the CPU executor reads as stored instead of
+/// widening it into the kernels' value domain (f32, i64): a bf16 matrix that
+/// only matmuls read (as their weight), and the u8 codes and packed zero
+/// points of matmul_nbits. CpuMemory.cpp.
+std::vector<char> cpuKeptWeights(const Plan &plan);
 
 /// Bytes the CPU executor allocates for `plan` (widened weights, caches,
 /// arena, the search's logits); -1 if the sum overflows. CpuMemory.cpp.

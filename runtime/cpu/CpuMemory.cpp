@@ -3,7 +3,7 @@
 // machine's memory).
 #include "runtime/cpu/CpuExecutor.h"
 
-#include "runtime/WeightUses.h"
+#include "runtime/plan/WeightUses.h"
 #include "runtime/cpu/ops/OpKernels.h"
 
 namespace genrt {
@@ -21,20 +21,26 @@ int64_t mul(int64_t a, int64_t b) {
 
 } // namespace
 
-std::vector<char> cpuKeptBf16Weights(const Plan &plan) {
+std::vector<char> cpuKeptWeights(const Plan &plan) {
   std::vector<char> keep =
       weightsReadOnlyBy(plan, [](const OpInfo &op, size_t i) { return op.kind == "matmul" && i == 1; });
   for (size_t w = 0; w < keep.size(); ++w)
     keep[w] = keep[w] && plan.weights[w].dtype() == DType::BF16 && plan.weights[w].rank() == 2;
+  // The codes and packed zero points of matmul_nbits (runtime/plan/NBitsLayout.h).
+  const std::vector<char> packed = weightsReadOnlyBy(
+      plan, [](const OpInfo &op, size_t i) { return op.kind == "matmul_nbits" && (i == 1 || i == 3); });
+  for (size_t w = 0; w < keep.size(); ++w)
+    keep[w] = keep[w] || (packed[w] && plan.weights[w].dtype() == DType::U8);
   return keep;
 }
 
 int64_t cpuBytesNeeded(const Plan &plan) {
   // Weights the kernels' value domain widens (f16/bf16/f64 to f32, narrow
   // integers to i64) get copies; the others (and the bf16 matrices kept as
-  // they are) are read from the mapped file.
+  // they are, and the packed codes of 4/8-bit matrices) are read from the
+  // mapped file.
   int64_t n = 0;
-  const std::vector<char> kept = cpuKeptBf16Weights(plan);
+  const std::vector<char> kept = cpuKeptWeights(plan);
   for (size_t i = 0; i < plan.weights.size(); ++i) {
     const Tensor &w = plan.weights[i];
     DType d = cpu::domainOf(w.dtype());

@@ -1,7 +1,7 @@
 // Runs the body of a `fused` op (Plan::functions) on the CPU: the group's ops
 // one by one with the shared kernels, so fusion keeps the exact semantics.
 #pragma once
-#include "runtime/Program.h"
+#include "runtime/plan/Program.h"
 #include "runtime/cpu/OpLibrary.h"
 
 namespace genrt::cpu {

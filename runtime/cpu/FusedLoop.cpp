@@ -1,6 +1,6 @@
 #include "runtime/cpu/FusedLoop.h"
 
-#include "runtime/Attr.h"
+#include "runtime/plan/Attr.h"
 
 #include "runtime/cpu/Activation.h"
 #include "runtime/cpu/FusedBody.h"

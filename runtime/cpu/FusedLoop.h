@@ -11,7 +11,7 @@
 // are the same bits — which prepare() checks on a random probe before it
 // says yes; anything it does not take stays on the op-by-op path.
 #pragma once
-#include "runtime/Program.h"
+#include "runtime/plan/Program.h"
 #include "runtime/Tensor.h"
 #include "runtime/cpu/KernelError.h"
 

@@ -8,7 +8,7 @@
 // kinds: the body runs on a random probe whole and in two pieces, and must
 // give the same bits.
 #pragma once
-#include "runtime/Program.h"
+#include "runtime/plan/Program.h"
 #include "runtime/cpu/OpLibrary.h"
 #include "runtime/cpu/ThreadPool.h"
 

@@ -1,7 +1,7 @@
 #include "runtime/cpu/KvCache.h"
 
 #include "runtime/Env.h"
-#include "runtime/Int8Rows.h"
+#include "runtime/kv/Int8Rows.h"
 #include "runtime/cpu/MatmulPanels.h"
 #include "runtime/cpu/VectorMath.h"
 

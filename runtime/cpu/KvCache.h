@@ -1,10 +1,10 @@
 // The CPU executor's caches: host memory laid out by the plan's KvLayout
-// (runtime/KvLayout.h), in its dtype, and the three attention ops that read
+// (runtime/kv/KvLayout.h), in its dtype, and the three attention ops that read
 // them. Math is f32; rows stored as f16/bf16 are rounded when written, as on
 // the GPU.
 #pragma once
 #include "runtime/Executor.h"
-#include "runtime/KvLayout.h"
+#include "runtime/kv/KvLayout.h"
 #include "runtime/Tensor.h"
 #include "runtime/cpu/ThreadPool.h"
 

@@ -7,7 +7,7 @@
 // which the CPU executor leaves bf16 in bf16 plans (runtime/cpu/MatmulBf16.h). Kernels recompute result shapes
 // from their operands and check every shape and index that comes from data.
 #pragma once
-#include "runtime/Attr.h"
+#include "runtime/plan/Attr.h"
 #include "runtime/Tensor.h"
 #include "runtime/cpu/KernelError.h"
 

@@ -47,7 +47,7 @@
 // `pairs` 0 the same kernels index each slot's own rows, as other families.
 //
 // Tree attention (self-attention, --gpus N): the cache is sharded by
-// position (runtime/KvLayout.h: position p on shard p % N, row p / N);
+// position (runtime/kv/KvLayout.h: position p on shard p % N, row p / N);
 // `shards`, `shard` say which this GPU holds, and every kernel reads, masks
 // and appends only its own rows. With `lseOut` set, the kernels also write
 // the log-sum-exp of each (token, head)'s output over its keys here (-inf:
@@ -77,7 +77,7 @@
   /* the last position its slot takes in this run (a rolling cache row */                          \
   /* that a later token of the run also maps to is that token's to */                              \
   /* write). writeRegion, writeIndex: where its k, v go when beams */                              \
-  /* share their prompt (runtime/KvRows.h; with `pairs` set). */                                   \
+  /* share their prompt (runtime/kv/KvRows.h; with `pairs` set). */                                   \
   struct GencTokenPlace {                                                                          \
     long long position, cachedBefore, segStart, segLen, runEnd;                                    \
     int slot, entry;                                                                               \
@@ -120,7 +120,7 @@
     /* GEMVs' weights. */                                                                          \
     unsigned long long pf[3];                                                                      \
     long long pfBytes[3];                                                                          \
-    /* Shared prompts (runtime/KvLayout.h; 0: each slot its own rows): */                         \
+    /* Shared prompts (runtime/kv/KvLayout.h; 0: each slot its own rows): */                         \
     /* int2 [slots, pairStride], (region, index) of each slot's */                                 \
     /* positions; `homes` regions of `capacity` rows, then one of */                               \
     /* `branchCapacity` rows a slot. */                                                            \

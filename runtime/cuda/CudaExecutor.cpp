@@ -1,7 +1,7 @@
 // The CUDA executor (CudaExecutorImpl.h): loading and closing, and a run
 // from its staged inputs to the wait. At load: open the GPU, check that
 // everything fits, upload the weights, lay out one arena (the plan's
-// offsets), the KV caches (runtime/KvLayout.h) and the attention
+// offsets), the KV caches (runtime/kv/KvLayout.h) and the attention
 // workspaces, and resolve every op of every program to a step: a cuBLASLt
 // GEMM, a generated fused kernel, an attention kernel family, a device copy
 // (views), or host-computed dims. A run stages its token ids, positions and
@@ -111,6 +111,9 @@ Status CudaExecutor::init(NcclChannel *channel) {
   // (docs/performance.md, "The GEMV kernels were slower than cuBLASLt from
   // two rows on"). GENC_CUDA_GEMV_ROWS=N (1..8) sets the limit.
   ctx_.gemvRows = options_.gemvRows;
+  // 4/8-bit products: the GEMV up to 32 rows (decode batches), not yet
+  // measured against the tiled kernel on a GPU; GENC_CUDA_NBITS_ROWS=N for A/B runs.
+  ctx_.nbitsGemvRows = options_.nbitsGemvRows;
   // A one-row GEMV runs the add + norm kernel before it and the SwiGLU
   // after it itself (three kernel boundaries fewer a Llama layer);
   // GENC_CUDA_GEMV_FUSION=0 / norm / glu for A/B runs.

@@ -4,6 +4,7 @@
 
 #include "runtime/Env.h"
 #include "runtime/cuda/GemvAbi.h"
+#include "runtime/cuda/NBitsAbi.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -32,6 +33,8 @@ Status readCudaOptions(CudaOptions &out) {
     out.gemv = std::string(gv) == "1" ? 1 : 0;
   if (const char *gr = given("GENC_CUDA_GEMV_ROWS"))
     out.gemvRows = std::clamp<int64_t>(std::atoll(gr), 1, kGemvMaxRows);
+  if (const char *nr = given("GENC_CUDA_NBITS_ROWS"))
+    out.nbitsGemvRows = std::clamp<int64_t>(std::atoll(nr), 0, kNBitsGemvChunkRows);
   if (is("GENC_CUDA_STREAM", "0"))
     out.streamKernel = 0;
   else if (is("GENC_CUDA_STREAM", "1"))

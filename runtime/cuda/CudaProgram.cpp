@@ -4,7 +4,7 @@
 // profile of GENC_CUDA_PROFILE).
 #include "runtime/cuda/StepKinds.h"
 
-#include "runtime/OpSignatures.h"
+#include "runtime/plan/OpSignatures.h"
 #include "runtime/cuda/Diagnostics.h"
 
 #include <map>
@@ -87,6 +87,9 @@ Status compileProgram(const Program &prog, StepContext &ctx, const KernelModule 
           return Status::error("plan op " + where + " " + s.message());
         step->kind = "combine";
       }
+    } else if (cls == OpClass::NBitsGemm) {
+      if (Status s = nbitsGemmStep(op, vm, mod, where, step); !s)
+        return s;
     } else if (cls == OpClass::View) {
       if (Status s = copyStep(op, vm, where, step); !s)
         return s;

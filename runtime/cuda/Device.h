@@ -1,7 +1,7 @@
 // A GPU opened through the driver API: its primary context and the facts
 // the executor sizes work by; and the plan's kernel module loaded for it.
 #pragma once
-#include "runtime/Program.h"
+#include "runtime/plan/Program.h"
 #include "runtime/cuda/CudaApi.h"
 
 #include <map>

@@ -8,7 +8,7 @@
 // plans, so they stay within float rounding of the CPU reference).
 #pragma once
 #include "runtime/DType.h"
-#include "runtime/Epilogue.h"
+#include "runtime/plan/Epilogue.h"
 #include "runtime/Status.h"
 #include "runtime/cuda/Device.h"
 

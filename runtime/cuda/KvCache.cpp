@@ -2,7 +2,7 @@
 // beam reordering, the shared prompts' pair mirror, the cross-cache stores.
 #include "runtime/cuda/KvCache.h"
 
-#include "runtime/KvRows.h"
+#include "runtime/kv/KvRows.h"
 #include "runtime/cuda/TokenAbi.h"
 
 #include <algorithm>

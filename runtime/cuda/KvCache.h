@@ -1,5 +1,5 @@
 // The CUDA executor's caches beyond their device memory (DeviceMemory, laid
-// out by runtime/KvLayout.h): beam reordering by copies (Executor::
+// out by runtime/kv/KvLayout.h): beam reordering by copies (Executor::
 // copySlots), the shared prompts' pinned mirror of (region, index) pairs
 // staged before each run, and @encode's K/V stored into the cross cache.
 // The CPU executor's counterpart is runtime/cpu/KvCache.h.

@@ -1,7 +1,7 @@
 // The contract between the step kernel genc generates into a plan
 // (codegen/StepKernel.cpp) and the CUDA executor that runs it
 // (runtime/cuda/StepRunner.cpp): one launch runs a decode step's every op as
-// the work items of the plan's schedule (runtime/StepSchedule.h).
+// the work items of the plan's schedule (runtime/plan/StepSchedule.h).
 //
 //   genc_step   grid (schedule.blocks), block 128, one block an SM (all
 //       resident at once: the blocks wait on one another's items), dynamic

@@ -3,7 +3,7 @@
 // GEMV may run the fused kernel before or after it itself, so each names the
 // other), and the builders that CudaProgram.cpp calls for each op. Used only
 // by the step files (GemmSteps.cpp, FusedSteps.cpp, AttentionSteps.cpp,
-// CopySteps.cpp) and CudaProgram.cpp.
+// CopySteps.cpp, NBitsSteps.cpp) and CudaProgram.cpp.
 #pragma once
 #include "runtime/cuda/AttentionAbi.h"
 #include "runtime/cuda/CudaSteps.h"
@@ -113,6 +113,9 @@ Status prepareThen(const ValueMap &vm, const OpInfo &mm, const OpInfo &op, Fused
 Status attentionStep(const OpInfo &op, const ValueMap &vm, const KernelModule &mod, std::unique_ptr<Step> &out);
 /// Tree attention's combine after a kv_attention op (ctx.tree set).
 Status treeCombineStep(const OpInfo &op, const ValueMap &vm, const KernelModule &mod, std::unique_ptr<Step> &out);
+/// matmul_nbits: the plan's 4/8-bit GEMV and tiled kernels (NBitsSteps.cpp).
+Status nbitsGemmStep(const OpInfo &op, const ValueMap &vm, const KernelModule &mod, const std::string &where,
+                     std::unique_ptr<Step> &out);
 /// A view op whose result has a buffer of its own: a device copy.
 Status copyStep(const OpInfo &op, const ValueMap &vm, const std::string &where, std::unique_ptr<Step> &out);
 

@@ -1,5 +1,5 @@
 // The step kernel's host side (runtime/cuda/StepAbi.h): at load, the plan's
-// schedule (runtime/StepSchedule.h) turned into the kernel's tables on the
+// schedule (runtime/plan/StepSchedule.h) turned into the kernel's tables on the
 // device — an op record a step op (its weight rows, buffers, the attention
 // op's decode parameters, as the kernel-per-op steps of @decode_step hold
 // them), the items, the blocks' lists, the counters; then a decode step it
@@ -7,7 +7,7 @@
 // graph. After the step, a wait that timed out in the kernel comes back as
 // an error naming the item's op.
 #pragma once
-#include "runtime/Program.h"
+#include "runtime/plan/Program.h"
 #include "runtime/cuda/CudaSteps.h"
 #include "runtime/cuda/StepAbi.h"
 

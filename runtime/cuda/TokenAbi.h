@@ -70,7 +70,7 @@
   };                                                                                               \
   /* An i8 cross cache's rows from @encode's K or V [KVH, srcTokens, D] (f32, or 16-bit */      \
   /* with bf16 0/1): positions segStart.. +segLen to an entry's codes [KVH, capacity, D] and */   \
-  /* scales [KVH, capacity] (runtime/Int8Rows.h). */                                             \
+  /* scales [KVH, capacity] (runtime/kv/Int8Rows.h). */                                             \
   struct GencCrossStoreParams {                                                                    \
     unsigned long long src, codes, scales;                                                         \
     long long srcTokens, segStart, segLen, capacity;                                               \

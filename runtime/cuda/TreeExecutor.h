@@ -1,6 +1,6 @@
 // Tree attention (genrun --gpus N): one CUDA executor per GPU, each with
 // the whole weights and the same activations, each holding one shard of
-// the self-attention cache (runtime/KvLayout.h), their attention outputs
+// the self-attention cache (runtime/kv/KvLayout.h), their attention outputs
 // combined after every self-attention op through NCCL (AttentionSteps.cpp's
 // TreeCombineStep). One process drives its local GPUs, a thread each. The
 // tree executor wraps the GPUs' executors: it holds each as an Executor

@@ -1,7 +1,7 @@
 // The weights' upload at load (WeightUpload.h).
 #include "runtime/cuda/WeightUpload.h"
 
-#include "runtime/WeightUses.h"
+#include "runtime/plan/WeightUses.h"
 #include "runtime/cuda/GemvAbi.h"
 
 #include <algorithm>

@@ -3,7 +3,7 @@
 // that only GEMV-able matmuls read laid out [N, K] by the plan's transpose
 // kernel.
 #pragma once
-#include "runtime/Program.h"
+#include "runtime/plan/Program.h"
 #include "runtime/cuda/Device.h"
 
 #include <vector>

@@ -1,8 +1,8 @@
 // The tokenizer a plan carries: genc packs the tokenizer.json found beside
-// the model into the plan's blob (runtime/PlanFormat.h, "tokenizer"), and
+// the model into the plan's blob (runtime/plan/PlanFormat.h, "tokenizer"), and
 // the plan loader checks where it lies (Plan::tokenizerJson).
 #pragma once
-#include "runtime/Program.h"
+#include "runtime/plan/Program.h"
 #include "runtime/Status.h"
 #include "runtime/text/Tokenizer.h"
 

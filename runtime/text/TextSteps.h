@@ -4,7 +4,7 @@
 // this runtime does not implement is a load error naming it, never a
 // silent difference from Hugging Face.
 #pragma once
-#include "runtime/Json.h"
+#include "runtime/json/Json.h"
 #include "runtime/Status.h"
 
 #include <memory>

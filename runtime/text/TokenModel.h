@@ -1,7 +1,7 @@
 // The model step of a tokenizer.json pipeline: one pre-tokenized piece to
 // token ids (BPE, Unigram), and ids back to token strings.
 #pragma once
-#include "runtime/Json.h"
+#include "runtime/json/Json.h"
 #include "runtime/Status.h"
 
 #include <algorithm>

@@ -5,7 +5,7 @@
 // tokens. Decoding maps ids to token strings and runs the decoder chain.
 #include "runtime/text/Tokenizer.h"
 
-#include "runtime/Json.h"
+#include "runtime/json/Json.h"
 #include "runtime/text/TextSteps.h"
 #include "runtime/text/TokenModel.h"
 #include "runtime/text/Unicode.h"

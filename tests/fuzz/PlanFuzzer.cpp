@@ -6,7 +6,7 @@
 // (tools/fuzz.sh compiles them).
 #include "tests/fuzz/PlanMutator.h"
 
-#include "runtime/Program.h"
+#include "runtime/plan/Program.h"
 #include "runtime/Session.h"
 #include "runtime/cpu/CpuExecutor.h"
 #include "runtime/search/Generate.h"

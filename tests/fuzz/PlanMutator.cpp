@@ -1,8 +1,8 @@
 #include "tests/fuzz/PlanMutator.h"
 
-#include "runtime/Json.h"
-#include "runtime/OpSignatures.h"
-#include "runtime/PlanHeader.h"
+#include "runtime/json/Json.h"
+#include "runtime/plan/OpSignatures.h"
+#include "runtime/plan/PlanHeader.h"
 
 #include <cstring>
 #include <limits>

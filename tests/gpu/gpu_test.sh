@@ -23,6 +23,8 @@
 #   bash tests/gpu/gpu_test.sh --fusion            # what the one-row GEMVs run themselves (the GEMV fusion
 #                                              # rows) and the llama, t5, bart goldens: a decode-path A/B's checks
 #   GPU_TEST_JOBS=1 bash tests/gpu/gpu_test.sh     # one check at a time (default 8 side by side)
+#   bash tests/gpu/gpu_test.sh --nbits             # 4/8-bit weights alone: int4 / int8 plans against the
+#                                              # CPU, gpucheck on their kernels
 #   bash tests/gpu/gpu_test.sh --beams             # beam search alone: the fixtures' beam goldens (llama,
 #                                              # processors, t5, bart), shared prompts and the beam rows
 #                                              # of --tokens
@@ -35,6 +37,7 @@ REST=0
 TOKENS_ONLY=0
 BEAMS_ONLY=0
 FUSION_ONLY=0
+NBITS_ONLY=0
 case "${1-}" in
 --sanitize) SANITIZE=1 ;;
 --sanitize-only) SANITIZE=1; PARITY=0 ;;
@@ -43,8 +46,9 @@ case "${1-}" in
 --tokens) TOKENS_ONLY=1 ;;
 --beams) BEAMS_ONLY=1 ;;
 --fusion) FUSION_ONLY=1 ;;
+--nbits) NBITS_ONLY=1 ;;
 "") ;;
-*) echo "usage: tests/gpu/gpu_test.sh [--sanitize | --sanitize-only | --quick | --rest | --tokens | --beams | --fusion]" >&2; exit 2 ;;
+*) echo "usage: tests/gpu/gpu_test.sh [--sanitize | --sanitize-only | --quick | --rest | --tokens | --beams | --fusion | --nbits]" >&2; exit 2 ;;
 esac
 . tools/packed.sh
 W=$(mktemp -d)
@@ -367,6 +371,113 @@ attn_i8_check() {
   row "attention i8 cross kernels|$a|$ok rows ok of $all (f16, bf16; t5 and bart head dim 64, bart 128; 1, 64, 1000)"
 }
 
+# 4/8-bit weights (genc --weights; tests/gpu/NBitsCheck.cpp): the llama
+# fixture's int4 plan (blocks of 32, symmetric) and int8 plan (blocks of 64,
+# packed zero points, the vocabulary projection too), f32 and f16, generated
+# on the GPU (twice: the same bytes) and on the CPU. The prompts prefill 42
+# tokens in one run (the tiled kernel), decode 5 rows (the GEMVs); beam 3
+# decodes 15 rows (the 8-row GEMV in two chunks); "tiles" is beam 3 with
+# every 4/8-bit product on the tiled kernel (GENC_CUDA_NBITS_ROWS=0). f32 plans: every sequence the CPU's and each
+# score within 1e-3 of it; f16: at least 3 of 5 sequences the CPU's (the
+# rest may part at a near-tie, both sides rounding the same values to f16 in
+# their own sum order), the equal ones' scores within 2e-2. Then gpucheck on
+# the plans: every GEMV entry and the tiles against the CPU's kernel.
+nbits_check() { # weights dtype
+  local w=$1 dt=$2 plan flags cfg cname args rows base s res run
+  plan="$W/nbits-$w-$dt.plan"
+  flags="--weights $w"
+  [ "$w" = int8 ] && flags="$flags --group-size 64 --weights-zero-point --quantize-lm-head"
+  # shellcheck disable=SC2086
+  if ! "$BIN/genc" compile tests/fixtures/llama/model.onnx $flags --dtype "$dt" -o "$plan" \
+       > "$OUT/nbits-compile-$w-$dt.log" 2>&1; then
+    row "nbits $w $dt|FAIL|$(tail -c 300 "$OUT/nbits-compile-$w-$dt.log" | tr '\n' ' ')"
+    failed
+    return
+  fi
+  for cfg in "greedy|" "beam3|--num-beams 3" "tiles|--num-beams 3|0"; do
+    IFS='|' read -r cname args rows <<< "$cfg"
+    base="$W/nbits-$w-$dt-$cname"
+    for run in cuda cuda2 cpu; do
+      # shellcheck disable=SC2086
+      GENC_CUDA_NBITS_ROWS=${rows:-32} "$BIN/genrun" "$plan" --device "${run%2}" --input "$W/nbits.jsonl" \
+        --max-new-tokens 12 $args > "$base.$run" 2> "$base.$run.err"
+    done
+    res=$(python3 - "$base.cuda" "$base.cpu" "$dt" <<'PYTHON' 2>&1
+import json, sys
+def seqs(f):
+    return [s for l in open(f) for s in json.loads(l)["sequences"]]
+g, c = seqs(sys.argv[1]), seqs(sys.argv[2])
+tol, need = (1e-3, len(c)) if sys.argv[3] == "f32" else (2e-2, 3)
+same = [(a, b) for a, b in zip(g, c) if a["output_ids"] == b["output_ids"]]
+worst = max((abs(a["score"] - b["score"]) / (1 + abs(b["score"])) for a, b in same), default=0.0)
+ok = len(g) == len(c) == 5 and len(same) >= need and worst <= tol
+print(f"{len(same)} of {len(c)} sequences the cpu's, score diff {worst:.2e} (tol {tol:g}): {'ok' if ok else 'FAIL'}")
+PYTHON
+)
+    s=ok
+    if ! [ -s "$base.cuda" ] || ! cmp -s "$base.cuda" "$base.cuda2"; then s=FAIL; res="gpu runs differ or empty ($(head -c 200 "$base.cuda.err")); $res"; fi
+    [[ $res == *": ok" ]] || s=FAIL
+    [ $s = ok ] || failed
+    row "nbits $w $dt $cname|$s|$res"
+  done
+}
+# GGUF blocks kept as they are (tools/gguf_to_onnx.py on a tiny GGUF the
+# test writes: Q4_0, Q4_1 with its float zero points, Q8_0), an f16 plan: the
+# GPU's greedy and beam 3 sequences against the CPU's as above. Needs
+# Python's gguf and onnx packages; a row says when they are missing.
+nbits_gguf_check() {
+  local d="$W/nbits-gguf" plan cname args res s
+  if ! python3 -c "import gguf, onnx" > /dev/null 2>&1; then
+    row "nbits gguf q4_0/q4_1/q8_0|skipped|no Python gguf / onnx packages here (pip install gguf onnx)"
+    return
+  fi
+  mkdir -p "$d"
+  plan="$d/model.plan"
+  if ! { python3 tests/tools/make_tiny_gguf.py "$d/tiny.gguf" --types q4_0,q4_1,q8_0 &&
+         python3 tools/gguf_to_onnx.py "$d/tiny.gguf" "$d/export" &&
+         "$BIN/genc" compile "$d/export" --dtype f16 -o "$plan"; } > "$OUT/nbits-gguf.log" 2>&1; then
+    row "nbits gguf q4_0/q4_1/q8_0|FAIL|$(tail -c 300 "$OUT/nbits-gguf.log" | tr '\n' ' ')"
+    failed
+    return
+  fi
+  for cfg in "greedy|" "beam3|--num-beams 3"; do
+    IFS='|' read -r cname args <<< "$cfg"
+    for run in cuda cpu; do
+      # shellcheck disable=SC2086
+      "$BIN/genrun" "$plan" --device "$run" --input "$W/nbits.jsonl" --max-new-tokens 12 $args \
+        > "$d/$cname.$run" 2> "$d/$cname.$run.err"
+    done
+    res=$(python3 - "$d/$cname.cuda" "$d/$cname.cpu" <<'PYTHON' 2>&1
+import json, sys
+def seqs(f):
+    return [s for l in open(f) for s in json.loads(l)["sequences"]]
+g, c = seqs(sys.argv[1]), seqs(sys.argv[2])
+same = [(a, b) for a, b in zip(g, c) if a["output_ids"] == b["output_ids"]]
+worst = max((abs(a["score"] - b["score"]) / (1 + abs(b["score"])) for a, b in same), default=0.0)
+ok = len(g) == len(c) == 5 and len(same) >= 3 and worst <= 2e-2
+print(f"{len(same)} of {len(c)} sequences the cpu's, score diff {worst:.2e} (tol 0.02): {'ok' if ok else 'FAIL'}")
+PYTHON
+)
+    s=ok
+    [[ $res == *": ok" ]] || { s=FAIL; res="$res $(head -c 200 "$d/$cname.cuda.err")"; }
+    [ $s = ok ] || failed
+    row "nbits gguf q4_0/q4_1/q8_0 f16 $cname|$s|$res"
+  done
+}
+nbits_checks() {
+  local w dt g
+  printf '{"input_ids": [5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28]}\n{"input_ids": [9, 10]}\n{"input_ids": [11, 12, 13, 14, 15, 16, 17, 18, 19]}\n{"input_ids": [20]}\n{"input_ids": [30, 31, 32, 33, 34, 35]}\n' > "$W/nbits.jsonl"
+  for w in int4 int8; do
+    for dt in f32 f16; do nbits_check $w $dt; done
+  done
+  nbits_gguf_check
+  local more=()
+  [ -f "$W/nbits-gguf/model.plan" ] && more=("$W/nbits-gguf/model.plan")
+  if "$BIN/gpucheck" "$W"/nbits-int*.plan "${more[@]}" > "$OUT/gpucheck-nbits.log" 2>&1; then g=ok; else g=FAIL; failed; fi
+  row "gpucheck (4/8-bit kernels)|$g|$(grep -c ' ok$' "$OUT/gpucheck-nbits.log") rows ok; $(tail -1 "$OUT/gpucheck-nbits.log")"
+}
+
+
 # The quick set (--quick alone; the full run starts with it, --rest leaves it
 # out), then the rest of the parity checks.
 quick_set() {
@@ -390,6 +501,10 @@ if [ $FUSION_ONLY = 1 ]; then
   job check llama llama model.onnx
   job check t5 t5 encoder.onnx,decoder.onnx
   job check bart bart encoder.onnx,decoder.onnx
+  PARITY=0
+fi
+if [ $NBITS_ONLY = 1 ]; then
+  job nbits_checks
   PARITY=0
 fi
 if [ $BEAMS_ONLY = 1 ]; then
@@ -486,6 +601,7 @@ attn_f16_check() {
 }
 
 job gpucheck_all
+job nbits_checks
 [ "${GPU_TEST_SCALE-1}" = 1 ] && job scale_check
 job attn_f16_check
 job attn_i8_check

@@ -21,7 +21,13 @@
 // as f16/bf16 is off by at most half an ulp of the type at max|cpu| (2^-11 /
 // 2^-8 relative) plus the fp32 difference, so it must agree to one ulp:
 // 2^-10 (f16), 2^-7 (bf16).
-#include "runtime/Program.h"
+//
+// Then the 4/8-bit weight kernels of each matmul_nbits (NBitsCheck.h): the
+// GEMV entries and the tiled kernel at several row counts against the CPU
+// executor's kernel, each element within its own bound (NBitsCheck.cpp).
+#include "NBitsCheck.h"
+
+#include "runtime/plan/Program.h"
 #include "runtime/cpu/FusedBody.h"
 #include "runtime/cuda/Device.h"
 
@@ -305,6 +311,21 @@ int main(int argc, char **argv) {
         ++skipped;
         std::printf("  %-26s  no kernel (runs on the CPU executor)\n", name.c_str());
       }
+    std::vector<gpucheck::NBitsRow> nbits;
+    const bool nbitsRan = gpucheck::checkNBitsKernels(dev, plan, mod, rng, nbits);
+    if (!nbits.empty())
+      std::printf("  4/8-bit weights: max abs = max|gpu - cpu|, ratio = max of |gpu - cpu| / the element's bound\n"
+                  "  %-60s %10s %12s %10s  %s\n", "kernel", "elements", "max abs", "ratio", "ok");
+    for (const gpucheck::NBitsRow &r : nbits) {
+      ++checked;
+      bad += !r.ok;
+      std::printf("  %-60s %10lld %12.3g %10.3g  %s\n", r.name.c_str(), static_cast<long long>(r.elements), r.maxAbs,
+                  r.maxRatio, r.status.c_str());
+    }
+    if (!nbitsRan) {
+      ++bad;
+      std::printf("  4/8-bit weights: a CUDA error ended the check\n");
+    }
     mod.unload();
   }
   std::printf("\n");

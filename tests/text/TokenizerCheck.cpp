@@ -6,7 +6,7 @@
 // decoding (the stream's pieces are whole characters and add up to the
 // decoded text). Prints one summary line per check and the first few
 // differences; exits 1 on any.
-#include "runtime/Json.h"
+#include "runtime/json/Json.h"
 #include "runtime/text/Tokenizer.h"
 #include "runtime/text/Unicode.h"
 

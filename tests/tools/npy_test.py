@@ -6,7 +6,9 @@ the test file itself, as Python lines after `// GEN:` and `// REF:`.
   npy_test.py check TEST PREFIX OUTDIR run GEN (again, same seed) then REF; every
                                        array REF defines must equal OUTDIR/NAME.npy
 
-GEN/REF lines (after `//` or `#`) see `np` and `rng` (np.random.default_rng(0), fresh per run).
+GEN/REF lines (after `//` or `#`) see `np` and `rng` (np.random.default_rng(0), fresh per run),
+and `initializer(NAME)`: an initializer of the test's ONNX text written on
+one line with raw_data, as a numpy array.
 Floats pass when max|diff| <= tol (`// TOL: 1e-5`, default 1e-6) with NaNs in
 the same places; integers and bools must match exactly. One line per output:
   NAME: float32 (2, 3) max|diff| = 1.19e-07
@@ -35,8 +37,27 @@ def arrays(ns, exclude=()):
             if not k.startswith("_") and k not in exclude and isinstance(v, (np.ndarray, np.generic))}
 
 
+ONNX_DTYPES = {1: np.float32, 2: np.uint8, 3: np.int8, 6: np.int32, 7: np.int64, 10: np.float16, 11: np.float64}
+
+
+def initializers(test):
+    import codecs
+    found = {}
+    with open(test) as f:
+        for line in f:
+            if not line.lstrip().startswith("initializer {") or "raw_data:" not in line:
+                continue
+            name = re.search(r'name: "([^"]*)"', line).group(1)
+            dims = [int(d) for d in re.findall(r"dims: (\d+)", line)]
+            dtype = ONNX_DTYPES[int(re.search(r"data_type: (\d+)", line).group(1))]
+            data = codecs.escape_decode(re.search(r'raw_data: "((?:[^"\\]|\\.)*)"', line).group(1))[0]
+            found[name] = np.frombuffer(data, dtype=dtype).reshape(dims)
+    return found
+
+
 def run_gen(test):
-    ns = {"np": np, "rng": np.random.default_rng(0)}
+    inits = initializers(test)
+    ns = {"np": np, "rng": np.random.default_rng(0), "initializer": lambda name: inits[name].copy()}
     exec(compile(blocks(test, "GEN"), test + ":GEN", "exec"), ns)
     return ns
 
@@ -62,7 +83,7 @@ def main():
     tol_text = blocks(test, "TOL").strip()
     tol = float(tol_text) if tol_text else 1e-6
     exec(compile(blocks(test, "REF"), test + ":REF", "exec"), ns)
-    refs = arrays(ns, exclude=set(inputs) | {"np", "rng"})
+    refs = arrays(ns, exclude=set(inputs) | {"np", "rng", "initializer"})
     ok = True
     got_files = {f[:-4] for f in os.listdir(outdir) if f.endswith(".npy")}
     for name in sorted(got_files - set(refs)):

@@ -12,6 +12,7 @@ const KernelTable &kernelTable() {
     addMovementKernels(t);
     addReductionKernels(t);
     addLinalgKernels(t);
+    addNBitsKernels(t);
     addShapeKernels(t);
     addAttentionKernels(t);
     addFusedKernels(t);

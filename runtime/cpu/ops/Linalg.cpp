@@ -1,7 +1,7 @@
 // Matrix products: matmul (numpy semantics) and gemm (ONNX Gemm), both on
 // genrt::cpu::matmul so the CPU executor shares the arithmetic.
 #include "runtime/cpu/ops/OpKernels.h"
-#include "runtime/Epilogue.h"
+#include "runtime/plan/Epilogue.h"
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cpu/MatmulBf16.h"
 #include "runtime/cpu/MatmulPanels.h"

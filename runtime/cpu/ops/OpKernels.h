@@ -25,6 +25,7 @@ void addElementwiseKernels(KernelTable &t);
 void addMovementKernels(KernelTable &t);
 void addReductionKernels(KernelTable &t);
 void addLinalgKernels(KernelTable &t);
+void addNBitsKernels(KernelTable &t);     // NBitsLinalg.cpp: matmul_nbits
 void addShapeKernels(KernelTable &t);
 void addAttentionKernels(KernelTable &t); // Attention.cpp: the raised `attention` op
 void addFusedKernels(KernelTable &t);     // Fused.cpp: `fused` groups run their body

@@ -9,7 +9,7 @@
 // Fake plan: {"fake_plan": {"vocab": 40, "eos": [2], "eos_bias": 1.0,
 //             "seed": 1, "max_batch": 4, "max_beams": 4, "max_length": 32}}
 #include "../../unit/runtime/FakeDecoder.h"
-#include "runtime/Json.h"
+#include "runtime/json/Json.h"
 #include "runtime/Runtime.h"
 
 #include <fstream>

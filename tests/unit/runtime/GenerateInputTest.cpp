@@ -1,6 +1,6 @@
 // Input checking: prompts against the model, options, batch sizes.
 #include "FakeDecoder.h"
-#include "runtime/Json.h"
+#include "runtime/json/Json.h"
 #include "runtime/search/Generate.h"
 
 #include <gtest/gtest.h>

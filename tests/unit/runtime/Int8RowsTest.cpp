@@ -1,7 +1,7 @@
-// runtime/Int8Rows.h: a row as int8 codes and one scale. Every value comes
+// runtime/kv/Int8Rows.h: a row as int8 codes and one scale. Every value comes
 // back within half a step (max|row| / 254) of itself, the largest exactly;
 // zeros and non-finite values do not poison the scale.
-#include "runtime/Int8Rows.h"
+#include "runtime/kv/Int8Rows.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "runtime/Json.h"
+#include "runtime/json/Json.h"
 
 #include <gtest/gtest.h>
 

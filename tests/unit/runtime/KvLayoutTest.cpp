@@ -1,7 +1,7 @@
 // runtime/KvLayout: the rolling-window rule, the element offsets both
 // executors index with, the byte counts genc reports, and refusal of sizes
 // that overflow.
-#include "runtime/KvLayout.h"
+#include "runtime/kv/KvLayout.h"
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 // branch, homes stay held while named, refusals change nothing), and one
 // property over random beam searches: every slot reads back, through its
 // pairs, exactly the history it was given, though no row is ever copied.
-#include "runtime/KvRows.h"
+#include "runtime/kv/KvRows.h"
 
 #include <gtest/gtest.h>
 

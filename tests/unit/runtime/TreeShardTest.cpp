@@ -1,10 +1,10 @@
-// Tree attention's arithmetic on the CPU (runtime/KvLayout.h's shard rule,
+// Tree attention's arithmetic on the CPU (runtime/kv/KvLayout.h's shard rule,
 // the combine the CUDA kernels attn_N_weigh / attn_N_finish do around their
 // two all-reduces): every position lands on exactly one shard, each shard's
 // rows are the positions it holds in order, and softmax attention over each
 // shard's keys, combined by M = max lse, w = exp(lse - M), Σ w·o / Σ w, is
 // attention over all the keys.
-#include "runtime/KvLayout.h"
+#include "runtime/kv/KvLayout.h"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,231 @@
+// The kernels of matmul_nbits (NBitsKernels.h): the templates and one family per storage form.
+#include "codegen/NBitsKernels.h"
+
+#include "codegen/CudaSyntax.h"
+#include "passes/analysis/Storage.h"
+#include "runtime/cuda/NBitsAbi.h"
+
+#include <map>
+#include <sstream>
+
+namespace genc {
+namespace {
+
+const char *kTemplates = R"(
+// ---- genc 4/8-bit weight templates -------------------------------------------
+//   y[M, N] = a[M, K] . W,  W[k, n] = (q[n, k] - z[n, k / BS]) * s[n, k / BS]
+//   codes u8 [N, blocks, BLOB] (4 bits: element 2i in the low nibble of byte
+//   i, 2i + 1 in the high one), scales S [N, blocks], zero points: ZP 0 none
+//   (2^(BITS - 1)), 1 u8 [N, ceil(blocks * BITS / 8)] packed like the codes,
+//   2 S [N, blocks]. A, S, Y: storage types (genc_f32 / genc_f16 / genc_bf16).
+
+// The zero point of block j of column n, as a float.
+template <typename S, int BITS, int ZP>
+static __device__ __forceinline__ float genc_nbits_zero(const GencNBitsParams &p, long long n, long long j,
+                                                        long long blocks) {
+  if (ZP == 1) {
+    const unsigned char *z = (const unsigned char *)p.zp + n * ((blocks * BITS + 7) / 8);
+    return (float)(BITS == 8 ? z[j] : (z[j >> 1] >> ((j & 1) * 4)) & 15);
+  }
+  if (ZP == 2) return S::ld(((const typename S::S *)p.zp)[n * blocks + j]);
+  return (float)(1 << (BITS - 1));
+}
+
+// W[k, n], dequantized.
+template <typename S, int BITS, int BS, int ZP>
+static __device__ __forceinline__ float genc_nbits_weight(const GencNBitsParams &p, long long n, long long k,
+                                                          long long blocks) {
+  constexpr int BLOB = BS * BITS / 8;
+  const long long j = k / BS;
+  const int e = (int)(k % BS);
+  const unsigned char *blob = (const unsigned char *)p.codes + (n * blocks + j) * BLOB;
+  const int q = BITS == 8 ? blob[e] : (blob[e >> 1] >> ((e & 1) * 4)) & 15;
+  const float s = S::ld(((const typename S::S *)p.scales)[n * blocks + j]);
+  return ((float)q - genc_nbits_zero<S, BITS, ZP>(p, n, j, blocks)) * s;
+}
+
+// One word of column n's codes: block j's elements e0 .. e0 + V - 1 (k0 =
+// j * BS + e0 on), widened and dotted with the M rows at a into acc.
+// vec: a's rows start at multiples of 16 bytes (whole words of a load).
+template <typename A, typename S, int BITS, int BS, int ZP, int MT, int WB>
+static __device__ __forceinline__ void genc_gemvq_word(float (&acc)[MT], const GencNBitsParams &p,
+                                                       const typename A::S *a, int M, long long n, long long blocks,
+                                                       long long w, const typename genc_word<WB>::T &word, bool vec) {
+  constexpr int BLOB = BS * BITS / 8, WPB = BLOB / WB, V = WB * 8 / BITS;
+  typedef typename A::S AS;
+  const long long j = w / WPB, k0 = j * BS + (w % WPB) * V;
+  if (k0 >= p.K) return; // the last block's padding
+  const float s = S::ld(((const typename S::S *)p.scales)[n * blocks + j]);
+  const float z = genc_nbits_zero<S, BITS, ZP>(p, n, j, blocks);
+  const unsigned int *u = (const unsigned int *)&word;
+  float wf[V];
+#pragma unroll
+  for (int i = 0; i < V; ++i) {
+    constexpr int PER = 32 / BITS; // codes in a 32-bit piece
+    const int q = (int)((u[i / PER] >> ((i % PER) * BITS)) & ((1u << BITS) - 1));
+    wf[i] = ((float)q - z) * s;
+  }
+  const bool full = k0 + V <= p.K;
+#pragma unroll
+  for (int m = 0; m < MT; ++m) {
+    if (m >= M) break;
+    const AS *ar = a + m * p.K + k0;
+    float d = 0.f;
+    if (vec && full) {
+      alignas(16) AS av[V];
+      genc_vload<AS, V>(av, ar);
+#pragma unroll
+      for (int i = 0; i < V; ++i) d += A::ld(av[i]) * wf[i];
+    } else {
+#pragma unroll
+      for (int i = 0; i < V; ++i)
+        if (k0 + i < p.K) d += A::ld(ar[i]) * wf[i];
+    }
+    acc[m] += d;
+  }
+}
+
+// y[M, N]: a warp a column (grid (ceil(N / 8), ceil(M / MT)), block 256),
+// rows blockIdx.y * MT on, MT at most.
+template <typename A, typename S, typename Y, int BITS, int BS, int ZP, int MT>
+static __device__ void genc_gemvq(const GencNBitsParams &p) {
+  constexpr int BLOB = BS * BITS / 8, WB = BLOB < 16 ? BLOB : 16, U = 4;
+  typedef typename genc_word<WB>::T Word;
+  const long long m0 = (long long)blockIdx.y * MT;
+  const int lane = threadIdx.x & 31, M = (int)(p.M - m0 < MT ? p.M - m0 : MT);
+  const typename A::S *a = (const typename A::S *)p.a + m0 * p.K;
+  const long long n = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  const long long blocks = (p.K + BS - 1) / BS, words = blocks * (BLOB / WB);
+  const bool live = n < p.N;
+  const Word *col = (const Word *)p.codes + (live ? n : 0) * words;
+  // The first words stream before the wait: the kernel before writes only a.
+  Word cur[U];
+#pragma unroll
+  for (int u = 0; u < U; ++u)
+    if (live && lane + u * 32 < words) cur[u] = col[lane + u * 32];
+  genc_pdl_wait();
+  genc_pdl_launch();
+  if (!live) return;
+  const bool vec = ((p.a | (unsigned long long)(p.K * sizeof(typename A::S))) & 15) == 0;
+  float acc[MT];
+#pragma unroll
+  for (int m = 0; m < MT; ++m) acc[m] = 0.f;
+  for (long long w0 = lane; w0 < words; w0 += U * 32) {
+    Word next[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (w0 + (U + u) * 32 < words) next[u] = col[w0 + (U + u) * 32];
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (w0 + u * 32 < words)
+        genc_gemvq_word<A, S, BITS, BS, ZP, MT, WB>(acc, p, a, M, n, blocks, w0 + u * 32, cur[u], vec);
+#pragma unroll
+    for (int u = 0; u < U; ++u) cur[u] = next[u];
+  }
+#pragma unroll
+  for (int m = 0; m < MT; ++m)
+    for (int o = 16; o > 0; o >>= 1) acc[m] += __shfl_xor_sync(0xffffffffu, acc[m], o);
+  if (lane != 0) return;
+#pragma unroll
+  for (int m = 0; m < MT; ++m)
+    if (m < M) ((typename Y::S *)p.y)[(m0 + m) * p.N + n] = Y::st(acc[m]);
+}
+
+// y[M, N] for any M: a 64 x 64 tile a block (grid (ceil(N / 64),
+// ceil(M / 64)), block 256 = 16 x 16 threads, each rows ty + 16i and
+// columns tx + 16j), K in chunks of 32 through shared memory as f32.
+template <typename A, typename S, typename Y, int BITS, int BS, int ZP>
+static __device__ void genc_gemvq_tiles(const GencNBitsParams &p) {
+  constexpr int T = 64, KC = 32;
+  __shared__ float as[T][KC + 1], ws[T][KC + 1];
+  const int tx = threadIdx.x & 15, ty = threadIdx.x >> 4;
+  const long long m0 = (long long)blockIdx.y * T, n0 = (long long)blockIdx.x * T;
+  const long long blocks = (p.K + BS - 1) / BS;
+  const typename A::S *a = (const typename A::S *)p.a;
+  float acc[4][4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) acc[i][j] = 0.f;
+  genc_pdl_wait();
+  genc_pdl_launch();
+  for (long long k0 = 0; k0 < p.K; k0 += KC) {
+    for (int i = threadIdx.x; i < T * KC; i += blockDim.x) {
+      const int r = i / KC, c = i % KC;
+      const long long k = k0 + c, m = m0 + r, n = n0 + r;
+      as[r][c] = m < p.M && k < p.K ? A::ld(a[m * p.K + k]) : 0.f;
+      ws[r][c] = n < p.N && k < p.K ? genc_nbits_weight<S, BITS, BS, ZP>(p, n, k, blocks) : 0.f;
+    }
+    __syncthreads();
+#pragma unroll 4
+    for (int c = 0; c < KC; ++c) {
+      float av[4], wv[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) av[i] = as[ty + 16 * i][c], wv[i] = ws[tx + 16 * i][c];
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[i][j] += av[i] * wv[j];
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const long long m = m0 + ty + 16 * i, n = n0 + tx + 16 * j;
+      if (m < p.M && n < p.N) ((typename Y::S *)p.y)[m * p.N + n] = Y::st(acc[i][j]);
+    }
+}
+)";
+
+bool isFloatStorage(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+
+} // namespace
+
+NBitsKernels emitNBitsKernels(Module &m, DType activation) {
+  NBitsKernels out;
+  std::map<std::string, std::string> familyOf; // template arguments -> name
+  std::ostringstream code;
+  for (auto &f : m.functions()) {
+    if (f->name() != "encode" && f->name() != "prefill" && f->name() != "decode_step")
+      continue;
+    for (auto &opp : f->ops()) {
+      Op *op = opp.get();
+      if (!op->is("matmul_nbits") || op->numOperands() < 3 || op->numOperands() > 4)
+        continue;
+      const int64_t bits = op->intAttr("bits", 0), bs = op->intAttr("block_size", 0);
+      const DType a = storageDType(*f, op->operand(0), activation), y = storageDType(*f, op->result(0), activation),
+                  s = op->operand(2)->dtype();
+      if ((bits != 4 && bits != 8) || bs < 16 || bs > 4096 || (bs & (bs - 1)) || !isFloatStorage(a) ||
+          !isFloatStorage(y) || !isFloatStorage(s))
+        continue; // the verifier refuses such a plan; no kernel for it
+      int zp = 0;
+      if (op->numOperands() == 4)
+        zp = op->operand(3)->dtype() == DType::U8 ? 1 : 2;
+      std::ostringstream args;
+      args << storageStruct(a) << ", " << storageStruct(s) << ", " << storageStruct(y) << ", " << bits << ", " << bs
+           << ", " << zp;
+      auto [it, fresh] = familyOf.emplace(args.str(), "gemvq_" + std::to_string(familyOf.size()));
+      op->setAttr("gpu_gemv", it->second);
+      if (!fresh)
+        continue;
+      code << "// ==== 4/8-bit GEMV " << it->second << " (matmul_nbits at \"" << op->loc() << "\") ====\n";
+      for (int mt : {1, 2, 4, 8}) {
+        std::string name = it->second + "_m" + std::to_string(mt);
+        out.names.push_back(name);
+        code << "extern \"C\" __global__ void __launch_bounds__(" << genrt::cuda::kNBitsThreads << ") " << name
+             << "(const GencNBitsParams p) { genc_gemvq<" << args.str() << ", " << mt << ">(p); }\n";
+      }
+      out.names.push_back(it->second + "_tiles");
+      code << "extern \"C\" __global__ void __launch_bounds__(" << genrt::cuda::kNBitsThreads << ") " << it->second
+           << "_tiles(const GencNBitsParams p) { genc_gemvq_tiles<" << args.str() << ">(p); }\n";
+    }
+  }
+  if (familyOf.empty())
+    return out;
+  out.code = std::string("\n") + genrt::cuda::kGencNBitsAbiSource + "\n" + kTemplates + code.str();
+  return out;
+}
+
+} // namespace genc

@@ -1,0 +1,108 @@
+// The step of `matmul_nbits` (4/8-bit block-quantized weights,
+// runtime/plan/NBitsLayout.h) on the plan's generated kernels (NBitsAbi.h): the
+// GEMV entries for up to 8 rows (and the 8-row one in chunks of 8 up to
+// GENC_CUDA_NBITS_ROWS, default 32), the tiled kernel for more. The weights
+// stay as the plan stores them (codes, scales, zero points; WeightUpload.cpp
+// copies them unchanged).
+#include "runtime/cuda/StepKinds.h"
+
+#include "runtime/plan/NBitsLayout.h"
+#include "runtime/cuda/NBitsAbi.h"
+
+namespace genrt::cuda {
+namespace {
+
+class NBitsGemmStep final : public Step {
+public:
+  GencNBitsParams params{};
+  Shape aShape;
+  CUfunction gemv[4] = {}; // rows <= 1, 2, 4, 8
+  CUfunction tiles = nullptr;
+
+  Status run(StepContext &ctx, const ProgramRun &run) override {
+    const int64_t n = elementsAt(aShape, run.symbols);
+    if (n < 0 || n % params.K)
+      return Status::error(what + ": the input's shape does not evaluate");
+    GencNBitsParams p = params;
+    p.M = n / params.K;
+    if (p.M == 0)
+      return Status::ok();
+    void *args[] = {&p};
+    Status s = Status::ok();
+    if (p.M <= ctx.nbitsGemvRows) {
+      const int which = p.M <= 1 ? 0 : p.M <= 2 ? 1 : p.M <= 4 ? 2 : 3;
+      const unsigned grid = static_cast<unsigned>((p.N + kNBitsThreads / 32 - 1) / (kNBitsThreads / 32));
+      const unsigned chunks = static_cast<unsigned>((p.M + kNBitsGemvRows - 1) / kNBitsGemvRows);
+      s = ctx.dev->launch(gemv[which], grid, chunks, 1, kNBitsThreads, 1, 0, ctx.stream, args,
+                          "the 4/8-bit GEMV of " + what);
+    } else {
+      const int64_t gy = (p.M + kNBitsTile - 1) / kNBitsTile;
+      if (gy > 65535)
+        return Status::error(what + ": " + std::to_string(p.M) + " rows are more than the tiled kernel's grid holds");
+      s = ctx.dev->launch(tiles, static_cast<unsigned>((p.N + kNBitsTile - 1) / kNBitsTile), static_cast<unsigned>(gy),
+                          1, kNBitsThreads, 1, 0, ctx.stream, args, "the 4/8-bit tiles of " + what);
+    }
+    if (s && ctx.syncEachStep)
+      return ctx.dev->check(ctx.dev->api->cuStreamSynchronize(ctx.stream), what.c_str());
+    return s;
+  }
+  std::string profileKind(const StepContext &ctx, const ProgramRun &run) const override {
+    const int64_t n = elementsAt(aShape, run.symbols);
+    return n > 0 && n / params.K <= ctx.nbitsGemvRows ? "gemm nbits gemv" : "gemm nbits tiles";
+  }
+};
+
+} // namespace
+
+Status nbitsGemmStep(const OpInfo &op, const ValueMap &vm, const KernelModule &mod, const std::string &where,
+                     std::unique_ptr<Step> &out) {
+  const Program &prog = vm.prog;
+  auto bad = [&](const std::string &why) { return Status::error("plan op " + where + ": " + why); };
+  if (op.operands.size() < 3 || op.operands.size() > 4 || op.results.size() != 1)
+    return bad("matmul_nbits takes a, b, scales and optional zero points");
+  for (size_t i = 1; i < op.operands.size(); ++i)
+    if (!vm.isWeight(op.operands[i]))
+      return bad("operand " + std::to_string(i) + " is not a weight");
+  const Shape &as = prog.values[op.operands[0]].shape;
+  if (as.empty() || !as.back().isConstant())
+    return bad("a has no constant last dim K");
+  NBitsShape s{attrInt(op.attrs, "bits", 0), attrInt(op.attrs, "block_size", 0), as.back().constant(),
+               attrInt(op.attrs, "n", 0)};
+  if (std::string why = checkNBitsShape(s); !why.empty())
+    return bad(why);
+  // The tensors as uploaded (the verifier checked the plan's value types;
+  // the kernels index these bytes by the same facts).
+  auto weight = [&](size_t i) -> const Tensor & { return vm.ctx.plan->weights[prog.values[op.operands[i]].index]; };
+  const bool zp = op.operands.size() == 4;
+  ZeroPointKind kind;
+  if (std::string why = checkNBitsOperands(s, weight(1).dtype(), weight(1).shape(), weight(2).dtype(), weight(2).shape(),
+                                           zp, zp ? weight(3).dtype() : DType::U8,
+                                           zp ? weight(3).shape() : std::vector<int64_t>{}, kind);
+      !why.empty())
+    return bad(why);
+  const DType a = vm.stored(op.operands[0]), y = vm.stored(op.results[0]);
+  auto isFloat = [](DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; };
+  if (!isFloat(a) || !isFloat(y))
+    return bad("a and the result must be stored as f32, f16 or bf16");
+  const Shape &ys = prog.values[op.results[0]].shape;
+  if (ys.empty() || !ys.back().isConstant() || ys.back().constant() != s.N)
+    return bad("the result's last dim is not n = " + std::to_string(s.N));
+  const std::string family = attrStr(op.attrs, "gpu_gemv", "");
+  if (family.empty())
+    return bad("the plan has no GPU kernels for it (compiled by a genc without them; compile it again)");
+  auto step = std::make_unique<NBitsGemmStep>();
+  const char *rows[] = {"_m1", "_m2", "_m4", "_m8"};
+  for (int i = 0; i < 4; ++i)
+    if (Status st = mod.function(family + rows[i], step->gemv[i]); !st)
+      return bad(st.message());
+  if (Status st = mod.function(family + "_tiles", step->tiles); !st)
+    return bad(st.message());
+  step->params = GencNBitsParams{vm.ptr(op.operands[0]), vm.ptr(op.operands[1]), vm.ptr(op.operands[2]),
+                                 zp ? vm.ptr(op.operands[3]) : 0, vm.ptr(op.results[0]), 0, s.K, s.N};
+  step->aShape = as;
+  step->kind = "gemm";
+  out = std::move(step);
+  return Status::ok();
+}
+
+} // namespace genrt::cuda

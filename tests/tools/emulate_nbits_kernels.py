@@ -1,0 +1,231 @@
+#!/usr/bin/env python3
+"""Runs the 4/8-bit weight kernels genc emits (codegen/NBitsKernels.cpp) on the
+CPU, where there is no GPU: the templates of a `genc compile --emit=cuda` file,
+compiled as host C++ with a block's threads as std::threads (warp shuffles and
+__syncthreads on std::barrier, shared memory one copy a block, blocks one
+after another), against a double-precision sum of the layout's dequantized
+weights (runtime/plan/NBitsLayout.h, written out again here):
+
+  emulate_nbits_kernels.py CXX WORK_DIR FILE.cu... [--family "A, S, Y, BITS, BS, ZP"]...
+
+Every family the files name (and each --family: forms the fixtures' plans do
+not make, such as float zero points) runs on random codes, scales, zero
+points and rows of a: K 64, 100, 160 and 300 (blocks cut short, rows of a at
+and off 16-byte multiples), N 13 (a part block of warps), the GEMV entries at
+M 1, 2, 3, 5 and 8 (13 and 32: the 8-row entry in chunks) and the tiles at 3,
+8 and 70, y poisoned with 0xff. Each
+element within u_y |ref| + 3 K 2^-24 sum|a w| + 2^-24 (gpucheck's bound,
+tests/gpu/NBitsCheck.cpp). Prints a line a family and the total; exit 1 when
+any case is off. What it cannot show: the GPU's own scheduling, memory
+ordering and launch limits (tests/codegen/gpucheck-nbits.test on the GPU).
+"""
+import os
+import re
+import subprocess
+import sys
+
+HOST_PRELUDE = r'''
+#include <barrier>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <thread>
+#include <vector>
+#define __device__
+#define __forceinline__ inline
+#define __global__
+#define __launch_bounds__(x)
+#define __shared__ static
+struct Dim3 { unsigned x = 0, y = 0, z = 0; };
+thread_local Dim3 threadIdx, blockIdx;
+Dim3 blockDim{256, 1, 1};
+struct alignas(8) uint2 { unsigned x, y; };
+struct alignas(16) uint4 { unsigned x, y, z, w; };
+// f16 and bf16 by their bit patterns, rounding to nearest even.
+static float genc_h2f(unsigned short h) {
+  const unsigned e = (h >> 10) & 31, m = h & 1023;
+  float f = e == 0 ? std::ldexp((float)m, -24) : e == 31 ? (m ? NAN : INFINITY) : std::ldexp((float)(m | 1024), (int)e - 25);
+  return (h & 0x8000) ? -f : f;
+}
+static unsigned short genc_f2h(float x) {
+  const unsigned short s = std::signbit(x) ? 0x8000 : 0;
+  const float a = std::fabs(x);
+  if (std::isnan(x)) return s | 0x7e00;
+  if (a >= 65520.f) return s | 0x7c00;
+  if (a < std::ldexp(1.f, -14)) return s | (unsigned short)std::nearbyint(a * 16777216.f);
+  int e;
+  const float fr = std::frexp(a, &e);
+  float mq = std::nearbyint(std::ldexp(fr, 11));
+  if (mq == 2048.f) mq = 1024.f, ++e;
+  return s | (unsigned short)((unsigned)(e + 14) << 10) | (unsigned short)((unsigned)mq - 1024);
+}
+static float genc_bf2f(unsigned short h) { unsigned u = ((unsigned)h) << 16; float f; std::memcpy(&f, &u, 4); return f; }
+static unsigned short genc_f2bf(float f) {
+  unsigned u; std::memcpy(&u, &f, 4); u += 0x7fff + ((u >> 16) & 1); return (unsigned short)(u >> 16);
+}
+struct genc_f32 { typedef float S; static float ld(S v) { return v; } static S st(float f) { return f; } };
+struct genc_f16 { typedef unsigned short S; static float ld(S v) { return genc_h2f(v); } static S st(float f) { return genc_f2h(f); } };
+struct genc_bf16 { typedef unsigned short S; static float ld(S v) { return genc_bf2f(v); } static S st(float f) { return genc_f2bf(f); } };
+template <int B> struct genc_word;
+template <> struct genc_word<8> { typedef uint2 T; };
+template <> struct genc_word<16> { typedef uint4 T; };
+template <typename T, int V>
+static void genc_vload(T (&dst)[V], const T *src) {
+  constexpr int B = (int)sizeof(T) * V, W = B < 16 ? B : 16;
+  typedef typename genc_word<W>::T Word;
+  if (reinterpret_cast<uintptr_t>(src) % W) { std::fprintf(stderr, "a vector load off its alignment\n"); std::abort(); }
+  for (int k = 0; k < B / W; ++k) reinterpret_cast<Word *>(dst)[k] = reinterpret_cast<const Word *>(src)[k];
+}
+static void genc_pdl_wait() {}
+static void genc_pdl_launch() {}
+struct Warp { std::barrier<> bar{32}; float slot[32]; };
+static Warp *gWarps;
+static std::barrier<> *gBlock;
+static float __shfl_xor_sync(unsigned, float v, int o) {
+  Warp &w = gWarps[threadIdx.x >> 5];
+  const int lane = threadIdx.x & 31;
+  w.slot[lane] = v;
+  w.bar.arrive_and_wait();
+  const float r = w.slot[lane ^ o];
+  w.bar.arrive_and_wait();
+  return r;
+}
+static void __syncthreads() { gBlock->arrive_and_wait(); }
+'''
+
+DRIVER = r'''
+template <typename P> static void emulate(void (*k)(const P &), const P &p, unsigned gx, unsigned gy) {
+  for (unsigned by = 0; by < gy; ++by)
+    for (unsigned bx = 0; bx < gx; ++bx) {
+      std::vector<Warp> warps(8);
+      std::barrier<> block(256);
+      gWarps = warps.data();
+      gBlock = &block;
+      std::vector<std::thread> ts;
+      for (unsigned t = 0; t < 256; ++t)
+        ts.emplace_back([&, t] { threadIdx.x = t; blockIdx.x = bx; blockIdx.y = by; k(p); });
+      for (auto &t : ts) t.join();
+    }
+}
+template <typename T> struct Rounding { static constexpr double u = 0; };
+template <> struct Rounding<genc_f16> { static constexpr double u = 1.0 / 2048; };
+template <> struct Rounding<genc_bf16> { static constexpr double u = 1.0 / 256; };
+template <typename A, typename S, typename Y, int BITS, int BS, int ZP, int MT>
+static void gemvEntry(const GencNBitsParams &p) { genc_gemvq<A, S, Y, BITS, BS, ZP, MT>(p); }
+template <typename A, typename S, typename Y, int BITS, int BS, int ZP>
+static void tilesEntry(const GencNBitsParams &p) { genc_gemvq_tiles<A, S, Y, BITS, BS, ZP>(p); }
+static int gCases = 0, gOff = 0;
+
+template <typename A, typename S, typename Y, int BITS, int BS, int ZP>
+static void run(const char *name) {
+  std::mt19937 rng(48);
+  std::normal_distribution<float> g(0.f, 1.f);
+  int cases = 0, off = 0;
+  double worst = 0;
+  for (long long K : {64LL, 100LL, 160LL, 300LL}) {
+    const long long N = 13, blocks = (K + BS - 1) / BS, blob = BS * BITS / 8, zpb = (blocks * BITS + 7) / 8;
+    std::vector<unsigned char> codes(N * blocks * blob), zp(N * zpb);
+    std::vector<typename S::S> sc(N * blocks), zf(N * blocks);
+    for (auto &c : codes) c = rng() & 255;
+    for (auto &z : zp) z = rng() & 255;
+    for (auto &s : sc) s = S::st(g(rng) * 0.1f);
+    for (auto &z : zf) z = S::st(g(rng) * 4.f + (1 << (BITS - 1)));
+    // The layout, written out again (runtime/plan/NBitsLayout.h).
+    auto W = [&](long long k, long long n) {
+      const long long j = k / BS;
+      const int e = (int)(k % BS);
+      const unsigned char *b = codes.data() + (n * blocks + j) * blob;
+      const int q = BITS == 8 ? b[e] : (b[e / 2] >> ((e & 1) * 4)) & 15;
+      const double z = ZP == 0 ? (1 << (BITS - 1))
+                     : ZP == 1 ? (BITS == 8 ? zp[n * zpb + j] : (zp[n * zpb + j / 2] >> ((j & 1) * 4)) & 15)
+                               : S::ld(zf[n * blocks + j]);
+      return ((double)q - z) * (double)S::ld(sc[n * blocks + j]);
+    };
+    for (int M : {1, 2, 3, 5, 8, 13, 32, 70})
+      for (int tiles = 0; tiles < 2; ++tiles) {
+        if (!tiles && M > 32) continue;
+        if (tiles && M != 3 && M != 8 && M != 70) continue;
+        std::vector<typename A::S> a(M * K);
+        for (auto &x : a) x = A::st(g(rng));
+        std::vector<typename Y::S> y(M * N);
+        std::memset(y.data(), 0xff, y.size() * sizeof(y[0]));
+        GencNBitsParams p{(unsigned long long)a.data(), (unsigned long long)codes.data(), (unsigned long long)sc.data(),
+                          ZP == 1 ? (unsigned long long)zp.data() : ZP == 2 ? (unsigned long long)zf.data() : 0ull,
+                          (unsigned long long)y.data(), M, K, N};
+        if (tiles) {
+          emulate(tilesEntry<A, S, Y, BITS, BS, ZP>, p, (unsigned)((N + 63) / 64), (unsigned)((M + 63) / 64));
+        } else {
+          auto f = M <= 1 ? gemvEntry<A, S, Y, BITS, BS, ZP, 1> : M <= 2 ? gemvEntry<A, S, Y, BITS, BS, ZP, 2>
+                 : M <= 4 ? gemvEntry<A, S, Y, BITS, BS, ZP, 4> : gemvEntry<A, S, Y, BITS, BS, ZP, 8>;
+          emulate(f, p, (unsigned)((N + 7) / 8), (unsigned)((M + 7) / 8));
+        }
+        double ratio = 0;
+        for (int m = 0; m < M; ++m)
+          for (long long n = 0; n < N; ++n) {
+            double r = 0, sum = 0;
+            for (long long k = 0; k < K; ++k) {
+              const double t = (double)A::ld(a[m * K + k]) * W(k, n);
+              r += t;
+              sum += std::fabs(t);
+            }
+            const double got = Y::ld(y[m * N + n]);
+            const double bound = Rounding<Y>::u * std::fabs(r) + 3.0 * K * std::ldexp(1.0, -24) * sum + std::ldexp(1.0, -24);
+            ratio = std::max(ratio, std::isnan(got) ? INFINITY : std::fabs(got - r) / bound);
+          }
+        ++cases;
+        worst = std::max(worst, ratio);
+        if (!(ratio <= 1)) {
+          ++off;
+          std::printf("  %s %s K=%lld M=%d: off, |y - ref| / bound = %g\n", name, tiles ? "tiles" : "gemv", K, M, ratio);
+        }
+      }
+  }
+  std::printf("%s: %d cases, %d off, max |y - ref| / bound %.3g\n", name, cases, off, worst);
+  gCases += cases;
+  gOff += off;
+}
+'''
+
+
+def main():
+    args = sys.argv[1:]
+    if len(args) < 3:
+        sys.exit(__doc__)
+    cxx, work, rest = args[0], args[1], args[2:]
+    files, extra = [], []
+    while rest:
+        a = rest.pop(0)
+        if a == "--family":
+            extra.append(rest.pop(0))
+        else:
+            files.append(a)
+    section, families = None, []
+    for path in files:
+        text = open(path).read()
+        start = text.find("struct GencNBitsParams")
+        end = text.find("// ==== 4/8-bit GEMV", start)
+        if start < 0 or end < 0:
+            sys.exit(f"emulate_nbits_kernels: {path} holds no 4/8-bit kernels")
+        section = section or text[start:end]
+        for name, targs in re.findall(r'void __launch_bounds__\(\d+\) (gemvq_\d+)_tiles\(const GencNBitsParams p\) '
+                                      r'\{ genc_gemvq_tiles<([^>]*)>\(p\); \}', text):
+            families.append((f"{os.path.basename(path)} {name} <{targs}>", targs))
+    families += [(f"--family <{f}>", f) for f in extra]
+    os.makedirs(work, exist_ok=True)
+    calls = "".join(f'  run<{targs}>("{label}");\n' for label, targs in families)
+    src = os.path.join(work, "emulate.cpp")
+    with open(src, "w") as f:
+        f.write(HOST_PRELUDE + section + DRIVER + "int main() {\n" + calls +
+                '  std::printf("%d cases, %d off\\n", gCases, gOff);\n  return gOff != 0;\n}\n')
+    exe = os.path.join(work, "emulate")
+    r = subprocess.run([cxx, "-std=c++20", "-O1", "-pthread", "-w", "-o", exe, src], capture_output=True, text=True)
+    if r.returncode:
+        sys.exit(f"emulate_nbits_kernels: {cxx} failed on {src}:\n{r.stderr[-3000:]}")
+    sys.exit(subprocess.run([exe]).returncode)
+
+
+if __name__ == "__main__":
+    main()

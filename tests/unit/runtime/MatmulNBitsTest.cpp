@@ -1,0 +1,174 @@
+// cpu/MatmulNBits: 4-bit and 8-bit block-quantized weights against a
+// double-precision sum over the weights dequantized from the layout's
+// definition (runtime/plan/NBitsLayout.h), for every decode kernel this CPU runs
+// (AVX-512, AVX2, the plain loops), the panel path of many rows, every
+// zero-point form, blocks of 16 to 128 and K not a multiple of the block;
+// dequantization is exact, and the thread pool never changes a bit.
+#include "runtime/Tensor.h"
+#include "runtime/cpu/MatmulNBits.h"
+#include "runtime/cpu/MatmulNBitsRows.h"
+#include "runtime/cpu/ThreadPool.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+namespace {
+
+using namespace genrt;
+using namespace genrt::cpu;
+
+struct Case {
+  NBitsShape s;
+  ZeroPointKind zp;
+  std::vector<uint8_t> codes, zpPacked;
+  std::vector<float> scales, zpFloat;
+  NBitsMatrix matrix() const {
+    NBitsMatrix w;
+    w.shape = s;
+    w.codes = codes.data();
+    w.scales = scales.data();
+    w.zeroPoints = zp;
+    w.zpPacked = zpPacked.data();
+    w.zpFloat = zpFloat.data();
+    return w;
+  }
+  // W[k, n] from the definition: the code's nibble or byte, (q - z) in f32
+  // times the scale in f32.
+  float weight(int64_t k, int64_t n) const {
+    const int64_t j = k / s.blockSize, i = k % s.blockSize, blocks = s.blocks();
+    const uint8_t *blob = codes.data() + (n * blocks + j) * s.blobBytes();
+    const int q = s.bits == 8 ? blob[i] : (i % 2 ? blob[i / 2] >> 4 : blob[i / 2] & 15);
+    float z = static_cast<float>(1 << (s.bits - 1));
+    if (zp == ZeroPointKind::Float)
+      z = zpFloat[n * blocks + j];
+    if (zp == ZeroPointKind::Packed) {
+      const uint8_t b = zpPacked[n * s.zeroPointBytes() + (s.bits == 8 ? j : j / 2)];
+      z = static_cast<float>(s.bits == 8 ? b : (j % 2 ? b >> 4 : b & 15));
+    }
+    return (static_cast<float>(q) - z) * scales[n * blocks + j];
+  }
+};
+
+Case makeCase(std::mt19937 &rng, NBitsShape s, ZeroPointKind zp) {
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  Case c{s, zp, {}, {}, {}, {}};
+  const int64_t blocks = s.blocks();
+  c.codes.resize(s.N * blocks * s.blobBytes());
+  for (uint8_t &b : c.codes)
+    b = static_cast<uint8_t>(byte(rng));
+  c.scales.resize(s.N * blocks);
+  for (float &x : c.scales)
+    x = halfToFloat(floatToHalf(normal(rng) * 0.05f)); // f16 scales, as GGUF's and genc's
+  c.zpPacked.resize(s.N * s.zeroPointBytes());
+  for (uint8_t &b : c.zpPacked)
+    b = static_cast<uint8_t>(byte(rng));
+  c.zpFloat.resize(s.N * blocks);
+  for (float &x : c.zpFloat)
+    x = normal(rng) * 3.f + static_cast<float>(1 << (s.bits - 1));
+  return c;
+}
+
+std::vector<std::string> kernels() {
+  std::vector<std::string> out;
+  for (const char *k : {"scalar", "avx2", "avx512"})
+    if (forceNBitsKernel(k))
+      out.push_back(k);
+  forceNBitsKernel("");
+  return out;
+}
+
+TEST(MatmulNBits, DequantizesExactlyAsTheLayoutSays) {
+  std::mt19937 rng(4801);
+  for (int64_t bits : {4, 8})
+    for (ZeroPointKind zp : {ZeroPointKind::Default, ZeroPointKind::Packed, ZeroPointKind::Float}) {
+      const Case c = makeCase(rng, {bits, 32, 75, 9}, zp);
+      std::vector<float> got(c.s.N * c.s.K);
+      dequantizeNBits(c.matrix(), 0, c.s.N, got.data());
+      for (int64_t n = 0; n < c.s.N; ++n)
+        for (int64_t k = 0; k < c.s.K; ++k) {
+          const float want = c.weight(k, n);
+          ASSERT_EQ(std::memcmp(&got[n * c.s.K + k], &want, 4), 0) << "bits " << bits << " n " << n << " k " << k;
+        }
+    }
+}
+
+TEST(MatmulNBits, Avx512DequantizesToTheSameBits) {
+  if (!forceNBitsKernel("avx512"))
+    GTEST_SKIP() << "no AVX-512 here";
+  forceNBitsKernel("");
+  std::mt19937 rng(4804);
+  for (int64_t bits : {4, 8})
+    for (int64_t bs : {32, 64})
+      for (int64_t K : {32, 75, 200})
+        for (ZeroPointKind zp : {ZeroPointKind::Default, ZeroPointKind::Packed, ZeroPointKind::Float}) {
+          const Case c = makeCase(rng, {bits, bs, K, 7}, zp);
+          std::vector<float> want(c.s.N * K), got(c.s.N * K + 16, 12345.f);
+          dequantizeNBits(c.matrix(), 0, c.s.N, want.data());
+          nbitsDequantAvx512(c.matrix(), 0, c.s.N, got.data());
+          ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * 4), 0) << bits << " " << bs << " " << K;
+          ASSERT_EQ(got[c.s.N * K], 12345.f) << "wrote past the last column";
+        }
+}
+
+TEST(MatmulNBits, MatchesADoubleSumOverTheDequantizedWeights) {
+  std::mt19937 rng(4802);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  ThreadPool pool(3);
+  const std::vector<std::string> names = kernels();
+  ASSERT_FALSE(names.empty());
+  double worst = 0;
+  for (int64_t bits : {4, 8})
+    for (int64_t bs : {16, 32, 64, 128})
+      for (int64_t K : {16, 96, 200})
+        for (int64_t N : {1, 37})
+          for (ZeroPointKind zp : {ZeroPointKind::Default, ZeroPointKind::Packed, ZeroPointKind::Float}) {
+            const Case c = makeCase(rng, {bits, bs, K, N}, zp);
+            const NBitsMatrix w = c.matrix();
+            for (int64_t M : {1, 2, 5, 8, 12}) {
+              std::vector<float> a(M * K);
+              for (float &x : a)
+                x = u(rng);
+              std::vector<double> want(M * N), mag(M * N);
+              for (int64_t m = 0; m < M; ++m)
+                for (int64_t n = 0; n < N; ++n)
+                  for (int64_t k = 0; k < K; ++k) {
+                    const double p = static_cast<double>(a[m * K + k]) * c.weight(k, n);
+                    want[m * N + n] += p;
+                    mag[m * N + n] += std::fabs(p);
+                  }
+              for (const std::string &kernel : names) {
+                ASSERT_TRUE(forceNBitsKernel(kernel.c_str()));
+                std::vector<float> got(M * N, NAN), pooled(M * N, NAN);
+                matmulNBits(a.data(), w, got.data(), M, nullptr);
+                matmulNBits(a.data(), w, pooled.data(), M, &pool);
+                for (int64_t i = 0; i < M * N; ++i) {
+                  const double err = std::fabs(got[i] - want[i]) / (mag[i] + 1e-30);
+                  worst = std::max(worst, err);
+                  ASSERT_LE(err, 1e-6) << kernel << " bits " << bits << " block " << bs << " K " << K << " N " << N
+                                       << " M " << M << " zp " << int(zp) << " at " << i << ": " << got[i] << " vs "
+                                       << want[i];
+                  ASSERT_EQ(std::memcmp(&got[i], &pooled[i], 4), 0) << kernel << ": the pool changed a bit at " << i;
+                }
+              }
+              forceNBitsKernel("");
+            }
+          }
+  std::printf("max |got - double| / sum |a w| = %.3g over kernels:", worst);
+  for (const std::string &k : names)
+    std::printf(" %s", k.c_str());
+  std::printf("\n");
+}
+
+TEST(MatmulNBits, RefusesAKernelThisCpuLacksAndUnknownNames) {
+  EXPECT_FALSE(forceNBitsKernel("avx1024"));
+  EXPECT_TRUE(forceNBitsKernel("scalar"));
+  EXPECT_STREQ(nbitsKernelName(), "scalar");
+  EXPECT_TRUE(forceNBitsKernel(""));
+}
+
+} // namespace
