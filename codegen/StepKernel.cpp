@@ -342,7 +342,7 @@ private:
     __syncthreads();
     if (tid == 0) {
       __threadfence();
-      atomicAdd((unsigned *)sp.counters + it.op, 1u);
+      if (it.op != sp.stallOp) atomicAdd((unsigned *)sp.counters + it.op, 1u);
       genc_step_issue<GENC_STEP_PAGES, GENC_STEP_PAGE>(ring, sp, last, -1); // the item's slots are empty now
     }
     if (stamp) {

@@ -8,6 +8,9 @@
 #      largest logit, argmax agreement, non-finite values); then the tokens of
 #      the step kernel against kernel by kernel (GENC_CUDA_STEP=0), greedy;
 #   2. the plans the schedule refuses say so (genc inspect) and still run;
+#      a stalled counter (GENC_CUDA_STEP_STALL=2: the first merge never
+#      signals) ends genrun with an error naming the waiting item after the
+#      wait's bound, exit 1, and no output file;
 #   3. with --time: decode ms/token of the step kernel against kernel by
 #      kernel at batch 1 (prompt 128, 128 new tokens, random weights) on the
 #      135M Llama shape and the 1.1B one (bench/bench.py's shapes), with the
@@ -119,6 +122,24 @@ for spec in llama:f16:24 llama:bf16:24 llama:f16:300 gpt2:f16:24 mistral:f16:24 
   IFS=: read -r m dt len <<< "$spec"
   fixture "$m" "$dt" "$len"
 done
+
+# stall: op 2 (layer 0's attention merge) never signals: the O product
+# that waits on it must fail the run, naming itself and the op.
+stall() {
+  local p=$W/llama-f16-24
+  [ -s "$p.plan" ] || { row "stalled counter|FAIL|no llama f16 plan"; return; }
+  local t0=$SECONDS
+  GENC_CUDA_STEP_STALL=2 "$BIN/genrun" "$p.plan" --device cuda --input "$p.jsonl" --max-new-tokens 4 \
+    --output "$p.stall.out" > "$p.stall.log" 2>&1
+  local rc=$? line
+  line=$(grep -m1 "genrun: error" "$p.stall.log")
+  if [ $rc = 1 ] && [[ $line == *"waited past 2000 ms for step op 2"* ]] && [ ! -e "$p.stall.out" ]; then
+    row "stalled counter|ok|exit 1 after $((SECONDS - t0)) s, no output file: ${line#genrun: error: }"
+  else
+    row "stalled counter|FAIL|exit $rc; $(tail -1 "$p.stall.log"); output file: $([ -e "$p.stall.out" ] && echo present || echo none)"
+  fi
+}
+[ "${STEP_FIXTURES-1}" = 0 ] || stall
 
 # time NAME[:LAYERS]: decode ms/token, step kernel and kernel by kernel,
 # batch 1; the step kernel's trace.
