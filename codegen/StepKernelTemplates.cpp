@@ -175,19 +175,21 @@ static __device__ __forceinline__ void genc_step_release(GencStepRing &r, const 
 }
 
 // ---- a matrix-vector product over pages --------------------------------------
-// x [K] (A's storage) in shared memory; a page holds R outputs' weight rows
-// [R][K] (W's storage), with a GLU the gate rows then the up rows [2R][K].
-// Each warp walks every page and takes the outputs whose place in the
-// block's stream is its warp index mod 4: a whole row (and its up row) a
-// warp, 16-byte words lane by lane, summed across the warp; lane 0 writes
-// output n from (gate, up) sums through EPI.
+// x [T][K] (A's storage, T <= GENC_STEP_ROWS rows) in shared memory; a page
+// holds R outputs' weight rows [R][K] (W's storage), with a GLU the gate rows
+// then the up rows [2R][K]. Each warp walks every page and takes the outputs
+// whose place in the block's stream is its warp index mod 4: a whole row (and
+// its up row) a warp, read once for every x row; 16-byte words lane by lane,
+// a sum a row, summed across the warp; lane 0 writes output n of each row
+// through EPI.
 template <typename A, typename W, int PAGES, long long PAGE, typename EPI>
 static __device__ void genc_step_matvec(GencStepRing &r, const GencStepParams &sp, int last, const GencStepMatvec &m,
-                                        const GencStepItem &it, const typename A::S *xs, float *) {
+                                        const GencStepItem &it, const typename A::S *xs, int T) {
   typedef typename W::S WS;
+  typedef typename A::S AS;
   constexpr int V = 16 / (int)sizeof(WS);
-  constexpr int WARPS = GENC_STEP_THREADS / 32;
-  static_assert(sizeof(typename A::S) == sizeof(WS), "step matvec: x and the weight in words of one width");
+  constexpr int WARPS = GENC_STEP_THREADS / 32, ROWS = GENC_STEP_ROWS;
+  static_assert(sizeof(AS) == sizeof(WS), "step matvec: x and the weight in words of one width");
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int KW = (int)(m.K / V);
   const long long end = (long long)it.first + it.count, rpp = m.rowsPerPage;
@@ -197,38 +199,49 @@ static __device__ void genc_step_matvec(GencStepRing &r, const GencStepParams &s
     const uint4 *page = (const uint4 *)genc_step_page<PAGES, PAGE>(r, sp, last);
     for (int o = (warp - r.outs % WARPS + WARPS) % WARPS; o < R; o += WARPS) {
       const uint4 *wg = page + (long long)o * KW, *wu = page + (long long)(R + o) * KW;
-      float g = 0.f, u = 0.f;
+      float g[ROWS], u[ROWS];
+#pragma unroll
+      for (int t = 0; t < ROWS; ++t) g[t] = u[t] = 0.f;
       for (int k = lane; k < KW; k += 32) {
-        const uint4 xv = xv4[k], gv = wg[k];
-        const typename A::S *xe = (const typename A::S *)&xv;
-        const WS *ge = (const WS *)&gv;
+        const uint4 gv = wg[k], uv = EPI::GLU ? wu[k] : gv;
+        const WS *ge = (const WS *)&gv, *ue = (const WS *)&uv;
 #pragma unroll
-        for (int i = 0; i < V; ++i) g += A::ld(xe[i]) * W::ld(ge[i]);
-        if (EPI::GLU) {
-          const uint4 uv = wu[k];
-          const WS *ue = (const WS *)&uv;
+        for (int t = 0; t < ROWS; ++t) {
+          if (t < T) {
+            const uint4 xv = xv4[t * KW + k];
+            const AS *xe = (const AS *)&xv;
 #pragma unroll
-          for (int i = 0; i < V; ++i) u += A::ld(xe[i]) * W::ld(ue[i]);
+            for (int i = 0; i < V; ++i) g[t] += A::ld(xe[i]) * W::ld(ge[i]);
+            if (EPI::GLU) {
+#pragma unroll
+              for (int i = 0; i < V; ++i) u[t] += A::ld(xe[i]) * W::ld(ue[i]);
+            }
+          }
         }
       }
 #pragma unroll
-      for (int s = 16; s > 0; s >>= 1) {
-        g += __shfl_xor_sync(0xffffffffu, g, s);
-        if (EPI::GLU) u += __shfl_xor_sync(0xffffffffu, u, s);
+      for (int t = 0; t < ROWS; ++t) {
+        if (t < T) {
+#pragma unroll
+          for (int s = 16; s > 0; s >>= 1) {
+            g[t] += __shfl_xor_sync(0xffffffffu, g[t], s);
+            if (EPI::GLU) u[t] += __shfl_xor_sync(0xffffffffu, u[t], s);
+          }
+          if (lane == 0) EPI::store(m, t, n0 + o, g[t], u[t]);
+        }
       }
-      if (lane == 0) EPI::store(m, n0 + o, g, u);
     }
     r.outs += R;
     genc_step_release<PAGES, PAGE>(r, sp, last);
   }
 }
 
-// The input row of a product without a prologue: from where the op before
-// wrote it, through L2.
+// The input rows [T][K] of a product without a prologue: from where the op
+// before wrote them, through L2.
 template <typename A>
-static __device__ __forceinline__ void genc_step_row_in(typename A::S *xs, const GencStepMatvec &m) {
+static __device__ __forceinline__ void genc_step_row_in(typename A::S *xs, const GencStepMatvec &m, int T) {
   constexpr int V = 16 / (int)sizeof(typename A::S);
-  for (long long k = threadIdx.x; k < m.K / V; k += blockDim.x)
+  for (long long k = threadIdx.x; k < T * (m.K / V); k += blockDim.x)
     ((uint4 *)xs)[k] = genc_ld_cg4((const uint4 *)m.a + k);
 }
 

@@ -68,35 +68,40 @@ print(f"{same}/{total}")
 EOF
 }
 
-# fixture NAME DTYPE LENGTH: one correctness row.
+# fixture NAME DTYPE LENGTH [BATCH [BEAMS]]: one correctness row; BATCH
+# prompts a step (decode steps of BATCH x BEAMS rows, up to the kernel's 8).
 fixture() {
-  local m=$1 dt=$2 len=$3 p=$W/$1-$2-$3
-  local vocab
+  local m=$1 dt=$2 len=$3 b=${4:-1} nb=${5:-1} p=$W/$1-$2-$3-$4-$5
+  local vocab gen=(--ignore-eos)
+  [ "$nb" -gt 1 ] && gen+=(--num-beams "$nb")
+  local what="$m $dt prompt $len"
+  [ "$b" -gt 1 ] && what+=" batch $b"
+  [ "$nb" -gt 1 ] && what+=" beams $nb"
   vocab=$(python3 -c "import json; print(json.load(open('tests/fixtures/$m/config.json'))['vocab_size'])")
   if ! "$BIN/genc" compile "tests/fixtures/$m/model.onnx" -o "$p.plan" --dtype "$dt" --gpu-arch sm_90 \
-    --max-batch 1 --max-length $((len + 64)) > "$p.genc.log" 2>&1; then
+    --max-batch "$b" --max-beams "$nb" --max-length $((len + 64)) > "$p.genc.log" 2>&1; then
     row "$m $dt|FAIL|genc: $(tail -1 "$p.genc.log")"
     return
   fi
   local sched
   sched=$("$BIN/genc" inspect "$p.plan" | grep -m1 "step schedule")
-  prompts "$p.jsonl" 3 "$len" "$vocab" 7
+  prompts "$p.jsonl" $((b > 3 ? b : 3)) "$len" "$vocab" 7
   if [[ $sched == *none* ]]; then
-    GENC_CUDA_STEP=1 "$BIN/genrun" "$p.plan" --device cuda --input "$p.jsonl" --max-new-tokens 32 --ignore-eos \
-      --output "$p.out" > "$p.log" 2>&1 && row "$m $dt|ok|no schedule, runs kernel by kernel: ${sched#*: }" ||
-      row "$m $dt|FAIL|genrun: $(tail -1 "$p.log")"
+    GENC_CUDA_STEP=1 "$BIN/genrun" "$p.plan" --device cuda --input "$p.jsonl" --max-new-tokens 32 "${gen[@]}" \
+      --output "$p.out" > "$p.log" 2>&1 && row "$what|ok|no schedule, runs kernel by kernel: ${sched#*: }" ||
+      row "$what|FAIL|genrun: $(tail -1 "$p.log")"
     return
   fi
   if ! GENC_CUDA_STEP_CHECK=1 "$BIN/genrun" "$p.plan" --device cuda --input "$p.jsonl" --max-new-tokens 48 \
-    --ignore-eos --output "$p.check" > "$p.check.log" 2>&1; then
-    row "$m $dt prompt $len|FAIL|step check: $(grep -m1 -i error "$p.check.log" || tail -1 "$p.check.log")"
+    "${gen[@]}" --output "$p.check" > "$p.check.log" 2>&1; then
+    row "$what|FAIL|step check: $(grep -m1 -i error "$p.check.log" || tail -1 "$p.check.log")"
     return
   fi
   local chk
   chk=$(grep -m1 "step check:" "$p.check.log")
   for s in 0 1; do
-    GENC_CUDA_STEP=$s "$BIN/genrun" "$p.plan" --device cuda --input "$p.jsonl" --max-new-tokens 48 --ignore-eos \
-      --output "$p.out$s" > "$p.log$s" 2>&1 || { row "$m $dt prompt $len|FAIL|GENC_CUDA_STEP=$s: $(tail -1 "$p.log$s")"; return; }
+    GENC_CUDA_STEP=$s "$BIN/genrun" "$p.plan" --device cuda --input "$p.jsonl" --max-new-tokens 48 "${gen[@]}" \
+      --output "$p.out$s" > "$p.log$s" 2>&1 || { row "$what|FAIL|GENC_CUDA_STEP=$s: $(tail -1 "$p.log$s")"; return; }
   done
   local agree verdict
   agree=$(same "$p.out0" "$p.out1")
@@ -113,20 +118,21 @@ ok = steps > 0 and nonfinite == 0 and ratio <= tol and eq >= 0.9 * of and a >= 0
 print("ok" if ok else "FAIL")
 EOF
 )
-  row "$m $dt prompt $len|$verdict|${chk#genrun: step check: }; tokens step = kernel by kernel $agree"
+  row "$what|$verdict|${chk#genrun: step check: }; tokens step = kernel by kernel $agree"
 }
 
 [ "${STEP_FIXTURES-1}" = 0 ] ||
 for spec in llama:f16:24 llama:bf16:24 llama:f16:300 gpt2:f16:24 mistral:f16:24 mistral:f16:300 qwen3:f16:24 \
-  qwen2:bf16:24 processors:f16:24 falcon:f16:24 olmo2:f16:24; do
-  IFS=: read -r m dt len <<< "$spec"
-  fixture "$m" "$dt" "$len"
+  qwen2:bf16:24 processors:f16:24 falcon:f16:24 olmo2:f16:24 llama:f16:24:4 gpt2:f16:24:8 qwen3:f16:300:3 \
+  llama:f16:24:1:4 gpt2:f16:24:2:4; do
+  IFS=: read -r m dt len b nb <<< "$spec"
+  fixture "$m" "$dt" "$len" "$b" "$nb"
 done
 
 # stall: op 2 (layer 0's attention merge) never signals: the O product
 # that waits on it must fail the run, naming itself and the op.
 stall() {
-  local p=$W/llama-f16-24
+  local p=$W/llama-f16-24--
   [ -s "$p.plan" ] || { row "stalled counter|FAIL|no llama f16 plan"; return; }
   local t0=$SECONDS
   GENC_CUDA_STEP_STALL=2 "$BIN/genrun" "$p.plan" --device cuda --input "$p.jsonl" --max-new-tokens 4 \
