@@ -17,17 +17,23 @@
 #      bandwidth floor of the weights read a step, and where the step
 #      kernel's time went (GENC_CUDA_STEP_TRACE=1).
 #
-#   bash tests/gpu/step_check.sh [--time]        # there, from the repo root
+#   4. with --sanitize: compute-sanitizer's memcheck and racecheck over
+#      genrun on the step kernel (llama f16, one row and four, greedy);
+#      any report fails the row.
+#
+#   bash tests/gpu/step_check.sh [--time | --sanitize]   # there, from the repo root
 #   STEP_TIME="llama135m llama1b:4" bash tests/gpu/step_check.sh --time
 #                                    # MODEL[:LAYERS]: fewer layers, a quicker export
 #   STEP_FIXTURES=0 bash tests/gpu/step_check.sh --time      # the timing alone
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 TIME=0
+SANITIZE=0
 case "${1-}" in
 --time) TIME=1 ;;
+--sanitize) SANITIZE=1 ;;
 "") ;;
-*) echo "usage: tests/gpu/step_check.sh [--time]" >&2; exit 2 ;;
+*) echo "usage: tests/gpu/step_check.sh [--time | --sanitize]" >&2; exit 2 ;;
 esac
 . tools/packed.sh
 W=$(mktemp -d)
@@ -181,6 +187,32 @@ EOF
   bytes=$(python3 -c "import json; print(json.load(open('$d.stats.json'))['decode_weights_bytes'])")
   row "time $1|ok|step kernel ${ms[2]} ms/token, kernel by kernel ${ms[3]} (first runs ${ms[0]} / ${ms[1]}); weights read a step $bytes B, floor at the copy bandwidth 4.12 TB/s $(python3 -c "print(f'{$bytes / 4.122e12 * 1e3:.3f}')") ms; tokens $(same "$d.out0" "$d.out1")"
 }
+# sanitize: the step kernel under compute-sanitizer (slow: a few tokens).
+sanitize() {
+  local cs plan=$W/san-llama16.plan
+  cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  "$BIN/genc" compile tests/fixtures/llama/model.onnx -o "$plan" --dtype f16 --gpu-arch sm_90 --max-batch 4 \
+    --max-beams 1 --max-length 48 > /dev/null 2>&1 || { row "sanitize|FAIL|genc"; return; }
+  printf '{"input_ids": [5, 6, 7]}\n{"input_ids": [9, 4]}\n{"input_ids": [11]}\n{"input_ids": [12, 13, 14, 15]}\n' \
+    > "$W/san.jsonl"
+  head -1 "$W/san.jsonl" > "$W/san1.jsonl"
+  local tool extra input log r
+  for tool in memcheck racecheck; do
+    extra=()
+    [ $tool = memcheck ] && extra=(--leak-check full)
+    for input in san1 san; do
+      log="$OUT/sanitize-$tool-$input.log"
+      if GENC_CUDA_STEP=1 "$cs" --tool $tool "${extra[@]}" --error-exitcode 99 "$BIN/genrun" "$plan" --device cuda \
+           --input "$W/$input.jsonl" --max-new-tokens 4 --stats > "$log" 2>&1 &&
+         grep -q "the step kernel ran" "$log"; then r=ok; else r=FAIL; fi
+      row "$tool step kernel, $([ $input = san1 ] && echo 1 row || echo 4 rows)|$r|$(grep -E "ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY|error|step kernel" "$log" | head -3 | tr '\n' ' ')"
+    done
+  done
+}
+if [ $SANITIZE = 1 ]; then
+  sanitize
+fi
+
 if [ $TIME = 1 ]; then
   for m in ${STEP_TIME:-llama135m llama1b}; do timing "$m"; done
 fi
