@@ -363,7 +363,7 @@ private:
   // A block that stopped lets the copies it issued land before it leaves.
   if (k < last && tid == 0)
     for (int p = ring.consumed; p < ring.issued; ++p)
-      while (!genc_mbar_try(genc_smem_addr(full + p % GENC_STEP_PAGES), (unsigned)(p / GENC_STEP_PAGES) & 1u)) {}
+      genc_mbar_wait(genc_smem_addr(full + p % GENC_STEP_PAGES), (unsigned)(p / GENC_STEP_PAGES) & 1u);
   __syncthreads();
   if (tid == 0) {
     __threadfence();

@@ -92,6 +92,16 @@ static __device__ __forceinline__ bool genc_mbar_try(unsigned bar, unsigned pari
   return ok != 0;
 }
 
+// An mbarrier wait of the ring with a bound: a page or a slot that never
+// comes is a bug of the kernel, which then ends the launch (an error genrun
+// reports) rather than hanging the GPU.
+static __device__ __forceinline__ void genc_mbar_wait(unsigned bar, unsigned parity) {
+  if (genc_mbar_try(bar, parity)) return;
+  const unsigned long long start = genc_step_now();
+  for (unsigned spin = 1; !genc_mbar_try(bar, parity); ++spin)
+    if ((spin & 1023) == 0 && genc_step_now() - start > 4000000000ull) __trap();
+}
+
 // Thread 0: issues the stream's pages while their slots are empty; waits
 // for slots until page `upto` is issued (-1: never waits).
 template <int PAGES, long long PAGE>
@@ -122,7 +132,7 @@ static __device__ void genc_step_issue(GencStepRing &r, const GencStepParams &sp
       if (r.issued > upto) {
         if (!genc_mbar_test(bar, parity)) break;
       } else {
-        while (!genc_mbar_try(bar, parity)) {}
+        genc_mbar_wait(bar, parity);
       }
     }
     const long long rows = min(r.rpp, r.end - r.n0), bytes = rows * r.rowBytes;
@@ -158,7 +168,7 @@ static __device__ __forceinline__ const unsigned char *genc_step_page(GencStepRi
   const int slot = r.consumed % PAGES;
   const unsigned parity = (unsigned)(r.consumed / PAGES) & 1u, bar = genc_smem_addr(r.full + slot);
   const long long c0 = threadIdx.x == 0 ? clock64() : 0;
-  while (!genc_mbar_try(bar, parity)) {}
+  genc_mbar_wait(bar, parity);
   if (threadIdx.x == 0) genc_step_starved += clock64() - c0;
   return r.base + (long long)slot * PAGE;
 }

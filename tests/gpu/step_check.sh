@@ -93,12 +93,12 @@ fixture() {
   sched=$("$BIN/genc" inspect "$p.plan" | grep -m1 "step schedule")
   prompts "$p.jsonl" $((b > 3 ? b : 3)) "$len" "$vocab" 7
   if [[ $sched == *none* ]]; then
-    GENC_CUDA_STEP=1 "$BIN/genrun" "$p.plan" --device cuda --input "$p.jsonl" --max-new-tokens 32 "${gen[@]}" \
+    GENC_CUDA_STEP=1 timeout 300 "$BIN/genrun" "$p.plan" --device cuda --input "$p.jsonl" --max-new-tokens 32 "${gen[@]}" \
       --output "$p.out" > "$p.log" 2>&1 && row "$what|ok|no schedule, runs kernel by kernel: ${sched#*: }" ||
       row "$what|FAIL|genrun: $(tail -1 "$p.log")"
     return
   fi
-  if ! GENC_CUDA_STEP_CHECK=1 "$BIN/genrun" "$p.plan" --device cuda --input "$p.jsonl" --max-new-tokens 48 \
+  if ! GENC_CUDA_STEP_CHECK=1 timeout 300 "$BIN/genrun" "$p.plan" --device cuda --input "$p.jsonl" --max-new-tokens 48 \
     "${gen[@]}" --output "$p.check" > "$p.check.log" 2>&1; then
     row "$what|FAIL|step check: $(grep -m1 -i error "$p.check.log" || tail -1 "$p.check.log")"
     return
@@ -106,7 +106,7 @@ fixture() {
   local chk
   chk=$(grep -m1 "step check:" "$p.check.log")
   for s in 0 1; do
-    GENC_CUDA_STEP=$s "$BIN/genrun" "$p.plan" --device cuda --input "$p.jsonl" --max-new-tokens 48 "${gen[@]}" \
+    GENC_CUDA_STEP=$s timeout 300 "$BIN/genrun" "$p.plan" --device cuda --input "$p.jsonl" --max-new-tokens 48 "${gen[@]}" \
       --output "$p.out$s" > "$p.log$s" 2>&1 || { row "$what|FAIL|GENC_CUDA_STEP=$s: $(tail -1 "$p.log$s")"; return; }
   done
   local agree verdict
@@ -141,7 +141,7 @@ stall() {
   local p=$W/llama-f16-24--
   [ -s "$p.plan" ] || { row "stalled counter|FAIL|no llama f16 plan"; return; }
   local t0=$SECONDS
-  GENC_CUDA_STEP_STALL=2 "$BIN/genrun" "$p.plan" --device cuda --input "$p.jsonl" --max-new-tokens 4 \
+  GENC_CUDA_STEP_STALL=2 timeout 300 "$BIN/genrun" "$p.plan" --device cuda --input "$p.jsonl" --max-new-tokens 4 \
     --output "$p.stall.out" > "$p.stall.log" 2>&1
   local rc=$? line
   line=$(grep -m1 "genrun: error" "$p.stall.log")
@@ -177,11 +177,11 @@ EOF
   prompts "$d.jsonl" 1 128 "$vocab" 11
   local ms=()
   for s in 1 0 1 0; do
-    GENC_CUDA_STEP=$s "$BIN/genrun" "$d.plan" --device cuda --input "$d.jsonl" --max-new-tokens 128 --ignore-eos \
+    GENC_CUDA_STEP=$s timeout 300 "$BIN/genrun" "$d.plan" --device cuda --input "$d.jsonl" --max-new-tokens 128 --ignore-eos \
       --stats --output "$d.out$s" > "$d.log$s" 2>&1 || { row "time $1|FAIL|GENC_CUDA_STEP=$s: $(tail -1 "$d.log$s")"; return; }
     ms+=("$(grep -o 'decode [0-9.]* ms/token' "$d.log$s" | grep -o '[0-9.]*')")
   done
-  GENC_CUDA_STEP_TRACE=1 "$BIN/genrun" "$d.plan" --device cuda --input "$d.jsonl" --max-new-tokens 16 --ignore-eos \
+  GENC_CUDA_STEP_TRACE=1 timeout 300 "$BIN/genrun" "$d.plan" --device cuda --input "$d.jsonl" --max-new-tokens 16 --ignore-eos \
     --output /dev/null 2>&1 | grep "step trace" | sed "s/^genrun/$1/" >> "$OUT/traces.txt"
   local bytes
   bytes=$(python3 -c "import json; print(json.load(open('$d.stats.json'))['decode_weights_bytes'])")
