@@ -60,6 +60,7 @@ public:
     std::ostringstream c;
     c << "\n// ==== the step kernel (codegen/StepKernel.cpp) ====\n"
       << genrt::cuda::kGencStepAbiSource << "\n"
+      << "static constexpr int GENC_STEP_THREADS = " << kThreads << ", GENC_STEP_ROWS = " << s_.maxRows << ";\n"
       << stepKernelTemplates() << "\n";
     for (const auto &b : bodies_)
       c << b.second;
@@ -172,7 +173,9 @@ private:
     const std::string epi = "genc_step_epi" + std::to_string(code);
     std::ostringstream c;
     c << "struct " << epi << " {\n  static constexpr int GLU = " << (op.after >= 0) << ";\n"
-      << "  static __device__ __forceinline__ void store(const GencStepMatvec &m, long long n, float g, float u) {\n"
+      << "  // output n of row t; a row of y holds the op's outputs (N, or N / 2 after a GLU)\n"
+      << "  static __device__ __forceinline__ void store(const GencStepMatvec &m, long long t, long long n, float g,\n"
+      << "                                               float u) {\n"
       << "    typedef " << storageStruct(y) << " Y;\n    typedef " << storageStruct(b) << " B;\n";
     auto actOf = [&](const std::string &x) {
       return act == 1 ? "fmaxf(" + x + ", 0.f)"
@@ -183,14 +186,14 @@ private:
     const std::string bn = e.bias ? " + B::ld(((const typename B::S *)m.bias)[n])" : "";
     if (op.after < 0) {
       c << "    const float v = g" << bn << ";\n"
-        << "    ((typename Y::S *)m.y)[n] = Y::st(" << actOf("v") << ");\n";
+        << "    ((typename Y::S *)m.y)[t * m.N + n] = Y::st(" << actOf("v") << ");\n";
     } else {
       const std::string bu = e.bias ? " + B::ld(((const typename B::S *)m.bias)[m.N / 2 + n])" : "";
       c << "    const float vg = g" << bn << ", vu = u" << bu << ";\n"
         << "    const float t0 = Y::ld(Y::st(" << actOf("vg") << "));\n"
         << "    const float t1 = Y::ld(Y::st(" << actOf("vu") << "));\n"
-        << gluStmts << "    ((" << storageType(outT) << " *)m.y)[n] = " << storageStruct(outT) << "::st(" << gluOut
-        << ");\n";
+        << gluStmts << "    ((" << storageType(outT) << " *)m.y)[t * (m.N / 2) + n] = " << storageStruct(outT)
+        << "::st(" << gluOut << ");\n";
     }
     c << "  }\n};\n" << head(code) << "  typedef " << storageStruct(a) << " A;\n"
       << "  typename A::S *xs = (typename A::S *)(smem + GENC_STEP_X_OFF);\n";
@@ -211,11 +214,11 @@ private:
       }
       c << "  // the row op before the product, its result the product reads into xs\n" << call;
     } else {
-      c << "  genc_step_row_in<A>(xs, o.mv);\n";
+      c << "  genc_step_row_in<A>(xs, o.mv, (int)args.tokens);\n";
     }
     c << "  __syncthreads();\n"
       << "  genc_step_matvec<A, " << storageStruct(w) << ", GENC_STEP_PAGES, GENC_STEP_PAGE, " << epi
-      << ">(ring, sp, last, o.mv, it, xs, red);\n}\n";
+      << ">(ring, sp, last, o.mv, it, xs, (int)args.tokens);\n}\n";
     body = c.str();
     int64_t K = mm->operand(1)->shape()[mm->intAttr("transpose_b", 0) ? 1 : 0].constant();
     xBytes_ = std::max(xBytes_, K * static_cast<int64_t>(dtypeSize(a)));
@@ -271,7 +274,13 @@ private:
   // [x: a product's input row] [the ring's pages].
   bool layout(std::string &why) {
     xOff_ = align(std::max<int64_t>(scratch_, 128), 128);
-    ringOff_ = align(xOff_ + std::max<int64_t>(xBytes_, 16), 1024);
+    // x holds every row of a step [rows][K]: fewer rows where they would
+    // leave the ring under 6 pages (the plan then takes larger steps kernel
+    // by kernel).
+    auto ringAt = [&] { return align(xOff_ + std::max<int64_t>(xBytes_ * s_.maxRows, 16), 1024); };
+    while (s_.maxRows > 1 && ringAt() + 6 * s_.pageBytes > kSharedLimit - kStaticReserve)
+      s_.maxRows /= 2;
+    ringOff_ = ringAt();
     while (s_.pages > 2 && ringOff_ + s_.pages * s_.pageBytes > kSharedLimit - kStaticReserve)
       --s_.pages;
     s_.sharedBytes = ringOff_ + s_.pages * s_.pageBytes;
@@ -289,7 +298,7 @@ private:
     c << "extern \"C\" __global__ void __launch_bounds__(" << kThreads << ", 1) genc_step(const GencStepParams sp) {\n"
       << R"(#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 // bulk copies and their mbarriers: sm_90 and newer
   extern __shared__ __align__(1024) unsigned char genc_step_smem[];
-  __shared__ __align__(8) unsigned long long full[GENC_STEP_PAGES];
+  __shared__ __align__(8) unsigned long long full[GENC_STEP_PAGES], empty[GENC_STEP_PAGES];
   __shared__ float red[GENC_STEP_RED];
   __shared__ float red32[32];
   __shared__ int stop;
@@ -299,12 +308,16 @@ private:
   const GencStepOp *ops = (const GencStepOp *)sp.ops;
   const GencStepItem *items = (const GencStepItem *)sp.items;
   const GencStepArgs args = *(const GencStepArgs *)sp.args;
-  GencStepRing ring{genc_step_smem + GENC_STEP_RING_OFF, full, 0, 0, first, 0};
+  GencStepRing ring{genc_step_smem + GENC_STEP_RING_OFF, full, empty, 0, 0, 0, first - 1, 0, 0, nullptr, 0, 1, 0};
   if (tid == 0) {
-    for (int i = 0; i < GENC_STEP_PAGES; ++i)
+    genc_step_starved = genc_step_issuing = 0;
+    for (int i = 0; i < GENC_STEP_PAGES; ++i) {
       asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(genc_smem_addr(full + i)) : "memory");
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(genc_smem_addr(empty + i)), "r"(GENC_STEP_THREADS / 32)
+                   : "memory");
+    }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    genc_step_issue<GENC_STEP_PAGES, GENC_STEP_PAGE>(ring, sp, last);
+    genc_step_issue<GENC_STEP_PAGES, GENC_STEP_PAGE>(ring, sp, last, -1);
   }
   __syncthreads();
   int k = first;
@@ -315,7 +328,7 @@ private:
     unsigned long long *stamp = sp.trace && tid == 0 ? (unsigned long long *)sp.trace + 6 * i : nullptr;
     if (stamp) stamp[0] = genc_step_now();
     if (tid == 0) {
-      stop = !genc_step_wait(sp, o.waits, i, it.op);
+      stop = !genc_step_wait<GENC_STEP_PAGES, GENC_STEP_PAGE>(ring, sp, last, o.waits, i, it.op);
       __threadfence(); // an acquire for the whole block: no stale line of what the waits covered
     }
     long long c1 = 0;
@@ -337,7 +350,8 @@ private:
     __syncthreads();
     if (tid == 0) {
       __threadfence();
-      atomicAdd((unsigned *)sp.counters + it.op, 1u);
+      if (it.op != sp.stallOp) atomicAdd((unsigned *)sp.counters + it.op, 1u);
+      genc_step_issue<GENC_STEP_PAGES, GENC_STEP_PAGE>(ring, sp, last, -1); // the item's slots are empty now
     }
     if (stamp) {
       stamp[2] = genc_step_now();
@@ -348,10 +362,8 @@ private:
   }
   // A block that stopped lets the copies it issued land before it leaves.
   if (k < last && tid == 0)
-    for (int p = ring.consumed; p < ring.issued; ++p) {
-      ring.consumed = p;
-      (void)genc_step_page<GENC_STEP_PAGES, GENC_STEP_PAGE>(ring);
-    }
+    for (int p = ring.consumed; p < ring.issued; ++p)
+      genc_mbar_wait(genc_smem_addr(full + p % GENC_STEP_PAGES), (unsigned)(p / GENC_STEP_PAGES) & 1u);
   __syncthreads();
   if (tid == 0) {
     __threadfence();

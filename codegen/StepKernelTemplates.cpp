@@ -50,159 +50,217 @@ static __device__ __forceinline__ unsigned long long genc_step_now() {
   return t;
 }
 
+// Thread 0's SM cycles in the current item waiting for pages and issuing
+// copies (GENC_CUDA_STEP_TRACE: data starvation against the rest).
+__shared__ long long genc_step_starved, genc_step_issuing;
+
 // ---- the weight ring --------------------------------------------------------
-// PAGES pages of PAGE bytes in dynamic shared memory, each with an mbarrier
-// that a page's bulk copies complete. Page i of the block's stream (its
-// Matvec items' pages in list order) goes to slot i % PAGES; thread 0 issues
-// it once page i - PAGES has been consumed (all threads past the barrier
-// that ends it), so PAGES pages are always in flight ahead of the consumer.
+// PAGES pages of PAGE bytes in dynamic shared memory. Page i of the block's
+// stream (its Matvec items' pages in list order) goes to slot i % PAGES:
+// `full` completes when its bulk copies land, `empty` when each of the 4
+// warps is done with it. Thread 0 issues page i once page i - PAGES is
+// empty: after each page it is done with, in the spin of a counter wait and
+// between items, without blocking; it blocks only for a page it needs
+// itself (which every earlier page's warps can finish without it). So the
+// warps never meet per page, and the next op's weights stream in while the
+// block waits for the op before it.
 struct GencStepRing {
   unsigned char *base;
-  unsigned long long *full;
-  int consumed;       // pages the block has consumed (every thread counts)
-  int issued;         // thread 0: pages issued
-  int at, page;       // thread 0: the next page to issue: list position, page of its item
+  unsigned long long *full, *empty;
+  int consumed;         // pages this thread's warp is done with (every thread counts)
+  int outs;             // the outputs of those pages (warp w takes those = w mod 4)
+  int issued, at;       // thread 0: pages issued; list position of the item it issues from
+  long long n0, end;    // thread 0: that item's next row and its end
+  const unsigned char *w;
+  long long rowBytes, rpp, half; // rows a page; a GLU's up rows from row `half`
 };
 
-static __device__ __forceinline__ long long genc_step_pages_of(const GencStepOp &o, const GencStepItem &it) {
-  return o.kind == 0 ? (it.count + o.mv.rowsPerPage - 1) / o.mv.rowsPerPage : 0;
+static __device__ __forceinline__ bool genc_mbar_test(unsigned bar, unsigned parity) {
+  unsigned ok;
+  asm volatile("{\n .reg .pred p;\n mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
+               : "=r"(ok)
+               : "r"(bar), "r"(parity)
+               : "memory");
+  return ok != 0;
+}
+static __device__ __forceinline__ bool genc_mbar_try(unsigned bar, unsigned parity) {
+  unsigned ok;
+  asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
+               : "=r"(ok)
+               : "r"(bar), "r"(parity)
+               : "memory");
+  return ok != 0;
 }
 
+// An mbarrier wait of the ring with a bound: a page or a slot that never
+// comes is a bug of the kernel, which then ends the launch (an error genrun
+// reports) rather than hanging the GPU.
+static __device__ __forceinline__ void genc_mbar_wait(unsigned bar, unsigned parity) {
+  if (genc_mbar_try(bar, parity)) return;
+  const unsigned long long start = genc_step_now();
+  for (unsigned spin = 1; !genc_mbar_try(bar, parity); ++spin)
+    if ((spin & 1023) == 0 && genc_step_now() - start > 4000000000ull) __trap();
+}
+
+// Thread 0: issues the stream's pages while their slots are empty; waits
+// for slots until page `upto` is issued (-1: never waits).
 template <int PAGES, long long PAGE>
-static __device__ void genc_step_issue(GencStepRing &r, const GencStepParams &sp, int last) {
-  const GencStepOp *ops = (const GencStepOp *)sp.ops;
-  const GencStepItem *items = (const GencStepItem *)sp.items;
-  const int *order = (const int *)sp.order;
-  while (r.issued < r.consumed + PAGES) {
-    const GencStepOp *o = nullptr;
-    GencStepItem it;
-    for (; r.at < last; ++r.at, r.page = 0) {
-      it = items[order[r.at]];
-      o = ops + it.op;
-      if (r.page < genc_step_pages_of(*o, it)) break;
+static __device__ void genc_step_issue(GencStepRing &r, const GencStepParams &sp, int last, int upto) {
+  const long long c0 = clock64();
+  for (;;) {
+    if (r.n0 >= r.end) { // the next item with pages
+      const GencStepOp *ops = (const GencStepOp *)sp.ops;
+      const GencStepItem *items = (const GencStepItem *)sp.items;
+      const int *order = (const int *)sp.order;
+      for (++r.at; r.at < last; ++r.at) {
+        const GencStepItem it = items[order[r.at]];
+        const GencStepOp &o = ops[it.op];
+        if (o.kind != 0 || it.count <= 0) continue;
+        r.w = (const unsigned char *)o.mv.w;
+        r.rowBytes = o.mv.rowBytes;
+        r.rpp = o.mv.rowsPerPage;
+        r.half = o.mv.glu ? o.mv.N / 2 : 0;
+        r.n0 = it.first;
+        r.end = (long long)it.first + it.count;
+        break;
+      }
+      if (r.at >= last) break;
     }
-    if (r.at >= last) return;
-    const GencStepMatvec &m = o->mv;
-    const long long n0 = it.first + (long long)r.page * m.rowsPerPage;
-    const long long rows = min(m.rowsPerPage, (long long)(it.first + it.count) - n0);
-    const long long bytes = rows * m.rowBytes;
-    const bool glu = m.glu != 0;
     const int slot = r.issued % PAGES;
+    if (r.issued >= PAGES) {
+      const unsigned bar = genc_smem_addr(r.empty + slot), parity = (unsigned)(r.issued / PAGES - 1) & 1u;
+      if (r.issued > upto) {
+        if (!genc_mbar_test(bar, parity)) break;
+      } else {
+        genc_mbar_wait(bar, parity);
+      }
+    }
+    const long long rows = min(r.rpp, r.end - r.n0), bytes = rows * r.rowBytes;
     unsigned char *dst = r.base + (long long)slot * PAGE;
     const unsigned bar = genc_smem_addr(r.full + slot);
-    // Generic-proxy reads of the slot (the last page's) before the async
-    // proxy writes it.
+    // The warps' generic-proxy reads of the slot (its last page, ordered
+    // before their arrivals on `empty`) before the async proxy writes it.
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"((unsigned)(glu ? 2 * bytes : bytes))
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar),
+                 "r"((unsigned)(r.half ? 2 * bytes : bytes))
                  : "memory");
-    const unsigned char *w = (const unsigned char *)m.w;
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
                      genc_smem_addr(dst)),
-                 "l"(w + n0 * m.rowBytes), "r"((unsigned)bytes), "r"(bar)
+                 "l"(r.w + r.n0 * r.rowBytes), "r"((unsigned)bytes), "r"(bar)
                  : "memory");
-    if (glu) // the up rows after the gate rows: weight rows N/2 + n
+    if (r.half) // the up rows after the gate rows: weight rows N/2 + n
       asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
                        genc_smem_addr(dst + bytes)),
-                   "l"(w + (m.N / 2 + n0) * m.rowBytes), "r"((unsigned)bytes), "r"(bar)
+                   "l"(r.w + (r.half + r.n0) * r.rowBytes), "r"((unsigned)bytes), "r"(bar)
                    : "memory");
-    ++r.page;
+    r.n0 += rows;
     ++r.issued;
   }
+  genc_step_issuing += clock64() - c0;
 }
 
-// Thread 0's SM cycles spent waiting for pages in the current item
-// (GENC_CUDA_STEP_TRACE: data starvation against the rest of the work).
-__shared__ long long genc_step_starved;
-// ... and issuing the next pages' copies.
-__shared__ long long genc_step_issuing;
-
-// The next page in the block's stream, once its copies have landed.
+// The next page in this warp's walk of the stream, once its copies have
+// landed (thread 0 issues it first where it has not yet).
 template <int PAGES, long long PAGE>
-static __device__ __forceinline__ const unsigned char *genc_step_page(GencStepRing &r) {
+static __device__ __forceinline__ const unsigned char *genc_step_page(GencStepRing &r, const GencStepParams &sp,
+                                                                     int last) {
+  if (threadIdx.x == 0 && r.issued <= r.consumed) genc_step_issue<PAGES, PAGE>(r, sp, last, r.consumed);
   const int slot = r.consumed % PAGES;
   const unsigned parity = (unsigned)(r.consumed / PAGES) & 1u, bar = genc_smem_addr(r.full + slot);
-  unsigned ok = 0;
   const long long c0 = threadIdx.x == 0 ? clock64() : 0;
-  while (!ok)
-    asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
-                 : "=r"(ok)
-                 : "r"(bar), "r"(parity)
-                 : "memory");
+  genc_mbar_wait(bar, parity);
   if (threadIdx.x == 0) genc_step_starved += clock64() - c0;
   return r.base + (long long)slot * PAGE;
 }
 
-// Every thread is done with the page: its slot takes the stream's next.
+// This warp is done with its page: one arrival on the slot's `empty`.
 template <int PAGES, long long PAGE>
 static __device__ __forceinline__ void genc_step_release(GencStepRing &r, const GencStepParams &sp, int last) {
-  __syncthreads();
+  __syncwarp();
+  if ((threadIdx.x & 31) == 0)
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(genc_smem_addr(r.empty + r.consumed % PAGES))
+                 : "memory");
   ++r.consumed;
-  if (threadIdx.x == 0) {
-    const long long c0 = clock64();
-    genc_step_issue<PAGES, PAGE>(r, sp, last);
-    genc_step_issuing += clock64() - c0;
-  }
+  if (threadIdx.x == 0) genc_step_issue<PAGES, PAGE>(r, sp, last, -1);
 }
 
 // ---- a matrix-vector product over pages --------------------------------------
-// x [K] (A's storage) in shared memory; a page holds R outputs' weight rows
-// [R][K] (W's storage), with a GLU the gate rows then the up rows [2R][K].
-// Warps share a row where a page has fewer than 4 rows (4 / rows of them,
-// each a part of K); each sums 16-byte words lane by lane, then across the
-// warp; the parts meet in `red`. EPI writes output n from (gate, up) sums.
+// x [T][K] (A's storage, T <= GENC_STEP_ROWS rows) in shared memory; a page
+// holds R outputs' weight rows [R][K] (W's storage), with a GLU the gate rows
+// then the up rows [2R][K]. Each warp walks every page and takes the outputs
+// whose place in the block's stream is its warp index mod 4: a whole row (and
+// its up row) a warp, read once for every x row; 16-byte words lane by lane,
+// a sum a row, summed across the warp; lane 0 writes output n of each row
+// through EPI.
 template <typename A, typename W, int PAGES, long long PAGE, typename EPI>
 static __device__ void genc_step_matvec(GencStepRing &r, const GencStepParams &sp, int last, const GencStepMatvec &m,
-                                        const GencStepItem &it, const typename A::S *xs, float *red) {
+                                        const GencStepItem &it, const typename A::S *xs, int T) {
   typedef typename W::S WS;
+  typedef typename A::S AS;
   constexpr int V = 16 / (int)sizeof(WS);
-  static_assert(sizeof(typename A::S) == sizeof(WS), "step matvec: x and the weight in words of one width");
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const long long KW = m.K / V;
-  const long long end = (long long)it.first + it.count;
-  for (long long n0 = it.first; n0 < end; n0 += m.rowsPerPage) {
-    const int R = (int)min(m.rowsPerPage, end - n0), RR = EPI::GLU ? 2 * R : R;
-    const uint4 *page = (const uint4 *)genc_step_page<PAGES, PAGE>(r);
-    const int wpr = RR >= 4 ? 1 : 4 / RR; // warps a row
-    const int part = warp % wpr;
-    for (int row = warp / wpr; row < RR; row += 4 / wpr) {
-      const uint4 *wr = page + (long long)row * KW;
-      float acc = 0.f;
-      for (long long k = (long long)part * 32 + lane; k < KW; k += 32 * wpr) {
-        const uint4 wv = wr[k], xv = ((const uint4 *)xs)[k];
-        const WS *we = (const WS *)&wv;
-        const typename A::S *xe = (const typename A::S *)&xv;
+  constexpr int WARPS = GENC_STEP_THREADS / 32, ROWS = GENC_STEP_ROWS;
+  static_assert(sizeof(AS) == sizeof(WS), "step matvec: x and the weight in words of one width");
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int KW = (int)(m.K / V);
+  const long long end = (long long)it.first + it.count, rpp = m.rowsPerPage;
+  const uint4 *xv4 = (const uint4 *)xs;
+  for (long long n0 = it.first; n0 < end; n0 += rpp) {
+    const int R = (int)min(rpp, end - n0);
+    const uint4 *page = (const uint4 *)genc_step_page<PAGES, PAGE>(r, sp, last);
+    for (int o = (warp - r.outs % WARPS + WARPS) % WARPS; o < R; o += WARPS) {
+      const uint4 *wg = page + (long long)o * KW, *wu = page + (long long)(R + o) * KW;
+      float g[ROWS], u[ROWS];
 #pragma unroll
-        for (int i = 0; i < V; ++i) acc += A::ld(xe[i]) * W::ld(we[i]);
+      for (int t = 0; t < ROWS; ++t) g[t] = u[t] = 0.f;
+      for (int k = lane; k < KW; k += 32) {
+        const uint4 gv = wg[k], uv = EPI::GLU ? wu[k] : gv;
+        const WS *ge = (const WS *)&gv, *ue = (const WS *)&uv;
+#pragma unroll
+        for (int t = 0; t < ROWS; ++t) {
+          if (t < T) {
+            const uint4 xv = xv4[t * KW + k];
+            const AS *xe = (const AS *)&xv;
+#pragma unroll
+            for (int i = 0; i < V; ++i) g[t] += A::ld(xe[i]) * W::ld(ge[i]);
+            if (EPI::GLU) {
+#pragma unroll
+              for (int i = 0; i < V; ++i) u[t] += A::ld(xe[i]) * W::ld(ue[i]);
+            }
+          }
+        }
       }
 #pragma unroll
-      for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
-      if (lane == 0) red[row * 4 + part] = acc;
+      for (int t = 0; t < ROWS; ++t) {
+        if (t < T) {
+#pragma unroll
+          for (int s = 16; s > 0; s >>= 1) {
+            g[t] += __shfl_xor_sync(0xffffffffu, g[t], s);
+            if (EPI::GLU) u[t] += __shfl_xor_sync(0xffffffffu, u[t], s);
+          }
+          if (lane == 0) EPI::store(m, t, n0 + o, g[t], u[t]);
+        }
+      }
     }
-    __syncthreads();
-    if (tid < R) {
-      float g = 0.f, u = 0.f;
-      for (int p = 0; p < wpr; ++p) g += red[tid * 4 + p];
-      if (EPI::GLU)
-        for (int p = 0; p < wpr; ++p) u += red[(R + tid) * 4 + p];
-      EPI::store(m, n0 + tid, g, u);
-    }
+    r.outs += R;
     genc_step_release<PAGES, PAGE>(r, sp, last);
   }
 }
 
-// The input row of a product without a prologue: from where the op before
-// wrote it, through L2.
+// The input rows [T][K] of a product without a prologue: from where the op
+// before wrote them, through L2.
 template <typename A>
-static __device__ __forceinline__ void genc_step_row_in(typename A::S *xs, const GencStepMatvec &m) {
+static __device__ __forceinline__ void genc_step_row_in(typename A::S *xs, const GencStepMatvec &m, int T) {
   constexpr int V = 16 / (int)sizeof(typename A::S);
-  for (long long k = threadIdx.x; k < m.K / V; k += blockDim.x)
+  for (long long k = threadIdx.x; k < T * (m.K / V); k += blockDim.x)
     ((uint4 *)xs)[k] = genc_ld_cg4((const uint4 *)m.a + k);
 }
 
-// Thread 0 waits until each of the op's waits has reached its count; false
-// (and the error written, once) where one passes the timeout or another
-// block has failed.
-static __device__ bool genc_step_wait(const GencStepParams &sp, const GencStepWaits &w, int item, int op) {
+// Thread 0 waits until each of the op's waits has reached its count, issuing
+// the ring's next pages meanwhile; false (and the error written, once)
+// where one passes the timeout or another block has failed.
+template <int PAGES, long long PAGE>
+static __device__ bool genc_step_wait(GencStepRing &r, const GencStepParams &sp, int last, const GencStepWaits &w,
+                                      int item, int op) {
   const unsigned *counters = (const unsigned *)sp.counters;
   GencStepError *err = (GencStepError *)sp.error;
   for (int i = 0; i < w.n; ++i) {
@@ -225,7 +283,8 @@ static __device__ bool genc_step_wait(const GencStepParams &sp, const GencStepWa
           return false;
         }
       }
-      __nanosleep(32);
+      if ((spin & 15) == 0) genc_step_issue<PAGES, PAGE>(r, sp, last, -1);
+      else __nanosleep(32);
     }
   }
   return true;

@@ -123,12 +123,12 @@ public:
   }
 
   // Waits, items and the blocks' lists.
-  StepSchedule schedule(int64_t blocks) {
+  StepSchedule schedule(int64_t blocks, int64_t maxRows) {
     wire();
     StepSchedule s;
     s.blocks = static_cast<int32_t>(blocks);
     s.threads = static_cast<int32_t>(kThreads);
-    s.maxRows = 1;
+    s.maxRows = maxRows;
     int64_t widest = 0;
     for (const Unit &u : units_)
       if (u.op.kind == StepOpKind::Matvec)
@@ -237,7 +237,7 @@ private:
     Unit u;
     u.op.kind = StepOpKind::Rows;
     u.op.op = index_[op];
-    u.op.units = 1; // a row a step (the kernel's runs are one token)
+    u.op.units = 1; // one item takes every row of the step (the body loops over rows)
     u.op.layer = static_cast<int32_t>(layerOf(op));
     u.op.name = name(op, "fused row op");
     for (Value *v : op->operands())
@@ -426,7 +426,10 @@ llvm::Error scheduleStepPass(Module &m) {
                                                << arg("PageBytes", kMaxPageBytes);
     return llvm::Error::success();
   }
-  StepSchedule sched = s.schedule(blocks);
+  // Every row of a decode step up to the kernel's most: the plan's
+  // sequences times their beams.
+  StepSchedule sched =
+      s.schedule(blocks, std::clamp<int64_t>(opts.maxBatch * std::max<int64_t>(opts.maxBeams, 1), 1, genrt::kStepMaxRows));
   s.tagOps();
   m.metadata()["step.schedule"] = genrt::stepScheduleJson(sched);
   int64_t bytes = 0;

@@ -29,11 +29,14 @@ const std::vector<Variable> &variables() {
       {"GENC_CUDA_SKIP", "genrun",
        "a comma list of step kinds (gemm, fused, copy, attention, prefill:attention, ...) not run: timing only"},
       {"GENC_CUDA_STEP", "genrun",
-       "1: decode steps of one row run as one launch of the plan's step kernel (sm_90; default 0: kernel by "
+       "1: decode steps of up to 8 rows run as one launch of the plan's step kernel (sm_90; default 0: kernel by "
        "kernel, faster today)"},
       {"GENC_CUDA_STEP_CHECK", "genrun",
        "1: each decode step the step kernel takes also runs kernel by kernel (arena poisoned first); the logits "
        "compared, a summary at exit"},
+      {"GENC_CUDA_STEP_STALL", "genrun",
+       "N: the step kernel's op N never signals its counter (testing the bounded wait: the step fails with the "
+       "waiting item named)"},
       {"GENC_CUDA_STEP_TRACE", "genrun",
        "1: the step kernel stamps its items; where the 8th decode step's time went (waits and work by op kind) "
        "printed at exit"},

@@ -160,7 +160,7 @@ Status CudaExecutor::init(NcclChannel *channel) {
   // reasons otherwise go to --stats).
   if (const Program *decode = plan_->program("decode_step"))
     if (Status s = step_.init(ctx_, mod_, *decode, programs_.at("decode_step"), weightPtr_, options_.stepKernel,
-                               options_.debug.stepTrace);
+                               options_.debug.stepTrace, options_.debug.stepStallOp);
         !s)
       return s;
   if (options_.debug.stepCheck && step_.ready()) { // both paths a step, kernel by kernel first: no graphs

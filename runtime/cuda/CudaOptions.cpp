@@ -41,9 +41,11 @@ Status readCudaOptions(CudaOptions &out) {
     out.streamKernel = 1;
   d.stepCheck = is("GENC_CUDA_STEP_CHECK", "1");
   d.stepTrace = is("GENC_CUDA_STEP_TRACE", "1");
+  if (const char *v = given("GENC_CUDA_STEP_STALL"))
+    d.stepStallOp = std::max(-1, std::atoi(v));
   // Off unless asked for: on an H200 the step kernel is still slower than
   // the kernels one by one (docs/step-kernel.md); its check and trace ask.
-  if (is("GENC_CUDA_STEP", "1") || d.stepCheck || d.stepTrace)
+  if (is("GENC_CUDA_STEP", "1") || d.stepCheck || d.stepTrace || d.stepStallOp >= 0)
     out.stepKernel = 1;
   out.treeCombine = is("GENC_TREE_COMBINE", "gather") ? 1 : 0;
   if (const char *v = given("GENC_NCCL_RANKS"))

@@ -62,6 +62,9 @@ struct CudaDebugOptions {
   /// GENC_CUDA_STEP_TRACE=1: the step kernel stamps each item (start, end of
   /// its waits, end); the 8th step's stamps summed by op kind at close.
   bool stepTrace = false;
+  /// GENC_CUDA_STEP_STALL=N: step op N's items never signal their counter,
+  /// so the ops waiting on it time out: the bounded wait's error, tested.
+  int stepStallOp = -1;
   /// GENC_TREE_FORCE=1: the tree executor (NCCL, the combine kernels) even
   /// on one GPU.
   bool treeForce = false;

@@ -73,6 +73,7 @@
     long long nops;                                                                                \
     long long timeoutNs;                                                                           \
     unsigned long long trace;            /* u64 [items][6] (GENC_CUDA_STEP_TRACE) or 0 */           \
+    long long stallOp;                   /* GENC_CUDA_STEP_STALL: this op never signals; -1 */      \
   };
 // clang-format on
 

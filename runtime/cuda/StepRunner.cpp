@@ -126,7 +126,8 @@ Status StepRunner::build(StepContext &ctx, const Program &decode, const Compiled
 
 Status StepRunner::init(StepContext &ctx, const KernelModule &mod, const Program &decode,
                         const CompiledProgram &compiled, const std::vector<CUdeviceptr> &weights, int mode,
-                        bool trace) {
+                        bool trace, int stallOp) {
+  stallOp_ = stallOp;
   dev_ = ctx.dev;
   sched_ = &ctx.plan->step;
   const StepSchedule &s = *sched_;
@@ -235,7 +236,8 @@ Status StepRunner::enqueue(StepContext &ctx, const ProgramRun &run) {
                    error_,
                    static_cast<long long>(sched_->ops.size()),
                    kStepTimeoutNs,
-                   trace_};
+                   trace_,
+                   stallOp_};
   void *args[] = {&p};
   if (Status s = dev_->check(a.cuLaunchKernel(fn_, static_cast<unsigned>(sched_->blocks), 1, 1, kStepThreads, 1, 1,
                                               static_cast<unsigned>(sched_->sharedBytes), ctx.stream, args, nullptr),
@@ -259,13 +261,13 @@ Status StepRunner::check() const {
     return Status::ok();
   const GencStepError &e = *errorHost_;
   const StepSchedule &s = *sched_;
-  const std::string op = e.op >= 0 && e.op < static_cast<int>(s.ops.size()) ? s.ops[size_t(e.op)].name : "?";
-  const std::string on = e.counter >= 0 && e.counter < static_cast<int>(s.ops.size())
-                             ? s.ops[size_t(e.counter)].name
-                             : "?";
-  return Status::error("the step kernel's item " + std::to_string(e.item) + " (" + op + ") waited past " +
-                       std::to_string(kStepTimeoutNs / 1000000) + " ms for " + on + " (" + std::to_string(e.have) +
-                       " of its " + std::to_string(e.need) + " items done)");
+  auto what = [&](int i) {
+    return "step op " + std::to_string(i) + " (" +
+           (i >= 0 && i < static_cast<int>(s.ops.size()) ? s.ops[size_t(i)].name : std::string("?")) + ")";
+  };
+  return Status::error("the step kernel's item " + std::to_string(e.item) + " of " + what(e.op) + " waited past " +
+                       std::to_string(kStepTimeoutNs / 1000000) + " ms for " + what(e.counter) + ": " +
+                       std::to_string(e.have) + " of its " + std::to_string(e.need) + " items done");
 }
 
 // Each item's stamps: [0] its turn came, [1] its waits were met, [2] done

@@ -28,7 +28,7 @@ public:
   /// than sm_90, fewer SMs than its blocks, a weight not laid out [N, K],
   /// GENC_CUDA_STEP=0): ready() is then false and why() says why.
   Status init(StepContext &ctx, const KernelModule &mod, const Program &decode, const CompiledProgram &compiled,
-              const std::vector<CUdeviceptr> &weights, int mode, bool trace = false);
+              const std::vector<CUdeviceptr> &weights, int mode, bool trace = false, int stallOp = -1);
   bool ready() const { return fn_ != nullptr; }
   const std::string &why() const { return why_; }
   /// Whether the kernel runs this run (a decode step of at most maxRows rows).
@@ -57,6 +57,7 @@ private:
   GencStepArgs *argsHost_ = nullptr;
   GencStepError *errorHost_ = nullptr;
   CUdeviceptr trace_ = 0;
+  int stallOp_ = -1;
   int64_t splits_ = 1; // the attention ops' splits at one token (all layers share the length)
   int64_t steps_ = 0;
 };

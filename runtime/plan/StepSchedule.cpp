@@ -234,8 +234,9 @@ Status verifyStepSchedule(const StepSchedule &s, const Program &decode, const st
   if (s.pageBytes < 1024 || s.pageBytes > (int64_t(128) << 10) || s.pageBytes % 128 || s.pages < 2 || s.pages > 64 ||
       s.pageBytes * s.pages > (int64_t(224) << 10))
     return bad(std::to_string(s.pages) + " pages of " + std::to_string(s.pageBytes) + " bytes");
-  if (s.maxRows < 1 || s.maxRows > (int64_t(1) << 20))
-    return bad("at most " + std::to_string(s.maxRows) + " rows");
+  if (s.maxRows < 1 || s.maxRows > kStepMaxRows)
+    return bad("at most " + std::to_string(s.maxRows) + " rows (the kernel takes 1 to " +
+               std::to_string(kStepMaxRows) + ")");
   if (s.codes < 1 || s.codes > 4096 || s.sharedBytes < s.pageBytes * s.pages || s.sharedBytes > (int64_t(227) << 10))
     return bad(std::to_string(s.codes) + " routines and " + std::to_string(s.sharedBytes) +
                " bytes of shared memory (the ring's " + std::to_string(s.pageBytes * s.pages) + " and at most 227 KB)");

@@ -27,6 +27,10 @@ namespace json {
 class Value;
 }
 
+/// The most rows (tokens) a step of the step kernel takes: a product keeps
+/// a sum a row in registers and every row of its input in shared memory.
+constexpr int64_t kStepMaxRows = 8;
+
 enum class StepOpKind : int32_t {
   Matvec = 0,     // rows of a matmul's product (+ prologue row op, + GLU epilogue)
   Rows = 1,       // a fused op on its own: rows of it (a block per row), or its elements

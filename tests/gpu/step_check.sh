@@ -8,23 +8,32 @@
 #      largest logit, argmax agreement, non-finite values); then the tokens of
 #      the step kernel against kernel by kernel (GENC_CUDA_STEP=0), greedy;
 #   2. the plans the schedule refuses say so (genc inspect) and still run;
+#      a stalled counter (GENC_CUDA_STEP_STALL=2: the first merge never
+#      signals) ends genrun with an error naming the waiting item after the
+#      wait's bound, exit 1, and no output file;
 #   3. with --time: decode ms/token of the step kernel against kernel by
 #      kernel at batch 1 (prompt 128, 128 new tokens, random weights) on the
 #      135M Llama shape and the 1.1B one (bench/bench.py's shapes), with the
 #      bandwidth floor of the weights read a step, and where the step
 #      kernel's time went (GENC_CUDA_STEP_TRACE=1).
 #
-#   bash tests/gpu/step_check.sh [--time]        # there, from the repo root
+#   4. with --sanitize: compute-sanitizer's memcheck and racecheck over
+#      genrun on the step kernel (llama f16, one row and four, greedy);
+#      any report fails the row.
+#
+#   bash tests/gpu/step_check.sh [--time | --sanitize]   # there, from the repo root
 #   STEP_TIME="llama135m llama1b:4" bash tests/gpu/step_check.sh --time
 #                                    # MODEL[:LAYERS]: fewer layers, a quicker export
 #   STEP_FIXTURES=0 bash tests/gpu/step_check.sh --time      # the timing alone
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 TIME=0
+SANITIZE=0
 case "${1-}" in
 --time) TIME=1 ;;
+--sanitize) SANITIZE=1 ;;
 "") ;;
-*) echo "usage: tests/gpu/step_check.sh [--time]" >&2; exit 2 ;;
+*) echo "usage: tests/gpu/step_check.sh [--time | --sanitize]" >&2; exit 2 ;;
 esac
 . tools/packed.sh
 W=$(mktemp -d)
@@ -65,35 +74,40 @@ print(f"{same}/{total}")
 EOF
 }
 
-# fixture NAME DTYPE LENGTH: one correctness row.
+# fixture NAME DTYPE LENGTH [BATCH [BEAMS]]: one correctness row; BATCH
+# prompts a step (decode steps of BATCH x BEAMS rows, up to the kernel's 8).
 fixture() {
-  local m=$1 dt=$2 len=$3 p=$W/$1-$2-$3
-  local vocab
+  local m=$1 dt=$2 len=$3 b=${4:-1} nb=${5:-1} p=$W/$1-$2-$3-$4-$5
+  local vocab gen=(--ignore-eos)
+  [ "$nb" -gt 1 ] && gen+=(--num-beams "$nb")
+  local what="$m $dt prompt $len"
+  [ "$b" -gt 1 ] && what+=" batch $b"
+  [ "$nb" -gt 1 ] && what+=" beams $nb"
   vocab=$(python3 -c "import json; print(json.load(open('tests/fixtures/$m/config.json'))['vocab_size'])")
   if ! "$BIN/genc" compile "tests/fixtures/$m/model.onnx" -o "$p.plan" --dtype "$dt" --gpu-arch sm_90 \
-    --max-batch 1 --max-length $((len + 64)) > "$p.genc.log" 2>&1; then
+    --max-batch "$b" --max-beams "$nb" --max-length $((len + 64)) > "$p.genc.log" 2>&1; then
     row "$m $dt|FAIL|genc: $(tail -1 "$p.genc.log")"
     return
   fi
   local sched
   sched=$("$BIN/genc" inspect "$p.plan" | grep -m1 "step schedule")
-  prompts "$p.jsonl" 3 "$len" "$vocab" 7
+  prompts "$p.jsonl" $((b > 3 ? b : 3)) "$len" "$vocab" 7
   if [[ $sched == *none* ]]; then
-    GENC_CUDA_STEP=1 "$BIN/genrun" "$p.plan" --device cuda --input "$p.jsonl" --max-new-tokens 32 --ignore-eos \
-      --output "$p.out" > "$p.log" 2>&1 && row "$m $dt|ok|no schedule, runs kernel by kernel: ${sched#*: }" ||
-      row "$m $dt|FAIL|genrun: $(tail -1 "$p.log")"
+    GENC_CUDA_STEP=1 timeout 300 "$BIN/genrun" "$p.plan" --device cuda --input "$p.jsonl" --max-new-tokens 32 "${gen[@]}" \
+      --output "$p.out" > "$p.log" 2>&1 && row "$what|ok|no schedule, runs kernel by kernel: ${sched#*: }" ||
+      row "$what|FAIL|genrun: $(tail -1 "$p.log")"
     return
   fi
-  if ! GENC_CUDA_STEP_CHECK=1 "$BIN/genrun" "$p.plan" --device cuda --input "$p.jsonl" --max-new-tokens 48 \
-    --ignore-eos --output "$p.check" > "$p.check.log" 2>&1; then
-    row "$m $dt prompt $len|FAIL|step check: $(grep -m1 -i error "$p.check.log" || tail -1 "$p.check.log")"
+  if ! GENC_CUDA_STEP_CHECK=1 timeout 300 "$BIN/genrun" "$p.plan" --device cuda --input "$p.jsonl" --max-new-tokens 48 \
+    "${gen[@]}" --output "$p.check" > "$p.check.log" 2>&1; then
+    row "$what|FAIL|step check: $(grep -m1 -i error "$p.check.log" || tail -1 "$p.check.log")"
     return
   fi
   local chk
   chk=$(grep -m1 "step check:" "$p.check.log")
   for s in 0 1; do
-    GENC_CUDA_STEP=$s "$BIN/genrun" "$p.plan" --device cuda --input "$p.jsonl" --max-new-tokens 48 --ignore-eos \
-      --output "$p.out$s" > "$p.log$s" 2>&1 || { row "$m $dt prompt $len|FAIL|GENC_CUDA_STEP=$s: $(tail -1 "$p.log$s")"; return; }
+    GENC_CUDA_STEP=$s timeout 300 "$BIN/genrun" "$p.plan" --device cuda --input "$p.jsonl" --max-new-tokens 48 "${gen[@]}" \
+      --output "$p.out$s" > "$p.log$s" 2>&1 || { row "$what|FAIL|GENC_CUDA_STEP=$s: $(tail -1 "$p.log$s")"; return; }
   done
   local agree verdict
   agree=$(same "$p.out0" "$p.out1")
@@ -110,15 +124,34 @@ ok = steps > 0 and nonfinite == 0 and ratio <= tol and eq >= 0.9 * of and a >= 0
 print("ok" if ok else "FAIL")
 EOF
 )
-  row "$m $dt prompt $len|$verdict|${chk#genrun: step check: }; tokens step = kernel by kernel $agree"
+  row "$what|$verdict|${chk#genrun: step check: }; tokens step = kernel by kernel $agree"
 }
 
 [ "${STEP_FIXTURES-1}" = 0 ] ||
 for spec in llama:f16:24 llama:bf16:24 llama:f16:300 gpt2:f16:24 mistral:f16:24 mistral:f16:300 qwen3:f16:24 \
-  qwen2:bf16:24 processors:f16:24 falcon:f16:24 olmo2:f16:24; do
-  IFS=: read -r m dt len <<< "$spec"
-  fixture "$m" "$dt" "$len"
+  qwen2:bf16:24 processors:f16:24 falcon:f16:24 olmo2:f16:24 llama:f16:24:4 gpt2:f16:24:8 qwen3:f16:300:3 \
+  llama:f16:24:1:4 gpt2:f16:24:2:4; do
+  IFS=: read -r m dt len b nb <<< "$spec"
+  fixture "$m" "$dt" "$len" "$b" "$nb"
 done
+
+# stall: op 2 (layer 0's attention merge) never signals: the O product
+# that waits on it must fail the run, naming itself and the op.
+stall() {
+  local p=$W/llama-f16-24--
+  [ -s "$p.plan" ] || { row "stalled counter|FAIL|no llama f16 plan"; return; }
+  local t0=$SECONDS
+  GENC_CUDA_STEP_STALL=2 timeout 300 "$BIN/genrun" "$p.plan" --device cuda --input "$p.jsonl" --max-new-tokens 4 \
+    --output "$p.stall.out" > "$p.stall.log" 2>&1
+  local rc=$? line
+  line=$(grep -m1 "genrun: error" "$p.stall.log")
+  if [ $rc = 1 ] && [[ $line == *"waited past 2000 ms for step op 2"* ]] && [ ! -e "$p.stall.out" ]; then
+    row "stalled counter|ok|exit 1 after $((SECONDS - t0)) s, no output file: ${line#genrun: error: }"
+  else
+    row "stalled counter|FAIL|exit $rc; $(tail -1 "$p.stall.log"); output file: $([ -e "$p.stall.out" ] && echo present || echo none)"
+  fi
+}
+[ "${STEP_FIXTURES-1}" = 0 ] || stall
 
 # time NAME[:LAYERS]: decode ms/token, step kernel and kernel by kernel,
 # batch 1; the step kernel's trace.
@@ -144,16 +177,42 @@ EOF
   prompts "$d.jsonl" 1 128 "$vocab" 11
   local ms=()
   for s in 1 0 1 0; do
-    GENC_CUDA_STEP=$s "$BIN/genrun" "$d.plan" --device cuda --input "$d.jsonl" --max-new-tokens 128 --ignore-eos \
+    GENC_CUDA_STEP=$s timeout 300 "$BIN/genrun" "$d.plan" --device cuda --input "$d.jsonl" --max-new-tokens 128 --ignore-eos \
       --stats --output "$d.out$s" > "$d.log$s" 2>&1 || { row "time $1|FAIL|GENC_CUDA_STEP=$s: $(tail -1 "$d.log$s")"; return; }
     ms+=("$(grep -o 'decode [0-9.]* ms/token' "$d.log$s" | grep -o '[0-9.]*')")
   done
-  GENC_CUDA_STEP_TRACE=1 "$BIN/genrun" "$d.plan" --device cuda --input "$d.jsonl" --max-new-tokens 16 --ignore-eos \
+  GENC_CUDA_STEP_TRACE=1 timeout 300 "$BIN/genrun" "$d.plan" --device cuda --input "$d.jsonl" --max-new-tokens 16 --ignore-eos \
     --output /dev/null 2>&1 | grep "step trace" | sed "s/^genrun/$1/" >> "$OUT/traces.txt"
   local bytes
   bytes=$(python3 -c "import json; print(json.load(open('$d.stats.json'))['decode_weights_bytes'])")
   row "time $1|ok|step kernel ${ms[2]} ms/token, kernel by kernel ${ms[3]} (first runs ${ms[0]} / ${ms[1]}); weights read a step $bytes B, floor at the copy bandwidth 4.12 TB/s $(python3 -c "print(f'{$bytes / 4.122e12 * 1e3:.3f}')") ms; tokens $(same "$d.out0" "$d.out1")"
 }
+# sanitize: the step kernel under compute-sanitizer (slow: a few tokens).
+sanitize() {
+  local cs plan=$W/san-llama16.plan
+  cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  "$BIN/genc" compile tests/fixtures/llama/model.onnx -o "$plan" --dtype f16 --gpu-arch sm_90 --max-batch 4 \
+    --max-beams 1 --max-length 48 > /dev/null 2>&1 || { row "sanitize|FAIL|genc"; return; }
+  printf '{"input_ids": [5, 6, 7]}\n{"input_ids": [9, 4]}\n{"input_ids": [11]}\n{"input_ids": [12, 13, 14, 15]}\n' \
+    > "$W/san.jsonl"
+  head -1 "$W/san.jsonl" > "$W/san1.jsonl"
+  local tool extra input log r
+  for tool in memcheck racecheck; do
+    extra=()
+    [ $tool = memcheck ] && extra=(--leak-check full)
+    for input in san1 san; do
+      log="$OUT/sanitize-$tool-$input.log"
+      if GENC_CUDA_STEP=1 "$cs" --tool $tool "${extra[@]}" --error-exitcode 99 "$BIN/genrun" "$plan" --device cuda \
+           --input "$W/$input.jsonl" --max-new-tokens 4 --stats > "$log" 2>&1 &&
+         grep -q "the step kernel ran" "$log"; then r=ok; else r=FAIL; fi
+      row "$tool step kernel, $([ $input = san1 ] && echo 1 row || echo 4 rows)|$r|$(grep -E "ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY|error|step kernel" "$log" | head -3 | tr '\n' ' ')"
+    done
+  done
+}
+if [ $SANITIZE = 1 ]; then
+  sanitize
+fi
+
 if [ $TIME = 1 ]; then
   for m in ${STEP_TIME:-llama135m llama1b}; do timing "$m"; done
 fi
