@@ -106,7 +106,7 @@ static __device__ __forceinline__ void genc_mbar_wait(unsigned bar, unsigned par
 // for slots until page `upto` is issued (-1: never waits).
 template <int PAGES, long long PAGE>
 static __device__ void genc_step_issue(GencStepRing &r, const GencStepParams &sp, int last, int upto) {
-  const long long c0 = clock64();
+  const long long c0 = sp.trace ? clock64() : 0; // the counts only where the trace asks
   for (;;) {
     if (r.n0 >= r.end) { // the next item with pages
       const GencStepOp *ops = (const GencStepOp *)sp.ops;
@@ -156,7 +156,7 @@ static __device__ void genc_step_issue(GencStepRing &r, const GencStepParams &sp
     r.n0 += rows;
     ++r.issued;
   }
-  genc_step_issuing += clock64() - c0;
+  if (sp.trace) genc_step_issuing += clock64() - c0;
 }
 
 // The next page in this warp's walk of the stream, once its copies have
@@ -167,9 +167,10 @@ static __device__ __forceinline__ const unsigned char *genc_step_page(GencStepRi
   if (threadIdx.x == 0 && r.issued <= r.consumed) genc_step_issue<PAGES, PAGE>(r, sp, last, r.consumed);
   const int slot = r.consumed % PAGES;
   const unsigned parity = (unsigned)(r.consumed / PAGES) & 1u, bar = genc_smem_addr(r.full + slot);
-  const long long c0 = threadIdx.x == 0 ? clock64() : 0;
+  const bool count = threadIdx.x == 0 && sp.trace;
+  const long long c0 = count ? clock64() : 0;
   genc_mbar_wait(bar, parity);
-  if (threadIdx.x == 0) genc_step_starved += clock64() - c0;
+  if (count) genc_step_starved += clock64() - c0;
   return r.base + (long long)slot * PAGE;
 }
 

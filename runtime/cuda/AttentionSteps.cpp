@@ -49,6 +49,19 @@ Status encodeRows(const Device &dev, CUdeviceptr base, int64_t rows, int64_t D, 
                    "cuTensorMapEncodeTiled");
 }
 
+// A run's attention workspace, shared by every attention op of a program:
+// scratch, the log-sum-exps [rows] then the partials [rows, D], the merge
+// tickets, the token places, cross lengths and prefill tiles.
+void bindWorkspace(GencAttnParams &p, const StepContext &ctx) {
+  p.scratch = ctx.scratch;
+  p.lse = ctx.partial;
+  p.partial = ctx.partial + static_cast<CUdeviceptr>(ctx.partialRows) * 4;
+  p.tickets = ctx.tickets;
+  p.places = ctx.places;
+  p.crossLengths = ctx.crossLengths;
+  p.tiles = ctx.tiles;
+}
+
 // kv_attention / cross_attention / packed_attention: the op's kernel family.
 class AttentionStep final : public Step {
 public:
@@ -124,13 +137,7 @@ public:
       S = std::clamp<int64_t>((2 * ctx.dev->smCount + blocks - 1) / blocks, 1, maxS);
     }
     p.splits = S;
-    p.scratch = ctx.scratch;
-    // The workspace holds the log-sum-exps [rows], then the partials [rows, D].
-    p.lse = ctx.partial;
-    p.partial = ctx.partial + static_cast<CUdeviceptr>(ctx.partialRows) * 4;
-    p.tickets = ctx.tickets;
-    p.places = ctx.places;
-    p.crossLengths = ctx.crossLengths;
+    bindWorkspace(p, ctx);
     // The attend appends each token's k, v once its head's splits are done,
     // unless a token of a multi-token run could overwrite a rolling row that
     // another token of the run still reads: then a launch of its own, after.
@@ -140,7 +147,6 @@ public:
     // the step's k, v there first.
     if ((useDecode || usePrefill) && selfAttention)
       p.append = 2;
-    p.tiles = ctx.tiles;
     void *args[] = {&p};
     unsigned tx = static_cast<unsigned>(T);
     const int64_t rows = (cross ? heads : heads + 2 * kvHeads), rb = gencAttnPrologueRows(headDim);
@@ -432,14 +438,8 @@ bool attentionDecodeParams(const Step &step, const StepContext &ctx, int64_t T, 
   const int64_t fit = std::max<int64_t>(1, std::min<int64_t>(256, ctx.partialRows / std::max<int64_t>(1, T * a.heads)));
   splits = a.decodeSplits(T, ctx.dev->smCount, maxSplits > 0 ? std::min(fit, maxSplits) : fit, a.decodePerSm);
   p.splits = splits;
-  p.scratch = ctx.scratch;
-  p.lse = ctx.partial;
-  p.partial = ctx.partial + static_cast<CUdeviceptr>(ctx.partialRows) * 4;
-  p.tickets = ctx.tickets;
-  p.places = ctx.places;
-  p.crossLengths = ctx.crossLengths;
+  bindWorkspace(p, ctx);
   p.append = 2; // the decode routine writes the step's k, v before it reads the cache
-  p.tiles = ctx.tiles;
   return true;
 }
 
