@@ -308,12 +308,12 @@ private:
   const GencStepOp *ops = (const GencStepOp *)sp.ops;
   const GencStepItem *items = (const GencStepItem *)sp.items;
   const GencStepArgs args = *(const GencStepArgs *)sp.args;
-  GencStepRing ring{genc_step_smem + GENC_STEP_RING_OFF, full, empty, 0, 0, 0, first - 1, 0, 0, nullptr, 0, 1, 0};
+  GencStepRing ring{genc_step_smem + GENC_STEP_RING_OFF, full, empty, 0, 0, first - 1, 0, 0, nullptr, 0, 1, 0};
   if (tid == 0) {
     genc_step_starved = genc_step_issuing = 0;
     for (int i = 0; i < GENC_STEP_PAGES; ++i) {
       asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(genc_smem_addr(full + i)) : "memory");
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(genc_smem_addr(empty + i)), "r"(GENC_STEP_THREADS / 32)
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(genc_smem_addr(empty + i)), "r"(1) // the one warp whose page it holds
                    : "memory");
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
@@ -368,8 +368,10 @@ private:
   if (tid == 0) {
     __threadfence();
     if (atomicAdd((unsigned *)sp.done, 1u) == gridDim.x - 1) { // the last block: counters back to zero
+      // (after a failed wait they stay, for the runner to find the op that stalled)
       unsigned *c = (unsigned *)sp.counters;
-      for (long long i = 0; i < sp.nops; ++i) c[i] = 0u;
+      if (!*(volatile unsigned *)&((GencStepError *)sp.error)->code)
+        for (long long i = 0; i < sp.nops; ++i) c[i] = 0u;
       *(volatile unsigned *)sp.done = 0u;
       __threadfence();
     }

@@ -56,19 +56,19 @@ __shared__ long long genc_step_starved, genc_step_issuing;
 
 // ---- the weight ring --------------------------------------------------------
 // PAGES pages of PAGE bytes in dynamic shared memory. Page i of the block's
-// stream (its Matvec items' pages in list order) goes to slot i % PAGES:
-// `full` completes when its bulk copies land, `empty` when each of the 4
-// warps is done with it. Thread 0 issues page i once page i - PAGES is
-// empty: after each page it is done with, in the spin of a counter wait and
-// between items, without blocking; it blocks only for a page it needs
-// itself (which every earlier page's warps can finish without it). So the
-// warps never meet per page, and the next op's weights stream in while the
-// block waits for the op before it.
+// stream (its Matvec items' pages in list order) goes to slot i % PAGES and
+// to warp i % 4, which computes every output on it: `full` completes when
+// its bulk copies land, `empty` when that warp is done with it. Thread 0
+// issues page i once page i - PAGES is empty: after each page it is done
+// with, in the spin of a counter wait and between items, without blocking;
+// it blocks only to issue a page some warp needs next (whose slot's last
+// page is one no warp needs thread 0 for). So four pages are computed at
+// once, the warps never meet per page, and the next op's weights stream in
+// while the block waits for the op before it.
 struct GencStepRing {
   unsigned char *base;
   unsigned long long *full, *empty;
-  int consumed;         // pages this thread's warp is done with (every thread counts)
-  int outs;             // the outputs of those pages (warp w takes those = w mod 4)
+  int consumed;         // pages of the stream the block has gone past (every thread counts)
   int issued, at;       // thread 0: pages issued; list position of the item it issues from
   long long n0, end;    // thread 0: that item's next row and its end
   const unsigned char *w;
@@ -138,9 +138,10 @@ static __device__ void genc_step_issue(GencStepRing &r, const GencStepParams &sp
     const long long rows = min(r.rpp, r.end - r.n0), bytes = rows * r.rowBytes;
     unsigned char *dst = r.base + (long long)slot * PAGE;
     const unsigned bar = genc_smem_addr(r.full + slot);
-    // The warps' generic-proxy reads of the slot (its last page, ordered
-    // before their arrivals on `empty`) before the async proxy writes it.
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    // No proxy fence: the warp's reads of the slot's last page are ordered
+    // before this copy's writes by its arrival on `empty` and this thread's
+    // wait on it (a fence.proxy.async here measured as waiting for the
+    // copies in flight, which made the ring one page deep).
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar),
                  "r"((unsigned)(r.half ? 2 * bytes : bytes))
                  : "memory");
@@ -159,14 +160,17 @@ static __device__ void genc_step_issue(GencStepRing &r, const GencStepParams &sp
   if (sp.trace) genc_step_issuing += clock64() - c0;
 }
 
-// The next page in this warp's walk of the stream, once its copies have
-// landed (thread 0 issues it first where it has not yet).
+// Page p of the stream (this warp's), once its copies have landed. Thread 0
+// first issues every page up to p that is not yet issued, whichever warp's:
+// a warp waiting for a page only thread 0 can issue must not wait long.
 template <int PAGES, long long PAGE>
-static __device__ __forceinline__ const unsigned char *genc_step_page(GencStepRing &r, const GencStepParams &sp,
-                                                                     int last) {
-  if (threadIdx.x == 0 && r.issued <= r.consumed) genc_step_issue<PAGES, PAGE>(r, sp, last, r.consumed);
-  const int slot = r.consumed % PAGES;
-  const unsigned parity = (unsigned)(r.consumed / PAGES) & 1u, bar = genc_smem_addr(r.full + slot);
+static __device__ __forceinline__ void genc_step_need(GencStepRing &r, const GencStepParams &sp, int last, int p) {
+  if (threadIdx.x == 0 && r.issued <= p) genc_step_issue<PAGES, PAGE>(r, sp, last, p);
+}
+template <int PAGES, long long PAGE>
+static __device__ __forceinline__ const unsigned char *genc_step_page(GencStepRing &r, const GencStepParams &sp, int p) {
+  const int slot = p % PAGES;
+  const unsigned parity = (unsigned)(p / PAGES) & 1u, bar = genc_smem_addr(r.full + slot);
   const bool count = threadIdx.x == 0 && sp.trace;
   const long long c0 = count ? clock64() : 0;
   genc_mbar_wait(bar, parity);
@@ -174,76 +178,93 @@ static __device__ __forceinline__ const unsigned char *genc_step_page(GencStepRi
   return r.base + (long long)slot * PAGE;
 }
 
-// This warp is done with its page: one arrival on the slot's `empty`.
+// This warp is done with page p: its arrival on the slot's `empty`.
 template <int PAGES, long long PAGE>
-static __device__ __forceinline__ void genc_step_release(GencStepRing &r, const GencStepParams &sp, int last) {
+static __device__ __forceinline__ void genc_step_release(GencStepRing &r, const GencStepParams &sp, int last, int p) {
   __syncwarp();
   if ((threadIdx.x & 31) == 0)
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(genc_smem_addr(r.empty + r.consumed % PAGES))
-                 : "memory");
-  ++r.consumed;
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(genc_smem_addr(r.empty + p % PAGES)) : "memory");
   if (threadIdx.x == 0) genc_step_issue<PAGES, PAGE>(r, sp, last, -1);
 }
 
 // ---- a matrix-vector product over pages --------------------------------------
 // x [T][K] (A's storage, T <= GENC_STEP_ROWS rows) in shared memory; a page
 // holds R outputs' weight rows [R][K] (W's storage), with a GLU the gate rows
-// then the up rows [2R][K]. Each warp walks every page and takes the outputs
-// whose place in the block's stream is its warp index mod 4: a whole row (and
-// its up row) a warp, read once for every x row; 16-byte words lane by lane,
-// a sum a row, summed across the warp; lane 0 writes output n of each row
-// through EPI.
+// then the up rows [2R][K]. Page p of the block's stream is warp p % 4's: it
+// takes the page's outputs G at a time (each x word read once for the G), a
+// row's 16-byte words lane by lane, a sum a row and x row, summed across the
+// warp (the kernel-per-op GEMV's order, so one-row logits match it bit for
+// bit); lane 0 writes output n of each row through EPI.
 template <typename A, typename W, int PAGES, long long PAGE, typename EPI>
 static __device__ void genc_step_matvec(GencStepRing &r, const GencStepParams &sp, int last, const GencStepMatvec &m,
                                         const GencStepItem &it, const typename A::S *xs, int T) {
   typedef typename W::S WS;
   typedef typename A::S AS;
   constexpr int V = 16 / (int)sizeof(WS);
-  constexpr int WARPS = GENC_STEP_THREADS / 32, ROWS = GENC_STEP_ROWS;
+  constexpr int WARPS = GENC_STEP_THREADS / 32, ROWS = GENC_STEP_ROWS, G = EPI::GLU ? 2 : 4;
   static_assert(sizeof(AS) == sizeof(WS), "step matvec: x and the weight in words of one width");
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int KW = (int)(m.K / V);
   const long long end = (long long)it.first + it.count, rpp = m.rowsPerPage;
   const uint4 *xv4 = (const uint4 *)xs;
   for (long long n0 = it.first; n0 < end; n0 += rpp) {
+    const int p = r.consumed++;
+    genc_step_need<PAGES, PAGE>(r, sp, last, p);
+    if (p % WARPS != warp) continue;
     const int R = (int)min(rpp, end - n0);
-    const uint4 *page = (const uint4 *)genc_step_page<PAGES, PAGE>(r, sp, last);
-    for (int o = (warp - r.outs % WARPS + WARPS) % WARPS; o < R; o += WARPS) {
-      const uint4 *wg = page + (long long)o * KW, *wu = page + (long long)(R + o) * KW;
-      float g[ROWS], u[ROWS];
+    const uint4 *page = (const uint4 *)genc_step_page<PAGES, PAGE>(r, sp, p);
+    for (int o0 = 0; o0 < R; o0 += G) {
+      float g[G][ROWS], u[G][ROWS];
 #pragma unroll
-      for (int t = 0; t < ROWS; ++t) g[t] = u[t] = 0.f;
+      for (int j = 0; j < G; ++j)
+#pragma unroll
+        for (int t = 0; t < ROWS; ++t) g[j][t] = u[j][t] = 0.f;
       for (int k = lane; k < KW; k += 32) {
-        const uint4 gv = wg[k], uv = EPI::GLU ? wu[k] : gv;
-        const WS *ge = (const WS *)&gv, *ue = (const WS *)&uv;
+        uint4 gv[G], uv[G];
+#pragma unroll
+        for (int j = 0; j < G; ++j)
+          if (o0 + j < R) {
+            gv[j] = page[(long long)(o0 + j) * KW + k];
+            if (EPI::GLU) uv[j] = page[(long long)(R + o0 + j) * KW + k];
+          }
 #pragma unroll
         for (int t = 0; t < ROWS; ++t) {
           if (t < T) {
             const uint4 xv = xv4[t * KW + k];
             const AS *xe = (const AS *)&xv;
 #pragma unroll
-            for (int i = 0; i < V; ++i) g[t] += A::ld(xe[i]) * W::ld(ge[i]);
-            if (EPI::GLU) {
+            for (int j = 0; j < G; ++j) {
+              if (o0 + j < R) {
+                const WS *ge = (const WS *)&gv[j], *ue = (const WS *)&uv[j];
 #pragma unroll
-              for (int i = 0; i < V; ++i) u[t] += A::ld(xe[i]) * W::ld(ue[i]);
+                for (int i = 0; i < V; ++i) g[j][t] += A::ld(xe[i]) * W::ld(ge[i]);
+                if (EPI::GLU) {
+#pragma unroll
+                  for (int i = 0; i < V; ++i) u[j][t] += A::ld(xe[i]) * W::ld(ue[i]);
+                }
+              }
             }
           }
         }
       }
 #pragma unroll
-      for (int t = 0; t < ROWS; ++t) {
-        if (t < T) {
+      for (int j = 0; j < G; ++j) {
+        if (o0 + j < R) {
 #pragma unroll
-          for (int s = 16; s > 0; s >>= 1) {
-            g[t] += __shfl_xor_sync(0xffffffffu, g[t], s);
-            if (EPI::GLU) u[t] += __shfl_xor_sync(0xffffffffu, u[t], s);
+          for (int t = 0; t < ROWS; ++t) {
+            if (t < T) {
+#pragma unroll
+              for (int s = 16; s > 0; s >>= 1) {
+                g[j][t] += __shfl_xor_sync(0xffffffffu, g[j][t], s);
+                if (EPI::GLU) u[j][t] += __shfl_xor_sync(0xffffffffu, u[j][t], s);
+              }
+              if (lane == 0) EPI::store(m, t, n0 + o0 + j, g[j][t], u[j][t]);
+            }
           }
-          if (lane == 0) EPI::store(m, t, n0 + o, g[t], u[t]);
         }
       }
     }
-    r.outs += R;
-    genc_step_release<PAGES, PAGE>(r, sp, last);
+    genc_step_release<PAGES, PAGE>(r, sp, last, p);
   }
 }
 

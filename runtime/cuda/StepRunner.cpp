@@ -265,9 +265,37 @@ Status StepRunner::check() const {
     return "step op " + std::to_string(i) + " (" +
            (i >= 0 && i < static_cast<int>(s.ops.size()) ? s.ops[size_t(i)].name : std::string("?")) + ")";
   };
-  return Status::error("the step kernel's item " + std::to_string(e.item) + " of " + what(e.op) + " waited past " +
-                       std::to_string(kStepTimeoutNs / 1000000) + " ms for " + what(e.counter) + ": " +
-                       std::to_string(e.have) + " of its " + std::to_string(e.need) + " items done");
+  std::string msg = "the step kernel's item " + std::to_string(e.item) + " of " + what(e.op) + " waited past " +
+                    std::to_string(kStepTimeoutNs / 1000000) + " ms for " + what(e.counter) + ": " +
+                    std::to_string(e.have) + " of its " + std::to_string(e.need) + " items done";
+  // The wait that timed out may be downstream of the op that stalled: the
+  // kernel leaves the counters as they were, and the first op (in program
+  // order) not done although its own waits were met is where it began.
+  const size_t n = s.ops.size();
+  std::vector<uint32_t> have(n);
+  std::vector<int64_t> need(n, 0);
+  for (const StepItem &it : s.items)
+    ++need[size_t(it.op)];
+  const DriverApi &a = *dev_->api;
+  if (a.cuMemcpyDtoH(have.data(), counters_, n * sizeof(uint32_t)) == CUDA_SUCCESS) {
+    for (size_t i = 0; i < n; ++i) {
+      if (int64_t(have[i]) >= need[i])
+        continue;
+      bool met = true;
+      for (const StepWait &w : s.ops[i].waits)
+        met = met && w.counter >= 0 && size_t(w.counter) < n && int64_t(have[size_t(w.counter)]) >= w.need;
+      if (!met)
+        continue;
+      if (int(i) != e.counter)
+        msg += "; the stall began at " + what(int(i)) + ", whose waits were met: " + std::to_string(have[i]) +
+               " of its " + std::to_string(need[i]) + " items done";
+      break;
+    }
+    // Counters back to zero for a later launch (genrun stops on this error;
+    // a library caller may not).
+    (void)a.cuMemsetD8(counters_, 0, n * sizeof(uint32_t));
+  }
+  return Status::error(msg);
 }
 
 // Each item's stamps: [0] its turn came, [1] its waits were met, [2] done
