@@ -22,7 +22,6 @@ using genrt::StepOpKind;
 using genrt::StepSchedule;
 
 constexpr int64_t kThreads = genrt::cuda::kStepThreads;
-constexpr int64_t kSharedLimit = 227 << 10; // an sm_90 block's, dynamic and static
 constexpr int64_t kStaticReserve = 24 << 10; // the attention routines' and the kernel's own static arrays
 
 int64_t align(int64_t n, int64_t a) { return (n + a - 1) / a * a; }
@@ -277,14 +276,18 @@ private:
     // x holds every row of a step [rows][K]: fewer rows where they would
     // leave the ring under 6 pages (the plan then takes larger steps kernel
     // by kernel).
+    // Blocks sharing an SM share its shared memory (and keep a ring of at
+    // least 6 pages between them).
+    const int64_t limit = genrt::stepSharedLimit(s_.blocksPerSm) - kStaticReserve;
+    const int64_t minPages = std::max<int64_t>(2, 6 / s_.blocksPerSm);
     auto ringAt = [&] { return align(xOff_ + std::max<int64_t>(xBytes_ * s_.maxRows, 16), 1024); };
-    while (s_.maxRows > 1 && ringAt() + 6 * s_.pageBytes > kSharedLimit - kStaticReserve)
+    while (s_.maxRows > 1 && ringAt() + minPages * s_.pageBytes > limit)
       s_.maxRows /= 2;
     ringOff_ = ringAt();
-    while (s_.pages > 2 && ringOff_ + s_.pages * s_.pageBytes > kSharedLimit - kStaticReserve)
+    while (s_.pages > 2 && ringOff_ + s_.pages * s_.pageBytes > limit)
       --s_.pages;
     s_.sharedBytes = ringOff_ + s_.pages * s_.pageBytes;
-    if (s_.sharedBytes > kSharedLimit - kStaticReserve) {
+    if (s_.sharedBytes > limit) {
       why = "the ring, the input row and the attention tiles need " + std::to_string(s_.sharedBytes) +
             " bytes of shared memory";
       return false;
@@ -295,7 +298,7 @@ private:
 
   std::string kernel() const {
     std::ostringstream c;
-    c << "extern \"C\" __global__ void __launch_bounds__(" << kThreads << ", 1) genc_step(const GencStepParams sp) {\n"
+    c << "extern \"C\" __global__ void __launch_bounds__(" << kThreads << ", " << s_.blocksPerSm << ") genc_step(const GencStepParams sp) {\n"
       << R"(#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 // bulk copies and their mbarriers: sm_90 and newer
   extern __shared__ __align__(1024) unsigned char genc_step_smem[];
   __shared__ __align__(8) unsigned long long full[GENC_STEP_PAGES], empty[GENC_STEP_PAGES];

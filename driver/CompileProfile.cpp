@@ -34,6 +34,7 @@ void CompileProfile::overrideWith(const CompileProfile &o) {
   take(cuda.attentionHeadsPerBlock, o.cuda.attentionHeadsPerBlock);
   take(cuda.decodeStageKib, o.cuda.decodeStageKib);
   take(cuda.stepBlocks, o.cuda.stepBlocks);
+  take(cuda.stepBlocksPerSm, o.cuda.stepBlocksPerSm);
   take(cuda.decodeStream, o.cuda.decodeStream);
   take(cuda.attentionTrace, o.cuda.attentionTrace);
   take(passes, o.passes);
@@ -96,6 +97,12 @@ std::string checkStepBlocks(int64_t v) {
   if (v >= 0 && v <= 1024)
     return "";
   return "must be 0 (one kernel per op) to 1024 blocks (got " + std::to_string(v) + ")";
+}
+
+std::string checkStepBlocksPerSm(int64_t v) {
+  if (v >= 1 && v <= 4)
+    return "";
+  return "must be 1 to 4 blocks an SM (got " + std::to_string(v) + ")";
 }
 
 std::string checkStageKib(int64_t v) {
@@ -180,6 +187,7 @@ llvm::Expected<CompileProfile> resolveProfile(const CompileProfile &given, const
   p.cuda.decodeStream = p.cuda.decodeStream.value_or(kernels.decodeStream);
   p.cuda.attentionTrace = p.cuda.attentionTrace.value_or(kernels.trace);
   p.cuda.stepBlocks = p.cuda.stepBlocks.value_or(kDefaultStepBlocks);
+  p.cuda.stepBlocksPerSm = p.cuda.stepBlocksPerSm.value_or(1);
   resolveGeneration(p.generation, m);
   return p;
 }
@@ -202,6 +210,7 @@ void applyProfile(const CompileProfile &p, Module &m) {
   }
   setPlanOptions(m, o);
   m.metadata()["plan.step_blocks"] = std::to_string(p.cuda.stepBlocks.value_or(kDefaultStepBlocks));
+  m.metadata()["plan.step_blocks_per_sm"] = std::to_string(p.cuda.stepBlocksPerSm.value_or(1));
   // Only values that differ from config.json's: the IR keeps the config's text.
   const GenerationDefaults &g = p.generation;
   if (g.eosTokenId && *g.eosTokenId != metadataInts(m, "config.eos_token_id")) {

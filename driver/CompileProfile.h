@@ -38,8 +38,13 @@ struct CudaKernelChoices {
   /// Persistent blocks of the decode-step kernel (the SMs of the GPU it is
   /// scheduled for, 132 on an H100/H200); 0 keeps one kernel per op.
   std::optional<int64_t> stepBlocks; // 0..1024
+  /// Of those, how many share an SM (each with 1/n of its shared memory:
+  /// more warps to hide latency, and a block that waits leaves the SM to
+  /// another); 1..4.
+  std::optional<int64_t> stepBlocksPerSm;
   bool any() const {
-    return attentionHeadsPerBlock || decodeStageKib || decodeStream || attentionTrace || stepBlocks;
+    return attentionHeadsPerBlock || decodeStageKib || decodeStream || attentionTrace || stepBlocks ||
+           stepBlocksPerSm;
   }
 };
 
@@ -83,6 +88,7 @@ std::string checkPassName(const std::string &s);
 std::string checkHeadsPerBlock(int64_t v);
 std::string checkStageKib(int64_t v);
 std::string checkStepBlocks(int64_t v);
+std::string checkStepBlocksPerSm(int64_t v);
 
 /// `given` with every key set: the model's maximum positions (at most 2048)
 /// for max_length, genc's defaults for the other sizes, the standard

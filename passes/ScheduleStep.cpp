@@ -123,10 +123,11 @@ public:
   }
 
   // Waits, items and the blocks' lists.
-  StepSchedule schedule(int64_t blocks, int64_t maxRows) {
+  StepSchedule schedule(int64_t blocks, int64_t perSm, int64_t maxRows) {
     wire();
     StepSchedule s;
     s.blocks = static_cast<int32_t>(blocks);
+    s.blocksPerSm = static_cast<int32_t>(perSm);
     s.threads = static_cast<int32_t>(kThreads);
     s.maxRows = maxRows;
     int64_t widest = 0;
@@ -134,7 +135,7 @@ public:
       if (u.op.kind == StepOpKind::Matvec)
         widest = std::max(widest, u.op.rowBytes * (u.op.after >= 0 ? 2 : 1));
     s.pageBytes = std::max(kMinPageBytes, (widest + 127) / 128 * 128);
-    s.pages = static_cast<int32_t>(kRingBytes / s.pageBytes);
+    s.pages = static_cast<int32_t>(std::max<int64_t>(2, kRingBytes / perSm / s.pageBytes));
     std::vector<int64_t> load(static_cast<size_t>(blocks), 0);
     std::vector<std::vector<int32_t>> lists(static_cast<size_t>(blocks));
     for (size_t ui = 0; ui < units_.size(); ++ui) {
@@ -402,6 +403,7 @@ llvm::Error scheduleStepPass(Module &m) {
   // is a Missed one.
   const PlanOptions opts = planOptions(m);
   const int64_t blocks = metadataInt(m, "plan.step_blocks").value_or(kDefaultStepBlocks);
+  const int64_t perSm = std::clamp<int64_t>(metadataInt(m, "plan.step_blocks_per_sm").value_or(1), 1, 4);
   if (blocks <= 0) {
     R.analysis("StepKernelNotUsed", *f, nullptr) << "the decode step keeps one kernel per op: step_blocks is 0";
     return llvm::Error::success();
@@ -429,7 +431,7 @@ llvm::Error scheduleStepPass(Module &m) {
   // Every row of a decode step up to the kernel's most: the plan's
   // sequences times their beams.
   StepSchedule sched =
-      s.schedule(blocks, std::clamp<int64_t>(opts.maxBatch * std::max<int64_t>(opts.maxBeams, 1), 1, genrt::kStepMaxRows));
+      s.schedule(blocks, perSm, std::clamp<int64_t>(opts.maxBatch * std::max<int64_t>(opts.maxBeams, 1), 1, genrt::kStepMaxRows));
   s.tagOps();
   m.metadata()["step.schedule"] = genrt::stepScheduleJson(sched);
   int64_t bytes = 0;

@@ -125,6 +125,11 @@ static cl::opt<int64_t> StepBlocks(
     cl::desc("GPU: persistent blocks the decode-step kernel is scheduled for, the SMs of the target GPU "
              "(default 132, an H100/H200; 0 keeps one kernel per op; profile key cuda.step_blocks)"),
     cl::init(132), cl::sub(CompileCmd), cl::cat(GencCat));
+static cl::opt<int64_t> StepBlocksPerSm(
+    "step-blocks-per-sm",
+    cl::desc("GPU: how many of the decode-step kernel's blocks share an SM, each with that share of its shared "
+             "memory (1 to 4, default 1; profile key cuda.step_blocks_per_sm)"),
+    cl::init(1), cl::sub(CompileCmd), cl::cat(GencCat));
 static cl::opt<bool> AttentionTrace("attention-trace",
                                     cl::desc("GPU diagnostics: the decode attention kernels stamp their stages "
                                              "(genrun prints them with GENC_CUDA_ATTN_TRACE=1; profile key "
@@ -391,6 +396,11 @@ static CompileProfile flagsProfile() {
     if (std::string why = checkStepBlocks(StepBlocks); !why.empty())
       fail("--step-blocks " + why);
     p.cuda.stepBlocks = StepBlocks;
+  }
+  if (StepBlocksPerSm.getNumOccurrences()) {
+    if (std::string why = checkStepBlocksPerSm(StepBlocksPerSm); !why.empty())
+      fail("--step-blocks-per-sm " + why);
+    p.cuda.stepBlocksPerSm = StepBlocksPerSm;
   }
   if (GpuArchs.getNumOccurrences()) {
     p.gpuArchs.emplace();

@@ -138,9 +138,9 @@ Status StepRunner::init(StepContext &ctx, const KernelModule &mod, const Program
     return why_ = "the plan has no step schedule (genc's remarks say why)", Status::ok();
   if (dev.major < 9)
     return why_ = "the step kernel runs on sm_90 and newer", Status::ok();
-  if (dev.smCount < s.blocks)
+  if (int64_t(dev.smCount) * s.blocksPerSm < s.blocks)
     return why_ = "the schedule's " + std::to_string(s.blocks) + " blocks exceed this GPU's " +
-                  std::to_string(dev.smCount) + " SMs",
+                  std::to_string(dev.smCount) + " SMs times " + std::to_string(s.blocksPerSm) + " an SM",
            Status::ok();
   if (ctx.tree.nccl || ctx.pairs)
     return why_ = "the step kernel runs on one GPU, without shared prompts", Status::ok();
@@ -160,15 +160,18 @@ Status StepRunner::init(StepContext &ctx, const KernelModule &mod, const Program
                             "cuFuncSetAttribute (the step kernel)");
       !st)
     return st;
-  // One block an SM: every block resident at once, as its waits need.
+  // Every block resident at once, as its waits need: the schedule's blocks
+  // an SM must fit one (registers and shared memory).
   int perSm = 0;
   if (Status st = dev.check(a.cuOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, fn, kStepThreads,
                                                                           static_cast<size_t>(s.sharedBytes)),
                             "cuOccupancyMaxActiveBlocksPerMultiprocessor");
       !st)
     return st;
-  if (perSm < 1)
-    return why_ = "a block of the step kernel does not fit an SM", Status::ok();
+  if (perSm < s.blocksPerSm)
+    return why_ = std::to_string(s.blocksPerSm) + " blocks of the step kernel do not fit an SM (" +
+                  std::to_string(perSm) + " do)",
+           Status::ok();
   std::vector<GencStepItem> items;
   for (const StepItem &it : s.items)
     items.push_back({it.op, it.first, it.count});

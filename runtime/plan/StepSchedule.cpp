@@ -228,18 +228,20 @@ Status verifyStepSchedule(const StepSchedule &s, const Program &decode, const st
   if (s.empty())
     return Status::ok();
   auto bad = [](const std::string &m) { return Status::error("step schedule: " + m); };
-  if (s.blocks < 1 || s.blocks > 4096 || s.threads != 128)
-    return bad(std::to_string(s.blocks) + " blocks of " + std::to_string(s.threads) +
-               " threads (the kernel runs 1..4096 blocks of 128)");
+  if (s.blocks < 1 || s.blocks > 4096 || s.threads != 128 || s.blocksPerSm < 1 || s.blocksPerSm > 4)
+    return bad(std::to_string(s.blocks) + " blocks of " + std::to_string(s.threads) + " threads, " +
+               std::to_string(s.blocksPerSm) + " an SM (the kernel runs 1..4096 blocks of 128, 1 to 4 an SM)");
   if (s.pageBytes < 1024 || s.pageBytes > (int64_t(128) << 10) || s.pageBytes % 128 || s.pages < 2 || s.pages > 64 ||
       s.pageBytes * s.pages > (int64_t(224) << 10))
     return bad(std::to_string(s.pages) + " pages of " + std::to_string(s.pageBytes) + " bytes");
   if (s.maxRows < 1 || s.maxRows > kStepMaxRows)
     return bad("at most " + std::to_string(s.maxRows) + " rows (the kernel takes 1 to " +
                std::to_string(kStepMaxRows) + ")");
-  if (s.codes < 1 || s.codes > 4096 || s.sharedBytes < s.pageBytes * s.pages || s.sharedBytes > (int64_t(227) << 10))
+  const int64_t perBlock = stepSharedLimit(s.blocksPerSm);
+  if (s.codes < 1 || s.codes > 4096 || s.sharedBytes < s.pageBytes * s.pages || s.sharedBytes > perBlock)
     return bad(std::to_string(s.codes) + " routines and " + std::to_string(s.sharedBytes) +
-               " bytes of shared memory (the ring's " + std::to_string(s.pageBytes * s.pages) + " and at most 227 KB)");
+               " bytes of shared memory (the ring's " + std::to_string(s.pageBytes * s.pages) + " and at most " +
+               std::to_string(perBlock) + " for " + std::to_string(s.blocksPerSm) + " blocks an SM)");
   std::vector<int64_t> itemsOf(s.ops.size(), 0);
   std::vector<std::vector<const StepItem *>> byOp(s.ops.size());
   for (size_t i = 0; i < s.items.size(); ++i) {
@@ -311,7 +313,7 @@ std::string printStepSchedule(const StepSchedule &s, bool blocks) {
   for (const StepItem &it : s.items)
     bytes += s.itemBytes(it);
   o << "step schedule: " << s.ops.size() << " ops, " << s.items.size() << " items over " << s.blocks << " blocks of "
-    << s.threads << " threads; " << s.pages << " pages of " << s.pageBytes << " bytes; " << s.sharedBytes
+    << s.threads << " threads" << (s.blocksPerSm > 1 ? ", " + std::to_string(s.blocksPerSm) + " an SM" : "") << "; " << s.pages << " pages of " << s.pageBytes << " bytes; " << s.sharedBytes
     << " shared bytes; " << s.codes << " routines; up to " << s.maxRows << " rows; " << bytes
     << " weight bytes a step\n";
   std::vector<int64_t> items(s.ops.size(), 0);
@@ -383,6 +385,7 @@ std::string stepScheduleJson(const StepSchedule &s) {
   }
   return json::write(Value::object({{"blocks", Value::integer(s.blocks)},
                                     {"threads", Value::integer(s.threads)},
+                                    {"blocks_per_sm", Value::integer(s.blocksPerSm)},
                                     {"page_bytes", Value::integer(s.pageBytes)},
                                     {"pages", Value::integer(s.pages)},
                                     {"max_rows", Value::integer(s.maxRows)},
@@ -426,6 +429,8 @@ Status parseStepSchedule(const json::Value &v, StepSchedule &out) {
       !i32(v, "pages", out.pages) || !i64(v, "max_rows", out.maxRows) || !i32(v, "codes", out.codes) ||
       !i64(v, "shared_bytes", out.sharedBytes))
     return bad("the header needs integer blocks, threads, page_bytes, pages, max_rows, codes and shared_bytes");
+  if (v.find("blocks_per_sm") && !i32(v, "blocks_per_sm", out.blocksPerSm)) // absent in plans before it: one
+    return bad("blocks_per_sm must be an integer");
   const json::Value *ops = v.find("ops");
   if (!ops || !ops->isArray())
     return bad("needs an array 'ops'");

@@ -30,6 +30,9 @@ class Value;
 /// The most rows (tokens) a step of the step kernel takes: a product keeps
 /// a sum a row in registers and every row of its input in shared memory.
 constexpr int64_t kStepMaxRows = 8;
+/// A step-kernel block's shared memory (dynamic and static) where `perSm`
+/// blocks share an sm_90 SM's 228 KB, less the 1 KB the driver keeps for each.
+constexpr int64_t stepSharedLimit(int64_t perSm) { return (int64_t(228) << 10) / (perSm < 1 ? 1 : perSm) - 1024; }
 
 enum class StepOpKind : int32_t {
   Matvec = 0,     // rows of a matmul's product (+ prologue row op, + GLU epilogue)
@@ -71,7 +74,8 @@ struct StepItem {
 };
 
 struct StepSchedule {
-  int32_t blocks = 0;  // persistent blocks (the SMs of the target GPU)
+  int32_t blocks = 0;  // persistent blocks (the SMs of the target GPU, times blocksPerSm)
+  int32_t blocksPerSm = 1; // blocks that share an SM, each with that share of its shared memory (1..4)
   int32_t threads = 0; // threads a block
   int64_t pageBytes = 0; // one page of the weight ring
   int32_t pages = 0;     // pages in the ring

@@ -27,6 +27,8 @@
 #   STEP_FIXTURES=0 bash tests/gpu/step_check.sh --time      # the timing alone
 #   STEP_FIXTURES="llama:f16:24 gpt2:f16:24:8" bash tests/gpu/step_check.sh
 #                                    # MODEL:DTYPE:PROMPT[:BATCH[:BEAMS]]: those rows only
+#   STEP_GENC="--step-blocks 264 --step-blocks-per-sm 2" bash tests/gpu/step_check.sh --time
+#                                    # genc's flags for every plan (two blocks an SM)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 TIME=0
@@ -86,7 +88,7 @@ fixture() {
   [ "$b" -gt 1 ] && what+=" batch $b"
   [ "$nb" -gt 1 ] && what+=" beams $nb"
   vocab=$(python3 -c "import json; print(json.load(open('tests/fixtures/$m/config.json'))['vocab_size'])")
-  if ! "$BIN/genc" compile "tests/fixtures/$m/model.onnx" -o "$p.plan" --dtype "$dt" --gpu-arch sm_90 \
+  if ! "$BIN/genc" compile "tests/fixtures/$m/model.onnx" -o "$p.plan" --dtype "$dt" --gpu-arch sm_90 ${STEP_GENC-} \
     --max-batch "$b" --max-beams "$nb" --max-length $((len + 64)) > "$p.genc.log" 2>&1; then
     row "$m $dt|FAIL|genc: $(tail -1 "$p.genc.log")"
     return
@@ -173,7 +175,7 @@ r = subprocess.run([sys.executable, "tools/export.py", *bench.MODELS[name], *ext
 sys.exit(r.returncode and print(r.stderr[-2000:]) or 0)
 EOF
   [ $? = 0 ] || { row "time $1|FAIL|export"; return; }
-  "$BIN/genc" compile "$d/model.onnx" -o "$d.plan" --dtype f16 --gpu-arch sm_90 --max-batch 1 --max-length 256 \
+  "$BIN/genc" compile "$d/model.onnx" -o "$d.plan" --dtype f16 --gpu-arch sm_90 --max-batch 1 --max-length 256 ${STEP_GENC-} \
     --stats-json "$d.stats.json" > "$d.genc.log" 2>&1 || { row "time $1|FAIL|genc: $(tail -1 "$d.genc.log")"; return; }
   "$BIN/genc" inspect "$d.plan" | grep -m1 "step schedule" >> "$OUT/schedules.txt"
   local vocab
