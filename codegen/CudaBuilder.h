@@ -56,6 +56,12 @@ public:
   bool build(CudaKernel &k, std::string &why);
 
 private:
+  // The body with its block's coordinates as the parameters genc_row0,
+  // genc_row_step, genc_tid and genc_nt, each result's loop skipped where
+  // its pointer is null.
+  std::string blockCoordinates(std::string code) const;
+  std::string stepCopy(const CudaKernel &kern, const std::string &sig, const std::string &params,
+                       const std::string &code) const;
   std::string rowsBody(const CudaKernel &kern, const std::string &sig, const std::string &params,
                        std::string code, std::string *stepRows) const;
   void fail(const std::string &msg) {

@@ -228,6 +228,8 @@ bool Builder::build(CudaKernel &kern, std::string &why) {
   if (!rows_) {
     head += "  genc_pdl_wait();\n  genc_pdl_launch();\n";
     kern.code = legend + globals_ + head + code + "}\n";
+    // The step kernel's copy: one block strides over every element.
+    kern.stepRows = stepCopy(kern, sig, params, blockCoordinates(code));
     return true;
   }
   kern.code = legend + globals_ + rowsBody(kern, sig, params, code, &kern.stepRows) + head +
@@ -253,8 +255,7 @@ bool Builder::build(CudaKernel &kern, std::string &why) {
 // join the block's barriers and reductions with zeros), so its values are
 // the kernel's bit for bit in a block of any size at least as large; a null
 // result pointer skips that result's loop.
-std::string Builder::rowsBody(const CudaKernel &kern, const std::string &sig, const std::string &params,
-                              std::string code, std::string *stepRows) const {
+std::string Builder::blockCoordinates(std::string code) const {
   auto replace = [&](const std::string &from, const std::string &to) {
     for (size_t at = code.find(from); at != std::string::npos; at = code.find(from, at + to.size()))
       code.replace(at, from.size(), to);
@@ -263,26 +264,36 @@ std::string Builder::rowsBody(const CudaKernel &kern, const std::string &sig, co
   replace("gridDim.x", "genc_row_step");
   replace("threadIdx.x", "genc_tid");
   replace("blockDim.x", "genc_nt");
-  for (const auto &o : kern.outputs) // each result's loop opens with "  { // <name>: "
-    replace("  { // " + o.name + ": ", "  if (" + o.name + ") { // " + o.name + ": ");
+  for (const auto &n : outNames_) // each result's loop opens with "  { // <name>: "
+    replace("  { // " + n + ": ", "  if (" + n + ") { // " + n + ": ");
+  return code;
+}
+
+// The step kernel's copy (codegen/StepKernel.cpp) of a body whose block
+// coordinates are parameters: in a block of GENC_NT threads (its 128), and
+// no __restrict__, so that no load goes through the read-only cache: the
+// step kernel writes what later items read within one launch.
+std::string Builder::stepCopy(const CudaKernel &kern, const std::string &sig, const std::string &params,
+                              const std::string &code) const {
+  std::string stepParams = (sig.empty() ? ",\n    " + params : ",\n    " + sig + params);
+  for (size_t at = stepParams.find("__restrict__ "); at != std::string::npos; at = stepParams.find("__restrict__ ", at))
+    stepParams.erase(at, 13);
+  return "template <long long GENC_NT>\nstatic __device__ __forceinline__ void " + kern.name +
+         "_step_rows(\n    const long long genc_row0, const long long genc_row_step, float *genc_smem, float *genc_red" +
+         stepParams + ") {\n  const long long genc_nt = GENC_NT;\n" +
+         "  const long long genc_tid = (long long)threadIdx.x < genc_nt ? (long long)threadIdx.x : 0x3fffffffffffffffLL;\n" +
+         code + "}\n";
+}
+
+std::string Builder::rowsBody(const CudaKernel &kern, const std::string &sig, const std::string &params,
+                              std::string code, std::string *stepRows) const {
+  code = blockCoordinates(code);
   std::string head = "static __device__ __forceinline__ void " + kern.name +
                      "_rows(\n    const long long genc_row0, const long long genc_row_step, float *genc_smem, float *genc_red" +
                      (sig.empty() ? ",\n    " + params : ",\n    " + sig + params) + ") {\n";
   head += "  const long long genc_nt = " + std::to_string(kern.blockSize) + "LL;\n";
   head += "  const long long genc_tid = (long long)threadIdx.x < genc_nt ? (long long)threadIdx.x : 0x3fffffffffffffffLL;\n";
-  // The step kernel's copy (codegen/StepKernel.cpp): the same row in a
-  // block of GENC_NT threads (its 128), and no __restrict__, so that no
-  // load goes through the read-only cache: the step kernel writes what
-  // later items read within one launch.
-  std::string stepParams = (sig.empty() ? ",\n    " + params : ",\n    " + sig + params);
-  for (size_t at = stepParams.find("__restrict__ "); at != std::string::npos; at = stepParams.find("__restrict__ ", at))
-    stepParams.erase(at, 13);
-  *stepRows =
-      "template <long long GENC_NT>\nstatic __device__ __forceinline__ void " + kern.name +
-      "_step_rows(\n    const long long genc_row0, const long long genc_row_step, float *genc_smem, float *genc_red" +
-      stepParams + ") {\n  const long long genc_nt = GENC_NT;\n" +
-      "  const long long genc_tid = (long long)threadIdx.x < genc_nt ? (long long)threadIdx.x : 0x3fffffffffffffffLL;\n" +
-      code + "}\n";
+  *stepRows = stepCopy(kern, sig, params, code);
   return head + code + "}\n";
 }
 

@@ -104,9 +104,9 @@ private:
   bool bodyCall(const std::string &name, const std::string &row0, const std::string &step, const std::string &rec,
                 const std::vector<std::string> &outs, std::string &call, std::string &why) {
     const CudaKernel *k = kernelOf(kernels_, name);
-    if (!k || k->mode != "rows" || k->stepRows.empty() || !k->sharedFloats.isConstant() ||
+    if (!k || (k->mode != "rows" && k->mode != "elementwise") || k->stepRows.empty() || !k->sharedFloats.isConstant() ||
         k->inputs.size() + k->outputs.size() > 12 || k->symbols.size() > 4) {
-      why = "the fused row op " + name + " has no row routine the step kernel can call";
+      why = "the fused op " + name + " has no routine the step kernel can call";
       return false;
     }
     bodies_.emplace(name, k->stepRows);

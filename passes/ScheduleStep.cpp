@@ -107,10 +107,8 @@ public:
                   next && gemvGluAfter(m_, f_, op, next) ? next : nullptr);
         continue;
       }
-      if (op->is("fused")) {
-        if (op->strAttr("pattern", "") != "reduction")
-          return refuse(op, "an elementwise fused op on its own (the kernel runs fused row ops only)");
-        addRows(op);
+      if (op->is("fused")) { // a row op, or an elementwise one that no product takes (one block, every element)
+        addRows(op, op->strAttr("pattern", "") == "reduction" ? "fused row op" : "fused elementwise op");
         continue;
       }
       if (op->is("kv_attention")) {
@@ -234,13 +232,13 @@ private:
     units_.push_back(std::move(u));
   }
 
-  void addRows(Op *op) {
+  void addRows(Op *op, const char *what) {
     Unit u;
     u.op.kind = StepOpKind::Rows;
     u.op.op = index_[op];
     u.op.units = 1; // one item takes every row of the step (the body loops over rows)
     u.op.layer = static_cast<int32_t>(layerOf(op));
-    u.op.name = name(op, "fused row op");
+    u.op.name = name(op, what);
     for (Value *v : op->operands())
       u.reads.push_back(v);
     for (size_t r = 0; r < op->numResults(); ++r)
