@@ -39,7 +39,7 @@ const std::vector<Variable> &variables() {
        "waiting item named)"},
       {"GENC_CUDA_STEP_TRACE", "genrun",
        "1: the step kernel stamps its items; where the 8th decode step's time went (waits and work by op kind) "
-       "printed at exit"},
+       "printed at exit; 2: also op by op against the floor of each op's weight bytes"},
       {"GENC_CUDA_STREAM", "genrun",
        "0 / 1: decode steps never / always take the TMA decode kernel where the plan has it (default: caches of "
        "4096 keys or more, sm_90)"},

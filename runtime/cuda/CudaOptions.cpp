@@ -40,7 +40,7 @@ Status readCudaOptions(CudaOptions &out) {
   else if (is("GENC_CUDA_STREAM", "1"))
     out.streamKernel = 1;
   d.stepCheck = is("GENC_CUDA_STEP_CHECK", "1");
-  d.stepTrace = is("GENC_CUDA_STEP_TRACE", "1");
+  d.stepTrace = is("GENC_CUDA_STEP_TRACE", "2") ? 2 : is("GENC_CUDA_STEP_TRACE", "1") ? 1 : 0;
   if (const char *v = given("GENC_CUDA_STEP_STALL"))
     d.stepStallOp = std::max(-1, std::atoi(v));
   // Off unless asked for: on an H200 the step kernel is still slower than

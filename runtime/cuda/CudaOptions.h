@@ -60,8 +60,9 @@ struct CudaDebugOptions {
   /// each); the two steps' logits compared, the summary printed at close.
   bool stepCheck = false;
   /// GENC_CUDA_STEP_TRACE=1: the step kernel stamps each item (start, end of
-  /// its waits, end); the 8th step's stamps summed by op kind at close.
-  bool stepTrace = false;
+  /// its waits, end); the 8th step's stamps summed by op kind at close; =2:
+  /// then op by op against the floor of each op's weight bytes.
+  int stepTrace = 0;
   /// GENC_CUDA_STEP_STALL=N: step op N's items never signal their counter,
   /// so the ops waiting on it time out: the bounded wait's error, tested.
   int stepStallOp = -1;

@@ -37,6 +37,10 @@ Status Device::open(int ordinal, Device &out) {
   a.cuDeviceGetAttribute(&out.smCount, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, out.dev);
   a.cuDeviceGetAttribute(&out.maxSharedPerBlock,
                          CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, out.dev);
+  int memKhz = 0, busBits = 0;
+  a.cuDeviceGetAttribute(&memKhz, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, out.dev);
+  a.cuDeviceGetAttribute(&busBits, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, out.dev);
+  out.memoryBytesPerUs = 2.0 * memKhz * 1e3 * (busBits / 8.0) / 1e6;
   size_t freeB = 0, totalB = 0;
   if (Status m = out.check(a.cuMemGetInfo(&freeB, &totalB), "cuMemGetInfo"); !m)
     return m;

@@ -18,6 +18,7 @@ struct Device {
   int major = 0, minor = 0; // compute capability
   int smCount = 0;
   int maxSharedPerBlock = 0; // bytes, opt-in limit
+  double memoryBytesPerUs = 0; // the memory's peak: its clock, both edges, times its bus width
   int64_t freeBytes = 0, totalBytes = 0;
   /// Programmatic dependent launch (sm_90 and newer): genc's kernels may
   /// start while the stream's previous kernel drains.

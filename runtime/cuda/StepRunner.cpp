@@ -1,6 +1,7 @@
 #include "runtime/cuda/StepRunner.h"
 
 #include "runtime/cuda/StepKinds.h"
+#include "runtime/plan/StepTrace.h"
 
 #include <algorithm>
 #include <cstring>
@@ -10,7 +11,7 @@ namespace genrt::cuda {
 
 namespace {
 
-constexpr size_t kStamps = 6; // GENC_CUDA_STEP_TRACE: u64 an item
+constexpr size_t kStamps = kStepStamps; // GENC_CUDA_STEP_TRACE: u64 an item (runtime/plan/StepTrace.h)
 
 // A fused op's symbols and pointers as its kernel takes them (symbols, then
 // a pointer per argument, then per result; a run of one token).
@@ -126,7 +127,7 @@ Status StepRunner::build(StepContext &ctx, const Program &decode, const Compiled
 
 Status StepRunner::init(StepContext &ctx, const KernelModule &mod, const Program &decode,
                         const CompiledProgram &compiled, const std::vector<CUdeviceptr> &weights, int mode,
-                        bool trace, int stallOp) {
+                        int trace, int stallOp) {
   stallOp_ = stallOp;
   dev_ = ctx.dev;
   sched_ = &ctx.plan->step;
@@ -199,6 +200,7 @@ Status StepRunner::init(StepContext &ctx, const KernelModule &mod, const Program
     return st;
   if (Status st = upload(nullptr, sizeof(GencStepError), error_); !st)
     return st;
+  traceLevel_ = trace;
   if (trace)
     if (Status st = upload(nullptr, s.items.size() * kStamps * sizeof(uint64_t), trace_); !st)
       return st;
@@ -345,6 +347,17 @@ void StepRunner::printTrace() {
     std::fprintf(stderr, "genrun: step trace:   %-11s %6lld items, work %8.1f us (%.2f us an item%s), waits %8.1f us\n",
                  kind.c_str(), static_cast<long long>(k.items), k.work, k.work / double(std::max<int64_t>(k.items, 1)),
                  page, k.wait);
+  }
+  if (traceLevel_ >= 2) {
+    std::fprintf(stderr, "genrun: step trace op by op (decode step 8; the floor: each op's weight bytes at the "
+                         "memory's peak, %.0f GB/s):\n",
+                 dev_->memoryBytesPerUs / 1e3);
+    const std::string table = stepTraceByOp(s, t, dev_->memoryBytesPerUs);
+    for (size_t at = 0; at < table.size();) {
+      const size_t nl = table.find('\n', at);
+      std::fprintf(stderr, "genrun: step trace: %s\n", table.substr(at, nl - at).c_str());
+      at = nl == std::string::npos ? table.size() : nl + 1;
+    }
   }
 }
 

@@ -28,7 +28,7 @@ public:
   /// than sm_90, fewer SMs than its blocks, a weight not laid out [N, K],
   /// GENC_CUDA_STEP=0): ready() is then false and why() says why.
   Status init(StepContext &ctx, const KernelModule &mod, const Program &decode, const CompiledProgram &compiled,
-              const std::vector<CUdeviceptr> &weights, int mode, bool trace = false, int stallOp = -1);
+              const std::vector<CUdeviceptr> &weights, int mode, int trace = 0, int stallOp = -1);
   bool ready() const { return fn_ != nullptr; }
   const std::string &why() const { return why_; }
   /// Whether the kernel runs this run (a decode step of at most maxRows rows).
@@ -37,8 +37,8 @@ public:
   Status enqueue(StepContext &ctx, const ProgramRun &run);
   /// After the stream's wait, each step the kernel took (a graph's replay
   /// too): counts it; the kernel's error, naming the item's op; with stamps
-  /// on (init's trace), after the 8th, where its time went by op kind, to
-  /// stderr.
+  /// on (init's trace), after the 8th, where its time went by op kind (and
+  /// op by op at trace 2), to stderr.
   Status finish();
   int64_t steps() const { return steps_; }
 
@@ -57,6 +57,7 @@ private:
   GencStepArgs *argsHost_ = nullptr;
   GencStepError *errorHost_ = nullptr;
   CUdeviceptr trace_ = 0;
+  int traceLevel_ = 0; // GENC_CUDA_STEP_TRACE: 1 by op kind, 2 also op by op
   int stallOp_ = -1;
   int64_t splits_ = 1; // the attention ops' splits at one token (all layers share the length)
   int64_t steps_ = 0;

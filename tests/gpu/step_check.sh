@@ -15,7 +15,8 @@
 #      kernel at batch 1 (prompt 128, 128 new tokens, random weights) on the
 #      135M Llama shape and the 1.1B one (bench/bench.py's shapes), with the
 #      bandwidth floor of the weights read a step, and where the step
-#      kernel's time went (GENC_CUDA_STEP_TRACE=1).
+#      kernel's time went (GENC_CUDA_STEP_TRACE=2: by op kind in the table's
+#      notes, op by op in OUT/trace-MODEL.txt).
 #
 #   4. with --sanitize: compute-sanitizer's memcheck and racecheck over
 #      genrun on the step kernel (llama f16, one row and four, greedy);
@@ -187,8 +188,10 @@ EOF
       --stats --output "$d.out$s" > "$d.log$s" 2>&1 || { row "time $1|FAIL|GENC_CUDA_STEP=$s: $(tail -1 "$d.log$s")"; return; }
     ms+=("$(grep -o 'decode [0-9.]* ms/token' "$d.log$s" | grep -o '[0-9.]*')")
   done
-  GENC_CUDA_STEP_TRACE=1 timeout 300 "$BIN/genrun" "$d.plan" --device cuda --input "$d.jsonl" --max-new-tokens 16 --ignore-eos \
-    --output /dev/null 2>&1 | grep "step trace" | sed "s/^genrun/$1/" >> "$OUT/traces.txt"
+  GENC_CUDA_STEP_TRACE=2 timeout 300 "$BIN/genrun" "$d.plan" --device cuda --input "$d.jsonl" --max-new-tokens 16 --ignore-eos \
+    --output /dev/null > "$OUT/trace-${1/:/-}.txt" 2>&1 # op by op: the whole table there
+  grep "step trace" "$OUT/trace-${1/:/-}.txt" | grep -v "op by op\|step trace: *[0-9op]\|step trace: step:" |
+    sed "s/^genrun/$1/" >> "$OUT/traces.txt"
   local bytes
   bytes=$(python3 -c "import json; print(json.load(open('$d.stats.json'))['decode_weights_bytes'])")
   row "time $1|ok|step kernel ${ms[2]} ms/token, kernel by kernel ${ms[3]} (first runs ${ms[0]} / ${ms[1]}); weights read a step $bytes B, floor at the copy bandwidth 4.12 TB/s $(python3 -c "print(f'{$bytes / 4.122e12 * 1e3:.3f}')") ms; tokens $(same "$d.out0" "$d.out1")"

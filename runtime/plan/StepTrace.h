@@ -1,0 +1,28 @@
+// The step kernel's trace, read op by op (GENC_CUDA_STEP_TRACE=2): where one
+// decode step's time went against the floor of the weight bytes each op
+// streams. Pure host code over the stamps the kernel writes, so that it is
+// tested without a GPU (tests/unit/runtime/StepTraceTest.cpp).
+#pragma once
+#include "runtime/plan/StepSchedule.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace genrt {
+
+/// The stamps of one item (runtime/cuda/StepRunner.cpp writes them): [0] its
+/// turn came, [1] its waits were met, [2] it was done (global ns); [3] SM
+/// cycles waiting for weight pages, [4] SM cycles of its work, [5] SM cycles
+/// issuing the next pages' copies.
+constexpr size_t kStepStamps = 6;
+
+/// A line per step op in program order: when its first item's waits were
+/// met and when its last item ended (µs from the step's first turn), its
+/// items' mean wait and work, the weight bytes it streams, their floor at
+/// `bytesPerUs` (the memory's bytes a µs over the whole GPU) and the op's
+/// span over that floor; a header first, the step's totals last. Empty
+/// where `stamps` does not hold kStepStamps an item.
+std::string stepTraceByOp(const StepSchedule &s, const std::vector<uint64_t> &stamps, double bytesPerUs);
+
+} // namespace genrt

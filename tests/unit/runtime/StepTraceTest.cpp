@@ -1,0 +1,90 @@
+// The step kernel's trace op by op (runtime/plan/StepTrace.h): a schedule of
+// two ops and stamps made up here, read back as spans, waits, work, weight
+// bytes and their floor.
+#include "runtime/plan/StepTrace.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+namespace {
+
+using namespace genrt;
+
+// A product of 4 outputs of 256-byte rows in two items, then an attention
+// decode of one item; item stamps in ns from a base.
+StepSchedule twoOps() {
+  StepSchedule s;
+  s.blocks = 2;
+  s.threads = 128;
+  s.pageBytes = 16384;
+  s.pages = 10;
+  StepOp mv;
+  mv.kind = StepOpKind::Matvec;
+  mv.units = 4;
+  mv.rowBytes = 256;
+  mv.name = "layer 0 matmul";
+  StepOp at;
+  at.kind = StepOpKind::AttnDecode;
+  at.units = 1;
+  at.name = "layer 0 attention decode";
+  s.ops = {mv, at};
+  s.items = {{0, 0, 2}, {0, 2, 2}, {1, 0, 0}};
+  return s;
+}
+
+std::vector<std::string> lines(const std::string &t) {
+  std::vector<std::string> out;
+  std::istringstream in(t);
+  for (std::string l; std::getline(in, l);)
+    out.push_back(l);
+  return out;
+}
+
+TEST(StepTrace, OpByOpAgainstTheFloor) {
+  const uint64_t b = 1000000;
+  // item: turn, waits met, done, (cycles unused here)
+  const std::vector<uint64_t> st = {b + 0,    b + 0,    b + 2000, 0, 0, 0,  // op 0, item 0: 2 us of work
+                                    b + 500,  b + 1500, b + 3500, 0, 0, 0,  // op 0, item 1: waited 1 us
+                                    b + 1000, b + 4000, b + 5000, 0, 0, 0}; // op 1: waited 3 us
+  // 1,024 bytes (4 rows of 256) at 512 bytes a microsecond: a 2 us floor.
+  const std::vector<std::string> t = lines(stepTraceByOp(twoOps(), st, 512.0));
+  ASSERT_EQ(t.size(), 4u);
+  EXPECT_NE(t[0].find("start us"), std::string::npos);
+  std::istringstream op0(t[1]);
+  std::string kind, what;
+  size_t idx;
+  long long items, bytes;
+  double start, end, span, wait, work, floor, ratio;
+  op0 >> idx >> kind >> items >> start >> end >> span >> wait >> work >> bytes >> floor >> ratio;
+  EXPECT_EQ(idx, 0u);
+  EXPECT_EQ(kind, "matvec");
+  EXPECT_EQ(items, 2);
+  EXPECT_DOUBLE_EQ(start, 0.0);  // the first item's waits were met at the base
+  EXPECT_DOUBLE_EQ(end, 3.5);    // the last item ended 3.5 us in
+  EXPECT_DOUBLE_EQ(span, 3.5);
+  EXPECT_DOUBLE_EQ(wait, 0.5);   // (0 + 1) / 2 items
+  EXPECT_DOUBLE_EQ(work, 2.0);   // (2 + 2) / 2
+  EXPECT_EQ(bytes, 1024);
+  EXPECT_DOUBLE_EQ(floor, 2.0);
+  EXPECT_NEAR(ratio, 1.8, 0.05); // 3.5 / 2, printed to one decimal
+  EXPECT_NE(t[1].find("layer 0 matmul"), std::string::npos);
+  std::istringstream op1(t[2]);
+  std::string dash;
+  op1 >> idx >> kind >> items >> start >> end >> span >> wait >> work >> bytes >> floor >> dash;
+  EXPECT_EQ(kind, "attn_decode");
+  EXPECT_DOUBLE_EQ(start, 4.0);
+  EXPECT_DOUBLE_EQ(end, 5.0);
+  EXPECT_DOUBLE_EQ(wait, 3.0);
+  EXPECT_EQ(bytes, 0);
+  EXPECT_EQ(dash, "-"); // no weights: no floor to compare with
+  EXPECT_NE(t[3].find("step: 5.00 us"), std::string::npos);
+  EXPECT_NE(t[3].find("1024 weight bytes, floor 2.00 us (40% of it)"), std::string::npos);
+}
+
+TEST(StepTrace, StampsOfAnotherScheduleGiveNothing) {
+  EXPECT_EQ(stepTraceByOp(twoOps(), std::vector<uint64_t>(7, 0), 512.0), "");
+  EXPECT_EQ(stepTraceByOp(StepSchedule{}, {}, 512.0), "");
+}
+
+} // namespace
