@@ -2,7 +2,7 @@
 licence texts every Debian 12 system has (/usr/share/common-licenses, from
 the essential package base-files), concatenated in this order with a newline
 between them; their sha256 are checked, so a figure is always over the same
-text (24,692 tokens with SmolLM2's tokenizer).
+text (24,693 tokens with SmolLM2's tokenizer.json).
 
   python3 tests/tools/perplexity_text.py OUT.txt
 """
