@@ -18,6 +18,8 @@
 #      kernel's time went (GENC_CUDA_STEP_TRACE=2: by op kind in the table's
 #      notes, op by op in OUT/trace-MODEL.txt).
 #
+#   1b. HF's greedy goldens of every decoder-only fixture through the step
+#      kernel (f16 plans, a top-2 margin rule; STEP_GOLDENS=0 skips them);
 #   4. with --sanitize: compute-sanitizer's memcheck and racecheck over
 #      genrun on the step kernel (llama f16, one row and four, greedy);
 #      any report fails the row.
@@ -140,6 +142,37 @@ for spec in $FIXTURES; do
   IFS=: read -r m dt len b nb <<< "$spec"
   fixture "$m" "$dt" "$len" "$b" "$nb"
 done
+
+# goldens: Hugging Face's greedy rows (and greedy with processors) of every
+# decoder-only fixture through the step kernel, f16 plans; a row is compared
+# up to the first step whose recorded top-2 margin is under 0.05, what f16
+# rounding may flip (beam rows: the step kernel against kernel by kernel
+# above). The plan check_generate.py made then runs once more with --stats,
+# which must say the step kernel ran.
+goldens() {
+  local fx modes log ran
+  for fx in llama gpt2 mistral qwen3 qwen2 processors falcon olmo2; do
+    modes=$(python3 -c "import json,sys; g=json.load(open(sys.argv[1])); print(' '.join(m for m in g if m in ('greedy','greedy_processors')))" \
+      "tests/fixtures/$fx/golden.json")
+    log=$W/golden-$fx.log
+    # shellcheck disable=SC2086 # modes: several words
+    if ! GENRUN_DEVICE=cuda GENC_CUDA_STEP=1 GENC_COMPILE_ARGS="--dtype f16 --gpu-arch sm_90 ${STEP_GENC-}" \
+         GENC_GREEDY_MARGIN=0.05 timeout 300 python3 tests/tools/check_generate.py "$BIN/genc" "$BIN/genrun" \
+         "tests/fixtures/$fx" model.onnx "$W/golden-$fx" $modes > "$log" 2>&1; then
+      row "goldens $fx f16|FAIL|$(tail -c 300 "$log" | tr '\n' ' ')"
+      continue
+    fi
+    printf '{"input_ids": [5, 6, 7]}\n' > "$W/golden-$fx.jsonl"
+    ran=$(GENC_CUDA_STEP=1 timeout 60 "$BIN/genrun" "$W/golden-$fx/model.plan" --device cuda --input "$W/golden-$fx.jsonl" \
+      --max-new-tokens 4 --stats --output /dev/null 2>&1 | grep -m1 "step kernel")
+    if [[ $ran == *"step kernel ran"* ]]; then
+      row "goldens $fx f16|ok|$(tr '\n' ';' < "$log" | cut -c1-150) $ran"
+    else
+      row "goldens $fx f16|FAIL|the step kernel did not run: ${ran:-no --stats line}"
+    fi
+  done
+}
+[ "${STEP_GOLDENS-1}" = 0 ] || [ -z "$FIXTURES" ] || goldens
 
 # stall: op 2 (layer 0's attention merge) never signals: an item waiting on
 # it, or on what follows it, must fail the run, naming itself and op 2 (as
