@@ -274,10 +274,9 @@ private:
   bool layout(std::string &why) {
     xOff_ = align(std::max<int64_t>(scratch_, 128), 128);
     // x holds every row of a step [rows][K]: fewer rows where they would
-    // leave the ring under 6 pages (the plan then takes larger steps kernel
-    // by kernel).
-    // Blocks sharing an SM share its shared memory (and keep a ring of at
-    // least 6 pages between them).
+    // leave the SM's blocks fewer than 6 ring pages between them (the plan
+    // then takes larger steps kernel by kernel); blocks sharing an SM share
+    // its shared memory.
     const int64_t limit = genrt::stepSharedLimit(s_.blocksPerSm) - kStaticReserve;
     const int64_t minPages = std::max<int64_t>(2, 6 / s_.blocksPerSm);
     auto ringAt = [&] { return align(xOff_ + std::max<int64_t>(xBytes_ * s_.maxRows, 16), 1024); };

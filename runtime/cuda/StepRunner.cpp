@@ -11,8 +11,6 @@ namespace genrt::cuda {
 
 namespace {
 
-constexpr size_t kStamps = kStepStamps; // GENC_CUDA_STEP_TRACE: u64 an item (runtime/plan/StepTrace.h)
-
 // A fused op's symbols and pointers as its kernel takes them (symbols, then
 // a pointer per argument, then per result; a run of one token).
 Status bodyPointers(const OpInfo &op, const ValueMap &vm, const Plan &plan, long long (&sym)[4],
@@ -202,7 +200,7 @@ Status StepRunner::init(StepContext &ctx, const KernelModule &mod, const Program
     return st;
   traceLevel_ = trace;
   if (trace)
-    if (Status st = upload(nullptr, s.items.size() * kStamps * sizeof(uint64_t), trace_); !st)
+    if (Status st = upload(nullptr, s.items.size() * kStepStamps * sizeof(uint64_t), trace_); !st)
       return st;
   void *h = nullptr;
   if (Status st = dev.check(a.cuMemAllocHost(&h, sizeof(GencStepArgs)), "cuMemAllocHost"); !st)
@@ -311,12 +309,12 @@ Status StepRunner::check() const {
 // the blocks' time went to waiting.
 void StepRunner::printTrace() {
   const StepSchedule &s = *sched_;
-  std::vector<uint64_t> t(s.items.size() * kStamps);
+  std::vector<uint64_t> t(s.items.size() * kStepStamps);
   if (!dev_->check(dev_->api->cuMemcpyDtoH(t.data(), trace_, t.size() * sizeof(uint64_t)), "the step trace"))
     return;
   uint64_t lo = UINT64_MAX, hi = 0;
   for (size_t i = 0; i < s.items.size(); ++i)
-    lo = std::min(lo, t[kStamps * i]), hi = std::max(hi, t[kStamps * i + 2]);
+    lo = std::min(lo, t[kStepStamps * i]), hi = std::max(hi, t[kStepStamps * i + 2]);
   struct Sum {
     int64_t items = 0, pages = 0;
     double work = 0, wait = 0, starved = 0, cycles = 0, issuing = 0;
@@ -330,10 +328,11 @@ void StepRunner::printTrace() {
     ++k.items;
     if (op.kind == StepOpKind::Matvec)
       k.pages += (it.count + s.rowsPerPage(op) - 1) / s.rowsPerPage(op);
-    const double wt = double(t[kStamps * i + 1] - t[kStamps * i]) / 1e3, wk = double(t[kStamps * i + 2] - t[kStamps * i + 1]) / 1e3;
+    const uint64_t *st = &t[kStepStamps * i];
+    const double wt = double(st[1] - st[0]) / 1e3, wk = double(st[2] - st[1]) / 1e3;
     k.wait += wt, k.work += wk, wait += wt, work += wk;
-    k.starved += double(t[kStamps * i + 3]), k.cycles += double(t[kStamps * i + 4]);
-    k.issuing += double(t[kStamps * i + 5]);
+    k.starved += double(st[3]), k.cycles += double(st[4]);
+    k.issuing += double(st[5]);
   }
   std::fprintf(stderr, "genrun: step trace (decode step 8): %.1f us from the first item's turn to the last's end; "
                        "the blocks waited %.0f%% of their time\n",
