@@ -187,22 +187,169 @@ static __device__ __forceinline__ void genc_step_release(GencStepRing &r, const 
   if (threadIdx.x == 0) genc_step_issue<PAGES, PAGE>(r, sp, last, -1);
 }
 
+// ---- a matrix-vector product on tensor cores ---------------------------------
+// mma.m16n8k16 with f32 sums, the weights as B. A group's 8 columns are a
+// page's rows cut into S segments (column g: row g / S, segment g % S; with a
+// GLU: pair g / 2S, gate or up (g / S) & 1, segment g % S); A's 16 rows are the
+// step's rows cut the same way (A row m: row m / S, segment m % S), so
+// D[m][n] is a row's segment against a weight row's where their segments
+// agree, and the rest of D is discarded. A dot product does not care in what
+// order its k come, so lane (g, q) reads 8 contiguous elements of its column
+// and of its two A rows at the same k and feeds them as two k16 tiles: one
+// 16-byte load of weights per 8 elements and no conversion, where the CUDA
+// cores need a conversion and a multiply-add an element. S is chosen per page
+// for the fewest tile loads (a page of one long row cuts it in 8; 8 short
+// rows or more take S = 1 and up to 16 step rows an mma).
+template <typename W> struct genc_mma_of {
+  static constexpr bool OK = false;
+  static __device__ __forceinline__ void run(float (&)[4], const uint4 &, const uint4 &, const uint4 &) {}
+};
+template <> struct genc_mma_of<genc_f16> {
+  static constexpr bool OK = true;
+  // d += [xl; xh] . b over two k16 tiles: (x, y) then (z, w) of each word
+  static __device__ __forceinline__ void run(float (&d)[4], const uint4 &xl, const uint4 &xh, const uint4 &b) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(xl.x), "r"(xh.x), "r"(xl.y), "r"(xh.y), "r"(b.x), "r"(b.y));
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(xl.z), "r"(xh.z), "r"(xl.w), "r"(xh.w), "r"(b.z), "r"(b.w));
+  }
+};
+template <> struct genc_mma_of<genc_bf16> {
+  static constexpr bool OK = true;
+  static __device__ __forceinline__ void run(float (&d)[4], const uint4 &xl, const uint4 &xh, const uint4 &b) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(xl.x), "r"(xh.x), "r"(xl.y), "r"(xh.y), "r"(b.x), "r"(b.y));
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(xl.z), "r"(xh.z), "r"(xl.w), "r"(xh.w), "r"(b.z), "r"(b.w));
+  }
+};
+template <typename A, typename B> struct genc_same { static constexpr bool V = false; };
+template <typename A> struct genc_same<A, A> { static constexpr bool V = true; };
+
+// Each warp's D of one group [16][8], for the sums over segments.
+__shared__ float genc_step_d[GENC_STEP_THREADS / 32][128];
+
+// The windows of one group and one chunk of step rows: d0 += windows 0, 2,
+// ..., d1 += 1, 3, ... (two chains of dependent mma, four windows' loads
+// ahead). w: this lane's column, 4 words a window; xl / xh: its two A rows.
+// HI: the A rows 8..15 hold step rows (else xh is never read).
+template <typename W, bool HI>
+static __device__ __forceinline__ void genc_step_windows(float (&d0)[4], float (&d1)[4], const uint4 *w, const uint4 *xl,
+                                                         const uint4 *xh, int windows) {
+  int k = 0;
+  for (; k + 4 <= windows; k += 4) {
+    uint4 b[4], l[4], h[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      b[i] = w[(k + i) * 4];
+      l[i] = xl[(k + i) * 4];
+      h[i] = HI ? xh[(k + i) * 4] : make_uint4(0u, 0u, 0u, 0u);
+    }
+    genc_mma_of<W>::run(d0, l[0], h[0], b[0]);
+    genc_mma_of<W>::run(d1, l[1], h[1], b[1]);
+    genc_mma_of<W>::run(d0, l[2], h[2], b[2]);
+    genc_mma_of<W>::run(d1, l[3], h[3], b[3]);
+  }
+  for (; k < windows; ++k)
+    genc_mma_of<W>::run(d0, xl[k * 4], HI ? xh[k * 4] : make_uint4(0u, 0u, 0u, 0u), w[k * 4]);
+}
+
+// x [T][K] in shared memory (T <= 16, K % 32 == 0, x and W of one type); a
+// page: R outputs' rows [R][K], with a GLU the gate rows then the up rows.
+template <typename A, typename W, int PAGES, long long PAGE, typename EPI>
+static __device__ void genc_step_matvec_mma(GencStepRing &r, const GencStepParams &sp, int last,
+                                            const GencStepMatvec &m, const GencStepItem &it,
+                                            const typename A::S *xs, int T) {
+  typedef typename W::S WS;
+  constexpr int WARPS = GENC_STEP_THREADS / 32, GLU = EPI::GLU, COLS = GLU ? 4 : 8, SMAX = GLU ? 4 : 8;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, q = lane & 3;
+  const long long K = m.K, end = (long long)it.first + it.count, rpp = m.rowsPerPage;
+  const int K32 = (int)(K / 32);
+  // S for the item's full pages: the fewest mma, at most 4 chunks of step rows
+  int lS = 0;
+  long long best = -1;
+  for (int ls = 0; (1 << ls) <= SMAX && K32 % (1 << ls) == 0; ++ls) {
+    const int per = COLS >> ls, tm = 16 >> ls, nch = (T + tm - 1) / tm;
+    if (nch > 4) break;
+    const long long cost = (long long)((rpp + per - 1) / per) * (K32 >> ls) * nch;
+    if (best < 0 || cost < best) {
+      best = cost;
+      lS = ls;
+    }
+  }
+  const int S = 1 << lS, per = COLS >> lS, TM = 16 >> lS, nch = (T + TM - 1) / TM, windows = K32 >> lS;
+  const int seg = g & (S - 1), colRow = GLU ? g >> (lS + 1) : g >> lS, up = GLU ? (g >> lS) & 1 : 0;
+  const long long at = (long long)seg * (K >> lS) + q * 8; // this lane's first k: its segment's, its 8 of a window
+  const bool hi = T > (8 >> lS);                          // A rows 8..15 hold step rows
+  float *dsc = genc_step_d[warp];
+  for (long long n0 = it.first; n0 < end; n0 += rpp) {
+    const int p = r.consumed++;
+    genc_step_need<PAGES, PAGE>(r, sp, last, p);
+    if (p % WARPS != warp) continue;
+    const int R = (int)min(rpp, end - n0);
+    const WS *page = (const WS *)genc_step_page<PAGES, PAGE>(r, sp, p);
+    for (int r0 = 0; r0 < R; r0 += per) {
+      // a column past the page's rows reads its last row; its sums are not stored
+      const int row = min(r0 + colRow, R - 1);
+      const uint4 *w = (const uint4 *)(page + (long long)(up ? R + row : row) * K + at);
+      for (int c = 0; c < nch; ++c) {
+        // A rows past the step's rows read its last; their sums are not stored either
+        const int tl = min(c * TM + (g >> lS), T - 1), th = min(c * TM + (g >> lS) + (8 >> lS), T - 1);
+        const uint4 *xl = (const uint4 *)(xs + (long long)tl * K + at), *xh = (const uint4 *)(xs + (long long)th * K + at);
+        float d0[4] = {0.f, 0.f, 0.f, 0.f}, d1[4] = {0.f, 0.f, 0.f, 0.f};
+        if (hi)
+          genc_step_windows<W, true>(d0, d1, w, xl, xh, windows);
+        else
+          genc_step_windows<W, false>(d0, d1, w, xl, xh, windows);
+        __syncwarp();
+        dsc[g * 8 + 2 * q] = d0[0] + d1[0];
+        dsc[g * 8 + 2 * q + 1] = d0[1] + d1[1];
+        dsc[(g + 8) * 8 + 2 * q] = d0[2] + d1[2];
+        dsc[(g + 8) * 8 + 2 * q + 1] = d0[3] + d1[3];
+        __syncwarp();
+        for (int i = lane; i < TM * per; i += 32) {
+          const int tl = i / per, rr = i - tl * per, t = c * TM + tl, n = r0 + rr;
+          if (t < T && n < R) {
+            float gs = 0.f, us = 0.f;
+            for (int j = 0; j < S; ++j) {
+              const float *dm = dsc + ((tl << lS) + j) * 8 + j;
+              if (GLU) {
+                gs += dm[(2 * rr) << lS];
+                us += dm[(2 * rr + 1) << lS];
+              } else {
+                gs += dm[rr << lS];
+              }
+            }
+            EPI::store(m, t, n0 + n, gs, us);
+          }
+        }
+      }
+    }
+    genc_step_release<PAGES, PAGE>(r, sp, last, p);
+  }
+}
+
 // ---- a matrix-vector product over pages --------------------------------------
 // x [T][K] (A's storage, T <= GENC_STEP_ROWS rows) in shared memory; a page
 // holds R outputs' weight rows [R][K] (W's storage), with a GLU the gate rows
-// then the up rows [2R][K]. Page p of the block's stream is warp p % 4's: it
-// takes the page's outputs G at a time (each x word read once for the G), a
-// row's 16-byte words lane by lane, a sum a row and x row, summed across the
-// warp (the kernel-per-op GEMV's order, so one-row logits match it bit for
-// bit); lane 0 writes output n of each row through EPI.
+// then the up rows [2R][K]. Page p of the block's stream is warp p % 4's.
+// The tensor cores take it where they can (K a multiple of 32, x and W of
+// one 16-bit type); else, on the CUDA cores, the warp takes the page's
+// outputs one at a time, a row's 16-byte words lane by lane, a sum a row and
+// x row, summed across the warp (the kernel-per-op GEMV's order); lane 0
+// writes output n of each row through EPI.
 template <typename A, typename W, int PAGES, long long PAGE, typename EPI>
 static __device__ void genc_step_matvec(GencStepRing &r, const GencStepParams &sp, int last, const GencStepMatvec &m,
                                         const GencStepItem &it, const typename A::S *xs, int T) {
   typedef typename W::S WS;
   typedef typename A::S AS;
   constexpr int V = 16 / (int)sizeof(WS);
-  constexpr int WARPS = GENC_STEP_THREADS / 32, ROWS = GENC_STEP_ROWS, G = EPI::GLU ? 2 : 4;
+  constexpr int WARPS = GENC_STEP_THREADS / 32, ROWS = GENC_STEP_ROWS, G = 1;
   static_assert(sizeof(AS) == sizeof(WS), "step matvec: x and the weight in words of one width");
+  if (genc_mma_of<W>::OK && genc_same<A, W>::V && m.K % 32 == 0 && T <= 16) {
+    genc_step_matvec_mma<A, W, PAGES, PAGE, EPI>(r, sp, last, m, it, xs, T);
+    return;
+  }
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int KW = (int)(m.K / V);
   const long long end = (long long)it.first + it.count, rpp = m.rowsPerPage;
