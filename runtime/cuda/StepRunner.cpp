@@ -301,62 +301,26 @@ Status StepRunner::check() const {
   return Status::error(msg);
 }
 
-// Each item's stamps: [0] its turn came, [1] its waits were met, [2] done
-// (global ns); [3] SM cycles waiting for weight pages, [4] SM cycles of its
-// work, [5] SM cycles issuing the next pages' copies.
-// Per op kind: the items' work (1 to 2) and waits (0 to 1) summed over the
-// blocks, and a product's time a 16 KiB page; the step's span; what share of
-// the blocks' time went to waiting.
+// The 8th step's stamps (runtime/plan/StepTrace.h), by op kind, then with
+// GENC_CUDA_STEP_TRACE=2 op by op.
 void StepRunner::printTrace() {
   const StepSchedule &s = *sched_;
   std::vector<uint64_t> t(s.items.size() * kStepStamps);
   if (!dev_->check(dev_->api->cuMemcpyDtoH(t.data(), trace_, t.size() * sizeof(uint64_t)), "the step trace"))
     return;
-  uint64_t lo = UINT64_MAX, hi = 0;
-  for (size_t i = 0; i < s.items.size(); ++i)
-    lo = std::min(lo, t[kStepStamps * i]), hi = std::max(hi, t[kStepStamps * i + 2]);
-  struct Sum {
-    int64_t items = 0, pages = 0;
-    double work = 0, wait = 0, starved = 0, cycles = 0, issuing = 0;
+  auto print = [](const std::string &table, const char *first) {
+    for (size_t at = 0; at < table.size();) {
+      const size_t nl = table.find('\n', at);
+      std::fprintf(stderr, "genrun: step trace%s%s\n", at ? ": " : first, table.substr(at, nl - at).c_str());
+      at = nl == std::string::npos ? table.size() : nl + 1;
+    }
   };
-  std::map<std::string, Sum> by;
-  double work = 0, wait = 0;
-  for (size_t i = 0; i < s.items.size(); ++i) {
-    const StepItem &it = s.items[i];
-    const StepOp &op = s.ops[size_t(it.op)];
-    Sum &k = by[stepOpKindName(op.kind)];
-    ++k.items;
-    if (op.kind == StepOpKind::Matvec)
-      k.pages += (it.count + s.rowsPerPage(op) - 1) / s.rowsPerPage(op);
-    const uint64_t *st = &t[kStepStamps * i];
-    const double wt = double(st[1] - st[0]) / 1e3, wk = double(st[2] - st[1]) / 1e3;
-    k.wait += wt, k.work += wk, wait += wt, work += wk;
-    k.starved += double(st[3]), k.cycles += double(st[4]);
-    k.issuing += double(st[5]);
-  }
-  std::fprintf(stderr, "genrun: step trace (decode step 8): %.1f us from the first item's turn to the last's end; "
-                       "the blocks waited %.0f%% of their time\n",
-               double(hi - lo) / 1e3, wait + work > 0 ? 100 * wait / (wait + work) : 0.0);
-  for (const auto &[kind, k] : by) {
-    char page[96] = "";
-    if (k.pages)
-      std::snprintf(page, sizeof page, ", %.2f us a page, %.0f%% waiting for pages, %.0f%% issuing",
-                    k.work / double(k.pages), k.cycles > 0 ? 100 * k.starved / k.cycles : 0.0,
-                    k.cycles > 0 ? 100 * k.issuing / k.cycles : 0.0);
-    std::fprintf(stderr, "genrun: step trace:   %-11s %6lld items, work %8.1f us (%.2f us an item%s), waits %8.1f us\n",
-                 kind.c_str(), static_cast<long long>(k.items), k.work, k.work / double(std::max<int64_t>(k.items, 1)),
-                 page, k.wait);
-  }
+  print(stepTraceByKind(s, t), " (decode step 8): ");
   if (traceLevel_ >= 2) {
     std::fprintf(stderr, "genrun: step trace op by op (decode step 8; the floor: each op's weight bytes at the "
                          "memory's peak, %.0f GB/s):\n",
                  dev_->memoryBytesPerUs / 1e3);
-    const std::string table = stepTraceByOp(s, t, dev_->memoryBytesPerUs);
-    for (size_t at = 0; at < table.size();) {
-      const size_t nl = table.find('\n', at);
-      std::fprintf(stderr, "genrun: step trace: %s\n", table.substr(at, nl - at).c_str());
-      at = nl == std::string::npos ? table.size() : nl + 1;
-    }
+    print(stepTraceByOp(s, t, dev_->memoryBytesPerUs), ": ");
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 
 namespace genrt {
 
@@ -55,6 +56,48 @@ std::string stepTraceByOp(const StepSchedule &s, const std::vector<uint64_t> &st
                 floor > 0 ? (" (" + std::to_string(int(100 * floor / std::max(span, 1e-9) + 0.5)) + "% of it)").c_str()
                           : "");
   out += line;
+  return out;
+}
+
+std::string stepTraceByKind(const StepSchedule &s, const std::vector<uint64_t> &t) {
+  if (s.items.empty() || t.size() != s.items.size() * kStepStamps)
+    return "";
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (size_t i = 0; i < s.items.size(); ++i)
+    lo = std::min(lo, t[kStepStamps * i]), hi = std::max(hi, t[kStepStamps * i + 2]);
+  struct Sum {
+    int64_t items = 0, pages = 0;
+    double work = 0, wait = 0, starved = 0, cycles = 0, issuing = 0;
+  };
+  std::map<std::string, Sum> by;
+  double work = 0, wait = 0;
+  for (size_t i = 0; i < s.items.size(); ++i) {
+    const StepItem &it = s.items[i];
+    const StepOp &op = s.ops[size_t(it.op)];
+    Sum &k = by[stepOpKindName(op.kind)];
+    ++k.items;
+    k.pages += s.itemPages(it);
+    const uint64_t *st = &t[kStepStamps * i];
+    const double wt = double(st[1] - st[0]) / 1e3, wk = double(st[2] - st[1]) / 1e3;
+    k.wait += wt, k.work += wk, wait += wt, work += wk;
+    k.starved += double(st[3]), k.cycles += double(st[4]), k.issuing += double(st[5]);
+  }
+  std::string out;
+  char line[512];
+  std::snprintf(line, sizeof line, "%.1f us from the first item's turn to the last's end; the blocks waited %.0f%% of "
+                "their time\n", double(hi - lo) / 1e3, wait + work > 0 ? 100 * wait / (wait + work) : 0.0);
+  out += line;
+  for (const auto &[kind, k] : by) {
+    char page[128] = "";
+    if (k.pages)
+      std::snprintf(page, sizeof page, ", %.2f us a page, %.0f%% waiting for pages, %.0f%% issuing",
+                    k.work / double(k.pages), k.cycles > 0 ? 100 * k.starved / k.cycles : 0.0,
+                    k.cycles > 0 ? 100 * k.issuing / k.cycles : 0.0);
+    std::snprintf(line, sizeof line, "  %-11s %6lld items, work %8.1f us (%.2f us an item%s), waits %8.1f us\n",
+                  kind.c_str(), static_cast<long long>(k.items), k.work, k.work / double(std::max<int64_t>(k.items, 1)),
+                  page, k.wait);
+    out += line;
+  }
   return out;
 }
 

@@ -25,4 +25,12 @@ constexpr size_t kStepStamps = 6;
 /// where `stamps` does not hold kStepStamps an item.
 std::string stepTraceByOp(const StepSchedule &s, const std::vector<uint64_t> &stamps, double bytesPerUs);
 
+/// The same stamps by op kind (GENC_CUDA_STEP_TRACE=1): the step's span and
+/// the share of the blocks' time spent waiting, then a line per kind (in
+/// name order) with its items' work and waits summed over the blocks, and
+/// for products the time a page, the share of thread 0's cycles waiting for
+/// pages and issuing copies. Empty where `stamps` does not hold kStepStamps
+/// an item.
+std::string stepTraceByKind(const StepSchedule &s, const std::vector<uint64_t> &stamps);
+
 } // namespace genrt

@@ -82,7 +82,28 @@ TEST(StepTrace, OpByOpAgainstTheFloor) {
   EXPECT_NE(t[3].find("1024 weight bytes, floor 2.00 us (40% of it)"), std::string::npos);
 }
 
+TEST(StepTrace, ByKindSumsWorkWaitsAndPages) {
+  const uint64_t b = 1000000;
+  // item: turn, waits met, done, cycles starved, cycles of work, cycles issuing
+  const std::vector<uint64_t> st = {b + 0,    b + 0,    b + 2000, 10, 100, 20,  // matvec: 2 us, 1 page
+                                    b + 500,  b + 1500, b + 3500, 30, 100, 40,  // matvec: 2 us, waited 1
+                                    b + 1000, b + 4000, b + 5000, 0,  50,  0}; // attention: 1 us, waited 3
+  const std::vector<std::string> t = lines(stepTraceByKind(twoOps(), st));
+  ASSERT_EQ(t.size(), 3u);
+  // 5 us span; waits 4 us of 4 + 5 us of the blocks' time
+  EXPECT_EQ(t[0], "5.0 us from the first item's turn to the last's end; the blocks waited 44% of their time");
+  EXPECT_NE(t[1].find("attn_decode"), std::string::npos); // kinds in name order
+  EXPECT_NE(t[1].find("1 items, work      1.0 us (1.00 us an item), waits      3.0 us"), std::string::npos);
+  // two items of 2 rows of 256 bytes: a page each, 2 us a page; 40 of 200
+  // cycles starved, 60 issuing
+  EXPECT_NE(t[2].find("matvec"), std::string::npos);
+  EXPECT_NE(t[2].find("2 items, work      4.0 us (2.00 us an item, 2.00 us a page, 20% waiting for pages, 30% issuing), "
+                      "waits      1.0 us"),
+            std::string::npos);
+}
+
 TEST(StepTrace, StampsOfAnotherScheduleGiveNothing) {
+  EXPECT_EQ(stepTraceByKind(twoOps(), std::vector<uint64_t>(7, 0)), "");
   EXPECT_EQ(stepTraceByOp(twoOps(), std::vector<uint64_t>(7, 0), 512.0), "");
   EXPECT_EQ(stepTraceByOp(StepSchedule{}, {}, 512.0), "");
 }
