@@ -30,6 +30,7 @@ void CompileProfile::overrideWith(const CompileProfile &o) {
   take(groupSize, o.groupSize);
   take(quantizeLmHead, o.quantizeLmHead);
   take(weightsZeroPoint, o.weightsZeroPoint);
+  take(nbitsAccuracyLevel, o.nbitsAccuracyLevel);
   take(gpuArchs, o.gpuArchs);
   take(cuda.attentionHeadsPerBlock, o.cuda.attentionHeadsPerBlock);
   take(cuda.decodeStageKib, o.cuda.decodeStageKib);
@@ -81,6 +82,10 @@ std::string checkWeights(const std::string &s) {
 std::string checkGroupSize(int64_t v) {
   return v >= 16 && v <= 256 && (v & (v - 1)) == 0 ? ""
                                                     : "must be a power of two from 16 to 256 (got " + std::to_string(v) + ")";
+}
+
+std::string checkAccuracyLevel(int64_t v) {
+  return v >= 0 && v <= 4 ? "" : "must be 0 to 4 (got " + std::to_string(v) + ")";
 }
 
 std::string checkPassName(const std::string &s) {
@@ -208,6 +213,7 @@ void applyProfile(const CompileProfile &p, Module &m) {
     o.quantizeLmHead = *p.quantizeLmHead;
     o.weightsZeroPoint = *p.weightsZeroPoint;
   }
+  o.nbitsAccuracyLevel = p.nbitsAccuracyLevel.value_or(-1);
   setPlanOptions(m, o);
   m.metadata()["plan.step_blocks"] = std::to_string(p.cuda.stepBlocks.value_or(kDefaultStepBlocks));
   m.metadata()["plan.step_blocks_per_sm"] = std::to_string(p.cuda.stepBlocksPerSm.value_or(1));

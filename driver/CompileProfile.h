@@ -64,6 +64,10 @@ struct CompileProfile {
   std::optional<int64_t> groupSize;      // codes per scale along K
   std::optional<bool> quantizeLmHead;    // the vocabulary projection too
   std::optional<bool> weightsZeroPoint;  // a zero point per group (else symmetric)
+  /// 4-bit / 8-bit products' activations, as ONNX MatMulNBits'
+  /// accuracy_level: 4 quantizes them to int8 on the CPU, 0-3 keep f32
+  /// (unset: f32; the importer leaves a model's own accuracy_level aside).
+  std::optional<int64_t> nbitsAccuracyLevel;
   std::optional<std::vector<std::string>> gpuArchs;   // [] = no GPU kernels
   CudaKernelChoices cuda;
   std::optional<std::vector<std::string>> passes;     // [] = none
@@ -84,6 +88,7 @@ std::string checkDType(const std::string &s);
 std::string checkCrossKvDType(const std::string &s);
 std::string checkWeights(const std::string &s);
 std::string checkGroupSize(int64_t v);
+std::string checkAccuracyLevel(int64_t v);
 std::string checkPassName(const std::string &s);
 std::string checkHeadsPerBlock(int64_t v);
 std::string checkStageKib(int64_t v);

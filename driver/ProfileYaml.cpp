@@ -32,7 +32,7 @@ std::string keyPath(const std::vector<std::string> &path) {
 
 const char *const kTopKeys = "max_batch, max_beams, max_length, max_tokens, max_source_length, "
                              "max_new_tokens, dtype, cross_kv_dtype, weights, group_size, quantize_lm_head, "
-                             "weights_zero_point, gpu_archs, cuda, passes, generation, tokenizer";
+                             "weights_zero_point, nbits_accuracy_level, gpu_archs, cuda, passes, generation, tokenizer";
 const char *const kCudaKeys = "attention_heads_per_block, decode_stage_kib, decode_stream, attention_trace, step_blocks, step_blocks_per_sm";
 const char *const kGenerationKeys =
     "eos_token_id, pad_token_id, bos_token_id, decoder_start_token_id";
@@ -114,6 +114,9 @@ struct StepBlocksPerSm {
 };
 struct Flag {
   bool v = false;
+};
+struct AccuracyLevel {
+  int64_t v = 0;
 };
 struct GenerationSection {
   GenerationDefaults v;
@@ -210,6 +213,7 @@ template <> struct ScalarTraits<DTypeName> : TextScalar<DTypeName, checkDType> {
 template <> struct ScalarTraits<CrossKvDTypeName> : TextScalar<CrossKvDTypeName, checkCrossKvDType> {};
 template <> struct ScalarTraits<WeightsName> : TextScalar<WeightsName, checkWeights> {};
 template <> struct ScalarTraits<GroupSize> : IntScalar<GroupSize, checkGroupSize> {};
+template <> struct ScalarTraits<AccuracyLevel> : IntScalar<AccuracyLevel, checkAccuracyLevel> {};
 template <> struct ScalarTraits<ArchName> : TextScalar<ArchName, checkGpuArchName> {};
 template <> struct ScalarTraits<PassName> : TextScalar<PassName, checkPassName> {};
 template <> struct ScalarTraits<PathName> : TextScalar<PathName, checkPath> {};
@@ -248,6 +252,7 @@ template <> struct MappingTraits<CompileProfile> {
     mapKey<GroupSize>(io, "group_size", p.groupSize);
     mapKey<Flag>(io, "quantize_lm_head", p.quantizeLmHead);
     mapKey<Flag>(io, "weights_zero_point", p.weightsZeroPoint);
+    mapKey<AccuracyLevel>(io, "nbits_accuracy_level", p.nbitsAccuracyLevel);
     mapList<ArchName>(io, "gpu_archs", p.gpuArchs);
     std::optional<CudaKernelChoices> cuda; // no section when it sets nothing
     if (p.cuda.any())

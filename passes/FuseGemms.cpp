@@ -323,6 +323,9 @@ std::string nbitsSiblingRefusal(const Op &mm, const Op &lead) {
   if (mm.operand(2)->dtype() != lead.operand(2)->dtype())
     return "its scales are " + std::string(dtypeName(mm.operand(2)->dtype())) + ", the others " +
            dtypeName(lead.operand(2)->dtype());
+  if (mm.intAttr("accuracy_level", 0) != lead.intAttr("accuracy_level", 0))
+    return "its accuracy_level is " + std::to_string(mm.intAttr("accuracy_level", 0)) + ", the others' " +
+           std::to_string(lead.intAttr("accuracy_level", 0));
   auto zp = [](const Op &o) { return o.numOperands() < 4 ? std::string("none") : dtypeName(o.operand(3)->dtype()); };
   if (zp(mm) != zp(lead))
     return "its zero points are " + zp(mm) + ", the others' " + zp(lead);
@@ -393,6 +396,8 @@ void fuseNBitsSiblings(Module &m, Function &f, const Remarks &R) {
     mm->setAttr("bits", first->intAttr("bits", 0));
     mm->setAttr("block_size", first->intAttr("block_size", 0));
     mm->setAttr("n", total);
+    if (first->intAttr("accuracy_level", 0))
+      mm->setAttr("accuracy_level", first->intAttr("accuracy_level", 0));
     std::vector<Type> parts;
     for (Op *o : set)
       parts.push_back(o->result()->type());

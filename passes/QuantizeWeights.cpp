@@ -196,9 +196,21 @@ private:
 
 llvm::Error quantizeWeightsPass(Module &m) {
   const PlanOptions o = planOptions(m);
-  if (o.weightBits == 0)
-    return llvm::Error::success();
-  return Quantizer(m, o).run();
+  if (o.weightBits != 0)
+    if (llvm::Error e = Quantizer(m, o).run())
+      return e;
+  // --nbits-accuracy-level: every 4/8-bit product's, made here or imported
+  // (4 changes the CPU kernel's numbers; the attribute is left off below it).
+  if (o.nbitsAccuracyLevel >= 0)
+    for (auto &f : m.functions())
+      for (auto &op : f->ops())
+        if (op->is("matmul_nbits")) {
+          if (o.nbitsAccuracyLevel == 4)
+            op->setAttr("accuracy_level", int64_t(4));
+          else
+            op->removeAttr("accuracy_level");
+        }
+  return llvm::Error::success();
 }
 
 } // namespace genc

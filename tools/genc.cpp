@@ -112,6 +112,11 @@ static cl::opt<bool> QuantizeLmHead("quantize-lm-head",
 static cl::opt<bool> WeightsZeroPoint("weights-zero-point",
                                       cl::desc("--weights: a zero point per group (min/max); default symmetric"),
                                       cl::sub(CompileCmd), cl::cat(GencCat));
+static cl::opt<int64_t> NbitsAccuracyLevel(
+    "nbits-accuracy-level",
+    cl::desc("4/8-bit products' activations, as ONNX MatMulNBits' accuracy_level: 4 quantizes them to int8 on the "
+             "CPU (VNNI dot products; other numbers), 0-3 keep f32 (default 0, whatever the model's own attribute)"),
+    cl::init(0), cl::sub(CompileCmd), cl::cat(GencCat));
 static cl::list<std::string> GpuArchs("gpu-arch", cl::CommaSeparated,
                                       cl::desc("GPU architectures to compile kernels for (default sm_80,sm_90)"),
                                       cl::value_desc("sm_XX,..."), cl::sub(CompileCmd), cl::cat(GencCat));
@@ -385,6 +390,11 @@ static CompileProfile flagsProfile() {
     p.quantizeLmHead = QuantizeLmHead;
   if (WeightsZeroPoint.getNumOccurrences())
     p.weightsZeroPoint = WeightsZeroPoint;
+  if (NbitsAccuracyLevel.getNumOccurrences()) {
+    if (std::string why = checkAccuracyLevel(NbitsAccuracyLevel); !why.empty())
+      fail("--nbits-accuracy-level " + why);
+    p.nbitsAccuracyLevel = NbitsAccuracyLevel;
+  }
   if (AttentionHeadsPerBlock.getNumOccurrences()) {
     if (std::string why = checkHeadsPerBlock(AttentionHeadsPerBlock); !why.empty())
       fail("--attention-heads-per-block " + why);

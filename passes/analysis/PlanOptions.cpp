@@ -23,6 +23,7 @@ PlanOptions planOptions(const Module &m) {
   o.groupSize = get(m, "plan.group_size", o.groupSize);
   o.quantizeLmHead = get(m, "plan.quantize_lm_head", 0) != 0;
   o.weightsZeroPoint = get(m, "plan.weights_zero_point", 0) != 0;
+  o.nbitsAccuracyLevel = get(m, "plan.nbits_accuracy_level", -1);
   if (auto it = m.metadata().find("plan.dtype"); it != m.metadata().end())
     if (auto dt = parseDType(it->second))
       o.activation = *dt;
@@ -49,6 +50,8 @@ void setPlanOptions(Module &m, const PlanOptions &o) {
     if (o.weightsZeroPoint)
       m.metadata()["plan.weights_zero_point"] = "1";
   }
+  if (o.nbitsAccuracyLevel >= 0)
+    m.metadata()["plan.nbits_accuracy_level"] = std::to_string(o.nbitsAccuracyLevel);
 }
 
 } // namespace genc

@@ -23,6 +23,7 @@ struct PlanOptions {
   int64_t groupSize = 32;
   bool quantizeLmHead = false;
   bool weightsZeroPoint = false;
+  int64_t nbitsAccuracyLevel = -1; // every matmul_nbits' accuracy_level; -1: unset (0)
   int64_t slots() const { return maxBatch * maxBeams; }
   // Beams share their prompt's K/V (runtime/kv/KvLayout.h) when the plan
   // bounds what each generates below max_length.

@@ -1,6 +1,7 @@
 #include "runtime/cpu/MatmulNBits.h"
 
 #include "runtime/cpu/Kernels.h"
+#include "runtime/cpu/MatmulNBitsInt8.h"
 #include "runtime/cpu/MatmulNBitsRows.h"
 #include "runtime/cpu/ThreadPool.h"
 
@@ -106,6 +107,18 @@ void matmulNBits(const float *a, const NBitsMatrix &w, float *y, int64_t M, Thre
   const int64_t K = w.shape.K, N = w.shape.N;
   if (M == 0 || N == 0)
     return;
+  if (w.accuracyLevel == 4) {
+    // 8-bit activations: the same integers whichever kernel, rows 8 at a time.
+    const bool vnni = gKind.load() == Kind::Avx512;
+    static thread_local Int8Rows mine;
+    const Int8Rows &xq = mine; // this thread's, named so that the pool's threads read it
+    for (int64_t m0 = 0; m0 < M; m0 += kMaxGemvRows) {
+      const int64_t rows = std::min(kMaxGemvRows, M - m0);
+      quantizeNBitsRows(w.shape, a + m0 * K, rows, mine);
+      forPieces(pool, N, 16, [&](int64_t n0, int64_t n1) { nbitsInt8Rows(xq, w, y + m0 * N, rows, n0, n1, vnni); });
+    }
+    return;
+  }
   if (M <= kMaxGemvRows) {
     const Kind kind = gKind.load();
     // 4-bit blocks of 16 are 8 bytes: no whole vector of one block's codes.

@@ -37,9 +37,11 @@ struct NBitsMatrix {
   ZeroPointKind zeroPoints = ZeroPointKind::Default;
   const uint8_t *zpPacked = nullptr; // [N, zeroPointBytes] when Packed
   const float *zpFloat = nullptr;    // [N, blocks] when Float
+  int accuracyLevel = 0;             // 4: rows of a quantized to int8 (MatmulNBitsInt8.h)
 };
 
 /// y[M, N] = a[M, K] · W. `pool` may be null (everything on this thread).
+/// With accuracyLevel 4, every row of a (prefill's too) goes through int8.
 void matmulNBits(const float *a, const NBitsMatrix &w, float *y, int64_t M, ThreadPool *pool);
 
 /// Columns [n0, n1) of W dequantized, column-major: out[(n - n0) * K + k] = W[k, n].

@@ -57,8 +57,12 @@ Error matmulNBitsKernel(KernelContext &ctx, const AttrMap &attrs, const Ins &ins
   auto codes = bytesOf(b, codeBytes, "b");
   if (!codes)
     return codes.takeError();
+  const int64_t level = attrInt(attrs, "accuracy_level", 0);
+  if (level < 0 || level > 4)
+    return kernelError("accuracy_level " + std::to_string(level) + " is not 0-4");
   NBitsMatrix w;
   w.shape = s;
+  w.accuracyLevel = static_cast<int>(level);
   w.codes = *codes;
   w.scales = scales.data<float>();
   w.zeroPoints = kind;

@@ -6,11 +6,13 @@
 // dequantization is exact, and the thread pool never changes a bit.
 #include "runtime/Tensor.h"
 #include "runtime/cpu/MatmulNBits.h"
+#include "runtime/cpu/MatmulNBitsInt8.h"
 #include "runtime/cpu/MatmulNBitsRows.h"
 #include "runtime/cpu/ThreadPool.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -162,6 +164,80 @@ TEST(MatmulNBits, MatchesADoubleSumOverTheDequantizedWeights) {
   for (const std::string &k : names)
     std::printf(" %s", k.c_str());
   std::printf("\n");
+}
+
+// accuracy_level 4: each row's block quantized to int8 here, independently of
+// the kernel (max |a| / 127, round to nearest even), then a double sum of the
+// dequantized weights times the dequantized activations.
+TEST(MatmulNBits, Int8ActivationsMatchADoubleSumOverQuantizedRows) {
+  std::mt19937 rng(4803);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  ThreadPool pool(3);
+  const std::vector<std::string> names = kernels();
+  double worst = 0;
+  for (int64_t bits : {4, 8})
+    for (int64_t bs : {16, 32, 64})
+      for (int64_t K : {32, 200})
+        for (int64_t N : {1, 37})
+          for (ZeroPointKind zp : {ZeroPointKind::Default, ZeroPointKind::Packed, ZeroPointKind::Float}) {
+            const Case c = makeCase(rng, {bits, bs, K, N}, zp);
+            NBitsMatrix w = c.matrix();
+            w.accuracyLevel = 4;
+            for (int64_t M : {1, 3, 8, 12}) {
+              std::vector<float> a(M * K);
+              for (float &x : a)
+                x = u(rng) * (u(rng) > 0.8f ? 8.f : 1.f); // some blocks with outliers
+              std::vector<double> want(M * N), mag(M * N);
+              for (int64_t m = 0; m < M; ++m)
+                for (int64_t j = 0; j * bs < K; ++j) {
+                  const int64_t k0 = j * bs, k1 = std::min(K, k0 + bs);
+                  float amax = 0.f;
+                  for (int64_t k = k0; k < k1; ++k)
+                    amax = std::max(amax, std::fabs(a[m * K + k]));
+                  for (int64_t k = k0; k < k1; ++k) {
+                    const long q = std::lrint(a[m * K + k] * (127.f / amax));
+                    const double xd = static_cast<double>(std::clamp<long>(q, -127, 127)) * (amax / 127.f);
+                    for (int64_t n = 0; n < N; ++n) {
+                      want[m * N + n] += xd * c.weight(k, n);
+                      mag[m * N + n] += std::fabs(xd * c.weight(k, n));
+                    }
+                  }
+                }
+              for (const std::string &kernel : names) {
+                ASSERT_TRUE(forceNBitsKernel(kernel.c_str()));
+                std::vector<float> got(M * N, NAN), pooled(M * N, NAN);
+                matmulNBits(a.data(), w, got.data(), M, nullptr);
+                matmulNBits(a.data(), w, pooled.data(), M, &pool);
+                for (int64_t i = 0; i < M * N; ++i) {
+                  const double err = std::fabs(got[i] - want[i]) / (mag[i] + 1e-30);
+                  worst = std::max(worst, err);
+                  ASSERT_LE(err, 1e-6) << kernel << " bits " << bits << " block " << bs << " K " << K << " N " << N
+                                       << " M " << M << " zp " << int(zp) << " at " << i << ": " << got[i] << " vs "
+                                       << want[i];
+                  ASSERT_EQ(std::memcmp(&got[i], &pooled[i], 4), 0) << kernel << ": the pool changed a bit at " << i;
+                }
+              }
+              forceNBitsKernel("");
+            }
+          }
+  std::printf("int8 activations: max |got - double| / sum |xq w| = %.3g; VNNI on this CPU: %s\n", worst,
+              cpuHasVnni() ? "yes" : "no");
+}
+
+// A non-finite activation makes its rows' results NaN, as f32 activations do.
+TEST(MatmulNBits, Int8ActivationsPropagateANonFiniteRow) {
+  std::mt19937 rng(4804);
+  const Case c = makeCase(rng, {8, 32, 64, 5}, ZeroPointKind::Default);
+  NBitsMatrix w = c.matrix();
+  w.accuracyLevel = 4;
+  std::vector<float> a(2 * 64, 0.5f);
+  a[64 + 40] = INFINITY;
+  std::vector<float> y(2 * 5, 0.f);
+  matmulNBits(a.data(), w, y.data(), 2, nullptr);
+  for (int64_t n = 0; n < 5; ++n) {
+    EXPECT_TRUE(std::isfinite(y[n])) << n;
+    EXPECT_TRUE(std::isnan(y[5 + n])) << n;
+  }
 }
 
 TEST(MatmulNBits, RefusesAKernelThisCpuLacksAndUnknownNames) {

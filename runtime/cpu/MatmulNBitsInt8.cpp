@@ -1,0 +1,270 @@
+// matmul_nbits' decode rows with 8-bit activations (MatmulNBitsInt8.h).
+//
+// Shapes: x.q [M, blocks * bs] int8, x.scale / x.sum [M, blocks], codes
+// [N, blocks, blob] u8 (4-bit: two codes a byte, the even element low),
+// scales [N, blocks] f32, zero points as NBitsLayout.h stores them, y [M, N].
+//
+// VNNI: a block's 32 codes a step as 32 unsigned bytes (4-bit: the low
+// nibbles of 16 bytes, then their high nibbles, meeting x's even then odd
+// elements) against 32 signed bytes of x, vpdpbusd summing four products a
+// 32-bit lane; the integer zero point enters the same lanes as -z * sum(xq)
+// (exact), a float one as a product on the side. Then one conversion and one
+// multiply-add by s * sx a block and row.
+#include "runtime/cpu/MatmulNBitsInt8.h"
+
+#include "runtime/cpu/MatmulNBitsRows.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <immintrin.h>
+
+namespace genrt::cpu {
+
+namespace {
+// 4-bit blocks of 16 hold half a group of 32: their rows stay in order, a
+// code byte's two nibbles meeting elements 2i and 2i + 1.
+bool paired(const NBitsShape &s) { return s.bits == 4 && s.blockSize % 32; }
+} // namespace
+
+void quantizeNBitsRows(const NBitsShape &s, const float *a, int64_t M, Int8Rows &rows) {
+  const int64_t bs = s.blockSize, blocks = s.blocks(), total = nbitsRowFloats(s);
+  rows.rowBytes = total;
+  rows.blocks = blocks;
+  rows.q.assign(static_cast<size_t>(M * total), 0);
+  rows.scale.assign(static_cast<size_t>(M * blocks), 0.f);
+  rows.sum.assign(static_cast<size_t>(M * blocks), 0);
+  std::vector<float> arranged(static_cast<size_t>(total));
+  for (int64_t m = 0; m < M; ++m) {
+    if (paired(s)) {
+      for (int64_t k = 0; k < total; ++k)
+        arranged[size_t(k)] = k < s.K ? a[m * s.K + k] : 0.f;
+    } else {
+      arrangeNBitsRow(s, a + m * s.K, arranged.data());
+    }
+    for (int64_t j = 0; j < blocks; ++j) {
+      const float *x = arranged.data() + j * bs;
+      float amax = 0.f;
+      bool finite = true;
+      for (int64_t i = 0; i < bs; ++i) {
+        finite = finite && std::isfinite(x[i]);
+        amax = std::max(amax, std::fabs(x[i]));
+      }
+      float &sx = rows.scale[size_t(m * blocks + j)];
+      if (!finite) {
+        sx = NAN;
+        continue;
+      }
+      if (amax == 0.f)
+        continue;
+      sx = amax / 127.f;
+      const float inv = 127.f / amax;
+      int8_t *q = rows.q.data() + m * total + j * bs;
+      int32_t sum = 0;
+      for (int64_t i = 0; i < bs; ++i) {
+        const long v = std::lrint(x[i] * inv); // to nearest, ties to even
+        q[i] = static_cast<int8_t>(std::clamp<long>(v, -127, 127));
+        sum += q[i];
+      }
+      rows.sum[size_t(m * blocks + j)] = sum;
+    }
+  }
+}
+
+namespace {
+
+// A column's integer zero point of block j (the default where none is stored).
+struct ZeroPoint {
+  const uint8_t *row;
+  int32_t dflt;
+  int bits;
+  ZeroPoint(const NBitsMatrix &w, int64_t n)
+      : row(w.zeroPoints == ZeroPointKind::Packed ? w.zpPacked + n * w.shape.zeroPointBytes() : nullptr),
+        dflt(w.shape.defaultZeroPoint()), bits(static_cast<int>(w.shape.bits)) {}
+  int32_t at(int64_t j) const { return row ? nbitsPackedZeroPoint(row, j, bits) : dflt; }
+};
+
+// The plain loops: any block size; the same integers as VNNI, summed as one
+// int32 a block.
+void rowsScalar(const Int8Rows &x, const NBitsMatrix &w, float *y, int64_t M, int64_t n0, int64_t n1) {
+  const int64_t bs = w.shape.blockSize, blocks = w.shape.blocks(), blob = w.shape.blobBytes(), N = w.shape.N;
+  const bool fzp = w.zeroPoints == ZeroPointKind::Float;
+  for (int64_t n = n0; n < n1; ++n) {
+    const ZeroPoint zp(w, n);
+    for (int64_t m = 0; m < M; ++m) {
+      const int8_t *xq = x.q.data() + m * x.rowBytes;
+      float acc = 0.f, side = 0.f;
+      for (int64_t j = 0; j < blocks; ++j) {
+        const uint8_t *b = w.codes + (n * blocks + j) * blob;
+        const int8_t *xj = xq + j * bs;
+        const int32_t isum = x.sum[size_t(m * blocks + j)];
+        int32_t dot = fzp ? 0 : -zp.at(j) * isum;
+        if (w.shape.bits == 8) {
+          for (int64_t i = 0; i < bs; ++i)
+            dot += int32_t(b[i]) * xj[i];
+        } else if (paired(w.shape)) {
+          for (int64_t i = 0; i < bs / 2; ++i)
+            dot += int32_t(b[i] & 15) * xj[2 * i] + int32_t(b[i] >> 4) * xj[2 * i + 1];
+        } else {
+          for (int64_t g = 0; g < bs; g += 32)
+            for (int64_t i = 0; i < 16 && g + i < bs; ++i) { // arranged x: 16 even elements, then 16 odd
+              const uint8_t c = b[g / 2 + i];
+              dot += int32_t(c & 15) * xj[g + i] + int32_t(c >> 4) * xj[g + 16 + i];
+            }
+        }
+        const float f = w.scales[n * blocks + j] * x.scale[size_t(m * blocks + j)];
+        acc += static_cast<float>(dot) * f;
+        if (fzp)
+          side += f * w.zpFloat[n * blocks + j] * static_cast<float>(isum);
+      }
+      y[m * N + n] = acc - side;
+    }
+  }
+}
+
+constexpr int64_t kAhead = 8; // columns
+
+#define GENC_VNNI __attribute__((target("avx512f,avx512vl,avx512bw,avx512vnni,fma")))
+
+GENC_VNNI inline float hsum256(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// Lane j of the result: the sum of d[j]'s eight lanes.
+GENC_VNNI inline __m256i sum8(const __m256i (&d)[8]) {
+  const __m256i t0 = _mm256_hadd_epi32(d[0], d[1]), t1 = _mm256_hadd_epi32(d[2], d[3]);
+  const __m256i t2 = _mm256_hadd_epi32(d[4], d[5]), t3 = _mm256_hadd_epi32(d[6], d[7]);
+  const __m256i u0 = _mm256_hadd_epi32(t0, t1), u1 = _mm256_hadd_epi32(t2, t3);
+  return _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20), _mm256_permute2x128_si256(u0, u1, 0x31));
+}
+
+// 32 codes as 32 unsigned bytes: 8-bit as stored; 4-bit, 16 bytes' low
+// nibbles then their high nibbles (x's even elements, then its odd).
+template <int BITS> GENC_VNNI inline __m256i codes32(const uint8_t *p) {
+  if constexpr (BITS == 8) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p));
+  } else {
+    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i *>(p)), low4 = _mm_set1_epi8(0x0F);
+    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(c, 4), low4), _mm_and_si128(c, low4));
+  }
+}
+
+// d[m][b] += 32 codes at c . 32 bytes of row m of x at xq (rows xr apart).
+template <int M, int BITS>
+GENC_VNNI inline __attribute__((always_inline)) void dot32(__m256i (&d)[M][8], int b, const uint8_t *c,
+                                                           const int8_t *xq, int64_t xr) {
+  const __m256i v = codes32<BITS>(c);
+  for (int m = 0; m < M; ++m)
+    d[m][b] = _mm256_dpbusd_epi32(d[m][b], v, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xq + m * xr)));
+}
+
+// Blocks 8 at a time: each block's integer dot products in its own vector
+// (vpdpbusd, 32 codes a step), the eight summed into one vector of the
+// blocks' sums, the zero points taken off as integers (z * sum(xq)), then
+// one conversion and one multiply-add by s * sx for the eight.
+template <int M, int BITS, bool FZP, bool BS32>
+GENC_VNNI void rowsVnni(const Int8Rows &x, const NBitsMatrix &w, float *y, int64_t n0, int64_t n1) {
+  const int64_t bs = w.shape.blockSize, blocks = w.shape.blocks(), blob = w.shape.blobBytes(), N = w.shape.N;
+  const int64_t xr = x.rowBytes;
+  const bool packed = w.zeroPoints == ZeroPointKind::Packed;
+  const __m256i zDefault = _mm256_set1_epi32(w.shape.defaultZeroPoint());
+  for (int64_t n = n0; n < n1; ++n) {
+    const uint8_t *codes = w.codes + n * blocks * blob;
+    const float *sc = w.scales + n * blocks;
+    const ZeroPoint zp(w, n);
+    // The codes and scales a few columns on: plans map their weights from the
+    // file in 4 KiB pages, which the hardware prefetchers do not cross.
+    if (n + kAhead < n1) {
+      for (int64_t off = 0; off < blocks * blob; off += 64)
+        _mm_prefetch(reinterpret_cast<const char *>(codes + kAhead * blocks * blob + off), _MM_HINT_T0);
+      for (int64_t off = 0; off < blocks * 4; off += 64)
+        _mm_prefetch(reinterpret_cast<const char *>(sc + kAhead * blocks) + off, _MM_HINT_T0);
+    }
+    __m256 acc[M];
+    for (int m = 0; m < M; ++m)
+      acc[m] = _mm256_setzero_ps();
+    for (int64_t j0 = 0; j0 < blocks; j0 += 8) {
+      const int nb = static_cast<int>(std::min<int64_t>(8, blocks - j0));
+      const __mmask8 live = static_cast<__mmask8>((1u << nb) - 1);
+      __m256i d[M][8];
+      for (int m = 0; m < M; ++m)
+        for (int b = 0; b < 8; ++b)
+          d[m][b] = _mm256_setzero_si256();
+      // (b a constant in each call: d stays in registers)
+      const uint8_t *c0 = codes + j0 * blob;
+      const int8_t *x0 = x.q.data() + j0 * bs;
+      if (BS32 && nb == 8) {
+#pragma GCC unroll 8
+        for (int b = 0; b < 8; ++b)
+          dot32<M, BITS>(d, b, c0 + b * blob, x0 + b * bs, xr);
+      } else {
+#pragma GCC unroll 8
+        for (int b = 0; b < 8; ++b)
+          if (b < nb)
+            for (int64_t g = 0; g < bs; g += 32)
+              dot32<M, BITS>(d, b, c0 + b * blob + (BITS == 8 ? g : g / 2), x0 + b * bs + g, xr);
+      }
+      const __m256 s = _mm256_maskz_loadu_ps(live, sc + j0);
+      __m256i z = zDefault;
+      __m256 zf = _mm256_setzero_ps();
+      if (FZP) {
+        zf = _mm256_maskz_loadu_ps(live, w.zpFloat + n * blocks + j0);
+      } else if (packed) {
+        alignas(32) int32_t zs[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        for (int b = 0; b < nb; ++b)
+          zs[b] = zp.at(j0 + b);
+        z = _mm256_load_si256(reinterpret_cast<const __m256i *>(zs));
+      }
+      for (int m = 0; m < M; ++m) {
+        const __m256i xsum = _mm256_maskz_loadu_epi32(live, x.sum.data() + m * blocks + j0);
+        const __m256 sx = _mm256_maskz_loadu_ps(live, x.scale.data() + m * blocks + j0), f = _mm256_mul_ps(s, sx);
+        __m256i dot = sum8(d[m]);
+        if (!FZP)
+          dot = _mm256_sub_epi32(dot, _mm256_mullo_epi32(z, xsum));
+        __m256 v = _mm256_cvtepi32_ps(dot);
+        if (FZP)
+          v = _mm256_fnmadd_ps(zf, _mm256_cvtepi32_ps(xsum), v);
+        acc[m] = _mm256_fmadd_ps(v, f, acc[m]);
+      }
+    }
+    for (int m = 0; m < M; ++m)
+      y[m * N + n] = hsum256(acc[m]);
+  }
+}
+
+using Fn = void (*)(const Int8Rows &, const NBitsMatrix &, float *, int64_t, int64_t);
+
+template <int BITS, bool FZP, bool BS32> constexpr std::array<Fn, 8> byRows() {
+  return {rowsVnni<1, BITS, FZP, BS32>, rowsVnni<2, BITS, FZP, BS32>, rowsVnni<3, BITS, FZP, BS32>,
+          rowsVnni<4, BITS, FZP, BS32>, rowsVnni<5, BITS, FZP, BS32>, rowsVnni<6, BITS, FZP, BS32>,
+          rowsVnni<7, BITS, FZP, BS32>, rowsVnni<8, BITS, FZP, BS32>};
+}
+
+bool detectVnni() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vnni");
+}
+
+} // namespace
+
+bool cpuHasVnni() {
+  static const bool has = detectVnni();
+  return has;
+}
+
+void nbitsInt8Rows(const Int8Rows &x, const NBitsMatrix &w, float *y, int64_t M, int64_t n0, int64_t n1, bool vnni) {
+  if (!vnni || !cpuHasVnni() || w.shape.blockSize % 32 || M < 1 || M > 8) {
+    rowsScalar(x, w, y, M, n0, n1);
+    return;
+  }
+  static const std::array<Fn, 8> t[2][2][2] = {
+      {{byRows<4, false, false>(), byRows<4, false, true>()}, {byRows<4, true, false>(), byRows<4, true, true>()}},
+      {{byRows<8, false, false>(), byRows<8, false, true>()}, {byRows<8, true, false>(), byRows<8, true, true>()}}};
+  t[w.shape.bits == 8][w.zeroPoints == ZeroPointKind::Float][w.shape.blockSize == 32][M - 1](x, w, y, n0, n1);
+}
+
+} // namespace genrt::cpu
