@@ -114,7 +114,7 @@ void matmulNBits(const float *a, const NBitsMatrix &w, float *y, int64_t M, Thre
     const Int8Rows &xq = mine; // this thread's, named so that the pool's threads read it
     for (int64_t m0 = 0; m0 < M; m0 += kMaxGemvRows) {
       const int64_t rows = std::min(kMaxGemvRows, M - m0);
-      quantizeNBitsRows(w.shape, a + m0 * K, rows, mine);
+      quantizeNBitsRows(w.shape, a + m0 * K, rows, mine, vnni);
       forPieces(pool, N, 16, [&](int64_t n0, int64_t n1) { nbitsInt8Rows(xq, w, y + m0 * N, rows, n0, n1, vnni); });
     }
     return;

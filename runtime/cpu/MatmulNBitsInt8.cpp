@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <immintrin.h>
 
 namespace genrt::cpu {
@@ -27,10 +28,11 @@ namespace {
 bool paired(const NBitsShape &s) { return s.bits == 4 && s.blockSize % 32; }
 } // namespace
 
-void quantizeNBitsRows(const NBitsShape &s, const float *a, int64_t M, Int8Rows &rows) {
+void quantizeNBitsRows(const NBitsShape &s, const float *a, int64_t M, Int8Rows &rows, bool vnni) {
   const int64_t bs = s.blockSize, blocks = s.blocks(), total = nbitsRowFloats(s);
   rows.rowBytes = total;
   rows.blocks = blocks;
+  rows.pairs = int8UsesVnni(s, vnni) && s.bits == 4 && bs == 32;
   rows.q.assign(static_cast<size_t>(M * total), 0);
   rows.scale.assign(static_cast<size_t>(M * blocks), 0.f);
   rows.sum.assign(static_cast<size_t>(M * blocks), 0);
@@ -68,6 +70,14 @@ void quantizeNBitsRows(const NBitsShape &s, const float *a, int64_t M, Int8Rows 
       }
       rows.sum[size_t(m * blocks + j)] = sum;
     }
+    if (rows.pairs) // [E0 O0 E1 O1] -> [E0 E1 O0 O1], 16 bytes each
+      for (int64_t j = 0; j + 1 < blocks; j += 2) {
+        int8_t *q = rows.q.data() + m * total + j * 32;
+        int8_t t[16];
+        std::memcpy(t, q + 16, 16);
+        std::memcpy(q + 16, q + 32, 16);
+        std::memcpy(q + 32, t, 16);
+      }
   }
 }
 
@@ -105,6 +115,10 @@ void rowsScalar(const Int8Rows &x, const NBitsMatrix &w, float *y, int64_t M, in
         } else if (paired(w.shape)) {
           for (int64_t i = 0; i < bs / 2; ++i)
             dot += int32_t(b[i] & 15) * xj[2 * i] + int32_t(b[i] >> 4) * xj[2 * i + 1];
+        } else if (x.pairs && (j ^ 1) < blocks) { // a whole pair: this block's evens, then its odds, 32 apart
+          const int8_t *e = xq + (j & ~int64_t(1)) * 32 + (j & 1) * 16;
+          for (int64_t i = 0; i < 16; ++i)
+            dot += int32_t(b[i] & 15) * e[i] + int32_t(b[i] >> 4) * e[32 + i];
         } else {
           for (int64_t g = 0; g < bs; g += 32)
             for (int64_t i = 0; i < 16 && g + i < bs; ++i) { // arranged x: 16 even elements, then 16 odd
@@ -196,6 +210,45 @@ GENC_VNNI void rowsVnni(const Int8Rows &x, const NBitsMatrix &w, float *y, int64
       // (b a constant in each call: d stays in registers)
       const uint8_t *c0 = codes + j0 * blob;
       const int8_t *x0 = x.q.data() + j0 * bs;
+      __m256i dots[M];
+      if (BITS == 4 && BS32) {
+        // Two blocks a 32-byte load of codes: their low nibbles against
+        // both blocks' even elements, the high ones against the odd; pair
+        // p's vector holds block 2p in lanes 0-3, 2p + 1 in lanes 4-7.
+        __m256i P[M][4];
+        for (int m = 0; m < M; ++m)
+          for (int p = 0; p < 4; ++p)
+            P[m][p] = _mm256_setzero_si256();
+        const __m256i low4 = _mm256_set1_epi8(0x0F);
+#pragma GCC unroll 4
+        for (int p = 0; p < 4; ++p)
+          if (2 * p + 1 < nb) {
+            const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(c0 + 2 * p * 16));
+            const __m256i lo = _mm256_and_si256(v, low4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+            for (int m = 0; m < M; ++m) {
+              const int8_t *xp = x0 + m * xr + 2 * p * 32;
+              P[m][p] = _mm256_dpbusd_epi32(P[m][p], lo, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xp)));
+              P[m][p] = _mm256_dpbusd_epi32(P[m][p], hi, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xp + 32)));
+            }
+          }
+        const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+        for (int m = 0; m < M; ++m) {
+          const __m256i u = _mm256_hadd_epi32(_mm256_hadd_epi32(P[m][0], P[m][1]), _mm256_hadd_epi32(P[m][2], P[m][3]));
+          dots[m] = _mm256_permutevar8x32_epi32(u, order); // lanes were blocks 0 2 4 6 1 3 5 7
+        }
+        if (nb % 2) { // the matrix's last block, without a pair: [evens, odds] as usual
+          __m256i d1[M][8];
+          for (int m = 0; m < M; ++m)
+            d1[m][0] = _mm256_setzero_si256();
+          dot32<M, BITS>(d1, 0, c0 + (nb - 1) * blob, x0 + (nb - 1) * bs, xr);
+          for (int m = 0; m < M; ++m) {
+            const __m128i h = _mm_add_epi32(_mm256_castsi256_si128(d1[m][0]), _mm256_extracti128_si256(d1[m][0], 1));
+            const __m128i h2 = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4E));
+            const int32_t last = _mm_cvtsi128_si32(_mm_add_epi32(h2, _mm_shuffle_epi32(h2, 0xB1)));
+            dots[m] = _mm256_add_epi32(dots[m], _mm256_maskz_set1_epi32(static_cast<__mmask8>(1u << (nb - 1)), last));
+          }
+        }
+      } else {
       if (BS32 && nb == 8) {
 #pragma GCC unroll 8
         for (int b = 0; b < 8; ++b)
@@ -206,6 +259,9 @@ GENC_VNNI void rowsVnni(const Int8Rows &x, const NBitsMatrix &w, float *y, int64
           if (b < nb)
             for (int64_t g = 0; g < bs; g += 32)
               dot32<M, BITS>(d, b, c0 + b * blob + (BITS == 8 ? g : g / 2), x0 + b * bs + g, xr);
+      }
+      for (int m = 0; m < M; ++m)
+        dots[m] = sum8(d[m]);
       }
       const __m256 s = _mm256_maskz_loadu_ps(live, sc + j0);
       __m256i z = zDefault;
@@ -221,7 +277,7 @@ GENC_VNNI void rowsVnni(const Int8Rows &x, const NBitsMatrix &w, float *y, int64
       for (int m = 0; m < M; ++m) {
         const __m256i xsum = _mm256_maskz_loadu_epi32(live, x.sum.data() + m * blocks + j0);
         const __m256 sx = _mm256_maskz_loadu_ps(live, x.scale.data() + m * blocks + j0), f = _mm256_mul_ps(s, sx);
-        __m256i dot = sum8(d[m]);
+        __m256i dot = dots[m];
         if (!FZP)
           dot = _mm256_sub_epi32(dot, _mm256_mullo_epi32(z, xsum));
         __m256 v = _mm256_cvtepi32_ps(dot);
@@ -256,8 +312,10 @@ bool cpuHasVnni() {
   return has;
 }
 
+bool int8UsesVnni(const NBitsShape &s, bool vnni) { return vnni && cpuHasVnni() && s.blockSize % 32 == 0; }
+
 void nbitsInt8Rows(const Int8Rows &x, const NBitsMatrix &w, float *y, int64_t M, int64_t n0, int64_t n1, bool vnni) {
-  if (!vnni || !cpuHasVnni() || w.shape.blockSize % 32 || M < 1 || M > 8) {
+  if (!int8UsesVnni(w.shape, vnni) || M < 1 || M > 8) {
     rowsScalar(x, w, y, M, n0, n1);
     return;
   }

@@ -25,6 +25,10 @@ namespace genrt::cpu {
 /// sum [M][blocks] (the integer sum of the block's q).
 struct Int8Rows {
   int64_t rowBytes = 0, blocks = 0;
+  /// 4-bit blocks of 32 for VNNI: each whole pair of blocks (2p, 2p + 1)
+  /// held as [2p's 16 even elements, 2p + 1's even, 2p's odd, 2p + 1's odd],
+  /// so that 32 code bytes (two blocks) meet x in two 32-byte loads.
+  bool pairs = false;
   std::vector<int8_t> q;
   std::vector<float> scale;
   std::vector<int32_t> sum;
@@ -32,10 +36,15 @@ struct Int8Rows {
 
 /// a [M, K] -> rows. A block holding a non-finite element gets a NaN scale
 /// (its products are NaN, as the f32 path's would be).
-void quantizeNBitsRows(const NBitsShape &s, const float *a, int64_t M, Int8Rows &rows);
+void quantizeNBitsRows(const NBitsShape &s, const float *a, int64_t M, Int8Rows &rows, bool vnni);
 
-/// y[m, n] for m < M (<= 8), n in [n0, n1): AVX-512 VNNI where `vnni` and
-/// the block size is a multiple of 32, else the plain integer loops.
+/// Whether the VNNI kernel takes W: asked for (`vnni`), on this CPU, blocks
+/// a multiple of 32. quantizeNBitsRows lays x out for it then.
+bool int8UsesVnni(const NBitsShape &s, bool vnni);
+
+/// y[m, n] for m < M (<= 8), n in [n0, n1): AVX-512 VNNI where `vnni`
+/// (int8UsesVnni), else the plain integer loops; x from quantizeNBitsRows
+/// with the same `vnni`.
 void nbitsInt8Rows(const Int8Rows &x, const NBitsMatrix &w, float *y, int64_t M, int64_t n0, int64_t n1, bool vnni);
 
 /// Whether this CPU has AVX-512 VNNI (with VL and BW).

@@ -224,6 +224,40 @@ TEST(MatmulNBits, Int8ActivationsMatchADoubleSumOverQuantizedRows) {
               cpuHasVnni() ? "yes" : "no");
 }
 
+// Rows laid out for VNNI (4-bit blocks of 32 in pairs) give the plain loops
+// the same integers, so the same results but for the sums' rounding; an odd
+// number of blocks leaves the last one unpaired.
+TEST(MatmulNBits, Int8RowsInPairsReadTheSameEitherWay) {
+  if (!cpuHasVnni())
+    GTEST_SKIP() << "no AVX-512 VNNI here";
+  std::mt19937 rng(4805);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  for (int64_t K : {64, 96, 200})
+    for (ZeroPointKind zp : {ZeroPointKind::Default, ZeroPointKind::Packed, ZeroPointKind::Float}) {
+      const Case c = makeCase(rng, {4, 32, K, 13}, zp);
+      NBitsMatrix w = c.matrix();
+      w.accuracyLevel = 4;
+      for (int64_t M : {1, 3}) {
+        std::vector<float> a(M * K);
+        for (float &x : a)
+          x = u(rng);
+        Int8Rows paired, plain;
+        quantizeNBitsRows(w.shape, a.data(), M, paired, true);
+        quantizeNBitsRows(w.shape, a.data(), M, plain, false);
+        ASSERT_TRUE(paired.pairs);
+        ASSERT_FALSE(plain.pairs);
+        std::vector<float> vnni(M * 13), loops(M * 13), ref(M * 13);
+        nbitsInt8Rows(paired, w, vnni.data(), M, 0, 13, true);
+        nbitsInt8Rows(paired, w, loops.data(), M, 0, 13, false);
+        nbitsInt8Rows(plain, w, ref.data(), M, 0, 13, false);
+        for (int64_t i = 0; i < M * 13; ++i) {
+          EXPECT_EQ(loops[i], ref[i]) << "K " << K << " at " << i; // the same integers, summed alike
+          EXPECT_NEAR(vnni[i], ref[i], 1e-5f * (1.f + std::fabs(ref[i]))) << "K " << K << " at " << i;
+        }
+      }
+    }
+}
+
 // A non-finite activation makes its rows' results NaN, as f32 activations do.
 TEST(MatmulNBits, Int8ActivationsPropagateANonFiniteRow) {
   std::mt19937 rng(4804);
