@@ -7,6 +7,7 @@
 #include "runtime/plan/Epilogue.h"
 #include "runtime/json/Json.h"
 #include "runtime/plan/StepSchedule.h"
+#include "runtime/plan/StepTrace.h"
 #include "runtime/cuda/StepAbi.h"
 
 #include <algorithm>
@@ -67,6 +68,7 @@ public:
       << "static constexpr long long GENC_STEP_PAGE = " << s_.pageBytes << "LL;\n"
       << "static constexpr long long GENC_STEP_X_OFF = " << xOff_ << "LL, GENC_STEP_RING_OFF = " << ringOff_ << "LL;\n"
       << "static constexpr int GENC_STEP_RED = " << red_ << ";\n"
+      << "static constexpr int GENC_STEP_STAMPS = " << genrt::kStepStamps << "; // runtime/plan/StepTrace.h\n"
       << routines_.str() << kernel();
     return c.str();
   }
@@ -312,7 +314,7 @@ private:
   const GencStepArgs args = *(const GencStepArgs *)sp.args;
   GencStepRing ring{genc_step_smem + GENC_STEP_RING_OFF, full, empty, 0, 0, first - 1, 0, 0, nullptr, 0, 1, 0};
   if (tid == 0) {
-    genc_step_starved = genc_step_issuing = 0;
+    genc_step_starved = genc_step_issuing = genc_step_computing = 0;
     for (int i = 0; i < GENC_STEP_PAGES; ++i) {
       asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(genc_smem_addr(full + i)) : "memory");
       asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(genc_smem_addr(empty + i)), "r"(1) // the one warp whose page it holds
@@ -327,7 +329,7 @@ private:
     const int i = order[k];
     const GencStepItem it = items[i];
     const GencStepOp &o = ops[it.op];
-    unsigned long long *stamp = sp.trace && tid == 0 ? (unsigned long long *)sp.trace + 6 * i : nullptr;
+    unsigned long long *stamp = sp.trace && tid == 0 ? (unsigned long long *)sp.trace + GENC_STEP_STAMPS * i : nullptr;
     if (stamp) stamp[0] = genc_step_now();
     if (tid == 0) {
       stop = !genc_step_wait<GENC_STEP_PAGES, GENC_STEP_PAGE>(ring, sp, last, o.waits, i, it.op);
@@ -338,6 +340,7 @@ private:
       stamp[1] = genc_step_now();
       genc_step_starved = 0;
       genc_step_issuing = 0;
+      genc_step_computing = 0;
       c1 = clock64();
     }
     __syncthreads();
@@ -357,9 +360,10 @@ private:
     }
     if (stamp) {
       stamp[2] = genc_step_now();
-      stamp[3] = (unsigned long long)genc_step_starved;
+      stamp[3] = (unsigned long long)genc_step_starved / (GENC_STEP_THREADS / 32); // a warp's mean
       stamp[4] = (unsigned long long)(clock64() - c1);
       stamp[5] = (unsigned long long)genc_step_issuing;
+      stamp[6] = (unsigned long long)genc_step_computing / (GENC_STEP_THREADS / 32);
     }
   }
   // A block that stopped lets the copies it issued land before it leaves.

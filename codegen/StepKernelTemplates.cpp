@@ -50,9 +50,13 @@ static __device__ __forceinline__ unsigned long long genc_step_now() {
   return t;
 }
 
-// Thread 0's SM cycles in the current item waiting for pages and issuing
-// copies (GENC_CUDA_STEP_TRACE: data starvation against the rest).
-__shared__ long long genc_step_starved, genc_step_issuing;
+// The current item's SM cycles (GENC_CUDA_STEP_TRACE): the warps' waits
+// for their pages and their pages' computing, summed over the warps' lane
+// 0s; thread 0 issuing copies.
+__shared__ long long genc_step_starved, genc_step_issuing, genc_step_computing;
+static __device__ __forceinline__ void genc_step_count(long long *to, long long c0) {
+  atomicAdd((unsigned long long *)to, (unsigned long long)(clock64() - c0));
+}
 
 // ---- the weight ring --------------------------------------------------------
 // PAGES pages of PAGE bytes in dynamic shared memory. Page i of the block's
@@ -171,10 +175,10 @@ template <int PAGES, long long PAGE>
 static __device__ __forceinline__ const unsigned char *genc_step_page(GencStepRing &r, const GencStepParams &sp, int p) {
   const int slot = p % PAGES;
   const unsigned parity = (unsigned)(p / PAGES) & 1u, bar = genc_smem_addr(r.full + slot);
-  const bool count = threadIdx.x == 0 && sp.trace;
+  const bool count = (threadIdx.x & 31) == 0 && sp.trace;
   const long long c0 = count ? clock64() : 0;
   genc_mbar_wait(bar, parity);
-  if (count) genc_step_starved += clock64() - c0;
+  if (count) genc_step_count(&genc_step_starved, c0);
   return r.base + (long long)slot * PAGE;
 }
 
@@ -288,6 +292,7 @@ static __device__ void genc_step_matvec_mma(GencStepRing &r, const GencStepParam
     if (p % WARPS != warp) continue;
     const int R = (int)min(rpp, end - n0);
     const WS *page = (const WS *)genc_step_page<PAGES, PAGE>(r, sp, p);
+    const long long c0 = sp.trace && lane == 0 ? clock64() : 0;
     for (int r0 = 0; r0 < R; r0 += per) {
       // a column past the page's rows reads its last row; its sums are not stored
       const int row = min(r0 + colRow, R - 1);
@@ -325,6 +330,7 @@ static __device__ void genc_step_matvec_mma(GencStepRing &r, const GencStepParam
         }
       }
     }
+    if (sp.trace && lane == 0) genc_step_count(&genc_step_computing, c0);
     genc_step_release<PAGES, PAGE>(r, sp, last, p);
   }
 }
@@ -360,6 +366,7 @@ static __device__ void genc_step_matvec(GencStepRing &r, const GencStepParams &s
     if (p % WARPS != warp) continue;
     const int R = (int)min(rpp, end - n0);
     const uint4 *page = (const uint4 *)genc_step_page<PAGES, PAGE>(r, sp, p);
+    const long long c0 = sp.trace && lane == 0 ? clock64() : 0;
     for (int o0 = 0; o0 < R; o0 += G) {
       float g[G][ROWS], u[G][ROWS];
 #pragma unroll
@@ -411,6 +418,7 @@ static __device__ void genc_step_matvec(GencStepRing &r, const GencStepParams &s
         }
       }
     }
+    if (sp.trace && lane == 0) genc_step_count(&genc_step_computing, c0);
     genc_step_release<PAGES, PAGE>(r, sp, last, p);
   }
 }

@@ -11,11 +11,12 @@
 
 namespace genrt {
 
-/// The stamps of one item (runtime/cuda/StepRunner.cpp writes them): [0] its
-/// turn came, [1] its waits were met, [2] it was done (global ns); [3] SM
-/// cycles waiting for weight pages, [4] SM cycles of its work, [5] SM cycles
-/// issuing the next pages' copies.
-constexpr size_t kStepStamps = 6;
+/// The stamps of one item (the step kernel writes them): [0] its turn came,
+/// [1] its waits were met, [2] it was done (global ns); SM cycles: [3] a
+/// warp's mean waiting for its weight pages, [4] the item's work (thread
+/// 0's), [5] issuing the next pages' copies (thread 0), [6] a warp's mean
+/// computing its pages (the products' loops and epilogues).
+constexpr size_t kStepStamps = 7;
 
 /// A line per step op in program order: when its first item's waits were
 /// met and when its last item ended (µs from the step's first turn), its
@@ -28,8 +29,9 @@ std::string stepTraceByOp(const StepSchedule &s, const std::vector<uint64_t> &st
 /// The same stamps by op kind (GENC_CUDA_STEP_TRACE=1): the step's span and
 /// the share of the blocks' time spent waiting, then a line per kind (in
 /// name order) with its items' work and waits summed over the blocks, and
-/// for products the time a page, the share of thread 0's cycles waiting for
-/// pages and issuing copies. Empty where `stamps` does not hold kStepStamps
+/// for products the time a page, and the shares of the item's cycles a warp
+/// spent waiting for its pages and computing them, and thread 0 issuing
+/// copies. Empty where `stamps` does not hold kStepStamps
 /// an item.
 std::string stepTraceByKind(const StepSchedule &s, const std::vector<uint64_t> &stamps);
 
