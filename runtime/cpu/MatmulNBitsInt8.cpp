@@ -175,10 +175,79 @@ GENC_VNNI inline __attribute__((always_inline)) void dot32(__m256i (&d)[M][8], i
     d[m][b] = _mm256_dpbusd_epi32(d[m][b], v, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xq + m * xr)));
 }
 
-// Blocks 8 at a time: each block's integer dot products in its own vector
-// (vpdpbusd, 32 codes a step), the eight summed into one vector of the
-// blocks' sums, the zero points taken off as integers (z * sum(xq)), then
-// one conversion and one multiply-add by s * sx for the eight.
+// The integer dot products of nb <= 8 blocks from c0 / x0: lane b of
+// dots[m] is block b's against row m. Each block in its own vector
+// (vpdpbusd, 32 codes a step; b a constant in each call, so d stays in
+// registers), the eight summed into one.
+template <int M, int BITS, bool BS32>
+GENC_VNNI inline __attribute__((always_inline)) void blockDots(__m256i (&dots)[M], const uint8_t *c0,
+                                                               const int8_t *x0, int64_t bs, int64_t blob,
+                                                               int64_t xr, int nb) {
+  __m256i d[M][8];
+  for (int m = 0; m < M; ++m)
+    for (int b = 0; b < 8; ++b)
+      d[m][b] = _mm256_setzero_si256();
+  if (BS32 && nb == 8) {
+#pragma GCC unroll 8
+    for (int b = 0; b < 8; ++b)
+      dot32<M, BITS>(d, b, c0 + b * blob, x0 + b * bs, xr);
+  } else {
+#pragma GCC unroll 8
+    for (int b = 0; b < 8; ++b)
+      if (b < nb)
+        for (int64_t g = 0; g < bs; g += 32)
+          dot32<M, BITS>(d, b, c0 + b * blob + (BITS == 8 ? g : g / 2), x0 + b * bs + g, xr);
+  }
+  for (int m = 0; m < M; ++m)
+    dots[m] = sum8(d[m]);
+}
+
+// The same for 4-bit blocks of 32 with x in pairs (Int8Rows::pairs): two
+// blocks a 32-byte load of codes, their low nibbles against both blocks'
+// even elements, the high ones against the odd; pair p's vector holds
+// block 2p in lanes 0-3 and 2p + 1 in lanes 4-7. An odd nb's last block is
+// the matrix's last, without a pair ([evens, odds] as usual).
+template <int M>
+GENC_VNNI inline __attribute__((always_inline)) void pairDots(__m256i (&dots)[M], const uint8_t *c0,
+                                                              const int8_t *x0, int64_t xr, int nb) {
+  __m256i P[M][4];
+  for (int m = 0; m < M; ++m)
+    for (int p = 0; p < 4; ++p)
+      P[m][p] = _mm256_setzero_si256();
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+#pragma GCC unroll 4
+  for (int p = 0; p < 4; ++p)
+    if (2 * p + 1 < nb) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(c0 + 2 * p * 16));
+      const __m256i lo = _mm256_and_si256(v, low4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
+      for (int m = 0; m < M; ++m) {
+        const int8_t *xp = x0 + m * xr + 2 * p * 32;
+        P[m][p] = _mm256_dpbusd_epi32(P[m][p], lo, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xp)));
+        P[m][p] = _mm256_dpbusd_epi32(P[m][p], hi, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xp + 32)));
+      }
+    }
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  for (int m = 0; m < M; ++m) {
+    const __m256i u = _mm256_hadd_epi32(_mm256_hadd_epi32(P[m][0], P[m][1]), _mm256_hadd_epi32(P[m][2], P[m][3]));
+    dots[m] = _mm256_permutevar8x32_epi32(u, order); // lanes were blocks 0 2 4 6 1 3 5 7
+  }
+  if (nb % 2) {
+    __m256i d1[M][8];
+    for (int m = 0; m < M; ++m)
+      d1[m][0] = _mm256_setzero_si256();
+    dot32<M, 4>(d1, 0, c0 + (nb - 1) * 16, x0 + (nb - 1) * 32, xr);
+    for (int m = 0; m < M; ++m) {
+      const __m128i h = _mm_add_epi32(_mm256_castsi256_si128(d1[m][0]), _mm256_extracti128_si256(d1[m][0], 1));
+      const __m128i h2 = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4E));
+      const int32_t last = _mm_cvtsi128_si32(_mm_add_epi32(h2, _mm_shuffle_epi32(h2, 0xB1)));
+      dots[m] = _mm256_add_epi32(dots[m], _mm256_maskz_set1_epi32(static_cast<__mmask8>(1u << (nb - 1)), last));
+    }
+  }
+}
+
+// Blocks 8 at a time: their integer dot products (blockDots, pairDots),
+// the zero points taken off as integers (z * sum(xq)) or, float ones, after
+// the conversion, then one multiply-add by s * sx for the eight.
 template <int M, int BITS, bool FZP, bool BS32>
 GENC_VNNI void rowsVnni(const Int8Rows &x, const NBitsMatrix &w, float *y, int64_t n0, int64_t n1) {
   const int64_t bs = w.shape.blockSize, blocks = w.shape.blocks(), blob = w.shape.blobBytes(), N = w.shape.N;
@@ -203,66 +272,11 @@ GENC_VNNI void rowsVnni(const Int8Rows &x, const NBitsMatrix &w, float *y, int64
     for (int64_t j0 = 0; j0 < blocks; j0 += 8) {
       const int nb = static_cast<int>(std::min<int64_t>(8, blocks - j0));
       const __mmask8 live = static_cast<__mmask8>((1u << nb) - 1);
-      __m256i d[M][8];
-      for (int m = 0; m < M; ++m)
-        for (int b = 0; b < 8; ++b)
-          d[m][b] = _mm256_setzero_si256();
-      // (b a constant in each call: d stays in registers)
-      const uint8_t *c0 = codes + j0 * blob;
-      const int8_t *x0 = x.q.data() + j0 * bs;
       __m256i dots[M];
-      if (BITS == 4 && BS32) {
-        // Two blocks a 32-byte load of codes: their low nibbles against
-        // both blocks' even elements, the high ones against the odd; pair
-        // p's vector holds block 2p in lanes 0-3, 2p + 1 in lanes 4-7.
-        __m256i P[M][4];
-        for (int m = 0; m < M; ++m)
-          for (int p = 0; p < 4; ++p)
-            P[m][p] = _mm256_setzero_si256();
-        const __m256i low4 = _mm256_set1_epi8(0x0F);
-#pragma GCC unroll 4
-        for (int p = 0; p < 4; ++p)
-          if (2 * p + 1 < nb) {
-            const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(c0 + 2 * p * 16));
-            const __m256i lo = _mm256_and_si256(v, low4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low4);
-            for (int m = 0; m < M; ++m) {
-              const int8_t *xp = x0 + m * xr + 2 * p * 32;
-              P[m][p] = _mm256_dpbusd_epi32(P[m][p], lo, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xp)));
-              P[m][p] = _mm256_dpbusd_epi32(P[m][p], hi, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xp + 32)));
-            }
-          }
-        const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-        for (int m = 0; m < M; ++m) {
-          const __m256i u = _mm256_hadd_epi32(_mm256_hadd_epi32(P[m][0], P[m][1]), _mm256_hadd_epi32(P[m][2], P[m][3]));
-          dots[m] = _mm256_permutevar8x32_epi32(u, order); // lanes were blocks 0 2 4 6 1 3 5 7
-        }
-        if (nb % 2) { // the matrix's last block, without a pair: [evens, odds] as usual
-          __m256i d1[M][8];
-          for (int m = 0; m < M; ++m)
-            d1[m][0] = _mm256_setzero_si256();
-          dot32<M, BITS>(d1, 0, c0 + (nb - 1) * blob, x0 + (nb - 1) * bs, xr);
-          for (int m = 0; m < M; ++m) {
-            const __m128i h = _mm_add_epi32(_mm256_castsi256_si128(d1[m][0]), _mm256_extracti128_si256(d1[m][0], 1));
-            const __m128i h2 = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4E));
-            const int32_t last = _mm_cvtsi128_si32(_mm_add_epi32(h2, _mm_shuffle_epi32(h2, 0xB1)));
-            dots[m] = _mm256_add_epi32(dots[m], _mm256_maskz_set1_epi32(static_cast<__mmask8>(1u << (nb - 1)), last));
-          }
-        }
-      } else {
-      if (BS32 && nb == 8) {
-#pragma GCC unroll 8
-        for (int b = 0; b < 8; ++b)
-          dot32<M, BITS>(d, b, c0 + b * blob, x0 + b * bs, xr);
-      } else {
-#pragma GCC unroll 8
-        for (int b = 0; b < 8; ++b)
-          if (b < nb)
-            for (int64_t g = 0; g < bs; g += 32)
-              dot32<M, BITS>(d, b, c0 + b * blob + (BITS == 8 ? g : g / 2), x0 + b * bs + g, xr);
-      }
-      for (int m = 0; m < M; ++m)
-        dots[m] = sum8(d[m]);
-      }
+      if constexpr (BITS == 4 && BS32)
+        pairDots<M>(dots, codes + j0 * blob, x.q.data() + j0 * bs, xr, nb);
+      else
+        blockDots<M, BITS, BS32>(dots, codes + j0 * blob, x.q.data() + j0 * bs, bs, blob, xr, nb);
       const __m256 s = _mm256_maskz_loadu_ps(live, sc + j0);
       __m256i z = zDefault;
       __m256 zf = _mm256_setzero_ps();
