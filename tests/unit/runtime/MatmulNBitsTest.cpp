@@ -117,6 +117,28 @@ TEST(MatmulNBits, Avx512DequantizesToTheSameBits) {
         }
 }
 
+// y = a . w by each kernel in `names`, alone and on `pool`: within 1e-6 of
+// `want` relative to `mag` (sum |a w|), and the pool never changes a bit.
+void expectEveryKernel(const std::vector<std::string> &names, const std::vector<float> &a, const NBitsMatrix &w,
+                       int64_t M, const std::vector<double> &want, const std::vector<double> &mag, ThreadPool &pool,
+                       double &worst, NBitsShape s, ZeroPointKind zp) {
+  const int64_t N = s.N;
+  for (const std::string &kernel : names) {
+    ASSERT_TRUE(forceNBitsKernel(kernel.c_str()));
+    std::vector<float> got(M * N, NAN), pooled(M * N, NAN);
+    matmulNBits(a.data(), w, got.data(), M, nullptr);
+    matmulNBits(a.data(), w, pooled.data(), M, &pool);
+    for (int64_t i = 0; i < M * N; ++i) {
+      const double err = std::fabs(got[i] - want[i]) / (mag[i] + 1e-30);
+      worst = std::max(worst, err);
+      ASSERT_LE(err, 1e-6) << kernel << " bits " << s.bits << " block " << s.blockSize << " K " << s.K << " N " << N
+                           << " M " << M << " zp " << int(zp) << " at " << i << ": " << got[i] << " vs " << want[i];
+      ASSERT_EQ(std::memcmp(&got[i], &pooled[i], 4), 0) << kernel << ": the pool changed a bit at " << i;
+    }
+  }
+  forceNBitsKernel("");
+}
+
 TEST(MatmulNBits, MatchesADoubleSumOverTheDequantizedWeights) {
   std::mt19937 rng(4802);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
@@ -143,21 +165,8 @@ TEST(MatmulNBits, MatchesADoubleSumOverTheDequantizedWeights) {
                     want[m * N + n] += p;
                     mag[m * N + n] += std::fabs(p);
                   }
-              for (const std::string &kernel : names) {
-                ASSERT_TRUE(forceNBitsKernel(kernel.c_str()));
-                std::vector<float> got(M * N, NAN), pooled(M * N, NAN);
-                matmulNBits(a.data(), w, got.data(), M, nullptr);
-                matmulNBits(a.data(), w, pooled.data(), M, &pool);
-                for (int64_t i = 0; i < M * N; ++i) {
-                  const double err = std::fabs(got[i] - want[i]) / (mag[i] + 1e-30);
-                  worst = std::max(worst, err);
-                  ASSERT_LE(err, 1e-6) << kernel << " bits " << bits << " block " << bs << " K " << K << " N " << N
-                                       << " M " << M << " zp " << int(zp) << " at " << i << ": " << got[i] << " vs "
-                                       << want[i];
-                  ASSERT_EQ(std::memcmp(&got[i], &pooled[i], 4), 0) << kernel << ": the pool changed a bit at " << i;
-                }
-              }
-              forceNBitsKernel("");
+              ASSERT_NO_FATAL_FAILURE(expectEveryKernel(names, a, w, M, want, mag, pool, worst,
+                                                        {bits, bs, K, N}, zp));
             }
           }
   std::printf("max |got - double| / sum |a w| = %.3g over kernels:", worst);
@@ -203,21 +212,8 @@ TEST(MatmulNBits, Int8ActivationsMatchADoubleSumOverQuantizedRows) {
                     }
                   }
                 }
-              for (const std::string &kernel : names) {
-                ASSERT_TRUE(forceNBitsKernel(kernel.c_str()));
-                std::vector<float> got(M * N, NAN), pooled(M * N, NAN);
-                matmulNBits(a.data(), w, got.data(), M, nullptr);
-                matmulNBits(a.data(), w, pooled.data(), M, &pool);
-                for (int64_t i = 0; i < M * N; ++i) {
-                  const double err = std::fabs(got[i] - want[i]) / (mag[i] + 1e-30);
-                  worst = std::max(worst, err);
-                  ASSERT_LE(err, 1e-6) << kernel << " bits " << bits << " block " << bs << " K " << K << " N " << N
-                                       << " M " << M << " zp " << int(zp) << " at " << i << ": " << got[i] << " vs "
-                                       << want[i];
-                  ASSERT_EQ(std::memcmp(&got[i], &pooled[i], 4), 0) << kernel << ": the pool changed a bit at " << i;
-                }
-              }
-              forceNBitsKernel("");
+              ASSERT_NO_FATAL_FAILURE(expectEveryKernel(names, a, w, M, want, mag, pool, worst,
+                                                        {bits, bs, K, N}, zp));
             }
           }
   std::printf("int8 activations: max |got - double| / sum |xq w| = %.3g; VNNI on this CPU: %s\n", worst,
