@@ -2,6 +2,7 @@
 #include "codegen/NBitsKernels.h"
 
 #include "codegen/CudaSyntax.h"
+#include "codegen/NBitsMma.h"
 #include "passes/analysis/Storage.h"
 #include "runtime/cuda/NBitsAbi.h"
 
@@ -181,6 +182,10 @@ static __device__ void genc_gemvq_tiles(const GencNBitsParams &p) {
 
 bool isFloatStorage(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
 
+// A family with the tensor-core entries (gemvq_N_mma{1,2,4}): a 16-bit a,
+// blocks of 32 or more, no float zero points.
+bool mmaFamily(DType a, int64_t bs, int zp) { return (a == DType::F16 || a == DType::BF16) && bs >= 32 && zp != 2; }
+
 } // namespace
 
 NBitsKernels emitNBitsKernels(Module &m, DType activation) {
@@ -208,6 +213,8 @@ NBitsKernels emitNBitsKernels(Module &m, DType activation) {
            << ", " << zp;
       auto [it, fresh] = familyOf.emplace(args.str(), "gemvq_" + std::to_string(familyOf.size()));
       op->setAttr("gpu_gemv", it->second);
+      if (mmaFamily(a, bs, zp))
+        op->setAttr("gpu_gemv_mma", int64_t(1));
       if (!fresh)
         continue;
       code << "// ==== 4/8-bit GEMV " << it->second << " (matmul_nbits at \"" << op->loc() << "\") ====\n";
@@ -220,11 +227,19 @@ NBitsKernels emitNBitsKernels(Module &m, DType activation) {
       out.names.push_back(it->second + "_tiles");
       code << "extern \"C\" __global__ void __launch_bounds__(" << genrt::cuda::kNBitsThreads << ") " << it->second
            << "_tiles(const GencNBitsParams p) { genc_gemvq_tiles<" << args.str() << ">(p); }\n";
+      if (mmaFamily(a, bs, zp)) // genc_nbits_mma_ok's rule (NBitsMma.cpp)
+        for (int mr : {1, 2, 4}) {
+          std::string name = it->second + "_mma" + std::to_string(mr);
+          out.names.push_back(name);
+          code << "extern \"C\" __global__ void __launch_bounds__(" << genrt::cuda::kNBitsThreads << ") " << name
+               << "(const GencNBitsParams p) { genc_gemvq_mma<" << args.str() << ", " << mr << ">(p); }\n";
+        }
     }
   }
   if (familyOf.empty())
     return out;
-  out.code = std::string("\n") + genrt::cuda::kGencNBitsAbiSource + "\n" + kTemplates + code.str();
+  out.code = std::string(nbitsMmaPrimitives()) + "\n" + genrt::cuda::kGencNBitsAbiSource + "\n" + kTemplates +
+             nbitsMmaTemplate() + code.str();
   return out;
 }
 

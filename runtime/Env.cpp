@@ -21,7 +21,7 @@ const std::vector<Variable> &variables() {
       {"GENC_CUDA_GEMV_ROWS", "genrun", "1..8: products of up to that many rows take the GEMV kernels (default 1)"},
       {"GENC_CUDA_GRAPHS", "genrun", "0: no CUDA graphs (every step launched kernel by kernel)"},
       {"GENC_CUDA_NBITS_ROWS", "genrun",
-       "0..32: 4/8-bit products of up to that many rows take the GEMV kernels, more the tiled kernel (default 32)"},
+       "0..64: 4/8-bit products of up to that many rows take the GEMV or tensor-core kernels, more the tiled kernel (default 64)"},
       {"GENC_CUDA_PREFILL", "genrun", "0: runs of many tokens take the attend kernel (A/B runs)"},
       {"GENC_CUDA_PROFILE", "genrun", "1: each kernel's time, graphs off"},
       {"GENC_CUDA_SHARED_PROMPTS", "genrun",

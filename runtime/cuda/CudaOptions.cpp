@@ -34,7 +34,7 @@ Status readCudaOptions(CudaOptions &out) {
   if (const char *gr = given("GENC_CUDA_GEMV_ROWS"))
     out.gemvRows = std::clamp<int64_t>(std::atoll(gr), 1, kGemvMaxRows);
   if (const char *nr = given("GENC_CUDA_NBITS_ROWS"))
-    out.nbitsGemvRows = std::clamp<int64_t>(std::atoll(nr), 0, kNBitsGemvChunkRows);
+    out.nbitsGemvRows = std::clamp<int64_t>(std::atoll(nr), 0, kNBitsMmaRows);
   if (is("GENC_CUDA_STREAM", "0"))
     out.streamKernel = 0;
   else if (is("GENC_CUDA_STREAM", "1"))

@@ -79,9 +79,10 @@ struct CudaOptions {
   /// GENC_CUDA_GEMV_ROWS (1..8): the most rows a product takes the GEMV
   /// kernels for.
   int64_t gemvRows = 1;
-  /// GENC_CUDA_NBITS_ROWS (0..32): the most rows a 4/8-bit product takes
-  /// the GEMV kernels for; more go to the tiled kernel (NBitsAbi.h).
-  int64_t nbitsGemvRows = 32;
+  /// GENC_CUDA_NBITS_ROWS (0..64): the most rows a 4/8-bit product takes
+  /// the GEMV or tensor-core kernels for; more go to the tiled kernel
+  /// (NBitsAbi.h).
+  int64_t nbitsGemvRows = 64;
   /// GENC_CUDA_STREAM: decode steps take the TMA decode kernel, where the
   /// plan has one, never (0) or always (1); -1 (unset): where a sequence
   /// holds kStreamMinKeys keys or more, on sm_90 and newer.

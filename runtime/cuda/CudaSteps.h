@@ -47,9 +47,9 @@ struct StepContext {
   /// The most rows a product takes the GEMV kernel for (1 by default:
   /// cuBLASLt wins from 2 rows; GENC_CUDA_GEMV_ROWS=N, at most 8).
   int64_t gemvRows = 1;
-  /// The most rows a 4/8-bit product takes its GEMV kernels for (chunks of
-  /// 8 above 8 rows), the tiled kernel above (GENC_CUDA_NBITS_ROWS).
-  int64_t nbitsGemvRows = 32;
+  /// The most rows a 4/8-bit product takes its GEMV or tensor-core
+  /// kernels for, the tiled kernel above (GENC_CUDA_NBITS_ROWS; NBitsSteps.cpp).
+  int64_t nbitsGemvRows = 64;
   /// A one-row matmul runs the fused row kernel that feeds it (bit 1) and
   /// the elementwise GLU that alone reads it (bit 2) itself
   /// (GENC_CUDA_GEMV_FUSION=0 / norm / glu: neither / the first / the second).

@@ -25,6 +25,16 @@
 //       codes of one block; a lane widens a word's codes, subtracts the
 //       block's zero point, multiplies by its scale, and dots them with the
 //       M rows of a; a warp-shuffle reduction, then y[m, n] in y's storage.
+//   gemvq_N_mma{1,2,4}  9 to 16, 32, 64 rows on tensor cores, in families
+//       whose a is f16 or bf16, blocks of 32 codes or more and no float zero
+//       points (the op carries gpu_gemv_mma = 1). Grid (ceil(N / 8),
+//       ceil(M / (16 MR))), block 256 (8 warps): block (x, y) runs columns
+//       8x .. 8x + 7 for rows 16 MR y .. + 16 MR - 1; the warps split K in
+//       rounds of 32 (warp w: rounds w, w + 8, ...). A round: lane (g, q)
+//       widens codes 32r + 8q .. + 7 of column 8x + g to (q - z) in a's type
+//       (exact), two mma.m16n8k16 against the same k of each 16-row tile of
+//       a, the block's scales times that partial in f32; the warps' sums
+//       added in warp order through shared memory.
 //   gemvq_N_tiles  any M (prefill). Grid (ceil(N / 64), ceil(M / 64)),
 //       block 256: a 64 x 64 tile of y a block, K in chunks of 32: the chunk
 //       of a and the chunk of W (dequantized) in shared memory as f32, each
@@ -57,5 +67,8 @@ constexpr int kNBitsGemvRows = 8;  // the GEMV entries' rows a block
 /// (decode batches stay on the GEMV; the threshold is not tuned on a GPU yet).
 constexpr int kNBitsGemvChunkRows = 32;
 constexpr int kNBitsTile = 64;     // rows and columns of y a tiles block
+/// The tensor-core entries take up to this many rows (GENC_CUDA_NBITS_ROWS
+/// lowers it), the tiled kernel more.
+constexpr int kNBitsMmaRows = 64;
 
 } // namespace genrt::cuda

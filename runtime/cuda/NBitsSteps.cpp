@@ -1,7 +1,8 @@
 // The step of `matmul_nbits` (4/8-bit block-quantized weights,
 // runtime/plan/NBitsLayout.h) on the plan's generated kernels (NBitsAbi.h): the
-// GEMV entries for up to 8 rows (and the 8-row one in chunks of 8 up to
-// GENC_CUDA_NBITS_ROWS, default 32), the tiled kernel for more. The weights
+// GEMV entries for up to 8 rows; up to GENC_CUDA_NBITS_ROWS (default 64) the
+// tensor-core entries where the family has them, else the 8-row GEMV in
+// chunks of 8 up to 32 rows; the tiled kernel for more. The weights
 // stay as the plan stores them (codes, scales, zero points; WeightUpload.cpp
 // copies them unchanged).
 #include "runtime/cuda/StepKinds.h"
@@ -18,6 +19,7 @@ public:
   Shape aShape;
   CUfunction gemv[4] = {}; // rows <= 1, 2, 4, 8
   CUfunction tiles = nullptr;
+  CUfunction mma[3] = {}; // rows <= 16, 32, 64; null where the family has none
 
   Status run(StepContext &ctx, const ProgramRun &run) override {
     const int64_t n = elementsAt(aShape, run.symbols);
@@ -29,7 +31,14 @@ public:
       return Status::ok();
     void *args[] = {&p};
     Status s = Status::ok();
-    if (p.M <= ctx.nbitsGemvRows) {
+    const Entry e = entry(p.M, ctx);
+    if (e == Entry::Mma) {
+      const int which = p.M <= 16 ? 0 : p.M <= 32 ? 1 : 2;
+      const unsigned grid = static_cast<unsigned>((p.N + 7) / 8);
+      const unsigned ys = static_cast<unsigned>((p.M + (16 << which) - 1) / (16 << which));
+      s = ctx.dev->launch(mma[which], grid, ys, 1, kNBitsThreads, 1, 0, ctx.stream, args,
+                          "the 4/8-bit tensor-core product of " + what);
+    } else if (e == Entry::Gemv) {
       const int which = p.M <= 1 ? 0 : p.M <= 2 ? 1 : p.M <= 4 ? 2 : 3;
       const unsigned grid = static_cast<unsigned>((p.N + kNBitsThreads / 32 - 1) / (kNBitsThreads / 32));
       const unsigned chunks = static_cast<unsigned>((p.M + kNBitsGemvRows - 1) / kNBitsGemvRows);
@@ -48,7 +57,20 @@ public:
   }
   std::string profileKind(const StepContext &ctx, const ProgramRun &run) const override {
     const int64_t n = elementsAt(aShape, run.symbols);
-    return n > 0 && n / params.K <= ctx.nbitsGemvRows ? "gemm nbits gemv" : "gemm nbits tiles";
+    const Entry e = entry(n > 0 ? n / params.K : 0, ctx);
+    return e == Entry::Mma ? "gemm nbits mma" : e == Entry::Gemv ? "gemm nbits gemv" : "gemm nbits tiles";
+  }
+
+private:
+  enum class Entry { Gemv, Mma, Tiles };
+  Entry entry(int64_t M, const StepContext &ctx) const {
+    if (M <= ctx.nbitsGemvRows && M <= kNBitsGemvRows)
+      return Entry::Gemv;
+    if (M <= ctx.nbitsGemvRows && mma[0] && M <= kNBitsMmaRows)
+      return Entry::Mma;
+    if (M <= ctx.nbitsGemvRows && M <= kNBitsGemvChunkRows)
+      return Entry::Gemv;
+    return Entry::Tiles;
   }
 };
 
@@ -97,6 +119,12 @@ Status nbitsGemmStep(const OpInfo &op, const ValueMap &vm, const KernelModule &m
       return bad(st.message());
   if (Status st = mod.function(family + "_tiles", step->tiles); !st)
     return bad(st.message());
+  if (attrInt(op.attrs, "gpu_gemv_mma", 0) != 0) {
+    const char *mmaRows[] = {"_mma1", "_mma2", "_mma4"};
+    for (int i = 0; i < 3; ++i)
+      if (Status st = mod.function(family + mmaRows[i], step->mma[i]); !st)
+        return bad(st.message());
+  }
   step->params = GencNBitsParams{vm.ptr(op.operands[0]), vm.ptr(op.operands[1]), vm.ptr(op.operands[2]),
                                  zp ? vm.ptr(op.operands[3]) : 0, vm.ptr(op.results[0]), 0, s.K, s.N};
   step->aShape = as;

@@ -12,8 +12,10 @@ Every family the files name (and each --family: forms the fixtures' plans do
 not make, such as float zero points) runs on random codes, scales, zero
 points and rows of a: K 64, 100, 160 and 300 (blocks cut short, rows of a at
 and off 16-byte multiples), N 13 (a part block of warps), the GEMV entries at
-M 1, 2, 3, 5 and 8 (13 and 32: the 8-row entry in chunks) and the tiles at 3,
-8 and 70, y poisoned with 0xff. Each
+M 1, 2, 3, 5 and 8 (13 and 32: the 8-row entry in chunks), the tiles at 3,
+8 and 70 and, in the families that have them, the tensor-core entries at 9,
+13, 17, 32, 50 and 64 (the mma emulated from the warp's fragments as PTX
+lays them out), y poisoned with 0xff. Each
 element within u_y |ref| + 3 K 2^-24 sum|a w| + 2^-24 (gpucheck's bound,
 tests/gpu/NBitsCheck.cpp). Prints a line a family and the total; exit 1 when
 any case is off. What it cannot show: the GPU's own scheduling, memory
@@ -81,7 +83,7 @@ static void genc_vload(T (&dst)[V], const T *src) {
 }
 static void genc_pdl_wait() {}
 static void genc_pdl_launch() {}
-struct Warp { std::barrier<> bar{32}; float slot[32]; };
+struct Warp { std::barrier<> bar{32}; float slot[32]; unsigned fa[32][4], fb[32][2]; };
 static Warp *gWarps;
 static std::barrier<> *gBlock;
 static float __shfl_xor_sync(unsigned, float v, int o) {
@@ -94,6 +96,45 @@ static float __shfl_xor_sync(unsigned, float v, int o) {
   return r;
 }
 static void __syncthreads() { gBlock->arrive_and_wait(); }
+static uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return uint4{x, y, z, w}; }
+// The tensor-core primitives (codegen/NBitsMma.cpp's device ones): prmt's
+// default mode, an f16x2 subtraction, a float's bits, and the warp's
+// m16n8k16 mma from every lane's fragments (PTX's layout; sums in double,
+// then added to d in f32).
+static unsigned genc_prmt(unsigned x, unsigned y, unsigned s) {
+  const unsigned long long b = (unsigned long long)y << 32 | x;
+  unsigned d = 0;
+  for (int i = 0; i < 4; ++i) d |= (unsigned)((b >> (8 * ((s >> (4 * i)) & 7))) & 255) << (8 * i);
+  return d;
+}
+static unsigned genc_hsub2(unsigned x, unsigned y) {
+  const unsigned lo = genc_f2h(genc_h2f(x & 0xffff) - genc_h2f(y & 0xffff));
+  const unsigned hi = genc_f2h(genc_h2f(x >> 16) - genc_h2f(y >> 16));
+  return lo | hi << 16;
+}
+static unsigned genc_fbits(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
+template <typename A> struct genc_nbits_mma {
+  static void run(float (&d)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1) {
+    Warp &w = gWarps[threadIdx.x >> 5];
+    const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+    const unsigned a[4] = {a0, a1, a2, a3};
+    for (int i = 0; i < 4; ++i) w.fa[lane][i] = a[i];
+    w.fb[lane][0] = b0;
+    w.fb[lane][1] = b1;
+    w.bar.arrive_and_wait();
+    auto half = [](unsigned v, int hi) { return (float)A::ld((unsigned short)(hi ? v >> 16 : v & 0xffff)); };
+    auto av = [&](int row, int k) { return half(w.fa[(row & 7) * 4 + (k & 7) / 2][(row >> 3) + 2 * (k >> 3)], k & 1); };
+    auto bv = [&](int k, int col) { return half(w.fb[col * 4 + (k & 7) / 2][k >> 3], k & 1); };
+    float out[4];
+    for (int i = 0; i < 4; ++i) {
+      double sum = 0;
+      for (int k = 0; k < 16; ++k) sum += (double)av(g + 8 * (i >> 1), k) * bv(k, 2 * q + (i & 1));
+      out[i] = d[i] + (float)sum;
+    }
+    w.bar.arrive_and_wait();
+    for (int i = 0; i < 4; ++i) d[i] = out[i];
+  }
+};
 '''
 
 DRIVER = r'''
@@ -117,6 +158,10 @@ template <typename A, typename S, typename Y, int BITS, int BS, int ZP, int MT>
 static void gemvEntry(const GencNBitsParams &p) { genc_gemvq<A, S, Y, BITS, BS, ZP, MT>(p); }
 template <typename A, typename S, typename Y, int BITS, int BS, int ZP>
 static void tilesEntry(const GencNBitsParams &p) { genc_gemvq_tiles<A, S, Y, BITS, BS, ZP>(p); }
+template <typename A, typename S, typename Y, int BITS, int BS, int ZP, int MR>
+static void mmaEntry(const GencNBitsParams &p) {
+  if constexpr (genc_nbits_mma_ok<A, BITS, BS, ZP>::V) genc_gemvq_mma<A, S, Y, BITS, BS, ZP, MR>(p);
+}
 static int gCases = 0, gOff = 0;
 
 template <typename A, typename S, typename Y, int BITS, int BS, int ZP>
@@ -144,10 +189,12 @@ static void run(const char *name) {
                                : S::ld(zf[n * blocks + j]);
       return ((double)q - z) * (double)S::ld(sc[n * blocks + j]);
     };
-    for (int M : {1, 2, 3, 5, 8, 13, 32, 70})
-      for (int tiles = 0; tiles < 2; ++tiles) {
-        if (!tiles && M > 32) continue;
+    for (int M : {1, 2, 3, 5, 8, 9, 13, 17, 32, 50, 64, 70})
+      for (int mode = 0; mode < 3; ++mode) { // the GEMV entries, the tiles, the tensor cores
+        const bool tiles = mode == 1;
+        if (mode == 0 && (M > 32 || M == 9 || M == 17)) continue;
         if (tiles && M != 3 && M != 8 && M != 70) continue;
+        if (mode == 2 && (!genc_nbits_mma_ok<A, BITS, BS, ZP>::V || M < 9 || M > 64)) continue;
         std::vector<typename A::S> a(M * K);
         for (auto &x : a) x = A::st(g(rng));
         std::vector<typename Y::S> y(M * N);
@@ -157,6 +204,11 @@ static void run(const char *name) {
                           (unsigned long long)y.data(), M, K, N};
         if (tiles) {
           emulate(tilesEntry<A, S, Y, BITS, BS, ZP>, p, (unsigned)((N + 63) / 64), (unsigned)((M + 63) / 64));
+        } else if (mode == 2) {
+          const int mr = M <= 16 ? 1 : M <= 32 ? 2 : 4;
+          auto f = mr == 1 ? mmaEntry<A, S, Y, BITS, BS, ZP, 1> : mr == 2 ? mmaEntry<A, S, Y, BITS, BS, ZP, 2>
+                                                                    : mmaEntry<A, S, Y, BITS, BS, ZP, 4>;
+          emulate(f, p, (unsigned)((N + 7) / 8), (unsigned)((M + 16 * mr - 1) / (16 * mr)));
         } else {
           auto f = M <= 1 ? gemvEntry<A, S, Y, BITS, BS, ZP, 1> : M <= 2 ? gemvEntry<A, S, Y, BITS, BS, ZP, 2>
                  : M <= 4 ? gemvEntry<A, S, Y, BITS, BS, ZP, 4> : gemvEntry<A, S, Y, BITS, BS, ZP, 8>;
@@ -179,7 +231,8 @@ static void run(const char *name) {
         worst = std::max(worst, ratio);
         if (!(ratio <= 1)) {
           ++off;
-          std::printf("  %s %s K=%lld M=%d: off, |y - ref| / bound = %g\n", name, tiles ? "tiles" : "gemv", K, M, ratio);
+          std::printf("  %s %s K=%lld M=%d: off, |y - ref| / bound = %g\n", name,
+                      mode == 1 ? "tiles" : mode == 2 ? "mma" : "gemv", K, M, ratio);
         }
       }
   }
