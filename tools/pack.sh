@@ -45,4 +45,9 @@ if [ -f "$CUDA/include/cupti.h" ] && [ -n "$cupti" ]; then
     -o dist/trace/libgenc_trace.so
   cp "$cupti" dist/trace/
 fi
+# The GGUF reader's package for gpu_test.sh's GGUF row (the GPU machine has
+# numpy, pyyaml, tqdm and requests, not gguf, and no network), where pip can
+# fetch it.
+python3 -m pip download -q --no-deps -d dist/wheels "gguf>=0.10" 2>/dev/null ||
+  echo "pack: no gguf wheel (no network?): gpu_test.sh's GGUF row will say skipped" >&2
 echo "pack: dist/genc-linux-x86_64.tar.gz (${bins[*]##*/} ${libs[*]+${libs[*]##*/}})"

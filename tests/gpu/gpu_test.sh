@@ -427,6 +427,11 @@ PYTHON
 # Python's gguf and onnx packages; a row says when they are missing.
 nbits_gguf_check() {
   local d="$W/nbits-gguf" plan cname args res s
+  # tools/pack.sh carries the gguf wheel in dist/wheels for a machine without it
+  if ! python3 -c "import gguf" > /dev/null 2>&1 && ls dist/wheels/gguf-*.whl > /dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --target "$W/py" dist/wheels/gguf-*.whl > /dev/null 2>&1 &&
+      export PYTHONPATH="$W/py${PYTHONPATH:+:$PYTHONPATH}"
+  fi
   if ! python3 -c "import gguf, onnx" > /dev/null 2>&1; then
     row "nbits gguf q4_0/q4_1/q8_0|skipped|no Python gguf / onnx packages here (pip install gguf onnx)"
     return
