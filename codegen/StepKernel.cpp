@@ -317,7 +317,7 @@ private:
     genc_step_starved = genc_step_issuing = genc_step_computing = 0;
     for (int i = 0; i < GENC_STEP_PAGES; ++i) {
       asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(genc_smem_addr(full + i)) : "memory");
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(genc_smem_addr(empty + i)), "r"(1) // the one warp whose page it holds
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(genc_smem_addr(empty + i)), "r"(GENC_STEP_THREADS / 32) // every warp
                    : "memory");
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");

@@ -60,15 +60,16 @@ static __device__ __forceinline__ void genc_step_count(long long *to, long long 
 
 // ---- the weight ring --------------------------------------------------------
 // PAGES pages of PAGE bytes in dynamic shared memory. Page i of the block's
-// stream (its Matvec items' pages in list order) goes to slot i % PAGES and
-// to warp i % 4, which computes every output on it: `full` completes when
-// its bulk copies land, `empty` when that warp is done with it. Thread 0
-// issues page i once page i - PAGES is empty: after each page it is done
-// with, in the spin of a counter wait and between items, without blocking;
-// it blocks only to issue a page some warp needs next (whose slot's last
-// page is one no warp needs thread 0 for). So four pages are computed at
-// once, the warps never meet per page, and the next op's weights stream in
-// while the block waits for the op before it.
+// stream (its Matvec items' pages in list order) goes to slot i % PAGES;
+// every warp computes its share of the page's outputs: `full` completes
+// when its bulk copies land, `empty` when the four warps are done with it
+// (each waits for `full` before it arrives, so no warp's arrival can count
+// for a later page of the slot). Thread 0 issues page i once page i - PAGES
+// is empty: after each page it is done with, in the spin of a counter wait
+// and between items, without blocking; it blocks only to issue a page the
+// block needs next. So a page's latency is split four ways, no warp idles
+// on an item of one page, and the next op's weights stream in while the
+// block waits for the op before it.
 struct GencStepRing {
   unsigned char *base;
   unsigned long long *full, *empty;
@@ -164,7 +165,7 @@ static __device__ void genc_step_issue(GencStepRing &r, const GencStepParams &sp
   if (sp.trace) genc_step_issuing += clock64() - c0;
 }
 
-// Page p of the stream (this warp's), once its copies have landed. Thread 0
+// Page p of the stream, once its copies have landed. Thread 0
 // first issues every page up to p that is not yet issued, whichever warp's:
 // a warp waiting for a page only thread 0 can issue must not wait long.
 template <int PAGES, long long PAGE>
@@ -182,7 +183,7 @@ static __device__ __forceinline__ const unsigned char *genc_step_page(GencStepRi
   return r.base + (long long)slot * PAGE;
 }
 
-// This warp is done with page p: its arrival on the slot's `empty`.
+// This warp is done with page p: its arrival on the slot's `empty` (one of four).
 template <int PAGES, long long PAGE>
 static __device__ __forceinline__ void genc_step_release(GencStepRing &r, const GencStepParams &sp, int last, int p) {
   __syncwarp();
@@ -269,13 +270,15 @@ static __device__ void genc_step_matvec_mma(GencStepRing &r, const GencStepParam
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, q = lane & 3;
   const long long K = m.K, end = (long long)it.first + it.count, rpp = m.rowsPerPage;
   const int K32 = (int)(K / 32);
-  // S for the item's full pages: the fewest mma, at most 4 chunks of step rows
+  // S for the item's full pages: the fewest mma on the busiest warp (the
+  // page's groups of columns dealt to the warps), at most 4 chunks of step rows
   int lS = 0;
   long long best = -1;
   for (int ls = 0; (1 << ls) <= SMAX && K32 % (1 << ls) == 0; ++ls) {
     const int per = COLS >> ls, tm = 16 >> ls, nch = (T + tm - 1) / tm;
     if (nch > 4) break;
-    const long long cost = (long long)((rpp + per - 1) / per) * (K32 >> ls) * nch;
+    const long long groups = (rpp + per - 1) / per;
+    const long long cost = (groups + WARPS - 1) / WARPS * (K32 >> ls) * nch;
     if (best < 0 || cost < best) {
       best = cost;
       lS = ls;
@@ -289,11 +292,10 @@ static __device__ void genc_step_matvec_mma(GencStepRing &r, const GencStepParam
   for (long long n0 = it.first; n0 < end; n0 += rpp) {
     const int p = r.consumed++;
     genc_step_need<PAGES, PAGE>(r, sp, last, p);
-    if (p % WARPS != warp) continue;
     const int R = (int)min(rpp, end - n0);
     const WS *page = (const WS *)genc_step_page<PAGES, PAGE>(r, sp, p);
     const long long c0 = sp.trace && lane == 0 ? clock64() : 0;
-    for (int r0 = 0; r0 < R; r0 += per) {
+    for (int r0 = warp * per; r0 < R; r0 += WARPS * per) { // this warp's groups of the page's rows
       // a column past the page's rows reads its last row; its sums are not stored
       const int row = min(r0 + colRow, R - 1);
       const uint4 *w = (const uint4 *)(page + (long long)(up ? R + row : row) * K + at);
@@ -338,7 +340,7 @@ static __device__ void genc_step_matvec_mma(GencStepRing &r, const GencStepParam
 // ---- a matrix-vector product over pages --------------------------------------
 // x [T][K] (A's storage, T <= GENC_STEP_ROWS rows) in shared memory; a page
 // holds R outputs' weight rows [R][K] (W's storage), with a GLU the gate rows
-// then the up rows [2R][K]. Page p of the block's stream is warp p % 4's.
+// then the up rows [2R][K]. Every warp takes every 4th output of a page.
 // The tensor cores take it where they can (K a multiple of 32, x and W of
 // one 16-bit type); else, on the CUDA cores, the warp takes the page's
 // outputs one at a time, a row's 16-byte words lane by lane, a sum a row and
@@ -363,11 +365,10 @@ static __device__ void genc_step_matvec(GencStepRing &r, const GencStepParams &s
   for (long long n0 = it.first; n0 < end; n0 += rpp) {
     const int p = r.consumed++;
     genc_step_need<PAGES, PAGE>(r, sp, last, p);
-    if (p % WARPS != warp) continue;
     const int R = (int)min(rpp, end - n0);
     const uint4 *page = (const uint4 *)genc_step_page<PAGES, PAGE>(r, sp, p);
     const long long c0 = sp.trace && lane == 0 ? clock64() : 0;
-    for (int o0 = 0; o0 < R; o0 += G) {
+    for (int o0 = warp * G; o0 < R; o0 += WARPS * G) { // this warp's outputs of the page
       float g[G][ROWS], u[G][ROWS];
 #pragma unroll
       for (int j = 0; j < G; ++j)
