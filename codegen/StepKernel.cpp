@@ -162,9 +162,15 @@ private:
       proName = pro->strAttr("body", "");
       consumed = mm->operand(0)->resultIndex();
     }
+    // The tensor cores take the product where K is a multiple of 32 and x and
+    // the weight are of one type (genc_step_matvec_mma); the routine then
+    // holds no CUDA-core loop (a routine per form: the kernel's code size
+    // counts, an SM's instruction cache holding a fraction of it).
+    const int64_t kDim = mm->operand(1)->shape()[mm->intAttr("transpose_b", 0) ? 1 : 0].constant();
+    const bool mma = a == w && kDim % 32 == 0;
     std::ostringstream k;
     k << "matvec " << storageStruct(a) << " " << storageStruct(w) << " " << storageStruct(y) << " "
-      << storageStruct(b) << " bias " << e.bias << " act " << act;
+      << storageStruct(b) << " bias " << e.bias << " act " << act << (mma ? " mma" : "");
     if (!proName.empty())
       k << " after " << proName << "." << consumed;
     if (op.after >= 0)
@@ -218,11 +224,10 @@ private:
       c << "  genc_step_row_in<A>(xs, o.mv, (int)args.tokens);\n";
     }
     c << "  __syncthreads();\n"
-      << "  genc_step_matvec<A, " << storageStruct(w) << ", GENC_STEP_PAGES, GENC_STEP_PAGE, " << epi
-      << ">(ring, sp, last, o.mv, it, xs, (int)args.tokens);\n}\n";
+      << "  genc_step_matvec<A, " << storageStruct(w) << ", GENC_STEP_PAGES, GENC_STEP_PAGE, " << epi << ", "
+      << (mma ? "true" : "false") << ">(ring, sp, last, o.mv, it, xs, (int)args.tokens);\n}\n";
     body = c.str();
-    int64_t K = mm->operand(1)->shape()[mm->intAttr("transpose_b", 0) ? 1 : 0].constant();
-    xBytes_ = std::max(xBytes_, K * static_cast<int64_t>(dtypeSize(a)));
+    xBytes_ = std::max(xBytes_, kDim * static_cast<int64_t>(dtypeSize(a)));
     const int64_t rpp = s_.rowsPerPage(op);
     red_ = std::max<int64_t>(red_, 4 * rpp * (op.after >= 0 ? 2 : 1));
     return true;

@@ -234,13 +234,20 @@ template <typename A> struct genc_same<A, A> { static constexpr bool V = true; }
 // Each warp's D of one group [16][8], for the sums over segments.
 __shared__ float genc_step_d[GENC_STEP_THREADS / 32][128];
 
-// The windows of one group and one chunk of step rows: d0 += windows 0, 2,
-// ..., d1 += 1, 3, ... (two chains of dependent mma, four windows' loads
-// ahead). w: this lane's column, 4 words a window; xl / xh: its two A rows.
-// HI: the A rows 8..15 hold step rows (else xh is never read).
+// The windows of one group and one chunk of step rows, summed: two chains of
+// dependent mma (windows 0, 2, ... and 1, 3, ...), four windows' loads ahead.
+// w: this lane's column, 4 words a window; xl / xh: its two A rows. HI: the A
+// rows 8..15 hold step rows (else xh is never read). One copy for every
+// routine of the kernel (not inlined): the kernel's code is larger than an
+// SM's instruction cache, and each routine's own copy was fetched again at
+// every item.
+struct GencStepD {
+  float v[4];
+};
 template <typename W, bool HI>
-static __device__ __forceinline__ void genc_step_windows(float (&d0)[4], float (&d1)[4], const uint4 *w, const uint4 *xl,
-                                                         const uint4 *xh, int windows) {
+static __device__ __noinline__ GencStepD genc_step_windows(const uint4 *w, const uint4 *xl, const uint4 *xh,
+                                                           int windows) {
+  float d0[4] = {0.f, 0.f, 0.f, 0.f}, d1[4] = {0.f, 0.f, 0.f, 0.f};
   int k = 0;
   for (; k + 4 <= windows; k += 4) {
     uint4 b[4], l[4], h[4];
@@ -257,6 +264,10 @@ static __device__ __forceinline__ void genc_step_windows(float (&d0)[4], float (
   }
   for (; k < windows; ++k)
     genc_mma_of<W>::run(d0, xl[k * 4], HI ? xh[k * 4] : make_uint4(0u, 0u, 0u, 0u), w[k * 4]);
+  GencStepD d;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) d.v[i] = d0[i] + d1[i];
+  return d;
 }
 
 // x [T][K] in shared memory (T <= 16, K % 32 == 0, x and W of one type); a
@@ -303,16 +314,13 @@ static __device__ void genc_step_matvec_mma(GencStepRing &r, const GencStepParam
         // A rows past the step's rows read its last; their sums are not stored either
         const int tl = min(c * TM + (g >> lS), T - 1), th = min(c * TM + (g >> lS) + (8 >> lS), T - 1);
         const uint4 *xl = (const uint4 *)(xs + (long long)tl * K + at), *xh = (const uint4 *)(xs + (long long)th * K + at);
-        float d0[4] = {0.f, 0.f, 0.f, 0.f}, d1[4] = {0.f, 0.f, 0.f, 0.f};
-        if (hi)
-          genc_step_windows<W, true>(d0, d1, w, xl, xh, windows);
-        else
-          genc_step_windows<W, false>(d0, d1, w, xl, xh, windows);
+        const GencStepD d = hi ? genc_step_windows<W, true>(w, xl, xh, windows)
+                               : genc_step_windows<W, false>(w, xl, xh, windows);
         __syncwarp();
-        dsc[g * 8 + 2 * q] = d0[0] + d1[0];
-        dsc[g * 8 + 2 * q + 1] = d0[1] + d1[1];
-        dsc[(g + 8) * 8 + 2 * q] = d0[2] + d1[2];
-        dsc[(g + 8) * 8 + 2 * q + 1] = d0[3] + d1[3];
+        dsc[g * 8 + 2 * q] = d.v[0];
+        dsc[g * 8 + 2 * q + 1] = d.v[1];
+        dsc[(g + 8) * 8 + 2 * q] = d.v[2];
+        dsc[(g + 8) * 8 + 2 * q + 1] = d.v[3];
         __syncwarp();
         for (int i = lane; i < TM * per; i += 32) {
           const int tl = i / per, rr = i - tl * per, t = c * TM + tl, n = r0 + rr;
@@ -346,7 +354,10 @@ static __device__ void genc_step_matvec_mma(GencStepRing &r, const GencStepParam
 // outputs one at a time, a row's 16-byte words lane by lane, a sum a row and
 // x row, summed across the warp (the kernel-per-op GEMV's order); lane 0
 // writes output n of each row through EPI.
-template <typename A, typename W, int PAGES, long long PAGE, typename EPI>
+// MMA: genc knows every op of the routine takes the tensor cores (K % 32 ==
+// 0, x and W of one type; T <= GENC_STEP_ROWS <= 16), so the CUDA-core loop
+// is not compiled into it.
+template <typename A, typename W, int PAGES, long long PAGE, typename EPI, bool MMA>
 static __device__ void genc_step_matvec(GencStepRing &r, const GencStepParams &sp, int last, const GencStepMatvec &m,
                                         const GencStepItem &it, const typename A::S *xs, int T) {
   typedef typename W::S WS;
@@ -354,7 +365,8 @@ static __device__ void genc_step_matvec(GencStepRing &r, const GencStepParams &s
   constexpr int V = 16 / (int)sizeof(WS);
   constexpr int WARPS = GENC_STEP_THREADS / 32, ROWS = GENC_STEP_ROWS, G = 1;
   static_assert(sizeof(AS) == sizeof(WS), "step matvec: x and the weight in words of one width");
-  if (genc_mma_of<W>::OK && genc_same<A, W>::V && m.K % 32 == 0 && T <= 16) {
+  static_assert(ROWS <= 16, "step matvec: an mma's 16 A rows hold the step's rows");
+  if (MMA && genc_mma_of<W>::OK && genc_same<A, W>::V) {
     genc_step_matvec_mma<A, W, PAGES, PAGE, EPI>(r, sp, last, m, it, xs, T);
     return;
   }
