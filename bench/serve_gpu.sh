@@ -9,6 +9,7 @@
 #       httptools' cp312 manylinux wheel); carry dist/serve-wheels, and
 #       dist/genc-linux-x86_64.tar.gz from tools/pack.sh for genc itself.
 #   there:           bash bench/serve_gpu.sh [--clients 64] [--requests 1024] [serve_bench.py options]
+#                    bash bench/serve_gpu.sh --soak [--requests 10000 --clients 64]
 #       installs the carried wheels (no index), builds genrun and the genc
 #       package's extension for that machine's python3 from this source
 #       (cmake -DGENC_RUNTIME_ONLY=ON -DGENC_PYTHON=ON into build-serve/),
@@ -60,6 +61,12 @@ if [ ! -f "$PLAN" ]; then
     "$GENC" compile "$WORK/llama1b/model.onnx" -o "$PLAN" --dtype f16 --max-batch 64 --max-beams 1 --max-length 768 --quiet
 fi
 
-# 4. The benchmark: 64 streaming clients against genrun's sorted batch mode.
+# 4. The benchmark: 64 streaming clients against genrun's sorted batch mode;
+#    with --soak instead, tests/soak/serve_soak.py's 10,000 requests through
+#    one server on this plan (memory flat, no slot left).
+if [ "${1:-}" = "--soak" ]; then
+  shift
+  exec "$PY" tests/soak/serve_soak.py build-serve/tools/genrun "$PLAN" --device cuda "$@"
+fi
 exec "$PY" bench/serve_bench.py "$PLAN" --genrun build-serve/tools/genrun --device cuda --clients 64 \
      --requests 1024 "$@"
