@@ -227,13 +227,17 @@ NBitsKernels emitNBitsKernels(Module &m, DType activation) {
       out.names.push_back(it->second + "_tiles");
       code << "extern \"C\" __global__ void __launch_bounds__(" << genrt::cuda::kNBitsThreads << ") " << it->second
            << "_tiles(const GencNBitsParams p) { genc_gemvq_tiles<" << args.str() << ">(p); }\n";
-      if (mmaFamily(a, bs, zp)) // genc_nbits_mma_ok's rule (NBitsMma.cpp)
+      if (mmaFamily(a, bs, zp)) { // genc_nbits_mma_ok's rule (NBitsMma.cpp)
         for (int mr : {1, 2, 4}) {
           std::string name = it->second + "_mma" + std::to_string(mr);
           out.names.push_back(name);
           code << "extern \"C\" __global__ void __launch_bounds__(" << genrt::cuda::kNBitsThreads << ") " << name
                << "(const GencNBitsParams p) { genc_gemvq_mma<" << args.str() << ", " << mr << ">(p); }\n";
         }
+        out.names.push_back(it->second + "_mma_tiles");
+        code << "extern \"C\" __global__ void __launch_bounds__(" << genrt::cuda::kNBitsThreads << ") " << it->second
+             << "_mma_tiles(const GencNBitsParams p) { genc_gemvq_mma_tiles<" << args.str() << ">(p); }\n";
+      }
     }
   }
   if (familyOf.empty())

@@ -194,6 +194,85 @@ static __device__ void genc_gemvq_mma(const GencNBitsParams &p) {
       if (m < p.M && n < p.N) ((typename Y::S *)p.y)[m * p.N + n] = Y::st(v);
     }
 }
+
+// y[M, N] for any M on tensor cores (prefill; grid (ceil(N / 64), ceil(M /
+// 64)), block 256): block (x, y) runs a 64 x 64 tile, rows 64y .., columns
+// 64x ..; warp w takes columns 64x + 8w .. + 7 over all of K, its four 16-row
+// tiles at once. Each round of 32 k, the block's threads first put a's 64
+// rows of that round in shared memory (a thread 8 values), so that a is read
+// from L2 once per 64 columns rather than once per 8; a round's codes, their
+// widening and the scales are as in genc_gemvq_mma.
+template <typename A, typename S, typename Y, int BITS, int BS, int ZP>
+static __device__ void genc_gemvq_mma_tiles(const GencNBitsParams &p) {
+  constexpr int BLOB = BS * BITS / 8, AST = 40; // a row of the chunk: 32 values and 8 of padding (banks)
+  typedef typename A::S AS;
+  __shared__ uint4 asw[64 * AST * sizeof(AS) / 16]; // in words: 16-byte aligned
+  AS *as = (AS *)asw;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, q = lane & 3;
+  const long long n0 = (long long)blockIdx.x * 64 + warp * 8, m0 = (long long)blockIdx.y * 64;
+  const long long blocks = (p.K + BS - 1) / BS, rounds = (p.K + 31) / 32;
+  const long long nb = n0 + g < p.N ? n0 + g : p.N - 1;
+  const long long ns0 = n0 + 2 * q < p.N ? n0 + 2 * q : p.N - 1, ns1 = n0 + 2 * q + 1 < p.N ? n0 + 2 * q + 1 : p.N - 1;
+  const unsigned char *col = (const unsigned char *)p.codes + nb * blocks * BLOB;
+  const typename S::S *sc = (const typename S::S *)p.scales;
+  const bool vec = ((p.a | (unsigned long long)(p.K * sizeof(AS))) & 15) == 0;
+  const int lr = threadIdx.x >> 2, lk = (threadIdx.x & 3) * 8; // the chunk's row and k this thread loads
+  float acc[4][4];
+#pragma unroll
+  for (int t = 0; t < 4; ++t)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) acc[t][i] = 0.f;
+  // Round r's codes of this lane (one block's 8 codes; c[1] only for 8 bits).
+  auto codes = [&](long long r, unsigned (&c)[2]) {
+    const long long k = r * 32 + q * 8, j = (r * 32) / BS;
+    const unsigned char *w = col + j * BLOB + (k - j * BS) * BITS / 8;
+    c[0] = *(const unsigned *)w;
+    c[1] = BITS == 8 ? *(const unsigned *)(w + 4) : 0u;
+  };
+  // Round r + 1's a and codes load while round r computes.
+  unsigned cn[2];
+  codes(0, cn); // the codes stream before the wait: the kernel before writes only a
+  genc_pdl_wait();
+  genc_pdl_launch();
+  uint4 xn = genc_nbits_arow<A, 8>(p, m0 + lr, lk, vec); // row lr of the chunk, as stored
+  for (long long r = 0; r < rounds; ++r) {
+    __syncthreads(); // every warp is done with the last round's chunk
+    *(uint4 *)(as + lr * AST + lk) = xn;
+    __syncthreads();
+    const unsigned c[2] = {cn[0], cn[1]};
+    if (r + 1 < rounds) {
+      xn = genc_nbits_arow<A, 8>(p, m0 + lr, (r + 1) * 32 + lk, vec);
+      codes(r + 1, cn);
+    }
+    const long long j = (r * 32) / BS;
+    const uint4 b = genc_nbits_pairs<A, BITS>(c, (int)genc_nbits_zero<S, BITS, ZP>(p, nb, j, blocks));
+    const float s0 = S::ld(sc[ns0 * blocks + j]), s1 = S::ld(sc[ns1 * blocks + j]);
+#pragma unroll
+    for (int t = 0; t < 4; ++t) {
+      uint4 xl = *(const uint4 *)(as + (16 * t + g) * AST + q * 8), xh = *(const uint4 *)(as + (16 * t + g + 8) * AST + q * 8);
+      if (BITS == 4) {
+        xl = make_uint4(genc_prmt(xl.x, xl.z, 0x5410u), genc_prmt(xl.x, xl.z, 0x7632u), genc_prmt(xl.y, xl.w, 0x5410u),
+                        genc_prmt(xl.y, xl.w, 0x7632u));
+        xh = make_uint4(genc_prmt(xh.x, xh.z, 0x5410u), genc_prmt(xh.x, xh.z, 0x7632u), genc_prmt(xh.y, xh.w, 0x5410u),
+                        genc_prmt(xh.y, xh.w, 0x7632u));
+      }
+      float d[4] = {0.f, 0.f, 0.f, 0.f};
+      genc_nbits_mma<A>::run(d, xl.x, xh.x, xl.y, xh.y, b.x, b.y);
+      genc_nbits_mma<A>::run(d, xl.z, xh.z, xl.w, xh.w, b.z, b.w);
+      acc[t][0] += d[0] * s0;
+      acc[t][1] += d[1] * s1;
+      acc[t][2] += d[2] * s0;
+      acc[t][3] += d[3] * s1;
+    }
+  }
+#pragma unroll
+  for (int t = 0; t < 4; ++t)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const long long m = m0 + 16 * t + g + 8 * (i >> 1), n = n0 + 2 * q + (i & 1);
+      if (m < p.M && n < p.N) ((typename Y::S *)p.y)[m * p.N + n] = Y::st(acc[t][i]);
+    }
+}
 )";
 }
 

@@ -35,6 +35,12 @@
 //       (exact), two mma.m16n8k16 against the same k of each 16-row tile of
 //       a, the block's scales times that partial in f32; the warps' sums
 //       added in warp order through shared memory.
+//   gemvq_N_mma_tiles  any M (prefill), in the same families. Grid
+//       (ceil(N / 64), ceil(M / 64)), block 256: a 64 x 64 tile of y a block,
+//       warp w its columns 8w .. 8w + 7 over all of K and all 64 rows (four
+//       16-row tiles); each round of 32 k the block puts a's 64 rows of the
+//       round in shared memory first (16 bytes a thread), then each warp
+//       widens and multiplies as gemvq_N_mma does.
 //   gemvq_N_tiles  any M (prefill). Grid (ceil(N / 64), ceil(M / 64)),
 //       block 256: a 64 x 64 tile of y a block, K in chunks of 32: the chunk
 //       of a and the chunk of W (dequantized) in shared memory as f32, each

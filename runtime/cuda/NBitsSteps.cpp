@@ -2,7 +2,8 @@
 // runtime/plan/NBitsLayout.h) on the plan's generated kernels (NBitsAbi.h): the
 // GEMV entries for up to 8 rows; up to GENC_CUDA_NBITS_ROWS (default 64) the
 // tensor-core entries where the family has them, else the 8-row GEMV in
-// chunks of 8 up to 32 rows; the tiled kernel for more. The weights
+// chunks of 8 up to 32 rows; for more, the tensor-core tiles where the family
+// has them, else the tiled kernel on the CUDA cores. The weights
 // stay as the plan stores them (codes, scales, zero points; WeightUpload.cpp
 // copies them unchanged).
 #include "runtime/cuda/StepKinds.h"
@@ -20,6 +21,7 @@ public:
   CUfunction gemv[4] = {}; // rows <= 1, 2, 4, 8
   CUfunction tiles = nullptr;
   CUfunction mma[3] = {}; // rows <= 16, 32, 64; null where the family has none
+  CUfunction mmaTiles = nullptr; // any rows, in 64 x 64 tiles; null alike
 
   Status run(StepContext &ctx, const ProgramRun &run) override {
     const int64_t n = elementsAt(aShape, run.symbols);
@@ -48,7 +50,7 @@ public:
       const int64_t gy = (p.M + kNBitsTile - 1) / kNBitsTile;
       if (gy > 65535)
         return Status::error(what + ": " + std::to_string(p.M) + " rows are more than the tiled kernel's grid holds");
-      s = ctx.dev->launch(tiles, static_cast<unsigned>((p.N + kNBitsTile - 1) / kNBitsTile), static_cast<unsigned>(gy),
+      s = ctx.dev->launch(mmaTiles ? mmaTiles : tiles, static_cast<unsigned>((p.N + kNBitsTile - 1) / kNBitsTile), static_cast<unsigned>(gy),
                           1, kNBitsThreads, 1, 0, ctx.stream, args, "the 4/8-bit tiles of " + what);
     }
     if (s && ctx.syncEachStep)
@@ -58,7 +60,10 @@ public:
   std::string profileKind(const StepContext &ctx, const ProgramRun &run) const override {
     const int64_t n = elementsAt(aShape, run.symbols);
     const Entry e = entry(n > 0 ? n / params.K : 0, ctx);
-    return e == Entry::Mma ? "gemm nbits mma" : e == Entry::Gemv ? "gemm nbits gemv" : "gemm nbits tiles";
+    return e == Entry::Mma   ? "gemm nbits mma"
+           : e == Entry::Gemv ? "gemm nbits gemv"
+           : mmaTiles         ? "gemm nbits mma tiles"
+                              : "gemm nbits tiles";
   }
 
 private:
@@ -124,6 +129,8 @@ Status nbitsGemmStep(const OpInfo &op, const ValueMap &vm, const KernelModule &m
     for (int i = 0; i < 3; ++i)
       if (Status st = mod.function(family + mmaRows[i], step->mma[i]); !st)
         return bad(st.message());
+    if (Status st = mod.function(family + "_mma_tiles", step->mmaTiles); !st)
+      return bad(st.message());
   }
   step->params = GencNBitsParams{vm.ptr(op.operands[0]), vm.ptr(op.operands[1]), vm.ptr(op.operands[2]),
                                  zp ? vm.ptr(op.operands[3]) : 0, vm.ptr(op.results[0]), 0, s.K, s.N};

@@ -8,7 +8,8 @@
 // on the GEMV entries (each M's entry as the executor picks it), 13 and 32 on
 // the 8-row entry in chunks, 3, 70, 130 on the tiled kernel (one and
 // several tiles of rows), and 9, 16, 17, 32, 50, 64 on the tensor-core
-// entries where the family has them (gpu_gemv_mma).
+// entries and 3, 70, 130 on the tensor-core tiles where the family has them
+// (gpu_gemv_mma).
 //
 // The bound, per element: both sides sum K products in f32 in their own
 // order, so each is within K u Σ|a w| of the exact sum (u = 2^-24); the GPU
@@ -111,12 +112,13 @@ bool checkOp(const genrt::cuda::Device &dev, const genrt::Plan &plan, const genr
   const Run runs[] = {{"_m1", 1},      {"_m2", 2},      {"_m4", 3},      {"_m8", 5},      {"_m8", 8},
                       {"_m8", 13},     {"_m8", 32},     {"_tiles", 3},   {"_tiles", 70},  {"_tiles", 130},
                       {"_mma1", 9},    {"_mma1", 16},   {"_mma2", 17},   {"_mma2", 32},   {"_mma4", 50},
-                      {"_mma4", 64}};
+                      {"_mma4", 64},   {"_mma_tiles", 3}, {"_mma_tiles", 70}, {"_mma_tiles", 130}};
   const bool hasMma = genrt::attrInt(op.attrs, "gpu_gemv_mma", 0) != 0;
   for (const Run &r : runs) {
     const int mr = std::strcmp(r.entry, "_mma1") == 0 ? 1 : std::strcmp(r.entry, "_mma2") == 0 ? 2
                  : std::strcmp(r.entry, "_mma4") == 0 ? 4 : 0;
-    if (mr && !hasMma)
+    const bool mmaTiles = std::strcmp(r.entry, "_mma_tiles") == 0;
+    if ((mr || mmaTiles) && !hasMma)
       continue; // a family without the tensor-core entries (NBitsAbi.h)
     NBitsRow row;
     row.name = family + r.entry + " M=" + std::to_string(r.M) + where;
@@ -144,7 +146,7 @@ bool checkOp(const genrt::cuda::Device &dev, const genrt::Plan &plan, const genr
     p.M = M;
     void *args[] = {&p};
     using namespace genrt::cuda;
-    const bool tiles = std::strcmp(r.entry, "_tiles") == 0;
+    const bool tiles = std::strcmp(r.entry, "_tiles") == 0 || mmaTiles;
     const unsigned gx = static_cast<unsigned>(tiles ? (s.N + kNBitsTile - 1) / kNBitsTile
                                                     : (s.N + kNBitsThreads / 32 - 1) / (kNBitsThreads / 32));
     const unsigned gy = static_cast<unsigned>(tiles ? (M + kNBitsTile - 1) / kNBitsTile

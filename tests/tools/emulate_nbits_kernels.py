@@ -14,7 +14,7 @@ points and rows of a: K 64, 100, 160 and 300 (blocks cut short, rows of a at
 and off 16-byte multiples), N 13 (a part block of warps), the GEMV entries at
 M 1, 2, 3, 5 and 8 (13 and 32: the 8-row entry in chunks), the tiles at 3,
 8 and 70 and, in the families that have them, the tensor-core entries at 9,
-13, 17, 32, 50 and 64 (the mma emulated from the warp's fragments as PTX
+13, 17, 32, 50 and 64 and their tiles at 3, 8 and 70 (the mma emulated from the warp's fragments as PTX
 lays them out), y poisoned with 0xff. Each
 element within u_y |ref| + 3 K 2^-24 sum|a w| + 2^-24 (gpucheck's bound,
 tests/gpu/NBitsCheck.cpp). Prints a line a family and the total; exit 1 when
@@ -162,6 +162,10 @@ template <typename A, typename S, typename Y, int BITS, int BS, int ZP, int MR>
 static void mmaEntry(const GencNBitsParams &p) {
   if constexpr (genc_nbits_mma_ok<A, BITS, BS, ZP>::V) genc_gemvq_mma<A, S, Y, BITS, BS, ZP, MR>(p);
 }
+template <typename A, typename S, typename Y, int BITS, int BS, int ZP>
+static void mmaTilesEntry(const GencNBitsParams &p) {
+  if constexpr (genc_nbits_mma_ok<A, BITS, BS, ZP>::V) genc_gemvq_mma_tiles<A, S, Y, BITS, BS, ZP>(p);
+}
 static int gCases = 0, gOff = 0;
 
 template <typename A, typename S, typename Y, int BITS, int BS, int ZP>
@@ -190,11 +194,12 @@ static void run(const char *name) {
       return ((double)q - z) * (double)S::ld(sc[n * blocks + j]);
     };
     for (int M : {1, 2, 3, 5, 8, 9, 13, 17, 32, 50, 64, 70})
-      for (int mode = 0; mode < 3; ++mode) { // the GEMV entries, the tiles, the tensor cores
+      for (int mode = 0; mode < 4; ++mode) { // the GEMV entries, the tiles, the tensor cores, their tiles
         const bool tiles = mode == 1;
         if (mode == 0 && (M > 32 || M == 9 || M == 17)) continue;
-        if (tiles && M != 3 && M != 8 && M != 70) continue;
+        if ((tiles || mode == 3) && M != 3 && M != 8 && M != 70) continue;
         if (mode == 2 && (!genc_nbits_mma_ok<A, BITS, BS, ZP>::V || M < 9 || M > 64)) continue;
+        if (mode == 3 && !genc_nbits_mma_ok<A, BITS, BS, ZP>::V) continue;
         std::vector<typename A::S> a(M * K);
         for (auto &x : a) x = A::st(g(rng));
         std::vector<typename Y::S> y(M * N);
@@ -204,6 +209,8 @@ static void run(const char *name) {
                           (unsigned long long)y.data(), M, K, N};
         if (tiles) {
           emulate(tilesEntry<A, S, Y, BITS, BS, ZP>, p, (unsigned)((N + 63) / 64), (unsigned)((M + 63) / 64));
+        } else if (mode == 3) {
+          emulate(mmaTilesEntry<A, S, Y, BITS, BS, ZP>, p, (unsigned)((N + 63) / 64), (unsigned)((M + 63) / 64));
         } else if (mode == 2) {
           const int mr = M <= 16 ? 1 : M <= 32 ? 2 : 4;
           auto f = mr == 1 ? mmaEntry<A, S, Y, BITS, BS, ZP, 1> : mr == 2 ? mmaEntry<A, S, Y, BITS, BS, ZP, 2>
@@ -232,7 +239,7 @@ static void run(const char *name) {
         if (!(ratio <= 1)) {
           ++off;
           std::printf("  %s %s K=%lld M=%d: off, |y - ref| / bound = %g\n", name,
-                      mode == 1 ? "tiles" : mode == 2 ? "mma" : "gemv", K, M, ratio);
+                      mode == 1 ? "tiles" : mode == 2 ? "mma" : mode == 3 ? "mma tiles" : "gemv", K, M, ratio);
         }
       }
   }
