@@ -83,24 +83,13 @@ void quantizeNBitsRows(const NBitsShape &s, const float *a, int64_t M, Int8Rows 
 
 namespace {
 
-// A column's integer zero point of block j (the default where none is stored).
-struct ZeroPoint {
-  const uint8_t *row;
-  int32_t dflt;
-  int bits;
-  ZeroPoint(const NBitsMatrix &w, int64_t n)
-      : row(w.zeroPoints == ZeroPointKind::Packed ? w.zpPacked + n * w.shape.zeroPointBytes() : nullptr),
-        dflt(w.shape.defaultZeroPoint()), bits(static_cast<int>(w.shape.bits)) {}
-  int32_t at(int64_t j) const { return row ? nbitsPackedZeroPoint(row, j, bits) : dflt; }
-};
-
 // The plain loops: any block size; the same integers as VNNI, summed as one
 // int32 a block.
 void rowsScalar(const Int8Rows &x, const NBitsMatrix &w, float *y, int64_t M, int64_t n0, int64_t n1) {
   const int64_t bs = w.shape.blockSize, blocks = w.shape.blocks(), blob = w.shape.blobBytes(), N = w.shape.N;
   const bool fzp = w.zeroPoints == ZeroPointKind::Float;
   for (int64_t n = n0; n < n1; ++n) {
-    const ZeroPoint zp(w, n);
+    const NBitsIntZeroPoints zp(w, n);
     for (int64_t m = 0; m < M; ++m) {
       const int8_t *xq = x.q.data() + m * x.rowBytes;
       float acc = 0.f, side = 0.f;
@@ -139,13 +128,6 @@ void rowsScalar(const Int8Rows &x, const NBitsMatrix &w, float *y, int64_t M, in
 constexpr int64_t kAhead = 8; // columns
 
 #define GENC_VNNI __attribute__((target("avx512f,avx512vl,avx512bw,avx512vnni,fma")))
-
-GENC_VNNI inline float hsum256(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
 
 // Lane j of the result: the sum of d[j]'s eight lanes.
 GENC_VNNI inline __m256i sum8(const __m256i (&d)[8]) {
@@ -257,7 +239,7 @@ GENC_VNNI void rowsVnni(const Int8Rows &x, const NBitsMatrix &w, float *y, int64
   for (int64_t n = n0; n < n1; ++n) {
     const uint8_t *codes = w.codes + n * blocks * blob;
     const float *sc = w.scales + n * blocks;
-    const ZeroPoint zp(w, n);
+    const NBitsIntZeroPoints zp(w, n);
     // The codes and scales a few columns on: plans map their weights from the
     // file in 4 KiB pages, which the hardware prefetchers do not cross.
     if (n + kAhead < n1) {
@@ -301,7 +283,7 @@ GENC_VNNI void rowsVnni(const Int8Rows &x, const NBitsMatrix &w, float *y, int64
       }
     }
     for (int m = 0; m < M; ++m)
-      y[m * N + n] = hsum256(acc[m]);
+      y[m * N + n] = nbitsHsum256(acc[m]);
   }
 }
 

@@ -49,16 +49,6 @@ void arrangeNBitsRow(const NBitsShape &s, const float *x, float *out) {
 
 namespace {
 
-// The integer zero points of a column: its packed row (null: the default).
-struct IntZeroPoints {
-  const uint8_t *row;
-  int32_t dflt;
-  IntZeroPoints(const NBitsMatrix &w, int64_t n)
-      : row(w.zeroPoints == ZeroPointKind::Packed ? w.zpPacked + n * w.shape.zeroPointBytes() : nullptr),
-        dflt(w.shape.defaultZeroPoint()) {}
-  template <int BITS> int32_t at(int64_t j) const { return row ? nbitsPackedZeroPoint(row, j, BITS) : dflt; }
-};
-
 // ---- AVX-512: 16 lanes ---------------------------------------------------------
 
 constexpr int64_t kPrefetchColumns = 8;
@@ -93,8 +83,8 @@ __attribute__((target("avx512f"), always_inline)) inline void columns512(const f
   const int64_t xs = blocks * bs; // an arranged row
   const uint8_t *codes[C];
   const float *sc[C], *zfs[C];
-  const IntZeroPoints *zps[C];
-  IntZeroPoints zp0(w, n), zp1(w, n + C - 1);
+  const NBitsIntZeroPoints *zps[C];
+  NBitsIntZeroPoints zp0(w, n), zp1(w, n + C - 1);
   __m512 acc[C][M][2];
   const __m512 base8 = table512<false>(_mm512_set1_epi32(8), _mm512_setzero_ps(), _mm512_set1_ps(1.f));
   for (int c = 0; c < C; ++c) {
@@ -196,7 +186,7 @@ __attribute__((target("avx512f"))) void dequant512Columns(const NBitsMatrix &w, 
   const __m512i second = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
   for (int64_t n = n0; n < n1; ++n) {
     const uint8_t *codes = w.codes + n * blocks * blob;
-    const IntZeroPoints zps(w, n);
+    const NBitsIntZeroPoints zps(w, n);
     float *o = out + (n - n0) * K;
     for (int64_t j = 0; j < blocks; ++j) {
       const __m512 s = _mm512_set1_ps(w.scales[n * blocks + j]);
@@ -222,13 +212,6 @@ __attribute__((target("avx512f"))) void dequant512Columns(const NBitsMatrix &w, 
 
 // ---- AVX2 + FMA: 8 lanes ---------------------------------------------------------
 
-__attribute__((target("avx2,fma"))) inline float hsum256(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
 template <bool FZP>
 __attribute__((target("avx2,fma"), always_inline)) inline __m256 dequant256(__m256i q, __m256i zi, __m256 zf,
                                                                               __m256 s) {
@@ -249,7 +232,7 @@ __attribute__((target("avx2,fma"))) void rows256(const float *x, const NBitsMatr
     const uint8_t *codes = w.codes + n * blocks * blob;
     const float *sc = w.scales + n * blocks;
     const float *zfs = FZP ? w.zpFloat + n * blocks : nullptr;
-    const IntZeroPoints zps(w, n);
+    const NBitsIntZeroPoints zps(w, n);
     __m256 acc[M][A];
     for (int m = 0; m < M; ++m)
       for (int a = 0; a < A; ++a)
@@ -290,7 +273,7 @@ __attribute__((target("avx2,fma"))) void rows256(const float *x, const NBitsMatr
       __m256 t = acc[m][0];
       if constexpr (A == 2)
         t = _mm256_add_ps(t, acc[m][1]);
-      y[m * N + n] = hsum256(t);
+      y[m * N + n] = nbitsHsum256(t);
     }
   }
 }

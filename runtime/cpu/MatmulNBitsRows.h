@@ -3,7 +3,30 @@
 #pragma once
 #include "runtime/cpu/MatmulNBits.h"
 
+#include <immintrin.h>
+
 namespace genrt::cpu {
+
+/// A column's integer zero points: its packed row (null: the default),
+/// block j's by the matrix's bits or by a compile-time BITS.
+struct NBitsIntZeroPoints {
+  const uint8_t *row;
+  int32_t dflt;
+  int bits;
+  NBitsIntZeroPoints(const NBitsMatrix &w, int64_t n)
+      : row(w.zeroPoints == ZeroPointKind::Packed ? w.zpPacked + n * w.shape.zeroPointBytes() : nullptr),
+        dflt(w.shape.defaultZeroPoint()), bits(static_cast<int>(w.shape.bits)) {}
+  int32_t at(int64_t j) const { return row ? nbitsPackedZeroPoint(row, j, bits) : dflt; }
+  template <int BITS> int32_t at(int64_t j) const { return row ? nbitsPackedZeroPoint(row, j, BITS) : dflt; }
+};
+
+/// The sum of v's eight lanes (AVX: callable from the AVX2 and AVX-512 kernels).
+__attribute__((target("avx"))) inline float nbitsHsum256(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
 
 /// Floats of one row as the kernels read it: K padded with zeros to whole blocks.
 inline int64_t nbitsRowFloats(const NBitsShape &s) { return s.blocks() * s.blockSize; }
