@@ -375,9 +375,11 @@ attn_i8_check() {
 # fixture's int4 plan (blocks of 32, symmetric) and int8 plan (blocks of 64,
 # packed zero points, the vocabulary projection too), f32 and f16, generated
 # on the GPU (twice: the same bytes) and on the CPU. The prompts prefill 42
-# tokens in one run (the tiled kernel), decode 5 rows (the GEMVs); beam 3
-# decodes 15 rows (the 8-row GEMV in two chunks); "tiles" is beam 3 with
-# every 4/8-bit product on the tiled kernel (GENC_CUDA_NBITS_ROWS=0). f32 plans: every sequence the CPU's and each
+# tokens in one run (the tiles: on the tensor cores in f16 plans, whose
+# families have them, else the CUDA cores), decode 5 rows (the GEMVs); beam 3
+# decodes 15 rows (f16: the tensor-core entry; f32: the 8-row GEMV in two
+# chunks); "tiles" is beam 3 with every 4/8-bit product on the tiles
+# (GENC_CUDA_NBITS_ROWS=0). f32 plans: every sequence the CPU's and each
 # score within 1e-3 of it; f16: at least 3 of 5 sequences the CPU's (the
 # rest may part at a near-tie, both sides rounding the same values to f16 in
 # their own sum order), the equal ones' scores within 2e-2. Then gpucheck on
