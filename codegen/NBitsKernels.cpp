@@ -218,25 +218,19 @@ NBitsKernels emitNBitsKernels(Module &m, DType activation) {
       if (!fresh)
         continue;
       code << "// ==== 4/8-bit GEMV " << it->second << " (matmul_nbits at \"" << op->loc() << "\") ====\n";
-      for (int mt : {1, 2, 4, 8}) {
-        std::string name = it->second + "_m" + std::to_string(mt);
-        out.names.push_back(name);
-        code << "extern \"C\" __global__ void __launch_bounds__(" << genrt::cuda::kNBitsThreads << ") " << name
-             << "(const GencNBitsParams p) { genc_gemvq<" << args.str() << ", " << mt << ">(p); }\n";
-      }
-      out.names.push_back(it->second + "_tiles");
-      code << "extern \"C\" __global__ void __launch_bounds__(" << genrt::cuda::kNBitsThreads << ") " << it->second
-           << "_tiles(const GencNBitsParams p) { genc_gemvq_tiles<" << args.str() << ">(p); }\n";
-      if (mmaFamily(a, bs, zp)) { // genc_nbits_mma_ok's rule (NBitsMma.cpp)
-        for (int mr : {1, 2, 4}) {
-          std::string name = it->second + "_mma" + std::to_string(mr);
-          out.names.push_back(name);
-          code << "extern \"C\" __global__ void __launch_bounds__(" << genrt::cuda::kNBitsThreads << ") " << name
-               << "(const GencNBitsParams p) { genc_gemvq_mma<" << args.str() << ", " << mr << ">(p); }\n";
-        }
-        out.names.push_back(it->second + "_mma_tiles");
+      // One entry point: NAME(p) { TEMPLATE<family's arguments EXTRA>(p); }
+      auto entry = [&](const std::string &suffix, const char *templ, const std::string &extra) {
+        out.names.push_back(it->second + suffix);
         code << "extern \"C\" __global__ void __launch_bounds__(" << genrt::cuda::kNBitsThreads << ") " << it->second
-             << "_mma_tiles(const GencNBitsParams p) { genc_gemvq_mma_tiles<" << args.str() << ">(p); }\n";
+             << suffix << "(const GencNBitsParams p) { " << templ << "<" << args.str() << extra << ">(p); }\n";
+      };
+      for (int mt : {1, 2, 4, 8})
+        entry("_m" + std::to_string(mt), "genc_gemvq", ", " + std::to_string(mt));
+      entry("_tiles", "genc_gemvq_tiles", "");
+      if (mmaFamily(a, bs, zp)) { // genc_nbits_mma_ok's rule (NBitsMma.cpp)
+        for (int mr : {1, 2, 4})
+          entry("_mma" + std::to_string(mr), "genc_gemvq_mma", ", " + std::to_string(mr));
+        entry("_mma_tiles", "genc_gemvq_mma_tiles", "");
       }
     }
   }

@@ -92,9 +92,8 @@ static __device__ __forceinline__ uint4 genc_nbits_pairs(const unsigned (&c)[2],
   return h;
 }
 
-// Row m of a at k0 .. k0 + 7 (zeros past M or K), 8 halves in a word; with
-// 4-bit codes in the nibbles' order (a0, a4), (a1, a5), (a2, a6), (a3, a7).
-template <typename A, int BITS>
+// Row m of a at k0 .. k0 + 7 (zeros past M or K), 8 halves in a word as stored.
+template <typename A>
 static __device__ __forceinline__ uint4 genc_nbits_arow(const GencNBitsParams &p, long long m, long long k0, bool vec) {
   typedef typename A::S AS;
   alignas(16) AS v[8];
@@ -105,10 +104,39 @@ static __device__ __forceinline__ uint4 genc_nbits_arow(const GencNBitsParams &p
 #pragma unroll
     for (int i = 0; i < 8; ++i) v[i] = m < p.M && k0 + i < p.K ? row[i] : A::st(0.f);
   }
-  const uint4 x = *(const uint4 *)v;
-  if (BITS == 8) return x;
-  return make_uint4(genc_prmt(x.x, x.z, 0x5410u), genc_prmt(x.x, x.z, 0x7632u), genc_prmt(x.y, x.w, 0x5410u),
-                    genc_prmt(x.y, x.w, 0x7632u));
+  return *(const uint4 *)v;
+}
+
+// A lane's 8 codes of round r (k 32r + 8q ..; one block): c[1] only for 8 bits.
+template <int BITS, int BS>
+static __device__ __forceinline__ void genc_nbits_codes(const unsigned char *col, long long r, int q, unsigned (&c)[2]) {
+  constexpr int BLOB = BS * BITS / 8;
+  const long long k = r * 32 + q * 8, j = (r * 32) / BS;
+  const unsigned char *w = col + j * BLOB + (k - j * BS) * BITS / 8;
+  c[0] = *(const unsigned *)w;
+  c[1] = BITS == 8 ? *(const unsigned *)(w + 4) : 0u;
+}
+
+// One 16-row tile of a round: a's rows g and g + 8 (xl, xh, 8 values each as
+// stored; 4-bit codes take them in the nibbles' order (a0, a4), (a1, a5),
+// (a2, a6), (a3, a7)) against the widened codes b, two mma summing the
+// block's products, then its scales s0, s1 (columns 2q, 2q + 1) into acc.
+template <typename A, int BITS>
+static __device__ __forceinline__ void genc_nbits_tile(float (&acc)[4], uint4 xl, uint4 xh, const uint4 &b, float s0,
+                                                       float s1) {
+  if (BITS == 4) {
+    xl = make_uint4(genc_prmt(xl.x, xl.z, 0x5410u), genc_prmt(xl.x, xl.z, 0x7632u), genc_prmt(xl.y, xl.w, 0x5410u),
+                    genc_prmt(xl.y, xl.w, 0x7632u));
+    xh = make_uint4(genc_prmt(xh.x, xh.z, 0x5410u), genc_prmt(xh.x, xh.z, 0x7632u), genc_prmt(xh.y, xh.w, 0x5410u),
+                    genc_prmt(xh.y, xh.w, 0x7632u));
+  }
+  float d[4] = {0.f, 0.f, 0.f, 0.f};
+  genc_nbits_mma<A>::run(d, xl.x, xh.x, xl.y, xh.y, b.x, b.y);
+  genc_nbits_mma<A>::run(d, xl.z, xh.z, xl.w, xh.w, b.z, b.w);
+  acc[0] += d[0] * s0;
+  acc[1] += d[1] * s1;
+  acc[2] += d[2] * s0;
+  acc[3] += d[3] * s1;
 }
 
 // y[M, N] for 9 to 16 MR rows on tensor cores (grid (ceil(N / 8), ceil(M /
@@ -139,13 +167,12 @@ static __device__ void genc_gemvq_mma(const GencNBitsParams &p) {
     for (int i = 0; i < 4; ++i) acc[t][i] = 0.f;
   bool waited = false;
   for (long long r0 = warp; r0 < rounds; r0 += WARPS * U) {
-    unsigned c[U][2];
+    unsigned c[U][2] = {};
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      const long long r = r0 + (long long)u * WARPS, k = r * 32 + q * 8, j = k / BS;
-      const unsigned char *w = col + j * BLOB + (k - j * BS) * BITS / 8;
-      c[u][0] = r < rounds ? *(const unsigned *)w : 0u;
-      c[u][1] = BITS == 8 && r < rounds ? *(const unsigned *)(w + 4) : 0u;
+      const long long r = r0 + (long long)u * WARPS;
+      if (r < rounds)
+        genc_nbits_codes<BITS, BS>(col, r, q, c[u]);
     }
     if (!waited) { // the codes stream before the wait: the kernel before writes only a
       genc_pdl_wait();
@@ -162,14 +189,8 @@ static __device__ void genc_gemvq_mma(const GencNBitsParams &p) {
 #pragma unroll
       for (int t = 0; t < MR; ++t) {
         const long long m = m0 + 16 * t + g;
-        const uint4 xl = genc_nbits_arow<A, BITS>(p, m, k0, vec), xh = genc_nbits_arow<A, BITS>(p, m + 8, k0, vec);
-        float d[4] = {0.f, 0.f, 0.f, 0.f};
-        genc_nbits_mma<A>::run(d, xl.x, xh.x, xl.y, xh.y, b.x, b.y);
-        genc_nbits_mma<A>::run(d, xl.z, xh.z, xl.w, xh.w, b.z, b.w);
-        acc[t][0] += d[0] * s0;
-        acc[t][1] += d[1] * s1;
-        acc[t][2] += d[2] * s0;
-        acc[t][3] += d[3] * s1;
+        genc_nbits_tile<A, BITS>(acc[t], genc_nbits_arow<A>(p, m, k0, vec), genc_nbits_arow<A>(p, m + 8, k0, vec), b,
+                                 s0, s1);
       }
     }
   }
@@ -222,48 +243,28 @@ static __device__ void genc_gemvq_mma_tiles(const GencNBitsParams &p) {
   for (int t = 0; t < 4; ++t)
 #pragma unroll
     for (int i = 0; i < 4; ++i) acc[t][i] = 0.f;
-  // Round r's codes of this lane (one block's 8 codes; c[1] only for 8 bits).
-  auto codes = [&](long long r, unsigned (&c)[2]) {
-    const long long k = r * 32 + q * 8, j = (r * 32) / BS;
-    const unsigned char *w = col + j * BLOB + (k - j * BS) * BITS / 8;
-    c[0] = *(const unsigned *)w;
-    c[1] = BITS == 8 ? *(const unsigned *)(w + 4) : 0u;
-  };
   // Round r + 1's a and codes load while round r computes.
   unsigned cn[2];
-  codes(0, cn); // the codes stream before the wait: the kernel before writes only a
+  genc_nbits_codes<BITS, BS>(col, 0, q, cn); // the codes stream before the wait: the kernel before writes only a
   genc_pdl_wait();
   genc_pdl_launch();
-  uint4 xn = genc_nbits_arow<A, 8>(p, m0 + lr, lk, vec); // row lr of the chunk, as stored
+  uint4 xn = genc_nbits_arow<A>(p, m0 + lr, lk, vec); // row lr of the chunk
   for (long long r = 0; r < rounds; ++r) {
     __syncthreads(); // every warp is done with the last round's chunk
     *(uint4 *)(as + lr * AST + lk) = xn;
     __syncthreads();
     const unsigned c[2] = {cn[0], cn[1]};
     if (r + 1 < rounds) {
-      xn = genc_nbits_arow<A, 8>(p, m0 + lr, (r + 1) * 32 + lk, vec);
-      codes(r + 1, cn);
+      xn = genc_nbits_arow<A>(p, m0 + lr, (r + 1) * 32 + lk, vec);
+      genc_nbits_codes<BITS, BS>(col, r + 1, q, cn);
     }
     const long long j = (r * 32) / BS;
     const uint4 b = genc_nbits_pairs<A, BITS>(c, (int)genc_nbits_zero<S, BITS, ZP>(p, nb, j, blocks));
     const float s0 = S::ld(sc[ns0 * blocks + j]), s1 = S::ld(sc[ns1 * blocks + j]);
 #pragma unroll
-    for (int t = 0; t < 4; ++t) {
-      uint4 xl = *(const uint4 *)(as + (16 * t + g) * AST + q * 8), xh = *(const uint4 *)(as + (16 * t + g + 8) * AST + q * 8);
-      if (BITS == 4) {
-        xl = make_uint4(genc_prmt(xl.x, xl.z, 0x5410u), genc_prmt(xl.x, xl.z, 0x7632u), genc_prmt(xl.y, xl.w, 0x5410u),
-                        genc_prmt(xl.y, xl.w, 0x7632u));
-        xh = make_uint4(genc_prmt(xh.x, xh.z, 0x5410u), genc_prmt(xh.x, xh.z, 0x7632u), genc_prmt(xh.y, xh.w, 0x5410u),
-                        genc_prmt(xh.y, xh.w, 0x7632u));
-      }
-      float d[4] = {0.f, 0.f, 0.f, 0.f};
-      genc_nbits_mma<A>::run(d, xl.x, xh.x, xl.y, xh.y, b.x, b.y);
-      genc_nbits_mma<A>::run(d, xl.z, xh.z, xl.w, xh.w, b.z, b.w);
-      acc[t][0] += d[0] * s0;
-      acc[t][1] += d[1] * s1;
-      acc[t][2] += d[2] * s0;
-      acc[t][3] += d[3] * s1;
-    }
+    for (int t = 0; t < 4; ++t)
+      genc_nbits_tile<A, BITS>(acc[t], *(const uint4 *)(as + (16 * t + g) * AST + q * 8),
+                               *(const uint4 *)(as + (16 * t + g + 8) * AST + q * 8), b, s0, s1);
   }
 #pragma unroll
   for (int t = 0; t < 4; ++t)

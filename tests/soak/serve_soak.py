@@ -27,18 +27,14 @@ import asyncio
 import json
 import os
 import random
-import re
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from serve_bench import free_port, scrape  # noqa: E402  (the load benchmark's: a free port, /metrics read)
 
 
 def vm_rss_kib(pid):
@@ -47,17 +43,6 @@ def vm_rss_kib(pid):
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     raise RuntimeError("no VmRSS for pid %d" % pid)
-
-
-def scrape(base):
-    with urllib.request.urlopen(base + "/metrics", timeout=30) as r:
-        text = r.read().decode()
-    out = {}
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            k, v = line.rsplit(" ", 1)
-            out[re.sub(r'model="[^"]*",?', "", k).replace("{}", "")] = float(v)
-    return out
 
 
 def make_request(rng, vocab, max_length):
