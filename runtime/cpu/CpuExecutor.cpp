@@ -554,7 +554,7 @@ private:
   std::map<std::string, Compiled> programs_;
   std::vector<Tensor> weights_;
   /// Per weight: its panels where only matmuls read it as b[K, N] (AVX-512
-  /// CPUs); the mapped original is then never read (nor paged in) again.
+  /// or AVX2 CPUs); the mapped original is then never read (nor paged in) again.
   std::vector<std::unique_ptr<float, FreeFloats>> panels_;
   /// Per weight read transposed by matmuls (and by other ops): panels of
   /// its transpose, beside the original.

@@ -66,7 +66,7 @@ void matmul(const float *a, const float *b, float *c, int64_t M, int64_t N, int6
     return;
   }
   const int64_t ldb = transB ? K : N;
-  // With AVX-512 every b[K, N] product is a sum over k in order (the same
+  // With AVX-512 or AVX2 every b[K, N] product is a sum over k in order (the same
   // bits as a weight packed at load, runtime/cpu/MatmulPanels.h): a few rows
   // stream b as it is, more rows pack it into panels first.
   if (!transB && matmulFewRows(a, b, c, M, N, K, pool))

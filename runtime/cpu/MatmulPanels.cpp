@@ -4,6 +4,7 @@
 // -Wmaybe-uninitialized reports once inlined (a known false positive).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
+#include "runtime/cpu/ExpPoly.h"
 #include "runtime/cpu/ThreadPool.h"
 
 #include <algorithm>
@@ -15,6 +16,7 @@ namespace genrt::cpu {
 namespace {
 
 const bool kAvx512 = (__builtin_cpu_init(), __builtin_cpu_supports("avx512f"));
+const bool kAvx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 
 // Rows [0, MR) of a (row stride K) times one panel into y's columns
 // [0, cols) (row stride N). 2·MR accumulators + 2 panel vectors: 26 of 32
@@ -46,6 +48,51 @@ using TileFn = void (*)(const float *, const float *, float *, int64_t, int64_t,
 constexpr int kMaxRows = 12;
 constexpr TileFn kTiles[kMaxRows + 1] = {nullptr,  tile<1>, tile<2>, tile<3>,  tile<4>,  tile<5>, tile<6>,
                                          tile<7>,  tile<8>, tile<9>, tile<10>, tile<11>, tile<12>};
+
+// The same sums on AVX2 + FMA: rows [0, MR) against half h of a panel
+// (its columns [16h, 16h + 16), of which the first `cols` are y's). 2·MR
+// accumulators + 2 panel vectors + a broadcast: 15 of 16 registers at MR 6.
+template <int MR>
+__attribute__((target("avx2,fma"))) void tileAvx2(const float *a, const float *panel, float *y, int64_t N,
+                                                  int64_t K, int64_t cols) {
+  __m256 acc[MR][2];
+  for (int m = 0; m < MR; ++m)
+    acc[m][0] = acc[m][1] = _mm256_setzero_ps();
+  for (int64_t k = 0; k < K; ++k) {
+    const __m256 w0 = _mm256_loadu_ps(panel + k * kPanelWidth), w1 = _mm256_loadu_ps(panel + k * kPanelWidth + 8);
+#pragma GCC unroll 6
+    for (int m = 0; m < MR; ++m) {
+      const __m256 av = _mm256_broadcast_ss(a + m * K + k);
+      acc[m][0] = _mm256_fmadd_ps(av, w0, acc[m][0]);
+      acc[m][1] = _mm256_fmadd_ps(av, w1, acc[m][1]);
+    }
+  }
+  const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(std::min<int64_t>(cols, 8))), lanes);
+  const __m256i m1 =
+      _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(std::clamp<int64_t>(cols - 8, 0, 8))), lanes);
+  for (int m = 0; m < MR; ++m) {
+    _mm256_maskstore_ps(y + m * N, m0, acc[m][0]);
+    _mm256_maskstore_ps(y + m * N + 8, m1, acc[m][1]);
+  }
+}
+constexpr int kMaxRowsAvx2 = 6;
+constexpr TileFn kTilesAvx2[kMaxRowsAvx2 + 1] = {nullptr,     tileAvx2<1>, tileAvx2<2>, tileAvx2<3>,
+                                                 tileAvx2<4>, tileAvx2<5>, tileAvx2<6>};
+
+// A panel's tiles for rows [0, M): one register tile of 12 rows and 32
+// columns at a time with AVX-512, of 6 rows and 16 columns with AVX2.
+void panelTiles(const float *a, const float *panel, float *y, int64_t M, int64_t N, int64_t K, int64_t cols) {
+  if (kAvx512) {
+    for (int64_t m0 = 0; m0 < M; m0 += kMaxRows)
+      kTiles[std::min<int64_t>(kMaxRows, M - m0)](a + m0 * K, panel, y + m0 * N, N, K, cols);
+    return;
+  }
+  for (int64_t h = 0; h * 16 < cols; ++h)
+    for (int64_t m0 = 0; m0 < M; m0 += kMaxRowsAvx2)
+      kTilesAvx2[std::min<int64_t>(kMaxRowsAvx2, M - m0)](a + m0 * K, panel + 16 * h, y + m0 * N + 16 * h, N, K,
+                                                          cols - 16 * h);
+}
 
 // ExpPoly.h's expNonPositive, 16 lanes at once (2^k by scalef).
 __attribute__((target("avx512f"))) __m512 expNonPositive16(__m512 t) {
@@ -89,12 +136,37 @@ __attribute__((target("avx512f"))) void softmaxCausal512(float *S, int64_t rows,
   }
 }
 
+
+// The same softmax, a lane at a time (CPUs without AVX-512): ExpPoly.h's
+// scalar exp, the row's sum in order.
+void softmaxCausalPlain(float *S, int64_t rows, int64_t n, int64_t offset, float scale) {
+  for (int64_t t = 0; t < rows; ++t) {
+    float *row = S + t * n;
+    const int64_t valid = offset + t + 1;
+    float mx = -INFINITY;
+    for (int64_t j = 0; j < valid; ++j)
+      mx = std::max(mx, row[j] * scale);
+    float sum = 0.f;
+    for (int64_t j = 0; j < valid; ++j) {
+      row[j] = expNonPositive(row[j] * scale - mx);
+      sum += row[j];
+    }
+    const float inv = 1.f / sum;
+    for (int64_t j = 0; j < valid; ++j)
+      row[j] *= inv;
+    std::fill(row + valid, row + n, 0.f);
+  }
+}
+
 } // namespace
 
-bool havePanelKernels() { return kAvx512; }
+bool havePanelKernels() { return kAvx512 || kAvx2; }
 
 void softmaxCausalRows(float *S, int64_t rows, int64_t n, int64_t offset, float scale) {
-  softmaxCausal512(S, rows, n, offset, scale);
+  if (kAvx512)
+    softmaxCausal512(S, rows, n, offset, scale);
+  else
+    softmaxCausalPlain(S, rows, n, offset, scale);
 }
 
 void packPanels(const float *w, int64_t K, int64_t N, float *out) {
@@ -121,7 +193,7 @@ void packPanelsTransposed(const float *wt, int64_t K, int64_t N, float *out) {
 }
 
 bool matmulPanels(const float *a, const float *panels, float *y, int64_t M, int64_t N, int64_t K, ThreadPool *pool) {
-  if (!kAvx512)
+  if (!havePanelKernels())
     return false;
   if (M == 0 || N == 0)
     return true;
@@ -131,11 +203,8 @@ bool matmulPanels(const float *a, const float *panels, float *y, int64_t M, int6
   auto run = [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
       const float *panel = panels + p * K * kPanelWidth;
-      const int64_t n0 = p * kPanelWidth, cols = std::min(kPanelWidth, N - n0);
-      for (int64_t m0 = 0; m0 < M; m0 += kMaxRows) {
-        const int64_t rows = std::min<int64_t>(kMaxRows, M - m0);
-        kTiles[rows](a + m0 * K, panel, y + m0 * N + n0, N, K, cols);
-      }
+      const int64_t n0 = p * kPanelWidth;
+      panelTiles(a, panel, y + n0, M, N, K, std::min(kPanelWidth, N - n0));
     }
   };
   // Pieces of about 256k multiply-adds at least (a hand-off costs microseconds).

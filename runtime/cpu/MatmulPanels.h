@@ -21,7 +21,7 @@ constexpr int64_t kPanelWidth = 32;
 /// Floats of w[K, N]'s panels.
 inline int64_t panelFloats(int64_t K, int64_t N) { return (N + kPanelWidth - 1) / kPanelWidth * kPanelWidth * K; }
 
-/// Whether this CPU runs the panel kernels (AVX-512).
+/// Whether this CPU runs the panel kernels (AVX-512, or AVX2 + FMA).
 bool havePanelKernels();
 
 /// w[K, N] (row-major) into `out` (panelFloats(K, N) floats).
@@ -32,12 +32,12 @@ void packPanels(const float *w, int64_t K, int64_t N, float *out);
 /// transpose.
 void packPanelsTransposed(const float *wt, int64_t K, int64_t N, float *out);
 
-/// y = a · w from w's panels; false (nothing written) without AVX-512.
+/// y = a · w from w's panels; false (nothing written) without either.
 bool matmulPanels(const float *a, const float *panels, float *y, int64_t M, int64_t N, int64_t K, ThreadPool *pool);
 
 /// Causal softmax of scores S [rows, n] in place: row t becomes
-/// softmax(scale · S[t, 0..offset+t]) with zeros after (AVX-512 only: the
-/// panel kernels' CPUs; exp is runtime/cpu/ExpPoly.h's polynomial). A row's
+/// softmax(scale · S[t, 0..offset+t]) with zeros after (16 lanes with
+/// AVX-512, else one; exp is runtime/cpu/ExpPoly.h's polynomial). A row's
 /// values depend on its own valid scores alone.
 void softmaxCausalRows(float *S, int64_t rows, int64_t n, int64_t offset, float scale);
 

@@ -1,8 +1,8 @@
-// matmulFewRows (a decode step's 2..8-row GEMM, AVX-512) against a double
+// matmulFewRows (a decode step's 2..8-row GEMM, AVX-512 or AVX2) against a double
 // reference, on widths that are and are not multiples of its 64-column
 // blocks, and bit for bit the same with and without the thread pool (a
 // column's sum must not depend on the piece it falls in). Skipped on a CPU
-// without AVX-512, where it declines and BLAS runs.
+// with neither AVX-512 nor AVX2 + FMA, where it declines and BLAS runs.
 #include "runtime/cpu/MatmulFewRows.h"
 #include "runtime/cpu/ThreadPool.h"
 

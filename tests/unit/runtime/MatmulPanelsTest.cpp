@@ -3,7 +3,8 @@
 // gives for any (one sum over k in order each: the executor's packed weights
 // and the interpreter's unpacked ones agree bit for bit), within 1e-6 of a
 // double reference, whatever the thread pool's pieces. Widths that are and
-// are not multiples of the 32-column panels. Skipped without AVX-512.
+// are not multiples of the 32-column panels. Skipped on a CPU with neither
+// AVX-512 nor AVX2 + FMA.
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cpu/MatmulFewRows.h"
 #include "runtime/cpu/MatmulPanels.h"
@@ -19,7 +20,7 @@ namespace {
 
 TEST(MatmulPanels, SameBitsAsTheUnpackedKernelsAndCloseToDouble) {
   if (!genrt::cpu::havePanelKernels())
-    GTEST_SKIP() << "no AVX-512 on this CPU";
+    GTEST_SKIP() << "neither AVX-512 nor AVX2 + FMA on this CPU";
   std::mt19937 rng(5);
   std::normal_distribution<float> g(0.f, 1.f);
   genrt::cpu::ThreadPool pool(2);
