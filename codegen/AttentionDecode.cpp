@@ -32,6 +32,9 @@ struct GencHwBlock {
   static __device__ __forceinline__ unsigned z() { return blockIdx.z; }
   static __device__ __forceinline__ unsigned nz() { return gridDim.z; }
   static __device__ __forceinline__ unsigned splits(const GencAttnParams &p) { return (unsigned)p.splits; }
+  // the barrier of the 128 threads that run a decode routine (the step
+  // kernel's policy meets its first four warps alone where it has more)
+  static __device__ __forceinline__ void sync() { __syncthreads(); }
 };
 // Which keys block (t, y, s) takes: whole tiles of KT keys, and only as
 // many splits as have tiles (every block of a token computes the same
@@ -65,7 +68,7 @@ struct GencDecodeRange {
 // Tile i's K and V rows [KT][RW] words into stage i % ST (row stride RW + 1
 // words: lanes reading rows in parallel meet distinct banks); rows past the
 // range are zero-filled (a zero V row times a zero weight stays zero).
-template <typename C, int KT, int ST>
+template <typename C, int KT, int ST, typename B>
 static __device__ __forceinline__ void genc_decode_issue(const GencAttnParams &p, const GencDecodeRange<C, KT> &r,
                                                          uint4 *tiles, int i) {
   typedef typename C::Cache::S CS;
@@ -80,7 +83,7 @@ static __device__ __forceinline__ void genc_decode_issue(const GencAttnParams &p
   __shared__ long long pairRows[C::SHARED ? 2 : 1][C::SHARED ? KT : 1];
   if constexpr (C::SHARED) {
     for (int x = threadIdx.x; x < KT; x += 128) pairRows[i & 1][x] = r.row(p, j0 + (x < nt ? x : 0));
-    __syncthreads();
+    B::sync();
   }
   for (int e = threadIdx.x; e < 2 * KT * RW; e += 128) {
     const int which = e / (KT * RW), row = (e / RW) % KT, c = e % RW;
@@ -96,22 +99,22 @@ static __device__ __forceinline__ void genc_decode_issue(const GencAttnParams &p
 // tile i + ST - 1 goes out and tile i is waited for (this thread's copies,
 // then everyone's). A group is committed every time, empty or not, so the
 // count the wait names stays right at the range's end.
-template <typename C, int KT, int ST>
+template <typename C, int KT, int ST, typename B>
 static __device__ __forceinline__ void genc_decode_fill(const GencAttnParams &p, const GencDecodeRange<C, KT> &r,
                                                         uint4 *tiles) {
 #pragma unroll
   for (int s = 0; s < ST - 1; ++s) {
-    if (s < r.tiles) genc_decode_issue<C, KT, ST>(p, r, tiles, s);
+    if (s < r.tiles) genc_decode_issue<C, KT, ST, B>(p, r, tiles, s);
     asm volatile("cp.async.commit_group;\n" ::);
   }
 }
-template <typename C, int KT, int ST>
+template <typename C, int KT, int ST, typename B>
 static __device__ __forceinline__ void genc_decode_next(const GencAttnParams &p, const GencDecodeRange<C, KT> &r,
                                                         uint4 *tiles, int i) {
-  if (i + ST - 1 < r.tiles) genc_decode_issue<C, KT, ST>(p, r, tiles, i + ST - 1);
+  if (i + ST - 1 < r.tiles) genc_decode_issue<C, KT, ST, B>(p, r, tiles, i + ST - 1);
   asm volatile("cp.async.commit_group;\n" ::);
   asm volatile("cp.async.wait_group %0;\n" ::"n"(ST - 1));
-  __syncthreads();
+  B::sync();
 }
 
 // A decode step's own k, v (append == 2): every block whose split holds the
@@ -283,7 +286,7 @@ static __device__ void genc_attn_decode_fma(const GencAttnParams &p) {
   const GencDecodeRange<C, KT> r(p, pl, kh, split, B::nz());
   if (split >= r.used) return;
   genc_decode_append<C, KT>(p, t, pl, r, kh);
-  genc_decode_fill<C, KT, ST>(p, r, genc_attn_tiles);
+  genc_decode_fill<C, KT, ST, B>(p, r, genc_attn_tiles);
   genc_attn_query_rows<C, G>(p, t, hb, &qS[0][0], pl); // the group's queries, while the tiles load
   if (tid < G) { mS[tid] = -__int_as_float(0x7f800000); lS[tid] = 0.f; }
   float acc[G][DPT];
@@ -295,7 +298,7 @@ static __device__ void genc_attn_decode_fma(const GencAttnParams &p) {
   const int ks = tid / NDG, dg = tid % NDG; // (C)
 
   for (int i = 0; i < r.tiles; ++i) {
-    genc_decode_next<C, KT, ST>(p, r, genc_attn_tiles, i);
+    genc_decode_next<C, KT, ST, B>(p, r, genc_attn_tiles, i);
     const long long j0 = r.a + (long long)i * KT;
     const int nt = (int)(r.b - j0 < KT ? r.b - j0 : KT);
     const uint4 *kt = genc_attn_tiles + (i % ST) * 2 * KT * RS, *vt = kt + KT * RS;
@@ -334,7 +337,7 @@ static __device__ void genc_attn_decode_fma(const GencAttnParams &p) {
         scS[h][jj] = jj < nt ? v : -__int_as_float(0x7f800000);
       }
     }
-    __syncthreads();
+    B::sync();
     // (B) weights, a warp per head
     for (int h = warp; h < G; h += 4) {
       float mt = -__int_as_float(0x7f800000);
@@ -358,7 +361,7 @@ static __device__ void genc_attn_decode_fma(const GencAttnParams &p) {
         mS[h] = mNew;
       }
     }
-    __syncthreads();
+    B::sync();
     // (C) weighted V rows
     if (ks < KS) {
 #pragma unroll
@@ -381,7 +384,7 @@ static __device__ void genc_attn_decode_fma(const GencAttnParams &p) {
         }
       }
     }
-    __syncthreads(); // the stage and the weights are free again
+    B::sync(); // the stage and the weights are free again
   }
 
   // The key subsets' sums meet in the tiles' memory (no copy is in flight):
@@ -392,14 +395,14 @@ static __device__ void genc_attn_decode_fma(const GencAttnParams &p) {
     for (int h = 0; h < G; ++h)
 #pragma unroll
       for (int x = 0; x < DPT; ++x) red[(ks * G + h) * D + dg * DPT + x] = acc[h][x];
-  __syncthreads();
+  B::sync();
   for (int e = tid; e < G * D; e += 128) {
     float sum = 0.f;
 #pragma unroll
     for (int k = 0; k < KS; ++k) sum += red[k * G * D + e];
     o[e] = sum;
   }
-  __syncthreads();
+  B::sync();
   genc_decode_finish<C, G, B>(p, t, hb, split, r.used, o, mS, lS);
 }
 
@@ -596,7 +599,7 @@ static __device__ __forceinline__ void genc_decode_rows(const GencAttnParams &p,
 // block's output (used == 1) or its partial row and log-sum-exp (fS: each
 // warp's factor per head). NAMED: the 128 compute threads meet on named
 // barrier 1 alone (attn_N_stream, whose producer warp runs apart); else
-// __syncthreads.
+// the block policy's barrier (B::sync).
 // A tensor-core decode warp's scores of head g (s[n][x]: key k0 + 8n + 2q + x
 // of the tile at j0, whose first nt keys are in range): scaled, biased,
 // masked; the row max over the head's four lanes. The running max m moves
@@ -626,10 +629,10 @@ static __device__ __forceinline__ float genc_decode_scores(const GencAttnParams 
   return c;
 }
 
-template <bool NAMED>
+template <bool NAMED, typename B>
 static __device__ __forceinline__ void genc_decode_sync() {
   if constexpr (NAMED) genc_attn_sync();
-  else __syncthreads();
+  else B::sync();
 }
 template <typename C, int G, bool NAMED, typename B = GencHwBlock>
 static __device__ __forceinline__ void genc_decode_meet(const GencAttnParams &p, long long t, int hb, int split,
@@ -639,7 +642,7 @@ static __device__ __forceinline__ void genc_decode_meet(const GencAttnParams &p,
   constexpr int D = C::D, NINF = 0xff800000;
   static_assert(D % 4 == 0, "decode meeting: a row in float4s");
   const int tid = threadIdx.x;
-  genc_decode_sync<NAMED>();
+  genc_decode_sync<NAMED, B>();
   // One warp, lane (w, h) = 8w + h: head h's max and sum over the warps by
   // shuffles, then warp w's factor exp(m_w - M) / L, so that each output
   // is four multiply-adds. The meeting is four warps' serial code at the
@@ -658,7 +661,7 @@ static __device__ __forceinline__ void genc_decode_meet(const GencAttnParams &p,
       ((float *)(used > 1 ? p.lse : p.lseOut))[(t * C::H + hb + h) * (long long)(used > 1 ? B::nz() : 1) +
                                                (used > 1 ? split : 0)] = L > 0.f ? M + logf(L) : __int_as_float(NINF);
   }
-  genc_decode_sync<NAMED>();
+  genc_decode_sync<NAMED, B>();
   for (int e = tid * 4; e < G * D; e += 128 * 4) {
     const int h = e / D, d = e % D;
     float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
@@ -729,7 +732,7 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
   const auto keyAhead = [&](int n, int, int &left) { left = ahead.left; return ahead.k[n]; };
   const auto valueAhead = [&](int x, int, int &left) { left = ahead.left; return ahead.v[x]; };
   if constexpr (REG) {
-    if (appended) __syncthreads();
+    if (appended) B::sync();
     if (r.tiles > 0) {
       if constexpr (C::SHARED) {
         genc_decode_rows<C, KT>(p, r, 0, ahead);
@@ -744,7 +747,7 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
     }
   } else {
     (void)appended;
-    genc_decode_fill<C, KT, ST>(p, r, genc_attn_tiles);
+    genc_decode_fill<C, KT, ST, B>(p, r, genc_attn_tiles);
   }
   // The group's queries, while the tiles load, in the last stage's memory
   // (the fill leaves it alone; with no tiles, where the warps' sums go
@@ -762,7 +765,7 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
         const float lo = g < G ? qs[g * D + d] : 0.f, hi = g < G ? qs[g * D + d + 1] : 0.f;
         qa[k][x] = (unsigned)MT::st(lo) | ((unsigned)MT::st(hi) << 16);
       }
-    __syncthreads(); // the first tile to the last stage comes after every lane's read
+    B::sync(); // the first tile to the last stage comes after every lane's read
   }
   genc_attn_mark(mr, 4);
   constexpr int NO = REG ? D / 16 : NT; // output tiles: O (8 dims) or O^T (16 dims) each
@@ -776,7 +779,7 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
 
   for (int i = 0; i < r.tiles; ++i) {
     if constexpr (!REG)
-      genc_decode_next<C, KT, ST>(p, r, genc_attn_tiles, i);
+      genc_decode_next<C, KT, ST, B>(p, r, genc_attn_tiles, i);
     const long long j0 = r.a + (long long)i * KT;
     const int nt = (int)(r.b - j0 < KT ? r.b - j0 : KT);
     const unsigned kt = tilesAt + (unsigned)((i % ST) * 2 * KT * RSB), vt = kt + KT * RSB;
@@ -886,7 +889,7 @@ static __device__ void genc_attn_decode_mma(const GencAttnParams &p) {
         genc_mma16816<BF16>(o[2 * j], pa, b0, b1);
         genc_mma16816<BF16>(o[2 * j + 1], pa, b2, b3);
       }
-      __syncthreads(); // the stage is free again
+      B::sync(); // the stage is free again
     }
   }
 

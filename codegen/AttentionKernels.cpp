@@ -19,8 +19,16 @@ int64_t numElements(const Value *v) {
   return n;
 }
 
+// Operands: X (or q, k, v), then positions, cos, sin; q_norm, k_norm; bias.
+// The index of q_norm (of what follows the RoPE tables).
+size_t operandsBeforeNorm(const Op &op) {
+  const bool packed = !op.intsAttr("qkv_offsets").empty();
+  return (packed || op.is("cross_attention") ? 1 : 3) + (op.strAttr("rope", "").empty() ? 0 : 3);
+}
+
 // The configuration of one attention op as the struct the templates read:
 // its text is also the key that dedups families.
+
 std::string configBody(const Function &f, const Op &op, DType activation, bool sharedPrompts, bool crossI8,
                        const AttentionKernelOptions &options, int &headsPerBlock, genrt::cuda::DecodeShape &decode,
                        bool &stream) {
@@ -34,13 +42,10 @@ std::string configBody(const Function &f, const Op &op, DType activation, bool s
   const bool packed = !offs.empty();
   const std::string rope = op.strAttr("rope", "");
   const bool qkNorm = op.hasAttr("qk_norm_epsilon");
-  // Operands: X (or q, k, v), then positions, cos, sin; q_norm, k_norm; bias.
-  size_t next = packed ? 1 : (mode == 1 ? 1 : 3);
   const Value *cosV = nullptr, *qn = nullptr, *kn = nullptr, *bias = nullptr;
-  if (!rope.empty()) {
-    cosV = op.operand(next + 1);
-    next += 3;
-  }
+  size_t next = operandsBeforeNorm(op);
+  if (!rope.empty())
+    cosV = op.operand(next - 2);
   if (qkNorm) {
     qn = op.operand(next);
     kn = op.operand(next + 1);
@@ -118,6 +123,13 @@ std::string configBody(const Function &f, const Op &op, DType activation, bool s
 }
 
 } // namespace
+
+bool allHeadQkNorm(const Op &op) {
+  if (!op.hasAttr("qk_norm_epsilon"))
+    return false;
+  const size_t at = operandsBeforeNorm(op);
+  return at < op.operands().size() && numElements(op.operand(at)) != op.intAttr("head_dim", 0);
+}
 
 AttentionKernels emitAttentionKernels(Module &m, DType activation, const AttentionKernelOptions &options) {
   AttentionKernels out;

@@ -1,5 +1,6 @@
 #include "codegen/StepKernel.h"
 
+#include "codegen/AttentionKernels.h"
 #include "codegen/CudaSyntax.h"
 #include "codegen/GemvKernels.h"
 #include "codegen/StepKernelTemplates.h"
@@ -22,7 +23,6 @@ using genrt::StepOp;
 using genrt::StepOpKind;
 using genrt::StepSchedule;
 
-constexpr int64_t kThreads = genrt::cuda::kStepThreads;
 constexpr int64_t kStaticReserve = 24 << 10; // the attention routines' and the kernel's own static arrays
 
 int64_t align(int64_t n, int64_t a) { return (n + a - 1) / a * a; }
@@ -43,6 +43,11 @@ public:
 
   // Gives each op its case; false (with `why`) where one has no routine.
   bool emit(std::string &why) {
+    // An all-head q/k norm (OLMo2) sums over a whole block inside the decode
+    // routine, which runs on four warps only where the kernel has more.
+    for (const StepOp &op : s_.ops)
+      if (op.kind == StepOpKind::AttnDecode && s_.threads > 128 && allHeadQkNorm(*ops_[size_t(op.op)]))
+        s_.threads = 128;
     for (StepOp &op : s_.ops) {
       std::string sig, body;
       if (!routine(op, sig, body, why))
@@ -60,7 +65,7 @@ public:
     std::ostringstream c;
     c << "\n// ==== the step kernel (codegen/StepKernel.cpp) ====\n"
       << genrt::cuda::kGencStepAbiSource << "\n"
-      << "static constexpr int GENC_STEP_THREADS = " << kThreads << ", GENC_STEP_ROWS = " << s_.maxRows << ";\n"
+      << "static constexpr int GENC_STEP_THREADS = " << s_.threads << ", GENC_STEP_ROWS = " << s_.maxRows << ";\n"
       << stepKernelTemplates() << "\n";
     for (const auto &b : bodies_)
       c << b.second;
@@ -113,7 +118,7 @@ private:
     }
     bodies_.emplace(name, k->stepRows);
     scratch_ = std::max(scratch_, k->sharedFloats.constant() * 4);
-    const int64_t nt = std::min<int64_t>(k->blockSize, kThreads);
+    const int64_t nt = std::min<int64_t>(k->blockSize, s_.threads);
     std::ostringstream c;
     c << "  " << name << "_step_rows<" << nt << ">(" << row0 << ", " << step << ", (float *)smem, red32";
     for (size_t i = 0; i < k->symbols.size(); ++i)
@@ -258,14 +263,14 @@ private:
         << "  for (long long t = 0; t < args.tokens; ++t)\n"
         << "    for (int y = it.first * DPARTS; y < (it.first + 1) * DPARTS; ++y) {\n"
         << "      genc_step_at((unsigned)t, (unsigned)y, (unsigned)it.count, (unsigned)args.splits);\n"
-        << "      if (it.count < args.splits) genc_attn_decode<" << fam << "_cfg, GencStepBlock>(o.attn);\n"
+        << "      if (it.count < args.splits && threadIdx.x < 128) genc_attn_decode<" << fam << "_cfg, GencStepBlock>(o.attn);\n"
         << "    }\n}\n";
     } else {
       sig = "attention merge " + fam;
       const std::string cfg = fam + "_step_cfg";
       if (!stepCfgs_.count(cfg))
         stepCfgs_.insert(cfg);
-      c << "struct " << cfg << " : " << fam << "_cfg { static constexpr int MTHREADS = " << kThreads << "; };\n"
+      c << "struct " << cfg << " : " << fam << "_cfg { static constexpr int MTHREADS = " << s_.threads << "; };\n"
         << head(nextCode(sig)) << "  for (long long t = 0; t < args.tokens; ++t)\n"
         << "    for (int h = it.first; h < it.first + it.count; ++h) {\n"
         << "      genc_step_at((unsigned)t, (unsigned)h, 0u, (unsigned)args.splits);\n"
@@ -304,7 +309,7 @@ private:
 
   std::string kernel() const {
     std::ostringstream c;
-    c << "extern \"C\" __global__ void __launch_bounds__(" << kThreads << ", " << s_.blocksPerSm << ") genc_step(const GencStepParams sp) {\n"
+    c << "extern \"C\" __global__ void __launch_bounds__(" << s_.threads << ", " << s_.blocksPerSm << ") genc_step(const GencStepParams sp) {\n"
       << R"(#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 // bulk copies and their mbarriers: sm_90 and newer
   extern __shared__ __align__(1024) unsigned char genc_step_smem[];
   __shared__ __align__(8) unsigned long long full[GENC_STEP_PAGES], empty[GENC_STEP_PAGES];
@@ -312,6 +317,7 @@ private:
   __shared__ float red32[32];
   __shared__ int stop;
   const int tid = threadIdx.x;
+  if (blockDim.x != GENC_STEP_THREADS) __trap(); // an edited plan: its barriers count this many
   const int *order = (const int *)sp.order, *starts = (const int *)sp.blockStart;
   const int first = starts[blockIdx.x], last = starts[blockIdx.x + 1];
   const GencStepOp *ops = (const GencStepOp *)sp.ops;
@@ -336,10 +342,9 @@ private:
     const GencStepOp &o = ops[it.op];
     unsigned long long *stamp = sp.trace && tid == 0 ? (unsigned long long *)sp.trace + GENC_STEP_STAMPS * i : nullptr;
     if (stamp) stamp[0] = genc_step_now();
-    if (tid == 0) {
-      stop = !genc_step_wait<GENC_STEP_PAGES, GENC_STEP_PAGE>(ring, sp, last, o.waits, i, it.op);
-      __threadfence(); // an acquire for the whole block: no stale line of what the waits covered
-    }
+    // Thread 0's acquire loads, then the block barrier: every thread's loads
+    // after it see what the waited-for items wrote (as CUTLASS's barrier)
+    if (tid == 0) stop = !genc_step_wait<GENC_STEP_PAGES, GENC_STEP_PAGE>(ring, sp, last, o.waits, i, it.op);
     long long c1 = 0;
     if (stamp) {
       stamp[1] = genc_step_now();
@@ -359,8 +364,9 @@ private:
     }
     __syncthreads();
     if (tid == 0) {
-      __threadfence();
-      if (it.op != sp.stallOp) atomicAdd((unsigned *)sp.counters + it.op, 1u);
+      // the block barrier, then a release add: the whole block's writes go before the count
+      if (it.op != sp.stallOp)
+        asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"((unsigned *)sp.counters + it.op) : "memory");
       genc_step_issue<GENC_STEP_PAGES, GENC_STEP_PAGE>(ring, sp, last, -1); // the item's slots are empty now
     }
     if (stamp) {

@@ -17,6 +17,13 @@ struct GencStepBlock {
   static __device__ __forceinline__ unsigned z() { return genc_step_vb[2]; }
   static __device__ __forceinline__ unsigned nz() { return genc_step_vb[3]; }
   static __device__ __forceinline__ unsigned splits(const GencAttnParams &) { return genc_step_vb[3]; }
+  // A decode routine runs on the first four warps (its code is written for
+  // 128 threads); with more, they meet on named barrier 1 (as
+  // genc_attn_sync), the others waiting at the item's end.
+  static __device__ __forceinline__ void sync() {
+    if (GENC_STEP_THREADS == 128) __syncthreads();
+    else asm volatile("bar.sync 1, 128;" ::: "memory");
+  }
 };
 static __device__ __forceinline__ void genc_step_at(unsigned x, unsigned y, unsigned z, unsigned n) {
   __syncthreads(); // the last call is done with the coordinates and its shared memory
@@ -60,16 +67,17 @@ static __device__ __forceinline__ void genc_step_count(long long *to, long long 
 
 // ---- the weight ring --------------------------------------------------------
 // PAGES pages of PAGE bytes in dynamic shared memory. Page i of the block's
-// stream (its Matvec items' pages in list order) goes to slot i % PAGES;
-// every warp computes its share of the page's outputs: `full` completes
-// when its bulk copies land, `empty` when the four warps are done with it
-// (each waits for `full` before it arrives, so no warp's arrival can count
-// for a later page of the slot). Thread 0 issues page i once page i - PAGES
-// is empty: after each page it is done with, in the spin of a counter wait
-// and between items, without blocking; it blocks only to issue a page the
-// block needs next. So a page's latency is split four ways, no warp idles
-// on an item of one page, and the next op's weights stream in while the
-// block waits for the op before it.
+// stream (its Matvec items' pages in list order) goes to slot i % PAGES and
+// to a team of the warps (one warp, or several sharing its outputs: per
+// item, genc_step_matvec_mma): `full` completes when its bulk copies land,
+// `empty` when every warp has arrived, its team's after computing it, the
+// others at once (each waits for `full` before it arrives, so no warp's
+// arrival can count for a later page of the slot). Thread 0 issues page i
+// once page i - PAGES is empty: after each page it is done with, in the
+// spin of a counter wait and between items, without blocking; it blocks
+// only to issue a page the block needs next. So the teams compute pages at
+// once, an item of one page still takes every warp, and the next op's
+// weights stream in while the block waits for the op before it.
 struct GencStepRing {
   unsigned char *base;
   unsigned long long *full, *empty;
@@ -281,32 +289,45 @@ static __device__ void genc_step_matvec_mma(GencStepRing &r, const GencStepParam
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, q = lane & 3;
   const long long K = m.K, end = (long long)it.first + it.count, rpp = m.rowsPerPage;
   const int K32 = (int)(K / 32);
-  // S for the item's full pages: the fewest mma on the busiest warp (the
-  // page's groups of columns dealt to the warps), at most 4 chunks of step rows
-  int lS = 0;
+  // S and the team for the item: a page goes to a team of TW warps (page p
+  // to team p % (WARPS / TW)), which deals its groups of columns to its
+  // warps. The cost of the busiest team in window units: its pages, each a
+  // fixed FIX (the wait for the page, the sums through shared memory, the
+  // release) and its busiest warp's windows. Many pages an item take a warp
+  // each (their fixed latencies overlap); an item of one page shares it.
+  constexpr int FIX = 16;
+  const long long pages = (it.count + rpp - 1) / rpp;
+  int lS = 0, TW = 1;
   long long best = -1;
   for (int ls = 0; (1 << ls) <= SMAX && K32 % (1 << ls) == 0; ++ls) {
     const int per = COLS >> ls, tm = 16 >> ls, nch = (T + tm - 1) / tm;
     if (nch > 4) break;
     const long long groups = (rpp + per - 1) / per;
-    const long long cost = (groups + WARPS - 1) / WARPS * (K32 >> ls) * nch;
-    if (best < 0 || cost < best) {
-      best = cost;
-      lS = ls;
+    for (int tw = 1; tw <= WARPS && tw <= groups; tw *= 2) {
+      const long long teamPages = (pages + WARPS / tw - 1) / (WARPS / tw);
+      const long long cost = teamPages * (FIX + (groups + tw - 1) / tw * (K32 >> ls) * nch);
+      if (best < 0 || cost < best) {
+        best = cost;
+        lS = ls;
+        TW = tw;
+      }
     }
   }
   const int S = 1 << lS, per = COLS >> lS, TM = 16 >> lS, nch = (T + TM - 1) / TM, windows = K32 >> lS;
+  const int teams = WARPS / TW, team = warp / TW, tw = warp % TW;
   const int seg = g & (S - 1), colRow = GLU ? g >> (lS + 1) : g >> lS, up = GLU ? (g >> lS) & 1 : 0;
   const long long at = (long long)seg * (K >> lS) + q * 8; // this lane's first k: its segment's, its 8 of a window
   const bool hi = T > (8 >> lS);                          // A rows 8..15 hold step rows
   float *dsc = genc_step_d[warp];
-  for (long long n0 = it.first; n0 < end; n0 += rpp) {
+  for (long long n0 = it.first, ip = 0; n0 < end; n0 += rpp, ++ip) {
     const int p = r.consumed++;
     genc_step_need<PAGES, PAGE>(r, sp, last, p);
     const int R = (int)min(rpp, end - n0);
+    // every warp waits for every page before its arrival on `empty`, its team's or not
     const WS *page = (const WS *)genc_step_page<PAGES, PAGE>(r, sp, p);
     const long long c0 = sp.trace && lane == 0 ? clock64() : 0;
-    for (int r0 = warp * per; r0 < R; r0 += WARPS * per) { // this warp's groups of the page's rows
+    // this warp's groups of the page's rows, where the page is its team's
+    for (int r0 = ip % teams == team ? tw * per : R; r0 < R; r0 += TW * per) {
       // a column past the page's rows reads its last row; its sums are not stored
       const int row = min(r0 + colRow, R - 1);
       const uint4 *w = (const uint4 *)(page + (long long)(up ? R + row : row) * K + at);

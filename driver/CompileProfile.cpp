@@ -36,6 +36,7 @@ void CompileProfile::overrideWith(const CompileProfile &o) {
   take(cuda.decodeStageKib, o.cuda.decodeStageKib);
   take(cuda.stepBlocks, o.cuda.stepBlocks);
   take(cuda.stepBlocksPerSm, o.cuda.stepBlocksPerSm);
+  take(cuda.stepWarps, o.cuda.stepWarps);
   take(cuda.decodeStream, o.cuda.decodeStream);
   take(cuda.attentionTrace, o.cuda.attentionTrace);
   take(passes, o.passes);
@@ -108,6 +109,12 @@ std::string checkStepBlocksPerSm(int64_t v) {
   if (v >= 1 && v <= 4)
     return "";
   return "must be 1 to 4 blocks an SM (got " + std::to_string(v) + ")";
+}
+
+std::string checkStepWarps(int64_t v) {
+  if (v == 4 || v == 8)
+    return "";
+  return "must be 4 or 8 warps (got " + std::to_string(v) + ")";
 }
 
 std::string checkStageKib(int64_t v) {
@@ -193,6 +200,7 @@ llvm::Expected<CompileProfile> resolveProfile(const CompileProfile &given, const
   p.cuda.attentionTrace = p.cuda.attentionTrace.value_or(kernels.trace);
   p.cuda.stepBlocks = p.cuda.stepBlocks.value_or(kDefaultStepBlocks);
   p.cuda.stepBlocksPerSm = p.cuda.stepBlocksPerSm.value_or(1);
+  p.cuda.stepWarps = p.cuda.stepWarps.value_or(4);
   resolveGeneration(p.generation, m);
   return p;
 }
@@ -217,6 +225,7 @@ void applyProfile(const CompileProfile &p, Module &m) {
   setPlanOptions(m, o);
   m.metadata()["plan.step_blocks"] = std::to_string(p.cuda.stepBlocks.value_or(kDefaultStepBlocks));
   m.metadata()["plan.step_blocks_per_sm"] = std::to_string(p.cuda.stepBlocksPerSm.value_or(1));
+  m.metadata()["plan.step_warps"] = std::to_string(p.cuda.stepWarps.value_or(4));
   // Only values that differ from config.json's: the IR keeps the config's text.
   const GenerationDefaults &g = p.generation;
   if (g.eosTokenId && *g.eosTokenId != metadataInts(m, "config.eos_token_id")) {

@@ -42,9 +42,12 @@ struct CudaKernelChoices {
   /// more warps to hide latency, and a block that waits leaves the SM to
   /// another); 1..4.
   std::optional<int64_t> stepBlocksPerSm;
+  /// Warps of a step-kernel block, 4 or 8 (more warps hide more latency; a
+  /// decode attention routine runs on four of them).
+  std::optional<int64_t> stepWarps;
   bool any() const {
     return attentionHeadsPerBlock || decodeStageKib || decodeStream || attentionTrace || stepBlocks ||
-           stepBlocksPerSm;
+           stepBlocksPerSm || stepWarps;
   }
 };
 
@@ -94,6 +97,7 @@ std::string checkHeadsPerBlock(int64_t v);
 std::string checkStageKib(int64_t v);
 std::string checkStepBlocks(int64_t v);
 std::string checkStepBlocksPerSm(int64_t v);
+std::string checkStepWarps(int64_t v);
 
 /// `given` with every key set: the model's maximum positions (at most 2048)
 /// for max_length, genc's defaults for the other sizes, the standard

@@ -33,7 +33,7 @@ std::string keyPath(const std::vector<std::string> &path) {
 const char *const kTopKeys = "max_batch, max_beams, max_length, max_tokens, max_source_length, "
                              "max_new_tokens, dtype, cross_kv_dtype, weights, group_size, quantize_lm_head, "
                              "weights_zero_point, nbits_accuracy_level, gpu_archs, cuda, passes, generation, tokenizer";
-const char *const kCudaKeys = "attention_heads_per_block, decode_stage_kib, decode_stream, attention_trace, step_blocks, step_blocks_per_sm";
+const char *const kCudaKeys = "attention_heads_per_block, decode_stage_kib, decode_stream, attention_trace, step_blocks, step_blocks_per_sm, step_warps";
 const char *const kGenerationKeys =
     "eos_token_id, pad_token_id, bos_token_id, decoder_start_token_id";
 
@@ -110,6 +110,9 @@ struct StepBlocks {
   int64_t v = 0;
 };
 struct StepBlocksPerSm {
+  int64_t v = 0;
+};
+struct StepWarps {
   int64_t v = 0;
 };
 struct Flag {
@@ -208,6 +211,7 @@ template <> struct ScalarTraits<HeadsPerBlock> : IntScalar<HeadsPerBlock, checkH
 template <> struct ScalarTraits<StageKib> : IntScalar<StageKib, checkStageKib> {};
 template <> struct ScalarTraits<StepBlocks> : IntScalar<StepBlocks, checkStepBlocks> {};
 template <> struct ScalarTraits<StepBlocksPerSm> : IntScalar<StepBlocksPerSm, checkStepBlocksPerSm> {};
+template <> struct ScalarTraits<StepWarps> : IntScalar<StepWarps, checkStepWarps> {};
 template <> struct ScalarTraits<Flag> : FlagScalar {};
 template <> struct ScalarTraits<DTypeName> : TextScalar<DTypeName, checkDType> {};
 template <> struct ScalarTraits<CrossKvDTypeName> : TextScalar<CrossKvDTypeName, checkCrossKvDType> {};
@@ -235,6 +239,7 @@ template <> struct MappingTraits<CudaSection> {
     mapKey<Flag>(io, "attention_trace", c.v.attentionTrace);
     mapKey<StepBlocks>(io, "step_blocks", c.v.stepBlocks);
     mapKey<StepBlocksPerSm>(io, "step_blocks_per_sm", c.v.stepBlocksPerSm);
+    mapKey<StepWarps>(io, "step_warps", c.v.stepWarps);
   }
 };
 

@@ -42,7 +42,6 @@ using genrt::StepOpKind;
 using genrt::StepSchedule;
 using genrt::StepWait;
 
-constexpr int64_t kThreads = 128;            // the kernel's block (runtime/cuda/StepAbi.h)
 constexpr int64_t kMinPageBytes = 16 << 10;  // a page: at least this, at least a weight row (two with a GLU)
 constexpr int64_t kMaxPageBytes = 64 << 10;
 constexpr int64_t kRingBytes = 160 << 10;    // the rest of a block's 227 KB: staged rows, attention tiles
@@ -121,12 +120,12 @@ public:
   }
 
   // Waits, items and the blocks' lists.
-  StepSchedule schedule(int64_t blocks, int64_t perSm, int64_t maxRows) {
+  StepSchedule schedule(int64_t blocks, int64_t perSm, int64_t warps, int64_t maxRows) {
     wire();
     StepSchedule s;
     s.blocks = static_cast<int32_t>(blocks);
     s.blocksPerSm = static_cast<int32_t>(perSm);
-    s.threads = static_cast<int32_t>(kThreads);
+    s.threads = static_cast<int32_t>(32 * warps);
     s.maxRows = maxRows;
     int64_t widest = 0;
     for (const Unit &u : units_)
@@ -402,6 +401,7 @@ llvm::Error scheduleStepPass(Module &m) {
   const PlanOptions opts = planOptions(m);
   const int64_t blocks = metadataInt(m, "plan.step_blocks").value_or(kDefaultStepBlocks);
   const int64_t perSm = std::clamp<int64_t>(metadataInt(m, "plan.step_blocks_per_sm").value_or(1), 1, 4);
+  const int64_t warps = metadataInt(m, "plan.step_warps").value_or(4) == 8 ? 8 : 4;
   if (blocks <= 0) {
     R.analysis("StepKernelNotUsed", *f, nullptr) << "the decode step keeps one kernel per op: step_blocks is 0";
     return llvm::Error::success();
@@ -429,7 +429,7 @@ llvm::Error scheduleStepPass(Module &m) {
   // Every row of a decode step up to the kernel's most: the plan's
   // sequences times their beams.
   StepSchedule sched =
-      s.schedule(blocks, perSm, std::clamp<int64_t>(opts.maxBatch * std::max<int64_t>(opts.maxBeams, 1), 1, genrt::kStepMaxRows));
+      s.schedule(blocks, perSm, warps, std::clamp<int64_t>(opts.maxBatch * std::max<int64_t>(opts.maxBeams, 1), 1, genrt::kStepMaxRows));
   s.tagOps();
   m.metadata()["step.schedule"] = genrt::stepScheduleJson(sched);
   int64_t bytes = 0;

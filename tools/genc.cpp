@@ -135,6 +135,10 @@ static cl::opt<int64_t> StepBlocksPerSm(
     cl::desc("GPU: how many of the decode-step kernel's blocks share an SM, each with that share of its shared "
              "memory (1 to 4, default 1; profile key cuda.step_blocks_per_sm)"),
     cl::init(1), cl::sub(CompileCmd), cl::cat(GencCat));
+static cl::opt<int64_t> StepWarps(
+    "step-warps",
+    cl::desc("GPU: warps of a decode-step kernel block, 4 or 8 (default 4; profile key cuda.step_warps)"),
+    cl::init(4), cl::sub(CompileCmd), cl::cat(GencCat));
 static cl::opt<bool> AttentionTrace("attention-trace",
                                     cl::desc("GPU diagnostics: the decode attention kernels stamp their stages "
                                              "(genrun prints them with GENC_CUDA_ATTN_TRACE=1; profile key "
@@ -411,6 +415,11 @@ static CompileProfile flagsProfile() {
     if (std::string why = checkStepBlocksPerSm(StepBlocksPerSm); !why.empty())
       fail("--step-blocks-per-sm " + why);
     p.cuda.stepBlocksPerSm = StepBlocksPerSm;
+  }
+  if (StepWarps.getNumOccurrences()) {
+    if (std::string why = checkStepWarps(StepWarps); !why.empty())
+      fail("--step-warps " + why);
+    p.cuda.stepWarps = StepWarps;
   }
   if (GpuArchs.getNumOccurrences()) {
     p.gpuArchs.emplace();

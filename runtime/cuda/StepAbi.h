@@ -81,7 +81,6 @@ namespace genrt::cuda {
 GENC_STEP_ABI
 static const char *const kGencStepAbiSource = GENC_STEP_XSTR(GENC_STEP_ABI);
 
-constexpr int kStepThreads = 128;
 /// The most waits a step op carries.
 constexpr int kStepMaxWaits = 6;
 /// A wait on a counter ends the step with an error past this (a bug or a

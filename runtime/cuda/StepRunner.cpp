@@ -159,10 +159,20 @@ Status StepRunner::init(StepContext &ctx, const KernelModule &mod, const Program
                             "cuFuncSetAttribute (the step kernel)");
       !st)
     return st;
+  // The kernel was built for the schedule's block (its launch bounds; a
+  // block of another size stops in the kernel): an edited thread count.
+  int maxThreads = 0;
+  if (Status st = dev.check(a.cuFuncGetAttribute(&maxThreads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, fn),
+                            "cuFuncGetAttribute (the step kernel)");
+      !st)
+    return st;
+  if (maxThreads < s.threads)
+    return Status::error("the plan's step kernel was built for blocks of " + std::to_string(maxThreads) +
+                         " threads, its schedule says " + std::to_string(s.threads));
   // Every block resident at once, as its waits need: the schedule's blocks
   // an SM must fit one (registers and shared memory).
   int perSm = 0;
-  if (Status st = dev.check(a.cuOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, fn, kStepThreads,
+  if (Status st = dev.check(a.cuOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, fn, s.threads,
                                                                           static_cast<size_t>(s.sharedBytes)),
                             "cuOccupancyMaxActiveBlocksPerMultiprocessor");
       !st)
@@ -242,7 +252,8 @@ Status StepRunner::enqueue(StepContext &ctx, const ProgramRun &run) {
                    trace_,
                    stallOp_};
   void *args[] = {&p};
-  if (Status s = dev_->check(a.cuLaunchKernel(fn_, static_cast<unsigned>(sched_->blocks), 1, 1, kStepThreads, 1, 1,
+  if (Status s = dev_->check(a.cuLaunchKernel(fn_, static_cast<unsigned>(sched_->blocks), 1, 1,
+                                              static_cast<unsigned>(sched_->threads), 1, 1,
                                               static_cast<unsigned>(sched_->sharedBytes), ctx.stream, args, nullptr),
                              "launching the step kernel");
       !s)

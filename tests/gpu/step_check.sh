@@ -32,6 +32,8 @@
 #                                    # MODEL:DTYPE:PROMPT[:BATCH[:BEAMS]]: those rows only
 #   STEP_GENC="--step-blocks 264 --step-blocks-per-sm 2" bash tests/gpu/step_check.sh --time
 #                                    # genc's flags for every plan (two blocks an SM)
+#   STEP_VARIANTS="--step-warps 8|--step-blocks 264 --step-blocks-per-sm 2" bash tests/gpu/step_check.sh --time
+#                                    # --time: more plans of each export, their step kernel timed
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 TIME=0
@@ -228,6 +230,30 @@ EOF
   local bytes
   bytes=$(python3 -c "import json; print(json.load(open('$d.stats.json'))['decode_weights_bytes'])")
   row "time $1|ok|step kernel ${ms[2]} ms/token, kernel by kernel ${ms[3]} (first runs ${ms[0]} / ${ms[1]}); weights read a step $bytes B, floor at the copy bandwidth 4.12 TB/s $(python3 -c "print(f'{$bytes / 4.122e12 * 1e3:.3f}')") ms; tokens $(same "$d.out0" "$d.out1")"
+  # STEP_VARIANTS: more plans of the same export, each with more genc flags
+  # ("|" between them), the step kernel timed (the second of two runs) and traced
+  local v=0 flags t variants
+  IFS='|' read -ra variants <<< "${STEP_VARIANTS-}"
+  for flags in "${variants[@]}"; do
+    v=$((v + 1))
+    # shellcheck disable=SC2086 # flags: several words
+    "$BIN/genc" compile "$d/model.onnx" -o "$d.v$v.plan" --dtype f16 --gpu-arch sm_90 --max-batch 1 --max-length 256 \
+      ${STEP_GENC-} $flags > "$d.v$v.genc.log" 2>&1 || { row "time $1 $flags|FAIL|genc: $(tail -1 "$d.v$v.genc.log")"; continue; }
+    "$BIN/genc" inspect "$d.v$v.plan" | grep -m1 "step schedule" >> "$OUT/schedules.txt"
+    for t in 1 2; do
+      GENC_CUDA_STEP=1 timeout 300 "$BIN/genrun" "$d.v$v.plan" --device cuda --input "$d.jsonl" --max-new-tokens 128 \
+        --ignore-eos --stats --output "$d.v$v.out" > "$d.v$v.log" 2>&1 || break
+    done
+    if ! grep -q "step kernel ran" "$d.v$v.log"; then
+      row "time $1 $flags|FAIL|$(grep -m1 "step kernel\|error" "$d.v$v.log")"
+      continue
+    fi
+    GENC_CUDA_STEP_TRACE=2 timeout 300 "$BIN/genrun" "$d.v$v.plan" --device cuda --input "$d.jsonl" --max-new-tokens 16 \
+      --ignore-eos --output /dev/null > "$OUT/trace-${1/:/-}-v$v.txt" 2>&1
+    grep "step trace" "$OUT/trace-${1/:/-}-v$v.txt" | grep -v "op by op\|step trace: *[0-9op]\|step trace: step:" |
+      sed "s/^genrun/$1 $flags/" >> "$OUT/traces.txt"
+    row "time $1 $flags|ok|step kernel $(grep -o 'decode [0-9.]* ms/token' "$d.v$v.log" | grep -o '[0-9.]*') ms/token; tokens against kernel by kernel $(same "$d.out0" "$d.v$v.out")"
+  done
 }
 # sanitize: the step kernel under compute-sanitizer (slow: a few tokens).
 sanitize() {
