@@ -109,7 +109,7 @@ void matmulNBits(const float *a, const NBitsMatrix &w, float *y, int64_t M, Thre
     return;
   if (w.accuracyLevel == 4) {
     // 8-bit activations: the same integers whichever kernel, rows 8 at a time.
-    const bool vnni = gKind.load() == Kind::Avx512;
+    const bool vnni = gKind.load() != Kind::Scalar; // the vector kernels: VNNI, else AVX2
     static thread_local Int8Rows mine;
     const Int8Rows &xq = mine; // this thread's, named so that the pool's threads read it
     for (int64_t m0 = 0; m0 < M; m0 += kMaxGemvRows) {

@@ -4,6 +4,8 @@
 // [N, blocks, blob] u8 (4-bit: two codes a byte, the even element low),
 // scales [N, blocks] f32, zero points as NBitsLayout.h stores them, y [M, N].
 //
+// AVX2 (CPUs without VNNI): vpmaddubsw / vpmaddwd, the same integers (rowsAvx2).
+//
 // VNNI: a block's 32 codes a step as 32 unsigned bytes (4-bit: the low
 // nibbles of 16 bytes, then their high nibbles, meeting x's even then odd
 // elements) against 32 signed bytes of x, vpdpbusd summing four products a
@@ -295,6 +297,87 @@ template <int BITS, bool FZP, bool BS32> constexpr std::array<Fn, 8> byRows() {
           rowsVnni<7, BITS, FZP, BS32>, rowsVnni<8, BITS, FZP, BS32>};
 }
 
+// ---- AVX2: the same integers, 8 lanes ------------------------------------------
+// A group of 32 codes against 32 bytes of x a step. 4 bits: the 16 code
+// bytes' low nibbles then their high ones as 32 unsigned bytes (x is
+// arranged so: 16 even elements, 16 odd), vpmaddubsw pairing them with x
+// (a pair of 15 * 127 products cannot saturate 16 bits), vpmaddwd summing
+// pairs into 32-bit lanes. 8 bits: codes and x widened to 16 bits first (a
+// pair of 255 * 127 products would saturate vpmaddubsw). The integer zero
+// point enters lane 0 as -z * sum(xq); then one conversion and one
+// multiply-add by s * sx a block and row, the lanes summed at the end.
+template <int M, int BITS, bool FZP>
+__attribute__((target("avx2,fma"))) void rowsAvx2(const Int8Rows &x, const NBitsMatrix &w, float *y, int64_t n0,
+                                                  int64_t n1) {
+  const int64_t bs = w.shape.blockSize, blocks = w.shape.blocks(), blob = w.shape.blobBytes(), N = w.shape.N;
+  const __m256i ones = _mm256_set1_epi16(1);
+  const __m128i nibble = _mm_set1_epi8(0x0F);
+  for (int64_t n = n0; n < n1; ++n) {
+    const NBitsIntZeroPoints zp(w, n);
+    __m256 acc[M];
+    float side[M];
+#pragma GCC unroll 8
+    for (int m = 0; m < M; ++m) {
+      acc[m] = _mm256_setzero_ps();
+      side[m] = 0.f;
+    }
+    for (int64_t j = 0; j < blocks; ++j) {
+      const uint8_t *b = w.codes + (n * blocks + j) * blob;
+      __m256i dot[M];
+#pragma GCC unroll 8
+      for (int m = 0; m < M; ++m)
+        dot[m] = _mm256_setzero_si256();
+      for (int64_t g = 0; g < bs; g += 32) {
+        if constexpr (BITS == 4) {
+          const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i *>(b + g / 2));
+          const __m256i codes =
+              _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(c, 4), nibble), _mm_and_si128(c, nibble));
+#pragma GCC unroll 8
+          for (int m = 0; m < M; ++m) {
+            const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x.q.data() + m * x.rowBytes + j * bs + g));
+            dot[m] = _mm256_add_epi32(dot[m], _mm256_madd_epi16(_mm256_maddubs_epi16(codes, xv), ones));
+          }
+        } else {
+          const __m256i c0 = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(b + g)));
+          const __m256i c1 = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(b + g + 16)));
+#pragma GCC unroll 8
+          for (int m = 0; m < M; ++m) {
+            const int8_t *xm = x.q.data() + m * x.rowBytes + j * bs + g;
+            const __m256i x0 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(xm)));
+            const __m256i x1 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(xm + 16)));
+            dot[m] = _mm256_add_epi32(dot[m], _mm256_add_epi32(_mm256_madd_epi16(c0, x0), _mm256_madd_epi16(c1, x1)));
+          }
+        }
+      }
+      const float sw = w.scales[n * blocks + j];
+#pragma GCC unroll 8
+      for (int m = 0; m < M; ++m) {
+        const int32_t isum = x.sum[size_t(m * blocks + j)];
+        __m256i d = dot[m];
+        if constexpr (!FZP)
+          d = _mm256_add_epi32(d, _mm256_setr_epi32(-zp.at<BITS>(j) * isum, 0, 0, 0, 0, 0, 0, 0));
+        const float f = sw * x.scale[size_t(m * blocks + j)];
+        acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), _mm256_set1_ps(f), acc[m]);
+        if constexpr (FZP)
+          side[m] += f * w.zpFloat[n * blocks + j] * static_cast<float>(isum);
+      }
+    }
+#pragma GCC unroll 8
+    for (int m = 0; m < M; ++m)
+      y[m * N + n] = nbitsHsum256(acc[m]) - side[m];
+  }
+}
+
+template <int BITS, bool FZP> constexpr std::array<Fn, 8> byRowsAvx2() {
+  return {rowsAvx2<1, BITS, FZP>, rowsAvx2<2, BITS, FZP>, rowsAvx2<3, BITS, FZP>, rowsAvx2<4, BITS, FZP>,
+          rowsAvx2<5, BITS, FZP>, rowsAvx2<6, BITS, FZP>, rowsAvx2<7, BITS, FZP>, rowsAvx2<8, BITS, FZP>};
+}
+
+bool detectAvx2() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
 bool detectVnni() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
@@ -311,8 +394,19 @@ bool cpuHasVnni() {
 bool int8UsesVnni(const NBitsShape &s, bool vnni) { return vnni && cpuHasVnni() && s.blockSize % 32 == 0; }
 
 void nbitsInt8Rows(const Int8Rows &x, const NBitsMatrix &w, float *y, int64_t M, int64_t n0, int64_t n1, bool vnni) {
-  if (!int8UsesVnni(w.shape, vnni) || M < 1 || M > 8) {
+  static const bool avx2 = detectAvx2();
+  if (M < 1 || M > 8 || !vnni) {
     rowsScalar(x, w, y, M, n0, n1);
+    return;
+  }
+  if (!int8UsesVnni(w.shape, vnni)) {
+    if (!avx2 || x.pairs || w.shape.blockSize % 32) {
+      rowsScalar(x, w, y, M, n0, n1);
+      return;
+    }
+    static const std::array<Fn, 8> t2[2][2] = {{byRowsAvx2<4, false>(), byRowsAvx2<4, true>()},
+                                               {byRowsAvx2<8, false>(), byRowsAvx2<8, true>()}};
+    t2[w.shape.bits == 8][w.zeroPoints == ZeroPointKind::Float][M - 1](x, w, y, n0, n1);
     return;
   }
   static const std::array<Fn, 8> t[2][2][2] = {

@@ -5,8 +5,8 @@
 //   sx[m, j] = max |a[m, block j]| / 127    xq = round(a / sx) in [-127, 127]
 //   y[m, n]  = sum_j s[n, j] * sx[m, j] * sum_k (q[n, k] - z[n, j]) * xq[m, k]
 //
-// so the inner sums are exact integers (AVX-512 VNNI's vpdpbusd, or plain
-// loops), and only the blocks' products and their sum round. The numbers
+// so the inner sums are exact integers (AVX-512 VNNI's vpdpbusd, AVX2's
+// vpmaddubsw / vpmaddwd, or plain loops), and only the blocks' products and their sum round. The numbers
 // differ from the f32 activations' (accuracy_level 0) by the quantization of
 // a; a plan asks for them (`genc --nbits-accuracy-level 4`, or the ONNX
 // model's attribute).
@@ -42,8 +42,9 @@ void quantizeNBitsRows(const NBitsShape &s, const float *a, int64_t M, Int8Rows 
 /// a multiple of 32. quantizeNBitsRows lays x out for it then.
 bool int8UsesVnni(const NBitsShape &s, bool vnni);
 
-/// y[m, n] for m < M (<= 8), n in [n0, n1): AVX-512 VNNI where `vnni`
-/// (int8UsesVnni), else the plain integer loops; x from quantizeNBitsRows
+/// y[m, n] for m < M (<= 8), n in [n0, n1): where `vnni` (the vector
+/// kernels asked for), AVX-512 VNNI (int8UsesVnni), else AVX2 for blocks a
+/// multiple of 32, else the plain integer loops; x from quantizeNBitsRows
 /// with the same `vnni`.
 void nbitsInt8Rows(const Int8Rows &x, const NBitsMatrix &w, float *y, int64_t M, int64_t n0, int64_t n1, bool vnni);
 
