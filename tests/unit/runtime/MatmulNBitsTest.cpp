@@ -257,7 +257,7 @@ TEST(MatmulNBits, Int8RowsInPairsReadTheSameEitherWay) {
 // The vector kernels (VNNI, else AVX2's vpmaddubsw / vpmaddwd) sum the same
 // integers a block as the plain loops, so their results differ only by the
 // blocks' float sums' rounding: 4 and 8 bits, blocks of 32 and 64, every
-// zero-point kind, 1 to 8 rows.
+// zero-point kind, 1 to 8 rows, fewer and more than 8 blocks.
 TEST(MatmulNBits, Int8VectorKernelsSumTheLoopsIntegers) {
   if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
     GTEST_SKIP() << "no AVX2 + FMA here";
@@ -265,25 +265,29 @@ TEST(MatmulNBits, Int8VectorKernelsSumTheLoopsIntegers) {
   std::uniform_real_distribution<float> u(-1.f, 1.f);
   for (int64_t bits : {4, 8})
     for (int64_t bs : {32, 64})
-      for (ZeroPointKind zp : {ZeroPointKind::Default, ZeroPointKind::Packed, ZeroPointKind::Float}) {
-        const Case c = makeCase(rng, {bits, bs, 200, 11}, zp);
-        NBitsMatrix w = c.matrix();
-        w.accuracyLevel = 4;
-        for (int64_t M : {1, 2, 5, 8}) {
-          std::vector<float> a(M * 200);
-          for (float &x : a)
-            x = u(rng) * (u(rng) > 0.9f ? 20.f : 1.f);
-          Int8Rows vec, plain;
-          quantizeNBitsRows(w.shape, a.data(), M, vec, true);
-          quantizeNBitsRows(w.shape, a.data(), M, plain, false);
-          std::vector<float> got(M * 11, NAN), ref(M * 11, NAN);
-          nbitsInt8Rows(vec, w, got.data(), M, 0, 11, true);
-          nbitsInt8Rows(plain, w, ref.data(), M, 0, 11, false);
-          for (int64_t i = 0; i < M * 11; ++i)
-            EXPECT_NEAR(got[i], ref[i], 2e-5f * (1.f + std::fabs(ref[i])))
-                << bits << " bits, blocks of " << bs << ", M " << M << " at " << i;
+      for (int64_t K : {200, 600}) // fewer and more than 8 blocks (one row takes 8 a round)
+        for (ZeroPointKind zp : {ZeroPointKind::Default, ZeroPointKind::Packed, ZeroPointKind::Float}) {
+          const Case c = makeCase(rng, {bits, bs, K, 11}, zp);
+          NBitsMatrix w = c.matrix();
+          w.accuracyLevel = 4;
+          for (int64_t M : {1, 2, 5, 8}) {
+            std::vector<float> a(M * K);
+            for (float &x : a)
+              x = u(rng) * (u(rng) > 0.9f ? 20.f : 1.f);
+            Int8Rows vec, plain;
+            quantizeNBitsRows(w.shape, a.data(), M, vec, true);
+            quantizeNBitsRows(w.shape, a.data(), M, plain, false);
+            std::vector<float> got(M * 11, NAN), ref(M * 11, NAN);
+            nbitsInt8Rows(vec, w, got.data(), M, 0, 11, true);
+            nbitsInt8Rows(plain, w, ref.data(), M, 0, 11, false);
+            float scale = 1.f; // the sums cancel: their rounding is the largest result's
+            for (float r : ref)
+              scale = std::max(scale, std::fabs(r));
+            for (int64_t i = 0; i < M * 11; ++i)
+              EXPECT_NEAR(got[i], ref[i], 2e-5f * scale)
+                  << bits << " bits, blocks of " << bs << ", K " << K << ", M " << M << " at " << i;
+          }
         }
-      }
 }
 
 // A non-finite activation makes its rows' results NaN, as f32 activations do.
