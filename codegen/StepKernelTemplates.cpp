@@ -22,7 +22,7 @@ struct GencStepBlock {
   // genc_attn_sync), the others waiting at the item's end.
   static __device__ __forceinline__ void sync() {
     if (GENC_STEP_THREADS == 128) __syncthreads();
-    else asm volatile("bar.sync 1, 128;" ::: "memory");
+    else genc_attn_sync();
   }
 };
 static __device__ __forceinline__ void genc_step_at(unsigned x, unsigned y, unsigned z, unsigned n) {

@@ -51,6 +51,13 @@ constexpr int kMaxRows = 12;
 constexpr TileFn kTiles[kMaxRows + 1] = {nullptr,  tile<1>, tile<2>, tile<3>,  tile<4>,  tile<5>, tile<6>,
                                          tile<7>,  tile<8>, tile<9>, tile<10>, tile<11>, tile<12>};
 
+// AVX2's mask of a vector's first n lanes (n clamped to 0..8), for
+// maskload / maskstore.
+__attribute__((target("avx2"), always_inline)) inline __m256i firstLanes(int64_t n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(std::clamp<int64_t>(n, 0, 8))),
+                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
 // The same sums on AVX2 + FMA: rows [0, MR) against half h of a panel
 // (its columns [16h, 16h + 16), of which the first `cols` are y's). 2·MR
 // accumulators + 2 panel vectors + a broadcast: 15 of 16 registers at MR 6.
@@ -70,10 +77,7 @@ __attribute__((target("avx2,fma"))) void tileAvx2(const float *a, const float *p
       acc[m][1] = _mm256_fmadd_ps(av, w1, acc[m][1]);
     }
   }
-  const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  const __m256i m0 = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(std::min<int64_t>(cols, 8))), lanes);
-  const __m256i m1 =
-      _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(std::clamp<int64_t>(cols - 8, 0, 8))), lanes);
+  const __m256i m0 = firstLanes(cols), m1 = firstLanes(cols - 8);
 #pragma GCC unroll 6 // every index constant: the accumulators stay in registers
   for (int m = 0; m < MR; ++m) {
     _mm256_maskstore_ps(y + m * N, m0, acc[m][0]);
@@ -98,12 +102,9 @@ __attribute__((target("avx2,fma"))) void rowPairAvx2(const float *a, const float
       acc[4 + v] = _mm256_fmadd_ps(av, _mm256_loadu_ps(p1 + k * kPanelWidth + 8 * v), acc[4 + v]);
     }
   }
-  const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
 #pragma GCC unroll 8
-  for (int v = 0; v < 8; ++v) {
-    const int n = static_cast<int>(std::clamp<int64_t>(cols - 8 * v, 0, 8));
-    _mm256_maskstore_ps(y + 8 * v, _mm256_cmpgt_epi32(_mm256_set1_epi32(n), lanes), acc[v]);
-  }
+  for (int v = 0; v < 8; ++v)
+    _mm256_maskstore_ps(y + 8 * v, firstLanes(cols - 8 * v), acc[v]);
 }
 
 constexpr int kMaxRowsAvx2 = 6;
