@@ -109,13 +109,16 @@ void matmulNBits(const float *a, const NBitsMatrix &w, float *y, int64_t M, Thre
     return;
   if (w.accuracyLevel == 4) {
     // 8-bit activations: the same integers whichever kernel, rows 8 at a time.
-    const bool vnni = gKind.load() != Kind::Scalar; // the vector kernels: VNNI, else AVX2
+    const Kind kind = gKind.load();
+    const Int8Kernel kernel = int8KernelFor(w.shape, kind == Kind::Scalar ? Int8Kernel::Loops
+                                                     : kind == Kind::Avx2 ? Int8Kernel::Avx2
+                                                                          : Int8Kernel::Vnni);
     static thread_local Int8Rows mine;
     const Int8Rows &xq = mine; // this thread's, named so that the pool's threads read it
     for (int64_t m0 = 0; m0 < M; m0 += kMaxGemvRows) {
       const int64_t rows = std::min(kMaxGemvRows, M - m0);
-      quantizeNBitsRows(w.shape, a + m0 * K, rows, mine, vnni);
-      forPieces(pool, N, 16, [&](int64_t n0, int64_t n1) { nbitsInt8Rows(xq, w, y + m0 * N, rows, n0, n1, vnni); });
+      quantizeNBitsRows(w.shape, a + m0 * K, rows, mine, kernel);
+      forPieces(pool, N, 16, [&](int64_t n0, int64_t n1) { nbitsInt8Rows(xq, w, y + m0 * N, rows, n0, n1, kernel); });
     }
     return;
   }

@@ -4,7 +4,8 @@
 // [N, blocks, blob] u8 (4-bit: two codes a byte, the even element low),
 // scales [N, blocks] f32, zero points as NBitsLayout.h stores them, y [M, N].
 //
-// AVX2 (CPUs without VNNI): vpmaddubsw / vpmaddwd, the same integers (rowsAvx2).
+// AVX2 (CPUs without VNNI): vpmaddubsw / vpmaddwd, the same integers
+// (MatmulNBitsInt8Avx2.cpp).
 //
 // VNNI: a block's 32 codes a step as 32 unsigned bytes (4-bit: the low
 // nibbles of 16 bytes, then their high nibbles, meeting x's even then odd
@@ -21,6 +22,7 @@
 #include <cmath>
 #include <cstring>
 #include <immintrin.h>
+#include <limits>
 
 namespace genrt::cpu {
 
@@ -30,15 +32,62 @@ namespace {
 bool paired(const NBitsShape &s) { return s.bits == 4 && s.blockSize % 32; }
 } // namespace
 
-void quantizeNBitsRows(const NBitsShape &s, const float *a, int64_t M, Int8Rows &rows, bool vnni) {
+// One block of bs (a multiple of 8) floats as the loops in quantizeNBitsRows
+// quantize it, to the same bits: the products x * (127 / amax) rounded to
+// nearest even (vcvtps2dq under the default rounding, as lrint), within
+// [-127, 127] without a clamp since |x| <= amax.
+static __attribute__((target("avx2,fma"))) void quantizeBlockAvx2(const float *x, int64_t bs, int8_t *q, float &sx,
+                                                                  int32_t &sum) {
+  const __m256 absMask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+  const __m256 big = _mm256_set1_ps(std::numeric_limits<float>::max());
+  __m256 amax = _mm256_setzero_ps(), finite = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
+  for (int64_t i = 0; i < bs; i += 8) {
+    const __m256 a = _mm256_and_ps(_mm256_loadu_ps(x + i), absMask);
+    finite = _mm256_and_ps(finite, _mm256_cmp_ps(a, big, _CMP_LE_OQ)); // false for inf and NaN
+    amax = _mm256_max_ps(amax, a);
+  }
+  if (_mm256_movemask_ps(finite) != 0xFF) {
+    sx = NAN;
+    return;
+  }
+  __m128 h = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_max_ss(h, _mm_movehdup_ps(h));
+  const float m = _mm_cvtss_f32(h);
+  if (m == 0.f)
+    return;
+  sx = m / 127.f;
+  const __m256 inv = _mm256_set1_ps(127.f / m);
+  __m256i total = _mm256_setzero_si256();
+  for (int64_t i = 0; i < bs; i += 8) {
+    const __m256i v = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i), inv));
+    total = _mm256_add_epi32(total, v);
+    const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    _mm_storel_epi64(reinterpret_cast<__m128i *>(q + i), _mm_packs_epi16(w, w));
+  }
+  const __m128i t = _mm_add_epi32(_mm256_castsi256_si128(total), _mm256_extracti128_si256(total, 1));
+  const __m128i t2 = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0x4E));
+  sum = _mm_cvtsi128_si32(_mm_add_epi32(t2, _mm_shuffle_epi32(t2, 0xB1)));
+}
+
+Int8Kernel int8KernelFor(const NBitsShape &s, Int8Kernel wanted) {
+  if (wanted == Int8Kernel::Loops || s.blockSize % 32)
+    return Int8Kernel::Loops;
+  if (wanted == Int8Kernel::Vnni && cpuHasVnni())
+    return Int8Kernel::Vnni;
+  return cpuHasAvx2() ? Int8Kernel::Avx2 : Int8Kernel::Loops;
+}
+
+void quantizeNBitsRows(const NBitsShape &s, const float *a, int64_t M, Int8Rows &rows, Int8Kernel kernel) {
   const int64_t bs = s.blockSize, blocks = s.blocks(), total = nbitsRowFloats(s);
   rows.rowBytes = total;
   rows.blocks = blocks;
-  rows.pairs = int8UsesVnni(s, vnni) && s.bits == 4 && bs == 32;
+  rows.pairs = int8KernelFor(s, kernel) != Int8Kernel::Loops && s.bits == 4 && bs == 32;
   rows.q.assign(static_cast<size_t>(M * total), 0);
   rows.scale.assign(static_cast<size_t>(M * blocks), 0.f);
   rows.sum.assign(static_cast<size_t>(M * blocks), 0);
   std::vector<float> arranged(static_cast<size_t>(total));
+  const bool avx2 = cpuHasAvx2(); // the same numbers as the loops below, 8 lanes at a time
   for (int64_t m = 0; m < M; ++m) {
     if (paired(s)) {
       for (int64_t k = 0; k < total; ++k)
@@ -48,6 +97,11 @@ void quantizeNBitsRows(const NBitsShape &s, const float *a, int64_t M, Int8Rows 
     }
     for (int64_t j = 0; j < blocks; ++j) {
       const float *x = arranged.data() + j * bs;
+      if (avx2) {
+        int8_t *q = rows.q.data() + m * total + j * bs;
+        quantizeBlockAvx2(x, bs, q, rows.scale[size_t(m * blocks + j)], rows.sum[size_t(m * blocks + j)]);
+        continue;
+      }
       float amax = 0.f;
       bool finite = true;
       for (int64_t i = 0; i < bs; ++i) {
@@ -297,165 +351,6 @@ template <int BITS, bool FZP, bool BS32> constexpr std::array<Fn, 8> byRows() {
           rowsVnni<7, BITS, FZP, BS32>, rowsVnni<8, BITS, FZP, BS32>};
 }
 
-// ---- AVX2: the same integers, 8 lanes ------------------------------------------
-// A group of 32 codes against 32 bytes of x a step. 4 bits: the 16 code
-// bytes' low nibbles then their high ones as 32 unsigned bytes (x is
-// arranged so: 16 even elements, 16 odd), vpmaddubsw pairing them with x
-// (a pair of 15 * 127 products cannot saturate 16 bits), vpmaddwd summing
-// pairs into 32-bit lanes. 8 bits: codes and x widened to 16 bits first (a
-// pair of 255 * 127 products would saturate vpmaddubsw). The integer zero
-// point enters lane 0 as -z * sum(xq); then one conversion and one
-// multiply-add by s * sx a block and row, the lanes summed at the end.
-template <int M, int BITS, bool FZP>
-__attribute__((target("avx2,fma"))) void rowsAvx2(const Int8Rows &x, const NBitsMatrix &w, float *y, int64_t n0,
-                                                  int64_t n1) {
-  const int64_t bs = w.shape.blockSize, blocks = w.shape.blocks(), blob = w.shape.blobBytes(), N = w.shape.N;
-  const __m256i ones = _mm256_set1_epi16(1);
-  const __m128i nibble = _mm_set1_epi8(0x0F);
-  for (int64_t n = n0; n < n1; ++n) {
-    const NBitsIntZeroPoints zp(w, n);
-    __m256 acc[M];
-    float side[M];
-#pragma GCC unroll 8
-    for (int m = 0; m < M; ++m) {
-      acc[m] = _mm256_setzero_ps();
-      side[m] = 0.f;
-    }
-    for (int64_t j = 0; j < blocks; ++j) {
-      const uint8_t *b = w.codes + (n * blocks + j) * blob;
-      __m256i dot[M];
-#pragma GCC unroll 8
-      for (int m = 0; m < M; ++m)
-        dot[m] = _mm256_setzero_si256();
-      for (int64_t g = 0; g < bs; g += 32) {
-        if constexpr (BITS == 4) {
-          const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i *>(b + g / 2));
-          const __m256i codes =
-              _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(c, 4), nibble), _mm_and_si128(c, nibble));
-#pragma GCC unroll 8
-          for (int m = 0; m < M; ++m) {
-            const __m256i xv = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x.q.data() + m * x.rowBytes + j * bs + g));
-            dot[m] = _mm256_add_epi32(dot[m], _mm256_madd_epi16(_mm256_maddubs_epi16(codes, xv), ones));
-          }
-        } else {
-          const __m256i c0 = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(b + g)));
-          const __m256i c1 = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(b + g + 16)));
-#pragma GCC unroll 8
-          for (int m = 0; m < M; ++m) {
-            const int8_t *xm = x.q.data() + m * x.rowBytes + j * bs + g;
-            const __m256i x0 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(xm)));
-            const __m256i x1 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(xm + 16)));
-            dot[m] = _mm256_add_epi32(dot[m], _mm256_add_epi32(_mm256_madd_epi16(c0, x0), _mm256_madd_epi16(c1, x1)));
-          }
-        }
-      }
-      const float sw = w.scales[n * blocks + j];
-#pragma GCC unroll 8
-      for (int m = 0; m < M; ++m) {
-        const int32_t isum = x.sum[size_t(m * blocks + j)];
-        __m256i d = dot[m];
-        if constexpr (!FZP)
-          d = _mm256_add_epi32(d, _mm256_setr_epi32(-zp.at<BITS>(j) * isum, 0, 0, 0, 0, 0, 0, 0));
-        const float f = sw * x.scale[size_t(m * blocks + j)];
-        acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(d), _mm256_set1_ps(f), acc[m]);
-        if constexpr (FZP)
-          side[m] += f * w.zpFloat[n * blocks + j] * static_cast<float>(isum);
-      }
-    }
-#pragma GCC unroll 8
-    for (int m = 0; m < M; ++m)
-      y[m * N + n] = nbitsHsum256(acc[m]) - side[m];
-  }
-}
-
-// One group of 32 codes (b) against 32 bytes of a row (xq): 8 lanes of
-// 32-bit sums.
-template <int BITS>
-__attribute__((target("avx2,fma"), always_inline)) inline __m256i groupDot(const uint8_t *b, const int8_t *xq) {
-  if constexpr (BITS == 4) {
-    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i *>(b));
-    const __m128i nibble = _mm_set1_epi8(0x0F);
-    const __m256i codes = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(c, 4), nibble), _mm_and_si128(c, nibble));
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(codes, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xq))),
-                             _mm256_set1_epi16(1));
-  } else {
-    const __m256i c0 = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(b)));
-    const __m256i c1 = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(b + 16)));
-    const __m256i x0 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(xq)));
-    const __m256i x1 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i *>(xq + 16)));
-    return _mm256_add_epi32(_mm256_madd_epi16(c0, x0), _mm256_madd_epi16(c1, x1));
-  }
-}
-
-// One row (a decode step's): eight blocks' integer sums into one vector
-// (three rounds of pairwise adds), so the zero points, the conversion and
-// the multiply-add by s * sx run once for eight blocks, not once a block.
-template <int BITS, bool FZP>
-__attribute__((target("avx2,fma"))) void rowAvx2(const Int8Rows &x, const NBitsMatrix &w, float *y, int64_t n0,
-                                                 int64_t n1) {
-  const int64_t bs = w.shape.blockSize, blocks = w.shape.blocks(), blob = w.shape.blobBytes();
-  const int64_t step = BITS == 4 ? 16 : 32; // code bytes a group of 32
-  const int8_t *xq = x.q.data();
-  for (int64_t n = n0; n < n1; ++n) {
-    const NBitsIntZeroPoints zp(w, n);
-    const uint8_t *codes = w.codes + n * blocks * blob;
-    const float *sw = w.scales + n * blocks;
-    __m256 acc = _mm256_setzero_ps(), side = _mm256_setzero_ps();
-    int64_t j = 0;
-    for (; j + 8 <= blocks; j += 8) {
-      __m256i d[8];
-#pragma GCC unroll 8
-      for (int i = 0; i < 8; ++i) {
-        const uint8_t *b = codes + (j + i) * blob;
-        const int8_t *xj = xq + (j + i) * bs;
-        d[i] = groupDot<BITS>(b, xj);
-        for (int64_t g = 32; g < bs; g += 32)
-          d[i] = _mm256_add_epi32(d[i], groupDot<BITS>(b + g / 32 * step, xj + g));
-      }
-      const __m256i u0 = _mm256_hadd_epi32(_mm256_hadd_epi32(d[0], d[1]), _mm256_hadd_epi32(d[2], d[3]));
-      const __m256i u1 = _mm256_hadd_epi32(_mm256_hadd_epi32(d[4], d[5]), _mm256_hadd_epi32(d[6], d[7]));
-      __m256i dots = _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20), _mm256_permute2x128_si256(u0, u1, 0x31));
-      const __m256i isum = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(x.sum.data() + j));
-      const __m256 f = _mm256_mul_ps(_mm256_loadu_ps(sw + j), _mm256_loadu_ps(x.scale.data() + j));
-      if constexpr (FZP) {
-        side = _mm256_fmadd_ps(_mm256_mul_ps(f, _mm256_loadu_ps(w.zpFloat + n * blocks + j)), _mm256_cvtepi32_ps(isum),
-                               side);
-      } else {
-        const __m256i z = _mm256_setr_epi32(zp.at<BITS>(j), zp.at<BITS>(j + 1), zp.at<BITS>(j + 2), zp.at<BITS>(j + 3),
-                                            zp.at<BITS>(j + 4), zp.at<BITS>(j + 5), zp.at<BITS>(j + 6),
-                                            zp.at<BITS>(j + 7));
-        dots = _mm256_sub_epi32(dots, _mm256_mullo_epi32(z, isum));
-      }
-      acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots), f, acc);
-    }
-    float rest = 0.f, restSide = 0.f;
-    for (; j < blocks; ++j) { // the last < 8 blocks one at a time
-      const uint8_t *b = codes + j * blob;
-      __m256i d = groupDot<BITS>(b, xq + j * bs);
-      for (int64_t g = 32; g < bs; g += 32)
-        d = _mm256_add_epi32(d, groupDot<BITS>(b + g / 32 * step, xq + j * bs + g));
-      const int32_t isum = x.sum[size_t(j)];
-      const __m256 dv = _mm256_cvtepi32_ps(d);
-      const float f = sw[j] * x.scale[size_t(j)];
-      const int32_t dz = FZP ? 0 : -zp.at<BITS>(j) * isum;
-      rest += (nbitsHsum256(dv) + static_cast<float>(dz)) * f;
-      if constexpr (FZP)
-        restSide += f * w.zpFloat[n * blocks + j] * static_cast<float>(isum);
-    }
-    y[n] = nbitsHsum256(acc) + rest - (FZP ? nbitsHsum256(side) + restSide : 0.f);
-  }
-}
-
-template <int BITS, bool FZP> constexpr std::array<Fn, 8> byRowsAvx2() {
-  return {rowAvx2<BITS, FZP>, rowsAvx2<2, BITS, FZP>, rowsAvx2<3, BITS, FZP>, rowsAvx2<4, BITS, FZP>,
-          rowsAvx2<5, BITS, FZP>, rowsAvx2<6, BITS, FZP>, rowsAvx2<7, BITS, FZP>, rowsAvx2<8, BITS, FZP>};
-}
-
-bool detectAvx2() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-}
-
 bool detectVnni() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
@@ -469,28 +364,19 @@ bool cpuHasVnni() {
   return has;
 }
 
-bool int8UsesVnni(const NBitsShape &s, bool vnni) { return vnni && cpuHasVnni() && s.blockSize % 32 == 0; }
-
-void nbitsInt8Rows(const Int8Rows &x, const NBitsMatrix &w, float *y, int64_t M, int64_t n0, int64_t n1, bool vnni) {
-  static const bool avx2 = detectAvx2();
-  if (M < 1 || M > 8 || !vnni) {
+void nbitsInt8Rows(const Int8Rows &x, const NBitsMatrix &w, float *y, int64_t M, int64_t n0, int64_t n1,
+                   Int8Kernel kernel) {
+  const Int8Kernel k = M < 1 || M > 8 ? Int8Kernel::Loops : int8KernelFor(w.shape, kernel);
+  if (k == Int8Kernel::Loops) {
     rowsScalar(x, w, y, M, n0, n1);
-    return;
+  } else if (k == Int8Kernel::Avx2) {
+    nbitsInt8RowsAvx2(x, w, y, M, n0, n1);
+  } else {
+    static const std::array<Fn, 8> t[2][2][2] = {
+        {{byRows<4, false, false>(), byRows<4, false, true>()}, {byRows<4, true, false>(), byRows<4, true, true>()}},
+        {{byRows<8, false, false>(), byRows<8, false, true>()}, {byRows<8, true, false>(), byRows<8, true, true>()}}};
+    t[w.shape.bits == 8][w.zeroPoints == ZeroPointKind::Float][w.shape.blockSize == 32][M - 1](x, w, y, n0, n1);
   }
-  if (!int8UsesVnni(w.shape, vnni)) {
-    if (!avx2 || x.pairs || w.shape.blockSize % 32) {
-      rowsScalar(x, w, y, M, n0, n1);
-      return;
-    }
-    static const std::array<Fn, 8> t2[2][2] = {{byRowsAvx2<4, false>(), byRowsAvx2<4, true>()},
-                                               {byRowsAvx2<8, false>(), byRowsAvx2<8, true>()}};
-    t2[w.shape.bits == 8][w.zeroPoints == ZeroPointKind::Float][M - 1](x, w, y, n0, n1);
-    return;
-  }
-  static const std::array<Fn, 8> t[2][2][2] = {
-      {{byRows<4, false, false>(), byRows<4, false, true>()}, {byRows<4, true, false>(), byRows<4, true, true>()}},
-      {{byRows<8, false, false>(), byRows<8, false, true>()}, {byRows<8, true, false>(), byRows<8, true, true>()}}};
-  t[w.shape.bits == 8][w.zeroPoints == ZeroPointKind::Float][w.shape.blockSize == 32][M - 1](x, w, y, n0, n1);
 }
 
 } // namespace genrt::cpu

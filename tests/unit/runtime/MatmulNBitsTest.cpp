@@ -220,12 +220,12 @@ TEST(MatmulNBits, Int8ActivationsMatchADoubleSumOverQuantizedRows) {
               cpuHasVnni() ? "yes" : "no");
 }
 
-// Rows laid out for VNNI (4-bit blocks of 32 in pairs) give the plain loops
-// the same integers, so the same results but for the sums' rounding; an odd
-// number of blocks leaves the last one unpaired.
+// Rows laid out for the vector kernels (4-bit blocks of 32 in pairs) give
+// the plain loops the same integers, so the same results but for the sums'
+// rounding; an odd number of blocks leaves the last one unpaired.
 TEST(MatmulNBits, Int8RowsInPairsReadTheSameEitherWay) {
-  if (!cpuHasVnni())
-    GTEST_SKIP() << "no AVX-512 VNNI here";
+  if (!cpuHasAvx2())
+    GTEST_SKIP() << "no AVX2 + FMA here";
   std::mt19937 rng(4805);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
   for (int64_t K : {64, 96, 200})
@@ -238,14 +238,14 @@ TEST(MatmulNBits, Int8RowsInPairsReadTheSameEitherWay) {
         for (float &x : a)
           x = u(rng);
         Int8Rows paired, plain;
-        quantizeNBitsRows(w.shape, a.data(), M, paired, true);
-        quantizeNBitsRows(w.shape, a.data(), M, plain, false);
+        quantizeNBitsRows(w.shape, a.data(), M, paired, Int8Kernel::Vnni);
+        quantizeNBitsRows(w.shape, a.data(), M, plain, Int8Kernel::Loops);
         ASSERT_TRUE(paired.pairs);
         ASSERT_FALSE(plain.pairs);
         std::vector<float> vnni(M * 13), loops(M * 13), ref(M * 13);
-        nbitsInt8Rows(paired, w, vnni.data(), M, 0, 13, true);
-        nbitsInt8Rows(paired, w, loops.data(), M, 0, 13, false);
-        nbitsInt8Rows(plain, w, ref.data(), M, 0, 13, false);
+        nbitsInt8Rows(paired, w, vnni.data(), M, 0, 13, Int8Kernel::Vnni);
+        nbitsInt8Rows(paired, w, loops.data(), M, 0, 13, Int8Kernel::Loops);
+        nbitsInt8Rows(plain, w, ref.data(), M, 0, 13, Int8Kernel::Loops);
         for (int64_t i = 0; i < M * 13; ++i) {
           EXPECT_EQ(loops[i], ref[i]) << "K " << K << " at " << i; // the same integers, summed alike
           EXPECT_NEAR(vnni[i], ref[i], 1e-5f * (1.f + std::fabs(ref[i]))) << "K " << K << " at " << i;
@@ -254,18 +254,24 @@ TEST(MatmulNBits, Int8RowsInPairsReadTheSameEitherWay) {
     }
 }
 
-// The vector kernels (VNNI, else AVX2's vpmaddubsw / vpmaddwd) sum the same
-// integers a block as the plain loops, so their results differ only by the
-// blocks' float sums' rounding: 4 and 8 bits, blocks of 32 and 64, every
-// zero-point kind, 1 to 8 rows, fewer and more than 8 blocks.
+// The vector kernels (VNNI, AVX2's vpmaddubsw / vpmaddwd, each where this
+// CPU has it) sum the same integers a block as the plain loops, so their
+// results differ only by the blocks' float sums' rounding: 4 and 8 bits,
+// blocks of 32 and 64, every zero-point kind, 1 to 8 rows, odd and even
+// block counts, fewer and more than 8 blocks.
 TEST(MatmulNBits, Int8VectorKernelsSumTheLoopsIntegers) {
-  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
+  std::vector<Int8Kernel> kernels;
+  if (cpuHasAvx2())
+    kernels.push_back(Int8Kernel::Avx2);
+  if (cpuHasVnni())
+    kernels.push_back(Int8Kernel::Vnni);
+  if (kernels.empty())
     GTEST_SKIP() << "no AVX2 + FMA here";
   std::mt19937 rng(4806);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
   for (int64_t bits : {4, 8})
     for (int64_t bs : {32, 64})
-      for (int64_t K : {200, 600}) // fewer and more than 8 blocks (one row takes 8 a round)
+      for (int64_t K : {200, 600, 610}) // fewer and more than 8 blocks (one row takes 8 a round), odd and even
         for (ZeroPointKind zp : {ZeroPointKind::Default, ZeroPointKind::Packed, ZeroPointKind::Float}) {
           const Case c = makeCase(rng, {bits, bs, K, 11}, zp);
           NBitsMatrix w = c.matrix();
@@ -274,20 +280,75 @@ TEST(MatmulNBits, Int8VectorKernelsSumTheLoopsIntegers) {
             std::vector<float> a(M * K);
             for (float &x : a)
               x = u(rng) * (u(rng) > 0.9f ? 20.f : 1.f);
-            Int8Rows vec, plain;
-            quantizeNBitsRows(w.shape, a.data(), M, vec, true);
-            quantizeNBitsRows(w.shape, a.data(), M, plain, false);
-            std::vector<float> got(M * 11, NAN), ref(M * 11, NAN);
-            nbitsInt8Rows(vec, w, got.data(), M, 0, 11, true);
-            nbitsInt8Rows(plain, w, ref.data(), M, 0, 11, false);
+            Int8Rows plain;
+            quantizeNBitsRows(w.shape, a.data(), M, plain, Int8Kernel::Loops);
+            std::vector<float> ref(M * 11, NAN);
+            nbitsInt8Rows(plain, w, ref.data(), M, 0, 11, Int8Kernel::Loops);
             float scale = 1.f; // the sums cancel: their rounding is the largest result's
             for (float r : ref)
               scale = std::max(scale, std::fabs(r));
-            for (int64_t i = 0; i < M * 11; ++i)
-              EXPECT_NEAR(got[i], ref[i], 2e-5f * scale)
-                  << bits << " bits, blocks of " << bs << ", K " << K << ", M " << M << " at " << i;
+            for (Int8Kernel kernel : kernels) {
+              ASSERT_EQ(int8KernelFor(w.shape, kernel), kernel);
+              Int8Rows vec;
+              quantizeNBitsRows(w.shape, a.data(), M, vec, kernel);
+              EXPECT_EQ(vec.pairs, bits == 4 && bs == 32);
+              std::vector<float> got(M * 11, NAN);
+              nbitsInt8Rows(vec, w, got.data(), M, 0, 11, kernel);
+              for (int64_t i = 0; i < M * 11; ++i)
+                EXPECT_NEAR(got[i], ref[i], 2e-5f * scale)
+                    << (kernel == Int8Kernel::Vnni ? "VNNI, " : "AVX2, ") << bits << " bits, blocks of " << bs
+                    << ", K " << K << ", M " << M << " at " << i;
+            }
           }
         }
+}
+
+// quantizeNBitsRows (vectorised where the CPU has AVX2) gives each block
+// exactly what the definition says: sx = max |x| / 127, q = x * (127 / max |x|)
+// rounded to nearest even, their sum; a zero block zeros, a block with an
+// infinity or a NaN a NaN scale. 8-bit rows keep x's order, so q[k] is x[k]'s.
+TEST(MatmulNBits, Int8RowsQuantizeAsDefined) {
+  std::mt19937 rng(4807);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  const NBitsShape s{8, 32, 200, 4};
+  const int64_t M = 3, blocks = s.blocks();
+  std::vector<float> a(M * s.K);
+  for (float &x : a)
+    x = u(rng) * (u(rng) > 0.8f ? 300.f : 1.f);
+  for (int64_t k = 32; k < 64; ++k)
+    a[k] = 0.f; // row 0, block 1: zeros
+  a[s.K + 70] = INFINITY; // row 1, block 2
+  a[2 * s.K + 5] = NAN;   // row 2, block 0
+  for (int64_t k = 96; k < 128; ++k)
+    a[2 * s.K + k] = (k % 4 - 1.5f) * 0.5f; // row 2, block 3: halves, |x| <= 0.75, so x * 127 / 0.75 meets ties
+  for (Int8Kernel kernel : {Int8Kernel::Loops, Int8Kernel::Avx2, Int8Kernel::Vnni}) {
+    Int8Rows r;
+    quantizeNBitsRows(s, a.data(), M, r, kernel);
+    ASSERT_EQ(r.rowBytes, blocks * 32);
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t j = 0; j < blocks; ++j) {
+        float amax = 0.f;
+        bool finite = true;
+        for (int64_t k = j * 32; k < std::min(s.K, (j + 1) * 32); ++k) {
+          finite = finite && std::isfinite(a[m * s.K + k]);
+          amax = std::max(amax, std::fabs(a[m * s.K + k]));
+        }
+        const float sx = r.scale[size_t(m * blocks + j)];
+        if (!finite) {
+          EXPECT_TRUE(std::isnan(sx)) << m << " " << j;
+          continue;
+        }
+        EXPECT_EQ(sx, amax / 127.f) << m << " " << j;
+        int32_t sum = 0;
+        for (int64_t k = j * 32; k < (j + 1) * 32; ++k) {
+          const float x = k < s.K ? a[m * s.K + k] : 0.f;
+          const long want = amax == 0.f ? 0 : std::lrint(x * (127.f / amax));
+          sum += static_cast<int32_t>(want);
+          ASSERT_EQ(r.q[size_t(m * r.rowBytes + k)], want) << "row " << m << " element " << k;
+        }
+        EXPECT_EQ(r.sum[size_t(m * blocks + j)], sum) << m << " " << j;
+      }
+  }
 }
 
 // A non-finite activation makes its rows' results NaN, as f32 activations do.
