@@ -8,6 +8,9 @@
 #       (starlette, uvicorn and their small dependencies, pure Python; and
 #       httptools' cp312 manylinux wheel); carry dist/serve-wheels, and
 #       dist/genc-linux-x86_64.tar.gz from tools/pack.sh for genc itself.
+#   here, optional:  PYTHON=python3.12 bash bench/serve_gpu.sh --prebuild
+#       builds the genc package for that Python into build-serve/ (4-5 minutes
+#       on 2 cores, saved there); carry build-serve/python/genc as well.
 #   there:           bash bench/serve_gpu.sh [--clients 64] [--requests 1024] [serve_bench.py options]
 #                    bash bench/serve_gpu.sh --soak [--requests 10000 --clients 64]
 #       installs the carried wheels (no index), builds genrun and the genc
@@ -37,15 +40,25 @@ if ! "$PY" -c "import starlette, uvicorn" 2>/dev/null; then
     || "$PY" -m pip install -q --no-index --find-links "$WHEELS" --break-system-packages starlette uvicorn httptools
 fi
 
-# 2. genrun and the genc package for this python, from this source.
-cmake -S . -B build-serve -G Ninja -DCMAKE_BUILD_TYPE=Release -DGENC_RUNTIME_ONLY=ON -DGENC_PYTHON=ON \
-      -DPython3_EXECUTABLE="$(command -v "$PY")" >/dev/null
-ninja -C build-serve genrun genc_python >/dev/null
+# 2. genrun and the genc package for this python, from this source (unless
+#    a carried build-serve/python/genc imports here; genrun then comes from
+#    the packed tarball).
 export PYTHONPATH="$PWD/build-serve/python${PYTHONPATH:+:$PYTHONPATH}"
-
-# 3. The 1.1B f16 plan (random weights), once.
 WORK=${SERVE_BENCH_DIR:-/tmp/serve-bench}
 mkdir -p "$WORK"
+GENRUN=build-serve/tools/genrun
+if [ "${1:-}" != "--prebuild" ] && "$PY" -c "import genc._genc" 2>/dev/null && [ ! -x "$GENRUN" ]; then
+  [ -x "$WORK/genrun" ] || tar -xzf dist/genc-linux-x86_64.tar.gz -C "$WORK"
+  GENRUN=$WORK/genrun
+else
+  cmake -S . -B build-serve -G Ninja -DCMAKE_BUILD_TYPE=Release -DGENC_RUNTIME_ONLY=ON -DGENC_PYTHON=ON \
+        -DPython3_EXECUTABLE="$(command -v "$PY")" >/dev/null
+  ninja -C build-serve genrun genc_python >/dev/null
+  strip --strip-unneeded build-serve/python/genc/_genc*.so
+fi
+[ "${1:-}" = "--prebuild" ] && { ls -l build-serve/python/genc/_genc*.so; exit 0; }
+
+# 3. The 1.1B f16 plan (random weights), once.
 PLAN=$WORK/llama1b-f16.plan
 if [ ! -f "$PLAN" ]; then
   GENC=${GENC:-}
@@ -66,7 +79,7 @@ fi
 #    one server on this plan (memory flat, no slot left).
 if [ "${1:-}" = "--soak" ]; then
   shift
-  exec "$PY" tests/soak/serve_soak.py build-serve/tools/genrun "$PLAN" --device cuda "$@"
+  exec "$PY" tests/soak/serve_soak.py "$GENRUN" "$PLAN" --device cuda "$@"
 fi
-exec "$PY" bench/serve_bench.py "$PLAN" --genrun build-serve/tools/genrun --device cuda --clients 64 \
+exec "$PY" bench/serve_bench.py "$PLAN" --genrun "$GENRUN" --device cuda --clients 64 \
      --requests 1024 "$@"
