@@ -10,7 +10,8 @@
 #       dist/genc-linux-x86_64.tar.gz from tools/pack.sh for genc itself.
 #   here, optional:  PYTHON=python3.12 bash bench/serve_gpu.sh --prebuild
 #       builds the genc package for that Python into build-serve/ (4-5 minutes
-#       on 2 cores, saved there); carry build-serve/python/genc as well.
+#       on 2 cores, saved there) and packs it as dist/genc-python.tar.gz, which
+#       the GPU machine unpacks instead of building (carry dist/).
 #   there:           bash bench/serve_gpu.sh [--clients 64] [--requests 1024] [serve_bench.py options]
 #                    bash bench/serve_gpu.sh --soak [--requests 10000 --clients 64]
 #       installs the carried wheels (no index), builds genrun and the genc
@@ -44,6 +45,8 @@ fi
 #    a carried build-serve/python/genc imports here; genrun then comes from
 #    the packed tarball).
 export PYTHONPATH="$PWD/build-serve/python${PYTHONPATH:+:$PYTHONPATH}"
+[ "${1:-}" != "--prebuild" ] && [ -f dist/genc-python.tar.gz ] && [ ! -d build-serve/python/genc ] &&
+  mkdir -p build-serve/python && tar -xzf dist/genc-python.tar.gz -C build-serve/python
 WORK=${SERVE_BENCH_DIR:-/tmp/serve-bench}
 mkdir -p "$WORK"
 GENRUN=build-serve/tools/genrun
@@ -56,7 +59,11 @@ else
   ninja -C build-serve genrun genc_python >/dev/null
   strip --strip-unneeded build-serve/python/genc/_genc*.so
 fi
-[ "${1:-}" = "--prebuild" ] && { ls -l build-serve/python/genc/_genc*.so; exit 0; }
+if [ "${1:-}" = "--prebuild" ]; then
+  tar -czf dist/genc-python.tar.gz -C build-serve/python genc
+  ls -l dist/genc-python.tar.gz
+  exit 0
+fi
 
 # 3. The 1.1B f16 plan (random weights), once.
 PLAN=$WORK/llama1b-f16.plan

@@ -98,6 +98,11 @@ class Generator:
         return self._g.max_batch
 
     @property
+    def max_beams(self) -> int:
+        """Rows a prompt may take: beams, or samples of one prompt (n)."""
+        return self._g.max_beams
+
+    @property
     def max_length(self) -> int:
         """Prompt + new tokens a sequence holds (an encoder-decoder's: the decoder's, as HF counts)."""
         return self._g.max_length

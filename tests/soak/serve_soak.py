@@ -45,8 +45,10 @@ def vm_rss_kib(pid):
     raise RuntimeError("no VmRSS for pid %d" % pid)
 
 
-def make_request(rng, vocab, max_length):
-    """(kind, body or raw bytes, what the answer must hold)."""
+def make_request(rng, vocab, max_length, text=True, n2=True):
+    """(kind, body or raw bytes, what the answer must hold). A plan without a
+    tokenizer gets no text prompts (text=False), one of a row a prompt no
+    n = 2 (n2=False)."""
     r = rng.random()
     tokens = rng.randint(1, 24)
     prompt = [rng.randrange(3, vocab) for _ in range(rng.randint(1, 40))]
@@ -68,15 +70,15 @@ def make_request(rng, vocab, max_length):
         body.update(stream=True, max_tokens=24)
         return "leave", body, None
     if r < 0.40:
-        if rng.random() < 0.3:
+        if rng.random() < 0.3 and text:
             body["prompt"] = "Permission is hereby granted, free of charge, to any person"
-        if body["temperature"] > 0 and rng.random() < 0.4:  # n > 1 samples (greedy n > 1 is a 400)
+        if body["temperature"] > 0 and rng.random() < 0.4 and n2:  # n > 1 samples (greedy n > 1 is a 400)
             body["n"] = 2
         return "plain", body, None
     body["stream"] = True
     if rng.random() < 0.3:
         body["stream_options"] = {"include_usage": True}
-    if body["temperature"] > 0 and rng.random() < 0.4:
+    if body["temperature"] > 0 and rng.random() < 0.4 and n2:
         body["n"] = 2
     return "stream", body, None
 
@@ -84,7 +86,7 @@ def make_request(rng, vocab, max_length):
 async def soak(a, base, facts, pid):
     import httpx
     rng = random.Random(a.seed)
-    reqs = [make_request(rng, facts["vocab"], facts["max_length"]) for _ in range(a.requests)]
+    reqs = [make_request(rng, facts["vocab"], facts["max_length"], facts["text"], facts["n2"]) for _ in range(a.requests)]
     queue = asyncio.Queue()
     for i in range(len(reqs)):
         queue.put_nowait(i)
@@ -171,7 +173,7 @@ def main():
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(a.genrun)), "..", "python"))
     import genc
     g = genc.Generator(a.plan, device="cpu")
-    facts = {"vocab": g.vocab_size, "max_length": g.max_length}
+    facts = {"vocab": g.vocab_size, "max_length": g.max_length, "text": g.has_tokenizer, "n2": g.max_beams >= 2}
     g.close()
     port = free_port()
     base = "http://127.0.0.1:%d" % port
