@@ -86,7 +86,8 @@ void quantizeNBitsRows(const NBitsShape &s, const float *a, int64_t M, Int8Rows 
   rows.q.assign(static_cast<size_t>(M * total), 0);
   rows.scale.assign(static_cast<size_t>(M * blocks), 0.f);
   rows.sum.assign(static_cast<size_t>(M * blocks), 0);
-  std::vector<float> arranged(static_cast<size_t>(total));
+  static thread_local std::vector<float> arranged; // a decode step quantizes a row per matmul
+  arranged.resize(static_cast<size_t>(total));
   const bool avx2 = cpuHasAvx2(); // the same numbers as the loops below, 8 lanes at a time
   for (int64_t m = 0; m < M; ++m) {
     if (paired(s)) {
@@ -181,8 +182,6 @@ void rowsScalar(const Int8Rows &x, const NBitsMatrix &w, float *y, int64_t M, in
   }
 }
 
-constexpr int64_t kAhead = 8; // columns
-
 #define GENC_VNNI __attribute__((target("avx512f,avx512vl,avx512bw,avx512vnni,fma")))
 
 // Lane j of the result: the sum of d[j]'s eight lanes.
@@ -275,9 +274,7 @@ GENC_VNNI inline __attribute__((always_inline)) void pairDots(__m256i (&dots)[M]
       d1[m][0] = _mm256_setzero_si256();
     dot32<M, 4>(d1, 0, c0 + (nb - 1) * 16, x0 + (nb - 1) * 32, xr);
     for (int m = 0; m < M; ++m) {
-      const __m128i h = _mm_add_epi32(_mm256_castsi256_si128(d1[m][0]), _mm256_extracti128_si256(d1[m][0], 1));
-      const __m128i h2 = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4E));
-      const int32_t last = _mm_cvtsi128_si32(_mm_add_epi32(h2, _mm_shuffle_epi32(h2, 0xB1)));
+      const int32_t last = nbitsHsumEpi32(d1[m][0]);
       dots[m] = _mm256_add_epi32(dots[m], _mm256_maskz_set1_epi32(static_cast<__mmask8>(1u << (nb - 1)), last));
     }
   }
@@ -296,14 +293,8 @@ GENC_VNNI void rowsVnni(const Int8Rows &x, const NBitsMatrix &w, float *y, int64
     const uint8_t *codes = w.codes + n * blocks * blob;
     const float *sc = w.scales + n * blocks;
     const NBitsIntZeroPoints zp(w, n);
-    // The codes and scales a few columns on: plans map their weights from the
-    // file in 4 KiB pages, which the hardware prefetchers do not cross.
-    if (n + kAhead < n1) {
-      for (int64_t off = 0; off < blocks * blob; off += 64)
-        _mm_prefetch(reinterpret_cast<const char *>(codes + kAhead * blocks * blob + off), _MM_HINT_T0);
-      for (int64_t off = 0; off < blocks * 4; off += 64)
-        _mm_prefetch(reinterpret_cast<const char *>(sc + kAhead * blocks) + off, _MM_HINT_T0);
-    }
+    if (n + kNBitsAhead < n1)
+      nbitsPrefetchColumn(codes + kNBitsAhead * blocks * blob, sc + kNBitsAhead * blocks, blocks * blob, blocks);
     __m256 acc[M];
     for (int m = 0; m < M; ++m)
       acc[m] = _mm256_setzero_ps();

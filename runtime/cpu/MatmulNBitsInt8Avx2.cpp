@@ -22,26 +22,6 @@ namespace {
 
 #define GENC_AVX2 __attribute__((target("avx2,fma")))
 
-constexpr int64_t kAhead = 8; // columns
-
-// The codes and scales of column n + kAhead into the cache: plans map their
-// weights from the file in 4 KiB pages, which the hardware prefetchers do
-// not cross.
-GENC_AVX2 inline void prefetchColumn(const uint8_t *codes, const float *scales, int64_t codeBytes,
-                                     int64_t blocks) {
-  for (int64_t off = 0; off < codeBytes; off += 64)
-    _mm_prefetch(reinterpret_cast<const char *>(codes + off), _MM_HINT_T0);
-  for (int64_t off = 0; off < blocks * 4; off += 64)
-    _mm_prefetch(reinterpret_cast<const char *>(scales) + off, _MM_HINT_T0);
-}
-
-// The sum of v's eight 32-bit lanes.
-GENC_AVX2 inline int32_t hsumEpi32(__m256i v) {
-  const __m128i h = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  const __m128i h2 = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4E));
-  return _mm_cvtsi128_si32(_mm_add_epi32(h2, _mm_shuffle_epi32(h2, 0xB1)));
-}
-
 // ---- 4-bit blocks of 32, x in pairs ------------------------------------------
 // Pair p of a column (blocks 2p, 2p + 1) is 32 code bytes: their low
 // nibbles are both blocks' even elements, the high ones their odd elements,
@@ -122,7 +102,7 @@ GENC_AVX2 inline __attribute__((always_inline)) void pairGroup(const Int8Rows &x
       const __m256i d = _mm256_madd_epi16(
           _mm256_maddubs_epi16(odd, _mm256_loadu_si256(reinterpret_cast<const __m256i *>(xm + (nb - 1) * 32))), ones);
       const __m256i at = _mm256_cmpeq_epi32(iota, _mm256_set1_epi32(nb - 1));
-      dots = _mm256_add_epi32(dots, _mm256_and_si256(_mm256_set1_epi32(hsumEpi32(d)), at));
+      dots = _mm256_add_epi32(dots, _mm256_and_si256(_mm256_set1_epi32(nbitsHsumEpi32(d)), at));
     }
     const __m256i xsum = lanes<FULL>(x.sum.data() + m * blocks + j0, live);
     const __m256 f = _mm256_mul_ps(s, lanes<FULL>(x.scale.data() + m * blocks + j0, live));
@@ -139,8 +119,9 @@ template <int M, bool FZP>
 GENC_AVX2 void pairsAvx2(const Int8Rows &x, const NBitsMatrix &w, float *y, int64_t n0, int64_t n1) {
   const int64_t blocks = w.shape.blocks(), N = w.shape.N;
   for (int64_t n = n0; n < n1; ++n) {
-    if (n + kAhead < n1)
-      prefetchColumn(w.codes + (n + kAhead) * blocks * 16, w.scales + (n + kAhead) * blocks, blocks * 16, blocks);
+    if (n + kNBitsAhead < n1)
+      nbitsPrefetchColumn(w.codes + (n + kNBitsAhead) * blocks * 16, w.scales + (n + kNBitsAhead) * blocks,
+                          blocks * 16, blocks);
     __m256 acc[M];
 #pragma GCC unroll 8
     for (int m = 0; m < M; ++m)
@@ -188,8 +169,9 @@ __attribute__((target("avx2,fma"))) void rowsAvx2(const Int8Rows &x, const NBits
   const __m256i ones = _mm256_set1_epi16(1);
   const __m128i nibble = _mm_set1_epi8(0x0F);
   for (int64_t n = n0; n < n1; ++n) {
-    if (n + kAhead < n1)
-      prefetchColumn(w.codes + (n + kAhead) * blocks * blob, w.scales + (n + kAhead) * blocks, blocks * blob, blocks);
+    if (n + kNBitsAhead < n1)
+      nbitsPrefetchColumn(w.codes + (n + kNBitsAhead) * blocks * blob, w.scales + (n + kNBitsAhead) * blocks,
+                          blocks * blob, blocks);
     const NBitsIntZeroPoints zp(w, n);
     __m256 acc[M];
     float side[M];
@@ -265,8 +247,9 @@ __attribute__((target("avx2,fma"))) void rowAvx2(const Int8Rows &x, const NBitsM
   const int64_t step = BITS == 4 ? 16 : 32; // code bytes a group of 32
   const int8_t *xq = x.q.data();
   for (int64_t n = n0; n < n1; ++n) {
-    if (n + kAhead < n1)
-      prefetchColumn(w.codes + (n + kAhead) * blocks * blob, w.scales + (n + kAhead) * blocks, blocks * blob, blocks);
+    if (n + kNBitsAhead < n1)
+      nbitsPrefetchColumn(w.codes + (n + kNBitsAhead) * blocks * blob, w.scales + (n + kNBitsAhead) * blocks,
+                          blocks * blob, blocks);
     const NBitsIntZeroPoints zp(w, n);
     const uint8_t *codes = w.codes + n * blocks * blob;
     const float *sw = w.scales + n * blocks;

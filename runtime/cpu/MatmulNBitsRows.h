@@ -28,6 +28,27 @@ __attribute__((target("avx"))) inline float nbitsHsum256(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
+/// The sum of v's eight 32-bit lanes (AVX2: callable from the AVX2 and
+/// AVX-512 kernels).
+__attribute__((target("avx2"))) inline int32_t nbitsHsumEpi32(__m256i v) {
+  const __m128i h = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  const __m128i h2 = _mm_add_epi32(h, _mm_shuffle_epi32(h, 0x4E));
+  return _mm_cvtsi128_si32(_mm_add_epi32(h2, _mm_shuffle_epi32(h2, 0xB1)));
+}
+
+/// Columns the decode kernels prefetch ahead of the one they read.
+constexpr int64_t kNBitsAhead = 8;
+
+/// One column's codes and scales into the cache, a few columns ahead of its
+/// use: plans map their weights from the file in 4 KiB pages, which the
+/// hardware prefetchers do not cross.
+inline void nbitsPrefetchColumn(const uint8_t *codes, const float *scales, int64_t codeBytes, int64_t blocks) {
+  for (int64_t off = 0; off < codeBytes; off += 64)
+    _mm_prefetch(reinterpret_cast<const char *>(codes + off), _MM_HINT_T0);
+  for (int64_t off = 0; off < blocks * 4; off += 64)
+    _mm_prefetch(reinterpret_cast<const char *>(scales) + off, _MM_HINT_T0);
+}
+
 /// Floats of one row as the kernels read it: K padded with zeros to whole blocks.
 inline int64_t nbitsRowFloats(const NBitsShape &s) { return s.blocks() * s.blockSize; }
 
