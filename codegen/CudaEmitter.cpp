@@ -16,6 +16,7 @@
 #include "codegen/TokenKernels.h"
 #include "codegen/CudaBuilder.h"
 #include "runtime/cuda/AttentionAbi.h"
+#include "runtime/cuda/GemvAbi.h"
 #include "codegen/LaunchCount.h"
 
 #include <sstream>
@@ -525,7 +526,9 @@ CudaModule emitCuda(Module &m, DType activation, const AttentionKernelOptions &a
   GemvKernels gemv = emitGemvKernels(m, activation, cm.kernels); // after the bodies: their prologue entries
   cm.gemvCode = std::move(gemv.code);
   cm.gemvKernels = std::move(gemv.names);
-  NBitsKernels nbits = emitNBitsKernels(m, activation); // matmul_nbits' GEMVs and tiles
+  NBitsKernels nbits = emitNBitsKernels(m, activation, cm.kernels); // matmul_nbits' GEMVs and tiles
+  if (cm.gemvCode.empty() && !nbits.code.empty()) // their fused entries take a GencGemvPrologue
+    cm.gemvCode = std::string("\n") + genrt::cuda::kGencGemvAbiSource + "\n";
   cm.gemvCode += nbits.code;
   cm.gemvKernels.insert(cm.gemvKernels.end(), nbits.names.begin(), nbits.names.end());
   // After the attention families and the row bodies it calls.

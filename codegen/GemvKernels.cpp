@@ -170,17 +170,15 @@ extern "C" __global__ void __launch_bounds__(256) genc_transpose_4(const GencTra
 
 bool isFloatStorage(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
 
+} // namespace
+
 // The matmul right after a fused row kernel whose result `o` only it reads:
 // a one-row GEMV that runs the body's row itself (`<body>_rows`, block 0
 // writing the body's other results), its row of `a` in shared memory — one
 // kernel boundary fewer (an add + RMSNorm before each of a Llama layer's
 // projections). The runtime uses it when the run has one row.
-struct Prologue {
-  const CudaKernel *body;
-  size_t result;
-};
-std::optional<Prologue> prologueOf(const Function &f, Op *prev, Op *mm, const std::vector<CudaKernel> &kernels,
-                                   int64_t K, DType a) {
+std::optional<GemvPrologue> gemvPrologueOf(const Function &f, Op *prev, Op *mm, const std::vector<CudaKernel> &kernels,
+                                           int64_t K, DType a) {
   if (!gemvMayRunBefore(f, prev, mm))
     return std::nullopt;
   const std::string body = prev->strAttr("body", "");
@@ -198,11 +196,10 @@ std::optional<Prologue> prologueOf(const Function &f, Op *prev, Op *mm, const st
       (K * static_cast<int64_t>(dtypeSize(a)) + 15) / 16 * 16 + 128 + k->sharedFloats.constant() * 4 >
           genrt::cuda::kGemvSharedLimit)
     return std::nullopt;
-  return Prologue{&*k, r};
+  return GemvPrologue{&*k, r};
 }
 
-// The prologue policy reading result `pro.result` of `pro.body`.
-std::string prologuePolicy(const std::string &name, const Prologue &pro) {
+std::string gemvProloguePolicy(const std::string &name, const GemvPrologue &pro) {
   const CudaKernel &k = *pro.body;
   std::ostringstream c;
   c << "struct " << name << "_before {\n"
@@ -223,6 +220,8 @@ std::string prologuePolicy(const std::string &name, const Prologue &pro) {
   c << ");\n    return staged;\n  }\n};\n";
   return c.str();
 }
+
+namespace {
 
 // The elementwise body right after matmul `mm` that alone reads its result
 // y [.., 2h] as a GLU: one split of y's last axis into halves, then float
@@ -310,11 +309,11 @@ std::string gluPolicy(const std::string &name, const Glu &g) {
 
 // The one-row entry of family `fam` (template arguments `args`) with a
 // prologue and/or a GLU epilogue.
-std::string fusedEntry(const std::string &name, const std::string &args, const std::optional<Prologue> &pro,
+std::string fusedEntry(const std::string &name, const std::string &args, const std::optional<GemvPrologue> &pro,
                        const std::optional<Glu> &glu, int64_t K) {
   std::ostringstream c;
   if (pro)
-    c << prologuePolicy(name, *pro);
+    c << gemvProloguePolicy(name, *pro);
   if (glu)
     c << gluPolicy(name, *glu);
   c << "extern \"C\" __global__ void __launch_bounds__(" << genrt::cuda::kGemvThreads << ") " << name
@@ -379,7 +378,7 @@ GemvKernels emitGemvKernels(Module &m, DType activation, const std::vector<CudaK
       const Dim kd = op->operand(0)->shape().empty() ? Dim(0) : op->operand(0)->shape().back();
       if (!kd.isConstant())
         continue;
-      const auto p = prologueOf(*f, before, op, kernels, kd.constant(), a);
+      const auto p = gemvPrologueOf(*f, before, op, kernels, kd.constant(), a);
       const auto g = gluOf(m, *f, op, next, kernels, y);
       if (p) // the executor's one-row runs launch these inside the GEMV (for the stats)
         before->setAttr("gpu_in_gemv", int64_t(1));

@@ -12,6 +12,7 @@
 #include "codegen/CudaEmitter.h"
 #include "compiler/ir/IR.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,5 +37,24 @@ GemvKernels emitGemvKernels(Module &m, DType activation, const std::vector<CudaK
 /// result's storage type; false where the body is no such GLU.
 bool gemvGluCode(const Module &m, const Function &f, Op *mm, Op *next, const std::vector<CudaKernel> &kernels, DType y,
                  std::string &stmts, std::string &out, DType &outDType);
+
+/// The fused row body before a matmul that a one-row GEMV may run itself:
+/// its kernel and the result of it the matmul reads as a.
+struct GemvPrologue {
+  const CudaKernel *body;
+  size_t result;
+};
+
+/// The fused row op `prev` right before `mm` (a matmul or a matmul_nbits
+/// whose a is K elements of storage `a`), where `mm`'s one-row GEMV may run
+/// its row itself: it alone reads the result, its kernel is a row kernel
+/// within the GEMV's block, symbols, pointers and shared memory.
+std::optional<GemvPrologue> gemvPrologueOf(const Function &f, Op *prev, Op *mm, const std::vector<CudaKernel> &kernels,
+                                           int64_t K, DType a);
+
+/// The prologue policy `name`_before: its `run(q, a, staged)` computes the
+/// body's row into `staged` (shared memory; block 0 writes the body's other
+/// results) and returns it as the GEMV's a.
+std::string gemvProloguePolicy(const std::string &name, const GemvPrologue &pro);
 
 } // namespace genc

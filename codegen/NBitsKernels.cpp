@@ -2,11 +2,14 @@
 #include "codegen/NBitsKernels.h"
 
 #include "codegen/CudaSyntax.h"
+#include "codegen/GemvKernels.h"
 #include "codegen/NBitsMma.h"
 #include "passes/analysis/Storage.h"
+#include "runtime/cuda/GemvAbi.h"
 #include "runtime/cuda/NBitsAbi.h"
 
 #include <map>
+#include <set>
 #include <sstream>
 
 namespace genc {
@@ -48,6 +51,10 @@ static __device__ __forceinline__ float genc_nbits_weight(const GencNBitsParams 
 // One word of column n's codes: block j's elements e0 .. e0 + V - 1 (k0 =
 // j * BS + e0 on), widened and dotted with the M rows at a into acc.
 // vec: a's rows start at multiples of 16 bytes (whole words of a load).
+// A code becomes a float without a conversion instruction (those run at an
+// eighth of the FMA rate): the bits 0x4B000000 | q are the float 2^23 + q,
+// and subtracting 2^23 + z (z an integer below 256) leaves q - z exactly. The
+// word's products sum before its block's scale multiplies them, once.
 template <typename A, typename S, int BITS, int BS, int ZP, int MT, int WB>
 static __device__ __forceinline__ void genc_gemvq_word(float (&acc)[MT], const GencNBitsParams &p,
                                                        const typename A::S *a, int M, long long n, long long blocks,
@@ -58,13 +65,15 @@ static __device__ __forceinline__ void genc_gemvq_word(float (&acc)[MT], const G
   if (k0 >= p.K) return; // the last block's padding
   const float s = S::ld(((const typename S::S *)p.scales)[n * blocks + j]);
   const float z = genc_nbits_zero<S, BITS, ZP>(p, n, j, blocks);
+  const float base = ZP == 2 ? 8388608.f : 8388608.f + z; // float zero points: subtracted after
   const unsigned int *u = (const unsigned int *)&word;
   float wf[V];
 #pragma unroll
   for (int i = 0; i < V; ++i) {
     constexpr int PER = 32 / BITS; // codes in a 32-bit piece
-    const int q = (int)((u[i / PER] >> ((i % PER) * BITS)) & ((1u << BITS) - 1));
-    wf[i] = ((float)q - z) * s;
+    const unsigned q = (u[i / PER] >> ((i % PER) * BITS)) & ((1u << BITS) - 1);
+    wf[i] = __int_as_float(0x4B000000u | q) - base;
+    if (ZP == 2) wf[i] -= z;
   }
   const bool full = k0 + V <= p.K;
 #pragma unroll
@@ -82,54 +91,99 @@ static __device__ __forceinline__ void genc_gemvq_word(float (&acc)[MT], const G
       for (int i = 0; i < V; ++i)
         if (k0 + i < p.K) d += A::ld(ar[i]) * wf[i];
     }
-    acc[m] += d;
+    acc[m] += d * s;
   }
 }
 
-// y[M, N]: a warp a column (grid (ceil(N / 8), ceil(M / MT)), block 256),
-// rows blockIdx.y * MT on, MT at most.
-template <typename A, typename S, typename Y, int BITS, int BS, int ZP, int MT>
-static __device__ void genc_gemvq(const GencNBitsParams &p) {
-  constexpr int BLOB = BS * BITS / 8, WB = BLOB < 16 ? BLOB : 16, U = 4;
+// Where the GEMV reads its rows of a: where they lie (GencNBitsDirect), or
+// in shared memory, computed there by the fused row body before the product
+// (a prologue policy generated per body below, as the float GEMVs' are).
+struct GencNBitsDirect {
+  template <typename AS>
+  static __device__ __forceinline__ const AS *run(const GencGemvPrologue *, const AS *a, AS *) { return a; }
+};
+
+// What the GEMV writes: y[m, n] in y's storage (GencNBitsStore, a column a
+// warp), or the elementwise GLU body after it, where that body alone reads
+// y (a warp reads columns n and NO + n, and writes the body's element n to
+// p.y; generated per body below).
+struct GencNBitsStore {
+  static constexpr int ROWS = 1;
+  template <typename Y>
+  static __device__ __forceinline__ void store(const GencNBitsParams &p, long long m, long long n, long long,
+                                               const float (&acc)[1]) {
+    ((typename Y::S *)p.y)[m * p.N + n] = Y::st(acc[0]);
+  }
+};
+
+// y[M, N]: a warp an output (grid (ceil(NO / 8), ceil(M / MT)), block 256,
+// NO = N / EPI::ROWS), rows blockIdx.y * MT on, MT at most; the warp reads
+// the EPI::ROWS columns n, NO + n.
+template <typename A, typename S, typename Y, int BITS, int BS, int ZP, int MT, typename PRO = GencNBitsDirect,
+          int KS = 1, typename EPI = GencNBitsStore>
+static __device__ void genc_gemvq(const GencNBitsParams &p, const GencGemvPrologue *q = nullptr) {
+  constexpr int BLOB = BS * BITS / 8, WB = BLOB < 16 ? BLOB : 16, R = EPI::ROWS, U = 4 / R;
   typedef typename genc_word<WB>::T Word;
-  const long long m0 = (long long)blockIdx.y * MT;
+  const long long m0 = (long long)blockIdx.y * MT, NO = p.N / R;
   const int lane = threadIdx.x & 31, M = (int)(p.M - m0 < MT ? p.M - m0 : MT);
-  const typename A::S *a = (const typename A::S *)p.a + m0 * p.K;
   const long long n = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
   const long long blocks = (p.K + BS - 1) / BS, words = blocks * (BLOB / WB);
-  const bool live = n < p.N;
-  const Word *col = (const Word *)p.codes + (live ? n : 0) * words;
-  // The first words stream before the wait: the kernel before writes only a.
-  Word cur[U];
+  // A warp past the outputs still takes part in a prologue's barriers.
+  const bool live = n < NO;
+  const Word *col[R];
 #pragma unroll
-  for (int u = 0; u < U; ++u)
-    if (live && lane + u * 32 < words) cur[u] = col[lane + u * 32];
+  for (int r = 0; r < R; ++r) col[r] = (const Word *)p.codes + (live ? n + r * NO : 0) * words;
+  // The first words stream before the wait: the kernel before writes only a.
+  Word cur[R][U];
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (live && lane + u * 32 < words) cur[r][u] = col[r][lane + u * 32];
   genc_pdl_wait();
   genc_pdl_launch();
+  alignas(16) __shared__ typename A::S staged[KS];
+  const typename A::S *a = PRO::run(q, (const typename A::S *)p.a + m0 * p.K, staged);
   if (!live) return;
-  const bool vec = ((p.a | (unsigned long long)(p.K * sizeof(typename A::S))) & 15) == 0;
-  float acc[MT];
+  const bool vec = (((unsigned long long)a | (unsigned long long)(p.K * sizeof(typename A::S))) & 15) == 0;
+  float acc[R][MT];
 #pragma unroll
-  for (int m = 0; m < MT; ++m) acc[m] = 0.f;
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int m = 0; m < MT; ++m) acc[r][m] = 0.f;
   for (long long w0 = lane; w0 < words; w0 += U * 32) {
-    Word next[U];
+    Word next[R][U];
 #pragma unroll
-    for (int u = 0; u < U; ++u)
-      if (w0 + (U + u) * 32 < words) next[u] = col[w0 + (U + u) * 32];
+    for (int r = 0; r < R; ++r)
 #pragma unroll
-    for (int u = 0; u < U; ++u)
-      if (w0 + u * 32 < words)
-        genc_gemvq_word<A, S, BITS, BS, ZP, MT, WB>(acc, p, a, M, n, blocks, w0 + u * 32, cur[u], vec);
+      for (int u = 0; u < U; ++u)
+        if (w0 + (U + u) * 32 < words) next[r][u] = col[r][w0 + (U + u) * 32];
 #pragma unroll
-    for (int u = 0; u < U; ++u) cur[u] = next[u];
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (w0 + u * 32 < words)
+          genc_gemvq_word<A, S, BITS, BS, ZP, MT, WB>(acc[r], p, a, M, n + r * NO, blocks, w0 + u * 32, cur[r][u],
+                                                      vec);
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int u = 0; u < U; ++u) cur[r][u] = next[r][u];
   }
 #pragma unroll
-  for (int m = 0; m < MT; ++m)
-    for (int o = 16; o > 0; o >>= 1) acc[m] += __shfl_xor_sync(0xffffffffu, acc[m], o);
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int m = 0; m < MT; ++m)
+      for (int o = 16; o > 0; o >>= 1) acc[r][m] += __shfl_xor_sync(0xffffffffu, acc[r][m], o);
   if (lane != 0) return;
 #pragma unroll
   for (int m = 0; m < MT; ++m)
-    if (m < M) ((typename Y::S *)p.y)[(m0 + m) * p.N + n] = Y::st(acc[m]);
+    if (m < M) {
+      float s[R];
+#pragma unroll
+      for (int r = 0; r < R; ++r) s[r] = acc[r][m];
+      EPI::template store<Y>(p, m0 + m, n, NO, s);
+    }
 }
 
 // y[M, N] for any M: a 64 x 64 tile a block (grid (ceil(N / 64),
@@ -186,17 +240,84 @@ bool isFloatStorage(DType t) { return t == DType::F32 || t == DType::F16 || t ==
 // blocks of 32 or more, no float zero points.
 bool mmaFamily(DType a, int64_t bs, int zp) { return (a == DType::F16 || a == DType::BF16) && bs >= 32 && zp != 2; }
 
+// The GLU policy `name`_then: the product's columns n and NO + n (each
+// rounded through y's storage, as the body's kernel would load them) into
+// the body's element n, by the body's own math (gemvGluCode).
+std::string gluPolicy(const std::string &name, const std::string &stmts, const std::string &out, DType outDType) {
+  std::ostringstream c;
+  c << "struct " << name << "_then {\n"
+    << "  static constexpr int ROWS = 2;\n"
+    << "  template <typename Y>\n"
+    << "  static __device__ __forceinline__ void store(const GencNBitsParams &p, long long m, long long n, long long NO,\n"
+    << "                                               const float (&acc)[2]) {\n"
+    << "    const float t0 = Y::ld(Y::st(acc[0]));\n"
+    << "    const float t1 = Y::ld(Y::st(acc[1]));\n"
+    << stmts << "    ((" << storageType(outDType) << " *)p.y)[m * NO + n] = " << storageStruct(outDType) << "::st("
+    << out << ");\n  }\n};\n";
+  return c.str();
+}
+
+// The one-row entries of `op` (family `family`, template arguments `args`)
+// that also run the fused row body `before` it and/or the GLU body `next`
+// after it (runtime/cuda/GemvAbi.h's names): a Llama layer's add + RMSNorm
+// before its QKV and gate/up products and the SwiGLU after the latter, each
+// a kernel boundary fewer. Marks those bodies `gpu_in_gemv`; adds the entries'
+// names to `names` once (`entries`).
+std::string fusedEntries(const Module &m, const Function &f, Op *before, Op *op, Op *next,
+                         const std::vector<CudaKernel> &kernels, const std::string &family, const std::string &args,
+                         DType a, DType y, std::vector<std::string> &names, std::set<std::string> &entries) {
+  const int64_t K = op->operand(0)->shape().empty() || !op->operand(0)->shape().back().isConstant()
+                        ? 0
+                        : op->operand(0)->shape().back().constant();
+  if (K <= 0)
+    return "";
+  const auto pro = gemvPrologueOf(f, before, op, kernels, K, a);
+  std::string stmts, out;
+  DType outDType = DType::F32;
+  const bool glu = gemvGluCode(m, f, op, next, kernels, y, stmts, out, outDType);
+  if (pro)
+    before->setAttr("gpu_in_gemv", int64_t(1));
+  if (glu)
+    next->setAttr("gpu_in_gemv", int64_t(1));
+  std::ostringstream c;
+  for (int which = 1; which < 4; ++which) { // the body before alone, the GLU alone, both
+    const bool useP = which & 1, useG = which & 2;
+    if ((useP && !pro) || (useG && !glu))
+      continue;
+    const std::string name = genrt::cuda::gemvEntryName(family, useP ? pro->body->name : "", useP ? pro->result : 0,
+                                                        useG ? next->strAttr("body", "") : "");
+    if (!entries.insert(name).second)
+      continue;
+    names.push_back(name);
+    c << "// ==== 4/8-bit GEMV " << family << (useP ? " after " + pro->body->name : "")
+      << (useG ? " then " + next->strAttr("body", "") : "") << " (matmul_nbits at \"" << op->loc() << "\") ====\n";
+    if (useP)
+      c << gemvProloguePolicy(name, *pro);
+    if (useG)
+      c << gluPolicy(name, stmts, out, outDType);
+    c << "extern \"C\" __global__ void __launch_bounds__(" << genrt::cuda::kNBitsThreads << ") " << name
+      << "(const GencNBitsParams p" << (useP ? ", const GencGemvPrologue q" : "") << ") { genc_gemvq<" << args
+      << ", 1, " << (useP ? name + "_before, " + std::to_string(K) : std::string("GencNBitsDirect, 1")) << ", "
+      << (useG ? name + "_then" : std::string("GencNBitsStore")) << ">(p" << (useP ? ", &q" : "") << "); }\n";
+  }
+  return c.str();
+}
+
 } // namespace
 
-NBitsKernels emitNBitsKernels(Module &m, DType activation) {
+NBitsKernels emitNBitsKernels(Module &m, DType activation, const std::vector<CudaKernel> &kernels) {
   NBitsKernels out;
   std::map<std::string, std::string> familyOf; // template arguments -> name
-  std::ostringstream code;
+  std::set<std::string> entries;               // the fused entries so far
+  std::ostringstream code, fused;
   for (auto &f : m.functions()) {
     if (f->name() != "encode" && f->name() != "prefill" && f->name() != "decode_step")
       continue;
-    for (auto &opp : f->ops()) {
-      Op *op = opp.get();
+    std::vector<Op *> ops;
+    for (auto &opp : f->ops())
+      ops.push_back(opp.get());
+    for (size_t i = 0; i < ops.size(); ++i) {
+      Op *op = ops[i], *before = i ? ops[i - 1] : nullptr, *next = i + 1 < ops.size() ? ops[i + 1] : nullptr;
       if (!op->is("matmul_nbits") || op->numOperands() < 3 || op->numOperands() > 4)
         continue;
       const int64_t bits = op->intAttr("bits", 0), bs = op->intAttr("block_size", 0);
@@ -215,6 +336,7 @@ NBitsKernels emitNBitsKernels(Module &m, DType activation) {
       op->setAttr("gpu_gemv", it->second);
       if (mmaFamily(a, bs, zp))
         op->setAttr("gpu_gemv_mma", int64_t(1));
+      fused << fusedEntries(m, *f, before, op, next, kernels, it->second, args.str(), a, y, out.names, entries);
       if (!fresh)
         continue;
       code << "// ==== 4/8-bit GEMV " << it->second << " (matmul_nbits at \"" << op->loc() << "\") ====\n";
@@ -237,7 +359,7 @@ NBitsKernels emitNBitsKernels(Module &m, DType activation) {
   if (familyOf.empty())
     return out;
   out.code = std::string(nbitsMmaPrimitives()) + "\n" + genrt::cuda::kGencNBitsAbiSource + "\n" + kTemplates +
-             nbitsMmaTemplate() + code.str();
+             nbitsMmaTemplate() + code.str() + fused.str();
   return out;
 }
 

@@ -7,6 +7,7 @@
 // block size, the zero points' form and the storage types are compile-time
 // constants of each family.
 #pragma once
+#include "codegen/CudaEmitter.h"
 #include "compiler/ir/IR.h"
 
 #include <string>
@@ -21,7 +22,10 @@ struct NBitsKernels {
 
 /// Gives every matmul_nbits of @encode / @prefill / @decode_step the
 /// attribute `gpu_gemv` (its family) and returns the families' code (empty
-/// when there is none).
-NBitsKernels emitNBitsKernels(Module &m, DType activation);
+/// when there is none), with the one-row entries that run the fused row
+/// body before it and/or the GLU body after it (`kernels`, already built;
+/// codegen/GemvKernels.h) where it may. The code needs the float GEMVs' ABI
+/// (GencGemvPrologue) before it.
+NBitsKernels emitNBitsKernels(Module &m, DType activation, const std::vector<CudaKernel> &kernels);
 
 } // namespace genc

@@ -1,5 +1,5 @@
-// The neighbours a one-row GEMV may run itself (the GPU's decode matmuls,
-// codegen/GemvKernels.cpp): the fused row kernel right before a matmul whose
+// The neighbours a one-row GEMV may run itself (the GPU's decode matmuls and
+// 4/8-bit matmuls, codegen/GemvKernels.cpp and NBitsKernels.cpp): the fused row kernel right before a matmul whose
 // result the matmul alone reads as its a, and the elementwise fused body
 // right after it that alone reads its product (a GLU). Codegen generates the
 // entries for these pairs and plan-memory keeps their buffers apart; the

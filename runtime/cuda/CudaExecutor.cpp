@@ -114,6 +114,7 @@ Status CudaExecutor::init(NcclChannel *channel) {
   // 4/8-bit products: the GEMV up to 8 rows, the tensor cores up to 64
   // (decode batches), the tiled kernel above; GENC_CUDA_NBITS_ROWS=N for A/B runs.
   ctx_.nbitsGemvRows = options_.nbitsGemvRows;
+  ctx_.nbitsCoreRows = options_.nbitsCoreRows;
   // A one-row GEMV runs the add + norm kernel before it and the SwiGLU
   // after it itself (three kernel boundaries fewer a Llama layer);
   // GENC_CUDA_GEMV_FUSION=0 / norm / glu for A/B runs.

@@ -35,6 +35,8 @@ Status readCudaOptions(CudaOptions &out) {
     out.gemvRows = std::clamp<int64_t>(std::atoll(gr), 1, kGemvMaxRows);
   if (const char *nr = given("GENC_CUDA_NBITS_ROWS"))
     out.nbitsGemvRows = std::clamp<int64_t>(std::atoll(nr), 0, kNBitsMmaRows);
+  if (const char *nc = given("GENC_CUDA_NBITS_GEMV_ROWS"))
+    out.nbitsCoreRows = std::clamp<int64_t>(std::atoll(nc), 0, kNBitsGemvRows);
   if (is("GENC_CUDA_STREAM", "0"))
     out.streamKernel = 0;
   else if (is("GENC_CUDA_STREAM", "1"))

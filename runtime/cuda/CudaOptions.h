@@ -83,6 +83,10 @@ struct CudaOptions {
   /// the GEMV or tensor-core kernels for; more go to the tiled kernel
   /// (NBitsAbi.h).
   int64_t nbitsGemvRows = 64;
+  /// GENC_CUDA_NBITS_GEMV_ROWS (0..8): the most rows a 4/8-bit product takes
+  /// the CUDA-core GEMV for, the tensor-core entries above (where the
+  /// family has them; for A/B runs of the two at few rows).
+  int64_t nbitsCoreRows = 8;
   /// GENC_CUDA_STREAM: decode steps take the TMA decode kernel, where the
   /// plan has one, never (0) or always (1); -1 (unset): where a sequence
   /// holds kStreamMinKeys keys or more, on sm_90 and newer.

@@ -45,13 +45,13 @@ Status compileProgram(const Program &prog, StepContext &ctx, const KernelModule 
   // The op of the last step and that step, where it is a fused one or a GEMM.
   const OpInfo *lastFusedOp = nullptr, *lastGemmOp = nullptr;
   FusedStep *lastFused = nullptr;
-  GemmStep *lastGemm = nullptr;
+  GemvStep *lastGemm = nullptr;
   for (const OpInfo &op : prog.ops) {
     std::string where = "'" + op.kind + "' at \"" + op.loc + "\" in " + prog.name;
     std::unique_ptr<Step> step;
     const OpInfo *fusedBefore = lastFusedOp, *gemmBefore = lastGemmOp;
     FusedStep *fusedStepBefore = lastFused;
-    GemmStep *gemmStepBefore = lastGemm;
+    GemvStep *gemmStepBefore = lastGemm;
     const OpClass cls = classOf(op.kind);
     // A view whose result shares its source's buffer (genc's plan-memory
     // gives it one): nothing to run, and the steps around it stay neighbours.
@@ -88,8 +88,12 @@ Status compileProgram(const Program &prog, StepContext &ctx, const KernelModule 
         step->kind = "combine";
       }
     } else if (cls == OpClass::NBitsGemm) {
-      if (Status s = nbitsGemmStep(op, vm, mod, where, step); !s)
+      std::unique_ptr<GemvStep> g;
+      if (Status s = nbitsGemmStep(op, vm, mod, where, fusedBefore, fusedStepBefore, g); !s)
         return s;
+      lastGemmOp = &op;
+      lastGemm = g.get();
+      step = std::move(g);
     } else if (cls == OpClass::View) {
       if (Status s = copyStep(op, vm, where, step); !s)
         return s;

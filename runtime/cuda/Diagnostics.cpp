@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-
-#include <algorithm>
 #include <cstdio>
 
 namespace genrt::cuda {

@@ -27,7 +27,7 @@ Status FusedStep::run(StepContext &ctx, const ProgramRun &run) {
 
 Status fusedStep(const OpInfo &op, const ValueMap &vm, const KernelModule &mod,
                  const std::map<std::string, const KernelInfo *> &kernelOf, const std::string &where,
-                 const OpInfo *gemmBefore, GemmStep *gemmStepBefore, std::unique_ptr<FusedStep> &out) {
+                 const OpInfo *gemmBefore, GemvStep *gemmStepBefore, std::unique_ptr<FusedStep> &out) {
   const Program &prog = vm.prog;
   StepContext &ctx = vm.ctx;
   auto f = std::make_unique<FusedStep>();
@@ -44,7 +44,7 @@ Status fusedStep(const OpInfo &op, const ValueMap &vm, const KernelModule &mod,
     f->results.push_back(prog.values[v].shape);
   }
   f->kind = "fused";
-  if (ctx.gemv && gemmBefore)
+  if (gemmBefore) // a GEMV step has its one-row entries or declines (GemvStep::oneRow)
     if (Status s = prepareThen(vm, *gemmBefore, op, *f, mod, *gemmStepBefore); !s)
       return Status::error("plan op " + where + ": " + s.message());
   out = std::move(f);

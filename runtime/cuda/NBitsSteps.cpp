@@ -3,7 +3,8 @@
 // GEMV entries for up to 8 rows; up to GENC_CUDA_NBITS_ROWS (default 64) the
 // tensor-core entries where the family has them, else the 8-row GEMV in
 // chunks of 8 up to 32 rows; for more, the tensor-core tiles where the family
-// has them, else the tiled kernel on the CUDA cores. The weights
+// has them, else the tiled kernel on the CUDA cores. One row may also run the
+// fused row body before it and the GLU after it (GemvFusion.cpp). The weights
 // stay as the plan stores them (codes, scales, zero points; WeightUpload.cpp
 // copies them unchanged).
 #include "runtime/cuda/StepKinds.h"
@@ -14,10 +15,9 @@
 namespace genrt::cuda {
 namespace {
 
-class NBitsGemmStep final : public Step {
+class NBitsGemmStep final : public GemvStep {
 public:
   GencNBitsParams params{};
-  Shape aShape;
   CUfunction gemv[4] = {}; // rows <= 1, 2, 4, 8
   CUfunction tiles = nullptr;
   CUfunction mma[3] = {}; // rows <= 16, 32, 64; null where the family has none
@@ -31,6 +31,8 @@ public:
     p.M = n / params.K;
     if (p.M == 0)
       return Status::ok();
+    if (auto [withBefore, withThen] = choice(ctx, run); withBefore || withThen)
+      return runFused(ctx, run, withBefore, withThen);
     void *args[] = {&p};
     Status s = Status::ok();
     const Entry e = entry(p.M, ctx);
@@ -58,6 +60,8 @@ public:
     return s;
   }
   std::string profileKind(const StepContext &ctx, const ProgramRun &run) const override {
+    if (auto [withBefore, withThen] = choice(ctx, run); withBefore || withThen)
+      return "gemm nbits " + fusedKind(withBefore, withThen);
     const int64_t n = elementsAt(aShape, run.symbols);
     const Entry e = entry(n > 0 ? n / params.K : 0, ctx);
     return e == Entry::Mma   ? "gemm nbits mma"
@@ -66,10 +70,24 @@ public:
                               : "gemm nbits tiles";
   }
 
+protected:
+  Status launchFused(StepContext &ctx, CUfunction fn, CUdeviceptr out, const GencGemvPrologue &q, unsigned shared,
+                     const std::string &name) override {
+    GencNBitsParams p = params;
+    p.M = 1;
+    if (out)
+      p.y = out;
+    GencGemvPrologue pq = q;
+    void *args[] = {&p, &pq};
+    const int64_t outputs = out ? p.N / 2 : p.N;
+    const unsigned grid = static_cast<unsigned>((outputs + kNBitsThreads / 32 - 1) / (kNBitsThreads / 32));
+    return ctx.dev->launch(fn, grid, 1, 1, kNBitsThreads, 1, shared, ctx.stream, args, name);
+  }
+
 private:
   enum class Entry { Gemv, Mma, Tiles };
   Entry entry(int64_t M, const StepContext &ctx) const {
-    if (M <= ctx.nbitsGemvRows && M <= kNBitsGemvRows)
+    if (M <= ctx.nbitsGemvRows && M <= ctx.nbitsCoreRows)
       return Entry::Gemv;
     if (M <= ctx.nbitsGemvRows && mma[0] && M <= kNBitsMmaRows)
       return Entry::Mma;
@@ -82,7 +100,7 @@ private:
 } // namespace
 
 Status nbitsGemmStep(const OpInfo &op, const ValueMap &vm, const KernelModule &mod, const std::string &where,
-                     std::unique_ptr<Step> &out) {
+                     const OpInfo *fusedBefore, FusedStep *fusedStepBefore, std::unique_ptr<GemvStep> &out) {
   const Program &prog = vm.prog;
   auto bad = [&](const std::string &why) { return Status::error("plan op " + where + ": " + why); };
   if (op.operands.size() < 3 || op.operands.size() > 4 || op.results.size() != 1)
@@ -135,6 +153,13 @@ Status nbitsGemmStep(const OpInfo &op, const ValueMap &vm, const KernelModule &m
   step->params = GencNBitsParams{vm.ptr(op.operands[0]), vm.ptr(op.operands[1]), vm.ptr(op.operands[2]),
                                  zp ? vm.ptr(op.operands[3]) : 0, vm.ptr(op.results[0]), 0, s.K, s.N};
   step->aShape = as;
+  step->K = s.K;
+  step->N = s.N;
+  step->aStored = a;
+  step->oneRow = true;
+  if (fusedBefore)
+    if (Status st = prepareBefore(vm, op, *fusedBefore, *fusedStepBefore, mod, *vm.ctx.dev, *step); !st)
+      return bad(st.message());
   step->kind = "gemm";
   out = std::move(step);
   return Status::ok();

@@ -2,11 +2,12 @@
 // program's values live on the device, the GEMM and fused steps (a one-row
 // GEMV may run the fused kernel before or after it itself, so each names the
 // other), and the builders that CudaProgram.cpp calls for each op. Used only
-// by the step files (GemmSteps.cpp, FusedSteps.cpp, AttentionSteps.cpp,
-// CopySteps.cpp, NBitsSteps.cpp) and CudaProgram.cpp.
+// by the step files (GemmSteps.cpp, GemvFusion.cpp, FusedSteps.cpp,
+// AttentionSteps.cpp, CopySteps.cpp, NBitsSteps.cpp) and CudaProgram.cpp.
 #pragma once
 #include "runtime/cuda/AttentionAbi.h"
 #include "runtime/cuda/CudaSteps.h"
+#include "runtime/cuda/GemvAbi.h"
 
 #include <map>
 #include <memory>
@@ -49,10 +50,10 @@ struct ValueMap {
   bool isWeight(int32_t v) const { return prog.values[v].storage == Storage::Weight; }
 };
 
-class GemmStep;
+class GemvStep;
 
 // A fused group: its generated kernel — or nothing, where the matmul right
-// after it runs its row itself, or the one before ends in it (GemmStep::choice).
+// after it runs its row itself, or the one before ends in it (GemvStep::choice).
 class FusedStep final : public Step {
 public:
   FusedLaunch kernel;
@@ -60,25 +61,26 @@ public:
   std::vector<Shape> results;
   /// The GEMV step that may run this one's work: the matmul right after
   /// (this is its `before`) or right before (its `then`).
-  const GemmStep *absorbedBy = nullptr;
+  const GemvStep *absorbedBy = nullptr;
   bool isBefore = false;
   bool absorbed(const StepContext &ctx, const ProgramRun &run) const;
   Status run(StepContext &ctx, const ProgramRun &run) override;
   std::string profileKind(const StepContext &ctx, const ProgramRun &run) const override;
 };
 
-// matmul(a, W[, bias]) {epilogue, transpose_b}: a generated GEMV kernel for
-// up to 8 rows where the weight lies [N, K] (runtime/cuda/GemvAbi.h), else
-// one cuBLASLt call.
-class GemmStep final : public Step {
+// A product whose one-row GEMV may run its neighbours itself ("GEMV fusion",
+// GemvFusion.cpp): the fused row body before it (whose result is its a) and
+// the elementwise GLU after it (over its product, into `thenOut`). The float
+// GEMV (GemmStep) and the 4/8-bit one (NBitsSteps.cpp) are such products;
+// each launches its own entries (launchFused).
+class GemvStep : public Step {
 public:
-  GemmShape shape;
-  CUdeviceptr a = 0, b = 0, bias = 0, y = 0;
+  int64_t K = 0, N = 0;       // a's row; the product's width (the weight's rows)
+  DType aStored = DType::F32; // a's storage
   Shape aShape;
-  CUfunction gemv[4] = {}; // rows <= 1, 2, 4, 8
-  /// One-row entries that also run the fused step before (its row kernel,
-  /// whose result is `a`) and/or the one after (the elementwise GLU over
-  /// the product, into `thenOut`): fused[before][then] (GemvAbi.h).
+  bool oneRow = false;        // the step has a one-row GEMV
+  /// One-row entries that also run the step before and/or after:
+  /// fused[before][then] (GemvAbi.h's names).
   CUfunction fused[2][2] = {};
   const FusedStep *before = nullptr, *then = nullptr;
   const OpInfo *beforeOp = nullptr;
@@ -88,9 +90,34 @@ public:
   /// Which neighbours this run takes into its GEMV: one row, every result
   /// of the body before one row too, an entry for the pair.
   std::pair<bool, bool> choice(const StepContext &ctx, const ProgramRun &run) const;
-  std::string profileKind(const StepContext &ctx, const ProgramRun &run) const override;
+  /// The profile's kind of a run with those neighbours; "" for none.
+  static std::string fusedKind(bool withBefore, bool withThen);
+  /// Runs the entry for (withBefore, withThen) on one row.
   Status runFused(StepContext &ctx, const ProgramRun &run, bool withBefore, bool withThen);
+
+protected:
+  /// Launches `fn` on one row, writing the GLU's result at `out` (0: the
+  /// product y), with the body's symbols and pointers `q` and `shared`
+  /// dynamic bytes.
+  virtual Status launchFused(StepContext &ctx, CUfunction fn, CUdeviceptr out, const GencGemvPrologue &q,
+                             unsigned shared, const std::string &name) = 0;
+};
+
+// matmul(a, W[, bias]) {epilogue, transpose_b}: a generated GEMV kernel for
+// up to 8 rows where the weight lies [N, K] (runtime/cuda/GemvAbi.h), else
+// one cuBLASLt call.
+class GemmStep final : public GemvStep {
+public:
+  GemmShape shape;
+  CUdeviceptr a = 0, b = 0, bias = 0, y = 0;
+  CUfunction gemv[4] = {}; // rows <= 1, 2, 4, 8
+
+  std::string profileKind(const StepContext &ctx, const ProgramRun &run) const override;
   Status run(StepContext &ctx, const ProgramRun &run) override;
+
+protected:
+  Status launchFused(StepContext &ctx, CUfunction fn, CUdeviceptr out, const GencGemvPrologue &q, unsigned shared,
+                     const std::string &name) override;
 };
 
 /// The step of a matmul (`where` names it in errors), with its GEMV kernels
@@ -104,18 +131,25 @@ Status gemmStep(const OpInfo &op, const ValueMap &vm, const KernelModule &mod, c
 /// it into its one-row GEMV.
 Status fusedStep(const OpInfo &op, const ValueMap &vm, const KernelModule &mod,
                  const std::map<std::string, const KernelInfo *> &kernelOf, const std::string &where,
-                 const OpInfo *gemmBefore, GemmStep *gemmStepBefore, std::unique_ptr<FusedStep> &out);
+                 const OpInfo *gemmBefore, GemvStep *gemmStepBefore, std::unique_ptr<FusedStep> &out);
+/// Where matmul `op` alone reads a result of the fused op `prev` right
+/// before it, `g` (op's step) may run `prev`'s row inside its one-row GEMV
+/// (GemvFusion.cpp).
+Status prepareBefore(const ValueMap &vm, const OpInfo &op, const OpInfo &prev, FusedStep &f, const KernelModule &mod,
+                     const Device &dev, GemvStep &g);
 /// Where the elementwise fused op `op` alone reads the product of `mm`, `g`
-/// (mm's step) may run it inside its GEMV (GemmSteps.cpp).
+/// (mm's step) may run it inside its GEMV (GemvFusion.cpp).
 Status prepareThen(const ValueMap &vm, const OpInfo &mm, const OpInfo &op, FusedStep &f, const KernelModule &mod,
-                   GemmStep &g);
+                   GemvStep &g);
 /// kv_attention / cross_attention / packed_attention: the op's kernel family.
 Status attentionStep(const OpInfo &op, const ValueMap &vm, const KernelModule &mod, std::unique_ptr<Step> &out);
 /// Tree attention's combine after a kv_attention op (ctx.tree set).
 Status treeCombineStep(const OpInfo &op, const ValueMap &vm, const KernelModule &mod, std::unique_ptr<Step> &out);
-/// matmul_nbits: the plan's 4/8-bit GEMV and tiled kernels (NBitsSteps.cpp).
+/// matmul_nbits: the plan's 4/8-bit GEMV and tiled kernels (NBitsSteps.cpp);
+/// the fused op right before it may be taken into its one-row GEMV, as in
+/// gemmStep.
 Status nbitsGemmStep(const OpInfo &op, const ValueMap &vm, const KernelModule &mod, const std::string &where,
-                     std::unique_ptr<Step> &out);
+                     const OpInfo *fusedBefore, FusedStep *fusedStepBefore, std::unique_ptr<GemvStep> &out);
 /// A view op whose result has a buffer of its own: a device copy.
 Status copyStep(const OpInfo &op, const ValueMap &vm, const std::string &where, std::unique_ptr<Step> &out);
 

@@ -264,23 +264,25 @@ beam_checks() {
 # it: a norm before (all) and a GLU after (the SwiGLU models).
 # The plans keep one kernel per op (--step-blocks 0): the fused GEMVs are
 # that path's.
-# The GEMV fusion checks of one fixture in one dtype: fx dt.
+# The GEMV fusion checks of one fixture in one dtype: fx dt [int4|int8] (the
+# last: 4/8-bit weights, whose one-row GEMVs run the same neighbours).
 fusion_check() {
-  local prompts="$W/pro.jsonl" fx=$1 dt=$2 plan models cfg cname args base s nb nt same cpu
+  local prompts="$W/pro.jsonl" fx=$1 dt=$2 wq=${3:-} plan models cfg cname args base s nb nt same cpu name
   models=model.onnx
   [ -f "tests/fixtures/$fx/encoder.onnx" ] && models="encoder.onnx decoder.onnx"
   set -f
-  plan="$W/pro-$fx-$dt.plan"
+  name="$fx $dt${wq:+ $wq}"
+  plan="$W/pro-$fx-$dt$wq.plan"
   # shellcheck disable=SC2086
   if ! "$BIN/genc" compile $(for m in $models; do echo "tests/fixtures/$fx/$m"; done) --dtype $dt --max-batch 1 \
-         --step-blocks 0 -o "$plan" > "$OUT/pro-compile-$fx-$dt.log" 2>&1; then
-    row "gemv fusion $fx $dt|FAIL|$(tail -c 300 "$OUT/pro-compile-$fx-$dt.log" | tr '\n' ' ')"
+         --step-blocks 0 ${wq:+--weights $wq} -o "$plan" > "$OUT/pro-compile-$fx-$dt$wq.log" 2>&1; then
+    row "gemv fusion $name|FAIL|$(tail -c 300 "$OUT/pro-compile-$fx-$dt$wq.log" | tr '\n' ' ')"
     failed
     return
   fi
   for cfg in "greedy|" "k20|--do-sample --top-k 20 --seed 3"; do
     IFS='|' read -r cname args <<< "$cfg"
-    base="$W/pro-$fx-$dt-$cname"
+    base="$W/pro-$fx-$dt$wq-$cname"
     # shellcheck disable=SC2086
     "$BIN/genrun" "$plan" --device cuda --input "$prompts" --max-new-tokens 12 $args > "$base.on" 2> "$base.on.err"
     # shellcheck disable=SC2086
@@ -293,8 +295,8 @@ fusion_check() {
     "$BIN/genrun" "$plan" --device cpu --input "$prompts" --max-new-tokens 12 $args > "$base.cpu" 2>/dev/null
     steps() {
       local v
-      v=$(grep "profile: decode gemm $1 fused" "$base.prof" | sed 's/.* over *\([0-9]*\) steps.*/\1/')
-      echo "${v:-0}"
+      v=$(grep "profile: decode gemm \(nbits \)\?$1 fused" "$base.prof" | sed 's/.* over *\([0-9]*\) steps.*/\1/')
+      echo "$((0 ${v:+$(printf ' + %s' $v)}))"
     }
     nb=$(($(steps after) + $(steps between)))
     nt=$(($(steps then) + $(steps between)))
@@ -306,7 +308,7 @@ a,b=ids(sys.argv[1]),ids(sys.argv[2]); print('same' if a==b and len(a)==4 else '
     [ $same = yes ] && [ "$nb" -gt 0 ] && { [ $dt = f16 ] || [ "$cpu" = same ]; } || s=FAIL
     case $fx in llama | mistral | qwen3) [ "$nt" -gt 0 ] || s=FAIL ;; esac
     [ $s = ok ] || failed
-    row "gemv fusion $fx $dt $cname|$s|on == off: $same; cpu tokens: $cpu; decode GEMVs with the norm: $nb, with the GLU: $nt"
+    row "gemv fusion $name $cname|$s|on == off: $same; cpu tokens: $cpu; decode GEMVs with the norm: $nb, with the GLU: $nt"
   done
 }
 fusion_checks() {
@@ -315,6 +317,8 @@ fusion_checks() {
   for fx in llama gpt2 mistral qwen3 t5 bart; do
     for dt in f32 f16; do job fusion_check $fx $dt; done
   done
+  job fusion_check llama f16 int4
+  job fusion_check llama f32 int8
 }
 
 # Beams sharing their prompt (genc --max-new-tokens): the GPU reads the

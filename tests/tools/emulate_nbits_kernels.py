@@ -12,7 +12,9 @@ Every family the files name (and each --family: forms the fixtures' plans do
 not make, such as float zero points) runs on random codes, scales, zero
 points and rows of a: K 64, 100, 160 and 300 (blocks cut short, rows of a at
 and off 16-byte multiples), N 13 (a part block of warps), the GEMV entries at
-M 1, 2, 3, 5 and 8 (13 and 32: the 8-row entry in chunks), the tiles at 3,
+M 1, 2, 3, 5 and 8 (13 and 32: the 8-row entry in chunks; at 1 also with a
+prologue's row staged in shared memory and as a GLU's pair of columns n and
+N/2 + n, through stand-in policies), the tiles at 3,
 8 and 70 and, in the families that have them, the tensor-core entries at 9,
 13, 17, 32, 50 and 64 and their tiles at 3, 8 and 70 (the mma emulated from the warp's fragments as PTX
 lays them out), y poisoned with 0xff. Each
@@ -41,6 +43,7 @@ HOST_PRELUDE = r'''
 #define __global__
 #define __launch_bounds__(x)
 #define __shared__ static
+static float __int_as_float(int x) { float f; std::memcpy(&f, &x, 4); return f; }
 struct Dim3 { unsigned x = 0, y = 0, z = 0; };
 thread_local Dim3 threadIdx, blockIdx;
 Dim3 blockDim{256, 1, 1};
@@ -158,6 +161,35 @@ template <typename A, typename S, typename Y, int BITS, int BS, int ZP, int MT>
 static void gemvEntry(const GencNBitsParams &p) { genc_gemvq<A, S, Y, BITS, BS, ZP, MT>(p); }
 template <typename A, typename S, typename Y, int BITS, int BS, int ZP>
 static void tilesEntry(const GencNBitsParams &p) { genc_gemvq_tiles<A, S, Y, BITS, BS, ZP>(p); }
+// The fused one-row entries' two policies, standing in for the generated
+// ones (a fused body's row, a GLU's math): a prologue that stages a's row in
+// shared memory as a body's row function would (thread by thread, then the
+// block's barrier), and an epilogue that keeps a warp's two columns' sums
+// (n and NO + n) unrounded in y2 [1][2][NO], floats.
+struct HostStaged {
+  template <typename AS>
+  static const AS *run(const GencGemvPrologue *q, const AS *, AS *staged) {
+    const AS *a = (const AS *)q->ptr[0];
+    for (long long k = threadIdx.x; k < q->sym[0]; k += blockDim.x) staged[k] = a[k];
+    __syncthreads();
+    return staged;
+  }
+};
+struct HostPair {
+  static constexpr int ROWS = 2;
+  template <typename Y>
+  static void store(const GencNBitsParams &p, long long m, long long n, long long NO, const float (&acc)[2]) {
+    ((float *)p.y)[(m * 2 + 0) * NO + n] = acc[0];
+    ((float *)p.y)[(m * 2 + 1) * NO + n] = acc[1];
+  }
+};
+static GencGemvPrologue gPrologue;
+template <typename A, typename S, typename Y, int BITS, int BS, int ZP>
+static void stagedEntry(const GencNBitsParams &p) { genc_gemvq<A, S, Y, BITS, BS, ZP, 1, HostStaged, 304>(p, &gPrologue); }
+template <typename A, typename S, typename Y, int BITS, int BS, int ZP>
+static void pairEntry(const GencNBitsParams &p) {
+  genc_gemvq<A, S, Y, BITS, BS, ZP, 1, GencNBitsDirect, 1, HostPair>(p);
+}
 template <typename A, typename S, typename Y, int BITS, int BS, int ZP, int MR>
 static void mmaEntry(const GencNBitsParams &p) {
   if constexpr (genc_nbits_mma_ok<A, BITS, BS, ZP>::V) genc_gemvq_mma<A, S, Y, BITS, BS, ZP, MR>(p);
@@ -194,9 +226,11 @@ static void run(const char *name) {
       return ((double)q - z) * (double)S::ld(sc[n * blocks + j]);
     };
     for (int M : {1, 2, 3, 5, 8, 9, 13, 17, 32, 50, 64, 70})
-      for (int mode = 0; mode < 4; ++mode) { // the GEMV entries, the tiles, the tensor cores, their tiles
+      for (int mode = 0; mode < 6; ++mode) { // the GEMV entries, the tiles, the tensor cores, their tiles,
+                                             // one row staged by a prologue, one row into a GLU's pair
         const bool tiles = mode == 1;
         if (mode == 0 && (M > 32 || M == 9 || M == 17)) continue;
+        if (mode >= 4 && M != 1) continue;
         if ((tiles || mode == 3) && M != 3 && M != 8 && M != 70) continue;
         if (mode == 2 && (!genc_nbits_mma_ok<A, BITS, BS, ZP>::V || M < 9 || M > 64)) continue;
         if (mode == 3 && !genc_nbits_mma_ok<A, BITS, BS, ZP>::V) continue;
@@ -207,7 +241,17 @@ static void run(const char *name) {
         GencNBitsParams p{(unsigned long long)a.data(), (unsigned long long)codes.data(), (unsigned long long)sc.data(),
                           ZP == 1 ? (unsigned long long)zp.data() : ZP == 2 ? (unsigned long long)zf.data() : 0ull,
                           (unsigned long long)y.data(), M, K, N};
-        if (tiles) {
+        std::vector<float> y2(2 * (N / 2), NAN);
+        if (mode == 4) {
+          gPrologue.sym[0] = K;
+          gPrologue.ptr[0] = p.a;
+          p.a = 0; // the entry reads a only through the prologue
+          emulate(stagedEntry<A, S, Y, BITS, BS, ZP>, p, (unsigned)((N + 7) / 8), 1);
+        } else if (mode == 5) {
+          p.N = N / 2 * 2; // the pair's columns: n and N / 2 + n
+          p.y = (unsigned long long)y2.data();
+          emulate(pairEntry<A, S, Y, BITS, BS, ZP>, p, (unsigned)((N / 2 + 7) / 8), 1);
+        } else if (tiles) {
           emulate(tilesEntry<A, S, Y, BITS, BS, ZP>, p, (unsigned)((N + 63) / 64), (unsigned)((M + 63) / 64));
         } else if (mode == 3) {
           emulate(mmaTilesEntry<A, S, Y, BITS, BS, ZP>, p, (unsigned)((N + 63) / 64), (unsigned)((M + 63) / 64));
@@ -230,8 +274,10 @@ static void run(const char *name) {
               r += t;
               sum += std::fabs(t);
             }
-            const double got = Y::ld(y[m * N + n]);
-            const double bound = Rounding<Y>::u * std::fabs(r) + 3.0 * K * std::ldexp(1.0, -24) * sum + std::ldexp(1.0, -24);
+            if (mode == 5 && n >= N / 2 * 2) continue;
+            const double got = mode == 5 ? y2[n] : Y::ld(y[m * N + n]); // y2 [2][N / 2] is [N - 1] flat
+            const double u = mode == 5 ? 0.0 : Rounding<Y>::u;
+            const double bound = u * std::fabs(r) + 3.0 * K * std::ldexp(1.0, -24) * sum + std::ldexp(1.0, -24);
             ratio = std::max(ratio, std::isnan(got) ? INFINITY : std::fabs(got - r) / bound);
           }
         ++cases;
@@ -239,7 +285,8 @@ static void run(const char *name) {
         if (!(ratio <= 1)) {
           ++off;
           std::printf("  %s %s K=%lld M=%d: off, |y - ref| / bound = %g\n", name,
-                      mode == 1 ? "tiles" : mode == 2 ? "mma" : mode == 3 ? "mma tiles" : "gemv", K, M, ratio);
+                      mode == 1 ? "tiles" : mode == 2 ? "mma" : mode == 3 ? "mma tiles" : mode == 4 ? "staged"
+                      : mode == 5 ? "pair" : "gemv", K, M, ratio);
         }
       }
   }
@@ -269,7 +316,10 @@ def main():
         end = text.find("// ==== 4/8-bit GEMV", start)
         if start < 0 or end < 0:
             sys.exit(f"emulate_nbits_kernels: {path} holds no 4/8-bit kernels")
-        section = section or text[start:end]
+        pro = re.search(r"struct GencGemvPrologue \{.*?\};", text, re.S)
+        if not pro:
+            sys.exit(f"emulate_nbits_kernels: {path} holds no GencGemvPrologue")
+        section = section or pro.group(0) + "\n" + text[start:end]
         for name, targs in re.findall(r'void __launch_bounds__\(\d+\) (gemvq_\d+)_tiles\(const GencNBitsParams p\) '
                                       r'\{ genc_gemvq_tiles<([^>]*)>\(p\); \}', text):
             families.append((f"{os.path.basename(path)} {name} <{targs}>", targs))

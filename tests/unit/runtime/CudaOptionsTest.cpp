@@ -21,6 +21,7 @@ using genrt::cuda::readCudaOptions;
 const char *const kNames[] = {
     "GENC_CUBLASLT",          "GENC_CUDA_ATTN_TRACE",     "GENC_CUDA_BEAMS",      "GENC_CUDA_DECODE",
     "GENC_CUDA_GEMV",         "GENC_CUDA_GEMV_FUSION",    "GENC_CUDA_GEMV_ROWS",  "GENC_CUDA_GRAPHS",
+    "GENC_CUDA_NBITS_GEMV_ROWS", "GENC_CUDA_NBITS_ROWS",
     "GENC_CUDA_PREFILL",      "GENC_CUDA_PROFILE",        "GENC_CUDA_SHARED_PROMPTS", "GENC_CUDA_SKIP",
     "GENC_CUDA_STREAM",       "GENC_CUDA_SYNC",           "GENC_CUDA_TOKENS",     "GENC_CUDA_TOKENS_CHECK",
     "GENC_NCCL_FIRST_RANK",   "GENC_NCCL_ID_FILE",        "GENC_NCCL_LIB",        "GENC_NCCL_RANKS",
@@ -95,6 +96,9 @@ TEST(CudaOptions, GemvChoices) {
   EXPECT_EQ(read({{"GENC_CUDA_GEMV_ROWS", "20"}}).gemvRows, 8); // at most kGemvMaxRows
   EXPECT_EQ(read({{"GENC_CUDA_GEMV_ROWS", "0"}}).gemvRows, 1);
   EXPECT_EQ(read({{"GENC_CUDA_GEMV_ROWS", ""}}).gemvRows, 1);
+  EXPECT_EQ(read({}).nbitsCoreRows, 8);
+  EXPECT_EQ(read({{"GENC_CUDA_NBITS_GEMV_ROWS", "0"}}).nbitsCoreRows, 0); // the tensor cores from one row
+  EXPECT_EQ(read({{"GENC_CUDA_NBITS_GEMV_ROWS", "20"}}).nbitsCoreRows, 8);
   EXPECT_EQ(read({{"GENC_CUDA_GEMV_FUSION", "0"}}).debug.gemvFusion, 0);
   EXPECT_EQ(read({{"GENC_CUDA_GEMV_FUSION", "1"}}).debug.gemvFusion, 3);
   EXPECT_EQ(read({{"GENC_CUDA_GEMV_FUSION", "norm"}}).debug.gemvFusion, 1);
