@@ -1,7 +1,8 @@
-"""genc.serve's HTTP layer: an ASGI app (Starlette) with OpenAI's endpoints
-over the engine (genc._serve_engine). Every bad request gets a 4xx with
-OpenAI's error body and the server keeps serving; the scheduler's queue
-bounds what waits (429 past it).
+"""genc.serve's HTTP layer: an ASGI app with OpenAI's endpoints over the
+engine (genc._serve_engine). Every bad request gets a 4xx with OpenAI's
+error body and the server keeps serving; the scheduler's queue bounds what
+waits (429 past it). The two generation endpoints are plain ASGI callables
+on the server's own send; the rest is Starlette (App says why).
 """
 from __future__ import annotations
 
@@ -9,15 +10,17 @@ import asyncio
 import json
 import time
 import uuid
-from typing import Any, Dict, List, Optional, Tuple
+from json.encoder import encode_basestring  # type: ignore[attr-defined]
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from . import _chat
-from ._serve_engine import DONE, ERROR, SEQUENCE, TOKEN, Engine, Event, Handle, QueueFull, drain_nowait
+from ._serve_engine import DONE, ERROR, SEQUENCE, TOKEN, Engine, Event, Handle, Mailbox, QueueFull
 from ._serve_metrics import prometheus_text
 from ._serve_requests import CHAT, COMPLETION, OpenAIError, bad, check_fields, get, native_config, sampling
 from ._serve_text import ChoiceText, chat_logprobs, completion_logprobs
@@ -96,24 +99,25 @@ def completion_prompts(srv: Server, body: Dict[str, Any]) -> List[Tuple[List[int
     p = body.get("prompt")
     if p is None:
         raise bad("'prompt' is required", "prompt")
-    is_id = lambda t: isinstance(t, int) and not isinstance(t, bool)
+    # A non-empty array of JSON integers (a bool is not one), checked in C:
+    # a Python call a token cost more than the rest of the request's checks.
+    is_ids = lambda x: isinstance(x, list) and len(x) > 0 and set(map(type, x)) == {int}
     if isinstance(p, str):
         items: List[Any] = [p]
-    elif isinstance(p, list) and p and all(is_id(t) for t in p):
+    elif is_ids(p):
         items = [p]
-    elif isinstance(p, list) and p and all(isinstance(x, str) or (isinstance(x, list) and x and all(is_id(t) for t in x))
-                                           for x in p):
+    elif isinstance(p, list) and p and all(isinstance(x, str) or is_ids(x) for x in p):
         items = p
     else:
         raise bad("'prompt' must be a string, an array of token ids, or a non-empty array of either", "prompt")
+    vocab = srv.engine.native.vocab_size
     out = []
     for x in items:
         if isinstance(x, str):
             out.append((encode(srv, x, "prompt"), x))
         else:
-            if any(t < 0 or t >= srv.engine.native.vocab_size for t in x):
-                raise bad("'prompt' holds a token id outside the vocabulary [0, %d)" % srv.engine.native.vocab_size,
-                          "prompt")
+            if min(x) < 0 or max(x) >= vocab:
+                raise bad("'prompt' holds a token id outside the vocabulary [0, %d)" % vocab, "prompt")
             out.append((list(x), srv.engine.native.decode(list(x), False) if srv.engine.native.has_tokenizer else ""))
     return out
 
@@ -152,7 +156,7 @@ def chat_prompt(srv: Server, body: Dict[str, Any]) -> List[int]:
         raise bad("messages: %s" % e, "messages") from None
 
 
-def submit_all(srv: Server, s: Any, prompts: List[List[int]], top: int) -> Tuple[List[Handle], "asyncio.Queue[Event]"]:
+def submit_all(srv: Server, s: Any, prompts: List[List[int]], top: int) -> Tuple[List[Handle], Mailbox]:
     """Checks every prompt, then queues them all (none when one fails)."""
     native = srv.engine.native
     cfgs = []
@@ -163,47 +167,40 @@ def submit_all(srv: Server, s: Any, prompts: List[List[int]], top: int) -> Tuple
         except ValueError as e:
             raise bad(str(e)) from None
         cfgs.append(cfg)
-    queue: "asyncio.Queue[Event]" = asyncio.Queue()
+    box = Mailbox()
     handles: List[Handle] = []
     try:
         for ids, cfg in zip(prompts, cfgs):
-            handles.append(srv.engine.submit(ids, cfg, top, queue))
+            handles.append(srv.engine.submit(ids, cfg, top, box))
     except QueueFull as e:
         for h in handles:
             srv.engine.cancel(h)
         if e.draining:
             raise OpenAIError(503, str(e), type_="server_error") from None
         raise OpenAIError(429, str(e), type_="rate_limit_error") from None
-    return handles, queue
+    return handles, box
 
 
-async def wait_disconnect(request: Request) -> None:
-    while True:
-        message = await request.receive()
-        if message["type"] == "http.disconnect":
-            return
+async def watch_disconnect(receive: Receive, box: Mailbox) -> None:
+    """One task a request (the body already read): the client hanging up
+    wakes the request's task, which then frees its slots."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    box.hang_up()
 
 
-async def collect(srv: Server, request: Request, handles: List[Handle], queue: "asyncio.Queue[Event]") -> List[Event]:
-    """Every event of the handles, until each is done; the client leaving cancels them."""
+async def collect(box: Mailbox, handles: List[Handle]) -> Optional[List[Event]]:
+    """Every event of the handles, until each is done; None when the client left."""
     events: List[Event] = []
     open_ = {h.id for h in handles}
-    gone = asyncio.ensure_future(wait_disconnect(request))
-    try:
-        while open_:
-            getter = asyncio.ensure_future(queue.get())
-            done, _ = await asyncio.wait({getter, gone}, return_when=asyncio.FIRST_COMPLETED)
-            if getter not in done:
-                getter.cancel()
-                raise asyncio.CancelledError()
-            for ev in [getter.result()] + drain_nowait(queue):
-                events.append(ev)
-                if ev.kind in (DONE, ERROR):
-                    open_.discard(ev.request)
-    finally:
-        gone.cancel()
-        for h in handles:
-            srv.engine.cancel(h)
+    while open_:
+        evs = await box.take()
+        if box.gone:
+            return None
+        for ev in evs:
+            events.append(ev)
+            if ev.kind in (DONE, ERROR):
+                open_.discard(ev.request)
     return events
 
 
@@ -223,12 +220,9 @@ class Choices:
         self.tokens = 0
         self.error: Optional[str] = None
 
-    def choice(self, ev: Event) -> int:
-        return self.index[ev.request] * self.rows + ev.sequence
-
     def token(self, ev: Event) -> Tuple[int, str]:
         """A token event: its choice and the text that may go out now."""
-        c = self.choice(ev)
+        c = self.index[ev.request] * self.rows + ev.sequence
         self.tokens += 1
         t = self.texts.get(c)
         if t is None:
@@ -268,16 +262,50 @@ def usage(prompt_tokens: int, completion_tokens: int) -> Dict[str, int]:
             "total_tokens": prompt_tokens + completion_tokens}
 
 
-async def completions(request: Request) -> Response:
-    return await handle(request, chat=False)
+class Generate:
+    """POST /v1/completions or /v1/chat/completions as a plain ASGI app:
+    its answer goes straight to the server's send, a stream's chunks as
+    pre-formatted bytes, one send a wake-up (Starlette's StreamingResponse
+    ran an anyio task group a request and two send wrappers a chunk)."""
+
+    def __init__(self, srv: Server, chat: bool) -> None:
+        self.srv, self.chat = srv, chat
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        srv = self.srv
+        started = await handle(srv, self.chat, Request(scope, receive))
+        if isinstance(started, Response):  # refused
+            await started(scope, receive, send)
+            return
+        gone = asyncio.ensure_future(watch_disconnect(receive, started.box))
+        try:
+            if started.s.stream:
+                await stream(srv, send, started)
+                return
+            events = await collect(started.box, started.handles)
+        finally:  # a client that goes away frees its slots at the next step
+            gone.cancel()
+            for h in started.handles:
+                srv.engine.cancel(h)
+        if events is None:
+            await Response(status_code=499)(scope, receive, send)
+        else:
+            await answer(srv, started, events)(scope, receive, send)
 
 
-async def chat_completions(request: Request) -> Response:
-    return await handle(request, chat=True)
+class Started:
+    """A request whose prompts were queued: what its answer needs."""
+
+    def __init__(self, s: Any, chat: bool, handles: List[Handle], box: Mailbox, prompts: List[Tuple[List[int], str]],
+                 echo: bool, want_ids: bool) -> None:
+        self.s, self.chat, self.handles, self.box, self.prompts, self.echo = s, chat, handles, box, prompts, echo
+        self.want_ids = want_ids  # vLLM's return_token_ids: the generated ids (stop strings not cut)
+        self.rid = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex
+        self.prompt_tokens = sum(len(ids) for ids, _ in prompts)
 
 
-async def handle(request: Request, chat: bool) -> Response:
-    srv: Server = request.app.state.server
+async def handle(srv: Server, chat: bool, request: Request) -> Union[Response, Started]:
+    """The request checked and queued, or the error response that refuses it."""
     endpoint = "chat" if chat else "completions"
     try:
         body = await read_json(srv, request)
@@ -303,22 +331,19 @@ async def handle(request: Request, chat: bool) -> Response:
             echo = get(body, "echo", "bool", False)
         if top >= 0 and s.beams:
             raise bad("logprobs are not available with beam search", "logprobs")
-        handles, queue = submit_all(srv, s, [ids for ids, _ in prompts], top)
+        want_ids = get(body, "return_token_ids", "bool", False)
+        handles, box = submit_all(srv, s, [ids for ids, _ in prompts], top)
     except OpenAIError as e:
         srv.count(endpoint, e.status)
         return error_response(e)
     srv.count(endpoint, 200)
-    rid = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex
-    prompt_tokens = sum(len(ids) for ids, _ in prompts)
-    if s.stream:
-        return StreamingResponse(stream(srv, s, rid, chat, handles, queue, prompts, prompt_tokens, echo,
-                                        get(body, "return_token_ids", "bool", False)),
-                                 media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
-    try:
-        events = await collect(srv, request, handles, queue)
-    except asyncio.CancelledError:
-        return Response(status_code=499)
-    choices = Choices(s, handles)
+    return Started(s, chat, handles, box, prompts, echo, want_ids)
+
+
+def answer(srv: Server, r: Started, events: List[Event]) -> Response:
+    """A whole (non-streamed) answer from all of a request's events."""
+    s, chat = r.s, r.chat
+    choices = Choices(s, r.handles)
     for ev in events:
         if ev.kind == ERROR:
             e = OpenAIError(500, "generation failed: " + ev.text, type_="server_error")
@@ -329,7 +354,6 @@ async def handle(request: Request, chat: bool) -> Response:
             choices.sequence(ev)
     out = []
     completion_tokens = 0
-    want_ids = get(body, "return_token_ids", "bool", False)
     for c, text, reason, ids, raw in choices.final():
         completion_tokens += len(ids)
         lp = choices.logprobs.get(raw)
@@ -337,113 +361,119 @@ async def handle(request: Request, chat: bool) -> Response:
             item = {"index": c, "message": {"role": "assistant", "content": text}, "finish_reason": reason,
                     "logprobs": chat_logprobs(srv.engine, lp) if lp is not None else None}
         else:
-            prefix = prompts[c // s.n][1] if echo else ""
+            prefix = r.prompts[c // s.n][1] if r.echo else ""
             item = {"index": c, "text": prefix + text, "finish_reason": reason,
                     "logprobs": completion_logprobs(srv.engine, lp, len(prefix)) if lp is not None else None}
-        if want_ids:  # vLLM's return_token_ids: the generated ids (stop strings not cut)
+        if r.want_ids:
             item["token_ids"] = ids
         out.append(item)
-    return JSONResponse({"id": rid, "object": "chat.completion" if chat else "text_completion",
+    return JSONResponse({"id": r.rid, "object": "chat.completion" if chat else "text_completion",
                          "created": int(time.time()), "model": srv.model, "choices": out,
-                         "usage": usage(prompt_tokens, completion_tokens)})
+                         "usage": usage(r.prompt_tokens, completion_tokens)})
 
 
-async def stream(srv: Server, s: Any, rid: str, chat: bool, handles: List[Handle], queue: "asyncio.Queue[Event]",
-                 prompts: List[Tuple[List[int], str]], prompt_tokens: int, echo: bool, want_ids: bool = False):
+STREAM_START = {"type": "http.response.start", "status": 200,
+                "headers": [(b"cache-control", b"no-cache"), (b"content-type", b"text/event-stream; charset=utf-8")]}
+
+
+async def stream(srv: Server, send: Send, r: Started) -> None:
     """OpenAI's server-sent events: a chunk per choice with its new text,
     several tokens' text in one chunk only when the client is behind (the
     events piled up while it read), a last chunk per choice with its
-    finish reason, the usage chunk when asked, then [DONE]."""
-    created = int(time.time())
+    finish reason, the usage chunk when asked, then [DONE]. Each wake-up's
+    chunks go out in one send; the last one's with the end of the body."""
+    s, chat, prompts = r.s, r.chat, r.prompts
     obj = "chat.completion.chunk" if chat else "text_completion"
-    head = '{"id":%s,"object":"%s","created":%d,"model":%s,"choices":[' % (
-        json.dumps(rid), obj, created, json.dumps(srv.model))
-    dumps = json.dumps
+    head = ('data: {"id":%s,"object":"%s","created":%d,"model":%s,"choices":[' % (
+        json.dumps(r.rid), obj, int(time.time()), json.dumps(srv.model))).encode()
+    field = b'"delta":' if chat else b'"text":'
 
-    def chunk(c: int, text: str, reason: Optional[str], lp: Any = None, ids: Optional[List[int]] = None) -> str:
-        r = "null" if reason is None else '"%s"' % reason
-        lps = "null" if lp is None else dumps(lp, ensure_ascii=False)
-        extra = "" if ids is None else ',"token_ids":%s' % dumps(ids)
+    def chunk(c: int, text: str, reason: Optional[str], lp: Any = None, ids: Optional[List[int]] = None) -> bytes:
+        # Bytes formatted in place; a string as json.dumps(text, ensure_ascii=False)
+        # writes it (encode_basestring is its C function, without an encoder built a call).
         if chat:
-            delta = '{"content":%s}' % dumps(text, ensure_ascii=False) if text or reason is None else "{}"
-            body = '{"index":%d,"delta":%s,"logprobs":%s,"finish_reason":%s%s}' % (c, delta, lps, r, extra)
+            content = b'{"content":%s}' % encode_basestring(text).encode() if text or reason is None else b"{}"
         else:
-            body = '{"index":%d,"text":%s,"logprobs":%s,"finish_reason":%s%s}' % (
-                c, dumps(text, ensure_ascii=False), lps, r, extra)
-        return "data: " + head + body + "]}\n\n"
+            content = encode_basestring(text).encode()
+        return b'%s{"index":%d,%s%s,"logprobs":%s,"finish_reason":%s%s}]}\n\n' % (
+            head, c, field, content, b"null" if lp is None else json.dumps(lp, ensure_ascii=False).encode(),
+            b"null" if reason is None else b'"%s"' % reason.encode(),
+            b"" if ids is None else b',"token_ids":%a' % (ids,))  # a list of ints' repr is its JSON
 
-    choices = Choices(s, handles)
-    open_ = {h.id for h in handles}
+    choices = Choices(s, r.handles)
+    want_ids = r.want_ids
+    open_ = {h.id for h in r.handles}
     offsets: Dict[int, int] = {}
-    try:
-        if chat or echo:
-            first = []
-            for p in range(len(prompts)):
-                for j in range(s.n):
-                    c = p * s.n + j
-                    if chat:
-                        first.append("data: " + head + '{"index":%d,"delta":{"role":"assistant","content":""},'
-                                     '"logprobs":null,"finish_reason":null}]}\n\n' % c)
-                    else:
-                        first.append(chunk(c, prompts[p][1], None))
-                        offsets[c] = len(prompts[p][1])
-            yield "".join(first)
-        while open_:
-            evs = [await queue.get()] + drain_nowait(queue)
-            pieces: Dict[int, List[str]] = {}
-            idss: Dict[int, List[int]] = {}
-            lps: Dict[int, List[Any]] = {}
-            ends: List[int] = []
-            errors = []
-            for ev in evs:
-                if ev.kind == TOKEN:
-                    c, piece = choices.token(ev)
-                    pieces.setdefault(c, []).append(piece)
-                    if want_ids:
-                        idss.setdefault(c, []).append(ev.token)
-                    if ev.top is not None:
-                        lps.setdefault(c, []).append((ev.token, ev.logprob, list(ev.top)))
-                    if ev.last:
-                        ends.append(c)
-                elif ev.kind == SEQUENCE:
-                    choices.sequence(ev)
-                elif ev.kind == ERROR:
-                    errors.append(ev.text)
-                if ev.kind in (DONE, ERROR):
-                    open_.discard(ev.request)
+    out: List[bytes] = []
+    await send(STREAM_START)
+    if chat or r.echo:
+        for p in range(len(prompts)):
+            for j in range(s.n):
+                c = p * s.n + j
+                if chat:
+                    out.append(b'%s{"index":%d,"delta":{"role":"assistant","content":""},"logprobs":null,'
+                               b'"finish_reason":null}]}\n\n' % (head, c))
+                else:
+                    out.append(chunk(c, prompts[p][1], None))
+                    offsets[c] = len(prompts[p][1])
+    while open_:
+        if out:
+            await send({"type": "http.response.body", "body": b"".join(out), "more_body": True})
             out = []
-            for c, ps in pieces.items():
-                text = "".join(ps)
-                lp = None
-                if c in lps:
-                    if chat:
-                        lp = chat_logprobs(srv.engine, lps[c])
-                    else:
-                        lp = completion_logprobs(srv.engine, lps[c], offsets.get(c, 0))
-                        offsets[c] = offsets.get(c, 0) + sum(len(t) for t in lp["tokens"])
-                ids = idss.get(c)
-                if c in ends:
-                    if text or lp is not None or ids:
-                        out.append(chunk(c, text, None, lp, ids))
-                    out.append(chunk(c, "", choices.finish.get(c, "length")))
-                elif text or lp is not None or ids:
-                    out.append(chunk(c, text, None, lp, ids))
-            if s.beams and not open_:  # beam search: each returned hypothesis once it is final
-                for c, text, reason, ids, _ in choices.final():
-                    choices.tokens += len(ids)
-                    out.append(chunk(c, text, None))
-                    out.append(chunk(c, "", reason))
-            for message in errors:
-                out.append("data: " + dumps({"error": {"message": "generation failed: " + message,
-                                                       "type": "server_error", "param": None, "code": None}}) + "\n\n")
-            if out:
-                yield "".join(out)
-        if s.include_usage:
-            yield "data: " + head + "],\"usage\":" + dumps(usage(prompt_tokens, choices.tokens)) + "}\n\n"
-        yield "data: [DONE]\n\n"
-    finally:  # a client that goes away frees its slots at the next step
-        for h in handles:
-            srv.engine.cancel(h)
+        evs = await r.box.take()
+        if r.box.gone:
+            return
+        # Each choice's new tokens: their text pieces, ids (return_token_ids)
+        # and logprobs; whether its last token came.
+        pieces: Dict[int, List[str]] = {}
+        idss: Dict[int, List[int]] = {}
+        lps: Dict[int, List[Any]] = {}
+        ends: List[int] = []
+        errors = []
+        for ev in evs:
+            kind = ev.kind
+            if kind == TOKEN:
+                c, piece = choices.token(ev)
+                pieces.setdefault(c, []).append(piece)
+                if want_ids:
+                    idss.setdefault(c, []).append(ev.token)
+                if ev.top is not None:
+                    lps.setdefault(c, []).append((ev.token, ev.logprob, list(ev.top)))
+                if ev.last:
+                    ends.append(c)
+            elif kind == SEQUENCE:
+                choices.sequence(ev)
+            else:  # DONE or ERROR: the prompt's last event
+                if kind == ERROR:
+                    errors.append(ev.text)
+                open_.discard(ev.request)
+        for c, ps in pieces.items():
+            text = "".join(ps)
+            lp = None
+            if lps and c in lps:
+                if chat:
+                    lp = chat_logprobs(srv.engine, lps[c])
+                else:
+                    lp = completion_logprobs(srv.engine, lps[c], offsets.get(c, 0))
+                    offsets[c] = offsets.get(c, 0) + sum(len(t) for t in lp["tokens"])
+            ids = idss.get(c)
+            if text or lp is not None or ids:
+                out.append(chunk(c, text, None, lp, ids))
+            if ends and c in ends:
+                out.append(chunk(c, "", choices.finish.get(c, "length")))
+        if s.beams and not open_:  # beam search: each returned hypothesis once it is final
+            for c, text, reason, ids, _ in choices.final():
+                choices.tokens += len(ids)
+                out.append(chunk(c, text, None))
+                out.append(chunk(c, "", reason))
+        for message in errors:
+            out.append(b"data: %s\n\n" % json.dumps({"error": {
+                "message": "generation failed: " + message, "type": "server_error", "param": None,
+                "code": None}}).encode())
+    if s.include_usage:
+        out.append(head + b'],"usage":%s}\n\n' % json.dumps(usage(r.prompt_tokens, choices.tokens)).encode())
+    out.append(b"data: [DONE]\n\n")
+    await send({"type": "http.response.body", "body": b"".join(out), "more_body": False})
 
 
 async def models(request: Request) -> Response:
@@ -480,14 +510,22 @@ async def bad_method(request: Request, exc: Exception) -> Response:
     return error_response(OpenAIError(405, "method %s not allowed on %s" % (request.method, request.url.path)))
 
 
-def create_app(server: Server) -> Starlette:
-    routes = [
-        Route("/v1/completions", completions, methods=["POST"]),
-        Route("/v1/chat/completions", chat_completions, methods=["POST"]),
-        Route("/v1/models", models, methods=["GET"]),
-        Route("/health", health, methods=["GET"]),
-        Route("/metrics", metrics, methods=["GET"]),
-    ]
-    app = Starlette(routes=routes, exception_handlers={404: not_found, 405: bad_method})
-    app.state.server = server
-    return app
+class App:
+    """The ASGI app. A POST to a generation endpoint goes straight to its
+    Generate, on uvicorn's own send; everything else (and those paths'
+    405s and slash redirects, through the same Generate) to Starlette,
+    whose error middlewares wrap every send in two more coroutines."""
+
+    def __init__(self, server: Server) -> None:
+        self.generate = {"/v1/completions": Generate(server, False), "/v1/chat/completions": Generate(server, True)}
+        routes = [Route(path, g, methods=["POST"]) for path, g in self.generate.items()] + [
+            Route("/v1/models", models, methods=["GET"]),
+            Route("/health", health, methods=["GET"]),
+            Route("/metrics", metrics, methods=["GET"]),
+        ]
+        self.starlette = Starlette(routes=routes, exception_handlers={404: not_found, 405: bad_method})
+        self.starlette.state.server = server
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        g = self.generate.get(scope.get("path")) if scope.get("method") == "POST" else None
+        await (g or self.starlette)(scope, receive, send)

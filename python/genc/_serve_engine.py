@@ -2,22 +2,22 @@
 (genc._genc._ServeEngine, which steps on its own thread without the GIL),
 and its events come back through one eventfd the event loop watches. One
 wake-up drains every event queued meanwhile (take_events) and hands each to
-its request's asyncio queue, so a step of 64 rows costs one callback, not 64.
+its request's mailbox, so a step of 64 rows costs one callback, not 64.
 """
 from __future__ import annotations
 
 import asyncio
 import itertools
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 from . import _genc
 
 TOKEN, SEQUENCE, DONE, ERROR = 0, 1, 2, 3
 
 
-@dataclass
-class Event:
+class Event(NamedTuple):
+    """One of take_events' tuples, named (a tuple subclass: made whole, not field by field)."""
     request: int
     kind: int
     sequence: int
@@ -39,23 +39,51 @@ class QueueFull(Exception):
         self.draining = draining
 
 
+class Mailbox:
+    """The events of one HTTP request's prompts, in order: the engine's
+    callback appends, the request's task takes all that piled up at once (a
+    stream coalesces them when its client is behind). A list and one future
+    a wait, where an asyncio.Queue cost several Python calls an event on
+    each side. The client leaving (hang_up) wakes the task too."""
+    __slots__ = ("events", "gone", "_waiter")
+
+    def __init__(self) -> None:
+        self.events: List[Event] = []
+        self.gone = False
+        self._waiter: Optional["asyncio.Future[None]"] = None
+
+    def put(self, ev: Event) -> None:
+        self.events.append(ev)
+        if self._waiter is not None:
+            self._wake()
+
+    def hang_up(self) -> None:
+        self.gone = True
+        self._wake()
+
+    def _wake(self) -> None:
+        w, self._waiter = self._waiter, None
+        if w is not None and not w.done():
+            w.set_result(None)
+
+    async def take(self) -> List[Event]:
+        """Every event queued, after waiting for one; [] once the client is gone."""
+        while not self.events and not self.gone:
+            self._waiter = asyncio.get_running_loop().create_future()
+            await self._waiter
+        if self.gone:
+            return []
+        evs, self.events = self.events, []
+        return evs
+
+
 @dataclass
 class Handle:
-    """One submitted request (one prompt): its events go to `queue`, which
+    """One submitted request (one prompt): its events go to `box`, which
     the prompts of one HTTP request share, in order, ending with DONE or ERROR."""
     id: int
-    queue: "asyncio.Queue[Event]"
+    box: Mailbox
     done: bool = False
-
-
-def drain_nowait(queue: "asyncio.Queue[Event]") -> List[Event]:
-    """Every event already queued (a stream coalesces them when it is behind)."""
-    out = []
-    while True:
-        try:
-            out.append(queue.get_nowait())
-        except asyncio.QueueEmpty:
-            return out
 
 
 class Engine:
@@ -83,8 +111,8 @@ class Engine:
         """ValueError naming what generate() would refuse."""
         self.native.check(ids, cfg, top_logprobs)
 
-    def submit(self, ids: List[int], cfg: Any, top_logprobs: int, queue: "asyncio.Queue[Event]") -> Handle:
-        h = Handle(next(self._ids), queue)
+    def submit(self, ids: List[int], cfg: Any, top_logprobs: int, box: Mailbox) -> Handle:
+        h = Handle(next(self._ids), box)
         why = self.native.submit(h.id, ids, cfg, top_logprobs)
         if why is not None:
             raise QueueFull(why, draining="shutting down" in why)
@@ -98,14 +126,15 @@ class Engine:
 
     def _on_events(self) -> None:
         handles = self._handles
-        for (rid, kind, seq, token, text, last, stopped, logprob, top, ids, score) in self.native.take_events():
-            h = handles.get(rid)
+        make = Event._make
+        for t in self.native.take_events():
+            h = handles.get(t[0])
             if h is None:
                 continue  # cancelled
-            h.queue.put_nowait(Event(rid, kind, seq, token, text, last, stopped, logprob, top, ids, score))
-            if kind in (DONE, ERROR):
+            h.box.put(make(t))
+            if t[1] >= DONE:  # DONE or ERROR: the request's last event
                 h.done = True
-                del handles[rid]
+                del handles[t[0]]
 
     @property
     def in_flight(self) -> int:

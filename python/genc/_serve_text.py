@@ -14,13 +14,15 @@ class ChoiceText:
     def __init__(self, stops: List[str], include_stop: bool) -> None:
         self.stops = [] if include_stop else stops
         self.hold = max((len(s) for s in self.stops), default=1) - 1
-        self.text = ""      # everything received
+        self.text = ""      # everything received (kept only with stop strings)
         self.sent = 0       # characters of text already returned
         self.cut: Optional[int] = None  # where a stop string starts
 
     def feed(self, piece: str, last: bool) -> str:
+        if not self.stops:  # nothing to hold back: a stream's common case, once a token
+            return piece
         self.text += piece
-        if self.cut is None and self.stops:
+        if self.cut is None:
             # Only the new tail can hold a stop string's first occurrence.
             start = max(0, self.sent - self.hold)
             hits = [i for i in (self.text.find(s, start) for s in self.stops) if i >= 0]

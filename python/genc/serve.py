@@ -58,7 +58,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     except ImportError as e:
         fail("the server needs %s (pip install starlette uvicorn; tools/setup.sh installs them)" % e.name)
     from . import _genc
-    from ._serve_app import Server, create_app
+    from ._serve_app import App, Server
     from ._serve_engine import Engine
 
     if not os.path.isfile(a.plan):
@@ -69,7 +69,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         fail(str(e))
     name = a.served_model_name or os.path.splitext(os.path.basename(a.plan))[0]
     server = Server(engine, name, a.api_key, a.max_body_bytes)
-    app = create_app(server)
+    app = App(server)
 
     class DrainingServer(uvicorn.Server):
         def handle_exit(self, sig, frame):  # SIGTERM / SIGINT: drain, then uvicorn's graceful shutdown
