@@ -248,7 +248,7 @@ def main():
         dev = torch.cuda.get_device_name()
     bw = copy_bandwidth(torch, args.device)
     rows = []
-    header = ("| model | weights | batch | genrun load ms | genrun TTFT ms | genrun ms/token | genrun, cuBLASLt only | HF eager TTFT ms "
+    header = ("| model | weights | batch | genrun load ms | genrun TTFT ms | genrun ms/token | genrun, cuBLASLt only (4/8-bit: tensor-core entry) | HF eager TTFT ms "
               "| HF eager ms/token | HF forward loop ms/token "
               "| HF static+compile ms/token | floor ms/token | floor / genrun | HF eager / genrun "
               "| HF compile / genrun | genrun sampling ms/token | HF eager sampling ms/token |")
@@ -326,9 +326,11 @@ def main():
                 gr = genrun(plan, {})
                 if gr is None:
                     continue
-                # The same plan with cuBLASLt for the products of <= 8 rows too (the GEMV kernels off;
-                # 4/8-bit products have no cuBLASLt form).
-                nogemv = None if cpu or w != "none" else genrun(plan, {"GENC_CUDA_GEMV": "0"})
+                # The same plan with cuBLASLt for the products of <= 8 rows too (the GEMV kernels off);
+                # a 4/8-bit plan's products of <= 8 rows on the tensor-core entry instead (no fusion).
+                nogemv = (None if cpu else genrun(plan, {"GENC_CUDA_GEMV": "0"}) if w == "none"
+                          else genrun(plan, {"GENC_CUDA_NBITS_GEMV_ROWS": "0", "GENC_CUDA_GEMV_FUSION": "0"})
+                          if b <= 8 else None)
                 samp = genrun(plan, {}, SAMPLING_FLAGS) if args.sampling else None
                 if hf is None:
                     hf_ms, hf_ttft = hf_decode(torch, model, ids if cpu else ids.cuda(), args.new)

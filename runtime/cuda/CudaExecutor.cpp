@@ -111,8 +111,9 @@ Status CudaExecutor::init(NcclChannel *channel) {
   // (docs/performance.md, "The GEMV kernels were slower than cuBLASLt from
   // two rows on"). GENC_CUDA_GEMV_ROWS=N (1..8) sets the limit.
   ctx_.gemvRows = options_.gemvRows;
-  // 4/8-bit products: the GEMV up to 8 rows, the tensor cores up to 64
-  // (decode batches), the tiled kernel above; GENC_CUDA_NBITS_ROWS=N for A/B runs.
+  // 4/8-bit products: the GEMV up to 3 rows, the tensor cores up to 64
+  // (decode batches), the tiled kernel above; GENC_CUDA_NBITS_GEMV_ROWS and
+  // GENC_CUDA_NBITS_ROWS move the lines for A/B runs.
   ctx_.nbitsGemvRows = options_.nbitsGemvRows;
   ctx_.nbitsCoreRows = options_.nbitsCoreRows;
   // A one-row GEMV runs the add + norm kernel before it and the SwiGLU

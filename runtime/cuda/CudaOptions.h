@@ -84,9 +84,11 @@ struct CudaOptions {
   /// (NBitsAbi.h).
   int64_t nbitsGemvRows = 64;
   /// GENC_CUDA_NBITS_GEMV_ROWS (0..8): the most rows a 4/8-bit product takes
-  /// the CUDA-core GEMV for, the tensor-core entries above (where the
-  /// family has them; for A/B runs of the two at few rows).
-  int64_t nbitsCoreRows = 8;
+  /// the CUDA-core GEMV for, the tensor-core entries above where the family
+  /// has them. 3: on the H200 (1.1B int4, 2026-12-03) the GEMV took 0.989
+  /// ms/token at 1 row and 3.258 at 8 (its a-dot grows with the rows), the
+  /// tensor-core entry 1.799 and 1.548 (flat up to 16 rows): they cross near 3.
+  int64_t nbitsCoreRows = 3;
   /// GENC_CUDA_STREAM: decode steps take the TMA decode kernel, where the
   /// plan has one, never (0) or always (1); -1 (unset): where a sequence
   /// holds kStreamMinKeys keys or more, on sm_90 and newer.

@@ -52,7 +52,7 @@ struct StepContext {
   int64_t nbitsGemvRows = 64;
   /// The most rows a 4/8-bit product takes the CUDA-core GEMV for
   /// (GENC_CUDA_NBITS_GEMV_ROWS; the tensor-core entries above).
-  int64_t nbitsCoreRows = 8;
+  int64_t nbitsCoreRows = 3;
   /// A one-row matmul runs the fused row kernel that feeds it (bit 1) and
   /// the elementwise GLU that alone reads it (bit 2) itself
   /// (GENC_CUDA_GEMV_FUSION=0 / norm / glu: neither / the first / the second).

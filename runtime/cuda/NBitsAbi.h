@@ -25,7 +25,14 @@
 //       codes of one block; a lane widens a word's codes, subtracts the
 //       block's zero point, multiplies by its scale, and dots them with the
 //       M rows of a; a warp-shuffle reduction, then y[m, n] in y's storage.
-//   gemvq_N_mma{1,2,4}  9 to 16, 32, 64 rows on tensor cores, in families
+//   gemvq_N_after_<body>_<r>, gemvq_N_then_<glu>, gemvq_N_after_<body>_<r>_then_<glu>
+//       the one-row entries that also run the fused row body before the
+//       product and/or the elementwise GLU after it, as the float GEMVs'
+//       entries of those names do (GemvAbi.h: second parameter a
+//       GencGemvPrologue, the body's dynamic shared memory, grid
+//       ceil(N / 8) or ceil(N / 16) with the GLU: a warp reads columns n and
+//       N / 2 + n and writes the body's element n to p.y).
+//   gemvq_N_mma{1,2,4}  up to 16, 32, 64 rows on tensor cores (from 4 rows: the GEMV takes 1 to 3), in families
 //       whose a is f16 or bf16, blocks of 32 codes or more and no float zero
 //       points (the op carries gpu_gemv_mma = 1). Grid (ceil(N / 8),
 //       ceil(M / (16 MR))), block 256 (8 warps): block (x, y) runs columns

@@ -1,8 +1,9 @@
 // The step of `matmul_nbits` (4/8-bit block-quantized weights,
 // runtime/plan/NBitsLayout.h) on the plan's generated kernels (NBitsAbi.h): the
-// GEMV entries for up to 8 rows; up to GENC_CUDA_NBITS_ROWS (default 64) the
-// tensor-core entries where the family has them, else the 8-row GEMV in
-// chunks of 8 up to 32 rows; for more, the tensor-core tiles where the family
+// GEMV entries for up to 3 rows (GENC_CUDA_NBITS_GEMV_ROWS, CudaOptions.h says
+// why), 8 where the family has no tensor-core entries; up to
+// GENC_CUDA_NBITS_ROWS (default 64) the tensor-core entries where the family
+// has them, else the 8-row GEMV in chunks of 8 up to 32 rows; for more, the tensor-core tiles where the family
 // has them, else the tiled kernel on the CUDA cores. One row may also run the
 // fused row body before it and the GLU after it (GemvFusion.cpp). The weights
 // stay as the plan stores them (codes, scales, zero points; WeightUpload.cpp

@@ -96,7 +96,7 @@ TEST(CudaOptions, GemvChoices) {
   EXPECT_EQ(read({{"GENC_CUDA_GEMV_ROWS", "20"}}).gemvRows, 8); // at most kGemvMaxRows
   EXPECT_EQ(read({{"GENC_CUDA_GEMV_ROWS", "0"}}).gemvRows, 1);
   EXPECT_EQ(read({{"GENC_CUDA_GEMV_ROWS", ""}}).gemvRows, 1);
-  EXPECT_EQ(read({}).nbitsCoreRows, 8);
+  EXPECT_EQ(read({}).nbitsCoreRows, 3);
   EXPECT_EQ(read({{"GENC_CUDA_NBITS_GEMV_ROWS", "0"}}).nbitsCoreRows, 0); // the tensor cores from one row
   EXPECT_EQ(read({{"GENC_CUDA_NBITS_GEMV_ROWS", "20"}}).nbitsCoreRows, 8);
   EXPECT_EQ(read({{"GENC_CUDA_GEMV_FUSION", "0"}}).debug.gemvFusion, 0);
