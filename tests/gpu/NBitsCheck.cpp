@@ -7,7 +7,7 @@
 // 0xff bytes (NaN) so an unwritten element fails. M runs over 1, 2, 3, 5, 8
 // on the GEMV entries (each M's entry as the executor picks it), 13 and 32 on
 // the 8-row entry in chunks, 3, 70, 130 on the tiled kernel (one and
-// several tiles of rows), and 9, 16, 17, 32, 50, 64 on the tensor-core
+// several tiles of rows), and 4, 5, 9, 16, 17, 32, 50, 64 on the tensor-core
 // entries and 3, 70, 130 on the tensor-core tiles where the family has them
 // (gpu_gemv_mma).
 //
@@ -111,7 +111,7 @@ bool checkOp(const genrt::cuda::Device &dev, const genrt::Plan &plan, const genr
   };
   const Run runs[] = {{"_m1", 1},      {"_m2", 2},      {"_m4", 3},      {"_m8", 5},      {"_m8", 8},
                       {"_m8", 13},     {"_m8", 32},     {"_tiles", 3},   {"_tiles", 70},  {"_tiles", 130},
-                      {"_mma1", 9},    {"_mma1", 16},   {"_mma2", 17},   {"_mma2", 32},   {"_mma4", 50},
+                      {"_mma1", 4},    {"_mma1", 5},    {"_mma1", 9},    {"_mma1", 16},   {"_mma2", 17},   {"_mma2", 32},   {"_mma4", 50},
                       {"_mma4", 64},   {"_mma_tiles", 3}, {"_mma_tiles", 70}, {"_mma_tiles", 130}};
   const bool hasMma = genrt::attrInt(op.attrs, "gpu_gemv_mma", 0) != 0;
   for (const Run &r : runs) {
