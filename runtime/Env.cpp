@@ -20,6 +20,8 @@ const std::vector<Variable> &variables() {
        "0, 1, norm or glu: which neighbours a one-row GEMV runs itself (default 1: both)"},
       {"GENC_CUDA_GEMV_ROWS", "genrun", "1..8: products of up to that many rows take the GEMV kernels (default 1)"},
       {"GENC_CUDA_GRAPHS", "genrun", "0: no CUDA graphs (every step launched kernel by kernel)"},
+      {"GENC_CUDA_NBITS_GEMV_ROWS", "genrun",
+       "0..8: 4/8-bit products of up to that many rows take the CUDA-core GEMV, more the tensor-core entries where the plan has them (default 3)"},
       {"GENC_CUDA_NBITS_ROWS", "genrun",
        "0..64: 4/8-bit products of up to that many rows take the GEMV or tensor-core kernels, more the tiled kernel (default 64)"},
       {"GENC_CUDA_PREFILL", "genrun", "0: runs of many tokens take the attend kernel (A/B runs)"},
