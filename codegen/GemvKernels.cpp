@@ -170,15 +170,17 @@ extern "C" __global__ void __launch_bounds__(256) genc_transpose_4(const GencTra
 
 bool isFloatStorage(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
 
-} // namespace
-
 // The matmul right after a fused row kernel whose result `o` only it reads:
 // a one-row GEMV that runs the body's row itself (`<body>_rows`, block 0
 // writing the body's other results), its row of `a` in shared memory — one
 // kernel boundary fewer (an add + RMSNorm before each of a Llama layer's
 // projections). The runtime uses it when the run has one row.
-std::optional<GemvPrologue> gemvPrologueOf(const Function &f, Op *prev, Op *mm, const std::vector<CudaKernel> &kernels,
-                                           int64_t K, DType a) {
+struct Prologue {
+  const CudaKernel *body;
+  size_t result;
+};
+std::optional<Prologue> prologueOf(const Function &f, Op *prev, Op *mm, const std::vector<CudaKernel> &kernels,
+                                   int64_t K, DType a) {
   if (!gemvMayRunBefore(f, prev, mm))
     return std::nullopt;
   const std::string body = prev->strAttr("body", "");
@@ -196,10 +198,11 @@ std::optional<GemvPrologue> gemvPrologueOf(const Function &f, Op *prev, Op *mm, 
       (K * static_cast<int64_t>(dtypeSize(a)) + 15) / 16 * 16 + 128 + k->sharedFloats.constant() * 4 >
           genrt::cuda::kGemvSharedLimit)
     return std::nullopt;
-  return GemvPrologue{&*k, r};
+  return Prologue{&*k, r};
 }
 
-std::string gemvProloguePolicy(const std::string &name, const GemvPrologue &pro) {
+// The prologue policy `name`_before reading result `pro.result` of `pro.body`.
+std::string prologuePolicy(const std::string &name, const Prologue &pro) {
   const CudaKernel &k = *pro.body;
   std::ostringstream c;
   c << "struct " << name << "_before {\n"
@@ -221,18 +224,12 @@ std::string gemvProloguePolicy(const std::string &name, const GemvPrologue &pro)
   return c.str();
 }
 
-namespace {
-
 // The elementwise body right after matmul `mm` that alone reads its result
 // y [.., 2h] as a GLU: one split of y's last axis into halves, then float
 // elementwise math (and scalar constants) down to one result [.., h]. Its
 // math as statements over t0 = gate and t1 = up (each rounded through y's
 // storage first, as the body's kernel would load them), the result `out`.
-struct Glu {
-  const CudaKernel *body;
-  std::string stmts, out;
-};
-std::optional<Glu> gluOf(const Module &m, const Function &f, Op *mm, Op *next, const std::vector<CudaKernel> &kernels,
+std::optional<GemvGlu> gluOf(const Module &m, const Function &f, Op *mm, Op *next, const std::vector<CudaKernel> &kernels,
                          DType y) {
   if (!gemvMayRunAfter(f, mm, next))
     return std::nullopt;
@@ -250,7 +247,7 @@ std::optional<Glu> gluOf(const Module &m, const Function &f, Op *mm, Op *next, c
   Shape half(ys.begin(), ys.end() - 1);
   half.push_back(Dim(h));
   std::map<const Value *, std::string> expr;
-  Glu g{&*k, "", ""};
+  GemvGlu g{k->name, "", "", k->outputs[0].dtype};
   int t = 2;
   for (auto &op : body->ops()) {
     if (op->is("constant")) {
@@ -292,8 +289,7 @@ std::optional<Glu> gluOf(const Module &m, const Function &f, Op *mm, Op *next, c
   return g;
 }
 
-std::string gluPolicy(const std::string &name, const Glu &g) {
-  const CudaTensorParam &out = g.body->outputs[0];
+std::string gluPolicy(const std::string &name, const GemvGlu &g) {
   std::ostringstream c;
   c << "struct " << name << "_then {\n"
     << "  static constexpr int ROWS = 2;\n"
@@ -302,24 +298,22 @@ std::string gluPolicy(const std::string &name, const Glu &g) {
     << "                                               const float (&acc)[2]) {\n"
     << "    const float t0 = Y::ld(Y::st(genc_gemv_act<ACT>(acc[0] + (BIAS ? B::ld(((const typename B::S *)p.bias)[n]) : 0.f))));\n"
     << "    const float t1 = Y::ld(Y::st(genc_gemv_act<ACT>(acc[1] + (BIAS ? B::ld(((const typename B::S *)p.bias)[NO + n]) : 0.f))));\n"
-    << g.stmts << "    ((" << storageType(out.dtype) << " *)p.y)[m * NO + n] = " << storageStruct(out.dtype)
+    << g.stmts << "    ((" << storageType(g.outDType) << " *)p.y)[m * NO + n] = " << storageStruct(g.outDType)
     << "::st(" << g.out << ");\n  }\n};\n";
   return c.str();
 }
 
-// The one-row entry of family `fam` (template arguments `args`) with a
-// prologue and/or a GLU epilogue.
-std::string fusedEntry(const std::string &name, const std::string &args, const std::optional<GemvPrologue> &pro,
-                       const std::optional<Glu> &glu, int64_t K) {
+// The float GEMV's one-row entry `name` (template arguments `args`) with the
+// prologue policy `name`_before (withBefore) and/or the GLU `glu` after it.
+std::string fusedEntry(const std::string &name, const std::string &args, bool withBefore, const GemvGlu *glu,
+                       int64_t K) {
   std::ostringstream c;
-  if (pro)
-    c << gemvProloguePolicy(name, *pro);
   if (glu)
     c << gluPolicy(name, *glu);
   c << "extern \"C\" __global__ void __launch_bounds__(" << genrt::cuda::kGemvThreads << ") " << name
-    << "(const GencGemvParams p" << (pro ? ", const GencGemvPrologue q" : "") << ") { genc_gemv<" << args << ", 1, "
-    << (pro ? name + "_before, " + std::to_string(K) : std::string("GencGemvDirect, 1")) << ", "
-    << (glu ? name + "_then" : std::string("GencGemvStore")) << ">(p" << (pro ? ", &q" : "") << "); }\n";
+    << "(const GencGemvParams p" << (withBefore ? ", const GencGemvPrologue q" : "") << ") { genc_gemv<" << args
+    << ", 1, " << (withBefore ? name + "_before, " + std::to_string(K) : std::string("GencGemvDirect, 1")) << ", "
+    << (glu ? name + "_then" : std::string("GencGemvStore")) << ">(p" << (withBefore ? ", &q" : "") << "); }\n";
   return c.str();
 }
 
@@ -332,8 +326,41 @@ bool gemvGluCode(const Module &m, const Function &f, Op *mm, Op *next, const std
     return false;
   stmts = g->stmts;
   out = g->out;
-  outDType = g->body->outputs[0].dtype;
+  outDType = g->outDType;
   return true;
+}
+
+std::string gemvFusedEntries(const Module &m, const Function &f, Op *before, Op *mm, Op *next,
+                             const std::vector<CudaKernel> &kernels, DType a, DType y, const std::string &heading,
+                             const std::string &family, std::set<std::string> &seen, std::vector<std::string> &names,
+                             const GemvEntryCode &entry) {
+  const Dim kd = mm->operand(0)->shape().empty() ? Dim(0) : mm->operand(0)->shape().back();
+  if (!kd.isConstant())
+    return "";
+  const auto p = prologueOf(f, before, mm, kernels, kd.constant(), a);
+  const auto g = gluOf(m, f, mm, next, kernels, y);
+  if (p) // the executor's one-row runs launch these inside the GEMV (for the stats)
+    before->setAttr("gpu_in_gemv", int64_t(1));
+  if (g)
+    next->setAttr("gpu_in_gemv", int64_t(1));
+  std::ostringstream c;
+  // Each with the body before alone, the body after alone, and both.
+  for (int which = 1; which < 4; ++which) {
+    const bool useP = which & 1, useG = which & 2;
+    if ((useP && !p) || (useG && !g))
+      continue;
+    std::string name = genrt::cuda::gemvEntryName(family, useP ? p->body->name : "", useP ? p->result : 0,
+                                                  useG ? g->body : "");
+    if (!seen.insert(name).second)
+      continue;
+    names.push_back(name);
+    c << "// ==== " << heading << (useP ? " after " + p->body->name : "") << (useG ? " then " + g->body : "")
+      << " (" << mm->kind() << " at \"" << mm->loc() << "\") ====\n";
+    if (useP)
+      c << prologuePolicy(name, *p);
+    c << entry(name, useP, useG ? &*g : nullptr, kd.constant());
+  }
+  return c.str();
 }
 
 GemvKernels emitGemvKernels(Module &m, DType activation, const std::vector<CudaKernel> &kernels) {
@@ -375,29 +402,10 @@ GemvKernels emitGemvKernels(Module &m, DType activation, const std::vector<CudaK
                << "(const GencGemvParams p) { genc_gemv<" << args.str() << ", " << mt << ">(p); }\n";
         }
       }
-      const Dim kd = op->operand(0)->shape().empty() ? Dim(0) : op->operand(0)->shape().back();
-      if (!kd.isConstant())
-        continue;
-      const auto p = gemvPrologueOf(*f, before, op, kernels, kd.constant(), a);
-      const auto g = gluOf(m, *f, op, next, kernels, y);
-      if (p) // the executor's one-row runs launch these inside the GEMV (for the stats)
-        before->setAttr("gpu_in_gemv", int64_t(1));
-      if (g)
-        next->setAttr("gpu_in_gemv", int64_t(1));
-      // Each with the body before alone, the body after alone, and both.
-      for (int which = 1; which < 4; ++which) {
-        const bool useP = which & 1, useG = which & 2;
-        if ((useP && !p) || (useG && !g))
-          continue;
-        std::string name = genrt::cuda::gemvEntryName(it->second, useP ? p->body->name : "", useP ? p->result : 0,
-                                                      useG ? g->body->name : "");
-        if (!prologues.insert(name).second)
-          continue;
-        out.names.push_back(name);
-        pro << "// ==== GEMV " << it->second << (useP ? " after " + p->body->name : "")
-            << (useG ? " then " + g->body->name : "") << " (matmul at \"" << op->loc() << "\") ====\n"
-            << fusedEntry(name, args.str(), useP ? p : std::nullopt, useG ? g : std::nullopt, kd.constant());
-      }
+      pro << gemvFusedEntries(m, *f, before, op, next, kernels, a, y, "GEMV " + it->second, it->second, prologues,
+                              out.names, [&](const std::string &name, bool withBefore, const GemvGlu *glu, int64_t K) {
+                                return fusedEntry(name, args.str(), withBefore, glu, K);
+                              });
     }
   }
   if (familyOf.empty())

@@ -12,7 +12,8 @@
 #include "codegen/CudaEmitter.h"
 #include "compiler/ir/IR.h"
 
-#include <optional>
+#include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -38,23 +39,29 @@ GemvKernels emitGemvKernels(Module &m, DType activation, const std::vector<CudaK
 bool gemvGluCode(const Module &m, const Function &f, Op *mm, Op *next, const std::vector<CudaKernel> &kernels, DType y,
                  std::string &stmts, std::string &out, DType &outDType);
 
-/// The fused row body before a matmul that a one-row GEMV may run itself:
-/// its kernel and the result of it the matmul reads as a.
-struct GemvPrologue {
-  const CudaKernel *body;
-  size_t result;
+/// The elementwise GLU body after a product, as code (gemvGluCode's parts).
+struct GemvGlu {
+  std::string body;          // its kernel's name
+  std::string stmts, out;    // statements over t0, t1 ending in the float `out`
+  DType outDType;            // its result's storage
 };
 
-/// The fused row op `prev` right before `mm` (a matmul or a matmul_nbits
-/// whose a is K elements of storage `a`), where `mm`'s one-row GEMV may run
-/// its row itself: it alone reads the result, its kernel is a row kernel
-/// within the GEMV's block, symbols, pointers and shared memory.
-std::optional<GemvPrologue> gemvPrologueOf(const Function &f, Op *prev, Op *mm, const std::vector<CudaKernel> &kernels,
-                                           int64_t K, DType a);
+/// A GEMV family's one-row entry `name`: its GLU policy (glu) and its kernel,
+/// with the prologue policy `name`_before written already (withBefore) and a
+/// row of K elements.
+using GemvEntryCode = std::function<std::string(const std::string &name, bool withBefore, const GemvGlu *glu,
+                                                int64_t K)>;
 
-/// The prologue policy `name`_before: its `run(q, a, staged)` computes the
-/// body's row into `staged` (shared memory; block 0 writes the body's other
-/// results) and returns it as the GEMV's a.
-std::string gemvProloguePolicy(const std::string &name, const GemvPrologue &pro);
+/// The one-row entries of product `mm` (a matmul or a matmul_nbits of GEMV
+/// family `family`, a and y stored as `a`, `y`) that also run the fused row
+/// body `before` it, the GLU body `next` after it, or both, where it may
+/// (passes/analysis/GemvNeighbours.h, and the body fits the GEMV's block):
+/// each under a heading comment, with the prologue policy, then `entry`'s
+/// code; each name once (`seen`), added to `names`. Marks the neighbours the
+/// entries run `gpu_in_gemv`.
+std::string gemvFusedEntries(const Module &m, const Function &f, Op *before, Op *mm, Op *next,
+                             const std::vector<CudaKernel> &kernels, DType a, DType y, const std::string &heading,
+                             const std::string &family, std::set<std::string> &seen, std::vector<std::string> &names,
+                             const GemvEntryCode &entry);
 
 } // namespace genc

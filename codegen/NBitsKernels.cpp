@@ -242,8 +242,8 @@ bool mmaFamily(DType a, int64_t bs, int zp) { return (a == DType::F16 || a == DT
 
 // The GLU policy `name`_then: the product's columns n and NO + n (each
 // rounded through y's storage, as the body's kernel would load them) into
-// the body's element n, by the body's own math (gemvGluCode).
-std::string gluPolicy(const std::string &name, const std::string &stmts, const std::string &out, DType outDType) {
+// the body's element n, by the body's own math.
+std::string gluPolicy(const std::string &name, const GemvGlu &g) {
   std::ostringstream c;
   c << "struct " << name << "_then {\n"
     << "  static constexpr int ROWS = 2;\n"
@@ -252,54 +252,24 @@ std::string gluPolicy(const std::string &name, const std::string &stmts, const s
     << "                                               const float (&acc)[2]) {\n"
     << "    const float t0 = Y::ld(Y::st(acc[0]));\n"
     << "    const float t1 = Y::ld(Y::st(acc[1]));\n"
-    << stmts << "    ((" << storageType(outDType) << " *)p.y)[m * NO + n] = " << storageStruct(outDType) << "::st("
-    << out << ");\n  }\n};\n";
+    << g.stmts << "    ((" << storageType(g.outDType) << " *)p.y)[m * NO + n] = " << storageStruct(g.outDType)
+    << "::st(" << g.out << ");\n  }\n};\n";
   return c.str();
 }
 
-// The one-row entries of `op` (family `family`, template arguments `args`)
-// that also run the fused row body `before` it and/or the GLU body `next`
-// after it (runtime/cuda/GemvAbi.h's names): a Llama layer's add + RMSNorm
-// before its QKV and gate/up products and the SwiGLU after the latter, each
-// a kernel boundary fewer. Marks those bodies `gpu_in_gemv`; adds the entries'
-// names to `names` once (`entries`).
-std::string fusedEntries(const Module &m, const Function &f, Op *before, Op *op, Op *next,
-                         const std::vector<CudaKernel> &kernels, const std::string &family, const std::string &args,
-                         DType a, DType y, std::vector<std::string> &names, std::set<std::string> &entries) {
-  const int64_t K = op->operand(0)->shape().empty() || !op->operand(0)->shape().back().isConstant()
-                        ? 0
-                        : op->operand(0)->shape().back().constant();
-  if (K <= 0)
-    return "";
-  const auto pro = gemvPrologueOf(f, before, op, kernels, K, a);
-  std::string stmts, out;
-  DType outDType = DType::F32;
-  const bool glu = gemvGluCode(m, f, op, next, kernels, y, stmts, out, outDType);
-  if (pro)
-    before->setAttr("gpu_in_gemv", int64_t(1));
-  if (glu)
-    next->setAttr("gpu_in_gemv", int64_t(1));
+// The 4/8-bit GEMV's one-row entry `name` (template arguments `args`) with
+// the prologue policy `name`_before (withBefore) and/or the GLU `glu` after
+// it: a Llama layer's add + RMSNorm before its QKV and gate/up products and
+// the SwiGLU after the latter, each a kernel boundary fewer.
+std::string fusedEntry(const std::string &name, const std::string &args, bool withBefore, const GemvGlu *glu,
+                       int64_t K) {
   std::ostringstream c;
-  for (int which = 1; which < 4; ++which) { // the body before alone, the GLU alone, both
-    const bool useP = which & 1, useG = which & 2;
-    if ((useP && !pro) || (useG && !glu))
-      continue;
-    const std::string name = genrt::cuda::gemvEntryName(family, useP ? pro->body->name : "", useP ? pro->result : 0,
-                                                        useG ? next->strAttr("body", "") : "");
-    if (!entries.insert(name).second)
-      continue;
-    names.push_back(name);
-    c << "// ==== 4/8-bit GEMV " << family << (useP ? " after " + pro->body->name : "")
-      << (useG ? " then " + next->strAttr("body", "") : "") << " (matmul_nbits at \"" << op->loc() << "\") ====\n";
-    if (useP)
-      c << gemvProloguePolicy(name, *pro);
-    if (useG)
-      c << gluPolicy(name, stmts, out, outDType);
-    c << "extern \"C\" __global__ void __launch_bounds__(" << genrt::cuda::kNBitsThreads << ") " << name
-      << "(const GencNBitsParams p" << (useP ? ", const GencGemvPrologue q" : "") << ") { genc_gemvq<" << args
-      << ", 1, " << (useP ? name + "_before, " + std::to_string(K) : std::string("GencNBitsDirect, 1")) << ", "
-      << (useG ? name + "_then" : std::string("GencNBitsStore")) << ">(p" << (useP ? ", &q" : "") << "); }\n";
-  }
+  if (glu)
+    c << gluPolicy(name, *glu);
+  c << "extern \"C\" __global__ void __launch_bounds__(" << genrt::cuda::kNBitsThreads << ") " << name
+    << "(const GencNBitsParams p" << (withBefore ? ", const GencGemvPrologue q" : "") << ") { genc_gemvq<" << args
+    << ", 1, " << (withBefore ? name + "_before, " + std::to_string(K) : std::string("GencNBitsDirect, 1")) << ", "
+    << (glu ? name + "_then" : std::string("GencNBitsStore")) << ">(p" << (withBefore ? ", &q" : "") << "); }\n";
   return c.str();
 }
 
@@ -336,7 +306,11 @@ NBitsKernels emitNBitsKernels(Module &m, DType activation, const std::vector<Cud
       op->setAttr("gpu_gemv", it->second);
       if (mmaFamily(a, bs, zp))
         op->setAttr("gpu_gemv_mma", int64_t(1));
-      fused << fusedEntries(m, *f, before, op, next, kernels, it->second, args.str(), a, y, out.names, entries);
+      fused << gemvFusedEntries(m, *f, before, op, next, kernels, a, y, "4/8-bit GEMV " + it->second, it->second,
+                                entries, out.names,
+                                [&](const std::string &name, bool withBefore, const GemvGlu *glu, int64_t K) {
+                                  return fusedEntry(name, args.str(), withBefore, glu, K);
+                                });
       if (!fresh)
         continue;
       code << "// ==== 4/8-bit GEMV " << it->second << " (matmul_nbits at \"" << op->loc() << "\") ====\n";

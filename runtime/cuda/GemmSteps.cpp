@@ -35,13 +35,10 @@ std::string GemmStep::profileKind(const StepContext &ctx, const ProgramRun &run)
   return f.empty() ? kind : "gemm " + f;
 }
 
-Status GemmStep::launchFused(StepContext &ctx, CUfunction fn, CUdeviceptr out, const GencGemvPrologue &q,
+Status GemmStep::launchFused(StepContext &ctx, CUfunction fn, CUdeviceptr out, unsigned grid, GencGemvPrologue &q,
                              unsigned shared, const std::string &name) {
   GencGemvParams p{a, b, bias, out ? out : y, 1, shape.K, shape.N};
-  GencGemvPrologue pq = q;
-  void *args[] = {&p, &pq};
-  const int64_t outputs = out ? shape.N / 2 : shape.N;
-  const unsigned grid = static_cast<unsigned>((outputs + kGemvThreads / 32 - 1) / (kGemvThreads / 32));
+  void *args[] = {&p, &q};
   return ctx.dev->launch(fn, grid, 1, 1, kGemvThreads, 1, shared, ctx.stream, args, name);
 }
 

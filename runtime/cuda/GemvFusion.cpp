@@ -5,6 +5,8 @@
 // skip their own launches (FusedStep::absorbed).
 #include "runtime/cuda/StepKinds.h"
 
+#include "runtime/cuda/NBitsAbi.h"
+
 #include <algorithm>
 
 namespace genrt::cuda {
@@ -127,7 +129,10 @@ Status GemvStep::runFused(StepContext &ctx, const ProgramRun &run, bool withBefo
   }
   if (t)
     name += " then '" + then->kernel.info().name + "'";
-  Status s = launchFused(ctx, fused[bf][t], t ? thenOut : 0, q, static_cast<unsigned>(shared), name);
+  static_assert(kGemvThreads == kNBitsThreads, "both families' one-row entries run a warp an output, 8 a block");
+  const int64_t outputs = t ? N / 2 : N;
+  const unsigned grid = static_cast<unsigned>((outputs + kGemvThreads / 32 - 1) / (kGemvThreads / 32));
+  Status s = launchFused(ctx, fused[bf][t], t ? thenOut : 0, grid, q, static_cast<unsigned>(shared), name);
   if (s && ctx.syncEachStep)
     return ctx.dev->check(ctx.dev->api->cuStreamSynchronize(ctx.stream), what.c_str());
   return s;

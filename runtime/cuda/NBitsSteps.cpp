@@ -72,16 +72,13 @@ public:
   }
 
 protected:
-  Status launchFused(StepContext &ctx, CUfunction fn, CUdeviceptr out, const GencGemvPrologue &q, unsigned shared,
-                     const std::string &name) override {
+  Status launchFused(StepContext &ctx, CUfunction fn, CUdeviceptr out, unsigned grid, GencGemvPrologue &q,
+                     unsigned shared, const std::string &name) override {
     GencNBitsParams p = params;
     p.M = 1;
     if (out)
       p.y = out;
-    GencGemvPrologue pq = q;
-    void *args[] = {&p, &pq};
-    const int64_t outputs = out ? p.N / 2 : p.N;
-    const unsigned grid = static_cast<unsigned>((outputs + kNBitsThreads / 32 - 1) / (kNBitsThreads / 32));
+    void *args[] = {&p, &q};
     return ctx.dev->launch(fn, grid, 1, 1, kNBitsThreads, 1, shared, ctx.stream, args, name);
   }
 

@@ -96,10 +96,10 @@ public:
   Status runFused(StepContext &ctx, const ProgramRun &run, bool withBefore, bool withThen);
 
 protected:
-  /// Launches `fn` on one row, writing the GLU's result at `out` (0: the
-  /// product y), with the body's symbols and pointers `q` and `shared`
-  /// dynamic bytes.
-  virtual Status launchFused(StepContext &ctx, CUfunction fn, CUdeviceptr out, const GencGemvPrologue &q,
+  /// Launches `fn` on one row over `grid` blocks of 256 threads (a warp an
+  /// output), writing the GLU's result at `out` (0: the product y), with
+  /// the body's symbols and pointers `q` and `shared` dynamic bytes.
+  virtual Status launchFused(StepContext &ctx, CUfunction fn, CUdeviceptr out, unsigned grid, GencGemvPrologue &q,
                              unsigned shared, const std::string &name) = 0;
 };
 
@@ -116,8 +116,8 @@ public:
   Status run(StepContext &ctx, const ProgramRun &run) override;
 
 protected:
-  Status launchFused(StepContext &ctx, CUfunction fn, CUdeviceptr out, const GencGemvPrologue &q, unsigned shared,
-                     const std::string &name) override;
+  Status launchFused(StepContext &ctx, CUfunction fn, CUdeviceptr out, unsigned grid, GencGemvPrologue &q,
+                     unsigned shared, const std::string &name) override;
 };
 
 /// The step of a matmul (`where` names it in errors), with its GEMV kernels
