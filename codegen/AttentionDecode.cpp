@@ -35,6 +35,9 @@ struct GencHwBlock {
   // the barrier of the 128 threads that run a decode routine (the step
   // kernel's policy meets its first four warps alone where it has more)
   static __device__ __forceinline__ void sync() { __syncthreads(); }
+  // the barrier of a merge's MTHREADS (the step kernel's compute warps,
+  // without its copy warp)
+  static __device__ __forceinline__ void msync() { __syncthreads(); }
 };
 // Which keys block (t, y, s) takes: whole tiles of KT keys, and only as
 // many splits as have tiles (every block of a token computes the same
@@ -219,7 +222,7 @@ static __device__ void genc_attn_merge(const GencAttnParams &p) {
       if (p.lseOut) ((float *)p.lseOut)[t * C::H + h] = sum > 0.f ? M + logf(sum) : -__int_as_float(0x7f800000);
     }
   }
-  __syncthreads();
+  B::msync();
   if (sg < SG) {
     float acc[VD];
 #pragma unroll
@@ -239,7 +242,7 @@ static __device__ void genc_attn_merge(const GencAttnParams &p) {
 #pragma unroll
     for (int x = 0; x < VD; ++x) sumS[sg][col * VD + x] = acc[x];
   }
-  __syncthreads();
+  B::msync();
   for (int d = tid; d < D; d += MT) {
     float o = 0.f;
 #pragma unroll

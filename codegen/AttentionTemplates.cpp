@@ -112,15 +112,21 @@ static __device__ void genc_attn_rows(const GencAttnParams &p, long long t, int 
       if (lane == 0) inv[h] = 1.f / sqrtf(ss / (float)C::D + C::EPS);
     }
   } else if (C::QKNORM == 2) { // over all heads of the operand (every caller sums it again)
+    // The routine's 128 threads alone meet (named barrier 1): the step
+    // kernel runs it on its first four warps. The warps' sums in warp order,
+    // as genc_block_sum adds them in a block of 128.
     for (int which = 0; which < (NK ? 2 : 1); ++which) {
       int n = which == 0 ? C::H : C::KVH;
       float ss = 0.f;
-      for (int e = threadIdx.x; e < n * C::D; e += blockDim.x) {
+      for (int e = threadIdx.x; e < n * C::D; e += 128) {
         float v = genc_attn_in<C>(p, which, t, e / C::D, e % C::D); ss += v * v;
       }
-      ss = genc_block_sum(ss, red);
-      if (threadIdx.x == 0) inv[which] = 1.f / sqrtf(ss / (float)(n * C::D) + C::EPS);
-      __syncthreads(); // (attn_N_stream takes no all-head norm: genc_block_sum meets every thread)
+      for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+      genc_attn_sync();
+      if (lane == 0) red[warp] = ss;
+      genc_attn_sync();
+      if (threadIdx.x == 0) inv[which] = 1.f / sqrtf((red[0] + red[1] + red[2] + red[3]) / (float)(n * C::D) + C::EPS);
+      genc_attn_sync();
     }
   }
   genc_attn_sync();

@@ -61,7 +61,7 @@ private:
   // its pointer is null.
   std::string blockCoordinates(std::string code) const;
   std::string stepCopy(const CudaKernel &kern, const std::string &sig, const std::string &params,
-                       const std::string &code) const;
+                       std::string code) const;
   std::string rowsBody(const CudaKernel &kern, const std::string &sig, const std::string &params,
                        std::string code, std::string *stepRows) const;
   void fail(const std::string &msg) {

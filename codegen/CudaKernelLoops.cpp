@@ -272,9 +272,18 @@ std::string Builder::blockCoordinates(std::string code) const {
 // The step kernel's copy (codegen/StepKernel.cpp) of a body whose block
 // coordinates are parameters: in a block of GENC_NT threads (its 128), and
 // no __restrict__, so that no load goes through the read-only cache: the
-// step kernel writes what later items read within one launch.
+// step kernel writes what later items read within one launch. Its barriers
+// and block reductions are the step kernel's compute warps' (genc_step_sync:
+// the copy warp never joins them).
 std::string Builder::stepCopy(const CudaKernel &kern, const std::string &sig, const std::string &params,
-                              const std::string &code) const {
+                              std::string code) const {
+  auto replace = [&](const std::string &from, const std::string &to) {
+    for (size_t at = code.find(from); at != std::string::npos; at = code.find(from, at + to.size()))
+      code.replace(at, from.size(), to);
+  };
+  replace("__syncthreads()", "genc_step_sync()");
+  replace("genc_block_sum(", "genc_step_block_sum(");
+  replace("genc_block_max(", "genc_step_block_max(");
   std::string stepParams = (sig.empty() ? ",\n    " + params : ",\n    " + sig + params);
   for (size_t at = stepParams.find("__restrict__ "); at != std::string::npos; at = stepParams.find("__restrict__ ", at))
     stepParams.erase(at, 13);

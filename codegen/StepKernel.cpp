@@ -43,11 +43,6 @@ public:
 
   // Gives each op its case; false (with `why`) where one has no routine.
   bool emit(std::string &why) {
-    // An all-head q/k norm (OLMo2) sums over a whole block inside the decode
-    // routine, which runs on four warps only where the kernel has more.
-    for (const StepOp &op : s_.ops)
-      if (op.kind == StepOpKind::AttnDecode && s_.threads > 128 && allHeadQkNorm(*ops_[size_t(op.op)]))
-        s_.threads = 128;
     for (StepOp &op : s_.ops) {
       std::string sig, body;
       if (!routine(op, sig, body, why))
@@ -65,7 +60,8 @@ public:
     std::ostringstream c;
     c << "\n// ==== the step kernel (codegen/StepKernel.cpp) ====\n"
       << genrt::cuda::kGencStepAbiSource << "\n"
-      << "static constexpr int GENC_STEP_THREADS = " << s_.threads << ", GENC_STEP_ROWS = " << s_.maxRows << ";\n"
+      << "static constexpr int GENC_STEP_THREADS = " << s_.threads << ", GENC_STEP_ROWS = " << s_.maxRows
+      << ", GENC_STEP_BLOCK = " << genrt::stepBlockThreads(s_) << ";\n"
       << stepKernelTemplates() << "\n";
     for (const auto &b : bodies_)
       c << b.second;
@@ -97,7 +93,7 @@ private:
 
   std::string head(int32_t code) const {
     return "static __device__ void genc_step_code" + std::to_string(code) +
-           "(GencStepRing &ring, const GencStepParams &sp, int last, const GencStepOp &o, const GencStepItem &it,\n"
+           "(GencStepRing &ring, const GencStepParams &sp, const GencStepOp &o, const GencStepItem &it,\n"
            "    unsigned char *smem, float *red, float *red32, const GencStepArgs &args) {\n";
   }
   int32_t nextCode(const std::string &sig) const {
@@ -228,9 +224,9 @@ private:
     } else {
       c << "  genc_step_row_in<A>(xs, o.mv, (int)args.tokens);\n";
     }
-    c << "  __syncthreads();\n"
+    c << "  genc_step_sync();\n"
       << "  genc_step_matvec<A, " << storageStruct(w) << ", GENC_STEP_PAGES, GENC_STEP_PAGE, " << epi << ", "
-      << (mma ? "true" : "false") << ">(ring, sp, last, o.mv, it, xs, (int)args.tokens);\n}\n";
+      << (mma ? "true" : "false") << ">(ring, sp, o.mv, it, xs, (int)args.tokens);\n}\n";
     body = c.str();
     xBytes_ = std::max(xBytes_, kDim * static_cast<int64_t>(dtypeSize(a)));
     const int64_t rpp = s_.rowsPerPage(op);
@@ -309,79 +305,89 @@ private:
 
   std::string kernel() const {
     std::ostringstream c;
-    c << "extern \"C\" __global__ void __launch_bounds__(" << s_.threads << ", " << s_.blocksPerSm << ") genc_step(const GencStepParams sp) {\n"
+    // Registers: the SM's 65,536 over its blocks' threads, in the units of
+    // 8 a thread they are given in, at most 255. (__launch_bounds__(288, 1)
+    // left ptxas 168, as for a block of 384 threads, and the 8-warp kernel
+    // spilled 424 bytes; at 224 it keeps 8.)
+    const int64_t perThread = 65536 / (int64_t(genrt::stepBlockThreads(s_)) * s_.blocksPerSm);
+    c << "extern \"C\" __global__ void __maxnreg__(" << std::min<int64_t>(255, perThread / 8 * 8)
+      << ") genc_step(const GencStepParams sp) {\n"
       << R"(#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 // bulk copies and their mbarriers: sm_90 and newer
   extern __shared__ __align__(1024) unsigned char genc_step_smem[];
   __shared__ __align__(8) unsigned long long full[GENC_STEP_PAGES], empty[GENC_STEP_PAGES];
   __shared__ float red[GENC_STEP_RED];
   __shared__ float red32[32];
   __shared__ int stop;
+  // The current item's op record, copied while thread 0 waits: the
+  // routines read its pointers and sizes again after every mbarrier wait (a
+  // memory clobber), and from global memory each was a trip to L2 (L1 is
+  // what the ring leaves of shared memory)
+  __shared__ __align__(16) GencStepOp opS;
   const int tid = threadIdx.x;
-  if (blockDim.x != GENC_STEP_THREADS) __trap(); // an edited plan: its barriers count this many
+  if (blockDim.x != GENC_STEP_BLOCK) __trap(); // an edited plan: its barriers count this many
   const int *order = (const int *)sp.order, *starts = (const int *)sp.blockStart;
   const int first = starts[blockIdx.x], last = starts[blockIdx.x + 1];
   const GencStepOp *ops = (const GencStepOp *)sp.ops;
   const GencStepItem *items = (const GencStepItem *)sp.items;
   const GencStepArgs args = *(const GencStepArgs *)sp.args;
-  GencStepRing ring{genc_step_smem + GENC_STEP_RING_OFF, full, empty, 0, 0, first - 1, 0, 0, nullptr, 0, 1, 0};
+  GencStepRing ring{genc_step_smem + GENC_STEP_RING_OFF, full, empty, 0};
   if (tid == 0) {
     genc_step_starved = genc_step_issuing = genc_step_computing = 0;
+    stop = 0;
     for (int i = 0; i < GENC_STEP_PAGES; ++i) {
       asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(genc_smem_addr(full + i)) : "memory");
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(genc_smem_addr(empty + i)), "r"(GENC_STEP_THREADS / 32) // every warp
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(genc_smem_addr(empty + i)), "r"(GENC_STEP_THREADS / 32) // every compute warp
                    : "memory");
     }
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    genc_step_issue<GENC_STEP_PAGES, GENC_STEP_PAGE>(ring, sp, last, -1);
   }
   __syncthreads();
-  int k = first;
-  for (; k < last; ++k) {
-    const int i = order[k];
-    const GencStepItem it = items[i];
-    const GencStepOp &o = ops[it.op];
-    unsigned long long *stamp = sp.trace && tid == 0 ? (unsigned long long *)sp.trace + GENC_STEP_STAMPS * i : nullptr;
-    if (stamp) stamp[0] = genc_step_now();
-    // Thread 0's acquire loads, then the block barrier: every thread's loads
-    // after it see what the waited-for items wrote (as CUTLASS's barrier)
-    if (tid == 0) stop = !genc_step_wait<GENC_STEP_PAGES, GENC_STEP_PAGE>(ring, sp, last, o.waits, i, it.op);
-    long long c1 = 0;
-    if (stamp) {
-      stamp[1] = genc_step_now();
-      genc_step_starved = 0;
-      genc_step_issuing = 0;
-      genc_step_computing = 0;
-      c1 = clock64();
-    }
-    __syncthreads();
-    if (stop) break;
-    switch (o.code) {
+  if (tid >= GENC_STEP_THREADS) { // the copy warp: the weight pages, from the first item on
+    if (tid == GENC_STEP_THREADS) genc_step_produce<GENC_STEP_PAGES, GENC_STEP_PAGE>(ring, sp, first, last, &stop);
+    __syncwarp();
+  } else {
+    for (int k = first; k < last; ++k) {
+      const int i = order[k];
+      const GencStepItem it = items[i];
+      unsigned long long *stamp = sp.trace && tid == 0 ? (unsigned long long *)sp.trace + GENC_STEP_STAMPS * i : nullptr;
+      if (stamp) stamp[0] = genc_step_now();
+      // Thread 0's acquire loads, then the compute warps' barrier: every
+      // thread's loads after it see what the waited-for items wrote (as
+      // CUTLASS's grid barrier)
+      if (tid == 0 && !genc_step_wait(sp, ops[it.op].waits, i, it.op)) stop = 1;
+      for (int w = tid - 32; w >= 0 && w < (int)(sizeof(GencStepOp) / 8); w += GENC_STEP_THREADS - 32)
+        ((unsigned long long *)&opS)[w] = ((const unsigned long long *)(ops + it.op))[w];
+      long long c1 = 0;
+      if (stamp) {
+        stamp[1] = genc_step_now();
+        genc_step_starved = 0;
+        genc_step_issuing = 0;
+        genc_step_computing = 0;
+        c1 = clock64();
+      }
+      genc_step_sync();
+      if (*(volatile int *)&stop) break;
+      switch (opS.code) {
 )";
     for (size_t i = 0; i < codeOf_.size(); ++i)
-      c << "    case " << i << ": genc_step_code" << i
-        << "(ring, sp, last, o, it, genc_step_smem, red, red32, args); break;\n";
-    c << R"(    default: break;
-    }
-    __syncthreads();
-    if (tid == 0) {
-      // the block barrier, then a release add: the whole block's writes go before the count
-      if (it.op != sp.stallOp)
+      c << "      case " << i << ": genc_step_code" << i
+        << "(ring, sp, opS, it, genc_step_smem, red, red32, args); break;\n";
+    c << R"(      default: break;
+      }
+      genc_step_sync();
+      // the barrier, then a release add: the compute warps' writes go before the count
+      if (tid == 0 && it.op != sp.stallOp)
         asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"((unsigned *)sp.counters + it.op) : "memory");
-      genc_step_issue<GENC_STEP_PAGES, GENC_STEP_PAGE>(ring, sp, last, -1); // the item's slots are empty now
-    }
-    if (stamp) {
-      stamp[2] = genc_step_now();
-      stamp[3] = (unsigned long long)genc_step_starved / (GENC_STEP_THREADS / 32); // a warp's mean
-      stamp[4] = (unsigned long long)(clock64() - c1);
-      stamp[5] = (unsigned long long)genc_step_issuing;
-      stamp[6] = (unsigned long long)genc_step_computing / (GENC_STEP_THREADS / 32);
+      if (stamp) {
+        stamp[2] = genc_step_now();
+        stamp[3] = (unsigned long long)genc_step_starved / (GENC_STEP_THREADS / 32); // a warp's mean
+        stamp[4] = (unsigned long long)(clock64() - c1);
+        stamp[5] = (unsigned long long)genc_step_issuing;
+        stamp[6] = (unsigned long long)genc_step_computing / (GENC_STEP_THREADS / 32);
+      }
     }
   }
-  // A block that stopped lets the copies it issued land before it leaves.
-  if (k < last && tid == 0)
-    for (int p = ring.consumed; p < ring.issued; ++p)
-      genc_mbar_wait(genc_smem_addr(full + p % GENC_STEP_PAGES), (unsigned)(p / GENC_STEP_PAGES) & 1u);
-  __syncthreads();
+  __syncthreads(); // the copy warp's last copies have landed
   if (tid == 0) {
     __threadfence();
     if (atomicAdd((unsigned *)sp.done, 1u) == gridDim.x - 1) { // the last block: counters back to zero

@@ -8,6 +8,34 @@ namespace genc {
 // parts (the routines and the dispatch) follow them.
 const char *stepKernelTemplates() {
   return R"(// ---- genc step kernel ------------------------------------------------------
+// The block: GENC_STEP_THREADS compute threads (4 or 8 warps), then the copy
+// warp, which only streams the weight pages into the ring. The compute
+// warps meet on named barrier 2, which the copy warp never joins; a row
+// body's block sums and maxima are theirs (codegen/CudaKernelLoops.cpp's
+// step copy calls these in place of genc_block_sum and genc_block_max; the
+// same warp order, so the same values).
+static __device__ __forceinline__ void genc_step_sync() {
+  asm volatile("bar.sync 2, %0;" ::"n"(GENC_STEP_THREADS) : "memory");
+}
+static __device__ __forceinline__ float genc_step_block_sum(float v, float *red) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  genc_step_sync();
+  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
+  genc_step_sync();
+  float t = 0.f;
+  for (int w = 0; w < GENC_STEP_THREADS / 32; ++w) t += red[w];
+  return t;
+}
+static __device__ __forceinline__ float genc_step_block_max(float v, float *red) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  genc_step_sync();
+  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
+  genc_step_sync();
+  float t = -__int_as_float(0x7f800000);
+  for (int w = 0; w < GENC_STEP_THREADS / 32; ++w) t = fmaxf(t, red[w]);
+  return t;
+}
+
 // An attention item's block coordinates: (token, head part or head, split,
 // splits), set by thread 0 before each call (codegen/AttentionDecode.cpp).
 __shared__ unsigned genc_step_vb[4];
@@ -18,22 +46,20 @@ struct GencStepBlock {
   static __device__ __forceinline__ unsigned nz() { return genc_step_vb[3]; }
   static __device__ __forceinline__ unsigned splits(const GencAttnParams &) { return genc_step_vb[3]; }
   // A decode routine runs on the first four warps (its code is written for
-  // 128 threads); with more, they meet on named barrier 1 (as
-  // genc_attn_sync), the others waiting at the item's end.
-  static __device__ __forceinline__ void sync() {
-    if (GENC_STEP_THREADS == 128) __syncthreads();
-    else genc_attn_sync();
-  }
+  // 128 threads), which meet on named barrier 1 (as genc_attn_sync), the
+  // others waiting at the item's end; a merge runs on every compute warp.
+  static __device__ __forceinline__ void sync() { genc_attn_sync(); }
+  static __device__ __forceinline__ void msync() { genc_step_sync(); }
 };
 static __device__ __forceinline__ void genc_step_at(unsigned x, unsigned y, unsigned z, unsigned n) {
-  __syncthreads(); // the last call is done with the coordinates and its shared memory
+  genc_step_sync(); // the last call is done with the coordinates and its shared memory
   if (threadIdx.x == 0) {
     genc_step_vb[0] = x;
     genc_step_vb[1] = y;
     genc_step_vb[2] = z;
     genc_step_vb[3] = n;
   }
-  __syncthreads();
+  genc_step_sync();
 }
 
 static __device__ __forceinline__ unsigned genc_smem_addr(const void *p) {
@@ -57,9 +83,10 @@ static __device__ __forceinline__ unsigned long long genc_step_now() {
   return t;
 }
 
-// The current item's SM cycles (GENC_CUDA_STEP_TRACE): the warps' waits
-// for their pages and their pages' computing, summed over the warps' lane
-// 0s; thread 0 issuing copies.
+// The current item's SM cycles (GENC_CUDA_STEP_TRACE): the compute warps'
+// waits for their pages and their pages' computing, summed over the warps'
+// lane 0s; the copy warp's waits for a free slot (a full ring: the pages
+// arrive faster than they are computed).
 __shared__ long long genc_step_starved, genc_step_issuing, genc_step_computing;
 static __device__ __forceinline__ void genc_step_count(long long *to, long long c0) {
   atomicAdd((unsigned long long *)to, (unsigned long long)(clock64() - c0));
@@ -68,34 +95,20 @@ static __device__ __forceinline__ void genc_step_count(long long *to, long long 
 // ---- the weight ring --------------------------------------------------------
 // PAGES pages of PAGE bytes in dynamic shared memory. Page i of the block's
 // stream (its Matvec items' pages in list order) goes to slot i % PAGES and
-// to a team of the warps (one warp, or several sharing its outputs: per
-// item, genc_step_matvec_mma): `full` completes when its bulk copies land,
-// `empty` when every warp has arrived, its team's after computing it, the
-// others at once (each waits for `full` before it arrives, so no warp's
-// arrival can count for a later page of the slot). Thread 0 issues page i
-// once page i - PAGES is empty: after each page it is done with, in the
-// spin of a counter wait and between items, without blocking; it blocks
-// only to issue a page the block needs next. So the teams compute pages at
-// once, an item of one page still takes every warp, and the next op's
-// weights stream in while the block waits for the op before it.
+// to a team of the compute warps (one warp, or several sharing its outputs:
+// per item, genc_step_matvec_mma): `full` completes when its bulk copies
+// land, `empty` when every compute warp has arrived, its team's after
+// computing it, the others at once (each waits for `full` before it
+// arrives, so no warp's arrival can count for a later page of the slot).
+// The copy warp issues page i the moment page i - PAGES is empty, whatever
+// the compute warps are doing: the next items' weights stream in while
+// the block computes, waits for an op before it, or runs attention.
 struct GencStepRing {
   unsigned char *base;
   unsigned long long *full, *empty;
-  int consumed;         // pages of the stream the block has gone past (every thread counts)
-  int issued, at;       // thread 0: pages issued; list position of the item it issues from
-  long long n0, end;    // thread 0: that item's next row and its end
-  const unsigned char *w;
-  long long rowBytes, rpp, half; // rows a page; a GLU's up rows from row `half`
+  int consumed; // pages of the stream the block has gone past (every compute thread counts)
 };
 
-static __device__ __forceinline__ bool genc_mbar_test(unsigned bar, unsigned parity) {
-  unsigned ok;
-  asm volatile("{\n .reg .pred p;\n mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
-               : "=r"(ok)
-               : "r"(bar), "r"(parity)
-               : "memory");
-  return ok != 0;
-}
 static __device__ __forceinline__ bool genc_mbar_try(unsigned bar, unsigned parity) {
   unsigned ok;
   asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
@@ -115,71 +128,72 @@ static __device__ __forceinline__ void genc_mbar_wait(unsigned bar, unsigned par
     if ((spin & 1023) == 0 && genc_step_now() - start > 4000000000ull) __trap();
 }
 
-// Thread 0: issues the stream's pages while their slots are empty; waits
-// for slots until page `upto` is issued (-1: never waits).
+// The copy warp's lane 0: the block's list in order, each Matvec item's
+// pages (a GLU's gate rows, then its up rows N/2 + n, into one page), each
+// once its slot is empty. A block whose compute warps stopped (a failed
+// wait: `stop`) frees no more slots: the copies stop, and those in flight
+// land before the block leaves (its shared memory is their destination).
 template <int PAGES, long long PAGE>
-static __device__ void genc_step_issue(GencStepRing &r, const GencStepParams &sp, int last, int upto) {
-  const long long c0 = sp.trace ? clock64() : 0; // the counts only where the trace asks
-  for (;;) {
-    if (r.n0 >= r.end) { // the next item with pages
-      const GencStepOp *ops = (const GencStepOp *)sp.ops;
-      const GencStepItem *items = (const GencStepItem *)sp.items;
-      const int *order = (const int *)sp.order;
-      for (++r.at; r.at < last; ++r.at) {
-        const GencStepItem it = items[order[r.at]];
-        const GencStepOp &o = ops[it.op];
-        if (o.kind != 0 || it.count <= 0) continue;
-        r.w = (const unsigned char *)o.mv.w;
-        r.rowBytes = o.mv.rowBytes;
-        r.rpp = o.mv.rowsPerPage;
-        r.half = o.mv.glu ? o.mv.N / 2 : 0;
-        r.n0 = it.first;
-        r.end = (long long)it.first + it.count;
-        break;
+static __device__ void genc_step_produce(const GencStepRing &r, const GencStepParams &sp, int first, int last,
+                                         const volatile int *stop) {
+  const GencStepOp *ops = (const GencStepOp *)sp.ops;
+  const GencStepItem *items = (const GencStepItem *)sp.items;
+  const int *order = (const int *)sp.order;
+  int issued = 0;
+  bool stopped = false;
+  for (int k = first; k < last && !stopped; ++k) {
+    const GencStepItem it = items[order[k]];
+    const GencStepOp &o = ops[it.op];
+    if (o.kind != 0 || it.count <= 0) continue;
+    const unsigned char *w = (const unsigned char *)o.mv.w;
+    const long long rowBytes = o.mv.rowBytes, rpp = o.mv.rowsPerPage, half = o.mv.glu ? o.mv.N / 2 : 0;
+    const long long end = (long long)it.first + it.count;
+    for (long long n0 = it.first; n0 < end; n0 += rpp, ++issued) {
+      const int slot = issued % PAGES;
+      if (issued >= PAGES) {
+        const unsigned bar = genc_smem_addr(r.empty + slot), parity = (unsigned)(issued / PAGES - 1) & 1u;
+        if (!genc_mbar_try(bar, parity)) {
+          const long long c0 = sp.trace ? clock64() : 0;
+          const unsigned long long start = genc_step_now();
+          for (unsigned spin = 1; !genc_mbar_try(bar, parity); ++spin)
+            if ((spin & 255) == 0) {
+              if (*stop) {
+                stopped = true;
+                break;
+              }
+              if (genc_step_now() - start > 4000000000ull) __trap();
+            }
+          if (sp.trace) atomicAdd((unsigned long long *)&genc_step_issuing, (unsigned long long)(clock64() - c0));
+          if (stopped) break;
+        }
       }
-      if (r.at >= last) break;
-    }
-    const int slot = r.issued % PAGES;
-    if (r.issued >= PAGES) {
-      const unsigned bar = genc_smem_addr(r.empty + slot), parity = (unsigned)(r.issued / PAGES - 1) & 1u;
-      if (r.issued > upto) {
-        if (!genc_mbar_test(bar, parity)) break;
-      } else {
-        genc_mbar_wait(bar, parity);
-      }
-    }
-    const long long rows = min(r.rpp, r.end - r.n0), bytes = rows * r.rowBytes;
-    unsigned char *dst = r.base + (long long)slot * PAGE;
-    const unsigned bar = genc_smem_addr(r.full + slot);
-    // No proxy fence: the warp's reads of the slot's last page are ordered
-    // before this copy's writes by its arrival on `empty` and this thread's
-    // wait on it (a fence.proxy.async here measured as waiting for the
-    // copies in flight, which made the ring one page deep).
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar),
-                 "r"((unsigned)(r.half ? 2 * bytes : bytes))
-                 : "memory");
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-                     genc_smem_addr(dst)),
-                 "l"(r.w + r.n0 * r.rowBytes), "r"((unsigned)bytes), "r"(bar)
-                 : "memory");
-    if (r.half) // the up rows after the gate rows: weight rows N/2 + n
-      asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-                       genc_smem_addr(dst + bytes)),
-                   "l"(r.w + (r.half + r.n0) * r.rowBytes), "r"((unsigned)bytes), "r"(bar)
+      const long long rows = min(rpp, end - n0), bytes = rows * rowBytes;
+      unsigned char *dst = r.base + (long long)slot * PAGE;
+      const unsigned bar = genc_smem_addr(r.full + slot);
+      // No proxy fence: the compute warps' reads of the slot's last page are
+      // ordered before this copy's writes by their arrivals on `empty` and
+      // this thread's wait on it (a fence.proxy.async here measured as
+      // waiting for the copies in flight, which made the ring one page deep).
+      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar),
+                   "r"((unsigned)(half ? 2 * bytes : bytes))
                    : "memory");
-    r.n0 += rows;
-    ++r.issued;
+      asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                       genc_smem_addr(dst)),
+                   "l"(w + n0 * rowBytes), "r"((unsigned)bytes), "r"(bar)
+                   : "memory");
+      if (half)
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                         genc_smem_addr(dst + bytes)),
+                     "l"(w + (half + n0) * rowBytes), "r"((unsigned)bytes), "r"(bar)
+                     : "memory");
+    }
   }
-  if (sp.trace) genc_step_issuing += clock64() - c0;
+  // The last page issued into each slot lands before the block leaves.
+  for (int p = issued > PAGES ? issued - PAGES : 0; p < issued; ++p)
+    genc_mbar_wait(genc_smem_addr(r.full + p % PAGES), (unsigned)(p / PAGES) & 1u);
 }
 
-// Page p of the stream, once its copies have landed. Thread 0
-// first issues every page up to p that is not yet issued, whichever warp's:
-// a warp waiting for a page only thread 0 can issue must not wait long.
-template <int PAGES, long long PAGE>
-static __device__ __forceinline__ void genc_step_need(GencStepRing &r, const GencStepParams &sp, int last, int p) {
-  if (threadIdx.x == 0 && r.issued <= p) genc_step_issue<PAGES, PAGE>(r, sp, last, p);
-}
+// Page p of the stream, once its copies have landed.
 template <int PAGES, long long PAGE>
 static __device__ __forceinline__ const unsigned char *genc_step_page(GencStepRing &r, const GencStepParams &sp, int p) {
   const int slot = p % PAGES;
@@ -191,13 +205,13 @@ static __device__ __forceinline__ const unsigned char *genc_step_page(GencStepRi
   return r.base + (long long)slot * PAGE;
 }
 
-// This warp is done with page p: its arrival on the slot's `empty` (one of four).
+// This warp is done with page p: its arrival on the slot's `empty` (one of
+// the compute warps').
 template <int PAGES, long long PAGE>
-static __device__ __forceinline__ void genc_step_release(GencStepRing &r, const GencStepParams &sp, int last, int p) {
+static __device__ __forceinline__ void genc_step_release(GencStepRing &r, int p) {
   __syncwarp();
   if ((threadIdx.x & 31) == 0)
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(genc_smem_addr(r.empty + p % PAGES)) : "memory");
-  if (threadIdx.x == 0) genc_step_issue<PAGES, PAGE>(r, sp, last, -1);
 }
 
 // ---- a matrix-vector product on tensor cores ---------------------------------
@@ -244,26 +258,32 @@ __shared__ float genc_step_d[GENC_STEP_THREADS / 32][128];
 
 // The windows of one group and one chunk of step rows, summed: two chains of
 // dependent mma (windows 0, 2, ... and 1, 3, ...), four windows' loads ahead.
-// w: this lane's column, 4 words a window; xl / xh: its two A rows. HI: the A
-// rows 8..15 hold step rows (else xh is never read). One copy for every
-// routine of the kernel (not inlined): the kernel's code is larger than an
-// SM's instruction cache, and each routine's own copy was fetched again at
-// every item.
+// w: this lane's column, 4 words a window; xl / xh: its two A rows, each a
+// shared-memory address (a generic pointer into a function the compiler
+// cannot see through would make every load a generic one). HI: the A rows
+// 8..15 hold step rows (else xh is never read). One copy for every routine
+// of the kernel (not inlined): the kernel's code is larger than an SM's
+// instruction cache, and each routine's own copy was fetched again at every
+// item.
 struct GencStepD {
   float v[4];
 };
+static __device__ __forceinline__ uint4 genc_lds4(unsigned a) {
+  uint4 v;
+  asm("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(a));
+  return v;
+}
 template <typename W, bool HI>
-static __device__ __noinline__ GencStepD genc_step_windows(const uint4 *w, const uint4 *xl, const uint4 *xh,
-                                                           int windows) {
+static __device__ __noinline__ GencStepD genc_step_windows(unsigned w, unsigned xl, unsigned xh, int windows) {
   float d0[4] = {0.f, 0.f, 0.f, 0.f}, d1[4] = {0.f, 0.f, 0.f, 0.f};
   int k = 0;
   for (; k + 4 <= windows; k += 4) {
     uint4 b[4], l[4], h[4];
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      b[i] = w[(k + i) * 4];
-      l[i] = xl[(k + i) * 4];
-      h[i] = HI ? xh[(k + i) * 4] : make_uint4(0u, 0u, 0u, 0u);
+      b[i] = genc_lds4(w + (k + i) * 64);
+      l[i] = genc_lds4(xl + (k + i) * 64);
+      h[i] = HI ? genc_lds4(xh + (k + i) * 64) : make_uint4(0u, 0u, 0u, 0u);
     }
     genc_mma_of<W>::run(d0, l[0], h[0], b[0]);
     genc_mma_of<W>::run(d1, l[1], h[1], b[1]);
@@ -271,7 +291,8 @@ static __device__ __noinline__ GencStepD genc_step_windows(const uint4 *w, const
     genc_mma_of<W>::run(d1, l[3], h[3], b[3]);
   }
   for (; k < windows; ++k)
-    genc_mma_of<W>::run(d0, xl[k * 4], HI ? xh[k * 4] : make_uint4(0u, 0u, 0u, 0u), w[k * 4]);
+    genc_mma_of<W>::run(d0, genc_lds4(xl + k * 64), HI ? genc_lds4(xh + k * 64) : make_uint4(0u, 0u, 0u, 0u),
+                        genc_lds4(w + k * 64));
   GencStepD d;
 #pragma unroll
   for (int i = 0; i < 4; ++i) d.v[i] = d0[i] + d1[i];
@@ -281,8 +302,7 @@ static __device__ __noinline__ GencStepD genc_step_windows(const uint4 *w, const
 // x [T][K] in shared memory (T <= 16, K % 32 == 0, x and W of one type); a
 // page: R outputs' rows [R][K], with a GLU the gate rows then the up rows.
 template <typename A, typename W, int PAGES, long long PAGE, typename EPI>
-static __device__ void genc_step_matvec_mma(GencStepRing &r, const GencStepParams &sp, int last,
-                                            const GencStepMatvec &m, const GencStepItem &it,
+static __device__ void genc_step_matvec_mma(GencStepRing &r, const GencStepParams &sp, const GencStepMatvec &m, const GencStepItem &it,
                                             const typename A::S *xs, int T) {
   typedef typename W::S WS;
   constexpr int WARPS = GENC_STEP_THREADS / 32, GLU = EPI::GLU, COLS = GLU ? 4 : 8, SMAX = GLU ? 4 : 8;
@@ -321,7 +341,6 @@ static __device__ void genc_step_matvec_mma(GencStepRing &r, const GencStepParam
   float *dsc = genc_step_d[warp];
   for (long long n0 = it.first, ip = 0; n0 < end; n0 += rpp, ++ip) {
     const int p = r.consumed++;
-    genc_step_need<PAGES, PAGE>(r, sp, last, p);
     const int R = (int)min(rpp, end - n0);
     // every warp waits for every page before its arrival on `empty`, its team's or not
     const WS *page = (const WS *)genc_step_page<PAGES, PAGE>(r, sp, p);
@@ -330,11 +349,11 @@ static __device__ void genc_step_matvec_mma(GencStepRing &r, const GencStepParam
     for (int r0 = ip % teams == team ? tw * per : R; r0 < R; r0 += TW * per) {
       // a column past the page's rows reads its last row; its sums are not stored
       const int row = min(r0 + colRow, R - 1);
-      const uint4 *w = (const uint4 *)(page + (long long)(up ? R + row : row) * K + at);
+      const unsigned w = genc_smem_addr(page + (long long)(up ? R + row : row) * K + at);
       for (int c = 0; c < nch; ++c) {
         // A rows past the step's rows read its last; their sums are not stored either
         const int tl = min(c * TM + (g >> lS), T - 1), th = min(c * TM + (g >> lS) + (8 >> lS), T - 1);
-        const uint4 *xl = (const uint4 *)(xs + (long long)tl * K + at), *xh = (const uint4 *)(xs + (long long)th * K + at);
+        const unsigned xl = genc_smem_addr(xs + (long long)tl * K + at), xh = genc_smem_addr(xs + (long long)th * K + at);
         const GencStepD d = hi ? genc_step_windows<W, true>(w, xl, xh, windows)
                                : genc_step_windows<W, false>(w, xl, xh, windows);
         __syncwarp();
@@ -362,7 +381,7 @@ static __device__ void genc_step_matvec_mma(GencStepRing &r, const GencStepParam
       }
     }
     if (sp.trace && lane == 0) genc_step_count(&genc_step_computing, c0);
-    genc_step_release<PAGES, PAGE>(r, sp, last, p);
+    genc_step_release<PAGES, PAGE>(r, p);
   }
 }
 
@@ -379,7 +398,7 @@ static __device__ void genc_step_matvec_mma(GencStepRing &r, const GencStepParam
 // 0, x and W of one type; T <= GENC_STEP_ROWS <= 16), so the CUDA-core loop
 // is not compiled into it.
 template <typename A, typename W, int PAGES, long long PAGE, typename EPI, bool MMA>
-static __device__ void genc_step_matvec(GencStepRing &r, const GencStepParams &sp, int last, const GencStepMatvec &m,
+static __device__ void genc_step_matvec(GencStepRing &r, const GencStepParams &sp, const GencStepMatvec &m,
                                         const GencStepItem &it, const typename A::S *xs, int T) {
   typedef typename W::S WS;
   typedef typename A::S AS;
@@ -388,7 +407,7 @@ static __device__ void genc_step_matvec(GencStepRing &r, const GencStepParams &s
   static_assert(sizeof(AS) == sizeof(WS), "step matvec: x and the weight in words of one width");
   static_assert(ROWS <= 16, "step matvec: an mma's 16 A rows hold the step's rows");
   if (MMA && genc_mma_of<W>::OK && genc_same<A, W>::V) {
-    genc_step_matvec_mma<A, W, PAGES, PAGE, EPI>(r, sp, last, m, it, xs, T);
+    genc_step_matvec_mma<A, W, PAGES, PAGE, EPI>(r, sp, m, it, xs, T);
     return;
   }
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -397,7 +416,6 @@ static __device__ void genc_step_matvec(GencStepRing &r, const GencStepParams &s
   const uint4 *xv4 = (const uint4 *)xs;
   for (long long n0 = it.first; n0 < end; n0 += rpp) {
     const int p = r.consumed++;
-    genc_step_need<PAGES, PAGE>(r, sp, last, p);
     const int R = (int)min(rpp, end - n0);
     const uint4 *page = (const uint4 *)genc_step_page<PAGES, PAGE>(r, sp, p);
     const long long c0 = sp.trace && lane == 0 ? clock64() : 0;
@@ -453,7 +471,7 @@ static __device__ void genc_step_matvec(GencStepRing &r, const GencStepParams &s
       }
     }
     if (sp.trace && lane == 0) genc_step_count(&genc_step_computing, c0);
-    genc_step_release<PAGES, PAGE>(r, sp, last, p);
+    genc_step_release<PAGES, PAGE>(r, p);
   }
 }
 
@@ -462,16 +480,14 @@ static __device__ void genc_step_matvec(GencStepRing &r, const GencStepParams &s
 template <typename A>
 static __device__ __forceinline__ void genc_step_row_in(typename A::S *xs, const GencStepMatvec &m, int T) {
   constexpr int V = 16 / (int)sizeof(typename A::S);
-  for (long long k = threadIdx.x; k < T * (m.K / V); k += blockDim.x)
+  for (long long k = threadIdx.x; k < T * (m.K / V); k += GENC_STEP_THREADS)
     ((uint4 *)xs)[k] = genc_ld_cg4((const uint4 *)m.a + k);
 }
 
-// Thread 0 waits until each of the op's waits has reached its count, issuing
-// the ring's next pages meanwhile; false (and the error written, once)
-// where one passes the timeout or another block has failed.
-template <int PAGES, long long PAGE>
-static __device__ bool genc_step_wait(GencStepRing &r, const GencStepParams &sp, int last, const GencStepWaits &w,
-                                      int item, int op) {
+// Thread 0 waits until each of the op's waits has reached its count; false
+// (and the error written, once) where one passes the timeout or another
+// block has failed.
+static __device__ bool genc_step_wait(const GencStepParams &sp, const GencStepWaits &w, int item, int op) {
   const unsigned *counters = (const unsigned *)sp.counters;
   GencStepError *err = (GencStepError *)sp.error;
   for (int i = 0; i < w.n; ++i) {
@@ -494,8 +510,6 @@ static __device__ bool genc_step_wait(GencStepRing &r, const GencStepParams &sp,
           return false;
         }
       }
-      if ((spin & 15) == 0) genc_step_issue<PAGES, PAGE>(r, sp, last, -1);
-      else __nanosleep(32);
     }
   }
   return true;

@@ -112,9 +112,9 @@ std::string checkStepBlocksPerSm(int64_t v) {
 }
 
 std::string checkStepWarps(int64_t v) {
-  if (v == 4 || v == 8)
+  if (v == 4 || v == 7)
     return "";
-  return "must be 4 or 8 warps (got " + std::to_string(v) + ")";
+  return "must be 4 or 7 compute warps (got " + std::to_string(v) + "; the copy warp comes on top)";
 }
 
 std::string checkStageKib(int64_t v) {
@@ -200,7 +200,7 @@ llvm::Expected<CompileProfile> resolveProfile(const CompileProfile &given, const
   p.cuda.attentionTrace = p.cuda.attentionTrace.value_or(kernels.trace);
   p.cuda.stepBlocks = p.cuda.stepBlocks.value_or(kDefaultStepBlocks);
   p.cuda.stepBlocksPerSm = p.cuda.stepBlocksPerSm.value_or(1);
-  p.cuda.stepWarps = p.cuda.stepWarps.value_or(4);
+  p.cuda.stepWarps = p.cuda.stepWarps.value_or(7);
   resolveGeneration(p.generation, m);
   return p;
 }
@@ -225,7 +225,7 @@ void applyProfile(const CompileProfile &p, Module &m) {
   setPlanOptions(m, o);
   m.metadata()["plan.step_blocks"] = std::to_string(p.cuda.stepBlocks.value_or(kDefaultStepBlocks));
   m.metadata()["plan.step_blocks_per_sm"] = std::to_string(p.cuda.stepBlocksPerSm.value_or(1));
-  m.metadata()["plan.step_warps"] = std::to_string(p.cuda.stepWarps.value_or(4));
+  m.metadata()["plan.step_warps"] = std::to_string(p.cuda.stepWarps.value_or(7));
   // Only values that differ from config.json's: the IR keeps the config's text.
   const GenerationDefaults &g = p.generation;
   if (g.eosTokenId && *g.eosTokenId != metadataInts(m, "config.eos_token_id")) {

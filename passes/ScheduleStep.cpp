@@ -401,7 +401,10 @@ llvm::Error scheduleStepPass(Module &m) {
   const PlanOptions opts = planOptions(m);
   const int64_t blocks = metadataInt(m, "plan.step_blocks").value_or(kDefaultStepBlocks);
   const int64_t perSm = std::clamp<int64_t>(metadataInt(m, "plan.step_blocks_per_sm").value_or(1), 1, 4);
-  const int64_t warps = metadataInt(m, "plan.step_warps").value_or(4) == 8 ? 8 : 4;
+  // 4 or 7 compute warps: with the copy warp, blocks of 160 or 256 threads
+  // (a block of 288 would leave 168 registers a thread, and the 8-warp
+  // kernel spilled)
+  const int64_t warps = metadataInt(m, "plan.step_warps").value_or(7) == 4 ? 4 : 7;
   if (blocks <= 0) {
     R.analysis("StepKernelNotUsed", *f, nullptr) << "the decode step keeps one kernel per op: step_blocks is 0";
     return llvm::Error::success();

@@ -137,8 +137,9 @@ static cl::opt<int64_t> StepBlocksPerSm(
     cl::init(1), cl::sub(CompileCmd), cl::cat(GencCat));
 static cl::opt<int64_t> StepWarps(
     "step-warps",
-    cl::desc("GPU: warps of a decode-step kernel block, 4 or 8 (default 4; profile key cuda.step_warps)"),
-    cl::init(4), cl::sub(CompileCmd), cl::cat(GencCat));
+    cl::desc("GPU: compute warps of a decode-step kernel block, 4 or 7 (default 7; the copy warp comes on top; "
+             "profile key cuda.step_warps)"),
+    cl::init(7), cl::sub(CompileCmd), cl::cat(GencCat));
 static cl::opt<bool> AttentionTrace("attention-trace",
                                     cl::desc("GPU diagnostics: the decode attention kernels stamp their stages "
                                              "(genrun prints them with GENC_CUDA_ATTN_TRACE=1; profile key "

@@ -166,13 +166,13 @@ Status StepRunner::init(StepContext &ctx, const KernelModule &mod, const Program
                             "cuFuncGetAttribute (the step kernel)");
       !st)
     return st;
-  if (maxThreads < s.threads)
+  if (maxThreads < stepBlockThreads(s))
     return Status::error("the plan's step kernel was built for blocks of " + std::to_string(maxThreads) +
-                         " threads, its schedule says " + std::to_string(s.threads));
+                         " threads, its schedule says " + std::to_string(stepBlockThreads(s)));
   // Every block resident at once, as its waits need: the schedule's blocks
   // an SM must fit one (registers and shared memory).
   int perSm = 0;
-  if (Status st = dev.check(a.cuOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, fn, s.threads,
+  if (Status st = dev.check(a.cuOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, fn, stepBlockThreads(s),
                                                                           static_cast<size_t>(s.sharedBytes)),
                             "cuOccupancyMaxActiveBlocksPerMultiprocessor");
       !st)
@@ -253,7 +253,7 @@ Status StepRunner::enqueue(StepContext &ctx, const ProgramRun &run) {
                    stallOp_};
   void *args[] = {&p};
   if (Status s = dev_->check(a.cuLaunchKernel(fn_, static_cast<unsigned>(sched_->blocks), 1, 1,
-                                              static_cast<unsigned>(sched_->threads), 1, 1,
+                                              static_cast<unsigned>(stepBlockThreads(*sched_)), 1, 1,
                                               static_cast<unsigned>(sched_->sharedBytes), ctx.stream, args, nullptr),
                              "launching the step kernel");
       !s)

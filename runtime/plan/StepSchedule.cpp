@@ -228,9 +228,9 @@ Status verifyStepSchedule(const StepSchedule &s, const Program &decode, const st
   if (s.empty())
     return Status::ok();
   auto bad = [](const std::string &m) { return Status::error("step schedule: " + m); };
-  if (s.blocks < 1 || s.blocks > 4096 || (s.threads != 128 && s.threads != 256) || s.blocksPerSm < 1 || s.blocksPerSm > 4)
+  if (s.blocks < 1 || s.blocks > 4096 || (s.threads != 128 && s.threads != 224) || s.blocksPerSm < 1 || s.blocksPerSm > 4)
     return bad(std::to_string(s.blocks) + " blocks of " + std::to_string(s.threads) + " threads, " +
-               std::to_string(s.blocksPerSm) + " an SM (the kernel runs 1..4096 blocks of 128 or 256, 1 to 4 an SM)");
+               std::to_string(s.blocksPerSm) + " an SM (the kernel runs 1..4096 blocks of 128 or 224 compute threads, 1 to 4 an SM)");
   if (s.pageBytes < 1024 || s.pageBytes > (int64_t(128) << 10) || s.pageBytes % 128 || s.pages < 2 || s.pages > 64 ||
       s.pageBytes * s.pages > (int64_t(224) << 10))
     return bad(std::to_string(s.pages) + " pages of " + std::to_string(s.pageBytes) + " bytes");
@@ -313,7 +313,7 @@ std::string printStepSchedule(const StepSchedule &s, bool blocks) {
   for (const StepItem &it : s.items)
     bytes += s.itemBytes(it);
   o << "step schedule: " << s.ops.size() << " ops, " << s.items.size() << " items over " << s.blocks << " blocks of "
-    << s.threads << " threads" << (s.blocksPerSm > 1 ? ", " + std::to_string(s.blocksPerSm) + " an SM" : "") << "; " << s.pages << " pages of " << s.pageBytes << " bytes; " << s.sharedBytes
+    << s.threads << " threads and a copy warp" << (s.blocksPerSm > 1 ? ", " + std::to_string(s.blocksPerSm) + " an SM" : "") << "; " << s.pages << " pages of " << s.pageBytes << " bytes; " << s.sharedBytes
     << " shared bytes; " << s.codes << " routines; up to " << s.maxRows << " rows; " << bytes
     << " weight bytes a step\n";
   std::vector<int64_t> items(s.ops.size(), 0);

@@ -76,7 +76,7 @@ struct StepItem {
 struct StepSchedule {
   int32_t blocks = 0;  // persistent blocks (the SMs of the target GPU, times blocksPerSm)
   int32_t blocksPerSm = 1; // blocks that share an SM, each with that share of its shared memory (1..4)
-  int32_t threads = 0; // threads a block
+  int32_t threads = 0; // compute threads a block (128 or 256; the copy warp comes on top: stepBlockThreads)
   int64_t pageBytes = 0; // one page of the weight ring
   int32_t pages = 0;     // pages in the ring
   int64_t maxRows = 0;   // the most rows (tokens) of a step it runs
@@ -94,6 +94,10 @@ struct StepSchedule {
   /// Bytes of weights item `it` reads.
   int64_t itemBytes(const StepItem &it) const;
 };
+
+/// A block of the step kernel: its compute threads and the copy warp that
+/// streams the weight pages.
+inline int32_t stepBlockThreads(const StepSchedule &s) { return s.threads + 32; }
 
 /// Everything a plan's schedule must be before a kernel runs it, against
 /// the plan's @decode_step and weights: ops that exist and are of the kind

@@ -91,7 +91,7 @@ std::string stepTraceByKind(const StepSchedule &s, const std::vector<uint64_t> &
     char page[128] = "";
     if (k.pages)
       std::snprintf(page, sizeof page, ", %.2f us a page; a warp %.0f%% waiting for pages, %.0f%% computing them; "
-                    "%.0f%% issuing",
+                    "ring full %.0f%%",
                     k.work / double(k.pages), k.cycles > 0 ? 100 * k.starved / k.cycles : 0.0,
                     k.cycles > 0 ? 100 * k.computing / k.cycles : 0.0, k.cycles > 0 ? 100 * k.issuing / k.cycles : 0.0);
     std::snprintf(line, sizeof line, "  %-11s %6lld items, work %8.1f us (%.2f us an item%s), waits %8.1f us\n",

@@ -14,7 +14,8 @@ namespace genrt {
 /// The stamps of one item (the step kernel writes them): [0] its turn came,
 /// [1] its waits were met, [2] it was done (global ns); SM cycles: [3] a
 /// warp's mean waiting for its weight pages, [4] the item's work (thread
-/// 0's), [5] issuing the next pages' copies (thread 0), [6] a warp's mean
+/// 0's), [5] the copy warp waiting for a free slot (the ring full: pages
+/// arrive faster than the compute warps finish them), [6] a warp's mean
 /// computing its pages (the products' loops and epilogues).
 constexpr size_t kStepStamps = 7;
 
@@ -30,8 +31,8 @@ std::string stepTraceByOp(const StepSchedule &s, const std::vector<uint64_t> &st
 /// the share of the blocks' time spent waiting, then a line per kind (in
 /// name order) with its items' work and waits summed over the blocks, and
 /// for products the time a page, and the shares of the item's cycles a warp
-/// spent waiting for its pages and computing them, and thread 0 issuing
-/// copies. Empty where `stamps` does not hold kStepStamps
+/// spent waiting for its pages and computing them, and the copy warp's
+/// share waiting for a free slot ("ring full"). Empty where `stamps` does not hold kStepStamps
 /// an item.
 std::string stepTraceByKind(const StepSchedule &s, const std::vector<uint64_t> &stamps);
 

@@ -85,7 +85,7 @@ TEST(StepTrace, OpByOpAgainstTheFloor) {
 TEST(StepTrace, ByKindSumsWorkWaitsAndPages) {
   const uint64_t b = 1000000;
   // item: turn, waits met, done; cycles: a warp waiting for pages, the
-  // item's work, thread 0 issuing, a warp computing pages
+  // item's work, the copy warp waiting for a slot, a warp computing pages
   const std::vector<uint64_t> st = {b + 0,    b + 0,    b + 2000, 10, 100, 20, 50,  // matvec: 2 us, 1 page
                                     b + 500,  b + 1500, b + 3500, 30, 100, 40, 70,  // matvec: 2 us, waited 1
                                     b + 1000, b + 4000, b + 5000, 0,  50,  0,  0}; // attention: 1 us, waited 3
@@ -96,10 +96,10 @@ TEST(StepTrace, ByKindSumsWorkWaitsAndPages) {
   EXPECT_NE(t[1].find("attn_decode"), std::string::npos); // kinds in name order
   EXPECT_NE(t[1].find("1 items, work      1.0 us (1.00 us an item), waits      3.0 us"), std::string::npos);
   // two items of 2 rows of 256 bytes: a page each, 2 us a page; of 200
-  // cycles, 40 starved, 120 computing, 60 issuing
+  // cycles, 40 starved, 120 computing, 60 with the ring full
   EXPECT_NE(t[2].find("matvec"), std::string::npos);
   EXPECT_NE(t[2].find("2 items, work      4.0 us (2.00 us an item, 2.00 us a page; a warp 20% waiting for pages, 60% "
-                      "computing them; 30% issuing), waits      1.0 us"),
+                      "computing them; ring full 30%), waits      1.0 us"),
             std::string::npos);
 }
 
