@@ -332,7 +332,7 @@ private:
   const GencStepArgs args = *(const GencStepArgs *)sp.args;
   GencStepRing ring{genc_step_smem + GENC_STEP_RING_OFF, full, empty, 0};
   if (tid == 0) {
-    genc_step_starved = genc_step_issuing = genc_step_computing = 0;
+    genc_step_starved = genc_step_ringfull = genc_step_computing = 0;
     stop = 0;
     for (int i = 0; i < GENC_STEP_PAGES; ++i) {
       asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(genc_smem_addr(full + i)) : "memory");
@@ -361,7 +361,7 @@ private:
       if (stamp) {
         stamp[1] = genc_step_now();
         genc_step_starved = 0;
-        genc_step_issuing = 0;
+        genc_step_ringfull = 0;
         genc_step_computing = 0;
         c1 = clock64();
       }
@@ -382,7 +382,7 @@ private:
         stamp[2] = genc_step_now();
         stamp[3] = (unsigned long long)genc_step_starved / (GENC_STEP_THREADS / 32); // a warp's mean
         stamp[4] = (unsigned long long)(clock64() - c1);
-        stamp[5] = (unsigned long long)genc_step_issuing;
+        stamp[5] = (unsigned long long)genc_step_ringfull;
         stamp[6] = (unsigned long long)genc_step_computing / (GENC_STEP_THREADS / 32);
       }
     }

@@ -8,7 +8,7 @@ namespace genc {
 // parts (the routines and the dispatch) follow them.
 const char *stepKernelTemplates() {
   return R"(// ---- genc step kernel ------------------------------------------------------
-// The block: GENC_STEP_THREADS compute threads (4 or 8 warps), then the copy
+// The block: GENC_STEP_THREADS compute threads (4 or 7 warps), then the copy
 // warp, which only streams the weight pages into the ring. The compute
 // warps meet on named barrier 2, which the copy warp never joins; a row
 // body's block sums and maxima are theirs (codegen/CudaKernelLoops.cpp's
@@ -87,7 +87,7 @@ static __device__ __forceinline__ unsigned long long genc_step_now() {
 // waits for their pages and their pages' computing, summed over the warps'
 // lane 0s; the copy warp's waits for a free slot (a full ring: the pages
 // arrive faster than they are computed).
-__shared__ long long genc_step_starved, genc_step_issuing, genc_step_computing;
+__shared__ long long genc_step_starved, genc_step_ringfull, genc_step_computing;
 static __device__ __forceinline__ void genc_step_count(long long *to, long long c0) {
   atomicAdd((unsigned long long *)to, (unsigned long long)(clock64() - c0));
 }
@@ -163,7 +163,7 @@ static __device__ void genc_step_produce(const GencStepRing &r, const GencStepPa
               }
               if (genc_step_now() - start > 4000000000ull) __trap();
             }
-          if (sp.trace) atomicAdd((unsigned long long *)&genc_step_issuing, (unsigned long long)(clock64() - c0));
+          if (sp.trace) atomicAdd((unsigned long long *)&genc_step_ringfull, (unsigned long long)(clock64() - c0));
           if (stopped) break;
         }
       }

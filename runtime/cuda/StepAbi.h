@@ -3,16 +3,17 @@
 // (runtime/cuda/StepRunner.cpp): one launch runs a decode step's every op as
 // the work items of the plan's schedule (runtime/plan/StepSchedule.h).
 //
-//   genc_step   grid (schedule.blocks), block 128, one block an SM (all
-//       resident at once: the blocks wait on one another's items), dynamic
-//       shared memory kGencStepScratch... as the plan's step section says.
+//   genc_step   grid (schedule.blocks), block schedule.threads compute
+//       threads (4 or 7 warps) and a copy warp (stepBlockThreads), one block
+//       an SM (all resident at once: the blocks wait on one another's
+//       items), dynamic shared memory as the plan's step section says.
 //       Block b runs items order[start[b] .. start[b + 1]) in order. Before an
 //       item its thread 0 waits (a bounded spin on acquire loads) until each
 //       of its op's waits has reached its count; after it, thread 0 adds one
 //       to the op's counter (a release). A Matvec item's weight rows reach
 //       shared memory by bulk copies (cp.async.bulk, sm_90) into a ring of
-//       pages that thread 0 keeps full along the block's list, so the next
-//       items' weights stream while an item waits or computes. The last
+//       pages that the copy warp keeps full along the block's list, so the
+//       next items' weights stream while an item waits or computes. The last
 //       block to finish sets every counter back to zero for the next step.
 //       A wait that passes `timeoutNs` writes the item into `error` and the
 //       kernel ends: the executor reports it by name.

@@ -32,7 +32,7 @@
 #                                    # MODEL:DTYPE:PROMPT[:BATCH[:BEAMS]]: those rows only
 #   STEP_GENC="--step-blocks 264 --step-blocks-per-sm 2" bash tests/gpu/step_check.sh --time
 #                                    # genc's flags for every plan (two blocks an SM)
-#   STEP_VARIANTS="--step-warps 8|--step-blocks 264 --step-blocks-per-sm 2" bash tests/gpu/step_check.sh --time
+#   STEP_VARIANTS="--step-warps 4|--step-blocks 264 --step-blocks-per-sm 2" bash tests/gpu/step_check.sh --time
 #                                    # --time: more plans of each export, their step kernel timed
 set -uo pipefail
 cd "$(dirname "$0")/../.."
