@@ -124,13 +124,6 @@ std::string configBody(const Function &f, const Op &op, DType activation, bool s
 
 } // namespace
 
-bool allHeadQkNorm(const Op &op) {
-  if (!op.hasAttr("qk_norm_epsilon"))
-    return false;
-  const size_t at = operandsBeforeNorm(op);
-  return at < op.operands().size() && numElements(op.operand(at)) != op.intAttr("head_dim", 0);
-}
-
 AttentionKernels emitAttentionKernels(Module &m, DType activation, const AttentionKernelOptions &options) {
   AttentionKernels out;
   std::map<std::string, std::string> familyOf; // config text -> name

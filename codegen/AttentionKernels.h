@@ -57,10 +57,6 @@ struct AttentionKernels {
 /// that share a configuration share a family.
 AttentionKernels emitAttentionKernels(Module &m, DType activation, const AttentionKernelOptions &options = {});
 
-/// Whether an attention op's q/k norm spans all heads (OLMo2: its decode
-/// routine sums over the whole block, QKNORM 2) rather than one head's dims.
-bool allHeadQkNorm(const Op &op);
-
 /// The templates the families instantiate (codegen/AttentionTemplates.cpp),
 /// and the decode kernel's (codegen/AttentionDecode.cpp), pasted after them.
 const char *attentionTemplates();

@@ -245,6 +245,14 @@ bool Builder::build(CudaKernel &kern, std::string &why) {
   return true;
 }
 
+namespace {
+// Every `from` in `code` becomes `to` (left to right, never inside a `to`).
+void replaceAll(std::string &code, const std::string &from, const std::string &to) {
+  for (size_t at = code.find(from); at != std::string::npos; at = code.find(from, at + to.size()))
+    code.replace(at, from.size(), to);
+}
+} // namespace
+
 // A row kernel's work as a device function `<name>_rows(row0, rowStep,
 // smem, red, symbols..., pointers...)` that the kernel calls with
 // (blockIdx.x, gridDim.x), and a GEMV's prologue with (0, 1)
@@ -256,10 +264,7 @@ bool Builder::build(CudaKernel &kern, std::string &why) {
 // the kernel's bit for bit in a block of any size at least as large; a null
 // result pointer skips that result's loop.
 std::string Builder::blockCoordinates(std::string code) const {
-  auto replace = [&](const std::string &from, const std::string &to) {
-    for (size_t at = code.find(from); at != std::string::npos; at = code.find(from, at + to.size()))
-      code.replace(at, from.size(), to);
-  };
+  auto replace = [&](const std::string &from, const std::string &to) { replaceAll(code, from, to); };
   replace("blockIdx.x", "genc_row0");
   replace("gridDim.x", "genc_row_step");
   replace("threadIdx.x", "genc_tid");
@@ -277,10 +282,7 @@ std::string Builder::blockCoordinates(std::string code) const {
 // the copy warp never joins them).
 std::string Builder::stepCopy(const CudaKernel &kern, const std::string &sig, const std::string &params,
                               std::string code) const {
-  auto replace = [&](const std::string &from, const std::string &to) {
-    for (size_t at = code.find(from); at != std::string::npos; at = code.find(from, at + to.size()))
-      code.replace(at, from.size(), to);
-  };
+  auto replace = [&](const std::string &from, const std::string &to) { replaceAll(code, from, to); };
   replace("__syncthreads()", "genc_step_sync()");
   replace("genc_block_sum(", "genc_step_block_sum(");
   replace("genc_block_max(", "genc_step_block_max(");

@@ -38,25 +38,39 @@ static __device__ __forceinline__ long long genc_clamp_index(long long k, long l
   if (k < 0) k += n;
   return k < 0 ? 0 : (k >= n ? n - 1 : k);
 }
-// Block-wide sum / max; blockDim.x is a multiple of 32. Every thread gets the
-// result; the warps' partials are added in warp order (deterministic).
-static __device__ __forceinline__ float genc_block_sum(float v, float *red) {
+// Block-wide sum / max over the first `warps` warps, which meet on the
+// barrier policy S (the step kernel's compute warps meet apart from its copy
+// warp). Every thread gets the result; the warps' partials are added in warp
+// order (deterministic).
+struct GencBlockSync {
+  static __device__ __forceinline__ void sync() { __syncthreads(); }
+};
+template <typename S>
+static __device__ __forceinline__ float genc_block_sum_of(float v, float *red, int warps) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  __syncthreads();
+  S::sync();
   if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
-  __syncthreads();
+  S::sync();
   float t = 0.f;
-  for (int w = 0; w < (int)((blockDim.x + 31) >> 5); ++w) t += red[w];
+  for (int w = 0; w < warps; ++w) t += red[w];
   return t;
 }
-static __device__ __forceinline__ float genc_block_max(float v, float *red) {
+template <typename S>
+static __device__ __forceinline__ float genc_block_max_of(float v, float *red, int warps) {
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  __syncthreads();
+  S::sync();
   if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
-  __syncthreads();
+  S::sync();
   float t = -__int_as_float(0x7f800000);
-  for (int w = 0; w < (int)((blockDim.x + 31) >> 5); ++w) t = fmaxf(t, red[w]);
+  for (int w = 0; w < warps; ++w) t = fmaxf(t, red[w]);
   return t;
+}
+// The whole block (blockDim.x a multiple of 32).
+static __device__ __forceinline__ float genc_block_sum(float v, float *red) {
+  return genc_block_sum_of<GencBlockSync>(v, red, (int)((blockDim.x + 31) >> 5));
+}
+static __device__ __forceinline__ float genc_block_max(float v, float *red) {
+  return genc_block_max_of<GencBlockSync>(v, red, (int)((blockDim.x + 31) >> 5));
 }
 // Vector access: V contiguous elements of T as 16-byte words (one smaller
 // word below 16 bytes). The caller guarantees alignment to the whole access

@@ -307,17 +307,22 @@ std::string gluPolicy(const std::string &name, const GemvGlu &g) {
 // prologue policy `name`_before (withBefore) and/or the GLU `glu` after it.
 std::string fusedEntry(const std::string &name, const std::string &args, bool withBefore, const GemvGlu *glu,
                        int64_t K) {
-  std::ostringstream c;
-  if (glu)
-    c << gluPolicy(name, *glu);
-  c << "extern \"C\" __global__ void __launch_bounds__(" << genrt::cuda::kGemvThreads << ") " << name
-    << "(const GencGemvParams p" << (withBefore ? ", const GencGemvPrologue q" : "") << ") { genc_gemv<" << args
-    << ", 1, " << (withBefore ? name + "_before, " + std::to_string(K) : std::string("GencGemvDirect, 1")) << ", "
-    << (glu ? name + "_then" : std::string("GencGemvStore")) << ">(p" << (withBefore ? ", &q" : "") << "); }\n";
-  return c.str();
+  static const GemvEntryForm form{genrt::cuda::kGemvThreads, "GencGemvParams", "genc_gemv", "GencGemvDirect",
+                                  "GencGemvStore"};
+  return (glu ? gluPolicy(name, *glu) : std::string()) + gemvEntryLine(form, name, args, withBefore, glu, K);
 }
 
 } // namespace
+
+std::string gemvEntryLine(const GemvEntryForm &form, const std::string &name, const std::string &args,
+                          bool withBefore, bool glu, int64_t K) {
+  std::ostringstream c;
+  c << "extern \"C\" __global__ void __launch_bounds__(" << form.threads << ") " << name << "(const " << form.params
+    << " p" << (withBefore ? ", const GencGemvPrologue q" : "") << ") { " << form.kernel << "<" << args << ", 1, "
+    << (withBefore ? name + "_before, " + std::to_string(K) : std::string(form.direct) + ", 1") << ", "
+    << (glu ? name + "_then" : std::string(form.store)) << ">(p" << (withBefore ? ", &q" : "") << "); }\n";
+  return c.str();
+}
 
 bool gemvGluCode(const Module &m, const Function &f, Op *mm, Op *next, const std::vector<CudaKernel> &kernels, DType y,
                  std::string &stmts, std::string &out, DType &outDType) {

@@ -52,6 +52,19 @@ struct GemvGlu {
 using GemvEntryCode = std::function<std::string(const std::string &name, bool withBefore, const GemvGlu *glu,
                                                 int64_t K)>;
 
+/// What tells the GEMV families' fused one-row entries apart: their block,
+/// parameter struct, kernel template, and the prologue policy of a plain
+/// input and the epilogue policy of a plain store.
+struct GemvEntryForm {
+  int threads;
+  const char *params, *kernel, *direct, *store;
+};
+/// The kernel line of entry `name` (template arguments `args`): with the
+/// prologue policy `name`_before over a row of K elements (withBefore), and
+/// the GLU policy `name`_then (glu) or the plain store.
+std::string gemvEntryLine(const GemvEntryForm &form, const std::string &name, const std::string &args,
+                          bool withBefore, bool glu, int64_t K);
+
 /// The one-row entries of product `mm` (a matmul or a matmul_nbits of GEMV
 /// family `family`, a and y stored as `a`, `y`) that also run the fused row
 /// body `before` it, the GLU body `next` after it, or both, where it may

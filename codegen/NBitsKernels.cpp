@@ -263,14 +263,9 @@ std::string gluPolicy(const std::string &name, const GemvGlu &g) {
 // the SwiGLU after the latter, each a kernel boundary fewer.
 std::string fusedEntry(const std::string &name, const std::string &args, bool withBefore, const GemvGlu *glu,
                        int64_t K) {
-  std::ostringstream c;
-  if (glu)
-    c << gluPolicy(name, *glu);
-  c << "extern \"C\" __global__ void __launch_bounds__(" << genrt::cuda::kNBitsThreads << ") " << name
-    << "(const GencNBitsParams p" << (withBefore ? ", const GencGemvPrologue q" : "") << ") { genc_gemvq<" << args
-    << ", 1, " << (withBefore ? name + "_before, " + std::to_string(K) : std::string("GencNBitsDirect, 1")) << ", "
-    << (glu ? name + "_then" : std::string("GencNBitsStore")) << ">(p" << (withBefore ? ", &q" : "") << "); }\n";
-  return c.str();
+  static const GemvEntryForm form{genrt::cuda::kNBitsThreads, "GencNBitsParams", "genc_gemvq", "GencNBitsDirect",
+                                  "GencNBitsStore"};
+  return (glu ? gluPolicy(name, *glu) : std::string()) + gemvEntryLine(form, name, args, withBefore, glu, K);
 }
 
 } // namespace

@@ -17,23 +17,14 @@ const char *stepKernelTemplates() {
 static __device__ __forceinline__ void genc_step_sync() {
   asm volatile("bar.sync 2, %0;" ::"n"(GENC_STEP_THREADS) : "memory");
 }
+struct GencStepSync {
+  static __device__ __forceinline__ void sync() { genc_step_sync(); }
+};
 static __device__ __forceinline__ float genc_step_block_sum(float v, float *red) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  genc_step_sync();
-  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
-  genc_step_sync();
-  float t = 0.f;
-  for (int w = 0; w < GENC_STEP_THREADS / 32; ++w) t += red[w];
-  return t;
+  return genc_block_sum_of<GencStepSync>(v, red, GENC_STEP_THREADS / 32);
 }
 static __device__ __forceinline__ float genc_step_block_max(float v, float *red) {
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  genc_step_sync();
-  if ((threadIdx.x & 31) == 0) red[threadIdx.x >> 5] = v;
-  genc_step_sync();
-  float t = -__int_as_float(0x7f800000);
-  for (int w = 0; w < GENC_STEP_THREADS / 32; ++w) t = fmaxf(t, red[w]);
-  return t;
+  return genc_block_max_of<GencStepSync>(v, red, GENC_STEP_THREADS / 32);
 }
 
 // An attention item's block coordinates: (token, head part or head, split,

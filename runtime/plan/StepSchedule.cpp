@@ -25,7 +25,7 @@ const char *stepOpKindName(StepOpKind k) {
 int64_t StepSchedule::rowsPerPage(const StepOp &op) const {
   if (op.kind != StepOpKind::Matvec || op.rowBytes <= 0)
     return 0;
-  // At most 64 outputs a page: the kernel's 128 threads finish a page's
+  // At most 64 outputs a page: a CUDA-core product's warps finish a page's
   // outputs (and its GLU's two rows an output) in one pass.
   return std::min<int64_t>(64, pageBytes / (op.rowBytes * (op.after >= 0 ? 2 : 1)));
 }
