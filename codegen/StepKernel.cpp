@@ -363,7 +363,9 @@ private:
         genc_step_starved = 0;
         genc_step_ringfull = 0;
         genc_step_computing = 0;
-        c1 = clock64();
+        genc_step_prologue = 0;
+        genc_step_arrived = 0;
+        c1 = genc_step_c1 = clock64();
       }
       genc_step_sync();
       if (*(volatile int *)&stop) break;
@@ -374,6 +376,7 @@ private:
         << "(ring, sp, opS, it, genc_step_smem, red, red32, args); break;\n";
     c << R"(      default: break;
       }
+      if (sp.trace && (tid & 31) == 0) atomicAdd((unsigned long long *)&genc_step_arrived, (unsigned long long)clock64());
       genc_step_sync();
       // the barrier, then a release add: the compute warps' writes go before the count
       if (tid == 0 && it.op != sp.stallOp)
@@ -384,6 +387,9 @@ private:
         stamp[4] = (unsigned long long)(clock64() - c1);
         stamp[5] = (unsigned long long)genc_step_ringfull;
         stamp[6] = (unsigned long long)genc_step_computing / (GENC_STEP_THREADS / 32);
+        stamp[7] = (unsigned long long)genc_step_prologue;
+        // a warp's mean wait at the closing barrier: the barrier's clock less its mean arrival
+        stamp[8] = (unsigned long long)(clock64() - (long long)(genc_step_arrived / (GENC_STEP_THREADS / 32)));
       }
     }
   }

@@ -79,6 +79,10 @@ static __device__ __forceinline__ unsigned long long genc_step_now() {
 // lane 0s; the copy warp's waits for a free slot (a full ring: the pages
 // arrive faster than they are computed).
 __shared__ long long genc_step_starved, genc_step_ringfull, genc_step_computing;
+// and thread 0's cycles from the item's start to its product's (the row op
+// before it: the prologue), and the compute warps' arrivals at the item's
+// closing barrier (their clocks summed)
+__shared__ long long genc_step_c1, genc_step_prologue, genc_step_arrived;
 static __device__ __forceinline__ void genc_step_count(long long *to, long long c0) {
   atomicAdd((unsigned long long *)to, (unsigned long long)(clock64() - c0));
 }
@@ -397,6 +401,7 @@ static __device__ void genc_step_matvec(GencStepRing &r, const GencStepParams &s
   constexpr int WARPS = GENC_STEP_THREADS / 32, ROWS = GENC_STEP_ROWS, G = 1;
   static_assert(sizeof(AS) == sizeof(WS), "step matvec: x and the weight in words of one width");
   static_assert(ROWS <= 16, "step matvec: an mma's 16 A rows hold the step's rows");
+  if (sp.trace && threadIdx.x == 0) genc_step_prologue = clock64() - genc_step_c1;
   if (MMA && genc_mma_of<W>::OK && genc_same<A, W>::V) {
     genc_step_matvec_mma<A, W, PAGES, PAGE, EPI>(r, sp, m, it, xs, T);
     return;

@@ -67,7 +67,7 @@ std::string stepTraceByKind(const StepSchedule &s, const std::vector<uint64_t> &
     lo = std::min(lo, t[kStepStamps * i]), hi = std::max(hi, t[kStepStamps * i + 2]);
   struct Sum {
     int64_t items = 0, pages = 0;
-    double work = 0, wait = 0, starved = 0, cycles = 0, issuing = 0, computing = 0;
+    double work = 0, wait = 0, starved = 0, cycles = 0, issuing = 0, computing = 0, prologue = 0, closing = 0;
   };
   std::map<std::string, Sum> by;
   double work = 0, wait = 0;
@@ -81,6 +81,7 @@ std::string stepTraceByKind(const StepSchedule &s, const std::vector<uint64_t> &
     const double wt = double(st[1] - st[0]) / 1e3, wk = double(st[2] - st[1]) / 1e3;
     k.wait += wt, k.work += wk, wait += wt, work += wk;
     k.starved += double(st[3]), k.cycles += double(st[4]), k.issuing += double(st[5]), k.computing += double(st[6]);
+    k.prologue += double(st[7]), k.closing += double(st[8]);
   }
   std::string out;
   char line[512];
@@ -88,12 +89,13 @@ std::string stepTraceByKind(const StepSchedule &s, const std::vector<uint64_t> &
                 "their time\n", double(hi - lo) / 1e3, wait + work > 0 ? 100 * wait / (wait + work) : 0.0);
   out += line;
   for (const auto &[kind, k] : by) {
-    char page[128] = "";
+    char page[256] = "";
     if (k.pages)
-      std::snprintf(page, sizeof page, ", %.2f us a page; a warp %.0f%% waiting for pages, %.0f%% computing them; "
-                    "ring full %.0f%%",
+      std::snprintf(page, sizeof page, ", %.2f us a page; a warp %.0f%% waiting for pages, %.0f%% computing them, "
+                    "%.0f%% at the closing barrier; the row op before %.0f%%; ring full %.0f%%",
                     k.work / double(k.pages), k.cycles > 0 ? 100 * k.starved / k.cycles : 0.0,
-                    k.cycles > 0 ? 100 * k.computing / k.cycles : 0.0, k.cycles > 0 ? 100 * k.issuing / k.cycles : 0.0);
+                    k.cycles > 0 ? 100 * k.computing / k.cycles : 0.0, k.cycles > 0 ? 100 * k.closing / k.cycles : 0.0,
+                    k.cycles > 0 ? 100 * k.prologue / k.cycles : 0.0, k.cycles > 0 ? 100 * k.issuing / k.cycles : 0.0);
     std::snprintf(line, sizeof line, "  %-11s %6lld items, work %8.1f us (%.2f us an item%s), waits %8.1f us\n",
                   kind.c_str(), static_cast<long long>(k.items), k.work, k.work / double(std::max<int64_t>(k.items, 1)),
                   page, k.wait);

@@ -16,8 +16,10 @@ namespace genrt {
 /// warp's mean waiting for its weight pages, [4] the item's work (thread
 /// 0's), [5] the copy warp waiting for a free slot (the ring full: pages
 /// arrive faster than the compute warps finish them), [6] a warp's mean
-/// computing its pages (the products' loops and epilogues).
-constexpr size_t kStepStamps = 7;
+/// computing its pages (the products' loops and epilogues), [7] thread 0's
+/// from the item's start to its product's (the row op before it), [8] a
+/// warp's mean waiting at the item's closing barrier (for the slowest warp).
+constexpr size_t kStepStamps = 9;
 
 /// A line per step op in program order: when its first item's waits were
 /// met and when its last item ended (µs from the step's first turn), its

@@ -32,8 +32,9 @@
 #                                    # MODEL:DTYPE:PROMPT[:BATCH[:BEAMS]]: those rows only
 #   STEP_GENC="--step-blocks 264 --step-blocks-per-sm 2" bash tests/gpu/step_check.sh --time
 #                                    # genc's flags for every plan (two blocks an SM)
-#   STEP_VARIANTS="--step-warps 4|--step-blocks 264 --step-blocks-per-sm 2" bash tests/gpu/step_check.sh --time
+#   STEP_VARIANTS="--step-warps 4|--step-blocks 264 --step-blocks-per-sm 2|GENC_STEP_GROUPS=1" bash tests/gpu/step_check.sh --time
 #                                    # --time: more plans of each export, their step kernel timed
+#                                    # (NAME=VALUE: genc's environment for that plan)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 TIME=0
@@ -236,9 +237,13 @@ EOF
   IFS='|' read -ra variants <<< "${STEP_VARIANTS-}"
   for flags in "${variants[@]}"; do
     v=$((v + 1))
-    # shellcheck disable=SC2086 # flags: several words
-    "$BIN/genc" compile "$d/model.onnx" -o "$d.v$v.plan" --dtype f16 --gpu-arch sm_90 --max-batch 1 --max-length 256 \
-      ${STEP_GENC-} $flags > "$d.v$v.genc.log" 2>&1 || { row "time $1 $flags|FAIL|genc: $(tail -1 "$d.v$v.genc.log")"; continue; }
+    # a variant's NAME=VALUE words are genc's environment (GENC_STEP_GROUPS=1), the rest its flags
+    local envs=() gflags=() f
+    for f in $flags; do if [[ $f == *=* ]]; then envs+=("$f"); else gflags+=("$f"); fi; done
+    # shellcheck disable=SC2086 # STEP_GENC: several words
+    env "${envs[@]}" "$BIN/genc" compile "$d/model.onnx" -o "$d.v$v.plan" --dtype f16 --gpu-arch sm_90 --max-batch 1 \
+      --max-length 256 ${STEP_GENC-} "${gflags[@]}" > "$d.v$v.genc.log" 2>&1 ||
+      { row "time $1 $flags|FAIL|genc: $(tail -1 "$d.v$v.genc.log")"; continue; }
     "$BIN/genc" inspect "$d.v$v.plan" | grep -m1 "step schedule" >> "$OUT/schedules.txt"
     for t in 1 2; do
       GENC_CUDA_STEP=1 timeout 300 "$BIN/genrun" "$d.v$v.plan" --device cuda --input "$d.jsonl" --max-new-tokens 128 \
