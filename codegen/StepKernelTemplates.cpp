@@ -251,8 +251,9 @@ template <typename A> struct genc_same<A, A> { static constexpr bool V = true; }
 // Each warp's D of one group [16][8], for the sums over segments.
 __shared__ float genc_step_d[GENC_STEP_THREADS / 32][128];
 
-// The windows of one group and one chunk of step rows, summed: two chains of
-// dependent mma (windows 0, 2, ... and 1, 3, ...), four windows' loads ahead.
+// The windows of one group and one chunk of step rows, summed into the
+// warp's scratch dsc: two chains of dependent mma (windows 0, 2, ... and
+// 1, 3, ...), four windows' loads ahead.
 // w: this lane's column, 4 words a window; xl / xh: its two A rows, each a
 // shared-memory address (a generic pointer into a function the compiler
 // cannot see through would make every load a generic one). HI: the A rows
@@ -260,16 +261,13 @@ __shared__ float genc_step_d[GENC_STEP_THREADS / 32][128];
 // of the kernel (not inlined): the kernel's code is larger than an SM's
 // instruction cache, and each routine's own copy was fetched again at every
 // item.
-struct GencStepD {
-  float v[4];
-};
 static __device__ __forceinline__ uint4 genc_lds4(unsigned a) {
   uint4 v;
   asm("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(a));
   return v;
 }
 template <typename W, bool HI>
-static __device__ __noinline__ GencStepD genc_step_windows(unsigned w, unsigned xl, unsigned xh, int windows) {
+static __device__ __noinline__ void genc_step_windows(unsigned w, unsigned xl, unsigned xh, int windows, float *dsc) {
   float d0[4] = {0.f, 0.f, 0.f, 0.f}, d1[4] = {0.f, 0.f, 0.f, 0.f};
   int k = 0;
   for (; k + 4 <= windows; k += 4) {
@@ -288,39 +286,34 @@ static __device__ __noinline__ GencStepD genc_step_windows(unsigned w, unsigned 
   for (; k < windows; ++k)
     genc_mma_of<W>::run(d0, genc_lds4(xl + k * 64), HI ? genc_lds4(xh + k * 64) : make_uint4(0u, 0u, 0u, 0u),
                         genc_lds4(w + k * 64));
-  GencStepD d;
-#pragma unroll
-  for (int i = 0; i < 4; ++i) d.v[i] = d0[i] + d1[i];
-  return d;
+  // the warp's D [16][8] into its scratch, for the sums over segments
+  const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+  __syncwarp();
+  dsc[g * 8 + 2 * q] = d0[0] + d1[0];
+  dsc[g * 8 + 2 * q + 1] = d0[1] + d1[1];
+  dsc[(g + 8) * 8 + 2 * q] = d0[2] + d1[2];
+  dsc[(g + 8) * 8 + 2 * q + 1] = d0[3] + d1[3];
+  __syncwarp();
 }
 
-// x [T][K] in shared memory (T <= 16, K % 32 == 0, x and W of one type); a
-// page: R outputs' rows [R][K], with a GLU the gate rows then the up rows.
-template <typename A, typename W, int PAGES, long long PAGE, typename EPI>
-static __device__ void genc_step_matvec_mma(GencStepRing &r, const GencStepParams &sp, const GencStepMatvec &m, const GencStepItem &it,
-                                            const typename A::S *xs, int T) {
-  typedef typename W::S WS;
-  constexpr int WARPS = GENC_STEP_THREADS / 32, GLU = EPI::GLU, COLS = GLU ? 4 : 8, SMAX = GLU ? 4 : 8;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, q = lane & 3;
-  const long long K = m.K, end = (long long)it.first + it.count, rpp = m.rowsPerPage;
-  const int K32 = (int)(K / 32);
-  // S and the team for the item: a page goes to a team of TW warps (page p
-  // to team p % (WARPS / TW)), which deals its groups of columns to its
-  // warps. The cost of the busiest team in window units: its pages, each a
-  // fixed FIX (the wait for the page, the sums through shared memory, the
-  // release) and its busiest warp's windows. Many pages an item take a warp
-  // each (their fixed latencies overlap); an item of one page shares it.
-  constexpr int FIX = 16;
-  const long long pages = (it.count + rpp - 1) / rpp;
-  int lS = 0, TW = 1;
-  long long best = -1;
+// S (as lS) and the team size TW for an item of `count` outputs: a page
+// goes to a team of TW warps (page p to team p % (WARPS / TW)), which deals
+// its groups of columns to its warps. The cost of the busiest team in
+// window units: its pages, each a fixed FIX (the wait for the page, the
+// sums through shared memory, the release) and its busiest warp's windows.
+// Many pages an item take a warp each (their fixed latencies overlap); an
+// item of one page shares it. One copy for every routine (lS | TW << 8).
+static __device__ __noinline__ int genc_step_mma_shape(int T, int K32, int rpp, int count, int glu) {
+  constexpr int WARPS = GENC_STEP_THREADS / 32, FIX = 16;
+  const int COLS = glu ? 4 : 8, SMAX = glu ? 4 : 8, pages = (count + rpp - 1) / rpp;
+  int lS = 0, TW = 1, best = -1;
   for (int ls = 0; (1 << ls) <= SMAX && K32 % (1 << ls) == 0; ++ls) {
     const int per = COLS >> ls, tm = 16 >> ls, nch = (T + tm - 1) / tm;
     if (nch > 4) break;
-    const long long groups = (rpp + per - 1) / per;
+    const int groups = (rpp + per - 1) / per;
     for (int tw = 1; tw <= WARPS && tw <= groups; tw *= 2) {
-      const long long teamPages = (pages + WARPS / tw - 1) / (WARPS / tw);
-      const long long cost = teamPages * (FIX + (groups + tw - 1) / tw * (K32 >> ls) * nch);
+      const int teamPages = (pages + WARPS / tw - 1) / (WARPS / tw);
+      const int cost = teamPages * (FIX + (groups + tw - 1) / tw * (K32 >> ls) * nch);
       if (best < 0 || cost < best) {
         best = cost;
         lS = ls;
@@ -328,37 +321,51 @@ static __device__ void genc_step_matvec_mma(GencStepRing &r, const GencStepParam
       }
     }
   }
-  const int S = 1 << lS, per = COLS >> lS, TM = 16 >> lS, nch = (T + TM - 1) / TM, windows = K32 >> lS;
+  return lS | TW << 8;
+}
+
+// x [T][K] in shared memory (T <= 16, K % 32 == 0, x and W of one type); a
+// page: R outputs' rows [R][K], with a GLU the gate rows then the up rows.
+// What a routine holds of its own is the page loop and the stores (EPI);
+// the mma windows and the shape are shared, in 32-bit arithmetic: the
+// kernel's code is larger than an SM's instruction cache, and each
+// routine's own instructions are fetched again at every item.
+template <typename A, typename W, int PAGES, long long PAGE, typename EPI>
+static __device__ void genc_step_matvec_mma(GencStepRing &r, const GencStepParams &sp, const GencStepMatvec &m, const GencStepItem &it,
+                                            const typename A::S *xs, int T) {
+  typedef typename W::S WS;
+  constexpr int WARPS = GENC_STEP_THREADS / 32, GLU = EPI::GLU;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, q = lane & 3;
+  const int K = (int)m.K, end = it.first + it.count, rpp = (int)m.rowsPerPage;
+  const int shape = genc_step_mma_shape(T, K >> 5, rpp, it.count, GLU);
+  const int lS = shape & 255, TW = shape >> 8;
+  const int S = 1 << lS, lper = (GLU ? 2 : 3) - lS, per = 1 << lper, TM = 16 >> lS, nch = (T + TM - 1) / TM, windows = K >> (5 + lS);
   const int teams = WARPS / TW, team = warp / TW, tw = warp % TW;
   const int seg = g & (S - 1), colRow = GLU ? g >> (lS + 1) : g >> lS, up = GLU ? (g >> lS) & 1 : 0;
-  const long long at = (long long)seg * (K >> lS) + q * 8; // this lane's first k: its segment's, its 8 of a window
-  const bool hi = T > (8 >> lS);                          // A rows 8..15 hold step rows
+  const int at = seg * (K >> lS) + q * 8; // this lane's first k: its segment's, its 8 of a window
+  const bool hi = T > (8 >> lS);         // A rows 8..15 hold step rows
   float *dsc = genc_step_d[warp];
-  for (long long n0 = it.first, ip = 0; n0 < end; n0 += rpp, ++ip) {
+  const unsigned xs0 = genc_smem_addr(xs);
+  for (int n0 = it.first, mine = team; n0 < end; n0 += rpp, --mine) {
+    if (mine < 0) mine += teams;
     const int p = r.consumed++;
-    const int R = (int)min(rpp, end - n0);
+    const int R = min(rpp, end - n0);
     // every warp waits for every page before its arrival on `empty`, its team's or not
-    const WS *page = (const WS *)genc_step_page<PAGES, PAGE>(r, sp, p);
+    const unsigned page = genc_smem_addr(genc_step_page<PAGES, PAGE>(r, sp, p));
     const long long c0 = sp.trace && lane == 0 ? clock64() : 0;
-    // this warp's groups of the page's rows, where the page is its team's
-    for (int r0 = ip % teams == team ? tw * per : R; r0 < R; r0 += TW * per) {
+    // this warp's groups of the page's rows, where the page is its team's (page ip to team ip % teams)
+    for (int r0 = mine == 0 ? tw * per : R; r0 < R; r0 += TW * per) {
       // a column past the page's rows reads its last row; its sums are not stored
       const int row = min(r0 + colRow, R - 1);
-      const unsigned w = genc_smem_addr(page + (long long)(up ? R + row : row) * K + at);
+      const unsigned w = page + (unsigned)(((up ? R + row : row) * K + at) * (int)sizeof(WS));
       for (int c = 0; c < nch; ++c) {
         // A rows past the step's rows read its last; their sums are not stored either
         const int tl = min(c * TM + (g >> lS), T - 1), th = min(c * TM + (g >> lS) + (8 >> lS), T - 1);
-        const unsigned xl = genc_smem_addr(xs + (long long)tl * K + at), xh = genc_smem_addr(xs + (long long)th * K + at);
-        const GencStepD d = hi ? genc_step_windows<W, true>(w, xl, xh, windows)
-                               : genc_step_windows<W, false>(w, xl, xh, windows);
-        __syncwarp();
-        dsc[g * 8 + 2 * q] = d.v[0];
-        dsc[g * 8 + 2 * q + 1] = d.v[1];
-        dsc[(g + 8) * 8 + 2 * q] = d.v[2];
-        dsc[(g + 8) * 8 + 2 * q + 1] = d.v[3];
-        __syncwarp();
+        const unsigned xl = xs0 + (unsigned)((tl * K + at) * (int)sizeof(WS)), xh = xs0 + (unsigned)((th * K + at) * (int)sizeof(WS));
+        if (hi) genc_step_windows<W, true>(w, xl, xh, windows, dsc);
+        else genc_step_windows<W, false>(w, xl, xh, windows, dsc);
         for (int i = lane; i < TM * per; i += 32) {
-          const int tl = i / per, rr = i - tl * per, t = c * TM + tl, n = r0 + rr;
+          const int tl = i >> lper, rr = i & (per - 1), t = c * TM + tl, n = r0 + rr;
           if (t < T && n < R) {
             float gs = 0.f, us = 0.f;
             for (int j = 0; j < S; ++j) {
