@@ -10,6 +10,7 @@
 #include "runtime/plan/StepSchedule.h"
 #include "runtime/plan/StepTrace.h"
 #include "runtime/cuda/StepAbi.h"
+#include "runtime/Env.h"
 
 #include <algorithm>
 #include <map>
@@ -18,6 +19,16 @@
 
 namespace genc {
 namespace {
+
+// A knob of the step kernel's code for A/B runs (runtime/Env.cpp): its value
+// where it names one of `allowed`, else `fallback`.
+int envChoice(const char *name, std::initializer_list<int> allowed, int fallback) {
+  const char *v = genrt::env::get(name);
+  if (!v) return fallback;
+  for (int a : allowed)
+    if (std::to_string(a) == v) return a;
+  return fallback;
+}
 
 using genrt::StepOp;
 using genrt::StepOpKind;
@@ -62,6 +73,7 @@ public:
       << genrt::cuda::kGencStepAbiSource << "\n"
       << "static constexpr int GENC_STEP_THREADS = " << s_.threads << ", GENC_STEP_ROWS = " << s_.maxRows
       << ", GENC_STEP_BLOCK = " << genrt::stepBlockThreads(s_) << ";\n"
+      << "static constexpr int GENC_STEP_TEAM_RELEASE = " << envChoice("GENC_STEP_TEAM_RELEASE", {0, 1}, 1) << ";\n"
       << stepKernelTemplates() << "\n";
     for (const auto &b : bodies_)
       c << b.second;
@@ -70,7 +82,7 @@ public:
       << "static constexpr long long GENC_STEP_X_OFF = " << xOff_ << "LL, GENC_STEP_RING_OFF = " << ringOff_ << "LL;\n"
       << "static constexpr int GENC_STEP_RED = " << red_ << ";\n"
       << "static constexpr int GENC_STEP_STAMPS = " << genrt::kStepStamps << "; // runtime/plan/StepTrace.h\n"
-      << routines_.str() << kernel();
+      << routines_.str() << epiStores() << kernel();
     return c.str();
   }
 
@@ -180,7 +192,7 @@ private:
     const int32_t code = nextCode(sig);
     const std::string epi = "genc_step_epi" + std::to_string(code);
     std::ostringstream c;
-    c << "struct " << epi << " {\n  static constexpr int GLU = " << (op.after >= 0) << ";\n"
+    c << "struct " << epi << " {\n  static constexpr int GLU = " << (op.after >= 0) << ", CODE = " << code << ";\n"
       << "  // output n of row t; a row of y holds the op's outputs (N, or N / 2 after a GLU)\n"
       << "  static __device__ __forceinline__ void store(const GencStepMatvec &m, long long t, long long n, float g,\n"
       << "                                               float u) {\n"
@@ -303,6 +315,19 @@ private:
     return true;
   }
 
+  // The stores of every product routine, one switch (genc_step_matvec_mma's
+  // one copy calls it).
+  std::string epiStores() const {
+    std::ostringstream c;
+    c << "static __device__ __noinline__ void genc_step_epi_store(int code, const GencStepMatvec &m, int t, int n, float g,\n"
+      << "                                                        float u) {\n  switch (code) {\n";
+    for (const auto &[sig, code] : codeOf_)
+      if (sig.rfind("matvec ", 0) == 0)
+        c << "  case " << code << ": genc_step_epi" << code << "::store(m, t, n, g, u); break;\n";
+    c << "  default: break;\n  }\n}\n";
+    return c.str();
+  }
+
   std::string kernel() const {
     std::ostringstream c;
     // Registers: the SM's 65,536 over its blocks' threads, in the units of
@@ -318,6 +343,7 @@ private:
   __shared__ float red[GENC_STEP_RED];
   __shared__ float red32[32];
   __shared__ int stop;
+  __shared__ int issued; // the copy warp's count of pages issued
   // The current item's op record, copied while thread 0 waits: the
   // routines read its pointers and sizes again after every mbarrier wait (a
   // memory clobber), and from global memory each was a trip to L2 (L1 is
@@ -330,10 +356,10 @@ private:
   const GencStepOp *ops = (const GencStepOp *)sp.ops;
   const GencStepItem *items = (const GencStepItem *)sp.items;
   const GencStepArgs args = *(const GencStepArgs *)sp.args;
-  GencStepRing ring{genc_step_smem + GENC_STEP_RING_OFF, full, empty, 0};
+  GencStepRing ring{genc_step_smem + GENC_STEP_RING_OFF, full, empty, 0, &issued};
   if (tid == 0) {
     genc_step_starved = genc_step_ringfull = genc_step_computing = 0;
-    stop = 0;
+    stop = issued = 0;
     for (int i = 0; i < GENC_STEP_PAGES; ++i) {
       asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(genc_smem_addr(full + i)) : "memory");
       asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(genc_smem_addr(empty + i)), "r"(GENC_STEP_THREADS / 32) // every compute warp

@@ -101,7 +101,8 @@ static __device__ __forceinline__ void genc_step_count(long long *to, long long 
 struct GencStepRing {
   unsigned char *base;
   unsigned long long *full, *empty;
-  int consumed; // pages of the stream the block has gone past (every compute thread counts)
+  int consumed;         // pages of the stream the block has gone past (every compute thread counts)
+  volatile int *issued; // pages the copy warp has issued (read where GENC_STEP_TEAM_RELEASE)
 };
 
 static __device__ __forceinline__ bool genc_mbar_try(unsigned bar, unsigned parity) {
@@ -181,6 +182,7 @@ static __device__ void genc_step_produce(const GencStepRing &r, const GencStepPa
                          genc_smem_addr(dst + bytes)),
                      "l"(w + (half + n0) * rowBytes), "r"((unsigned)bytes), "r"(bar)
                      : "memory");
+      if (GENC_STEP_TEAM_RELEASE) *r.issued = issued + 1;
     }
   }
   // The last page issued into each slot lands before the block leaves.
@@ -190,23 +192,40 @@ static __device__ void genc_step_produce(const GencStepRing &r, const GencStepPa
 
 // Page p of the stream, once its copies have landed.
 template <int PAGES, long long PAGE>
-static __device__ __forceinline__ const unsigned char *genc_step_page(GencStepRing &r, const GencStepParams &sp, int p) {
+static __device__ __forceinline__ const unsigned char *genc_step_page(const GencStepRing &r, bool trace, int p) {
   const int slot = p % PAGES;
   const unsigned parity = (unsigned)(p / PAGES) & 1u, bar = genc_smem_addr(r.full + slot);
-  const bool count = (threadIdx.x & 31) == 0 && sp.trace;
+  const bool count = (threadIdx.x & 31) == 0 && trace;
   const long long c0 = count ? clock64() : 0;
   genc_mbar_wait(bar, parity);
   if (count) genc_step_count(&genc_step_starved, c0);
   return r.base + (long long)slot * PAGE;
 }
 
-// This warp is done with page p: its arrival on the slot's `empty` (one of
-// the compute warps').
+// This warp is done with page p: its arrival on the slot's `empty`, worth
+// `count` of the compute warps' (a team's first warp counts for the warps
+// outside the team, which never touch the page).
 template <int PAGES, long long PAGE>
-static __device__ __forceinline__ void genc_step_release(GencStepRing &r, int p) {
+static __device__ __forceinline__ void genc_step_release(const GencStepRing &r, int p, unsigned count = 1) {
   __syncwarp();
   if ((threadIdx.x & 31) == 0)
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(genc_smem_addr(r.empty + p % PAGES)) : "memory");
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0], %1;" ::"r"(genc_smem_addr(r.empty + p % PAGES)), "r"(count)
+                 : "memory");
+}
+
+// Page p of the stream for its team only (GENC_STEP_TEAM_RELEASE): the other
+// warps skip it, so a warp has not seen the slot's earlier pages land, and
+// a parity wait alone could take page p - PAGES's phase for p's. Once the
+// copy warp has issued p, page p - PAGES has been released (it landed), so
+// the slot's pending phase is p's: the parity wait is exact.
+template <int PAGES, long long PAGE>
+static __device__ __forceinline__ const unsigned char *genc_step_own_page(const GencStepRing &r, bool trace, int p) {
+  if (*r.issued <= p) {
+    const unsigned long long start = genc_step_now();
+    for (unsigned spin = 1; *r.issued <= p; ++spin)
+      if ((spin & 1023) == 0 && genc_step_now() - start > 4000000000ull) __trap();
+  }
+  return genc_step_page<PAGES, PAGE>(r, trace, p);
 }
 
 // ---- a matrix-vector product on tensor cores ---------------------------------
@@ -224,25 +243,23 @@ static __device__ __forceinline__ void genc_step_release(GencStepRing &r, int p)
 // rows or more take S = 1 and up to 16 step rows an mma).
 template <typename W> struct genc_mma_of {
   static constexpr bool OK = false;
-  static __device__ __forceinline__ void run(float (&)[4], const uint4 &, const uint4 &, const uint4 &) {}
+  static __device__ __forceinline__ void tile(float (&)[4], unsigned, unsigned, unsigned, unsigned, unsigned, unsigned) {}
 };
+// d += [xl; xh] . b over one k16 tile (a0..a3: A's four words, b0 b1: B's two)
 template <> struct genc_mma_of<genc_f16> {
   static constexpr bool OK = true;
-  // d += [xl; xh] . b over two k16 tiles: (x, y) then (z, w) of each word
-  static __device__ __forceinline__ void run(float (&d)[4], const uint4 &xl, const uint4 &xh, const uint4 &b) {
+  static __device__ __forceinline__ void tile(float (&d)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0,
+                                              unsigned b1) {
     asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(xl.x), "r"(xh.x), "r"(xl.y), "r"(xh.y), "r"(b.x), "r"(b.y));
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(xl.z), "r"(xh.z), "r"(xl.w), "r"(xh.w), "r"(b.z), "r"(b.w));
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
   }
 };
 template <> struct genc_mma_of<genc_bf16> {
   static constexpr bool OK = true;
-  static __device__ __forceinline__ void run(float (&d)[4], const uint4 &xl, const uint4 &xh, const uint4 &b) {
+  static __device__ __forceinline__ void tile(float (&d)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0,
+                                              unsigned b1) {
     asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(xl.x), "r"(xh.x), "r"(xl.y), "r"(xh.y), "r"(b.x), "r"(b.y));
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(xl.z), "r"(xh.z), "r"(xl.w), "r"(xh.w), "r"(b.z), "r"(b.w));
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
   }
 };
 template <typename A, typename B> struct genc_same { static constexpr bool V = false; };
@@ -268,7 +285,13 @@ static __device__ __forceinline__ uint4 genc_lds4(unsigned a) {
 }
 template <typename W, bool HI>
 static __device__ __noinline__ void genc_step_windows(unsigned w, unsigned xl, unsigned xh, int windows, float *dsc) {
-  float d0[4] = {0.f, 0.f, 0.f, 0.f}, d1[4] = {0.f, 0.f, 0.f, 0.f};
+  // two chains of mma (windows 0, 2, ... and 1, 3, ...): four and eight
+  // chains measured the same, with more registers (docs/step-kernel.md)
+  constexpr int CH = 2;
+  float d[CH][4];
+#pragma unroll
+  for (int c = 0; c < CH; ++c)
+    d[c][0] = d[c][1] = d[c][2] = d[c][3] = 0.f;
   int k = 0;
   for (; k + 4 <= windows; k += 4) {
     uint4 b[4], l[4], h[4];
@@ -278,21 +301,30 @@ static __device__ __noinline__ void genc_step_windows(unsigned w, unsigned xl, u
       l[i] = genc_lds4(xl + (k + i) * 64);
       h[i] = HI ? genc_lds4(xh + (k + i) * 64) : make_uint4(0u, 0u, 0u, 0u);
     }
-    genc_mma_of<W>::run(d0, l[0], h[0], b[0]);
-    genc_mma_of<W>::run(d1, l[1], h[1], b[1]);
-    genc_mma_of<W>::run(d0, l[2], h[2], b[2]);
-    genc_mma_of<W>::run(d1, l[3], h[3], b[3]);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      genc_mma_of<W>::tile(d[i % CH], l[i].x, h[i].x, l[i].y, h[i].y, b[i].x, b[i].y);
+      genc_mma_of<W>::tile(d[i % CH], l[i].z, h[i].z, l[i].w, h[i].w, b[i].z, b[i].w);
+    }
   }
-  for (; k < windows; ++k)
-    genc_mma_of<W>::run(d0, genc_lds4(xl + k * 64), HI ? genc_lds4(xh + k * 64) : make_uint4(0u, 0u, 0u, 0u),
-                        genc_lds4(w + k * 64));
+  for (; k < windows; ++k) {
+    const uint4 b = genc_lds4(w + k * 64), l = genc_lds4(xl + k * 64),
+                h = HI ? genc_lds4(xh + k * 64) : make_uint4(0u, 0u, 0u, 0u);
+    genc_mma_of<W>::tile(d[0], l.x, h.x, l.y, h.y, b.x, b.y);
+    genc_mma_of<W>::tile(d[0], l.z, h.z, l.w, h.w, b.z, b.w);
+  }
+#pragma unroll
+  for (int c = 1; c < CH; ++c)
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      d[0][j] += d[c][j];
   // the warp's D [16][8] into its scratch, for the sums over segments
   const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
   __syncwarp();
-  dsc[g * 8 + 2 * q] = d0[0] + d1[0];
-  dsc[g * 8 + 2 * q + 1] = d0[1] + d1[1];
-  dsc[(g + 8) * 8 + 2 * q] = d0[2] + d1[2];
-  dsc[(g + 8) * 8 + 2 * q + 1] = d0[3] + d1[3];
+  dsc[g * 8 + 2 * q] = d[0][0];
+  dsc[g * 8 + 2 * q + 1] = d[0][1];
+  dsc[(g + 8) * 8 + 2 * q] = d[0][2];
+  dsc[(g + 8) * 8 + 2 * q + 1] = d[0][3];
   __syncwarp();
 }
 
@@ -324,20 +356,24 @@ static __device__ __noinline__ int genc_step_mma_shape(int T, int K32, int rpp, 
   return lS | TW << 8;
 }
 
-// x [T][K] in shared memory (T <= 16, K % 32 == 0, x and W of one type); a
-// page: R outputs' rows [R][K], with a GLU the gate rows then the up rows.
-// What a routine holds of its own is the page loop and the stores (EPI);
-// the mma windows and the shape are shared, in 32-bit arithmetic: the
-// kernel's code is larger than an SM's instruction cache, and each
-// routine's own instructions are fetched again at every item.
-template <typename A, typename W, int PAGES, long long PAGE, typename EPI>
-static __device__ void genc_step_matvec_mma(GencStepRing &r, const GencStepParams &sp, const GencStepMatvec &m, const GencStepItem &it,
-                                            const typename A::S *xs, int T) {
+// Output n of row t of the product routine `code` (its genc_step_epiCODE::
+// store): genc defines it after the plan's routines, one switch over them.
+static __device__ __noinline__ void genc_step_epi_store(int code, const GencStepMatvec &m, int t, int n, float g, float u);
+
+// x [T][K] in shared memory at xs0 (T <= 16, K % 32 == 0, x and W of one
+// type); a page: R outputs' rows [R][K], with a GLU the gate rows then the
+// up rows. One copy for every product routine of the kernel (not inlined,
+// the stores through genc_step_epi_store): the kernel's code is larger than
+// an SM's instruction cache, and a routine's own copy was fetched again at
+// every item. Returns the ring's pages consumed after the item's.
+template <typename W, int PAGES, long long PAGE>
+static __device__ __noinline__ int genc_step_matvec_mma(const GencStepRing r, bool trace, const GencStepMatvec &m, int first,
+                                                        int count, unsigned xs0, int T, int code) {
   typedef typename W::S WS;
-  constexpr int WARPS = GENC_STEP_THREADS / 32, GLU = EPI::GLU;
+  constexpr int WARPS = GENC_STEP_THREADS / 32;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, q = lane & 3;
-  const int K = (int)m.K, end = it.first + it.count, rpp = (int)m.rowsPerPage;
-  const int shape = genc_step_mma_shape(T, K >> 5, rpp, it.count, GLU);
+  const int K = (int)m.K, end = first + count, rpp = (int)m.rowsPerPage, GLU = m.glu;
+  const int shape = genc_step_mma_shape(T, K >> 5, rpp, count, GLU);
   const int lS = shape & 255, TW = shape >> 8;
   const int S = 1 << lS, lper = (GLU ? 2 : 3) - lS, per = 1 << lper, TM = 16 >> lS, nch = (T + TM - 1) / TM, windows = K >> (5 + lS);
   const int teams = WARPS / TW, team = warp / TW, tw = warp % TW;
@@ -345,16 +381,21 @@ static __device__ void genc_step_matvec_mma(GencStepRing &r, const GencStepParam
   const int at = seg * (K >> lS) + q * 8; // this lane's first k: its segment's, its 8 of a window
   const bool hi = T > (8 >> lS);         // A rows 8..15 hold step rows
   float *dsc = genc_step_d[warp];
-  const unsigned xs0 = genc_smem_addr(xs);
-  for (int n0 = it.first, mine = team; n0 < end; n0 += rpp, --mine) {
+  int p = r.consumed;
+  for (int n0 = first, mine = team; n0 < end; n0 += rpp, --mine, ++p) {
     if (mine < 0) mine += teams;
-    const int p = r.consumed++;
     const int R = min(rpp, end - n0);
-    // every warp waits for every page before its arrival on `empty`, its team's or not
-    const unsigned page = genc_smem_addr(genc_step_page<PAGES, PAGE>(r, sp, p));
-    const long long c0 = sp.trace && lane == 0 ? clock64() : 0;
+    // GENC_STEP_TEAM_RELEASE: only the page's team waits for it and releases
+    // it; else every warp waits for every page before its arrival on
+    // `empty`, its team's or not. A team of TW warps where WARPS / TW
+    // teams leave warps over: those take no page.
+    const bool own = mine == 0 && team < teams;
+    if (GENC_STEP_TEAM_RELEASE && !own) continue;
+    const unsigned page = genc_smem_addr(GENC_STEP_TEAM_RELEASE ? genc_step_own_page<PAGES, PAGE>(r, trace, p)
+                                                                : genc_step_page<PAGES, PAGE>(r, trace, p));
+    const long long c0 = trace && lane == 0 ? clock64() : 0;
     // this warp's groups of the page's rows, where the page is its team's (page ip to team ip % teams)
-    for (int r0 = mine == 0 ? tw * per : R; r0 < R; r0 += TW * per) {
+    for (int r0 = own ? tw * per : R; r0 < R; r0 += TW * per) {
       // a column past the page's rows reads its last row; its sums are not stored
       const int row = min(r0 + colRow, R - 1);
       const unsigned w = page + (unsigned)(((up ? R + row : row) * K + at) * (int)sizeof(WS));
@@ -377,14 +418,15 @@ static __device__ void genc_step_matvec_mma(GencStepRing &r, const GencStepParam
                 gs += dm[rr << lS];
               }
             }
-            EPI::store(m, t, n0 + n, gs, us);
+            genc_step_epi_store(code, m, t, n0 + n, gs, us);
           }
         }
       }
     }
-    if (sp.trace && lane == 0) genc_step_count(&genc_step_computing, c0);
-    genc_step_release<PAGES, PAGE>(r, p);
+    if (trace && lane == 0) genc_step_count(&genc_step_computing, c0);
+    genc_step_release<PAGES, PAGE>(r, p, GENC_STEP_TEAM_RELEASE && tw == 0 ? (unsigned)(WARPS - TW + 1) : 1u);
   }
+  return p;
 }
 
 // ---- a matrix-vector product over pages --------------------------------------
@@ -410,7 +452,7 @@ static __device__ void genc_step_matvec(GencStepRing &r, const GencStepParams &s
   static_assert(ROWS <= 16, "step matvec: an mma's 16 A rows hold the step's rows");
   if (sp.trace && threadIdx.x == 0) genc_step_prologue = clock64() - genc_step_c1;
   if (MMA && genc_mma_of<W>::OK && genc_same<A, W>::V) {
-    genc_step_matvec_mma<A, W, PAGES, PAGE, EPI>(r, sp, m, it, xs, T);
+    r.consumed = genc_step_matvec_mma<W, PAGES, PAGE>(r, sp.trace != 0, m, it.first, it.count, genc_smem_addr(xs), T, EPI::CODE);
     return;
   }
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -420,7 +462,7 @@ static __device__ void genc_step_matvec(GencStepRing &r, const GencStepParams &s
   for (long long n0 = it.first; n0 < end; n0 += rpp) {
     const int p = r.consumed++;
     const int R = (int)min(rpp, end - n0);
-    const uint4 *page = (const uint4 *)genc_step_page<PAGES, PAGE>(r, sp, p);
+    const uint4 *page = (const uint4 *)genc_step_page<PAGES, PAGE>(r, sp.trace != 0, p);
     const long long c0 = sp.trace && lane == 0 ? clock64() : 0;
     for (int o0 = warp * G; o0 < R; o0 += WARPS * G) { // this warp's outputs of the page
       float g[G][ROWS], u[G][ROWS];

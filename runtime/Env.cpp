@@ -57,6 +57,10 @@ const std::vector<Variable> &variables() {
       {"GENC_NCCL_RANKS", "genrun", "tree attention over processes: the ranks in all (default: this process's GPUs)"},
       {"GENC_NCCL_TIMEOUT_S", "genrun", "seconds to wait for the NCCL group (default 120)"},
       {"GENC_PYTHON", "genrun", "genrun serve: the Python interpreter to run genc.serve with (default python3)"},
+      {"GENC_STEP_PAGE_KB", "genc", "8, 16 or 32: the step kernel's least weight page in KiB (A/B runs; default 8 where two of the widest weight rows fit, else 16)"},
+      {"GENC_STEP_TEAM_RELEASE", "genc",
+       "0: every compute warp waits for every page of the step kernel's ring and frees it (A/B runs; default 1: a page's team "
+       "of warps only)"},
       {"GENC_TRACE_OUT", "genrun",
        "a path: where bench/kernel_trace.cpp (the CUPTI tracer) writes each kernel's start and end"},
       {"GENC_TREE_COMBINE", "genrun", "gather: tree attention combines the shards by a gather, not an all-reduce"},
