@@ -1,5 +1,6 @@
 #include "codegen/NvrtcCompile.h"
 #include "compiler/remarks/Progress.h"
+#include "runtime/Env.h"
 
 #include <dlfcn.h>
 #include <future>
@@ -47,6 +48,12 @@ llvm::Expected<std::vector<int>> parseGpuArchs(const std::vector<std::string> &a
 // so the kernels round like the CPU executor (fp32 parity < 1e-5 without
 // luck).
 static const char *const kNvrtcOptions[] = {"--fmad=false", "-default-device"};
+// GENC_NVRTC_LINEINFO=1: source lines in the cubin, for compute-sanitizer's
+// and Nsight's reports (the line of the module's source, --emit=cuda).
+static bool nvrtcLineInfo() {
+  const char *v = genrt::env::get("GENC_NVRTC_LINEINFO");
+  return v && std::string(v) == "1";
+}
 
 // One NVRTC run of `source` (kernel `what`) with -arch=`arch`: the cubin
 // (real architectures) and the PTX.
@@ -61,8 +68,8 @@ static llvm::Expected<NvrtcOut> runNvrtc(const std::string &source, const std::s
       r != NVRTC_SUCCESS)
     return error("NVRTC cannot create a program for kernel '" + what + "': " + nvrtcGetErrorString(r));
   std::string archOpt = "-arch=" + arch;
-  const char *opts[] = {archOpt.c_str(), kNvrtcOptions[0], kNvrtcOptions[1]};
-  nvrtcResult r = nvrtcCompileProgram(prog, 3, opts);
+  const char *opts[] = {archOpt.c_str(), kNvrtcOptions[0], kNvrtcOptions[1], "-lineinfo"};
+  nvrtcResult r = nvrtcCompileProgram(prog, nvrtcLineInfo() ? 4 : 3, opts);
   std::string log;
   size_t logSize = 0;
   if (nvrtcGetProgramLogSize(prog, &logSize) == NVRTC_SUCCESS && logSize > 1) {
@@ -165,6 +172,8 @@ llvm::Expected<CompiledModule> compileModule(const CudaModule &cm, const std::ve
   for (int a : archs) {
     std::vector<std::string> parts = {"genc kernel cache 1", identity, "sm_" + std::to_string(a)};
     parts.insert(parts.end(), std::begin(kNvrtcOptions), std::end(kNvrtcOptions));
+    if (nvrtcLineInfo())
+      parts.push_back("-lineinfo");
     parts.push_back(source);
     keys.push_back(KernelCache::keyOf(parts));
     cached.push_back(cache.load(keys.back()));

@@ -182,7 +182,7 @@ static __device__ void genc_step_produce(const GencStepRing &r, const GencStepPa
                          genc_smem_addr(dst + bytes)),
                      "l"(w + (half + n0) * rowBytes), "r"((unsigned)bytes), "r"(bar)
                      : "memory");
-      if (GENC_STEP_TEAM_RELEASE) *r.issued = issued + 1;
+      if (GENC_STEP_TEAM_RELEASE) atomicExch((int *)r.issued, issued + 1);
     }
   }
   // The last page issued into each slot lands before the block leaves.
@@ -220,9 +220,10 @@ static __device__ __forceinline__ void genc_step_release(const GencStepRing &r, 
 // the slot's pending phase is p's: the parity wait is exact.
 template <int PAGES, long long PAGE>
 static __device__ __forceinline__ const unsigned char *genc_step_own_page(const GencStepRing &r, bool trace, int p) {
-  if (*r.issued <= p) {
+  // (atomics: the count is a flag between warps that no barrier orders)
+  if (atomicOr((int *)r.issued, 0) <= p) {
     const unsigned long long start = genc_step_now();
-    for (unsigned spin = 1; *r.issued <= p; ++spin)
+    for (unsigned spin = 1; atomicOr((int *)r.issued, 0) <= p; ++spin)
       if ((spin & 1023) == 0 && genc_step_now() - start > 4000000000ull) __trap();
   }
   return genc_step_page<PAGES, PAGE>(r, trace, p);

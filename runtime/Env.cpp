@@ -56,6 +56,8 @@ const std::vector<Variable> &variables() {
       {"GENC_NCCL_LIB", "genrun", "a path: the NCCL library to open (the only one tried)"},
       {"GENC_NCCL_RANKS", "genrun", "tree attention over processes: the ranks in all (default: this process's GPUs)"},
       {"GENC_NCCL_TIMEOUT_S", "genrun", "seconds to wait for the NCCL group (default 120)"},
+      {"GENC_NVRTC_LINEINFO", "genc",
+       "1: the kernels compiled with source lines (compute-sanitizer and Nsight name the line of genc --emit=cuda's source)"},
       {"GENC_PYTHON", "genrun", "genrun serve: the Python interpreter to run genc.serve with (default python3)"},
       {"GENC_STEP_PAGE_KB", "genc", "8, 16 or 32: the step kernel's least weight page in KiB (A/B runs; default 8 where two of the widest weight rows fit, else 16)"},
       {"GENC_STEP_TEAM_RELEASE", "genc",
