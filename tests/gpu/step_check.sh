@@ -264,8 +264,9 @@ EOF
 sanitize() {
   local cs plan=$W/san-llama16.plan
   cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-  "$BIN/genc" compile tests/fixtures/llama/model.onnx -o "$plan" --dtype f16 --gpu-arch sm_90 --max-batch 4 \
-    --max-beams 1 --max-length 48 > /dev/null 2>&1 || { row "sanitize|FAIL|genc"; return; }
+  # source lines in the cubin: a report names the line of genc --emit=cuda's source
+  GENC_NVRTC_LINEINFO=1 GENC_KERNEL_CACHE=off "$BIN/genc" compile tests/fixtures/llama/model.onnx -o "$plan" --dtype f16 \
+    --gpu-arch sm_90 --max-batch 4 --max-beams 1 --max-length 48 > /dev/null 2>&1 || { row "sanitize|FAIL|genc"; return; }
   printf '{"input_ids": [5, 6, 7]}\n{"input_ids": [9, 4]}\n{"input_ids": [11]}\n{"input_ids": [12, 13, 14, 15]}\n' \
     > "$W/san.jsonl"
   head -1 "$W/san.jsonl" > "$W/san1.jsonl"
@@ -278,7 +279,7 @@ sanitize() {
       if GENC_CUDA_STEP=1 "$cs" --tool $tool "${extra[@]}" --error-exitcode 99 "$BIN/genrun" "$plan" --device cuda \
            --input "$W/$input.jsonl" --max-new-tokens 4 --stats > "$log" 2>&1 &&
          grep -q "the step kernel ran" "$log"; then r=ok; else r=FAIL; fi
-      row "$tool step kernel, $([ $input = san1 ] && echo 1 row || echo 4 rows)|$r|$(grep -E "ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY|error|step kernel" "$log" | head -3 | tr '\n' ' ')"
+      row "$tool step kernel, $([ $input = san1 ] && echo 1 row || echo 4 rows)|$r|$(grep -E "ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY|error|step kernel" "$log" | head -3 | tr '\n' ' ')$(grep -m2 -o "access at .* in [^ ]*:[0-9]*" "$log" | sed 's/^/; /' | tr -d '\n')"
     done
   done
 }
