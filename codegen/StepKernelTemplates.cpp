@@ -92,9 +92,10 @@ static __device__ __forceinline__ void genc_step_count(long long *to, long long 
 // stream (its Matvec items' pages in list order) goes to slot i % PAGES and
 // to a team of the compute warps (one warp, or several sharing its outputs:
 // per item, genc_step_matvec_mma): `full` completes when its bulk copies
-// land, `empty` when every compute warp has arrived, its team's after
-// computing it, the others at once (each waits for `full` before it
-// arrives, so no warp's arrival can count for a later page of the slot).
+// land, `empty` when its team has computed it (GENC_STEP_TEAM_RELEASE: the
+// team's first warp arrives for the warps outside the team, which skip the
+// page; else every compute warp waits for `full` and arrives, the team's
+// after computing it, so no warp's arrival can count for a later page).
 // The copy warp issues page i the moment page i - PAGES is empty, whatever
 // the compute warps are doing: the next items' weights stream in while
 // the block computes, waits for an op before it, or runs attention.
