@@ -1,13 +1,11 @@
 #include "runtime/cpu/MatmulNBits.h"
 
-#include "runtime/cpu/Kernels.h"
 #include "runtime/cpu/MatmulNBitsInt8.h"
 #include "runtime/cpu/MatmulNBitsRows.h"
 #include "runtime/cpu/ThreadPool.h"
 
 #include <algorithm>
 #include <atomic>
-#include <cstring>
 #include <functional>
 #include <vector>
 
@@ -122,46 +120,36 @@ void matmulNBits(const float *a, const NBitsMatrix &w, float *y, int64_t M, Thre
     }
     return;
   }
-  if (M <= kMaxGemvRows) {
-    const Kind kind = gKind.load();
-    // 4-bit blocks of 16 are 8 bytes: no whole vector of one block's codes.
-    if (kind == Kind::Scalar || (w.shape.bits == 4 && w.shape.blockSize < 32)) {
-      forPieces(pool, N, 16, [&](int64_t n0, int64_t n1) { rowsScalar(a, w, y, M, n0, n1); });
-      return;
+  // Rows 8 at a time through the row kernels, whatever M: a row's numbers
+  // are the same bits whatever rows share its product, so a served request
+  // gets its batch-mode tokens (docs/serving.md), as at level 4. A prompt
+  // reads the codes once a group of 8 rows (dequantized panels through
+  // sgemm, before 2026-12-04, rounded a row otherwise than the decode rows).
+  const Kind kind = gKind.load();
+  // 4-bit blocks of 16 are 8 bytes: no whole vector of one block's codes.
+  const bool scalar = kind == Kind::Scalar || (w.shape.bits == 4 && w.shape.blockSize < 32);
+  static thread_local std::vector<float> xs;
+  for (int64_t m0 = 0; m0 < M; m0 += kMaxGemvRows) {
+    const int64_t rows = std::min(kMaxGemvRows, M - m0);
+    const float *am = a + m0 * K;
+    float *ym = y + m0 * N;
+    if (scalar) {
+      forPieces(pool, N, 16, [&](int64_t n0, int64_t n1) { rowsScalar(am, w, ym, rows, n0, n1); });
+      continue;
     }
     // The rows in the kernels' order (MatmulNBitsRows.h), once for all columns.
-    static thread_local std::vector<float> xs;
-    xs.resize(static_cast<size_t>(nbitsRowFloats(w.shape) * M));
-    for (int64_t m = 0; m < M; ++m)
-      arrangeNBitsRow(w.shape, a + m * K, xs.data() + m * nbitsRowFloats(w.shape));
+    const int64_t rowFloats = nbitsRowFloats(w.shape);
+    xs.resize(static_cast<size_t>(rowFloats * rows));
+    for (int64_t m = 0; m < rows; ++m)
+      arrangeNBitsRow(w.shape, am + m * K, xs.data() + m * rowFloats);
     const float *x = xs.data();
     forPieces(pool, N, 16, [&](int64_t n0, int64_t n1) {
       if (kind == Kind::Avx512)
-        nbitsRowsAvx512(x, w, y, M, n0, n1);
+        nbitsRowsAvx512(x, w, ym, rows, n0, n1);
       else
-        nbitsRowsAvx2(x, w, y, M, n0, n1);
+        nbitsRowsAvx2(x, w, ym, rows, n0, n1);
     });
-    return;
   }
-  // Many rows: compute-bound. Each thread takes whole panels of columns,
-  // dequantizes each into a buffer that stays in cache (a whole f32 copy
-  // would be written to memory and read back) and runs it through sgemm
-  // (b read as [nb, K]): one hand-out of work a product, not one a panel.
-  constexpr int64_t NB = 256;
-  const int64_t panels = (N + NB - 1) / NB;
-  const bool simd = gKind.load() == Kind::Avx512 && (w.shape.bits == 8 || w.shape.blockSize >= 32);
-  forPieces(pool, panels, 1, [&](int64_t p0, int64_t p1) {
-    static thread_local std::vector<float> panel, out;
-    panel.resize(static_cast<size_t>(NB * K));
-    out.resize(static_cast<size_t>(M * NB));
-    for (int64_t p = p0; p < p1; ++p) {
-      const int64_t n0 = p * NB, nb = std::min(NB, N - n0);
-      (simd ? nbitsDequantAvx512 : dequantizeNBits)(w, n0, n0 + nb, panel.data());
-      matmul(a, panel.data(), out.data(), M, nb, K, /*transB=*/true, nullptr);
-      for (int64_t m = 0; m < M; ++m)
-        std::memcpy(y + m * N + n0, out.data() + m * nb, static_cast<size_t>(nb) * sizeof(float));
-    }
-  });
 }
 
 } // namespace genrt::cpu

@@ -14,11 +14,11 @@
 // the dequantized matrix's product to the f32 rounding of a sum, not to the
 // bit; the tests compare every kernel against a double-precision sum.
 //
-// Up to 8 rows (decode): each column's blocks are read once for all rows and
-// widened in registers (AVX-512 or AVX2 with FMA, chosen at run time; plain
-// loops elsewhere), columns split over the thread pool. More rows (prefill):
-// panels of columns dequantized into a buffer that stays in cache, each
-// through sgemm, as the bf16 weights do (MatmulBf16.h).
+// Rows 8 at a time (a decode step's, a prompt's in groups): each column's
+// blocks are read once for a group's rows and widened in registers (AVX-512
+// or AVX2 with FMA, chosen at run time; plain loops elsewhere), columns
+// split over the thread pool. A row's sum runs in one order whatever rows
+// share the product, so its bits do not depend on its batch.
 #pragma once
 #include "runtime/plan/NBitsLayout.h"
 

@@ -167,49 +167,6 @@ __attribute__((target("avx512f"))) void rows512(const float *x, const NBitsMatri
     columns512<M, BITS, FZP, 1>(x, w, y, n);
 }
 
-// Elements k .. k + 15 of a column, those below K.
-__attribute__((target("avx512f"), always_inline)) inline void storeBelow512(float *o, int64_t k, int64_t K, __m512 v) {
-  const int64_t left = K - k;
-  if (left >= 16)
-    _mm512_storeu_ps(o + k, v);
-  else if (left > 0)
-    _mm512_mask_storeu_ps(o + k, static_cast<__mmask16>((1u << left) - 1), v);
-}
-
-// Columns [n0, n1) dequantized (dequantizeNBits' values to the bit, and its
-// layout: out[(n - n0) * K + k]), for the panels of many-row products.
-template <int BITS, bool FZP>
-__attribute__((target("avx512f"))) void dequant512Columns(const NBitsMatrix &w, int64_t n0, int64_t n1, float *out) {
-  const int64_t bs = w.shape.blockSize, blocks = w.shape.blocks(), blob = w.shape.blobBytes(), K = w.shape.K;
-  // Even elements come from the low nibbles, odd ones from the high.
-  const __m512i first = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-  const __m512i second = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
-  for (int64_t n = n0; n < n1; ++n) {
-    const uint8_t *codes = w.codes + n * blocks * blob;
-    const NBitsIntZeroPoints zps(w, n);
-    float *o = out + (n - n0) * K;
-    for (int64_t j = 0; j < blocks; ++j) {
-      const __m512 s = _mm512_set1_ps(w.scales[n * blocks + j]);
-      const __m512 zf = _mm512_set1_ps(FZP ? w.zpFloat[n * blocks + j] : 0.f);
-      const __m512i zi = _mm512_set1_epi32(FZP ? 0 : zps.at<BITS>(j));
-      const uint8_t *b = codes + j * blob;
-      if constexpr (BITS == 4) {
-        const __m512 table = table512<FZP>(zi, zf, s);
-        for (int64_t g = 0; g < bs; g += 32) {
-          const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(b + g / 2)));
-          const __m512 lo = _mm512_permutexvar_ps(v, table), hi = _mm512_permutexvar_ps(_mm512_srli_epi32(v, 4), table);
-          storeBelow512(o, j * bs + g, K, _mm512_permutex2var_ps(lo, first, hi));
-          storeBelow512(o, j * bs + g + 16, K, _mm512_permutex2var_ps(lo, second, hi));
-        }
-      } else {
-        for (int64_t g = 0; g < bs; g += 16)
-          storeBelow512(o, j * bs + g, K, dequant512<FZP>(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(b + g))),
-                                            zi, zf, s));
-      }
-    }
-  }
-}
-
 // ---- AVX2 + FMA: 8 lanes ---------------------------------------------------------
 
 template <bool FZP>
@@ -221,60 +178,66 @@ __attribute__((target("avx2,fma"), always_inline)) inline __m256 dequant256(__m2
     return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(q, zi)), s);
 }
 
-template <int M, int BITS, bool FZP>
-__attribute__((target("avx2,fma"))) void rows256(const float *x, const NBitsMatrix &w, float *y, int64_t n0,
-                                                 int64_t n1) {
-  constexpr int A = M <= 2 ? 2 : 1; // accumulators a row: 16 registers in all
+// One column for rows 0 .. R - 1 of x (R <= 4): two accumulators a row
+// whatever R (the same sum order for every batch size: a row's numbers do
+// not depend on the rows beside it), four rows at most a call so that the
+// accumulators and the widened codes stay in the 16 registers.
+template <int R, int BITS, bool FZP>
+__attribute__((target("avx2,fma"), always_inline)) inline void column256(const float *x, int64_t xs, const NBitsMatrix &w,
+                                                                          const NBitsIntZeroPoints &zps, int64_t n, float *y) {
   const int64_t bs = w.shape.blockSize, blocks = w.shape.blocks(), blob = w.shape.blobBytes(), N = w.shape.N;
-  const int64_t xs = blocks * bs;
   const __m256i nibble = _mm256_set1_epi32(0xF);
-  for (int64_t n = n0; n < n1; ++n) {
-    const uint8_t *codes = w.codes + n * blocks * blob;
-    const float *sc = w.scales + n * blocks;
-    const float *zfs = FZP ? w.zpFloat + n * blocks : nullptr;
-    const NBitsIntZeroPoints zps(w, n);
-    __m256 acc[M][A];
-    for (int m = 0; m < M; ++m)
-      for (int a = 0; a < A; ++a)
-        acc[m][a] = _mm256_setzero_ps();
-    for (int64_t j = 0; j < blocks; ++j) {
-      const __m256 s = _mm256_set1_ps(sc[j]);
-      const __m256 zf = _mm256_set1_ps(FZP ? zfs[j] : 0.f);
-      const __m256i zi = _mm256_set1_epi32(FZP ? 0 : zps.at<BITS>(j));
-      const uint8_t *b = codes + j * blob;
-      const float *xj = x + j * bs;
-      // 16 code bytes widened in two halves of 8.
-      for (int64_t g = 0; g < bs; g += BITS == 4 ? 32 : 16) {
-        const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i *>(b + (BITS == 4 ? g / 2 : g)));
-        const __m256i v0 = _mm256_cvtepu8_epi32(bytes), v1 = _mm256_cvtepu8_epi32(_mm_srli_si128(bytes, 8));
-        if constexpr (BITS == 4) {
-          const __m256 w0 = dequant256<FZP>(_mm256_and_si256(v0, nibble), zi, zf, s);
-          const __m256 w1 = dequant256<FZP>(_mm256_and_si256(v1, nibble), zi, zf, s);
-          const __m256 w2 = dequant256<FZP>(_mm256_srli_epi32(v0, 4), zi, zf, s);
-          const __m256 w3 = dequant256<FZP>(_mm256_srli_epi32(v1, 4), zi, zf, s);
-          for (int m = 0; m < M; ++m) {
-            const float *xm = xj + m * xs + g;
-            acc[m][0] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xm), acc[m][0]);
-            acc[m][A - 1] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xm + 8), acc[m][A - 1]);
-            acc[m][0] = _mm256_fmadd_ps(w2, _mm256_loadu_ps(xm + 16), acc[m][0]);
-            acc[m][A - 1] = _mm256_fmadd_ps(w3, _mm256_loadu_ps(xm + 24), acc[m][A - 1]);
-          }
-        } else {
-          const __m256 w0 = dequant256<FZP>(v0, zi, zf, s), w1 = dequant256<FZP>(v1, zi, zf, s);
-          for (int m = 0; m < M; ++m) {
-            const float *xm = xj + m * xs + g;
-            acc[m][0] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xm), acc[m][0]);
-            acc[m][A - 1] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xm + 8), acc[m][A - 1]);
-          }
+  const uint8_t *codes = w.codes + n * blocks * blob;
+  const float *sc = w.scales + n * blocks;
+  const float *zfs = FZP ? w.zpFloat + n * blocks : nullptr;
+  __m256 acc[R][2];
+  for (int m = 0; m < R; ++m)
+    acc[m][0] = acc[m][1] = _mm256_setzero_ps();
+  for (int64_t j = 0; j < blocks; ++j) {
+    const __m256 s = _mm256_set1_ps(sc[j]);
+    const __m256 zf = _mm256_set1_ps(FZP ? zfs[j] : 0.f);
+    const __m256i zi = _mm256_set1_epi32(FZP ? 0 : zps.at<BITS>(j));
+    const uint8_t *b = codes + j * blob;
+    const float *xj = x + j * bs;
+    // 16 code bytes widened in two halves of 8.
+    for (int64_t g = 0; g < bs; g += BITS == 4 ? 32 : 16) {
+      const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i *>(b + (BITS == 4 ? g / 2 : g)));
+      const __m256i v0 = _mm256_cvtepu8_epi32(bytes), v1 = _mm256_cvtepu8_epi32(_mm_srli_si128(bytes, 8));
+      if constexpr (BITS == 4) {
+        const __m256 w0 = dequant256<FZP>(_mm256_and_si256(v0, nibble), zi, zf, s);
+        const __m256 w1 = dequant256<FZP>(_mm256_and_si256(v1, nibble), zi, zf, s);
+        const __m256 w2 = dequant256<FZP>(_mm256_srli_epi32(v0, 4), zi, zf, s);
+        const __m256 w3 = dequant256<FZP>(_mm256_srli_epi32(v1, 4), zi, zf, s);
+        for (int m = 0; m < R; ++m) {
+          const float *xm = xj + m * xs + g;
+          acc[m][0] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xm), acc[m][0]);
+          acc[m][1] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xm + 8), acc[m][1]);
+          acc[m][0] = _mm256_fmadd_ps(w2, _mm256_loadu_ps(xm + 16), acc[m][0]);
+          acc[m][1] = _mm256_fmadd_ps(w3, _mm256_loadu_ps(xm + 24), acc[m][1]);
+        }
+      } else {
+        const __m256 w0 = dequant256<FZP>(v0, zi, zf, s), w1 = dequant256<FZP>(v1, zi, zf, s);
+        for (int m = 0; m < R; ++m) {
+          const float *xm = xj + m * xs + g;
+          acc[m][0] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xm), acc[m][0]);
+          acc[m][1] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xm + 8), acc[m][1]);
         }
       }
     }
-    for (int m = 0; m < M; ++m) {
-      __m256 t = acc[m][0];
-      if constexpr (A == 2)
-        t = _mm256_add_ps(t, acc[m][1]);
-      y[m * N + n] = nbitsHsum256(t);
-    }
+  }
+  for (int m = 0; m < R; ++m)
+    y[m * N + n] = nbitsHsum256(_mm256_add_ps(acc[m][0], acc[m][1]));
+}
+
+template <int M, int BITS, bool FZP>
+__attribute__((target("avx2,fma"))) void rows256(const float *x, const NBitsMatrix &w, float *y, int64_t n0,
+                                                 int64_t n1) {
+  const int64_t xs = w.shape.blocks() * w.shape.blockSize; // an arranged row
+  for (int64_t n = n0; n < n1; ++n) {
+    const NBitsIntZeroPoints zps(w, n);
+    column256<(M < 4 ? M : 4), BITS, FZP>(x, xs, w, zps, n, y);
+    if constexpr (M > 4) // rows 4 .. M - 1 over the same column, its codes still in L1
+      column256<M - 4, BITS, FZP>(x + 4 * xs, xs, w, zps, n, y + 4 * w.shape.N);
   }
 }
 
@@ -304,14 +267,6 @@ RowsFn pick(const NBitsMatrix &w, int64_t M) {
 
 void nbitsRowsAvx512(const float *x, const NBitsMatrix &w, float *y, int64_t M, int64_t n0, int64_t n1) {
   pick<Avx512Fn>(w, M)(x, w, y, n0, n1);
-}
-
-void nbitsDequantAvx512(const NBitsMatrix &w, int64_t n0, int64_t n1, float *out) {
-  const bool fzp = w.zeroPoints == ZeroPointKind::Float;
-  if (w.shape.bits == 4)
-    (fzp ? dequant512Columns<4, true> : dequant512Columns<4, false>)(w, n0, n1, out);
-  else
-    (fzp ? dequant512Columns<8, true> : dequant512Columns<8, false>)(w, n0, n1, out);
 }
 
 void nbitsRowsAvx2(const float *x, const NBitsMatrix &w, float *y, int64_t M, int64_t n0, int64_t n1) {

@@ -61,8 +61,6 @@ void arrangeNBitsRow(const NBitsShape &s, const float *x, float *out);
 /// y[m, n] for m < M (<= 8), n in [n0, n1), x holding M arranged rows.
 /// 4-bit matrices need block_size >= 32.
 void nbitsRowsAvx512(const float *x, const NBitsMatrix &w, float *y, int64_t M, int64_t n0, int64_t n1);
-/// dequantizeNBits in AVX-512 (the same values); 4-bit matrices need block_size >= 32.
-void nbitsDequantAvx512(const NBitsMatrix &w, int64_t n0, int64_t n1, float *out);
 void nbitsRowsAvx2(const float *x, const NBitsMatrix &w, float *y, int64_t M, int64_t n0, int64_t n1);
 
 } // namespace genrt::cpu

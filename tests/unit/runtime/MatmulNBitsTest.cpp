@@ -99,24 +99,6 @@ TEST(MatmulNBits, DequantizesExactlyAsTheLayoutSays) {
     }
 }
 
-TEST(MatmulNBits, Avx512DequantizesToTheSameBits) {
-  if (!forceNBitsKernel("avx512"))
-    GTEST_SKIP() << "no AVX-512 here";
-  forceNBitsKernel("");
-  std::mt19937 rng(4804);
-  for (int64_t bits : {4, 8})
-    for (int64_t bs : {32, 64})
-      for (int64_t K : {32, 75, 200})
-        for (ZeroPointKind zp : {ZeroPointKind::Default, ZeroPointKind::Packed, ZeroPointKind::Float}) {
-          const Case c = makeCase(rng, {bits, bs, K, 7}, zp);
-          std::vector<float> want(c.s.N * K), got(c.s.N * K + 16, 12345.f);
-          dequantizeNBits(c.matrix(), 0, c.s.N, want.data());
-          nbitsDequantAvx512(c.matrix(), 0, c.s.N, got.data());
-          ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * 4), 0) << bits << " " << bs << " " << K;
-          ASSERT_EQ(got[c.s.N * K], 12345.f) << "wrote past the last column";
-        }
-}
-
 // y = a . w by each kernel in `names`, alone and on `pool`: within 1e-6 of
 // `want` relative to `mag` (sum |a w|), and the pool never changes a bit.
 void expectEveryKernel(const std::vector<std::string> &names, const std::vector<float> &a, const NBitsMatrix &w,
@@ -135,6 +117,38 @@ void expectEveryKernel(const std::vector<std::string> &names, const std::vector<
                            << " M " << M << " zp " << int(zp) << " at " << i << ": " << got[i] << " vs " << want[i];
       ASSERT_EQ(std::memcmp(&got[i], &pooled[i], 4), 0) << kernel << ": the pool changed a bit at " << i;
     }
+  }
+  forceNBitsKernel("");
+}
+
+// A row's product is the same bits whatever rows share it (alone, among 2,
+// 5 or 8, in a prompt of 13): a served request's greedy tokens are its
+// batch-mode tokens. Every kernel, 4 and 8 bits, each zero-point kind.
+TEST(MatmulNBits, ARowsBitsDoNotDependOnItsBatch) {
+  std::mt19937 rng(4806);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  for (const std::string &kernel : kernels()) {
+    ASSERT_TRUE(forceNBitsKernel(kernel.c_str()));
+    for (int64_t bits : {4, 8})
+      for (int64_t bs : {16, 32, 64})
+        for (ZeroPointKind zp : {ZeroPointKind::Default, ZeroPointKind::Packed, ZeroPointKind::Float}) {
+          const int64_t K = 200, N = 37, M = 13;
+          const Case c = makeCase(rng, {bits, bs, K, N}, zp);
+          const NBitsMatrix w = c.matrix();
+          std::vector<float> a(M * K);
+          for (float &x : a)
+            x = u(rng);
+          std::vector<float> all(M * N, NAN);
+          matmulNBits(a.data(), w, all.data(), M, nullptr);
+          for (int64_t rows : {1, 2, 5, 8})
+            for (int64_t m0 = 0; m0 + rows <= M; m0 += rows) {
+              std::vector<float> part(rows * N, NAN);
+              matmulNBits(a.data() + m0 * K, w, part.data(), rows, nullptr);
+              ASSERT_EQ(std::memcmp(part.data(), all.data() + m0 * N, part.size() * 4), 0)
+                  << kernel << " bits " << bits << " block " << bs << " zp " << int(zp) << ": rows " << m0 << ".."
+                  << m0 + rows - 1 << " alone differ from the same rows among " << M;
+            }
+        }
   }
   forceNBitsKernel("");
 }
