@@ -221,12 +221,14 @@ static __device__ __forceinline__ void genc_step_release(const GencStepRing &r, 
 // the slot's pending phase is p's: the parity wait is exact.
 template <int PAGES, long long PAGE>
 static __device__ __forceinline__ const unsigned char *genc_step_own_page(const GencStepRing &r, bool trace, int p) {
-  // (atomics: the count is a flag between warps that no barrier orders)
-  if (atomicOr((int *)r.issued, 0) <= p) {
+  // Lane 0 reads the count (an atomic: a flag between warps that no
+  // barrier orders), the warp's lanes then wait on `full` themselves.
+  if ((threadIdx.x & 31) == 0 && atomicOr((int *)r.issued, 0) <= p) {
     const unsigned long long start = genc_step_now();
     for (unsigned spin = 1; atomicOr((int *)r.issued, 0) <= p; ++spin)
       if ((spin & 1023) == 0 && genc_step_now() - start > 4000000000ull) __trap();
   }
+  __syncwarp();
   return genc_step_page<PAGES, PAGE>(r, trace, p);
 }
 
