@@ -50,10 +50,7 @@ llvm::Expected<std::vector<int>> parseGpuArchs(const std::vector<std::string> &a
 static const char *const kNvrtcOptions[] = {"--fmad=false", "-default-device"};
 // GENC_NVRTC_LINEINFO=1: source lines in the cubin, for compute-sanitizer's
 // and Nsight's reports (the line of the module's source, --emit=cuda).
-static bool nvrtcLineInfo() {
-  const char *v = genrt::env::get("GENC_NVRTC_LINEINFO");
-  return v && std::string(v) == "1";
-}
+static bool nvrtcLineInfo() { return genrt::env::is("GENC_NVRTC_LINEINFO", "1"); }
 
 // One NVRTC run of `source` (kernel `what`) with -arch=`arch`: the cubin
 // (real architectures) and the PTX.

@@ -20,16 +20,6 @@
 namespace genc {
 namespace {
 
-// A knob of the step kernel's code for A/B runs (runtime/Env.cpp): its value
-// where it names one of `allowed`, else `fallback`.
-int envChoice(const char *name, std::initializer_list<int> allowed, int fallback) {
-  const char *v = genrt::env::get(name);
-  if (!v) return fallback;
-  for (int a : allowed)
-    if (std::to_string(a) == v) return a;
-  return fallback;
-}
-
 using genrt::StepOp;
 using genrt::StepOpKind;
 using genrt::StepSchedule;
@@ -73,7 +63,7 @@ public:
       << genrt::cuda::kGencStepAbiSource << "\n"
       << "static constexpr int GENC_STEP_THREADS = " << s_.threads << ", GENC_STEP_ROWS = " << s_.maxRows
       << ", GENC_STEP_BLOCK = " << genrt::stepBlockThreads(s_) << ";\n"
-      << "static constexpr int GENC_STEP_TEAM_RELEASE = " << envChoice("GENC_STEP_TEAM_RELEASE", {0, 1}, 1) << ";\n"
+      << "static constexpr int GENC_STEP_TEAM_RELEASE = " << genrt::env::choice("GENC_STEP_TEAM_RELEASE", {0, 1}, 1) << ";\n"
       << stepKernelTemplates() << "\n";
     for (const auto &b : bodies_)
       c << b.second;

@@ -138,9 +138,8 @@ public:
     // 1.087 ms/token against 1.158 on 16 KiB; the 1.1B's 11 KiB rows on 8
     // KiB pages, one row a page: 0.376 against 0.346; one H200, 2026-12-04).
     // GENC_STEP_PAGE_KB (A/B runs): another least page.
-    int64_t least = 2 * widest <= kSmallPageBytes ? kSmallPageBytes : kMinPageBytes;
-    if (const char *kb = genrt::env::get("GENC_STEP_PAGE_KB"))
-      if (std::string(kb) == "8" || std::string(kb) == "16" || std::string(kb) == "32") least = std::stoll(kb) << 10;
+    const int64_t fit = 2 * widest <= kSmallPageBytes ? kSmallPageBytes : kMinPageBytes;
+    const int64_t least = int64_t(genrt::env::choice("GENC_STEP_PAGE_KB", {8, 16, 32}, int(fit >> 10))) << 10;
     s.pageBytes = std::max(least, (widest + 127) / 128 * 128);
     s.pages = static_cast<int32_t>(std::max<int64_t>(2, kRingBytes / perSm / s.pageBytes));
     std::vector<int64_t> load(static_cast<size_t>(blocks), 0);

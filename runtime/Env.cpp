@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace genrt::env {
 
@@ -72,5 +73,20 @@ const std::vector<Variable> &variables() {
 }
 
 const char *get(const char *name) { return std::getenv(name); }
+
+bool is(const char *name, const char *value) {
+  const char *v = get(name);
+  return v && std::strcmp(v, value) == 0;
+}
+
+int choice(const char *name, std::initializer_list<int> allowed, int fallback) {
+  const char *v = get(name);
+  if (!v)
+    return fallback;
+  for (int a : allowed)
+    if (std::to_string(a) == v)
+      return a;
+  return fallback;
+}
 
 } // namespace genrt::env

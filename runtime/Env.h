@@ -10,6 +10,7 @@
 // when an executor is made.
 #pragma once
 
+#include <initializer_list>
 #include <vector>
 
 namespace genrt::env {
@@ -25,5 +26,11 @@ const std::vector<Variable> &variables();
 
 /// std::getenv(name) for a name in the table (nullptr when unset).
 const char *get(const char *name);
+
+/// Whether `name` is set to exactly `value`.
+bool is(const char *name, const char *value);
+
+/// `name`'s value where it is one of `allowed` (as a decimal), else `fallback`.
+int choice(const char *name, std::initializer_list<int> allowed, int fallback);
 
 } // namespace genrt::env

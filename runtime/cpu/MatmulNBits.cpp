@@ -101,54 +101,56 @@ bool forceNBitsKernel(const char *name) {
   return true;
 }
 
+namespace {
+
+// Up to 8 rows with 8-bit activations: the same integers whichever kernel.
+void int8Group(const float *a, const NBitsMatrix &w, float *y, int64_t rows, ThreadPool *pool, Kind kind) {
+  const Int8Kernel kernel = int8KernelFor(w.shape, kind == Kind::Scalar ? Int8Kernel::Loops
+                                                   : kind == Kind::Avx2 ? Int8Kernel::Avx2
+                                                                        : Int8Kernel::Vnni);
+  static thread_local Int8Rows mine;
+  const Int8Rows &xq = mine; // this thread's, named so that the pool's threads read it
+  quantizeNBitsRows(w.shape, a, rows, mine, kernel);
+  forPieces(pool, w.shape.N, 16, [&](int64_t n0, int64_t n1) { nbitsInt8Rows(xq, w, y, rows, n0, n1, kernel); });
+}
+
+// Up to 8 rows with f32 activations, widened codes in registers.
+void floatGroup(const float *a, const NBitsMatrix &w, float *y, int64_t rows, ThreadPool *pool, Kind kind) {
+  // 4-bit blocks of 16 are 8 bytes: no whole vector of one block's codes.
+  if (kind == Kind::Scalar || (w.shape.bits == 4 && w.shape.blockSize < 32)) {
+    forPieces(pool, w.shape.N, 16, [&](int64_t n0, int64_t n1) { rowsScalar(a, w, y, rows, n0, n1); });
+    return;
+  }
+  // The rows in the kernels' order (MatmulNBitsRows.h), once for all columns.
+  static thread_local std::vector<float> xs;
+  const int64_t rowFloats = nbitsRowFloats(w.shape);
+  xs.resize(static_cast<size_t>(rowFloats * rows));
+  for (int64_t m = 0; m < rows; ++m)
+    arrangeNBitsRow(w.shape, a + m * w.shape.K, xs.data() + m * rowFloats);
+  const float *x = xs.data();
+  forPieces(pool, w.shape.N, 16, [&](int64_t n0, int64_t n1) {
+    if (kind == Kind::Avx512)
+      nbitsRowsAvx512(x, w, y, rows, n0, n1);
+    else
+      nbitsRowsAvx2(x, w, y, rows, n0, n1);
+  });
+}
+
+} // namespace
+
 void matmulNBits(const float *a, const NBitsMatrix &w, float *y, int64_t M, ThreadPool *pool) {
   const int64_t K = w.shape.K, N = w.shape.N;
   if (M == 0 || N == 0)
     return;
-  if (w.accuracyLevel == 4) {
-    // 8-bit activations: the same integers whichever kernel, rows 8 at a time.
-    const Kind kind = gKind.load();
-    const Int8Kernel kernel = int8KernelFor(w.shape, kind == Kind::Scalar ? Int8Kernel::Loops
-                                                     : kind == Kind::Avx2 ? Int8Kernel::Avx2
-                                                                          : Int8Kernel::Vnni);
-    static thread_local Int8Rows mine;
-    const Int8Rows &xq = mine; // this thread's, named so that the pool's threads read it
-    for (int64_t m0 = 0; m0 < M; m0 += kMaxGemvRows) {
-      const int64_t rows = std::min(kMaxGemvRows, M - m0);
-      quantizeNBitsRows(w.shape, a + m0 * K, rows, mine, kernel);
-      forPieces(pool, N, 16, [&](int64_t n0, int64_t n1) { nbitsInt8Rows(xq, w, y + m0 * N, rows, n0, n1, kernel); });
-    }
-    return;
-  }
   // Rows 8 at a time through the row kernels, whatever M: a row's numbers
   // are the same bits whatever rows share its product, so a served request
-  // gets its batch-mode tokens (docs/serving.md), as at level 4. A prompt
-  // reads the codes once a group of 8 rows (dequantized panels through
-  // sgemm, before 2026-12-04, rounded a row otherwise than the decode rows).
+  // gets its batch-mode tokens (docs/serving.md). A prompt reads the codes
+  // once a group of 8 rows (dequantized panels through sgemm, before
+  // 2026-12-04, rounded a row otherwise than the decode rows).
   const Kind kind = gKind.load();
-  // 4-bit blocks of 16 are 8 bytes: no whole vector of one block's codes.
-  const bool scalar = kind == Kind::Scalar || (w.shape.bits == 4 && w.shape.blockSize < 32);
-  static thread_local std::vector<float> xs;
   for (int64_t m0 = 0; m0 < M; m0 += kMaxGemvRows) {
     const int64_t rows = std::min(kMaxGemvRows, M - m0);
-    const float *am = a + m0 * K;
-    float *ym = y + m0 * N;
-    if (scalar) {
-      forPieces(pool, N, 16, [&](int64_t n0, int64_t n1) { rowsScalar(am, w, ym, rows, n0, n1); });
-      continue;
-    }
-    // The rows in the kernels' order (MatmulNBitsRows.h), once for all columns.
-    const int64_t rowFloats = nbitsRowFloats(w.shape);
-    xs.resize(static_cast<size_t>(rowFloats * rows));
-    for (int64_t m = 0; m < rows; ++m)
-      arrangeNBitsRow(w.shape, am + m * K, xs.data() + m * rowFloats);
-    const float *x = xs.data();
-    forPieces(pool, N, 16, [&](int64_t n0, int64_t n1) {
-      if (kind == Kind::Avx512)
-        nbitsRowsAvx512(x, w, ym, rows, n0, n1);
-      else
-        nbitsRowsAvx2(x, w, ym, rows, n0, n1);
-    });
+    (w.accuracyLevel == 4 ? int8Group : floatGroup)(a + m0 * K, w, y + m0 * N, rows, pool, kind);
   }
 }
 

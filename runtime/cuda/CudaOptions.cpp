@@ -12,11 +12,7 @@
 namespace genrt::cuda {
 namespace {
 
-// Whether `name` is set to exactly `value`.
-bool is(const char *name, const char *value) {
-  const char *v = genrt::env::get(name);
-  return v && std::string(v) == value;
-}
+using genrt::env::is;
 
 // The value of `name`, where it is set and not empty.
 const char *given(const char *name) {
