@@ -27,11 +27,33 @@ echo "racecheck exit $?: $(grep -m1 "RACECHECK SUMMARY" "$OUT/racecheck.log")"
 python3 - "$OUT/racecheck.log" "$OUT/race.cu" <<'PY'
 import collections, re, sys
 log = open(sys.argv[1], errors="replace").read()
-src = open(sys.argv[2]).read().split("\n")
+# genc --emit=cuda heads each kernel with a banner line that the source
+# NVRTC compiled lacks: without them, the lines are the compiled source's
+src = [l for l in open(sys.argv[2]).read().split("\n") if not re.match(r"// ==== kernel .* ====$", l)]
 seen = collections.Counter()
 for m in re.finditer(r"(Write|Read) access at (\S+)(?: in (.*?):(\d+))?(?: \[(\d+) hazards\])?\s*$", log, re.M):
     seen[(m.group(1), m.group(2) if not m.group(4) else "", int(m.group(4) or 0))] += int(m.group(5) or 1)
 for (kind, at, line), n in seen.most_common(24):
     text = src[line - 1].strip()[:140] if 0 < line <= len(src) else at
     print(f"{n:5d} {kind:5s} {line:6d}: {text}")
+PY
+# The first hazards one by one, with the threads (block, thread) of both
+# accesses: which warps race says which barrier they did not share.
+GENC_CUDA_STEP=1 "$cs" --tool racecheck --racecheck-report hazard --print-limit 40 "$BIN/genrun" "$OUT/race.plan" \
+  --device cuda --input "$OUT/race.jsonl" --max-new-tokens 4 > "$OUT/hazards.log" 2>&1
+python3 - "$OUT/hazards.log" "$OUT/race.cu" <<'PY'
+import re, sys
+# genc --emit=cuda heads each kernel with a banner line that the source
+# NVRTC compiled lacks: without them, the lines are the compiled source's
+src = [l for l in open(sys.argv[2]).read().split("\n") if not re.match(r"// ==== kernel .* ====$", l)]
+out = []
+for line in open(sys.argv[1], errors="replace"):
+    m = re.search(r"(Read|Write) Thread \((\d+), ?(\d+), ?(\d+)\) at .*?:(\d+)", line)
+    if "hazard detected" in line:
+        out.append(line.strip()[:120])
+    elif m:
+        t, ln = int(m.group(2)), int(m.group(5))
+        text = src[ln - 1].strip()[:90] if 0 < ln <= len(src) else "?"
+        out.append(f"   {m.group(1):5s} thread {t:3d} (warp {t // 32}) line {ln}: {text}")
+print("\n".join(out[:45]) if out else "no hazard lines; log tail:\n" + "".join(open(sys.argv[1], errors="replace").readlines()[-15:]))
 PY

@@ -64,6 +64,7 @@ public:
       << "static constexpr int GENC_STEP_THREADS = " << s_.threads << ", GENC_STEP_ROWS = " << s_.maxRows
       << ", GENC_STEP_BLOCK = " << genrt::stepBlockThreads(s_) << ";\n"
       << "static constexpr int GENC_STEP_TEAM_RELEASE = " << genrt::env::choice("GENC_STEP_TEAM_RELEASE", {0, 1}, 1) << ";\n"
+      << "static constexpr int GENC_STEP_SYNC_CHECK = " << genrt::env::choice("GENC_STEP_SYNC_CHECK", {0, 1}, 0) << ";\n"
       << stepKernelTemplates() << "\n";
     for (const auto &b : bodies_)
       c << b.second;
@@ -339,6 +340,8 @@ private:
   // memory clobber), and from global memory each was a trip to L2 (L1 is
   // what the ring leaves of shared memory)
   __shared__ __align__(16) GencStepOp opS;
+  __shared__ unsigned syncAfter[GENC_STEP_THREADS / 32]; // GENC_STEP_SYNC_CHECK: each warp's count after an item
+  __shared__ int syncOff;                                // an item whose counts differed was printed
   const int tid = threadIdx.x;
   if (blockDim.x != GENC_STEP_BLOCK) __trap(); // an edited plan: its barriers count this many
   const int *order = (const int *)sp.order, *starts = (const int *)sp.blockStart;
@@ -349,7 +352,8 @@ private:
   GencStepRing ring{genc_step_smem + GENC_STEP_RING_OFF, full, empty, 0, &issued};
   if (tid == 0) {
     genc_step_starved = genc_step_ringfull = genc_step_computing = 0;
-    stop = issued = 0;
+    stop = issued = syncOff = 0;
+    for (int w = 0; w < GENC_STEP_THREADS / 32; ++w) genc_step_nsync[w] = syncAfter[w] = 0;
     for (int i = 0; i < GENC_STEP_PAGES; ++i) {
       asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(genc_smem_addr(full + i)) : "memory");
       asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(genc_smem_addr(empty + i)), "r"(GENC_STEP_THREADS / 32) // every compute warp
@@ -384,6 +388,7 @@ private:
         c1 = genc_step_c1 = clock64();
       }
       genc_step_sync();
+      if (GENC_STEP_SYNC_CHECK && tid == 0 && !syncOff) genc_step_sync_check(syncAfter, &syncOff, k > first ? order[k - 1] : -1);
       if (*(volatile int *)&stop) break;
       switch (opS.code) {
 )";
@@ -394,6 +399,7 @@ private:
       }
       if (sp.trace && (tid & 31) == 0) atomicAdd((unsigned long long *)&genc_step_arrived, (unsigned long long)clock64());
       genc_step_sync();
+      if (GENC_STEP_SYNC_CHECK && (tid & 31) == 0) syncAfter[tid >> 5] = genc_step_nsync[tid >> 5];
       // the barrier, then a release add: the compute warps' writes go before the count
       if (tid == 0 && it.op != sp.stallOp)
         asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"((unsigned *)sp.counters + it.op) : "memory");
@@ -410,6 +416,7 @@ private:
     }
   }
   __syncthreads(); // the copy warp's last copies have landed
+  if (GENC_STEP_SYNC_CHECK && tid == 0 && !syncOff && last > first) genc_step_sync_check(syncAfter, &syncOff, order[last - 1]);
   if (tid == 0) {
     __threadfence();
     if (atomicAdd((unsigned *)sp.done, 1u) == gridDim.x - 1) { // the last block: counters back to zero

@@ -14,7 +14,12 @@ const char *stepKernelTemplates() {
 // body's block sums and maxima are theirs (codegen/CudaKernelLoops.cpp's
 // step copy calls these in place of genc_block_sum and genc_block_max; the
 // same warp order, so the same values).
+// GENC_STEP_SYNC_CHECK: each compute warp counts its arrivals, and the
+// kernel checks after every item that they agree (a warp a barrier ahead of
+// the others would pair its barriers with theirs wrongly).
+__shared__ unsigned genc_step_nsync[GENC_STEP_THREADS / 32];
 static __device__ __forceinline__ void genc_step_sync() {
+  if (GENC_STEP_SYNC_CHECK && (threadIdx.x & 31) == 0) ++genc_step_nsync[threadIdx.x >> 5];
   asm volatile("bar.sync 2, %0;" ::"n"(GENC_STEP_THREADS) : "memory");
 }
 struct GencStepSync {
@@ -25,6 +30,19 @@ static __device__ __forceinline__ float genc_step_block_sum(float v, float *red)
 }
 static __device__ __forceinline__ float genc_step_block_max(float v, float *red) {
   return genc_block_max_of<GencStepSync>(v, red, GENC_STEP_THREADS / 32);
+}
+
+// GENC_STEP_SYNC_CHECK: thread 0, after the barrier that follows item
+// `item`: did every compute warp pass as many barriers? The first item
+// where they differ is printed, once a block.
+static __device__ void genc_step_sync_check(const unsigned *after, int *off, int item) {
+  for (int w = 1; w < GENC_STEP_THREADS / 32; ++w)
+    if (after[w] != after[0]) {
+      printf("genc step: block %d after item %d: warp 0 passed %u barriers, warp %d %u\n", (int)blockIdx.x, item,
+             after[0], w, after[w]);
+      *off = 1;
+      return;
+    }
 }
 
 // An attention item's block coordinates: (token, head part or head, split,

@@ -61,6 +61,9 @@ const std::vector<Variable> &variables() {
        "1: the kernels compiled with source lines (compute-sanitizer and Nsight name the line of genc --emit=cuda's source)"},
       {"GENC_PYTHON", "genrun", "genrun serve: the Python interpreter to run genc.serve with (default python3)"},
       {"GENC_STEP_PAGE_KB", "genc", "8, 16 or 32: the step kernel's least weight page in KiB (A/B runs; default 8 where two of the widest weight rows fit, else 16)"},
+      {"GENC_STEP_SYNC_CHECK", "genc",
+       "1: the step kernel counts each compute warp's barriers and prints the first item after which they differ "
+       "(debugging)"},
       {"GENC_STEP_TEAM_RELEASE", "genc",
        "0: every compute warp waits for every page of the step kernel's ring and frees it (A/B runs; default 1: a page's team "
        "of warps only)"},
