@@ -49,7 +49,8 @@ llvm::Expected<std::vector<int>> parseGpuArchs(const std::vector<std::string> &a
 // luck).
 static const char *const kNvrtcOptions[] = {"--fmad=false", "-default-device"};
 // GENC_NVRTC_LINEINFO=1: source lines in the cubin, for compute-sanitizer's
-// and Nsight's reports (the line of the module's source, --emit=cuda).
+// and Nsight's reports (the line of the module's source: --emit=cuda's
+// without the banner line it writes before each kernel).
 static bool nvrtcLineInfo() { return genrt::env::is("GENC_NVRTC_LINEINFO", "1"); }
 
 // One NVRTC run of `source` (kernel `what`) with -arch=`arch`: the cubin

@@ -351,7 +351,7 @@ private:
   const GencStepArgs args = *(const GencStepArgs *)sp.args;
   GencStepRing ring{genc_step_smem + GENC_STEP_RING_OFF, full, empty, 0, &issued};
   if (tid == 0) {
-    genc_step_starved = genc_step_ringfull = genc_step_computing = 0;
+    genc_step_starved = genc_step_unissued = genc_step_ringfull = genc_step_computing = 0;
     stop = issued = syncOff = 0;
     for (int w = 0; w < GENC_STEP_THREADS / 32; ++w) genc_step_nsync[w] = syncAfter[w] = 0;
     for (int i = 0; i < GENC_STEP_PAGES; ++i) {
@@ -381,6 +381,7 @@ private:
       if (stamp) {
         stamp[1] = genc_step_now();
         genc_step_starved = 0;
+        genc_step_unissued = 0;
         genc_step_ringfull = 0;
         genc_step_computing = 0;
         genc_step_prologue = 0;
@@ -412,6 +413,7 @@ private:
         stamp[7] = (unsigned long long)genc_step_prologue;
         // a warp's mean wait at the closing barrier: the barrier's clock less its mean arrival
         stamp[8] = (unsigned long long)(clock64() - (long long)(genc_step_arrived / (GENC_STEP_THREADS / 32)));
+        stamp[9] = (unsigned long long)genc_step_unissued / (GENC_STEP_THREADS / 32);
       }
     }
   }

@@ -97,6 +97,9 @@ static __device__ __forceinline__ unsigned long long genc_step_now() {
 // lane 0s; the copy warp's waits for a free slot (a full ring: the pages
 // arrive faster than they are computed).
 __shared__ long long genc_step_starved, genc_step_ringfull, genc_step_computing;
+// and the compute warps' waits for their pages to be issued at all (the
+// copy warp waiting for a slot; GENC_STEP_TEAM_RELEASE), summed likewise
+__shared__ long long genc_step_unissued;
 // and thread 0's cycles from the item's start to its product's (the row op
 // before it: the prologue), and the compute warps' arrivals at the item's
 // closing barrier (their clocks summed)
@@ -240,11 +243,18 @@ static __device__ __forceinline__ void genc_step_release(const GencStepRing &r, 
 template <int PAGES, long long PAGE>
 static __device__ __forceinline__ const unsigned char *genc_step_own_page(const GencStepRing &r, bool trace, int p) {
   // Lane 0 reads the count (an atomic: a flag between warps that no
-  // barrier orders), the warp's lanes then wait on `full` themselves.
+  // barrier orders), the warp's lanes then wait on `full` themselves. The
+  // trace counts the wait for the page's issue as a wait for the page
+  // (GENC_CUDA_STEP_TRACE's `issued` share: the ring full of earlier pages).
   if ((threadIdx.x & 31) == 0 && atomicOr((int *)r.issued, 0) <= p) {
+    const long long c0 = trace ? clock64() : 0;
     const unsigned long long start = genc_step_now();
     for (unsigned spin = 1; atomicOr((int *)r.issued, 0) <= p; ++spin)
       if ((spin & 1023) == 0 && genc_step_now() - start > 4000000000ull) __trap();
+    if (trace) {
+      genc_step_count(&genc_step_unissued, c0);
+      genc_step_count(&genc_step_starved, c0);
+    }
   }
   __syncwarp();
   return genc_step_page<PAGES, PAGE>(r, trace, p);

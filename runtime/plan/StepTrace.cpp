@@ -67,7 +67,7 @@ std::string stepTraceByKind(const StepSchedule &s, const std::vector<uint64_t> &
     lo = std::min(lo, t[kStepStamps * i]), hi = std::max(hi, t[kStepStamps * i + 2]);
   struct Sum {
     int64_t items = 0, pages = 0;
-    double work = 0, wait = 0, starved = 0, cycles = 0, issuing = 0, computing = 0, prologue = 0, closing = 0;
+    double work = 0, wait = 0, starved = 0, unissued = 0, cycles = 0, issuing = 0, computing = 0, prologue = 0, closing = 0;
   };
   std::map<std::string, Sum> by;
   double work = 0, wait = 0;
@@ -81,7 +81,7 @@ std::string stepTraceByKind(const StepSchedule &s, const std::vector<uint64_t> &
     const double wt = double(st[1] - st[0]) / 1e3, wk = double(st[2] - st[1]) / 1e3;
     k.wait += wt, k.work += wk, wait += wt, work += wk;
     k.starved += double(st[3]), k.cycles += double(st[4]), k.issuing += double(st[5]), k.computing += double(st[6]);
-    k.prologue += double(st[7]), k.closing += double(st[8]);
+    k.prologue += double(st[7]), k.closing += double(st[8]), k.unissued += double(st[9]);
   }
   std::string out;
   char line[512];
@@ -91,9 +91,10 @@ std::string stepTraceByKind(const StepSchedule &s, const std::vector<uint64_t> &
   for (const auto &[kind, k] : by) {
     char page[256] = "";
     if (k.pages)
-      std::snprintf(page, sizeof page, ", %.2f us a page; a warp %.0f%% waiting for pages, %.0f%% computing them, "
+      std::snprintf(page, sizeof page, ", %.2f us a page; a warp %.0f%% waiting for pages (%.0f%% for their issue), %.0f%% computing them, "
                     "%.0f%% at the closing barrier; the row op before %.0f%%; ring full %.0f%%",
                     k.work / double(k.pages), k.cycles > 0 ? 100 * k.starved / k.cycles : 0.0,
+                    k.cycles > 0 ? 100 * k.unissued / k.cycles : 0.0,
                     k.cycles > 0 ? 100 * k.computing / k.cycles : 0.0, k.cycles > 0 ? 100 * k.closing / k.cycles : 0.0,
                     k.cycles > 0 ? 100 * k.prologue / k.cycles : 0.0, k.cycles > 0 ? 100 * k.issuing / k.cycles : 0.0);
     std::snprintf(line, sizeof line, "  %-11s %6lld items, work %8.1f us (%.2f us an item%s), waits %8.1f us\n",

@@ -18,8 +18,10 @@ namespace genrt {
 /// arrive faster than the compute warps finish them), [6] a warp's mean
 /// computing its pages (the products' loops and epilogues), [7] thread 0's
 /// from the item's start to its product's (the row op before it), [8] a
-/// warp's mean waiting at the item's closing barrier (for the slowest warp).
-constexpr size_t kStepStamps = 9;
+/// warp's mean waiting at the item's closing barrier (for the slowest warp),
+/// [9] of [3], a warp's mean waiting for its pages to be issued (the copy
+/// warp held back by a full ring).
+constexpr size_t kStepStamps = 10;
 
 /// A line per step op in program order: when its first item's waits were
 /// met and when its last item ended (µs from the step's first turn), its
@@ -33,7 +35,7 @@ std::string stepTraceByOp(const StepSchedule &s, const std::vector<uint64_t> &st
 /// the share of the blocks' time spent waiting, then a line per kind (in
 /// name order) with its items' work and waits summed over the blocks, and
 /// for products the time a page, and the shares of the item's cycles a warp
-/// spent waiting for its pages and computing them, and the copy warp's
+/// spent waiting for its pages (and of that, for their issue) and computing them, and the copy warp's
 /// share waiting for a free slot ("ring full"). Empty where `stamps` does not hold kStepStamps
 /// an item.
 std::string stepTraceByKind(const StepSchedule &s, const std::vector<uint64_t> &stamps);

@@ -44,9 +44,9 @@ std::vector<std::string> lines(const std::string &t) {
 TEST(StepTrace, OpByOpAgainstTheFloor) {
   const uint64_t b = 1000000;
   // item: turn, waits met, done, (cycles unused here)
-  const std::vector<uint64_t> st = {b + 0,    b + 0,    b + 2000, 0, 0, 0, 0, 0, 0,  // op 0, item 0: 2 us of work
-                                    b + 500,  b + 1500, b + 3500, 0, 0, 0, 0, 0, 0,  // op 0, item 1: waited 1 us
-                                    b + 1000, b + 4000, b + 5000, 0, 0, 0, 0, 0, 0}; // op 1: waited 3 us
+  const std::vector<uint64_t> st = {b + 0,    b + 0,    b + 2000, 0, 0, 0, 0, 0, 0, 0,  // op 0, item 0: 2 us of work
+                                    b + 500,  b + 1500, b + 3500, 0, 0, 0, 0, 0, 0, 0,  // op 0, item 1: waited 1 us
+                                    b + 1000, b + 4000, b + 5000, 0, 0, 0, 0, 0, 0, 0}; // op 1: waited 3 us
   // 1,024 bytes (4 rows of 256) at 512 bytes a microsecond: a 2 us floor.
   const std::vector<std::string> t = lines(stepTraceByOp(twoOps(), st, 512.0));
   ASSERT_EQ(t.size(), 4u);
@@ -86,10 +86,11 @@ TEST(StepTrace, ByKindSumsWorkWaitsAndPages) {
   const uint64_t b = 1000000;
   // item: turn, waits met, done; cycles: a warp waiting for pages, the
   // item's work, the copy warp waiting for a slot, a warp computing pages,
-  // the row op before the product, a warp at the closing barrier
-  const std::vector<uint64_t> st = {b + 0,    b + 0,    b + 2000, 10, 100, 20, 50, 8, 4,  // matvec: 2 us, 1 page
-                                    b + 500,  b + 1500, b + 3500, 30, 100, 40, 70, 12, 6, // matvec: 2 us, waited 1
-                                    b + 1000, b + 4000, b + 5000, 0,  50,  0,  0,  0, 0}; // attention: 1 us, waited 3
+  // the row op before the product, a warp at the closing barrier, a warp
+  // waiting for its pages to be issued (part of its wait for pages)
+  const std::vector<uint64_t> st = {b + 0,    b + 0,    b + 2000, 10, 100, 20, 50, 8, 4, 6,  // matvec: 2 us, 1 page
+                                    b + 500,  b + 1500, b + 3500, 30, 100, 40, 70, 12, 6, 4, // matvec: 2 us, waited 1
+                                    b + 1000, b + 4000, b + 5000, 0,  50,  0,  0,  0, 0, 0}; // attention: 1 us, waited 3
   const std::vector<std::string> t = lines(stepTraceByKind(twoOps(), st));
   ASSERT_EQ(t.size(), 3u);
   // 5 us span; waits 4 us of 4 + 5 us of the blocks' time
@@ -97,10 +98,12 @@ TEST(StepTrace, ByKindSumsWorkWaitsAndPages) {
   EXPECT_NE(t[1].find("attn_decode"), std::string::npos); // kinds in name order
   EXPECT_NE(t[1].find("1 items, work      1.0 us (1.00 us an item), waits      3.0 us"), std::string::npos);
   // two items of 2 rows of 256 bytes: a page each, 2 us a page; of 200
-  // cycles, 40 starved, 120 computing, 10 at the closing barrier, 20 in
-  // the row op before, 60 with the ring full
+  // cycles, 40 starved (10 of them before their pages were issued), 120
+  // computing, 10 at the closing barrier, 20 in the row op before, 60 with
+  // the ring full
   EXPECT_NE(t[2].find("matvec"), std::string::npos);
-  EXPECT_NE(t[2].find("2 items, work      4.0 us (2.00 us an item, 2.00 us a page; a warp 20% waiting for pages, 60% "
+  EXPECT_NE(t[2].find("2 items, work      4.0 us (2.00 us an item, 2.00 us a page; a warp 20% waiting for pages (5% for their "
+                      "issue), 60% "
                       "computing them, 5% at the closing barrier; the row op before 10%; ring full 30%), waits      1.0 us"),
             std::string::npos);
 }
