@@ -398,6 +398,7 @@ private:
         << "(ring, sp, opS, it, genc_step_smem, red, red32, args); break;\n";
     c << R"(      default: break;
       }
+      if (stamp) stamp[10] = (unsigned long long)(clock64() - c1); // thread 0's routine done
       if (sp.trace && (tid & 31) == 0) atomicAdd((unsigned long long *)&genc_step_arrived, (unsigned long long)clock64());
       genc_step_sync();
       if (GENC_STEP_SYNC_CHECK && (tid & 31) == 0) syncAfter[tid >> 5] = genc_step_nsync[tid >> 5];

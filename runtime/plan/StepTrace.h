@@ -20,8 +20,9 @@ namespace genrt {
 /// from the item's start to its product's (the row op before it), [8] a
 /// warp's mean waiting at the item's closing barrier (for the slowest warp),
 /// [9] of [3], a warp's mean waiting for its pages to be issued (the copy
-/// warp held back by a full ring).
-constexpr size_t kStepStamps = 10;
+/// warp held back by a full ring), [10] thread 0's from the item's start to
+/// the end of its routine (before the closing barrier).
+constexpr size_t kStepStamps = 11;
 
 /// A line per step op in program order: when its first item's waits were
 /// met and when its last item ended (µs from the step's first turn), its
