@@ -32,7 +32,8 @@ fi
 # One kernel in detail (NCU_DETAIL=regex): speed of light, warp stalls, the
 # hottest source lines. With NCU_OUT=DIR the whole report goes there too, with
 # its details page (every stall reason) and its SASS page (samples per
-# instruction) as text.
+# instruction) as text, and the samples by line of genc's source
+# (bench/ncu_lines.py; GENC_NVRTC_LINEINFO=1 when the plan is compiled).
 if [ -n "${NCU_DETAIL-}" ]; then
   rep=${NCU_OUT:-$W}/detail
   ncu --cache-control none --clock-control none -k "regex:$NCU_DETAIL" --launch-skip "${NCU_SKIP:-12}" --launch-count 1 \
@@ -41,6 +42,14 @@ if [ -n "${NCU_DETAIL-}" ]; then
     $BIN/genrun $W/m.plan --device cuda --input $W/p.jsonl --max-new-tokens 4 --output /dev/null > "$W/ncu.log" 2>&1
   ncu --import "$rep.ncu-rep" --page details --print-details all > "$rep.details.txt" 2>&1
   ncu --import "$rep.ncu-rep" --page source --print-source sass --csv > "$rep.sass.csv" 2>&1
+  # With NCU_OUT: the samples by stall reason and by line of genc's source
+  # (compile with GENC_NVRTC_LINEINFO=1 for the lines), bench/ncu_lines.py
+  if [ -n "${NCU_OUT-}" ]; then
+    "$BIN/genc" compile "$W/m/model.onnx" --emit=cuda -o "$NCU_OUT/step.cu" "${GENC_FLAGS[@]}" > /dev/null 2>&1
+    ncu --import "$rep.ncu-rep" --page source --print-source cuda,sass --csv > "$rep.lines.csv" 2>&1
+    python3 bench/ncu_lines.py "$rep.lines.csv" "$NCU_OUT/step.cu" > "$NCU_OUT/lines.txt" 2>&1
+    python3 bench/ncu_lines.py "$rep.sass.csv" > "$NCU_OUT/sass.txt" 2>&1
+  fi
   grep -v "^==PROF==" "$rep.details.txt" | sed -n '/Section/,$p' | grep -v "^ *-\+ *-\+" | cut -c1-150 | head -120
   # the 25 SASS lines with the most stall samples
   python3 - "$rep.sass.csv" <<'PY'

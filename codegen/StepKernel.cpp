@@ -340,6 +340,10 @@ private:
   // memory clobber), and from global memory each was a trip to L2 (L1 is
   // what the ring leaves of shared memory)
   __shared__ __align__(16) GencStepOp opS;
+  // The current task and the next (tasks[k] and tasks[k + 1], taken while
+  // thread 0 waits: an item starts with one trip to memory, not a chain of
+  // order[k], items[order[k]] and its op's waits)
+  __shared__ __align__(16) GencStepTask taskS[2];
   __shared__ unsigned syncAfter[GENC_STEP_THREADS / 32]; // GENC_STEP_SYNC_CHECK: each warp's count after an item
   __shared__ int syncOff;                                // an item whose counts differed was printed
   const int tid = threadIdx.x;
@@ -347,9 +351,11 @@ private:
   const int *order = (const int *)sp.order, *starts = (const int *)sp.blockStart;
   const int first = starts[blockIdx.x], last = starts[blockIdx.x + 1];
   const GencStepOp *ops = (const GencStepOp *)sp.ops;
-  const GencStepItem *items = (const GencStepItem *)sp.items;
   const GencStepArgs args = *(const GencStepArgs *)sp.args;
+  const GencStepTask *tasks = (const GencStepTask *)sp.tasks;
   GencStepRing ring{genc_step_smem + GENC_STEP_RING_OFF, full, empty, 0, &issued};
+  // the first task (80 bytes: five 16-byte words)
+  if (tid >= 32 && tid < 37 && first < last) ((uint4 *)&taskS[0])[tid - 32] = ((const uint4 *)(tasks + first))[tid - 32];
   if (tid == 0) {
     genc_step_starved = genc_step_unissued = genc_step_ringfull = genc_step_computing = 0;
     stop = issued = syncOff = 0;
@@ -367,16 +373,21 @@ private:
     __syncwarp();
   } else {
     for (int k = first; k < last; ++k) {
-      const int i = order[k];
-      const GencStepItem it = items[i];
+      const GencStepTask &task = taskS[(k - first) & 1];
+      const int i = task.item;
+      const GencStepItem it{task.op, task.first, task.count};
       unsigned long long *stamp = sp.trace && tid == 0 ? (unsigned long long *)sp.trace + GENC_STEP_STAMPS * i : nullptr;
       if (stamp) stamp[0] = genc_step_now();
       // Thread 0's acquire loads, then the compute warps' barrier: every
       // thread's loads after it see what the waited-for items wrote (as
-      // CUTLASS's grid barrier)
-      if (tid == 0 && !genc_step_wait(sp, ops[it.op].waits, i, it.op)) stop = 1;
+      // CUTLASS's grid barrier). Meanwhile warps 1.. copy the op's record
+      // and the next task (the other slot: its last reader was the item
+      // before this one, which ended at a barrier).
+      if (tid == 0 && !genc_step_wait(sp, task.waits, i, it.op)) stop = 1;
       for (int w = tid - 32; w >= 0 && w < (int)(sizeof(GencStepOp) / 8); w += GENC_STEP_THREADS - 32)
         ((unsigned long long *)&opS)[w] = ((const unsigned long long *)(ops + it.op))[w];
+      if (tid >= 64 && tid < 69 && k + 1 < last)
+        ((uint4 *)&taskS[(k + 1 - first) & 1])[tid - 64] = ((const uint4 *)(tasks + k + 1))[tid - 64];
       long long c1 = 0;
       if (stamp) {
         stamp[1] = genc_step_now();
@@ -474,6 +485,7 @@ StepKernel emitStepKernel(Module &m, DType activation, const std::vector<CudaKer
     m.metadata().erase("step.schedule");
     return out;
   }
+  s.abi = genrt::cuda::kStepAbiDigest; // the runner takes the kernel only with these parameters
   m.metadata()["step.schedule"] = genrt::stepScheduleJson(s);
   out.code = e.code();
   out.names.push_back("genc_step");

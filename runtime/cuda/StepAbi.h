@@ -7,7 +7,8 @@
 //       threads (4 or 7 warps) and a copy warp (stepBlockThreads), one block
 //       an SM (all resident at once: the blocks wait on one another's
 //       items), dynamic shared memory as the plan's step section says.
-//       Block b runs items order[start[b] .. start[b + 1]) in order. Before an
+//       Block b runs items order[start[b] .. start[b + 1]) in order (tasks[k]:
+//       item order[k] with its op's waits, read one entry ahead). Before an
 //       item its thread 0 waits (a bounded spin on acquire loads) until each
 //       of its op's waits has reached its count; after it, thread 0 adds one
 //       to the op's counter (a release). A Matvec item's weight rows reach
@@ -56,6 +57,11 @@
   struct GencStepItem {                                                                           \
     int op, first, count;                                                                          \
   };                                                                                               \
+  struct GencStepTask {                  /* entry k of the blocks' lists: item order[k], its op's waits */\
+    int item, op, first, count;          /* (the runner's copy: one load a step, no chain of them) */\
+    GencStepWaits waits;                                                                           \
+    int pad[3];                          /* 80 bytes: five 16-byte words */                         \
+  };                                                                                               \
   struct GencStepArgs {                  /* per step, staged with the run's inputs */               \
     long long tokens;                    /* rows of the step */                                     \
     long long splits;                    /* attention: splits of each token's keys */              \
@@ -75,12 +81,26 @@
     long long timeoutNs;                                                                           \
     unsigned long long trace;            /* u64 [items][6] (GENC_CUDA_STEP_TRACE) or 0 */           \
     long long stallOp;                   /* GENC_CUDA_STEP_STALL: this op never signals; -1 */      \
+    unsigned long long tasks;            /* GencStepTask [order's length] */                        \
   };
 // clang-format on
 
 namespace genrt::cuda {
 GENC_STEP_ABI
-static const char *const kGencStepAbiSource = GENC_STEP_XSTR(GENC_STEP_ABI);
+constexpr char kGencStepAbiSource[] = GENC_STEP_XSTR(GENC_STEP_ABI);
+
+static_assert(sizeof(GencStepTask) == 80, "a step task is five 16-byte words");
+
+/// A digest of the parameters' form above (FNV-1a of their text), which genc
+/// writes into the plan's schedule: a runner whose form differs declines the
+/// plan's step kernel (it would read its parameters wrongly) and says so.
+constexpr uint32_t stepAbiDigest(const char *s) {
+  uint32_t h = 2166136261u;
+  for (; *s; ++s)
+    h = (h ^ static_cast<unsigned char>(*s)) * 16777619u;
+  return h;
+}
+constexpr uint32_t kStepAbiDigest = stepAbiDigest(kGencStepAbiSource);
 
 /// The most waits a step op carries.
 constexpr int kStepMaxWaits = 6;

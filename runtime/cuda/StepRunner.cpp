@@ -143,6 +143,10 @@ Status StepRunner::init(StepContext &ctx, const KernelModule &mod, const Program
            Status::ok();
   if (ctx.tree.nccl || ctx.pairs)
     return why_ = "the step kernel runs on one GPU, without shared prompts", Status::ok();
+  if (s.abi != kStepAbiDigest)
+    return why_ = "the plan's step kernel takes its parameters in another form than this genrun gives them "
+                  "(recompile the plan with this genc)",
+           Status::ok();
   CUfunction fn = nullptr;
   if (!mod.function("genc_step", fn))
     return why_ = "the plan's module has no step kernel", Status::ok();
@@ -184,6 +188,19 @@ Status StepRunner::init(StepContext &ctx, const KernelModule &mod, const Program
   std::vector<GencStepItem> items;
   for (const StepItem &it : s.items)
     items.push_back({it.op, it.first, it.count});
+  // The blocks' lists as the compute warps read them: entry k is item
+  // order[k] with its op's waits (one load an item, taken an item ahead).
+  std::vector<GencStepTask> tasks(s.order.size());
+  for (size_t k = 0; k < s.order.size(); ++k) {
+    const StepItem &it = s.items[size_t(s.order[k])];
+    GencStepTask &t = tasks[k];
+    std::memset(&t, 0, sizeof t);
+    t.item = s.order[k];
+    t.op = it.op;
+    t.first = it.first;
+    t.count = it.count;
+    t.waits = ops[size_t(it.op)].waits;
+  }
   auto upload = [&](const void *host, size_t bytes, CUdeviceptr &out) -> Status {
     if (Status st = dev.check(a.cuMemAlloc(&out, std::max<size_t>(bytes, 16)), "cuMemAlloc (the step kernel)"); !st)
       return st;
@@ -197,6 +214,8 @@ Status StepRunner::init(StepContext &ctx, const KernelModule &mod, const Program
   if (Status st = upload(items.data(), items.size() * sizeof(GencStepItem), items_); !st)
     return st;
   if (Status st = upload(s.order.data(), s.order.size() * sizeof(int32_t), order_); !st)
+    return st;
+  if (Status st = upload(tasks.data(), tasks.size() * sizeof(GencStepTask), tasks_); !st)
     return st;
   if (Status st = upload(s.blockStart.data(), s.blockStart.size() * sizeof(int32_t), starts_); !st)
     return st;
@@ -250,7 +269,8 @@ Status StepRunner::enqueue(StepContext &ctx, const ProgramRun &run) {
                    static_cast<long long>(sched_->ops.size()),
                    kStepTimeoutNs,
                    trace_,
-                   stallOp_};
+                   stallOp_,
+                   tasks_};
   void *args[] = {&p};
   if (Status s = dev_->check(a.cuLaunchKernel(fn_, static_cast<unsigned>(sched_->blocks), 1, 1,
                                               static_cast<unsigned>(stepBlockThreads(*sched_)), 1, 1,

@@ -53,7 +53,7 @@ private:
   CUfunction fn_ = nullptr;
   std::string why_;
   std::vector<CUdeviceptr> alloc_;
-  CUdeviceptr ops_ = 0, items_ = 0, order_ = 0, starts_ = 0, counters_ = 0, done_ = 0, args_ = 0, error_ = 0;
+  CUdeviceptr ops_ = 0, items_ = 0, order_ = 0, tasks_ = 0, starts_ = 0, counters_ = 0, done_ = 0, args_ = 0, error_ = 0;
   GencStepArgs *argsHost_ = nullptr;
   GencStepError *errorHost_ = nullptr;
   CUdeviceptr trace_ = 0;

@@ -391,6 +391,7 @@ std::string stepScheduleJson(const StepSchedule &s) {
                                     {"max_rows", Value::integer(s.maxRows)},
                                     {"codes", Value::integer(s.codes)},
                                     {"shared_bytes", Value::integer(s.sharedBytes)},
+                                    {"abi", Value::integer(s.abi)},
                                     {"ops", Value::array(std::move(ops))},
                                     {"items", ints(items)},
                                     {"order", ints(order)},
@@ -431,6 +432,8 @@ Status parseStepSchedule(const json::Value &v, StepSchedule &out) {
     return bad("the header needs integer blocks, threads, page_bytes, pages, max_rows, codes and shared_bytes");
   if (v.find("blocks_per_sm") && !i32(v, "blocks_per_sm", out.blocksPerSm)) // absent in plans before it: one
     return bad("blocks_per_sm must be an integer");
+  if (v.find("abi") && !i64(v, "abi", out.abi)) // absent in plans before it: 0, which no runner takes
+    return bad("abi must be an integer");
   const json::Value *ops = v.find("ops");
   if (!ops || !ops->isArray())
     return bad("needs an array 'ops'");

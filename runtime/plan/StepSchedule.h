@@ -82,6 +82,7 @@ struct StepSchedule {
   int64_t maxRows = 0;   // the most rows (tokens) of a step it runs
   int32_t codes = 0;     // routines in the kernel (an op's code is below)
   int64_t sharedBytes = 0; // the kernel's dynamic shared memory
+  int64_t abi = 0;         // the kernel's parameter form (runtime/cuda/StepAbi.h's digest; 0: a plan before it)
   std::vector<StepOp> ops;
   std::vector<StepItem> items;
   std::vector<int32_t> order;      // item indices, block by block

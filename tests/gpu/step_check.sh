@@ -196,6 +196,21 @@ stall() {
 }
 [[ " $FIXTURES " == *" llama:f16:24 "* ]] && stall
 
+# abi: a plan whose step kernel takes its parameters in another form (the
+# schedule's digest edited) runs kernel by kernel, saying why in --stats.
+abi() {
+  local p=$W/llama-f16-24--
+  [ -s "$p.plan" ] || { row "edited abi|FAIL|no llama f16 plan"; return; }
+  python3 tests/tools/edit_plan.py "$p.plan" "$p.abi.plan" 'step.abi=1' > "$p.abi.log" 2>&1 ||
+    { row "edited abi|FAIL|edit_plan: $(tail -1 "$p.abi.log")"; return; }
+  local line
+  line=$(GENC_CUDA_STEP=1 timeout 60 "$BIN/genrun" "$p.abi.plan" --device cuda --input "$p.jsonl" --max-new-tokens 4 --stats \
+    --output /dev/null 2>&1 | grep -m1 "step kernel")
+  if [[ $line == *"another form"* ]]; then row "edited abi|ok|${line#genrun: }"
+  else row "edited abi|FAIL|${line:-no --stats line}"; fi
+}
+[[ " $FIXTURES " == *" llama:f16:24 "* ]] && abi
+
 # time NAME[:LAYERS]: decode ms/token, step kernel and kernel by kernel,
 # batch 1; the step kernel's trace.
 timing() {
