@@ -10,8 +10,9 @@
 //       Block b runs items order[start[b] .. start[b + 1]) in order (tasks[k]:
 //       item order[k] with its op's waits, read one entry ahead). Before an
 //       item its thread 0 waits (a bounded spin on acquire loads) until each
-//       of its op's waits has reached its count; after it, thread 0 adds one
-//       to the op's counter (a release). A Matvec item's weight rows reach
+//       of its op's waits has reached its count; after it, the last compute
+//       warp's lane 0 adds one to the op's counter (a release), while thread 0
+//       goes on to the next item's waits. A Matvec item's weight rows reach
 //       shared memory by bulk copies (cp.async.bulk, sm_90) into a ring of
 //       pages that the copy warp keeps full along the block's list, so the
 //       next items' weights stream while an item waits or computes. The last
