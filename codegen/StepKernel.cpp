@@ -65,6 +65,7 @@ public:
       << ", GENC_STEP_BLOCK = " << genrt::stepBlockThreads(s_) << ";\n"
       << "static constexpr int GENC_STEP_TEAM_RELEASE = " << genrt::env::choice("GENC_STEP_TEAM_RELEASE", {0, 1}, 1) << ";\n"
       << "static constexpr int GENC_STEP_SYNC_CHECK = " << genrt::env::choice("GENC_STEP_SYNC_CHECK", {0, 1}, 0) << ";\n"
+      << "static constexpr int GENC_STEP_COUNT_LAST = " << genrt::env::choice("GENC_STEP_COUNT_LAST", {0, 1}, 1) << ";\n"
       << stepKernelTemplates() << "\n";
     for (const auto &b : bodies_)
       c << b.second;
@@ -418,7 +419,7 @@ private:
       // waits for the block's stores to land (1.25% of the kernel's warp
       // samples on thread 0's warp alone, Nsight Compute, 2026-12-05), while
       // thread 0 goes on to the next item's waits.
-      if (tid == GENC_STEP_THREADS - 32 && it.op != sp.stallOp)
+      if (tid == (GENC_STEP_COUNT_LAST ? GENC_STEP_THREADS - 32 : 0) && it.op != sp.stallOp)
         asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"((unsigned *)sp.counters + it.op) : "memory");
       if (stamp) {
         stamp[2] = genc_step_now();
