@@ -89,6 +89,21 @@ const float *HostKvCache::load(const uint8_t *src, int64_t n, std::vector<float>
   return scratch.data();
 }
 
+void HostKvCache::round(float *values, int64_t n) const {
+  switch (layout_.dtype) {
+  case DType::F16:
+    for (int64_t i = 0; i < n; ++i)
+      values[i] = halfToFloat(floatToHalf(values[i]));
+    break;
+  case DType::BF16:
+    for (int64_t i = 0; i < n; ++i)
+      values[i] = bf16ToFloat(floatToBf16(values[i]));
+    break;
+  default:
+    break;
+  }
+}
+
 void HostKvCache::writeSelf(size_t l, bool v, KvRef where, int64_t head, const float *row) {
   int64_t e = (v ? layout_.layerElements(l) : 0) + layout_.offset(l, where.region, head, where.index);
   store(at(self_[l], e), row, layout_.layers[l].headDim);
@@ -327,6 +342,20 @@ Status selfAttention(HostKvCache &cache, const AttrMap &attrs, const std::vector
     return Status::error("kv_attention: " + s.message());
   const float *qd = q.data<float>(), *kd = k.data<float>(), *vd = v.data<float>();
   float *od = out.data<float>();
+  // A 16-bit cache: the run's own keys and values as the cache will hold
+  // them, so that a query sees the same numbers whether a key came in this
+  // run or an earlier one: a prompt's logits then do not depend on where it
+  // was cut into pieces (the server's chunked prefill), and a decode step's
+  // own key is what the next step reads back (as on the GPU).
+  std::vector<float> kRound, vRound;
+  if (layout.dtype != DType::F32) {
+    kRound.assign(kd, kd + k.numElements());
+    vRound.assign(vd, vd + v.numElements());
+    cache.round(kRound.data(), static_cast<int64_t>(kRound.size()));
+    cache.round(vRound.data(), static_cast<int64_t>(vRound.size()));
+    kd = kRound.data();
+    vd = vRound.data();
+  }
   for (const TokenPlace &tok : tokens) {
     int64_t lo = window > 0 ? std::max<int64_t>(0, tok.position - window + 1) : 0;
     if (tok.cachedBefore - lo > L.capacity || tok.position < tok.cachedBefore ||

@@ -47,6 +47,10 @@ public:
   void copySlots(const std::vector<int32_t> &dst, const std::vector<int32_t> &src,
                  const std::vector<int64_t> &lengths, const std::vector<int64_t> &from);
 
+  /// `n` values in place as the cache would hold them (f16 / bf16 rounding;
+  /// an f32 cache leaves them).
+  void round(float *values, int64_t n) const;
+
 private:
   uint8_t *at(std::vector<uint8_t> &buf, int64_t element) const {
     return buf.data() + element * static_cast<int64_t>(dtypeSize(layout_.dtype));
