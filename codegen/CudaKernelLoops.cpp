@@ -2,6 +2,7 @@
 // dtypes, one loop per output (scalar, or vectorized along the last axis:
 // codegen/CudaVectorize.h), the signature and the legend.
 #include "codegen/CudaBuilder.h"
+#include "runtime/Env.h"
 
 namespace genc::cuda_detail {
 
@@ -279,7 +280,11 @@ std::string Builder::blockCoordinates(std::string code) const {
 // no __restrict__, so that no load goes through the read-only cache: the
 // step kernel writes what later items read within one launch. Its barriers
 // and block reductions are the step kernel's compute warps' (genc_step_sync:
-// the copy warp never joins them).
+// the copy warp never joins them). GENC_STEP_ROWS_INLINE=0 keeps one copy
+// however many routines call it (the norm before the QKV product and the
+// one before gate/up are one body: the 1.1B's kernel 159 -> 148 KB of
+// sm_90 code), for A/B runs against the inlined copies: the kernel's code
+// is larger than an SM's instruction cache.
 std::string Builder::stepCopy(const CudaKernel &kern, const std::string &sig, const std::string &params,
                               std::string code) const {
   auto replace = [&](const std::string &from, const std::string &to) { replaceAll(code, from, to); };
@@ -289,7 +294,9 @@ std::string Builder::stepCopy(const CudaKernel &kern, const std::string &sig, co
   std::string stepParams = (sig.empty() ? ",\n    " + params : ",\n    " + sig + params);
   for (size_t at = stepParams.find("__restrict__ "); at != std::string::npos; at = stepParams.find("__restrict__ ", at))
     stepParams.erase(at, 13);
-  return "template <long long GENC_NT>\nstatic __device__ __forceinline__ void " + kern.name +
+  const bool inlined = genrt::env::choice("GENC_STEP_ROWS_INLINE", {0, 1}, 1) == 1;
+  return std::string("template <long long GENC_NT>\nstatic __device__ ") + (inlined ? "__forceinline__" : "__noinline__") +
+         " void " + kern.name +
          "_step_rows(\n    const long long genc_row0, const long long genc_row_step, float *genc_smem, float *genc_red" +
          stepParams + ") {\n  const long long genc_nt = GENC_NT;\n" +
          "  const long long genc_tid = (long long)threadIdx.x < genc_nt ? (long long)threadIdx.x : 0x3fffffffffffffffLL;\n" +

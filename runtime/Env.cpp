@@ -60,10 +60,16 @@ const std::vector<Variable> &variables() {
       {"GENC_NVRTC_LINEINFO", "genc",
        "1: the kernels compiled with source lines (compute-sanitizer and Nsight name the line of genc --emit=cuda's source)"},
       {"GENC_PYTHON", "genrun", "genrun serve: the Python interpreter to run genc.serve with (default python3)"},
+      {"GENC_SPLIT_DECODE", "genrun",
+       "0 / 1: a step that mixes decode rows with prompt pieces (genrun serve) runs as one @prefill / as the rows' "
+       "@decode_step (the GPU: its CUDA graph) then the pieces' @prefill (default 0)"},
       {"GENC_STEP_COUNT_LAST", "genc",
        "0: the step kernel's thread 0 adds an item's count to its op's counter (A/B runs; default 1: the last compute "
        "warp, while thread 0 goes on to the next item's waits)"},
       {"GENC_STEP_PAGE_KB", "genc", "8, 16 or 32: the step kernel's least weight page in KiB (A/B runs; default 8 where two of the widest weight rows fit, else 16)"},
+      {"GENC_STEP_ROWS_INLINE", "genc",
+       "0: one copy of each step-kernel row op (a norm), called by every routine that runs it (A/B runs; default 1: "
+       "a copy inlined in each)"},
       {"GENC_STEP_SYNC_CHECK", "genc",
        "1: the step kernel counts each compute warp's barriers and prints the first item after which they differ "
        "(debugging)"},

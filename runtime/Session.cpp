@@ -1,5 +1,6 @@
 #include "runtime/Session.h"
 
+#include "runtime/Env.h"
 #include "runtime/choice/OnHost.h"
 
 #include <algorithm>
@@ -12,6 +13,10 @@ Session::Session(std::shared_ptr<const Plan> plan, std::unique_ptr<Executor> exe
   if (kv_.sharesPrompts())
     rows_ = KvRows(kv_);
   lengths_.assign(maxSlots(), 0);
+  // GENC_SPLIT_DECODE=1: a step's decode rows as their own run (on the GPU
+  // their CUDA graph) and its prompt pieces as another. Off until measured
+  // on a GPU; the CPU would read its weights twice.
+  splitDecode_ = env::choice("GENC_SPLIT_DECODE", {0, 1}, 0) == 1;
   if (plan_->model.encoderDecoder) {
     entryOfSlot_.assign(maxSlots(), -1);
     crossLengths_.assign(plan_->kv.crossEntries, 0);
@@ -275,21 +280,51 @@ bool Session::chooses(const ChoiceRequest &request) const { return exec_->choose
 
 // Pieces of at most max_tokens tokens; a long prompt is prefilled in
 // several pieces (chunked prefill) and only its last piece gives output.
+// Where the executor splits them, a search's decode rows (one-token chunks
+// that want output) go first, as a run of their own, and the prompt pieces
+// after: each chunk keeps its output row, whatever run gives it.
 Status Session::eachRun(const std::vector<Chunk> &chunks,
                         const std::function<Status(const std::vector<Piece> &)> &run) const {
   const int64_t budget = plan_->maxTokens;
+  std::vector<int64_t> rowOf(chunks.size(), -1);
+  std::vector<size_t> order;
+  int64_t outputs = 0, decodeRows = 0;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    if (chunks[i].output)
+      rowOf[i] = outputs++;
+    decodeRows += chunks[i].output && chunks[i].tokens.size() == 1;
+  }
+  const bool split = decodeRows > 0 && decodeRows < static_cast<int64_t>(chunks.size()) &&
+                     decodeRows <= maxSlots() && splitDecode_;
+  auto isDecodeRow = [&](size_t i) { return chunks[i].output && chunks[i].tokens.size() == 1; };
+  for (size_t i = 0; i < chunks.size(); ++i)
+    if (!split || isDecodeRow(i))
+      order.push_back(i);
+  const size_t firstPiece = split ? order.size() : 0;
+  if (split)
+    for (size_t i = 0; i < chunks.size(); ++i)
+      if (!isDecodeRow(i))
+        order.push_back(i);
+
   std::vector<Piece> pieces;
-  int64_t pieceTokens = 0, outputs = 0;
-  for (const Chunk &c : chunks) {
-    const int64_t row = c.output ? outputs++ : -1;
+  int64_t pieceTokens = 0;
+  auto flush = [&]() -> Status {
+    Status s = pieces.empty() ? Status::ok() : run(pieces);
+    pieces.clear();
+    pieceTokens = 0;
+    return s;
+  };
+  for (size_t k = 0; k < order.size(); ++k) {
+    if (split && k == firstPiece)
+      if (Status s = flush(); !s)
+        return s;
+    const Chunk &c = chunks[order[k]];
+    const int64_t row = rowOf[order[k]];
     size_t done = 0;
     while (done < c.tokens.size()) {
-      if (pieceTokens == budget) {
-        if (Status s = run(pieces); !s)
+      if (pieceTokens == budget)
+        if (Status s = flush(); !s)
           return s;
-        pieces.clear();
-        pieceTokens = 0;
-      }
       const size_t rest = c.tokens.size() - done;
       size_t n = std::min<size_t>(budget - pieceTokens, rest);
       // A chunk is never cut into a one-token piece: the CPU's attention
@@ -299,10 +334,8 @@ Status Session::eachRun(const std::vector<Chunk> &chunks,
         if (rest - n == 1)
           --n;
         if (n < 2) {
-          if (Status s = run(pieces); !s)
+          if (Status s = flush(); !s)
             return s;
-          pieces.clear();
-          pieceTokens = 0;
           continue;
         }
       }
@@ -313,7 +346,7 @@ Status Session::eachRun(const std::vector<Chunk> &chunks,
       done += n;
     }
   }
-  return pieces.empty() ? Status::ok() : run(pieces);
+  return flush();
 }
 
 void Session::advance(const ProgramRun &run) {

@@ -64,6 +64,7 @@ private:
   std::vector<int64_t> lengths_;      // per slot
   std::vector<int32_t> entryOfSlot_;  // encoder-decoder: slot -> cross entry (-1: none)
   std::vector<int64_t> crossLengths_; // per cross entry: source length (0: free of data)
+  bool splitDecode_ = false;          // decode rows and prompt pieces as two runs (eachRun)
 };
 
 } // namespace genrt
