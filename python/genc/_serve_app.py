@@ -7,8 +7,11 @@ on the server's own send; the rest is Starlette (App says why).
 from __future__ import annotations
 
 import asyncio
+import hmac
 import json
+import sys
 import time
+import traceback
 import uuid
 from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from typing import Any, Dict, List, Optional, Tuple, Union
@@ -38,6 +41,7 @@ class Server:
         self.draining = False
         self.http: Dict[Tuple[str, int], int] = {}  # (endpoint, status) -> count
         native = engine.native
+        self.defaults: Dict[str, Any] = dict(native.generation_defaults or {})
         self.templates = dict(native.chat_templates)
         self.special_tokens = dict(native.special_tokens)
 
@@ -49,13 +53,19 @@ def error_response(e: OpenAIError) -> JSONResponse:
     return JSONResponse(e.body(), status_code=e.status)
 
 
+def authorized(srv: Server, request: Request) -> bool:
+    if srv.api_key is None:
+        return True
+    got = request.headers.get("authorization", "").encode("utf-8", "surrogateescape")
+    return hmac.compare_digest(got, ("Bearer " + srv.api_key).encode("utf-8", "surrogateescape"))
+
+
 async def read_json(srv: Server, request: Request) -> Dict[str, Any]:
     """The body as a JSON object: limited in size, UTF-8, an object."""
-    if srv.api_key is not None:
-        auth = request.headers.get("authorization", "")
-        if auth != "Bearer " + srv.api_key:
-            raise OpenAIError(401, "missing or wrong API key (Authorization: Bearer KEY)" if auth else
-                              "missing API key (Authorization: Bearer KEY)", code="invalid_api_key")
+    if not authorized(srv, request):
+        raise OpenAIError(401, "missing or wrong API key (Authorization: Bearer KEY)"
+                          if request.headers.get("authorization") else "missing API key (Authorization: Bearer KEY)",
+                          code="invalid_api_key")
     if srv.draining:
         raise OpenAIError(503, "the server is shutting down", type_="server_error")
     length = request.headers.get("content-length")
@@ -76,6 +86,8 @@ async def read_json(srv: Server, request: Request) -> Dict[str, Any]:
         body = json.loads(text)
     except ValueError as e:
         raise bad("the request body is not valid JSON: %s" % e) from None
+    except RecursionError:
+        raise bad("the request body is nested too deeply") from None
     if not isinstance(body, dict):
         raise bad("the request body must be a JSON object")
     model = body.get("model")
@@ -159,6 +171,9 @@ def chat_prompt(srv: Server, body: Dict[str, Any]) -> List[int]:
 def submit_all(srv: Server, s: Any, prompts: List[List[int]], top: int) -> Tuple[List[Handle], Mailbox]:
     """Checks every prompt, then queues them all (none when one fails)."""
     native = srv.engine.native
+    if len(prompts) > srv.engine.max_queue:  # it could never be queued whole: no retry helps
+        raise bad("%d prompts in one request, more than the server queues (--max-queue %d)"
+                  % (len(prompts), srv.engine.max_queue), "prompt")
     cfgs = []
     for ids in prompts:
         cfg = native_config(s, native, len(ids), native.max_length - len(ids))
@@ -277,20 +292,28 @@ class Generate:
         if isinstance(started, Response):  # refused
             await started(scope, receive, send)
             return
+        endpoint = "chat" if self.chat else "completions"
+        status = 500  # what the metrics count: the answer's final status (499: the client left)
         gone = asyncio.ensure_future(watch_disconnect(receive, started.box))
         try:
             if started.s.stream:
                 await stream(srv, send, started)
+                status = 499 if started.box.gone else 200
                 return
             events = await collect(started.box, started.handles)
         finally:  # a client that goes away frees its slots at the next step
             gone.cancel()
             for h in started.handles:
                 srv.engine.cancel(h)
+            if started.s.stream:
+                srv.count(endpoint, status)
         if events is None:
-            await Response(status_code=499)(scope, receive, send)
+            status, response = 499, Response(status_code=499)
         else:
-            await answer(srv, started, events)(scope, receive, send)
+            response = answer(srv, started, events)
+            status = response.status_code
+        srv.count(endpoint, status)
+        await response(scope, receive, send)
 
 
 class Started:
@@ -310,7 +333,7 @@ async def handle(srv: Server, chat: bool, request: Request) -> Union[Response, S
     try:
         body = await read_json(srv, request)
         check_fields(body, CHAT if chat else COMPLETION)
-        s = sampling(body, chat, None)
+        s = sampling(body, chat, srv.defaults)
         if chat:
             prompts = [(chat_prompt(srv, body), "")]
             top = -1
@@ -329,6 +352,9 @@ async def handle(srv: Server, chat: bool, request: Request) -> Union[Response, S
             if not -1 <= top <= 20:
                 raise bad("'logprobs' must be in [0, 20]", "logprobs")
             echo = get(body, "echo", "bool", False)
+            if echo and top >= 0:
+                raise bad("'echo' with 'logprobs' would need the prompt's log-probabilities, which this server "
+                          "does not compute", "echo")
         if top >= 0 and s.beams:
             raise bad("logprobs are not available with beam search", "logprobs")
         want_ids = get(body, "return_token_ids", "bool", False)
@@ -336,7 +362,10 @@ async def handle(srv: Server, chat: bool, request: Request) -> Union[Response, S
     except OpenAIError as e:
         srv.count(endpoint, e.status)
         return error_response(e)
-    srv.count(endpoint, 200)
+    except Exception as e:  # a fault of the server's, answered in OpenAI's shape; the server goes on
+        traceback.print_exc(file=sys.stderr)
+        srv.count(endpoint, 500)
+        return error_response(OpenAIError(500, "internal error: %s" % type(e).__name__, type_="server_error"))
     return Started(s, chat, handles, box, prompts, echo, want_ids)
 
 
@@ -476,17 +505,31 @@ async def stream(srv: Server, send: Send, r: Started) -> None:
     await send({"type": "http.response.body", "body": b"".join(out), "more_body": False})
 
 
+def model_card(srv: Server) -> Dict[str, Any]:
+    native = srv.engine.native
+    return {"id": srv.model, "object": "model", "created": srv.created, "owned_by": "genc",
+            "max_model_len": native.max_length, "device": native.device}
+
+
 async def models(request: Request) -> Response:
     srv: Server = request.app.state.server
-    try:
-        if srv.api_key is not None and request.headers.get("authorization", "") != "Bearer " + srv.api_key:
-            raise OpenAIError(401, "missing or wrong API key (Authorization: Bearer KEY)", code="invalid_api_key")
-    except OpenAIError as e:
-        return error_response(e)
-    native = srv.engine.native
-    return JSONResponse({"object": "list", "data": [{
-        "id": srv.model, "object": "model", "created": srv.created, "owned_by": "genc",
-        "max_model_len": native.max_length, "device": native.device}]})
+    if not authorized(srv, request):
+        return error_response(OpenAIError(401, "missing or wrong API key (Authorization: Bearer KEY)",
+                                          code="invalid_api_key"))
+    return JSONResponse({"object": "list", "data": [model_card(srv)]})
+
+
+async def model(request: Request) -> Response:
+    """GET /v1/models/{id}: the served model's card (client.models.retrieve)."""
+    srv: Server = request.app.state.server
+    if not authorized(srv, request):
+        return error_response(OpenAIError(401, "missing or wrong API key (Authorization: Bearer KEY)",
+                                          code="invalid_api_key"))
+    name = request.path_params["name"]
+    if name != srv.model:
+        return error_response(OpenAIError(404, "the model '%s' does not exist; this server serves '%s'"
+                                          % (name, srv.model), "model", code="model_not_found"))
+    return JSONResponse(model_card(srv))
 
 
 async def health(request: Request) -> Response:
@@ -507,7 +550,11 @@ async def not_found(request: Request, exc: Exception) -> Response:
 
 
 async def bad_method(request: Request, exc: Exception) -> Response:
-    return error_response(OpenAIError(405, "method %s not allowed on %s" % (request.method, request.url.path)))
+    r = error_response(OpenAIError(405, "method %s not allowed on %s" % (request.method, request.url.path)))
+    allow = getattr(exc, "headers", None) or {}
+    if "Allow" in allow:  # HTTP's rule for a 405; Starlette's routing names the methods
+        r.headers["Allow"] = allow["Allow"]
+    return r
 
 
 class App:
@@ -520,6 +567,7 @@ class App:
         self.generate = {"/v1/completions": Generate(server, False), "/v1/chat/completions": Generate(server, True)}
         routes = [Route(path, g, methods=["POST"]) for path, g in self.generate.items()] + [
             Route("/v1/models", models, methods=["GET"]),
+            Route("/v1/models/{name:path}", model, methods=["GET"]),
             Route("/health", health, methods=["GET"]),
             Route("/metrics", metrics, methods=["GET"]),
         ]

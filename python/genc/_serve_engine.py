@@ -89,6 +89,7 @@ class Handle:
 class Engine:
     def __init__(self, plan: str, device: str = "auto", max_queue: int = 256, step_tokens: int = 256) -> None:
         self.native = _genc._ServeEngine(plan, device, max_queue, step_tokens)
+        self.max_queue = max_queue
         self._ids = itertools.count(1)
         self._handles: Dict[int, Handle] = {}
         self._loop: Optional[asyncio.AbstractEventLoop] = None

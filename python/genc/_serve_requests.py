@@ -112,8 +112,13 @@ def _ids(v: Any, name: str) -> List[int]:
     return list(v)
 
 
-def sampling(body: Dict[str, Any], chat: bool, max_new_default: Optional[int]) -> Sampling:
-    """The generation options of a completions or chat request."""
+MAX_STOP_STRINGS, MAX_STOP_CHARS = 16, 256
+
+
+def sampling(body: Dict[str, Any], chat: bool, defaults: Optional[Dict[str, Any]] = None) -> Sampling:
+    """The generation options of a completions or chat request; `defaults`:
+    the plan's generation config (whether it samples when the request gives
+    no temperature)."""
     hf: Dict[str, Any] = {}
     s = Sampling(hf)
     max_tokens = get(body, "max_tokens", "int")
@@ -124,8 +129,6 @@ def sampling(body: Dict[str, Any], chat: bool, max_new_default: Optional[int]) -
             raise bad("'max_tokens' must be at least 1, got %d" % max_tokens, "max_tokens")
         hf["max_new_tokens"] = max_tokens
         s.max_tokens_given = True
-    elif max_new_default is not None:
-        hf["max_new_tokens"] = max_new_default
 
     temperature = get(body, "temperature", "number")
     if temperature is not None:
@@ -173,15 +176,17 @@ def sampling(body: Dict[str, Any], chat: bool, max_new_default: Optional[int]) -
     if best_of is not None and best_of < s.n:
         raise bad("'best_of' (%d) must be at least 'n' (%d)" % (best_of, s.n), "best_of")
     s.rows = best_of if best_of is not None else s.n
+    samples = hf.get("do_sample", bool((defaults or {}).get("do_sample", False)))
     if s.beams:
-        if hf.get("do_sample"):
+        if hf.get("do_sample"):  # asked for by a temperature
             raise bad("use_beam_search takes temperature 0 (or none)", "temperature")
         hf["num_beams"] = s.rows
         hf["num_return_sequences"] = s.n
+        hf["do_sample"] = False  # a plan that samples by default still searches beams
         if s.rows < 2:
             raise bad("beam search needs 'best_of' or 'n' of at least 2", "best_of")
     elif s.rows > 1:
-        if not hf.get("do_sample", False):
+        if not samples:
             raise bad("'n' or 'best_of' above 1 needs sampling (a temperature above 0) or use_beam_search",
                       "n" if best_of is None else "best_of")
         hf["num_return_sequences"] = s.rows
@@ -191,6 +196,11 @@ def sampling(body: Dict[str, Any], chat: bool, max_new_default: Optional[int]) -
         stops = [stop] if isinstance(stop, str) else stop
         if not isinstance(stops, list) or not all(isinstance(x, str) and x for x in stops):
             raise bad("'stop' must be a non-empty string or an array of them", "stop")
+        # Each stop string is checked against the vocabulary and looked for
+        # at every token: bounded, as a request's other work is.
+        if len(stops) > MAX_STOP_STRINGS or any(len(x) > MAX_STOP_CHARS for x in stops):
+            raise bad("'stop' takes at most %d strings of at most %d characters" % (MAX_STOP_STRINGS, MAX_STOP_CHARS),
+                      "stop")
         s.stop = list(stops)
         if s.stop:
             hf["stop_strings"] = s.stop
@@ -228,14 +238,28 @@ def sampling(body: Dict[str, Any], chat: bool, max_new_default: Optional[int]) -
     return s
 
 
+def default_new_tokens(defaults: Dict[str, Any], prompt_len: int, room: int) -> int:
+    """A request without max_tokens: the plan's generation config's limit
+    (max_new_tokens, or max_length less the prompt), never past the room the
+    plan leaves after the prompt; with neither, that room (as vLLM does). A
+    model's max_length of 2048 in a plan compiled for 1024 positions, or a
+    max_length the prompt already fills, gives the room, not a 400."""
+    want = room
+    if defaults.get("max_new_tokens") is not None:
+        want = int(defaults["max_new_tokens"])
+    elif defaults.get("max_length") is not None and int(defaults["max_length"]) - prompt_len >= 1:
+        want = int(defaults["max_length"]) - prompt_len
+    return max(1, min(want, room))
+
+
 def native_config(s: Sampling, engine: Any, prompt_len: int, room: int) -> Any:
     """The runtime's config for one prompt: the plan's generation config
-    under the request's options. With no max_tokens anywhere, the room the
-    plan leaves after the prompt (as vLLM does)."""
+    under the request's options (default_new_tokens without max_tokens)."""
     hf = dict(s.hf)
-    if "max_new_tokens" not in hf and not any(k in engine.generation_defaults
-                                              for k in ("max_new_tokens", "max_length")):
-        hf["max_new_tokens"] = max(room, 1)
+    if "max_new_tokens" not in hf:
+        if engine.is_encoder_decoder:  # the decoder's positions: its start token, then the new ones
+            prompt_len, room = 1, engine.max_length - 1
+        hf["max_new_tokens"] = default_new_tokens(engine.generation_defaults or {}, prompt_len, room)
     try:
         options = _config.gather(hf, engine.generation_defaults)
         cfg = _config.to_native(options, [prompt_len], engine.is_encoder_decoder, engine.decoder_start_token_id)

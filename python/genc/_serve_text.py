@@ -48,10 +48,10 @@ def chat_logprobs(engine: Any, items: List[Tuple[int, float, List[Tuple[int, flo
     """chat.completion's logprobs: {"content": [{token, logprob, bytes, top_logprobs}]}."""
     ids = [t for t, _, _ in items] + [t for _, _, top in items for t, _ in top]
     texts = dict(zip(ids, engine.native.token_texts(ids))) if ids else {}
+    raw = dict(zip(ids, engine.native.token_bytes(ids))) if ids else {}
 
     def entry(t: int, lp: float) -> Dict[str, Any]:
-        s = texts[t]
-        return {"token": s, "logprob": lp, "bytes": list(s.encode("utf-8"))}
+        return {"token": texts[t], "logprob": lp, "bytes": list(raw[t])}
 
     return {"content": [dict(entry(t, lp), top_logprobs=[entry(a, b) for a, b in top]) for t, lp, top in items]}
 

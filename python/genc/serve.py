@@ -41,8 +41,8 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     a = p.parse_args(argv)
     if not 0 <= a.port <= 65535:
         p.error("--port must be in [0, 65535]")
-    if a.max_queue < 0:
-        p.error("--max-queue must not be negative")
+    if a.max_queue < 1:
+        p.error("--max-queue must be at least 1")
     if a.step_tokens < 1:
         p.error("--step-tokens must be at least 1")
     if a.max_body_bytes < 1:

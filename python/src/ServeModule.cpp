@@ -190,5 +190,15 @@ void genpy::bindServe(py::module &m) {
         for (int64_t id : ids)
           out.append(tok ? utf8(tok->decode({id}, false)) : py::str(""));
         return out;
+      })
+      // The bytes each token stands for, a partial UTF-8 character's too
+      // (OpenAI's logprobs "bytes": a character split over tokens is the
+      // concatenation of theirs).
+      .def("token_bytes", [](PyServe &s, const std::vector<int64_t> &ids) {
+        const text::Tokenizer *tok = s.e().tokenizer();
+        py::list out;
+        for (int64_t id : ids)
+          out.append(py::bytes(tok ? tok->stopStringText(id) : std::string()));
+        return out;
       });
 }

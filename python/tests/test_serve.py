@@ -140,6 +140,19 @@ def test_logprobs(client):
     assert all(t.top_logprobs[0].logprob >= t.top_logprobs[1].logprob for t in content)
 
 
+def test_logprob_bytes_are_the_tokens_own(client):
+    """A token that is part of a UTF-8 character: its text alone is U+FFFD,
+    its bytes are its own (not U+FFFD's), so a client can join them."""
+    c = client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "hi"}], max_tokens=8,
+                                       temperature=0, logprobs=True, top_logprobs=20)
+    entries = [e for t in c.choices[0].logprobs.content for e in [t] + list(t.top_logprobs)]
+    partial = [e for e in entries if e.token == "\ufffd"]
+    assert partial, "no byte token among %d entries" % len(entries)
+    for e in entries:
+        assert bytes(e.bytes).decode("utf-8", "replace") == e.token
+    assert all(bytes(e.bytes) != "\ufffd".encode() for e in partial)
+
+
 def test_sixteen_concurrent_greedy_requests_are_batch_mode_tokens(server, chat_plan, genrun, workdir):
     g = genc.Generator(chat_plan, device="cpu")
     prompts = [g.encode(PROMPT * (1 + k % 3))[: 5 + 3 * k] for k in range(16)]  # 5 .. 50 tokens
@@ -176,6 +189,10 @@ BAD = [
     ("invalid UTF-8", b'{"prompt": "\xff\xfe"}', 400),
     ("token id outside the vocabulary", json.dumps({"prompt": [5, 100000]}).encode(), 400),
     ("temperature out of range", json.dumps({"prompt": "x", "temperature": 7}).encode(), 400),
+    ("nested too deeply", b"[" * 100000 + b"]" * 100000, 400),
+    ("echo with logprobs", json.dumps({"prompt": "x", "echo": True, "logprobs": 2}).encode(), 400),
+    ("too many stop strings", json.dumps({"prompt": "x", "stop": ["s%d" % i for i in range(17)]}).encode(), 400),
+    ("a stop string too long", json.dumps({"prompt": "x", "stop": "y" * 257}).encode(), 400),
 ]
 
 
@@ -262,3 +279,69 @@ def test_sigterm_drains(chat_plan):
         assert results == [(200, 200)] * 24
     finally:
         s.stop()
+
+
+def test_http_details(server, client):
+    """GET on a generation endpoint: 405 naming the method it takes; a
+    model's card by name (client.models.retrieve); an unknown name 404."""
+    r = httpx.get(server.base + "/v1/completions")
+    assert r.status_code == 405 and r.headers["allow"] == "POST" and r.json()["error"]["message"]
+    assert client.models.retrieve("tiny").id == "tiny"
+    with pytest.raises(openai.NotFoundError):
+        client.models.retrieve("gpt-5")
+
+
+@pytest.fixture(scope="module")
+def sampling_plan(workdir):
+    """A model whose generation config samples by default and allows 2048
+    tokens, compiled for 128 positions and 4 slots."""
+    src = model_with_template(TINY, os.path.join(workdir, "tiny-sampling"))
+    with open(os.path.join(src, "generation_config.json"), "w") as f:
+        json.dump({"do_sample": True, "max_length": 2048, "top_k": 0}, f)
+    return genc.compile(src, os.path.join(workdir, "sampling.plan"), max_batch=2, max_beams=2, max_length=128,
+                        progress=False)
+
+
+def test_plan_defaults_length_sampling_and_the_queue(sampling_plan):
+    s = ServerProcess(sampling_plan, "--served-model-name", "tiny", "--max-queue", "1", env_path=STAGE)
+    try:
+        url = s.base + "/v1/completions"
+        # No max_tokens: the config's max_length (2048) is past the plan's
+        # 128 positions, so the room the plan leaves, not a 400.
+        r = httpx.post(url, json={"prompt": [5, 6, 7, 8], "ignore_eos": True}, timeout=60)
+        assert r.status_code == 200, r.text
+        assert r.json()["usage"]["completion_tokens"] == 128 - 4
+        # n > 1 without a temperature samples: the plan's config does.
+        r = httpx.post(url, json={"prompt": "x", "n": 2, "max_tokens": 3}, timeout=60)
+        assert r.status_code == 200, r.text
+        assert len(r.json()["choices"]) == 2
+        # More prompts than the queue holds: a 400 (no retry could help).
+        r = httpx.post(url, json={"prompt": ["a", "b"], "max_tokens": 2}, timeout=60)
+        assert r.status_code == 400 and "--max-queue" in r.json()["error"]["message"]
+
+        # Twelve at once against 4 slots and a queue of one: those that come
+        # while every slot is busy and one request waits get 429 with
+        # OpenAI's rate-limit body; the rest finish, and the server goes on.
+        long = {"prompt": [5, 6, 7, 8], "ignore_eos": True, "temperature": 0}
+        with concurrent.futures.ThreadPoolExecutor(12) as pool:
+            got = list(pool.map(lambda _: httpx.post(url, json=long, timeout=120), range(12)))
+        codes = sorted(r.status_code for r in got)
+        refused = codes.count(429)
+        assert refused >= 1 and codes == [200] * (12 - refused) + [429] * refused, codes
+        assert all(r.json()["error"]["type"] == "rate_limit_error" for r in got if r.status_code == 429)
+        assert httpx.post(url, json={"prompt": "x", "max_tokens": 2}, timeout=60).status_code == 200
+        m = s.metrics()
+        assert m['genc_http_responses_total{model="tiny",endpoint="completions",status="429"}'] == refused
+        assert m['genc_requests_total{model="tiny",outcome="rejected"}'] == refused
+    finally:
+        assert s.stop() == 0
+
+
+def test_default_new_tokens():
+    from genc._serve_requests import default_new_tokens
+    assert default_new_tokens({}, 10, 50) == 50
+    assert default_new_tokens({"max_new_tokens": 8}, 10, 50) == 8
+    assert default_new_tokens({"max_new_tokens": 80}, 10, 50) == 50
+    assert default_new_tokens({"max_length": 20}, 10, 50) == 10
+    assert default_new_tokens({"max_length": 20}, 30, 50) == 50  # the prompt fills max_length: the room
+    assert default_new_tokens({"max_length": 2048}, 10, 50) == 50
