@@ -20,6 +20,7 @@ truncated file) are one line naming the key or tensor, exit 1.
 """
 import argparse
 import json
+import math
 import os
 import struct
 import sys
@@ -151,9 +152,20 @@ def need(meta, key, kind=int):
     if key not in meta:
         raise ConvertError(f"key {key} is missing")
     v = meta[key]
-    if not isinstance(v, (int, float)) or isinstance(v, bool) or (kind is int and int(v) != v):
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
         raise ConvertError(f"key {key} = {v!r} is not a number")
+    if not math.isfinite(v):
+        raise ConvertError(f"key {key} = {v!r} is not a finite number")
+    if kind is int and int(v) != v:
+        raise ConvertError(f"key {key} = {v!r} is not an integer")
     return kind(v)
+
+
+def positive(meta, key, kind=float):
+    v = need(meta, key, kind)
+    if v <= 0:
+        raise ConvertError(f"key {key} = {v!r} must be positive")
+    return v
 
 
 def hyperparameters(meta):
@@ -165,10 +177,13 @@ def hyperparameters(meta):
     cfg = {"arch": arch, "hidden_size": d, "heads": heads,
            "kv_heads": need(meta, f"{arch}.attention.head_count_kv") if f"{arch}.attention.head_count_kv" in meta else heads,
            "layers": need(meta, f"{arch}.block_count"), "ffn": need(meta, f"{arch}.feed_forward_length"),
-           "rms_eps": need(meta, f"{arch}.attention.layer_norm_rms_epsilon", float),
-           "rope_theta": need(meta, f"{arch}.rope.freq_base", float) if f"{arch}.rope.freq_base" in meta else 10000.0,
-           "context": need(meta, f"{arch}.context_length") if f"{arch}.context_length" in meta else 2048,
-           "sliding_window": int(meta.get(f"{arch}.attention.sliding_window") or 0)}
+           "rms_eps": positive(meta, f"{arch}.attention.layer_norm_rms_epsilon"),
+           "rope_theta": positive(meta, f"{arch}.rope.freq_base") if f"{arch}.rope.freq_base" in meta else 10000.0,
+           "context": positive(meta, f"{arch}.context_length", int) if f"{arch}.context_length" in meta else 2048,
+           "sliding_window": need(meta, f"{arch}.attention.sliding_window")
+           if meta.get(f"{arch}.attention.sliding_window") is not None else 0}
+    if cfg["sliding_window"] < 0:
+        raise ConvertError(f"key {arch}.attention.sliding_window = {cfg['sliding_window']} must not be negative")
     cfg["head_dim"] = need(meta, f"{arch}.attention.key_length") if f"{arch}.attention.key_length" in meta else d // heads
     for key in (f"{arch}.rope.scaling.type",):
         if meta.get(key) not in (None, "none"):

@@ -97,7 +97,8 @@ def dequantized_nbits(p, K):
 
 def floats(tensor):
     """A tensor's values as numpy (numpy order: [N, K] for a matrix), f32 for
-    F32 and f16 otherwise, and whether it was dequantized from blocks."""
+    F32 (and for BF16 that f16 would not hold exactly), f16 otherwise, and
+    whether it was dequantized from blocks."""
     t = tensor.tensor_type
     shape = [int(d) for d in reversed(tensor.shape)]
     if t == Q.F32:
@@ -108,7 +109,12 @@ def floats(tensor):
         w = gguf.quants.dequantize(np.asarray(tensor.data), t)
     except (NotImplementedError, KeyError, ValueError) as e:
         raise ConvertError(f"tensor {tensor.name}: block type {t.name} cannot be read ({e or 'not implemented'})")
-    return w.reshape(shape).astype(np.float16), t != Q.BF16
+    w = w.reshape(shape)
+    if t == Q.BF16:  # exact in f16 unless past its range or below its normals: then f32, never inf
+        with np.errstate(over="ignore"):
+            w16 = w.astype(np.float16)
+        return (w16, False) if np.array_equal(w16.astype(np.float32), w, equal_nan=True) else (w.astype(np.float32), False)
+    return w.astype(np.float16), True
 
 
 def reverse_permute_rows(n_rows, n_head):

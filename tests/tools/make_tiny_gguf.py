@@ -98,7 +98,7 @@ def main():
         if key == args.drop_key:
             return
         if key == set_key:
-            value = int(set_value)
+            value = float(set_value) if isinstance(value, float) else int(set_value)
         add_key(key, value, vtype, *rest, **kw)
 
     w.add_key_value = keyed
