@@ -39,9 +39,13 @@ struct GencHwBlock {
   // without its copy warp)
   static __device__ __forceinline__ void msync() { __syncthreads(); }
 };
-// Which keys block (t, y, s) takes: whole tiles of KT keys, and only as
-// many splits as have tiles (every block of a token computes the same
-// `used`); and where its cache rows start.
+// Which keys block (t, y, s) takes: whole tiles of KT keys, at least
+// C::DMINT a split, and only as many splits as have tiles (every block of a
+// token, and the merge, computes the same `used`); and where its cache rows
+// start. A short context then takes one split: each split's item is a chain
+// of dependent loads (its q, its tiles, its partial's store) that a tile
+// more hardly lengthens, and a single split writes the output itself, so
+// the merge after it returns at once.
 template <typename C, int KT>
 struct GencDecodeRange {
   long long a, b, used, rowBase;
@@ -50,7 +54,8 @@ struct GencDecodeRange {
     long long lo, hi;
     genc_attn_range<C>(p, pl, lo, hi);
     const long long n = hi - lo > 0 ? hi - lo : 0, tilesAll = (n + KT - 1) / KT;
-    const long long perSplit = (tilesAll + S - 1) / S > 0 ? (tilesAll + S - 1) / S : 1;
+    long long perSplit = (tilesAll + S - 1) / S > 0 ? (tilesAll + S - 1) / S : 1;
+    if (perSplit < C::DMINT) perSplit = C::DMINT;
     used = tilesAll > 0 ? (tilesAll + perSplit - 1) / perSplit : 1;
     a = lo + split * perSplit * KT;
     b = a + perSplit * KT < hi ? a + perSplit * KT : hi;

@@ -3,6 +3,7 @@
 #include "codegen/CudaSyntax.h"
 #include "passes/analysis/PlanOptions.h"
 #include "passes/analysis/Storage.h"
+#include "runtime/Env.h"
 #include "runtime/cuda/AttentionAbi.h"
 
 #include <algorithm>
@@ -87,6 +88,10 @@ std::string configBody(const Function &f, const Op &op, DType activation, bool s
     << ", GROUP = " << headsPerBlock << ", GROUP_ALL = " << G << ";\n"
     << "  static constexpr int DGROUP = " << std::max(decode.heads, 1) << ", DSTAGES = " << decode.stages
     << ", DKT = " << decode.keysPerTile << ", DMMA = " << decode.mma << ", DREG = " << decode.registers << ";\n"
+    // The least tiles a decode split takes (GencDecodeRange; A/B runs:
+    // GENC_DECODE_MIN_TILES).
+    << "  static constexpr int DMINT = " << genrt::env::choice("GENC_DECODE_MIN_TILES", {1, 2, 3, 4, 6, 8, 16}, 1)
+    << ";\n"
     // attn_N_stream (codegen/AttentionStream.cpp) and its ring's bytes.
     << "  static constexpr int DSTREAM = " << stream << ";\n"
     << "  static constexpr long long SRING = " << genrt::cuda::kStreamRingBytes << ";\n"

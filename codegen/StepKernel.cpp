@@ -66,6 +66,8 @@ public:
       << "static constexpr int GENC_STEP_TEAM_RELEASE = " << genrt::env::choice("GENC_STEP_TEAM_RELEASE", {0, 1}, 1) << ";\n"
       << "static constexpr int GENC_STEP_SYNC_CHECK = " << genrt::env::choice("GENC_STEP_SYNC_CHECK", {0, 1}, 0) << ";\n"
       << "static constexpr int GENC_STEP_COUNT_LAST = " << genrt::env::choice("GENC_STEP_COUNT_LAST", {0, 1}, 1) << ";\n"
+      << "static constexpr int GENC_STEP_L2_AHEAD = "
+      << genrt::env::choice("GENC_STEP_L2_AHEAD", {0, 2, 4, 8, 16, 32}, 0) << ";\n"
       << stepKernelTemplates() << "\n";
     for (const auto &b : bodies_)
       c << b.second;

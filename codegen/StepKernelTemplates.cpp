@@ -146,6 +146,41 @@ static __device__ __forceinline__ void genc_mbar_wait(unsigned bar, unsigned par
     if ((spin & 1023) == 0 && genc_step_now() - start > 4000000000ull) __trap();
 }
 
+// The block's weight pages in the copy warp's order, one at a time: item k
+// of its list, rows n0 .. of it (GENC_STEP_L2_AHEAD's cursor, some pages
+// ahead of the copies into the ring).
+struct GencStepPageCursor {
+  const GencStepOp *ops;
+  const GencStepItem *items;
+  const int *order;
+  int k, last;
+  long long n0, end;
+  // to the first page at or after (k, n0), n0 < 0 meaning item k's first
+  __device__ void seek() {
+    for (; k < last; ++k, n0 = -1) {
+      const GencStepItem it = items[order[k]];
+      if (ops[it.op].kind != 0 || it.count <= 0) continue;
+      if (n0 < 0) n0 = it.first;
+      end = (long long)it.first + it.count;
+      if (n0 < end) return;
+    }
+  }
+  // L2 prefetches of this page's rows (a GLU's up rows too), then the next page
+  __device__ void prefetchAndStep() {
+    if (k >= last) return;
+    const GencStepOp &o = ops[items[order[k]].op];
+    const long long rows = min(o.mv.rowsPerPage, end - n0), bytes = rows * o.mv.rowBytes;
+    const unsigned char *w = (const unsigned char *)o.mv.w;
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(w + n0 * o.mv.rowBytes), "r"((unsigned)bytes) : "memory");
+    if (o.mv.glu)
+      asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(w + (o.mv.N / 2 + n0) * o.mv.rowBytes),
+                   "r"((unsigned)bytes)
+                   : "memory");
+    n0 += o.mv.rowsPerPage;
+    seek();
+  }
+};
+
 // The copy warp's lane 0: the block's list in order, each Matvec item's
 // pages (a GLU's gate rows, then its up rows N/2 + n, into one page), each
 // once its slot is empty. A block whose compute warps stopped (a failed
@@ -159,6 +194,15 @@ static __device__ void genc_step_produce(const GencStepRing &r, const GencStepPa
   const int *order = (const int *)sp.order;
   int issued = 0;
   bool stopped = false;
+  // GENC_STEP_L2_AHEAD: the pages that many ahead of the ring's are asked of
+  // L2 (a prefetch keeps no slot and brings nothing back to the SM), so a
+  // small ring still finds its pages in L2 while the bytes in flight to
+  // the SM stay few.
+  GencStepPageCursor ahead{ops, items, order, first, last, -1, 0};
+  if (GENC_STEP_L2_AHEAD) {
+    ahead.seek();
+    for (int a = 0; a < GENC_STEP_L2_AHEAD; ++a) ahead.prefetchAndStep();
+  }
   for (int k = first; k < last && !stopped; ++k) {
     const GencStepItem it = items[order[k]];
     const GencStepOp &o = ops[it.op];
@@ -185,6 +229,7 @@ static __device__ void genc_step_produce(const GencStepRing &r, const GencStepPa
           if (stopped) break;
         }
       }
+      if (GENC_STEP_L2_AHEAD) ahead.prefetchAndStep();
       const long long rows = min(rpp, end - n0), bytes = rows * rowBytes;
       unsigned char *dst = r.base + (long long)slot * PAGE;
       const unsigned bar = genc_smem_addr(r.full + slot);

@@ -142,6 +142,12 @@ public:
     const int64_t least = int64_t(genrt::env::choice("GENC_STEP_PAGE_KB", {8, 16, 32}, int(fit >> 10))) << 10;
     s.pageBytes = std::max(least, (widest + 127) / 128 * 128);
     s.pages = static_cast<int32_t>(std::max<int64_t>(2, kRingBytes / perSm / s.pageBytes));
+    // GENC_STEP_PAGES_MAX (A/B runs): fewer pages a block, so fewer bytes in
+    // flight across the GPU (132 blocks x 9 x 16 KiB is 19 MB queued, ~6 us
+    // at the copy bandwidth) — does the queue lengthen every dependent load,
+    // poll and release fence between items?
+    if (const int cap = genrt::env::choice("GENC_STEP_PAGES_MAX", {2, 3, 4, 5, 6, 8}, 0); cap > 0)
+      s.pages = std::min<int32_t>(s.pages, cap);
     std::vector<int64_t> load(static_cast<size_t>(blocks), 0);
     std::vector<std::vector<int32_t>> lists(static_cast<size_t>(blocks));
     for (size_t ui = 0; ui < units_.size(); ++ui) {

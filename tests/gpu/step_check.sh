@@ -264,6 +264,9 @@ EOF
       GENC_CUDA_STEP=1 timeout 300 "$BIN/genrun" "$d.v$v.plan" --device cuda --input "$d.jsonl" --max-new-tokens 128 \
         --ignore-eos --stats --output "$d.v$v.out" > "$d.v$v.log" 2>&1 || break
     done
+    # kernel by kernel too: a variant of genc's kernels (GENC_DECODE_MIN_TILES) moves both
+    GENC_CUDA_STEP=0 timeout 300 "$BIN/genrun" "$d.v$v.plan" --device cuda --input "$d.jsonl" --max-new-tokens 128 \
+      --ignore-eos --stats --output "$d.v$v.out0" > "$d.v$v.log0" 2>&1
     if ! grep -q "step kernel ran" "$d.v$v.log"; then
       row "time $1 $flags|FAIL|$(grep -m1 "step kernel\|error" "$d.v$v.log")"
       continue
@@ -272,7 +275,7 @@ EOF
       --ignore-eos --output /dev/null > "$OUT/trace-${1/:/-}-v$v.txt" 2>&1
     grep "step trace" "$OUT/trace-${1/:/-}-v$v.txt" | grep -v "op by op\|step trace: *[0-9op]\|step trace: step:" |
       sed "s/^genrun/$1 $flags/" >> "$OUT/traces.txt"
-    row "time $1 $flags|ok|step kernel $(grep -o 'decode [0-9.]* ms/token' "$d.v$v.log" | grep -o '[0-9.]*') ms/token; tokens against kernel by kernel $(same "$d.out0" "$d.v$v.out")"
+    row "time $1 $flags|ok|step kernel $(grep -o 'decode [0-9.]* ms/token' "$d.v$v.log" | grep -o '[0-9.]*') ms/token, kernel by kernel $(grep -o 'decode [0-9.]* ms/token' "$d.v$v.log0" | grep -o '[0-9.]*'); tokens against kernel by kernel $(same "$d.out0" "$d.v$v.out")"
   done
 }
 # sanitize: the step kernel under compute-sanitizer (slow: a few tokens).
