@@ -2,19 +2,23 @@
 engine (genc._serve_engine). Every bad request gets a 4xx with OpenAI's
 error body and the server keeps serving; the scheduler's queue bounds what
 waits (429 past it). The two generation endpoints are plain ASGI callables
-on the server's own send; the rest is Starlette (App says why).
+on the server's own send; the rest is Starlette (App says why). A prompt's
+tokenizing and chat template run on the server's prompt workers, off the
+event loop: a prompt of megabytes does not hold up the other streams.
 """
 from __future__ import annotations
 
 import asyncio
 import hmac
 import json
+import os
 import sys
 import time
 import traceback
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from json.encoder import encode_basestring  # type: ignore[attr-defined]
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Tuple, TypeVar, Union
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -28,9 +32,17 @@ from ._serve_metrics import prometheus_text
 from ._serve_requests import CHAT, COMPLETION, OpenAIError, bad, check_fields, get, native_config, sampling
 from ._serve_text import ChoiceText, chat_logprobs, completion_logprobs
 
+T = TypeVar("T")
+
+# Threads that turn a request's prompts into ids (the chat template, the
+# tokenizer, which runs without the GIL): a few, so that large prompts
+# tokenize side by side without taking every core from the engine.
+PROMPT_WORKERS = max(1, min(4, os.cpu_count() or 1))
+
 
 class Server:
-    """The app's state: the engine, the model's name, the limits."""
+    """The app's state: the engine, the model's name, the limits, the
+    prompt workers (close() stops them; before the engine closes)."""
 
     def __init__(self, engine: Engine, model: str, api_key: Optional[str], max_body: int) -> None:
         self.engine = engine
@@ -44,6 +56,18 @@ class Server:
         self.defaults: Dict[str, Any] = dict(native.generation_defaults or {})
         self.templates = dict(native.chat_templates)
         self.special_tokens = dict(native.special_tokens)
+        # A prompt past the plan's positions fails as it is tokenized, before
+        # its ids become a Python list (an encoder-decoder's source: the check).
+        self.prompt_limit = native.max_length if native.max_length > 0 and not native.is_encoder_decoder else -1
+        self.workers = ThreadPoolExecutor(PROMPT_WORKERS, thread_name_prefix="genc-serve-prompt")
+
+    async def off_loop(self, fn: Callable[..., T], *args: Any) -> T:
+        """fn(*args) on a prompt worker; the event loop serves the others meanwhile."""
+        return await asyncio.get_running_loop().run_in_executor(self.workers, fn, *args)
+
+    def close(self) -> None:
+        """Stops the prompt workers: those queued are dropped, a running one finishes."""
+        self.workers.shutdown(wait=True, cancel_futures=True)
 
     def count(self, endpoint: str, status: int) -> None:
         self.http[(endpoint, status)] = self.http.get((endpoint, status), 0) + 1
@@ -99,15 +123,22 @@ async def read_json(srv: Server, request: Request) -> Dict[str, Any]:
     return body
 
 
+def too_long(srv: Server, n: int, param: str) -> OpenAIError:
+    return bad("%s: the prompt (%d tokens) is longer than the plan's maximum length %d"
+               % (param, n, srv.prompt_limit), param)
+
+
 def encode(srv: Server, text: str, param: str) -> List[int]:
+    """On a prompt worker (completion_prompts)."""
     try:
-        return list(srv.engine.native.encode(text.encode("utf-8", "surrogatepass")))
+        return list(srv.engine.native.encode(text.encode("utf-8", "surrogatepass"), srv.prompt_limit))
     except ValueError as e:
         raise bad("%s: %s" % (param, e), param) from None
 
 
 def completion_prompts(srv: Server, body: Dict[str, Any]) -> List[Tuple[List[int], str]]:
-    """(ids, text) per prompt: a string, token ids, or an array of either."""
+    """(ids, text) per prompt: a string, token ids, or an array of either.
+    Runs on a prompt worker (Server.off_loop)."""
     p = body.get("prompt")
     if p is None:
         raise bad("'prompt' is required", "prompt")
@@ -128,6 +159,8 @@ def completion_prompts(srv: Server, body: Dict[str, Any]) -> List[Tuple[List[int
         if isinstance(x, str):
             out.append((encode(srv, x, "prompt"), x))
         else:
+            if 0 <= srv.prompt_limit < len(x):
+                raise too_long(srv, len(x), "prompt")
             if min(x) < 0 or max(x) >= vocab:
                 raise bad("'prompt' holds a token id outside the vocabulary [0, %d)" % vocab, "prompt")
             out.append((list(x), srv.engine.native.decode(list(x), False) if srv.engine.native.has_tokenizer else ""))
@@ -135,6 +168,7 @@ def completion_prompts(srv: Server, body: Dict[str, Any]) -> List[Tuple[List[int
 
 
 def chat_prompt(srv: Server, body: Dict[str, Any]) -> List[int]:
+    """The messages through the template, tokenized; on a prompt worker."""
     messages = get(body, "messages", "list")
     if not messages:
         raise bad("'messages' must be a non-empty array", "messages")
@@ -163,7 +197,7 @@ def chat_prompt(srv: Server, body: Dict[str, Any]) -> List[int]:
     except (ValueError, TypeError) as e:
         raise bad("the chat template refused the messages: %s" % e, "messages") from None
     try:  # as apply_chat_template(tokenize=True): no special tokens added
-        return list(srv.engine.native.encode_plain(text.encode("utf-8", "surrogatepass")))
+        return list(srv.engine.native.encode_plain(text.encode("utf-8", "surrogatepass"), srv.prompt_limit))
     except ValueError as e:
         raise bad("messages: %s" % e, "messages") from None
 
@@ -335,7 +369,7 @@ async def handle(srv: Server, chat: bool, request: Request) -> Union[Response, S
         check_fields(body, CHAT if chat else COMPLETION)
         s = sampling(body, chat, srv.defaults)
         if chat:
-            prompts = [(chat_prompt(srv, body), "")]
+            prompts = [(await srv.off_loop(chat_prompt, srv, body), "")]
             top = -1
             if get(body, "logprobs", "bool", False):
                 top = get(body, "top_logprobs", "int", 0)
@@ -347,7 +381,7 @@ async def handle(srv: Server, chat: bool, request: Request) -> Union[Response, S
         else:
             if body.get("suffix") is not None:
                 raise bad("'suffix' is not supported", "suffix")
-            prompts = completion_prompts(srv, body)
+            prompts = await srv.off_loop(completion_prompts, srv, body)
             top = get(body, "logprobs", "int", -1)
             if not -1 <= top <= 20:
                 raise bad("'logprobs' must be in [0, 20]", "logprobs")
@@ -564,6 +598,7 @@ class App:
     whose error middlewares wrap every send in two more coroutines."""
 
     def __init__(self, server: Server) -> None:
+        self.server = server
         self.generate = {"/v1/completions": Generate(server, False), "/v1/chat/completions": Generate(server, True)}
         routes = [Route(path, g, methods=["POST"]) for path, g in self.generate.items()] + [
             Route("/v1/models", models, methods=["GET"]),
@@ -576,4 +611,10 @@ class App:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         g = self.generate.get(scope.get("path")) if scope.get("method") == "POST" else None
-        await (g or self.starlette)(scope, receive, send)
+        try:
+            await (g or self.starlette)(scope, receive, send)
+        except asyncio.CancelledError:
+            if not self.server.draining:
+                raise
+            # Still open when --shutdown-timeout ran out (a client that stopped
+            # reading): uvicorn cancelled it and says so; it ends here, no traceback.

@@ -3,17 +3,20 @@ server over a compiled plan, with continuous batching (genrun serve runs
 this). Endpoints and fields: docs/genrun.md; the design: docs/serving.md.
 
 SIGTERM or Ctrl-C drains: new requests get 503 and new connections are
-refused, the requests in flight finish, then the process exits 0.
+refused, the requests in flight finish (for at most --shutdown-timeout
+seconds; then those still open are cut), then the process exits 0.
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
+import math
 import os
 import sys
 from typing import List, Optional
 
 DEFAULT_MAX_BODY = 4 << 20
+DEFAULT_SHUTDOWN_TIMEOUT = 30.0
 
 
 def fail(message: str) -> "NoReturn":  # type: ignore[name-defined]
@@ -37,6 +40,11 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     p.add_argument("--served-model-name", default=None, help="the model's name in the API (default: the plan's file name)")
     p.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY,
                    help="largest request body (default %d)" % DEFAULT_MAX_BODY)
+    p.add_argument("--max-connections", type=int, default=None, metavar="N",
+                   help="open connections at most; a request on one more gets 503 (default: no limit)")
+    p.add_argument("--shutdown-timeout", type=float, default=DEFAULT_SHUTDOWN_TIMEOUT, metavar="S",
+                   help="on SIGTERM, seconds the requests in flight get to finish before they are cut "
+                        "(default %g)" % DEFAULT_SHUTDOWN_TIMEOUT)
     p.add_argument("--log-level", default="warning", choices=["critical", "error", "warning", "info", "debug"])
     a = p.parse_args(argv)
     if not 0 <= a.port <= 65535:
@@ -47,6 +55,10 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
         p.error("--step-tokens must be at least 1")
     if a.max_body_bytes < 1:
         p.error("--max-body-bytes must be at least 1")
+    if a.max_connections is not None and a.max_connections < 1:
+        p.error("--max-connections must be at least 1")
+    if not (math.isfinite(a.shutdown_timeout) and a.shutdown_timeout >= 0):
+        p.error("--shutdown-timeout must be a number of seconds, 0 or more")
     return a
 
 
@@ -92,7 +104,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     config = uvicorn.Config(app, host=a.host, port=a.port, log_level=a.log_level, access_log=False,
                             loop="uvloop" if have("uvloop") else "asyncio",
                             http="httptools" if have("httptools") else "h11", lifespan="off",
-                            timeout_keep_alive=30)
+                            timeout_keep_alive=30,
+                            # uvicorn counts the connection a request came on
+                            # among those open: N of them served, the next 503.
+                            limit_concurrency=None if a.max_connections is None else a.max_connections + 1,
+                            timeout_graceful_shutdown=a.shutdown_timeout)
     userver = DrainingServer(config)
 
     async def run() -> None:
@@ -104,6 +120,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             await userver.serve()
         finally:
             engine.detach()
+            server.close()  # no prompt worker may call into the engine once it closes
 
     try:
         if config.loop == "uvloop":

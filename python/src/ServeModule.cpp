@@ -125,6 +125,27 @@ public:
   std::unique_ptr<ServeEngine> e_;
 };
 
+/// The ids of `text` (with the tokenizer's special tokens unless `plain`),
+/// encoded without the GIL: the tokenizer is immutable once the plan is
+/// open, and the server closes the engine only after its prompt workers
+/// have stopped.
+std::vector<int64_t> encodeText(PyServe &s, const std::string &text, int64_t limit, bool plain) {
+  const text::Tokenizer *tok = s.e().tokenizer();
+  std::vector<int64_t> ids;
+  Status st = Status::ok();
+  {
+    py::gil_scoped_release nogil;
+    // No tokenizer: encodePrompt's message; else one pass (it checks the UTF-8).
+    st = tok && plain ? tok->encode(text, false, ids) : text::encodePrompt(tok, text, "pass token ids", ids);
+  }
+  if (!st)
+    throw py::value_error(st.message());
+  if (limit >= 0 && int64_t(ids.size()) > limit)
+    throw py::value_error("the prompt (" + std::to_string(ids.size()) + " tokens) is longer than the plan's "
+                          "maximum length " + std::to_string(limit));
+  return ids;
+}
+
 } // namespace
 
 void genpy::bindServe(py::module &m) {
@@ -157,26 +178,22 @@ void genpy::bindServe(py::module &m) {
                              [](PyServe &s) { return s.e().info().decoderStartTokenId; })
       .def_property_readonly("generation_defaults",
                              [](PyServe &s) { return genpy::jsonToPython(s.e().info().generationDefaults); })
+      // Prompt text to ids, the GIL released while the tokenizer runs (the
+      // server calls these on a worker thread: a prompt of megabytes must
+      // not hold up the event loop). A prompt of more than `limit` tokens
+      // (>= 0) is a ValueError, its ids never made into a Python list.
       .def("encode",
-           [](PyServe &s, const std::string &text) {
-             std::vector<int64_t> ids;
-             if (Status st = text::encodePrompt(s.e().tokenizer(), text, "pass token ids", ids); !st)
-               throw py::value_error(st.message());
-             return ids;
-           })
+           [](PyServe &s, const std::string &text, int64_t limit) {
+             return encodeText(s, text, limit, /*plain=*/false);
+           },
+           py::arg("text"), py::arg("limit") = -1)
       .def("encode_plain",
-           [](PyServe &s, const std::string &text) {
-             // tokenizer(text, add_special_tokens=False): a rendered chat
-             // template holds its special tokens already.
-             const text::Tokenizer *tok = s.e().tokenizer();
-             std::vector<int64_t> ids;
-             Status st = text::encodePrompt(tok, text, "pass token ids", ids);
-             if (st)
-               st = tok->encode(text, false, ids);
-             if (!st)
-               throw py::value_error(st.message());
-             return ids;
-           })
+           // tokenizer(text, add_special_tokens=False): a rendered chat
+           // template holds its special tokens already.
+           [](PyServe &s, const std::string &text, int64_t limit) {
+             return encodeText(s, text, limit, /*plain=*/true);
+           },
+           py::arg("text"), py::arg("limit") = -1)
       .def("decode",
            [](PyServe &s, const std::vector<int64_t> &ids, bool skipSpecial) {
              const text::Tokenizer *tok = s.e().tokenizer();

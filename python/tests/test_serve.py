@@ -2,10 +2,14 @@
 completions, chat, streaming, n > 1, stop strings, seeds, logprobs; 16
 concurrent greedy requests against genrun's batch mode; every bad request a
 4xx with OpenAI's error body while the server keeps serving; a client that
-leaves mid-stream frees its slot; SIGTERM drains."""
+leaves mid-stream frees its slot; SIGTERM drains; a prompt of megabytes is
+tokenized off the event loop; --max-connections and --shutdown-timeout."""
 import concurrent.futures
+import contextlib
 import json
 import os
+import signal
+import socket
 import subprocess
 import threading
 import time
@@ -345,3 +349,139 @@ def test_default_new_tokens():
     assert default_new_tokens({"max_length": 20}, 10, 50) == 10
     assert default_new_tokens({"max_length": 20}, 30, 50) == 50  # the prompt fills max_length: the room
     assert default_new_tokens({"max_length": 2048}, 10, 50) == 50
+
+
+def test_a_huge_prompt_does_not_stall_the_other_streams(chat_plan):
+    """A prompt of 10 MB (refused: it is far past the plan's 256 positions)
+    is rendered and tokenized on a prompt worker, the tokenizer without the
+    GIL: another client's stream keeps getting its chunks meanwhile. On the
+    event loop, these two requests held every stream up for 1.8 s and 3.2 s
+    here (2 cores)."""
+    s = ServerProcess(chat_plan, "--served-model-name", "tiny", "--max-body-bytes", str(16 << 20), env_path=STAGE)
+    stamps, stop = [], threading.Event()
+
+    def read():  # streams one after another, a stamp a chunk
+        with httpx.Client(timeout=60) as c:
+            while not stop.is_set():
+                with c.stream("POST", s.base + "/v1/completions", json={
+                        "prompt": PROMPT, "max_tokens": 200, "ignore_eos": True, "stream": True}) as r:
+                    assert r.status_code == 200
+                    for line in r.iter_lines():
+                        if line:
+                            stamps.append(time.monotonic())
+
+    reader = threading.Thread(target=read)
+    try:
+        reader.start()
+        deadline = time.monotonic() + 30
+        while len(stamps) < 100:
+            assert time.monotonic() < deadline and reader.is_alive()
+            time.sleep(0.01)
+        text = (PROMPT + ", to any person obtaining a copy. ") * ((10 << 20) // (len(PROMPT) + 33))
+        for path, body in (("/v1/completions", {"prompt": text, "max_tokens": 1}),
+                           ("/v1/chat/completions", {"messages": [{"role": "user", "content": text}]})):
+            raw = json.dumps(body).encode()
+            t0 = time.monotonic()
+            r = httpx.post(s.base + path, content=raw, headers={"Content-Type": "application/json"}, timeout=120)
+            t1 = time.monotonic()
+            assert r.status_code == 400, r.text[:300]
+            assert "the plan's maximum length 256" in r.json()["error"]["message"]
+            while stamps[-1] <= t1:  # the chunk that ends the window
+                assert time.monotonic() < t1 + 10 and reader.is_alive()
+                time.sleep(0.01)
+            got = list(stamps)
+            gaps = [b - a for a, b in zip(got, got[1:]) if b > t0 and a < t1]
+            # A stalled loop's gap is nearly the whole request: none may be half of it, nor 1 s.
+            assert max(gaps) < min(1.0, max(0.25, (t1 - t0) / 2)), (
+                "%s: a gap of %.2f s between chunks in the %.2f s the request took" % (path, max(gaps), t1 - t0))
+    finally:
+        stop.set()
+        reader.join(60)
+        assert s.stop() == 0
+
+
+def test_max_connections_answers_503_past_the_limit(chat_plan):
+    """--max-connections 2: two open connections (streams held open) are
+    served, a request on a third gets uvicorn's 503; once they close,
+    requests are served again."""
+    s = ServerProcess(chat_plan, "--served-model-name", "tiny", "--max-connections", "2", env_path=STAGE)
+    url = s.base + "/v1/completions"
+    body = {"prompt": PROMPT, "max_tokens": 100, "stream": True}
+    try:
+        time.sleep(0.5)  # the start-up /health polls' connections closed
+        with contextlib.ExitStack() as held:
+            lines = []  # each stream's line iterator: dropping one would close its connection
+            for _ in range(2):
+                c = held.enter_context(httpx.Client(timeout=30))
+                r = held.enter_context(c.stream("POST", url, json=body))
+                assert r.status_code == 200
+                lines.append(r.iter_lines())
+                next(lines[-1])
+            extra = httpx.post(url, json={"prompt": "x", "max_tokens": 2}, timeout=30)
+            assert extra.status_code == 503, extra.text
+            client = openai.OpenAI(base_url=s.base + "/v1", api_key="unused", max_retries=0, timeout=30)
+            with pytest.raises(openai.InternalServerError) as e:
+                client.completions.create(model="tiny", prompt="x", max_tokens=2)
+            assert e.value.status_code == 503
+        deadline = time.time() + 10  # both closed: served again
+        while httpx.post(url, json={"prompt": "x", "max_tokens": 2}, timeout=30).status_code != 200:
+            assert time.time() < deadline
+            time.sleep(0.05)
+    finally:
+        assert s.stop() == 0
+
+
+def test_sigterm_cuts_a_stalled_reader_after_the_shutdown_timeout(chat_plan):
+    """A client that sends 16 pipelined streaming requests and reads nothing:
+    once the socket buffers are full the server cannot finish its response.
+    SIGTERM then drains for --shutdown-timeout (1 s) and exits 0; before,
+    the drain waited for that connection for ever."""
+    s = ServerProcess(chat_plan, "--served-model-name", "tiny", "--shutdown-timeout", "1", env_path=STAGE)
+    body = json.dumps({"prompt": PROMPT, "max_tokens": 240, "ignore_eos": True, "stream": True,
+                       "temperature": 1, "n": 4, "logprobs": 20}).encode()  # ~0.7 MB of events each
+    request = (b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+               b"Content-Length: %d\r\n\r\n" % len(body)) + body
+    sock = socket.socket()
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect(("127.0.0.1", s.port))
+        sock.sendall(request * 16)
+        key = 'genc_requests_total{model="tiny",outcome="finished"}'
+        finished, since = -1.0, time.monotonic()
+        deadline = since + 60
+        while True:  # stalled: no request finished for a second and none running
+            m = s.metrics()
+            if m[key] != finished:
+                finished, since = m[key], time.monotonic()
+            elif time.monotonic() - since > 1.0 and m['genc_requests_running{model="tiny"}'] == 0:
+                break
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert 1 <= finished < 16, finished  # the reader is stalled: not every request had its turn
+        t0 = time.monotonic()
+        s.proc.send_signal(signal.SIGTERM)
+        assert s.proc.wait(10) == 0
+        took = time.monotonic() - t0
+        assert 0.9 < took < 6, took
+        log = s.output()
+        assert "timeout graceful shutdown exceeded" in log and "Traceback" not in log, log
+    finally:
+        sock.close()
+        s.stop()
+
+
+def test_serve_option_checks(capsys):
+    from genc.serve import parse_args
+    a = parse_args(["x.plan"])
+    assert a.max_connections is None and a.shutdown_timeout == 30
+    a = parse_args(["x.plan", "--max-connections", "8", "--shutdown-timeout", "0"])
+    assert a.max_connections == 8 and a.shutdown_timeout == 0
+    for bad, why in ((["--max-connections", "0"], "--max-connections must be at least 1"),
+                     (["--max-connections", "two"], "invalid int value"),
+                     (["--shutdown-timeout", "-1"], "--shutdown-timeout must be a number of seconds"),
+                     (["--shutdown-timeout", "nan"], "--shutdown-timeout must be a number of seconds"),
+                     (["--max-conections", "2"], "unrecognized arguments")):
+        with pytest.raises(SystemExit) as e:
+            parse_args(["x.plan"] + bad)
+        assert e.value.code == 2
+        assert why in capsys.readouterr().err
