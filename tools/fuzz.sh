@@ -4,7 +4,13 @@
 # runs it for SECONDS on its corpus:
 #
 #   tools/fuzz.sh TARGET SECONDS [libFuzzer flags...]
-#   TARGET: plan | onnx | prompt_lines | genrun_options | all (each in turn: CI's smoke run)
+#   TARGET: plan | onnx | prompt_lines | genrun_options | gguf | all (each in turn: CI's smoke run)
+#
+# gguf is the GGUF converter (tools/gguf_to_onnx.py, Python over the gguf
+# package): tests/tools/gguf_fuzz.py mutates a small GGUF file the tests
+# make until SECONDS have passed (a new seed each run, printed); any error
+# but the converter's one line fails it, the input kept in
+# build-fuzz/crashes/gguf/.
 #
 # The corpus (build-fuzz/corpus/TARGET) grows across runs; it starts from
 # seeds made from the fixtures (plans compiled by the regular build's genc,
@@ -17,7 +23,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ $# -lt 2 ]; then
-  echo "usage: tools/fuzz.sh plan|onnx|prompt_lines|genrun_options|all SECONDS [libFuzzer flags...]" >&2
+  echo "usage: tools/fuzz.sh plan|onnx|prompt_lines|genrun_options|gguf|all SECONDS [libFuzzer flags...]" >&2
   exit 2
 fi
 TARGET=$1
@@ -25,13 +31,27 @@ SECS=$2
 shift 2
 if [ "$TARGET" = all ]; then
   rc=0
-  for t in plan onnx prompt_lines genrun_options; do
+  for t in plan onnx prompt_lines genrun_options gguf; do
     bash tools/fuzz.sh "$t" "$SECS" "$@" || rc=1
   done
   exit $rc
 fi
 FUZZ=${FUZZ_DIR:-build-fuzz}
 BUILD=${BUILD_DIR:-build}
+if [ "$TARGET" = gguf ]; then
+  PY=${PYTHON:-python3}
+  mkdir -p "$FUZZ/gguf" "$FUZZ/logs" "$FUZZ/crashes/gguf"
+  "$PY" tests/tools/make_tiny_gguf.py "$FUZZ/gguf/good.gguf" --types q4_0,q4_1,q8_0 >/dev/null
+  LOG=$FUZZ/logs/gguf.log
+  if "$PY" tests/tools/gguf_fuzz.py "$FUZZ/gguf/good.gguf" "$FUZZ/gguf" --seconds "$SECS" \
+       --crashes "$FUZZ/crashes/gguf" >"$LOG" 2>&1; then
+    sed -n '1p;$p' "$LOG" | sed "s/^/fuzz gguf: /"
+    exit 0
+  fi
+  echo "fuzz gguf: FAILED; the inputs are in $FUZZ/crashes/gguf/, the report in $LOG:" >&2
+  grep -E "not a one-line error|the input is|Error" "$LOG" | head -n 5 >&2
+  exit 1
+fi
 
 cmake -S . -B "$FUZZ" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang-14 \
   -DCMAKE_CXX_COMPILER=clang++-14 -DGENC_FUZZ=ON -DGENC_PYTHON=OFF >/dev/null

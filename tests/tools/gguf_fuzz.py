@@ -5,7 +5,11 @@ the converter's one-line error (ConvertError); any other exception is a bug,
 printed with its traceback.
 
   gguf_fuzz.py GOOD.gguf TMPDIR RUNS [SEED]
+  gguf_fuzz.py GOOD.gguf TMPDIR --seconds S [--crashes DIR] [SEED]
+      (tools/fuzz.sh gguf: mutations until S seconds have passed, the seed from
+      the clock unless given; each input that fails is kept in DIR)
 """
+import time
 import os
 import random
 import sys
@@ -17,13 +21,31 @@ from gguf_weights import ConvertError  # noqa: E402
 
 
 def main():
-    good, tmp, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    rng = random.Random(int(sys.argv[4]) if len(sys.argv) > 4 else 48)
+    args = sys.argv[1:]
+    seconds, crashes = None, None
+    if "--crashes" in args:
+        i = args.index("--crashes")
+        crashes = args[i + 1]
+        del args[i:i + 2]
+    if "--seconds" in args:
+        i = args.index("--seconds")
+        seconds = float(args[i + 1])
+        del args[i:i + 2]
+        good, tmp = args[0], args[1]
+        seed = int(args[2]) if len(args) > 2 else time.time_ns() % (1 << 31)
+        runs = None
+        print(f"gguf_fuzz: seed {seed}, {seconds:g} s")
+    else:
+        good, tmp, runs = args[0], args[1], int(args[2])
+        seed = int(args[3]) if len(args) > 3 else 48
+    rng = random.Random(seed)
+    deadline = time.monotonic() + seconds if seconds is not None else None
     data = open(good, "rb").read()
     header = min(len(data), 8192)  # the header, the metadata and the tensor infos
     outcomes = {"converted": 0, "refused": 0}
     bugs = 0
-    for run in range(runs):
+    run = 0
+    while (run < runs) if runs is not None else (time.monotonic() < deadline):
         d = bytearray(data)
         if rng.random() < 0.25:
             d = d[:rng.randrange(4, len(d))]
@@ -41,7 +63,14 @@ def main():
         except Exception:
             bugs += 1
             print(f"run {run}: not a one-line error:\n{traceback.format_exc()}")
+            if crashes:
+                os.makedirs(crashes, exist_ok=True)
+                kept = os.path.join(crashes, f"seed{seed}-run{run}.gguf")
+                open(kept, "wb").write(d)
+                print(f"run {run}: the input is {kept}")
         os.remove(path)
+        run += 1
+    runs = run
     print(f"{runs} mutated files: {outcomes['converted']} converted, {outcomes['refused']} refused with one line, "
           f"{bugs} other errors: " + ("ok" if bugs == 0 else "FAIL"))
     return 0 if bugs == 0 else 1
