@@ -61,6 +61,13 @@ SEEDS=$FUZZ/seeds/$TARGET
 CORPUS=$FUZZ/corpus/$TARGET
 CRASHES=$FUZZ/crashes/$TARGET
 mkdir -p "$SEEDS" "$CORPUS" "$CRASHES" "$FUZZ/logs"
+# A tiny Llama GGUF converted to ONNX (Q4_0, Q4_1, Q8_0 blocks as
+# MatMulNBits), where the gguf and onnx packages are installed.
+gguf_seed() {
+  [ -f "$FUZZ/gguf-seed/model.onnx" ] && return 0
+  "${PYTHON:-python3}" tests/tools/make_tiny_gguf.py "$FUZZ/gguf-seed.gguf" --types q4_0,q4_1,q8_0 >/dev/null &&
+    "${PYTHON:-python3}" tools/gguf_to_onnx.py "$FUZZ/gguf-seed.gguf" "$FUZZ/gguf-seed" >/dev/null 2>&1
+}
 if [ -z "$(ls -A "$SEEDS")" ]; then
   case $TARGET in
   plan)
@@ -82,11 +89,16 @@ if [ -z "$(ls -A "$SEEDS")" ]; then
     "$G" compile models/tiny-gpt2/model.onnx -o "$SEEDS/tiny-gpt2.plan" $S --gpu-arch=
     # Beams sharing their prompt (homes and branches; the window's rings).
     "$G" compile tests/fixtures/mistral/model.onnx -o "$SEEDS/mistral-shared.plan" $S --max-new-tokens 8 --gpu-arch=
+    # 4/8-bit weights: --weights int4 (zero points), and a GGUF's blocks kept.
+    "$G" compile tests/fixtures/llama/model.onnx -o "$SEEDS/llama-int4.plan" $S --gpu-arch= --weights int4 --group-size 32
+    gguf_seed && "$G" compile "$FUZZ/gguf-seed/model.onnx" -o "$SEEDS/gguf-q4.plan" $S --gpu-arch=
     ;;
   onnx)
     for f in tests/fixtures/*/*.onnx models/tiny-gpt2/model.onnx; do
       cp "$f" "$SEEDS/$(echo "$f" | tr / _)"
     done
+    # MatMulNBits nodes (4-bit with integer and float zero points, 8-bit)
+    gguf_seed && cp "$FUZZ/gguf-seed/model.onnx" "$SEEDS/gguf-matmulnbits.onnx"
     ;;
   prompt_lines) cp tests/genrun/Inputs/*.jsonl "$SEEDS/" ;;
   genrun_options) cp tests/fuzz/seeds/genrun_options/* "$SEEDS/" ;;
