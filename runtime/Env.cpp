@@ -69,13 +69,13 @@ const std::vector<Variable> &variables() {
       {"GENC_STEP_COUNT_LAST", "genc",
        "0: the step kernel's thread 0 adds an item's count to its op's counter (A/B runs; default 1: the last compute "
        "warp, while thread 0 goes on to the next item's waits)"},
-      {"GENC_STEP_PAGE_KB", "genc", "8, 16 or 32: the step kernel's least weight page in KiB (A/B runs; default 8 where two of the widest weight rows fit, else 16)"},
       {"GENC_STEP_L2_AHEAD", "genc",
        "0, 2, 4, 8, 16 or 32: the step kernel's copy warp asks L2 for the weight pages that many ahead of those it "
        "copies into the ring (A/B runs with GENC_STEP_PAGES_MAX; default 0: none)"},
       {"GENC_STEP_PAGES_MAX", "genc",
        "2, 3, 4, 5, 6 or 8: at most that many weight pages in each step-kernel block's ring (A/B runs; default: as "
        "many as the shared memory holds)"},
+      {"GENC_STEP_PAGE_KB", "genc", "8, 16 or 32: the step kernel's least weight page in KiB (A/B runs; default 8 where two of the widest weight rows fit, else 16)"},
       {"GENC_STEP_ROWS_INLINE", "genc",
        "0: one copy of each step-kernel row op (a norm), called by every routine that runs it (A/B runs; default 1: "
        "a copy inlined in each)"},
