@@ -231,6 +231,12 @@ def note(notes, what, name):
 
 def convert_weights(reader, cfg, vocab, dequantize, notes):
     """HF name -> ("float", array [N, K] or [N]) or ("nbits", dict, K)."""
+    # Every layer has tensors of its own, so a block count past the file's
+    # tensor count is damage; refused before the expected shapes are listed
+    # (a count of 2**31 would list them until memory runs out).
+    if cfg["layers"] > len(reader.tensors):
+        raise ConvertError(f"key {cfg['arch']}.block_count = {cfg['layers']} is more layers than the file's "
+                           f"{len(reader.tensors)} tensors hold")
     shapes = expected_shapes(cfg, vocab)
     tensors = {}
     for t in reader.tensors:
