@@ -41,6 +41,13 @@ struct Chunk {
   /// Whether the chunk's last token gives an output row (false: a part of a
   /// prompt that is not its end, run only for its cache).
   bool output = true;
+  /// Every token of the chunk gives an output row, in token order (a
+  /// prompt's log-probabilities: row i's logits predict token i + 1); the
+  /// chunk's last row is then its output row as above. Only with a Logits
+  /// request.
+  bool everyToken = false;
+  /// The output rows the chunk gives.
+  int64_t rows() const { return everyToken ? static_cast<int64_t>(tokens.size()) : output ? 1 : 0; }
 };
 
 class Decoder {
@@ -58,7 +65,7 @@ public:
   /// Runs every chunk's tokens (appended after the slot's cached tokens, at
   /// positions slotLength..) and answers `request` for the chunks that ask
   /// for output, in chunk order (answer.logits row i: the i-th such chunk's
-  /// last token). Fails (without changing any slot) if a slot would exceed
+  /// last token, or each of an everyToken chunk's tokens). Fails (without changing any slot) if a slot would exceed
   /// maxLength, a token id is out of range or the request does not fit the
   /// rows.
   virtual Status forward(const std::vector<Chunk> &chunks, const ChoiceRequest &request, ChoiceAnswer &answer) = 0;

@@ -215,6 +215,8 @@ Status Session::checkChunks(const std::vector<Chunk> &chunks) const {
     // piece, which the attention kernels index by position.
     if (pending[c.slot])
       return Status::error("forward: slot " + std::to_string(c.slot) + " is in two chunks; give its tokens as one");
+    if (c.everyToken && !c.output)
+      return Status::error("forward: a chunk that gives every token's row gives output");
     pending[c.slot] += static_cast<int64_t>(c.tokens.size());
     if (lengths_[c.slot] + pending[c.slot] > mi.maxLength)
       return Status::error("forward: slot " + std::to_string(c.slot) + " would exceed the plan's "
@@ -238,8 +240,13 @@ Status Session::forward(const std::vector<Chunk> &chunks, const ChoiceRequest &r
     return s;
   const int64_t vocab = plan_->model.vocabSize;
   int64_t total = 0;
-  for (const Chunk &c : chunks)
-    total += c.output;
+  bool everyToken = false;
+  for (const Chunk &c : chunks) {
+    total += c.rows();
+    everyToken |= c.everyToken;
+  }
+  if (everyToken && request.kind != ChoiceKind::Logits)
+    return Status::error("forward: a chunk that gives every token's row takes a logits request");
   if (std::string why = request.check(total, vocab); !why.empty())
     return Status::error("forward: " + why);
   answer.reset(request, total, vocab);
@@ -250,7 +257,10 @@ Status Session::forward(const std::vector<Chunk> &chunks, const ChoiceRequest &r
       return s;
     std::vector<int64_t> rows; // the output rows the run gives, in run order
     for (const Piece &p : pieces)
-      if (p.logitRow >= 0)
+      if (p.firstRow >= 0)
+        for (int64_t r = p.firstRow; r <= p.logitRow; ++r)
+          rows.push_back(r);
+      else if (p.logitRow >= 0)
         rows.push_back(p.logitRow);
     const bool whole = static_cast<int64_t>(rows.size()) == total; // every row, in order
     const ChoiceRequest sub = whole ? ChoiceRequest{} : request.select(rows, total);
@@ -279,19 +289,23 @@ Status Session::forward(const std::vector<Chunk> &chunks, const ChoiceRequest &r
 bool Session::chooses(const ChoiceRequest &request) const { return exec_->chooses(request, ProgramKind::Decode); }
 
 // Pieces of at most max_tokens tokens; a long prompt is prefilled in
-// several pieces (chunked prefill) and only its last piece gives output.
+// several pieces (chunked prefill) and only its last piece gives output
+// (an everyToken chunk: each piece, a row a token, at most the plan's
+// rows a run).
 // Where the executor splits them, a search's decode rows (one-token chunks
 // that want output) go first, as a run of their own, and the prompt pieces
 // after: each chunk keeps its output row, whatever run gives it.
 Status Session::eachRun(const std::vector<Chunk> &chunks,
                         const std::function<Status(const std::vector<Piece> &)> &run) const {
   const int64_t budget = plan_->maxTokens;
+  const int64_t maxRows = maxSlots(); // @prefill's rows (runtime/plan: maxSymbols)
   std::vector<int64_t> rowOf(chunks.size(), -1);
   std::vector<size_t> order;
   int64_t outputs = 0, decodeRows = 0;
   for (size_t i = 0; i < chunks.size(); ++i) {
     if (chunks[i].output)
-      rowOf[i] = outputs++;
+      rowOf[i] = outputs;
+    outputs += chunks[i].rows();
     decodeRows += chunks[i].output && chunks[i].tokens.size() == 1;
   }
   const bool split = decodeRows > 0 && decodeRows < static_cast<int64_t>(chunks.size()) &&
@@ -307,11 +321,12 @@ Status Session::eachRun(const std::vector<Chunk> &chunks,
         order.push_back(i);
 
   std::vector<Piece> pieces;
-  int64_t pieceTokens = 0;
+  int64_t pieceTokens = 0, pieceRows = 0;
   auto flush = [&]() -> Status {
     Status s = pieces.empty() ? Status::ok() : run(pieces);
     pieces.clear();
     pieceTokens = 0;
+    pieceRows = 0;
     return s;
   };
   for (size_t k = 0; k < order.size(); ++k) {
@@ -322,15 +337,17 @@ Status Session::eachRun(const std::vector<Chunk> &chunks,
     const int64_t row = rowOf[order[k]];
     size_t done = 0;
     while (done < c.tokens.size()) {
-      if (pieceTokens == budget)
+      if (pieceTokens == budget || (c.everyToken ? pieceRows == maxRows : c.output && pieceRows == maxRows))
         if (Status s = flush(); !s)
           return s;
       const size_t rest = c.tokens.size() - done;
-      size_t n = std::min<size_t>(budget - pieceTokens, rest);
+      const int64_t cap = c.everyToken ? std::min(budget - pieceTokens, maxRows - pieceRows) : budget - pieceTokens;
+      size_t n = std::min<size_t>(cap, rest);
       // A chunk is never cut into a one-token piece: the CPU's attention
       // takes a one-token piece as a decode step (runtime/cpu/KvCache.cpp),
-      // and a row's bits must not depend on where its prompt was cut.
-      if (n < rest && budget >= 4) {
+      // and a row's bits must not depend on where its prompt was cut. (An
+      // everyToken chunk on a plan of fewer than 4 rows is cut so.)
+      if (n < rest && (c.everyToken ? std::min(budget, maxRows) : budget) >= 4) {
         if (rest - n == 1)
           --n;
         if (n < 2) {
@@ -340,8 +357,13 @@ Status Session::eachRun(const std::vector<Chunk> &chunks,
         }
       }
       bool last = done + n == c.tokens.size();
-      pieces.push_back({c.slot, std::vector<int64_t>(c.tokens.begin() + done, c.tokens.begin() + done + n),
-                        last ? row : -1});
+      Piece p{c.slot, std::vector<int64_t>(c.tokens.begin() + done, c.tokens.begin() + done + n), last ? row : -1};
+      if (c.everyToken) {
+        p.firstRow = row + static_cast<int64_t>(done);
+        p.logitRow = p.firstRow + static_cast<int64_t>(n) - 1;
+      }
+      pieceRows += c.everyToken ? static_cast<int64_t>(n) : last && row >= 0;
+      pieces.push_back(std::move(p));
       pieceTokens += n;
       done += n;
     }
@@ -365,7 +387,7 @@ Status Session::buildRun(const std::vector<Piece> &pieces, ProgramRun &run) cons
   for (const Piece &p : pieces) {
     T += static_cast<int64_t>(p.tokens.size());
     decode &= p.tokens.size() == 1 && p.logitRow >= 0;
-    R += p.logitRow >= 0;
+    R += p.firstRow >= 0 ? static_cast<int64_t>(p.tokens.size()) : p.logitRow >= 0;
   }
   decode &= T <= maxSlots();
   run.kind = decode ? ProgramKind::Decode : ProgramKind::Prefill;
@@ -386,8 +408,12 @@ Status Session::buildRun(const std::vector<Piece> &pieces, ProgramRun &run) cons
       if (!entryOfSlot_.empty())
         run.attention.crossEntryOfToken.push_back(entryOfSlot_[p.slot]);
     }
-    if (!decode && p.logitRow >= 0)
-      run.logitRows.push_back(static_cast<int64_t>(run.inputIds.size()) - 1);
+    const int64_t end = static_cast<int64_t>(run.inputIds.size());
+    if (!decode && p.firstRow >= 0)
+      for (int64_t t = end - static_cast<int64_t>(p.tokens.size()); t < end; ++t)
+        run.logitRows.push_back(t);
+    else if (!decode && p.logitRow >= 0)
+      run.logitRows.push_back(end - 1);
   }
   run.attention.crossLengths = crossLengths_;
   if (kv_.sharesPrompts()) {

@@ -45,6 +45,7 @@ private:
     int32_t slot;
     std::vector<int64_t> tokens;
     int64_t logitRow; // the output row this piece's last token gives; -1: none
+    int64_t firstRow = -1; // an everyToken chunk's piece: its first token's row (each token gives one)
   };
   /// The run of the pieces: program, symbols, ids, positions, attention context.
   Status buildRun(const std::vector<Piece> &pieces, ProgramRun &run) const;

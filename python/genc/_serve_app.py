@@ -27,10 +27,10 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from . import _chat
-from ._serve_engine import DONE, ERROR, SEQUENCE, TOKEN, Engine, Event, Handle, Mailbox, QueueFull
+from ._serve_engine import DONE, ERROR, PROMPT, SEQUENCE, TOKEN, Engine, Event, Handle, Mailbox, QueueFull
 from ._serve_metrics import prometheus_text
 from ._serve_requests import CHAT, COMPLETION, OpenAIError, bad, check_fields, get, native_config, sampling
-from ._serve_text import ChoiceText, chat_logprobs, completion_logprobs
+from ._serve_text import ChoiceText, PromptScores, chat_logprobs, completion_logprobs
 
 T = TypeVar("T")
 
@@ -202,7 +202,8 @@ def chat_prompt(srv: Server, body: Dict[str, Any]) -> List[int]:
         raise bad("messages: %s" % e, "messages") from None
 
 
-def submit_all(srv: Server, s: Any, prompts: List[List[int]], top: int) -> Tuple[List[Handle], Mailbox]:
+def submit_all(srv: Server, s: Any, prompts: List[List[int]], top: int,
+               prompt_top: int = -1) -> Tuple[List[Handle], Mailbox]:
     """Checks every prompt, then queues them all (none when one fails)."""
     native = srv.engine.native
     if len(prompts) > srv.engine.max_queue:  # it could never be queued whole: no retry helps
@@ -212,7 +213,7 @@ def submit_all(srv: Server, s: Any, prompts: List[List[int]], top: int) -> Tuple
     for ids in prompts:
         cfg = native_config(s, native, len(ids), native.max_length - len(ids))
         try:
-            srv.engine.check(ids, cfg, top)
+            srv.engine.check(ids, cfg, top, prompt_top)
         except ValueError as e:
             raise bad(str(e)) from None
         cfgs.append(cfg)
@@ -220,7 +221,7 @@ def submit_all(srv: Server, s: Any, prompts: List[List[int]], top: int) -> Tuple
     handles: List[Handle] = []
     try:
         for ids, cfg in zip(prompts, cfgs):
-            handles.append(srv.engine.submit(ids, cfg, top, box))
+            handles.append(srv.engine.submit(ids, cfg, top, box, prompt_top))
     except QueueFull as e:
         for h in handles:
             srv.engine.cancel(h)
@@ -354,9 +355,13 @@ class Started:
     """A request whose prompts were queued: what its answer needs."""
 
     def __init__(self, s: Any, chat: bool, handles: List[Handle], box: Mailbox, prompts: List[Tuple[List[int], str]],
-                 echo: bool, want_ids: bool) -> None:
+                 echo: bool, want_ids: bool, echo_top: int = -1, vllm_top: int = -1) -> None:
         self.s, self.chat, self.handles, self.box, self.prompts, self.echo = s, chat, handles, box, prompts, echo
         self.want_ids = want_ids  # vLLM's return_token_ids: the generated ids (stop strings not cut)
+        # The prompt's log-probabilities: echo with logprobs (OpenAI's
+        # completions; -1: not asked), vLLM's prompt_logprobs (-1: not asked).
+        self.echo_top, self.vllm_top = echo_top, vllm_top
+        self.scores = [PromptScores(ids) for ids, _ in prompts] if max(echo_top, vllm_top) >= 0 else []
         self.rid = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex
         self.prompt_tokens = sum(len(ids) for ids, _ in prompts)
 
@@ -378,6 +383,7 @@ async def handle(srv: Server, chat: bool, request: Request) -> Union[Response, S
             elif body.get("top_logprobs") is not None:
                 raise bad("'top_logprobs' needs 'logprobs' true", "top_logprobs")
             echo = False
+            echo_top = -1
         else:
             if body.get("suffix") is not None:
                 raise bad("'suffix' is not supported", "suffix")
@@ -386,13 +392,16 @@ async def handle(srv: Server, chat: bool, request: Request) -> Union[Response, S
             if not -1 <= top <= 20:
                 raise bad("'logprobs' must be in [0, 20]", "logprobs")
             echo = get(body, "echo", "bool", False)
-            if echo and top >= 0:
-                raise bad("'echo' with 'logprobs' would need the prompt's log-probabilities, which this server "
-                          "does not compute", "echo")
+            echo_top = top if echo else -1
         if top >= 0 and s.beams:
             raise bad("logprobs are not available with beam search", "logprobs")
+        vllm_top = get(body, "prompt_logprobs", "int", -1)
+        if not -1 <= vllm_top <= 20:
+            raise bad("'prompt_logprobs' must be in [0, 20]", "prompt_logprobs")
+        if vllm_top >= 0 and s.stream:
+            raise bad("'prompt_logprobs' is not available with streaming", "prompt_logprobs")
         want_ids = get(body, "return_token_ids", "bool", False)
-        handles, box = submit_all(srv, s, [ids for ids, _ in prompts], top)
+        handles, box = submit_all(srv, s, [ids for ids, _ in prompts], top, max(echo_top, vllm_top))
     except OpenAIError as e:
         srv.count(endpoint, e.status)
         return error_response(e)
@@ -400,7 +409,7 @@ async def handle(srv: Server, chat: bool, request: Request) -> Union[Response, S
         traceback.print_exc(file=sys.stderr)
         srv.count(endpoint, 500)
         return error_response(OpenAIError(500, "internal error: %s" % type(e).__name__, type_="server_error"))
-    return Started(s, chat, handles, box, prompts, echo, want_ids)
+    return Started(s, chat, handles, box, prompts, echo, want_ids, echo_top, vllm_top)
 
 
 def answer(srv: Server, r: Started, events: List[Event]) -> Response:
@@ -415,6 +424,8 @@ def answer(srv: Server, r: Started, events: List[Event]) -> Response:
             choices.token(ev)
         elif ev.kind == SEQUENCE:
             choices.sequence(ev)
+        elif ev.kind == PROMPT:
+            r.scores[choices.index[ev.request]].add(ev.sequence, list(ev.top or ()))
     out = []
     completion_tokens = 0
     for c, text, reason, ids, raw in choices.final():
@@ -425,14 +436,22 @@ def answer(srv: Server, r: Started, events: List[Event]) -> Response:
                     "logprobs": chat_logprobs(srv.engine, lp) if lp is not None else None}
         else:
             prefix = r.prompts[c // s.n][1] if r.echo else ""
+            if r.echo_top >= 0:  # the prompt's tokens first, the first one with nothing to predict it
+                lp = r.scores[c // s.n].echo_items(r.echo_top) + (lp or [])
             item = {"index": c, "text": prefix + text, "finish_reason": reason,
-                    "logprobs": completion_logprobs(srv.engine, lp, len(prefix)) if lp is not None else None}
+                    "logprobs": completion_logprobs(srv.engine, lp, 0 if r.echo_top >= 0 else len(prefix))
+                    if lp is not None else None}
+            if r.vllm_top >= 0:
+                item["prompt_logprobs"] = r.scores[c // s.n].vllm(srv.engine, r.vllm_top)
         if r.want_ids:
             item["token_ids"] = ids
         out.append(item)
-    return JSONResponse({"id": r.rid, "object": "chat.completion" if chat else "text_completion",
-                         "created": int(time.time()), "model": srv.model, "choices": out,
-                         "usage": usage(r.prompt_tokens, completion_tokens)})
+    body = {"id": r.rid, "object": "chat.completion" if chat else "text_completion",
+            "created": int(time.time()), "model": srv.model, "choices": out,
+            "usage": usage(r.prompt_tokens, completion_tokens)}
+    if chat and r.vllm_top >= 0:  # vLLM's place for a chat's (one prompt)
+        body["prompt_logprobs"] = r.scores[0].vllm(srv.engine, r.vllm_top)
+    return JSONResponse(body)
 
 
 STREAM_START = {"type": "http.response.start", "status": 200,
@@ -469,16 +488,26 @@ async def stream(srv: Server, send: Send, r: Started) -> None:
     offsets: Dict[int, int] = {}
     out: List[bytes] = []
     await send(STREAM_START)
+
+    def echo(p: int) -> None:
+        """Each of prompt p's choices starts with the prompt's text (and,
+        with logprobs, its tokens': sent once they are all known)."""
+        for j in range(s.n):
+            c = p * s.n + j
+            lp = None
+            if r.echo_top >= 0:
+                lp = completion_logprobs(srv.engine, r.scores[p].echo_items(r.echo_top), 0)
+            out.append(chunk(c, prompts[p][1], None, lp))
+            offsets[c] = len(prompts[p][1]) if lp is None else sum(len(t) for t in lp["tokens"])
+
     if chat or r.echo:
         for p in range(len(prompts)):
-            for j in range(s.n):
-                c = p * s.n + j
-                if chat:
+            if chat:
+                for j in range(s.n):
                     out.append(b'%s{"index":%d,"delta":{"role":"assistant","content":""},"logprobs":null,'
-                               b'"finish_reason":null}]}\n\n' % (head, c))
-                else:
-                    out.append(chunk(c, prompts[p][1], None))
-                    offsets[c] = len(prompts[p][1])
+                               b'"finish_reason":null}]}\n\n' % (head, p * s.n + j))
+            elif r.echo_top < 0 or r.scores[p].complete:
+                echo(p)
     while open_:
         if out:
             await send({"type": "http.response.body", "body": b"".join(out), "more_body": True})
@@ -506,6 +535,11 @@ async def stream(srv: Server, send: Send, r: Started) -> None:
                     ends.append(c)
             elif kind == SEQUENCE:
                 choices.sequence(ev)
+            elif kind == PROMPT:  # before the prompt's first token
+                p = choices.index[ev.request]
+                r.scores[p].add(ev.sequence, list(ev.top or ()))
+                if r.scores[p].complete:
+                    echo(p)
             else:  # DONE or ERROR: the prompt's last event
                 if kind == ERROR:
                     errors.append(ev.text)

@@ -13,11 +13,14 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 from . import _genc
 
-TOKEN, SEQUENCE, DONE, ERROR = 0, 1, 2, 3
+TOKEN, SEQUENCE, DONE, ERROR, PROMPT = 0, 1, 2, 3, 4
 
 
 class Event(NamedTuple):
-    """One of take_events' tuples, named (a tuple subclass: made whole, not field by field)."""
+    """One of take_events' tuples, named (a tuple subclass: made whole, not field by field).
+    PROMPT (the prompt's log-probabilities, before the first token's event):
+    ids, the prompt tokens from position `sequence` on; top, a (logprob,
+    rank, [(token, logprob)...]) per id."""
     request: int
     kind: int
     sequence: int
@@ -26,7 +29,7 @@ class Event(NamedTuple):
     last: bool
     stopped: bool
     logprob: float
-    top: Optional[List[Tuple[int, float]]]
+    top: Optional[List[Any]]
     ids: Optional[List[int]]
     score: float
 
@@ -108,13 +111,15 @@ class Engine:
         self.detach()
         self.native.close()
 
-    def check(self, ids: List[int], cfg: Any, top_logprobs: int) -> None:
+    def check(self, ids: List[int], cfg: Any, top_logprobs: int, prompt_logprobs: int = -1) -> None:
         """ValueError naming what generate() would refuse."""
-        self.native.check(ids, cfg, top_logprobs)
+        self.native.check(ids, cfg, top_logprobs, prompt_logprobs)
 
-    def submit(self, ids: List[int], cfg: Any, top_logprobs: int, box: Mailbox) -> Handle:
+    def submit(self, ids: List[int], cfg: Any, top_logprobs: int, box: Mailbox, prompt_logprobs: int = -1) -> Handle:
+        """prompt_logprobs k >= 0: a PROMPT event with each prompt token's
+        log-probability and the k likeliest at its position."""
         h = Handle(next(self._ids), box)
-        why = self.native.submit(h.id, ids, cfg, top_logprobs)
+        why = self.native.submit(h.id, ids, cfg, top_logprobs, prompt_logprobs)
         if why is not None:
             raise QueueFull(why, draining="shutting down" in why)
         self._handles[h.id] = h
@@ -133,7 +138,7 @@ class Engine:
             if h is None:
                 continue  # cancelled
             h.box.put(make(t))
-            if t[1] >= DONE:  # DONE or ERROR: the request's last event
+            if t[1] == DONE or t[1] == ERROR:  # the request's last event
                 h.done = True
                 del handles[t[0]]
 

@@ -55,7 +55,7 @@ COMMON = {"model", "max_tokens", "temperature", "top_p", "n", "stream", "stream_
           "presence_penalty", "frequency_penalty", "logit_bias", "user", "best_of", "use_beam_search", "top_k",
           "min_p", "repetition_penalty", "min_tokens", "ignore_eos", "no_repeat_ngram_size", "length_penalty",
           "early_stopping", "stop_token_ids", "include_stop_str_in_output", "skip_special_tokens",
-          "spaces_between_special_tokens", "service_tier", "metadata", "store"}
+          "spaces_between_special_tokens", "service_tier", "metadata", "store", "prompt_logprobs"}
 COMPLETION = COMMON | {"prompt", "logprobs", "echo", "suffix", "return_token_ids"}
 CHAT = COMMON | {"messages", "max_completion_tokens", "logprobs", "top_logprobs", "response_format", "tools",
                  "tool_choice", "parallel_tool_calls", "functions", "function_call", "add_generation_prompt",

@@ -56,10 +56,12 @@ def chat_logprobs(engine: Any, items: List[Tuple[int, float, List[Tuple[int, flo
     return {"content": [dict(entry(t, lp), top_logprobs=[entry(a, b) for a, b in top]) for t, lp, top in items]}
 
 
-def completion_logprobs(engine: Any, items: List[Tuple[int, float, List[Tuple[int, float]]]],
+def completion_logprobs(engine: Any, items: List[Tuple[int, Optional[float], Optional[List[Tuple[int, float]]]]],
                         offset: int) -> Dict[str, Any]:
-    """text_completion's logprobs: tokens, token_logprobs, top_logprobs, text_offset."""
-    ids = [t for t, _, _ in items] + [t for _, _, top in items for t, _ in top]
+    """text_completion's logprobs: tokens, token_logprobs, top_logprobs,
+    text_offset. An item's logprob and top are None for a prompt's first
+    token (echo: nothing predicts it)."""
+    ids = [t for t, _, _ in items] + [t for _, _, top in items for t, _ in top or ()]
     texts = dict(zip(ids, engine.native.token_texts(ids))) if ids else {}
     tokens, offsets = [], []
     for t, _, _ in items:
@@ -67,4 +69,42 @@ def completion_logprobs(engine: Any, items: List[Tuple[int, float, List[Tuple[in
         tokens.append(texts[t])
         offset += len(texts[t])
     return {"tokens": tokens, "token_logprobs": [lp for _, lp, _ in items],
-            "top_logprobs": [{texts[a]: b for a, b in top} for _, _, top in items], "text_offset": offsets}
+            "top_logprobs": [None if top is None else {texts[a]: b for a, b in top} for _, _, top in items],
+            "text_offset": offsets}
+
+
+class PromptScores:
+    """One prompt's log-probabilities as its PROMPT events bring them:
+    position i's token, its logprob, rank and the likeliest there (position
+    0, which nothing predicts, has none). Complete once every position came."""
+
+    def __init__(self, ids: List[int]) -> None:
+        self.ids = ids
+        self.got: List[Tuple[float, int, List[Tuple[int, float]]]] = []
+
+    def add(self, first: int, scored: List[Tuple[float, int, List[Tuple[int, float]]]]) -> None:
+        if first != 1 + len(self.got):
+            raise RuntimeError("prompt log-probabilities out of order (position %d after %d)" % (first, len(self.got)))
+        self.got.extend(scored)
+
+    @property
+    def complete(self) -> bool:
+        return 1 + len(self.got) >= len(self.ids)
+
+    def echo_items(self, k: int) -> List[Tuple[int, Optional[float], Optional[List[Tuple[int, float]]]]]:
+        """completion_logprobs' items for the prompt, with the k likeliest."""
+        items: List[Tuple[int, Optional[float], Optional[List[Tuple[int, float]]]]] = [(self.ids[0], None, None)]
+        items.extend((t, lp, list(top[:k])) for t, (lp, _, top) in zip(self.ids[1:], self.got))
+        return items
+
+    def vllm(self, engine: Any, k: int) -> List[Optional[Dict[str, Dict[str, Any]]]]:
+        """vLLM's prompt_logprobs: None, then per position {id: {logprob,
+        rank, decoded_token}} for the prompt's token and the k likeliest."""
+        ids = list(self.ids) + [a for _, _, top in self.got for a, _ in top[:k]]
+        texts = dict(zip(ids, engine.native.token_texts(ids))) if ids else {}
+        out: List[Optional[Dict[str, Dict[str, Any]]]] = [None]
+        for t, (lp, rank, top) in zip(self.ids[1:], self.got):
+            d = {str(a): {"logprob": b, "rank": j + 1, "decoded_token": texts[a]} for j, (a, b) in enumerate(top[:k])}
+            d[str(t)] = {"logprob": lp, "rank": rank, "decoded_token": texts[t]}
+            out.append(d)
+        return out

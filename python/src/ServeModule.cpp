@@ -47,29 +47,35 @@ public:
     return *e_;
   }
 
-  serve::Request request(const std::vector<int64_t> &ids, GenerationConfig cfg, int64_t topLogprobs) {
+  serve::Request request(const std::vector<int64_t> &ids, GenerationConfig cfg, int64_t topLogprobs,
+                         int64_t promptLogprobs) {
     serve::Request r;
     r.promptIds = ids;
     cfg.tokenizer = e().tokenizer();
     r.cfg = std::move(cfg);
     r.logprobs.top = topLogprobs;
+    r.promptLogprobs = promptLogprobs;
     return r;
   }
 
   /// ValueError with the runtime's message when the request is bad.
-  void check(const std::vector<int64_t> &ids, const GenerationConfig &cfg, int64_t topLogprobs) {
-    if (Status s = e().check(request(ids, cfg, topLogprobs)); !s)
+  void check(const std::vector<int64_t> &ids, const GenerationConfig &cfg, int64_t topLogprobs,
+             int64_t promptLogprobs) {
+    if (Status s = e().check(request(ids, cfg, topLogprobs, promptLogprobs)); !s)
       throw py::value_error(s.message());
   }
   /// None when queued; else why not (a full queue, draining).
-  py::object submit(uint64_t id, const std::vector<int64_t> &ids, const GenerationConfig &cfg, int64_t topLogprobs) {
-    if (Status s = e().submit(id, request(ids, cfg, topLogprobs)); !s)
+  py::object submit(uint64_t id, const std::vector<int64_t> &ids, const GenerationConfig &cfg, int64_t topLogprobs,
+                    int64_t promptLogprobs) {
+    if (Status s = e().submit(id, request(ids, cfg, topLogprobs, promptLogprobs)); !s)
       return py::str(s.message());
     return py::none();
   }
 
   /// (request, kind, sequence, token, text, last, stopped, logprob, top,
-  /// ids, score) per event; kind 0 token, 1 sequence, 2 done, 3 error.
+  /// ids, score) per event; kind 0 token, 1 sequence, 2 done, 3 error, 4
+  /// the prompt's log-probabilities: ids from position `sequence` on, and
+  /// top a (logprob, rank, [(token, logprob)...]) per id.
   py::list takeEvents() {
     std::vector<serve::Event> evs = e().takeEvents();
     py::list out(evs.size());
@@ -84,6 +90,17 @@ public:
       }
       if (ev.kind == serve::Event::Kind::Sequence)
         ids = py::cast(ev.ids);
+      if (ev.kind == serve::Event::Kind::PromptLogprobs) {
+        ids = py::cast(ev.ids);
+        py::list l(ev.ids.size());
+        for (size_t i = 0; i < ev.ids.size(); ++i) {
+          py::list t(ev.tops[i].size());
+          for (size_t j = 0; j < ev.tops[i].size(); ++j)
+            t[j] = py::make_tuple(ev.tops[i][j].first, ev.tops[i][j].second);
+          l[i] = py::make_tuple(ev.logprobs[i], ev.ranks[i], t);
+        }
+        top = std::move(l);
+      }
       out[k++] = py::make_tuple(ev.request, int(ev.kind), ev.sequence, ev.token, utf8(ev.text), ev.last, ev.stopped,
                                 ev.logprob, top, ids, ev.score);
     }
@@ -153,8 +170,10 @@ void genpy::bindServe(py::module &m) {
   py::class_<PyServe>(m, "_ServeEngine")
       .def(py::init<const std::string &, const std::string &, int64_t, int64_t>(), py::arg("plan"),
            py::arg("device"), py::arg("max_queue"), py::arg("step_tokens"))
-      .def("check", &PyServe::check)
-      .def("submit", &PyServe::submit)
+      .def("check", &PyServe::check, py::arg("ids"), py::arg("cfg"), py::arg("top_logprobs"),
+           py::arg("prompt_logprobs") = -1)
+      .def("submit", &PyServe::submit, py::arg("id"), py::arg("ids"), py::arg("cfg"), py::arg("top_logprobs"),
+           py::arg("prompt_logprobs") = -1)
       .def("cancel", [](PyServe &s, uint64_t id) { s.e().cancel(id); })
       .def("drain", [](PyServe &s) { s.e().drain(); })
       .def_property_readonly("idle", [](PyServe &s) { return s.e().idle(); })

@@ -157,6 +157,87 @@ def test_logprob_bytes_are_the_tokens_own(client):
     assert all(bytes(e.bytes) != "\ufffd".encode() for e in partial)
 
 
+def reference_logprobs(ids, workdir):
+    """log_softmax of the logits genc's reference interpreter computes for
+    `ids` from the ONNX file (genc eval, not the runtime), in float64."""
+    import numpy as np
+    genc_bin = os.path.join(os.environ.get("GENC_BUILD_DIR", ""), "tools", "genc")
+    if not os.access(genc_bin, os.X_OK):
+        pytest.skip("GENC_BUILD_DIR/tools/genc not found")
+    d = os.path.join(workdir, "echo-eval")
+    os.makedirs(d, exist_ok=True)
+    np.save(os.path.join(d, "ids.npy"), np.array([ids], dtype=np.int64))
+    np.save(os.path.join(d, "mask.npy"), np.ones((1, len(ids)), dtype=np.int64))
+    subprocess.run([genc_bin, "eval", os.path.join(TINY, "model.onnx"), "--input", "input_ids=" + d + "/ids.npy",
+                    "--input", "attention_mask=" + d + "/mask.npy", "--output-dir", d], check=True)
+    x = np.load(os.path.join(d, "logits.npy"))[0].astype(np.float64)
+    x -= x.max(axis=-1, keepdims=True)
+    return x - np.log(np.exp(x).sum(axis=-1, keepdims=True))
+
+
+# Longer than a step's 24 tokens and than the plan's 16 rows a run: its
+# log-probabilities come in pieces over several runs and steps.
+LONG = ("Permission is hereby granted, free of charge, to any person obtaining a copy of this software and "
+        "associated documentation files, to deal in the Software without restriction")
+
+
+def test_echo_with_logprobs_scores_the_prompt(client, local, workdir):
+    ids = local.encode(LONG)
+    assert len(ids) > 24
+    ref = reference_logprobs(ids, workdir)
+    r = client.completions.create(model="tiny", prompt=LONG, max_tokens=5, temperature=0, logprobs=3, echo=True)
+    lp = r.choices[0].logprobs
+    plain = client.completions.create(model="tiny", prompt=LONG, max_tokens=5, temperature=0, logprobs=3)
+    T = len(ids)
+    # The prompt's tokens, then the completion's, as without echo.
+    assert r.choices[0].text == LONG + plain.choices[0].text
+    assert len(lp.tokens) == T + 5 and "".join(lp.tokens[:T]) == LONG
+    assert lp.tokens[T:] == plain.choices[0].logprobs.tokens
+    assert lp.token_logprobs[0] is None and lp.top_logprobs[0] is None
+    assert lp.text_offset[0] == 0 and lp.text_offset[T] == sum(len(t) for t in lp.tokens[:T])
+    for t in range(1, T):  # token t as tokens 0..t-1 predict it
+        assert abs(lp.token_logprobs[t] - ref[t - 1, ids[t]]) < 1e-4, t
+        want = sorted(ref[t - 1])[::-1][:3]
+        got = sorted(lp.top_logprobs[t].values(), reverse=True)
+        assert len(got) <= 3 and all(abs(a - b) < 1e-4 for a, b in zip(got, want)), t
+    for a, b in zip(lp.token_logprobs[T:], plain.choices[0].logprobs.token_logprobs):
+        assert abs(a - b) < 1e-5
+
+    # Streamed: the prompt's chunk carries its logprobs, then the tokens'.
+    toks, lps, text = [], [], ""
+    for ch in client.completions.create(model="tiny", prompt=LONG, max_tokens=5, temperature=0, logprobs=3,
+                                        echo=True, stream=True):
+        c = ch.choices[0]
+        text += c.text
+        if c.logprobs is not None:
+            toks += c.logprobs.tokens
+            lps += c.logprobs.token_logprobs
+    assert text == r.choices[0].text and toks == lp.tokens
+    assert lps[0] is None and all(abs(a - b) < 1e-6 for a, b in zip(lps[1:], lp.token_logprobs[1:]))
+
+
+def test_vllm_prompt_logprobs(server, local, workdir):
+    ids = local.encode(LONG)
+    ref = reference_logprobs(ids, workdir)
+    r = httpx.post(server.base + "/v1/completions", timeout=60,
+                   json={"prompt": ids, "max_tokens": 2, "temperature": 0, "prompt_logprobs": 2}).json()
+    pl = r["choices"][0]["prompt_logprobs"]
+    assert len(pl) == len(ids) and pl[0] is None
+    for t in range(1, len(ids)):
+        mine = pl[t][str(ids[t])]
+        assert abs(mine["logprob"] - ref[t - 1, ids[t]]) < 1e-4
+        assert mine["rank"] == 1 + int((ref[t - 1] > ref[t - 1, ids[t]] + 1e-6).sum()), t
+        ranked = sorted((v["rank"], v["logprob"]) for k, v in pl[t].items() if k != str(ids[t]) or v["rank"] <= 2)
+        assert [k for k, _ in ranked][:2] == [1, 2]
+        assert abs(ranked[0][1] - ref[t - 1].max()) < 1e-4
+    # A chat's: the rendered prompt's, at the top of the response (vLLM's place).
+    c = httpx.post(server.base + "/v1/chat/completions", timeout=60,
+                   json={"messages": [{"role": "user", "content": "Hello there"}], "max_tokens": 2,
+                         "prompt_logprobs": 0}).json()
+    assert c["prompt_logprobs"][0] is None and len(c["prompt_logprobs"]) == c["usage"]["prompt_tokens"]
+    assert all(len(d) == 1 for d in c["prompt_logprobs"][1:])
+
+
 def test_sixteen_concurrent_greedy_requests_are_batch_mode_tokens(server, chat_plan, genrun, workdir):
     g = genc.Generator(chat_plan, device="cpu")
     prompts = [g.encode(PROMPT * (1 + k % 3))[: 5 + 3 * k] for k in range(16)]  # 5 .. 50 tokens
@@ -194,7 +275,8 @@ BAD = [
     ("token id outside the vocabulary", json.dumps({"prompt": [5, 100000]}).encode(), 400),
     ("temperature out of range", json.dumps({"prompt": "x", "temperature": 7}).encode(), 400),
     ("nested too deeply", b"[" * 100000 + b"]" * 100000, 400),
-    ("echo with logprobs", json.dumps({"prompt": "x", "echo": True, "logprobs": 2}).encode(), 400),
+    ("prompt_logprobs out of range", json.dumps({"prompt": "x", "prompt_logprobs": 21}).encode(), 400),
+    ("prompt_logprobs streamed", json.dumps({"prompt": "x", "prompt_logprobs": 1, "stream": True}).encode(), 400),
     ("too many stop strings", json.dumps({"prompt": "x", "stop": ["s%d" % i for i in range(17)]}).encode(), 400),
     ("a stop string too long", json.dumps({"prompt": "x", "stop": "y" * 257}).encode(), 400),
 ]

@@ -97,10 +97,18 @@ static Status logitsStep(Decoder &dec, StepIO &io) {
   std::vector<float> row;
   size_t nextCand = 0;
   int64_t r = 0;
-  for (StepIO::Entry &e : io.entries) {
+  for (size_t i = 0; i < io.entries.size(); ++i) {
+    StepIO::Entry &e = io.entries[i];
+    if (io.chunks[i].everyToken) { // its rows, the last one its output row
+      e.firstRow = r;
+      r += int64_t(io.chunks[i].tokens.size());
+      if (e.want != Want::None)
+        e.logitsRow = r - 1;
+    } else if (e.want != Want::None) {
+      e.logitsRow = r++;
+    }
     if (e.want == Want::None)
       continue;
-    e.logitsRow = r++;
     const float *logits = io.logits.data() + e.logitsRow * V;
     switch (e.want) {
     case Want::None:
@@ -132,10 +140,13 @@ Status runStep(Decoder &dec, StepIO &io) {
     return s;
   if (io.chunks.empty())
     return Status::ok();
-  for (size_t i = 0; i < io.chunks.size(); ++i)
-    io.chunks[i].output = io.entries[i].want != Want::None;
+  bool everyToken = false;
+  for (size_t i = 0; i < io.chunks.size(); ++i) {
+    io.chunks[i].output = io.entries[i].want != Want::None || io.chunks[i].everyToken;
+    everyToken |= io.chunks[i].everyToken;
+  }
   const Want kind = commonWant(io);
-  if (kind == Want::Logits || kind == Want::None)
+  if (kind == Want::Logits || kind == Want::None || everyToken)
     return logitsStep(dec, io);
 
   // One request of the chunks' common kind over the output rows, in order:

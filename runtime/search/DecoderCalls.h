@@ -1,7 +1,8 @@
 // The one place the searches call the Decoder to run a step: a StepIO
 // holds one forward's chunks, what each chunk must give back (its logits,
 // its greedy token, its token under a sampling rule, its beam candidates,
-// or nothing: a piece of a prompt that is not the prompt's end), and the
+// or nothing: a piece of a prompt that is not the prompt's end), whether it
+// gives every token's logits too (a prompt's log-probabilities), and the
 // slot reorders due before it. runStep() answers it with as few decoder
 // calls as it can: one call of the chunks' common kind when they share one
 // (the device then chooses where the logits are), else the logits of every
@@ -37,6 +38,7 @@ struct StepIO {
     int64_t token = 0;     // Greedy, Tokens
     float logprob = 0.f;   // Greedy, Tokens
     int64_t logitsRow = -1; // Logits: its row of `logits`
+    int64_t firstRow = -1;  // a chunk with everyToken: its first token's row of `logits`
     int64_t firstCand = 0;  // Beams: its rules * k candidates from candTokens[firstCand]
   };
   std::vector<Chunk> chunks;
@@ -56,6 +58,9 @@ struct StepIO {
   size_t addRules(int32_t slot, std::vector<int64_t> tokens, Want want, const BeamRow *rows, int32_t n);
   /// A reorder due before the next forward (dst == src is dropped).
   void reorder(int32_t d, int32_t s, int64_t sharedPositions);
+  /// Marks chunk i as giving every token's logits (Chunk::everyToken: a
+  /// prompt's log-probabilities), read from entries[i].firstRow on.
+  void everyToken(size_t i) { chunks[i].everyToken = true; }
   /// Logits row of chunk i (Want::Logits).
   const float *logitsOf(size_t i, int64_t vocab) const { return logits.data() + entries[i].logitsRow * vocab; }
   /// Clears the chunks and answers (not the reorders: runStep does those).

@@ -1,5 +1,6 @@
 #include "runtime/serve/Scheduler.h"
 
+#include "runtime/choice/Beams.h"
 #include "runtime/search/LogitsProcessors.h"
 
 #include <algorithm>
@@ -42,6 +43,9 @@ Status Scheduler::check(const Request &req) const {
     if (Status s = search::StopStrings::check(cfg.stopStrings, *tok_); !s)
       return s;
   }
+  if (req.promptLogprobs >= 0 && info.encoderDecoder)
+    return Status::error("prompt log-probabilities are for decoder-only models (the prompt of this one is its "
+                         "encoder's source)");
   if (cfg.numBeams > 1) {
     if (req.logprobs.top >= 0)
       return Status::error("logprobs are not available with beam search");
@@ -255,6 +259,47 @@ void Scheduler::timeTokens(Running &r, size_t firstEvent, const std::vector<Even
   r.lastToken = now;
 }
 
+// The log-probability of each prompt token this step's chunks predicted
+// (row i of a chunk: the logits after its token i, predicting token i + 1),
+// as the generated tokens' are reported: the model's log-softmax, before
+// any processor, and the likeliest `promptLogprobs` at the position.
+void Scheduler::scorePrompt(Running &r, std::vector<Event> &events) const {
+  const std::vector<int64_t> &prompt = r.search->item().decoderPrompt;
+  const int64_t V = dec_.info().vocabSize, k = std::min<int64_t>(r.request.promptLogprobs, V);
+  Event ev;
+  ev.request = r.id;
+  ev.kind = Event::Kind::PromptLogprobs;
+  std::vector<float> row(size_t(V), 0.f);
+  std::vector<int32_t> topTokens(size_t(k), 0);
+  std::vector<float> topScores(size_t(k), 0.f);
+  for (const auto &[chunk, first] : r.scored) {
+    const search::StepIO::Entry &e = io_.entries[chunk];
+    const int64_t n = int64_t(io_.chunks[chunk].tokens.size());
+    for (int64_t i = 0; i < n && first + i + 1 < int64_t(prompt.size()); ++i) {
+      if (ev.ids.empty())
+        ev.sequence = first + i + 1;
+      const float *logits = io_.logits.data() + (e.firstRow + i) * V;
+      row.assign(logits, logits + V);
+      logSoftmax(row.data(), V);
+      const int64_t token = prompt[size_t(first + i + 1)];
+      ev.ids.push_back(token);
+      const float lp = row[size_t(token)];
+      ev.logprobs.push_back(lp);
+      ev.ranks.push_back(1 + std::count_if(row.begin(), row.end(), [lp](float x) { return x > lp; }));
+      std::vector<std::pair<int64_t, float>> top;
+      if (k > 0) {
+        topCandidates(row.data(), V, k, topTokens.data(), topScores.data());
+        for (int64_t j = 0; j < k; ++j)
+          top.emplace_back(topTokens[size_t(j)], topScores[size_t(j)]);
+      }
+      ev.tops.push_back(std::move(top));
+    }
+  }
+  r.scored.clear();
+  if (!ev.ids.empty())
+    events.push_back(std::move(ev));
+}
+
 bool Scheduler::step(std::vector<Event> &events) {
   takeIncoming();
   admit(events);
@@ -265,6 +310,7 @@ bool Scheduler::step(std::vector<Event> &events) {
   int64_t decodeTokens = 0;
   for (auto &r : running_) {
     r->inStep = false;
+    r->scored.clear();
     if (r->search->prefilled()) {
       const size_t before = io_.chunks.size();
       r->search->addInputs(io_);
@@ -281,9 +327,15 @@ bool Scheduler::step(std::vector<Event> &events) {
       continue;
     const std::vector<int64_t> &prompt = r->search->item().decoderPrompt;
     const int64_t rest = int64_t(prompt.size()) - r->promptFed;
+    const bool score = r->request.promptLogprobs >= 0;
     if (rest <= left) {
       r->search->setPromptCached(r->promptFed);
+      const size_t chunk = io_.chunks.size(); // the prompt's rest, in row 0's slot
       r->search->addInputs(io_);
+      if (score) {
+        io_.everyToken(chunk);
+        r->scored.emplace_back(chunk, r->promptFed);
+      }
       r->promptFed = int64_t(prompt.size());
       r->inStep = true;
       left -= rest;
@@ -294,8 +346,13 @@ bool Scheduler::step(std::vector<Event> &events) {
       int64_t n = rest - left == 1 ? left - 1 : left;
       if (n < 2)
         break;
-      io_.add(r->slots[0], std::vector<int64_t>(prompt.begin() + r->promptFed, prompt.begin() + r->promptFed + n),
-              search::Want::None);
+      const size_t chunk =
+          io_.add(r->slots[0], std::vector<int64_t>(prompt.begin() + r->promptFed, prompt.begin() + r->promptFed + n),
+                  search::Want::None);
+      if (score) {
+        io_.everyToken(chunk);
+        r->scored.emplace_back(chunk, r->promptFed);
+      }
       r->promptFed += n;
       left = 0;
     }
@@ -320,6 +377,8 @@ bool Scheduler::step(std::vector<Event> &events) {
   const auto now = Clock::now();
   for (auto it = running_.begin(); it != running_.end();) {
     Running &r = **it;
+    if (!r.scored.empty())
+      scorePrompt(r, events);
     if (!r.inStep) {
       ++it;
       continue;

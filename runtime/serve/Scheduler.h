@@ -47,6 +47,10 @@ struct Request {
   /// max_new_tokens set, stop strings read with the plan's tokenizer.
   GenerationConfig cfg;
   search::LogprobOptions logprobs;
+  /// The prompt's log-probabilities (OpenAI's echo with logprobs): -1 none;
+  /// k >= 0: each prompt token's and the k likeliest at its position, in
+  /// PromptLogprobs events before the first token's.
+  int64_t promptLogprobs = -1;
 };
 
 class Scheduler {
@@ -95,6 +99,9 @@ private:
     Clock::time_point submitted, lastToken;
     bool sawToken = false;
     bool inStep = false;   // added its search's inputs this step
+    // This step's prompt chunks that give every token's logits: (chunk
+    // index in io_, the prompt position of its first token).
+    std::vector<std::pair<size_t, int64_t>> scored;
   };
   struct Waiting {
     uint64_t id;
@@ -107,6 +114,7 @@ private:
   void release(Running &r);
   void fail(Running &r, const std::string &message, std::vector<Event> &events);
   void timeTokens(Running &r, size_t firstEvent, const std::vector<Event> &events, Clock::time_point now);
+  void scorePrompt(Running &r, std::vector<Event> &events) const;
   int64_t requestCap() const;
 
   Decoder &dec_;

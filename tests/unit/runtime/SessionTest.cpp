@@ -139,6 +139,38 @@ TEST(Session, LongPromptIsPrefilledInPiecesAndOnlyTheLastGivesLogits) {
   EXPECT_EQ(f.session->slotLength(0), 6);
 }
 
+// A prompt's log-probabilities: every token of an everyToken chunk gives a
+// row, in order, beside the other chunks' rows; a run holds at most the
+// plan's 4 rows, so the 7-token chunk goes in pieces of 3 (with the other
+// chunk's row) and 4, and row order follows the chunks whatever run gives
+// them.
+TEST(Session, EveryTokenChunksGiveARowATokenAtMostTheRowsARun) {
+  Fixture f(false, /*maxTokens=*/8);
+  Chunk scored{0, {1, 2, 3, 4, 0, 1, 2}};
+  scored.everyToken = true;
+  std::vector<float> logits(8 * kVocab, -1.f);
+  ASSERT_TRUE(forwardLogits(*f.session, {{1, {4}}, scored}, logits));
+  ASSERT_EQ(f.exec->runs.size(), 2u);
+  EXPECT_EQ(f.exec->runs[0].inputIds, (std::vector<int64_t>{4, 1, 2, 3}));
+  EXPECT_EQ(f.exec->runs[0].logitRows, (std::vector<int64_t>{0, 1, 2, 3}));
+  EXPECT_EQ(f.exec->runs[0].symbols.at("rows"), 4);
+  EXPECT_EQ(f.exec->runs[1].positions, (std::vector<int64_t>{3, 4, 5, 6}));
+  EXPECT_EQ(f.exec->runs[1].logitRows, (std::vector<int64_t>{0, 1, 2, 3}));
+  const std::vector<float> want{4, 1, 2, 3, 4, 0, 1, 2}; // each row's token
+  for (size_t r = 0; r < want.size(); ++r)
+    EXPECT_EQ(logits[r * kVocab], want[r]) << r;
+  EXPECT_EQ(f.session->slotLength(0), 7);
+
+  // Only with a logits request; and it gives output.
+  ChoiceAnswer answer;
+  Chunk more{2, {1, 2}};
+  more.everyToken = true;
+  EXPECT_FALSE(f.session->forward({more}, ChoiceRequest::greedy(), answer));
+  more.output = false;
+  EXPECT_FALSE(f.session->forward({more}, ChoiceRequest::logits(), answer));
+  EXPECT_EQ(f.exec->runs.size(), 2u);
+}
+
 TEST(Session, RefusesBadChunksWithoutChangingSlots) {
   Fixture f;
   std::vector<float> logits(kVocab);
