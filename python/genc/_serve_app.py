@@ -625,6 +625,30 @@ async def bad_method(request: Request, exc: Exception) -> Response:
     return r
 
 
+def endpoint_of(path: str) -> str:
+    """The endpoint label of /metrics' HTTP counts for a path."""
+    return {"/v1/completions": "completions", "/v1/chat/completions": "chat"}.get(path, "other")
+
+
+def overloaded(srv: Server, limit: int) -> Callable[[Scope, Receive, Send], Any]:
+    """The answer to a request that comes past --max-connections: uvicorn
+    calls this app in place of the server's (serve.py puts it where uvicorn
+    calls its own plain-text 503), so the client gets OpenAI's error body,
+    which the openai client reads, with Retry-After; the count shows in
+    /metrics. The connection is closed after it, as uvicorn does."""
+    body = json.dumps(OpenAIError(503, "the server is at its limit of %d open connections (--max-connections); "
+                                  "retry later" % limit, type_="server_error", code="overloaded").body()).encode()
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        srv.count(endpoint_of(scope.get("path", "")), 503)
+        await send({"type": "http.response.start", "status": 503,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body)),
+                                (b"retry-after", b"1"), (b"connection", b"close")]})
+        await send({"type": "http.response.body", "body": body, "more_body": False})
+
+    return app
+
+
 class App:
     """The ASGI app. A POST to a generation endpoint goes straight to its
     Generate, on uvicorn's own send; everything else (and those paths'

@@ -62,6 +62,24 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     return a
 
 
+def openai_503(app) -> None:
+    """uvicorn answers a request past limit_concurrency with its own app, a
+    plain-text 503 it names service_unavailable in each HTTP protocol
+    module; `app` takes its place there, so that the answer has OpenAI's
+    error body. A uvicorn without that name keeps its plain 503."""
+    import importlib
+    import pkgutil
+
+    import uvicorn.protocols.http as http
+    for m in pkgutil.iter_modules(http.__path__):
+        try:
+            mod = importlib.import_module(http.__name__ + "." + m.name)
+        except ImportError:  # an optional parser (httptools) that is not installed
+            continue
+        if hasattr(mod, "service_unavailable"):
+            mod.service_unavailable = app
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     a = parse_args(argv)
     try:
@@ -70,7 +88,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     except ImportError as e:
         fail("the server needs %s (pip install starlette uvicorn; tools/setup.sh installs them)" % e.name)
     from . import _genc
-    from ._serve_app import App, Server
+    from ._serve_app import App, Server, overloaded
     from ._serve_engine import Engine
 
     if not os.path.isfile(a.plan):
@@ -110,6 +128,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                             limit_concurrency=None if a.max_connections is None else a.max_connections + 1,
                             timeout_graceful_shutdown=a.shutdown_timeout)
     userver = DrainingServer(config)
+    if a.max_connections is not None:
+        openai_503(overloaded(server, a.max_connections))
 
     async def run() -> None:
         engine.attach(asyncio.get_running_loop())

@@ -484,8 +484,9 @@ def test_a_huge_prompt_does_not_stall_the_other_streams(chat_plan):
 
 def test_max_connections_answers_503_past_the_limit(chat_plan):
     """--max-connections 2: two open connections (streams held open) are
-    served, a request on a third gets uvicorn's 503; once they close,
-    requests are served again."""
+    served, a request on a third gets a 503 with OpenAI's error body (in
+    place of uvicorn's plain text) and Retry-After, counted in /metrics;
+    once they close, requests are served again."""
     s = ServerProcess(chat_plan, "--served-model-name", "tiny", "--max-connections", "2", env_path=STAGE)
     url = s.base + "/v1/completions"
     body = {"prompt": PROMPT, "max_tokens": 100, "stream": True}
@@ -501,14 +502,22 @@ def test_max_connections_answers_503_past_the_limit(chat_plan):
                 next(lines[-1])
             extra = httpx.post(url, json={"prompt": "x", "max_tokens": 2}, timeout=30)
             assert extra.status_code == 503, extra.text
+            assert extra.headers["retry-after"] == "1" and extra.headers["connection"] == "close"
+            err = extra.json()["error"]
+            assert err["type"] == "server_error" and err["code"] == "overloaded"
+            assert "2 open connections (--max-connections)" in err["message"]
             client = openai.OpenAI(base_url=s.base + "/v1", api_key="unused", max_retries=0, timeout=30)
             with pytest.raises(openai.InternalServerError) as e:
-                client.completions.create(model="tiny", prompt="x", max_tokens=2)
-            assert e.value.status_code == 503
+                client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "x"}],
+                                               max_tokens=2)
+            assert e.value.status_code == 503 and e.value.code == "overloaded"
         deadline = time.time() + 10  # both closed: served again
         while httpx.post(url, json={"prompt": "x", "max_tokens": 2}, timeout=30).status_code != 200:
             assert time.time() < deadline
             time.sleep(0.05)
+        m = s.metrics()
+        assert m['genc_http_responses_total{model="tiny",endpoint="completions",status="503"}'] >= 1
+        assert m['genc_http_responses_total{model="tiny",endpoint="chat",status="503"}'] == 1
     finally:
         assert s.stop() == 0
 
