@@ -1,7 +1,7 @@
 // genppl: the perplexity of a plan's model on a text, through the runtime
 // (the executor genrun uses), for the quality figures of docs/quantization.md.
 //
-//   genppl PLAN (--ids IDS.json | --text FILE) [--window W] [--rows R]
+//   genppl PLAN (--ids IDS.json | --text FILE) [--window W] [--steps [--rows R]]
 //          [--max-tokens N] [--device cpu|cuda|auto] [--threads N]
 //
 // The token ids (a JSON array, or FILE's text through the plan's tokenizer)
@@ -9,7 +9,11 @@
 // an independent sequence: token t + 1 of a window is predicted from tokens
 // 0..t of the same window, as Hugging Face's forward pass of that window
 // predicts it (tests/tools/perplexity_hf.py computes the same numbers with
-// transformers). R windows run together, one token a step each. Prints the
+// transformers). A window runs as a prompt whose every token gives its
+// logits (the plan's prefill, the path of genrun serve's prompt
+// log-probabilities; at most the plan's max-batch x max-beams rows a run);
+// --steps runs R windows together one token a step each instead (the decode
+// step's path; the same figures to the digits printed). Prints the
 // tokens, the predictions scored, the mean negative log-likelihood (nats)
 // and its exponential, the perplexity; errors are one line, exit 1.
 #include "runtime/json/Json.h"
@@ -59,6 +63,7 @@ int64_t number(const char *flag, const char *v, int64_t lo, int64_t hi) {
 int main(int argc, char **argv) {
   std::string plan, idsFile, textFile, device = "auto";
   int64_t window = 512, rows = 8, maxTokens = 0, threads = 0;
+  bool steps = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> const char * {
@@ -80,11 +85,13 @@ int main(int argc, char **argv) {
       threads = number("--threads", value(), 0, 1024);
     else if (a == "--device")
       device = value();
+    else if (a == "--steps")
+      steps = true;
     else if (!a.empty() && a[0] != '-' && plan.empty())
       plan = a;
     else
-      fail("unknown argument '" + a + "' (genppl PLAN (--ids IDS.json | --text FILE) [--window W] [--rows R] "
-                                      "[--max-tokens N] [--device D] [--threads N])");
+      fail("unknown argument '" + a + "' (genppl PLAN (--ids IDS.json | --text FILE) [--window W] "
+                                      "[--steps [--rows R]] [--max-tokens N] [--device D] [--threads N])");
   }
   if (plan.empty() || idsFile.empty() == textFile.empty())
     fail("give a plan and one of --ids or --text");
@@ -132,8 +139,34 @@ int main(int argc, char **argv) {
   int64_t scored = 0;
   const ChoiceRequest request = ChoiceRequest::logits();
   ChoiceAnswer answer;
+  // row's log-softmax at `next`, added up.
+  auto score = [&](const float *l, int64_t next) {
+    const double mx = *std::max_element(l, l + vocab);
+    double sum = 0;
+    for (int64_t v = 0; v < vocab; ++v)
+      sum += std::exp(double(l[v]) - mx);
+    nll += mx + std::log(sum) - double(l[next]);
+    ++scored;
+  };
   auto t0 = std::chrono::steady_clock::now();
-  for (size_t w0 = 0; w0 < windows.size(); w0 += static_cast<size_t>(rows)) {
+  // Each window as a prompt whose every token gives its row: the plan's
+  // prefill, at most its rows a run, in calls of kPiece tokens (the logits
+  // of a whole window of 1024 over a vocabulary of 49,152 are 200 MB).
+  constexpr int64_t kPiece = 256;
+  for (size_t w = 0; !steps && w < windows.size(); ++w) {
+    dec->resetSlot(0);
+    for (int64_t t0 = windows[w].first; t0 < windows[w].second; t0 += kPiece) {
+      const int64_t t1 = std::min(t0 + kPiece, windows[w].second);
+      Chunk c{0, std::vector<int64_t>(ids.begin() + t0, ids.begin() + t1)};
+      c.everyToken = true;
+      if (Status s = dec->forward({c}, request, answer); !s)
+        fail(s.message());
+      for (int64_t t = t0; t < t1; ++t)
+        if (t + 1 < windows[w].second)
+          score(answer.logits.data() + (t - t0) * vocab, ids[t + 1]);
+    }
+  }
+  for (size_t w0 = 0; steps && w0 < windows.size(); w0 += static_cast<size_t>(rows)) {
     const size_t w1 = std::min(windows.size(), w0 + static_cast<size_t>(rows));
     for (size_t w = w0; w < w1; ++w)
       dec->resetSlot(static_cast<int32_t>(w - w0));
@@ -152,13 +185,7 @@ int main(int argc, char **argv) {
       for (size_t c = 0; c < chunks.size(); ++c) {
         if (next[c] < 0)
           continue;
-        const float *l = answer.logits.data() + c * vocab;
-        const double mx = *std::max_element(l, l + vocab);
-        double sum = 0;
-        for (int64_t v = 0; v < vocab; ++v)
-          sum += std::exp(double(l[v]) - mx);
-        nll += mx + std::log(sum) - double(l[next[c]]);
-        ++scored;
+        score(answer.logits.data() + c * vocab, next[c]);
       }
     }
   }

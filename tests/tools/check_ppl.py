@@ -1,6 +1,6 @@
 """Checks tools/genppl's output lines for tests/tools/smollm2-quality.test.
 
-  check_ppl.py near FILE NLL TOL        FILE's nll within TOL nats of NLL
+  check_ppl.py near FILE NLL TOL        FILE's nll within TOL nats of NLL (@PATH: the number in PATH)
   check_ppl.py ratio BASE FILE:MAX ...  each FILE's perplexity below MAX x BASE's
 
 (A relative 0.5% in perplexity is about 0.005 nats of nll.)
@@ -17,7 +17,9 @@ def read(path, what):
 
 mode = sys.argv[1]
 if mode == "near":
-    nll, ref, tol = read(sys.argv[2], "nll"), float(sys.argv[3]), float(sys.argv[4])
+    arg = sys.argv[3]
+    nll, tol = read(sys.argv[2], "nll"), float(sys.argv[4])
+    ref = float(open(arg[1:]).read()) if arg.startswith("@") else float(arg)
     ok = abs(nll - ref) < tol
     print(f"nll differs from the reference's {ref} by {abs(nll - ref):.6f} nats: " + ("ok" if ok else "FAIL"))
 else:
