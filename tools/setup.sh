@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian 12 machine lacks to build and test genc/genrun
 # (clang-14 and libfuzzer-14-dev: the sanitizer and fuzz build, tools/fuzz.sh
-# and tools/test.sh --sanitize; binutils: readelf for tests/tools).
+# and tools/test.sh --sanitize; binutils: readelf for tests/tools; unicode-data
+# and bzip2: Unicode's NormalizationTest.txt.bz2, which the runtime's unit test
+# Normalize.UnicodeConformanceFile reads, and the files
+# runtime/text/gen_*_tables.py read).
 # Safe to run twice: every step checks before it installs.
 set -euo pipefail
 
 need_apt=()
 for pkg in cmake ninja-build g++ libonnx-dev libprotobuf-dev protobuf-compiler \
            llvm-14-dev llvm-14-tools libgtest-dev libopenblas-dev zlib1g-dev libzstd-dev libtinfo-dev python3 python3-dev \
-           python3-pip clang-14 libfuzzer-14-dev binutils; do
+           python3-pip clang-14 libfuzzer-14-dev binutils unicode-data bzip2; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if [ ${#need_apt[@]} -gt 0 ]; then

@@ -1,6 +1,7 @@
-// tokenizer.json normalizers: Sequence, Prepend, Replace, Strip and
-// Precompiled (the families served here use nothing else; NFC/NFKC would
-// need the Unicode composition tables and are refused by name).
+// tokenizer.json normalizers: Sequence, Prepend, Replace, Strip, Precompiled
+// and the Unicode normal forms NFC, NFD, NFKC, NFKD (Qwen2's tokenizers
+// start with NFC). Any other type is refused by name.
+#include "runtime/text/Normalize.h"
 #include "runtime/text/Precompiled.h"
 #include "runtime/text/Regex.h"
 #include "runtime/text/TextSteps.h"
@@ -59,6 +60,12 @@ class Precompiled : public Normalizer {
 public:
   PrecompiledMap map;
   void normalize(std::string &s) const override { s = map.normalize(s); }
+};
+
+class UnicodeNormalizer : public Normalizer {
+public:
+  NormalForm form = NormalForm::NFC;
+  void normalize(std::string &s) const override { s = text::normalize(s, form); }
 };
 
 Status base64Decode(const std::string &in, std::string &out) {
@@ -124,6 +131,10 @@ Status parseNormalizer(const json::Value &v, std::unique_ptr<Normalizer> &out) {
     if (Status s = optionalBool(v, "strip_right", st->right); !s)
       return s;
     out = std::move(st);
+  } else if (NormalForm form; normalFormNamed(type, form)) {
+    auto n = std::make_unique<UnicodeNormalizer>();
+    n->form = form;
+    out = std::move(n);
   } else if (type == "Precompiled") {
     auto p = std::make_unique<Precompiled>();
     std::string b64, raw;

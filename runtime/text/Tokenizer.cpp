@@ -22,8 +22,10 @@ namespace {
 
 struct AddedToken {
   int64_t id = -1;
-  std::string content;   // what decode prints
-  std::string pattern;   // what encode looks for (normalized content where normalized)
+  std::string content; // as tokenizer.json has it: HF's get_vocab key, what stop strings see
+  // HF's id_to_token: the content, normalized where `normalized` is set.
+  // Encode looks for it, decode prints it.
+  std::string text;
   bool singleWord = false, lstrip = false, rstrip = false, normalized = true, special = false;
 };
 
@@ -66,14 +68,14 @@ struct Tokenizer::Impl {
     for (size_t pos = 0; pos < s.size();) {
       const AddedToken *best = nullptr;
       for (const AddedToken &t : added)
-        if (t.normalized == normalizedSet && !t.pattern.empty() && s.compare(pos, t.pattern.size(), t.pattern) == 0 &&
-            (!best || t.pattern.size() > best->pattern.size()))
+        if (t.normalized == normalizedSet && !t.text.empty() && s.compare(pos, t.text.size(), t.text) == 0 &&
+            (!best || t.text.size() > best->text.size()))
           best = &t;
       if (!best) {
         pos += std::min(utf8Length(static_cast<unsigned char>(s[pos])), s.size() - pos);
         continue;
       }
-      size_t start = pos, stop = pos + best->pattern.size();
+      size_t start = pos, stop = pos + best->text.size();
       pos = stop;
       if (best->singleWord) {
         bool startSpace = start == 0 || !endsWithWord(s.substr(0, start));
@@ -141,13 +143,17 @@ struct Tokenizer::Impl {
     for (int64_t id : ids) {
       const std::string *t = nullptr;
       if (auto it = addedById.find(id); it != addedById.end())
-        t = &added[it->second].content;
+        t = &added[it->second].text;
       else
         t = model->idToToken(id);
       if (!t || (skipSpecial && specialContents.count(*t)))
         continue;
       tokens.push_back(*t);
     }
+    return decodeTokens(std::move(tokens));
+  }
+
+  std::string decodeTokens(std::vector<std::string> tokens) const {
     if (!decoder) {
       std::string out;
       for (size_t i = 0; i < tokens.size(); ++i)
@@ -179,9 +185,11 @@ struct Tokenizer::Impl {
         return Status::error("added token " + std::to_string(a.id) + ": " + s.message());
       if (!isValidUtf8(a.content))
         return Status::error("added token " + std::to_string(a.id) + " is not valid UTF-8");
-      a.pattern = a.content;
+      a.text = a.content;
       if (a.normalized && normalizer)
-        normalizer->normalize(a.pattern);
+        normalizer->normalize(a.text);
+      // HF skips by the content: a special token that normalization
+      // changes is decoded, skip_special_tokens or not (tokenizers 0.23).
       if (a.special)
         specialContents.insert(a.content);
       addedById[a.id] = added.size();
@@ -314,6 +322,8 @@ bool Tokenizer::continuesByteRun(int64_t id) const {
 std::string Tokenizer::stopStringText(int64_t id) const {
   const Impl &m = *impl_;
   const std::string *t = nullptr;
+  // transformers reads the vocabulary (get_vocab), whose added tokens are
+  // their content, not id_to_token's normalized text.
   if (auto it = m.addedById.find(id); it != m.addedById.end())
     t = &m.added[it->second].content;
   else
@@ -343,10 +353,17 @@ std::string Tokenizer::stopStringText(int64_t id) const {
   std::vector<int64_t> ids;
   if (!m.encode(kPrefix, /*addSpecial=*/false, ids))
     ids.clear();
-  ids.push_back(id);
-  const std::string s = m.decode(ids, /*skipSpecial=*/false);
+  std::vector<std::string> tokens;
+  for (int64_t i : ids) {
+    auto it = m.addedById.find(i);
+    const std::string *p = it != m.addedById.end() ? &m.added[it->second].text : m.model->idToToken(i);
+    if (p)
+      tokens.push_back(*p);
+  }
+  tokens.push_back(*t);
+  const std::string s = m.decodeTokens(tokens);
   const size_t at = s.find(kPrefix);
-  return at == std::string::npos ? m.decode({id}, false) : s.substr(at + kPrefix.size());
+  return at == std::string::npos ? m.decodeTokens({*t}) : s.substr(at + kPrefix.size());
 }
 
 int64_t Tokenizer::idLimit() const {

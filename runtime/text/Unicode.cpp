@@ -70,6 +70,8 @@ static size_t validAt(const std::string &s, size_t i, size_t *goodCont = nullptr
   return k == need ? need + 1 : 0;
 }
 
+size_t validUtf8At(const std::string &s, size_t i) { return validAt(s, i); }
+
 bool isValidUtf8(const std::string &s, size_t *badAt) {
   for (size_t i = 0; i < s.size();) {
     size_t n = validAt(s, i);

@@ -20,6 +20,8 @@ void appendUtf8(std::string &out, char32_t c);
 std::string encodeUtf8(const std::u32string &cps);
 /// Length in bytes of the UTF-8 sequence led by byte `lead` (1 for a bad lead).
 size_t utf8Length(unsigned char lead);
+/// Length of the well-formed UTF-8 sequence at s[i], or 0 when it is not one.
+size_t validUtf8At(const std::string &s, size_t i);
 
 /// Rust's String::from_utf8_lossy: every maximal invalid subpart becomes one
 /// U+FFFD, so the byte-level decoders produce exactly the text HF produces.

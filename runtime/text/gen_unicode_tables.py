@@ -21,13 +21,14 @@ GCB = ["Other", "CR", "LF", "Control", "Extend", "ZWJ", "Regional_Indicator", "P
 
 
 def ranges_of(path, wanted):
-    """(lo, hi, value) for the lines of a UCD property file whose value is wanted."""
+    """(lo, hi, value) for the lines of a UCD property file whose value is wanted
+    (every line when wanted is None)."""
     for line in open(path, encoding="utf-8"):
         line = line.split("#", 1)[0].strip()
         if not line:
             continue
         cps, value = [f.strip() for f in line.split(";")[:2]]
-        if value not in wanted:
+        if wanted is not None and value not in wanted:
             continue
         lo, _, hi = cps.partition("..")
         yield int(lo, 16), int(hi or lo, 16), value

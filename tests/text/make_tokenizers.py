@@ -8,7 +8,13 @@ genc_tokenizer_check to compare with the runtime's tokenizer:
   OUT/cases.jsonl   {"text": s, "ids": [...], "ids_plain": [...], "decoded": d, "decoded_skip": d}
                     {"decode_ids": [...], "decoded": d, "decoded_skip": d}
 
-  make_tokenizers.py --kind gpt2|llama3|llama2|mistral|t5 --out DIR [--count N]
+  make_tokenizers.py --kind KIND --out DIR [--count N]
+
+KIND: gpt2, llama3, llama2, mistral, t5; qwen2 (NFC first) and nfkc (NFKC
+in a Sequence), their strings rich in what normalization changes
+(normalization_text.py); form-nfc, form-nfd, form-nfkc, form-nfkd: one
+normal form before a byte-level BPE without merges, whose ids are the bytes
+of the normalized text, on every character with normalization data too.
 
 Everything is seeded: the same machine gives the same files.
 """
@@ -21,8 +27,13 @@ import sys
 
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
+import normalization_text
+
 LLAMA3_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
                 r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+QWEN2_SPLIT = LLAMA3_SPLIT.replace(r"\p{N}{1,3}", r"\p{N}")
+FORMS = {"form-nfc": normalizers.NFC, "form-nfd": normalizers.NFD, "form-nfkc": normalizers.NFKC,
+         "form-nfkd": normalizers.NFKD}
 
 
 def training_text():
@@ -66,7 +77,7 @@ def random_scalar(rng):
             return chr(c)
 
 
-def make_string(rng, lines, specials):
+def make_string(rng, lines, specials, pools=POOLS):
     kind = rng.random()
     if kind < 0.25:  # text like the training data, perhaps cut oddly
         s = rng.choice(lines)
@@ -87,15 +98,16 @@ def make_string(rng, lines, specials):
         elif r < 0.30:
             parts.append(rng.choice(rng.choice(lines).split() or ["x"]))
         else:
-            pool = POOLS[rng.choice(list(POOLS))]
+            pool = pools[rng.choice(list(pools))]
             parts.append("".join(rng.choice(pool) for _ in range(rng.randrange(1, 8))))
         if rng.random() < 0.5:
             parts.append(rng.choice(POOLS["space"]))
     return "".join(parts)
 
 
-def byte_level(trainer_vocab, specials, lines, split=None, template=None):
+def byte_level(trainer_vocab, specials, lines, split=None, template=None, normalizer=None):
     tok = Tokenizer(models.BPE(ignore_merges=split is not None))
+    tok.normalizer = normalizer
     bl = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=split is None)
     tok.pre_tokenizer = bl if split is None else pre_tokenizers.Sequence(
         [pre_tokenizers.Split(Regex(split), behavior="isolated", invert=False), bl])
@@ -178,6 +190,23 @@ def build(kind, lines, workdir):
         return spm_bpe(lines, kind == "mistral")
     if kind == "t5":
         return t5(lines, workdir)
+    if kind == "qwen2":
+        tok = byte_level(1200, ["<|endoftext|>", "<|im_start|>", "<|im_end|>"], lines, split=QWEN2_SPLIT,
+                         normalizer=normalizers.NFC())
+        tok.add_tokens([AddedToken("Cafe\u0301", normalized=True)])  # found as NFC's "Caf\u00e9"
+        return tok
+    if kind == "nfkc":
+        tok = byte_level(1200, ["<s>", "</s>"], lines, split=LLAMA3_SPLIT, template="<s> $A",
+                         normalizer=normalizers.Sequence([normalizers.NFKC()]))
+        tok.add_tokens([AddedToken("\ufb01ne", normalized=True), AddedToken("\uff21\uff22", normalized=False)])
+        return tok
+    if kind in FORMS:
+        alphabet = pre_tokenizers.ByteLevel.alphabet()
+        tok = Tokenizer(models.BPE(vocab={c: i for i, c in enumerate(sorted(alphabet))}, merges=[]))
+        tok.normalizer = FORMS[kind]()
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+        tok.decoder = decoders.ByteLevel()
+        return tok
     sys.exit("make_tokenizers: unknown kind " + kind)
 
 
@@ -195,9 +224,15 @@ def main():
     specials = [t.content for t in tok.get_added_tokens_decoder().values()]
     rng = random.Random(12)
     vocab_size = tok.get_vocab_size(with_added_tokens=True)
+    texts = []
+    pools = POOLS
+    if args.kind in ("qwen2", "nfkc") or args.kind in FORMS:
+        pools = dict(POOLS, **normalization_text.POOLS)
+    if args.kind in FORMS:
+        texts = normalization_text.every_character()
     with open(os.path.join(args.out, "cases.jsonl"), "w", encoding="utf-8") as out:
-        for _ in range(args.count):
-            s = make_string(rng, lines, specials)
+        for i in range(args.count + len(texts)):
+            s = texts[i] if i < len(texts) else make_string(rng, lines, specials, pools)
             ids = tok.encode(s).ids
             out.write(json.dumps({"text": s, "ids": ids, "ids_plain": tok.encode(s, add_special_tokens=False).ids,
                                   "decoded": tok.decode(ids, skip_special_tokens=False),

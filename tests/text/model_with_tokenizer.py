@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Copies the bundled tiny-gpt2 export into DIR with a tokenizer made for a
 test beside it: model_with_tokenizer.py SRC_MODEL_DIR DIR KIND
-  KIND = letters  a BPE over a-z only: no byte fallback, no unknown token
-         nfd      a tokenizer.json whose normalizer (NFD) the runtime lacks
-         spm      only a SentencePiece model file (not packed yet)
-         too-big  ids past the model's vocabulary (1000)"""
+  KIND = letters    a BPE over a-z only: no byte fallback, no unknown token
+         lowercase  a tokenizer.json whose normalizer (Lowercase) the runtime lacks
+         spm        only a SentencePiece model file (not packed yet)
+         too-big    ids past the model's vocabulary (1000)"""
 import os
 import shutil
 import sys
@@ -23,6 +23,6 @@ if kind == "too-big":
     letters["z"] = 1000
 tok = Tokenizer(models.BPE(vocab=letters, merges=[]))
 tok.pre_tokenizer = pre_tokenizers.Whitespace()
-if kind == "nfd":
-    tok.normalizer = normalizers.NFD()
+if kind == "lowercase":
+    tok.normalizer = normalizers.Lowercase()
 tok.save(os.path.join(out, "tokenizer.json"))
