@@ -11,7 +11,7 @@ ship_nvrtc=1
 bash tools/build.sh
 mkdir -p dist
 bins=()
-for b in genc genrun gpucheck; do
+for b in genc genrun gpucheck genppl; do
   [ -x "$BUILD/tools/$b" ] || continue
   if ldd "$BUILD/tools/$b" | grep -E 'libLLVM|libprotobuf|libonnx'; then
     echo "pack: $b links LLVM/protobuf/onnx dynamically" >&2

@@ -489,6 +489,41 @@ nbits_checks() {
 }
 
 
+# A prompt's every token's logits (genrun serve's prompt log-probabilities,
+# genppl): prefill runs of the plan's 4 rows, each row through the LM head,
+# on the GPU against the CPU (300 ids in windows of 64; f32 and f16 plans),
+# and the f32 plan's on the fixture's unpadded row against the nll of
+# transformers' golden logits.
+ppl_check() {
+  local dt tol nll ref res s
+  python3 -c "import json, numpy as np; z = np.load('tests/fixtures/llama/logits.npz'); ids = z['input_ids'][2]; x = z['logits'][2].astype(np.float64); m = x.max(-1); print('%.6f' % (np.log(np.exp(x - m[:, None]).sum(-1))[:-1] + m[:-1] - x[np.arange(11), ids[1:]]).mean()); json.dump([int(i) for i in ids], open('$W/ppl-row.json', 'w')); json.dump([int(5 + (i * 37) % 990) for i in range(300)], open('$W/ppl-ids.json', 'w'))" > "$W/ppl-ref.txt"
+  ref=$(cat "$W/ppl-ref.txt")
+  for dt in f32 f16; do
+    tol=0.0002; [ $dt = f16 ] && tol=0.01
+    "$BIN/genc" compile tests/fixtures/llama/model.onnx --dtype $dt -o "$W/ppl-$dt.plan" --max-batch 2 --max-beams 2 \
+      --max-length 64 > /dev/null 2>&1
+    for dev in cuda cpu; do
+      "$BIN/genppl" "$W/ppl-$dt.plan" --ids "$W/ppl-ids.json" --window 64 --device $dev > "$W/ppl-$dt.$dev" 2>&1
+    done
+    res=$(python3 - "$W/ppl-$dt.cuda" "$W/ppl-$dt.cpu" "$tol" <<'PYTHON' 2>&1
+import re, sys
+g, c = (float(re.search(r"nll ([0-9.]+)", open(f).read()).group(1)) for f in sys.argv[1:3])
+ok = abs(g - c) <= float(sys.argv[3])
+print(f"nll {g:.6f} on the GPU, {c:.6f} on the CPU (tol {sys.argv[3]}): {'ok' if ok else 'FAIL'}")
+PYTHON
+)
+    s=ok; [[ $res == *": ok" ]] || { s=FAIL; failed; res="$res $(tail -c 200 "$W/ppl-$dt.cuda")"; }
+    row "prompt logits (genppl) $dt, cuda vs cpu|$s|$res"
+  done
+  nll=$("$BIN/genppl" "$W/ppl-f32.plan" --ids "$W/ppl-row.json" --window 12 --device cuda 2>&1 | sed -n 's/.*nll \([0-9.]*\).*/\1/p')
+  if python3 -c "import sys; sys.exit(0 if abs(float(sys.argv[1]) - float(sys.argv[2])) <= 1e-3 else 1)" "${nll:-nan}" "$ref"; then
+    s=ok
+  else
+    s=FAIL; failed
+  fi
+  row "prompt logits (genppl) f32 cuda vs HF golden|$s|nll ${nll:-none} against transformers' $ref (tol 1e-3)"
+}
+
 # The quick set (--quick alone; the full run starts with it, --rest leaves it
 # out), then the rest of the parity checks.
 quick_set() {
@@ -496,6 +531,7 @@ quick_set() {
   job check processors processors model.onnx
   job check t5 t5 encoder.onnx,decoder.onnx
   job stop_check
+  job ppl_check
   token_checks
   fusion_checks
 }
