@@ -9,7 +9,9 @@ The requests (seeded), CLIENTS at a time over keep-alive connections:
   1-24 tokens, some sampled ones n = 2): each stream ends in
   `data: [DONE]` with the tokens asked for (eos ignored) and, when asked,
   the usage chunk;
-- 25% plain completions, text or ids: 200, the choices asked for;
+- 25% plain completions, text or ids: 200, the choices asked for (some of
+  the id prompts with echo, logprobs and prompt_logprobs: the prompt's
+  log-probabilities cover each of its tokens);
 - 5% streams the client leaves after the first chunk (the server must free
   the slot: the cancelled count grows);
 - 10% bad requests (malformed JSON, a prompt past the plan, max_tokens 0, an
@@ -74,6 +76,8 @@ def make_request(rng, vocab, max_length, text=True, n2=True):
             body["prompt"] = "Permission is hereby granted, free of charge, to any person"
         if body["temperature"] > 0 and rng.random() < 0.4 and n2:  # n > 1 samples (greedy n > 1 is a 400)
             body["n"] = 2
+        if rng.random() < 0.15 and isinstance(body["prompt"], list):  # the prompt's log-probabilities too
+            body.update(echo=True, logprobs=2, prompt_logprobs=1)
         return "plain", body, None
     body["stream"] = True
     if rng.random() < 0.3:
@@ -113,6 +117,12 @@ async def soak(a, base, facts, pid):
             choices = r.json()["choices"]
             if len(choices) != n or r.json()["usage"]["completion_tokens"] != n * body["max_tokens"]:
                 errors.append("request %d: %d choices, usage %s" % (i, len(choices), r.json()["usage"]))
+            P = len(body["prompt"])
+            for c in choices if body.get("echo") else ():
+                lp, pl = c["logprobs"], c["prompt_logprobs"]
+                if len(lp["token_logprobs"]) != P + body["max_tokens"] or lp["token_logprobs"][0] is not None or \
+                        len(pl) != P or any(d is None or str(t) not in d for t, d in zip(body["prompt"][1:], pl[1:])):
+                    errors.append("request %d: the prompt's log-probabilities do not cover its %d tokens" % (i, P))
             return
         async with http.stream("POST", url, json=body) as r:
             if r.status_code != 200:
