@@ -215,6 +215,17 @@ def test_echo_with_logprobs_scores_the_prompt(client, local, workdir):
     assert text == r.choices[0].text and toks == lp.tokens
     assert lps[0] is None and all(abs(a - b) < 1e-6 for a, b in zip(lps[1:], lp.token_logprobs[1:]))
 
+    # Two prompts, two samples each: every choice starts with its own prompt's scores.
+    m = client.completions.create(model="tiny", prompt=[LONG, PROMPT], max_tokens=3, temperature=1, seed=3, n=2,
+                                  logprobs=1, echo=True)
+    short = len(local.encode(PROMPT))
+    assert [c.index for c in m.choices] == [0, 1, 2, 3]
+    for c in m.choices:
+        P = T if c.index < 2 else short
+        assert len(c.logprobs.tokens) == P + 3 and c.text.startswith(LONG if c.index < 2 else PROMPT)
+        if c.index < 2:
+            assert all(abs(a - b) < 1e-6 for a, b in zip(c.logprobs.token_logprobs[1:T], lp.token_logprobs[1:T]))
+
 
 def test_vllm_prompt_logprobs(server, local, workdir):
     ids = local.encode(LONG)
