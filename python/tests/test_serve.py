@@ -241,6 +241,12 @@ def test_vllm_prompt_logprobs(server, local, workdir):
         ranked = sorted((v["rank"], v["logprob"]) for k, v in pl[t].items() if k != str(ids[t]) or v["rank"] <= 2)
         assert [k for k, _ in ranked][:2] == [1, 2]
         assert abs(ranked[0][1] - ref[t - 1].max()) < 1e-4
+    # Beam search scores its prompt alike, and its hypotheses are those without.
+    beam = {"prompt": ids, "max_tokens": 4, "use_beam_search": True, "n": 2, "best_of": 3}
+    b = httpx.post(server.base + "/v1/completions", timeout=60, json=dict(beam, prompt_logprobs=2)).json()
+    plain = httpx.post(server.base + "/v1/completions", timeout=60, json=beam).json()
+    assert [c["text"] for c in b["choices"]] == [c["text"] for c in plain["choices"]]
+    assert all(c["prompt_logprobs"] == pl for c in b["choices"])
     # A chat's: the rendered prompt's, at the top of the response (vLLM's place).
     c = httpx.post(server.base + "/v1/chat/completions", timeout=60,
                    json={"messages": [{"role": "user", "content": "Hello there"}], "max_tokens": 2,
