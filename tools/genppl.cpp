@@ -18,6 +18,7 @@
 // and its exponential, the perplexity; errors are one line, exit 1.
 #include "runtime/json/Json.h"
 #include "runtime/Runtime.h"
+#include "runtime/search/PromptScores.h"
 #include "runtime/text/PlanTokenizer.h"
 
 #include <algorithm>
@@ -141,30 +142,23 @@ int main(int argc, char **argv) {
   ChoiceAnswer answer;
   // row's log-softmax at `next`, added up.
   auto score = [&](const float *l, int64_t next) {
-    const double mx = *std::max_element(l, l + vocab);
-    double sum = 0;
-    for (int64_t v = 0; v < vocab; ++v)
-      sum += std::exp(double(l[v]) - mx);
-    nll += mx + std::log(sum) - double(l[next]);
+    nll -= double(search::scoreRow(l, vocab, next, 0).logprob);
     ++scored;
   };
   auto t0 = std::chrono::steady_clock::now();
   // Each window as a prompt whose every token gives its row: the plan's
-  // prefill, at most its rows a run, in calls of kPiece tokens (the logits
-  // of a whole window of 1024 over a vocabulary of 49,152 are 200 MB).
-  constexpr int64_t kPiece = 256;
+  // prefill, at most its rows a run (runtime/search/PromptScores.h).
+  std::vector<search::TokenScore> scores;
   for (size_t w = 0; !steps && w < windows.size(); ++w) {
-    dec->resetSlot(0);
-    for (int64_t t0 = windows[w].first; t0 < windows[w].second; t0 += kPiece) {
-      const int64_t t1 = std::min(t0 + kPiece, windows[w].second);
-      Chunk c{0, std::vector<int64_t>(ids.begin() + t0, ids.begin() + t1)};
-      c.everyToken = true;
-      if (Status s = dec->forward({c}, request, answer); !s)
-        fail(s.message());
-      for (int64_t t = t0; t < t1; ++t)
-        if (t + 1 < windows[w].second)
-          score(answer.logits.data() + (t - t0) * vocab, ids[t + 1]);
-    }
+    scores.clear();
+    if (Status s = search::scorePrompt(*dec, 0, std::vector<int64_t>(ids.begin() + windows[w].first,
+                                                                     ids.begin() + windows[w].second),
+                                       0, scores);
+        !s)
+      fail(s.message());
+    for (const search::TokenScore &sc : scores)
+      nll -= double(sc.logprob);
+    scored += static_cast<int64_t>(scores.size());
   }
   for (size_t w0 = 0; steps && w0 < windows.size(); w0 += static_cast<size_t>(rows)) {
     const size_t w1 = std::min(windows.size(), w0 + static_cast<size_t>(rows));

@@ -14,9 +14,9 @@ compiler's message; bad arguments raise ValueError or TypeError.
 """
 from ._genc import Error
 from ._compile import compile, genc_binary
-from ._generator import Generator, Result, Sequence, StreamEvent
+from ._generator import Generator, Result, Scores, Sequence, StreamEvent
 from ._config import valid_names as generate_options
 
 __version__ = "0.1.0"
-__all__ = ["Error", "compile", "genc_binary", "Generator", "Result", "Sequence", "StreamEvent",
+__all__ = ["Error", "compile", "genc_binary", "Generator", "Result", "Scores", "Sequence", "StreamEvent",
            "generate_options"]

@@ -39,6 +39,27 @@ class Result:
 
 
 @dataclass(frozen=True)
+class Scores:
+    """One prompt's log-probabilities (Generator.score): each token after the
+    first as the tokens before it predict it — the model's log-softmax, before
+    any processor (HF: log_softmax(model(ids).logits[t - 1])[ids[t]]).
+
+    logprobs[t], ranks[t] and top[t] belong to ids[t]: None at t = 0, which
+    nothing predicts; rank 1 is the likeliest token at its position; top[t]
+    the likeliest top_logprobs there, (token id, logprob), best first."""
+    ids: List[int]
+    logprobs: List[Optional[float]]
+    ranks: List[Optional[int]]
+    top: List[Optional[List[Tuple[int, float]]]]
+
+    @property
+    def nll(self) -> float:
+        """The mean negative log-likelihood of ids[1:], in nats (0.0 for one token)."""
+        lps = self.logprobs[1:]
+        return -sum(lps) / len(lps) if lps else 0.0  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
 class StreamEvent:
     """One event of Generator.stream(), as soon as what it reports is final.
 
@@ -165,6 +186,20 @@ class Generator:
         or close()) to stop generating."""
         ids, native, masks = self._request(prompts, kwargs)
         return _events(ids, self._g.stream(ids, masks, native))
+
+    def score(self, prompts: Union[Prompt, Seq[Prompt]], top_logprobs: int = 0) -> List[Scores]:
+        """Each prompt's log-probabilities, token by token (Scores), from one
+        prefill whose every row goes through the LM head. Text is encoded as
+        generate() encodes it (with the tokenizer's special tokens). For
+        decoder-only plans; a prompt of at most the plan's max_length."""
+        ids = [self._prompt_ids(p, n) for n, p in enumerate(_prompt_list(prompts))]
+        if not isinstance(top_logprobs, int) or isinstance(top_logprobs, bool):
+            raise TypeError("top_logprobs must be an int, got %r" % (top_logprobs,))
+        out = []
+        for p, rows in zip(ids, self._g.score(ids, top_logprobs)):
+            out.append(Scores(list(p), [None] + [r[1] for r in rows], [None] + [r[2] for r in rows],
+                              [None] + [[(int(a), float(b)) for a, b in r[3]] for r in rows]))
+        return out
 
     def close(self) -> None:
         """Frees the plan's memory now (a closed generator cannot generate)."""

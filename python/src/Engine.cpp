@@ -89,4 +89,42 @@ std::shared_ptr<Job> Engine::start(CheckedGeneration request, bool stream) {
   return job;
 }
 
+Status Engine::startScore(std::vector<std::vector<int64_t>> prompts, int64_t k, std::shared_ptr<Job> &job) {
+  if (info_.encoderDecoder)
+    return Status::error("score() is for decoder-only models (an encoder-decoder's prompt is its encoder's source)");
+  if (k < 0)
+    return Status::error("top_logprobs must be 0 or more (got " + std::to_string(k) + ")");
+  for (size_t n = 0; n < prompts.size(); ++n) {
+    const std::vector<int64_t> &ids = prompts[n];
+    const std::string which = "prompt " + std::to_string(n);
+    if (ids.empty())
+      return Status::error(which + " is empty");
+    if (int64_t(ids.size()) > info_.maxLength)
+      return Status::error(which + " has " + std::to_string(ids.size()) + " tokens, more than the plan's max length " +
+                           std::to_string(info_.maxLength));
+    for (int64_t id : ids)
+      if (id < 0 || id >= info_.vocabSize)
+        return Status::error(which + ": token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                             std::to_string(info_.vocabSize) + ")");
+  }
+  job = std::make_shared<Job>();
+  jobs_.erase(std::remove_if(jobs_.begin(), jobs_.end(), [](const std::weak_ptr<Job> &w) { return w.expired(); }),
+              jobs_.end());
+  jobs_.push_back(job);
+  thread_.post([this, job, k, prompts = std::move(prompts)] {
+    std::vector<std::vector<search::TokenScore>> scores(prompts.size());
+    Status s = Status::ok();
+    for (size_t n = 0; s && n < prompts.size() && !job->stop; ++n)
+      s = search::scorePrompt(*decoder_, 0, prompts[n], k, scores[n]);
+    {
+      std::lock_guard<std::mutex> l(job->m);
+      job->status = s;
+      job->scores = std::move(scores);
+      job->finished = true;
+    }
+    job->cv.notify_all();
+  });
+  return Status::ok();
+}
+
 } // namespace genpy

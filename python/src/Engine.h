@@ -5,6 +5,7 @@
 #include "DeviceThread.h"
 #include "runtime/Decoder.h"
 #include "runtime/search/Generate.h"
+#include "runtime/search/PromptScores.h"
 #include "runtime/search/TextStream.h"
 #include "runtime/text/Tokenizer.h"
 
@@ -29,6 +30,7 @@ struct Job {
   bool finished = false;
   genrt::Status status = genrt::Status::ok();
   std::vector<genrt::GenerationResult> results;
+  std::vector<std::vector<genrt::search::TokenScore>> scores; // score jobs
   std::atomic<bool> stop{false}; // asked by Python: Ctrl-C, or a stream dropped early
 
   /// Waits up to `slice` for an event or the end; true when either is there.
@@ -58,6 +60,12 @@ public:
   /// Starts generate() of a checked request (check()) on the device thread.
   /// With `stream`, the job collects text events.
   std::shared_ptr<Job> start(genrt::CheckedGeneration request, bool stream);
+
+  /// Starts scoring each prompt (runtime/search/PromptScores.h, the best
+  /// `k` at each position) on the device thread, one after the other in
+  /// slot 0; the job's scores hold them. Checked first: decoder-only, each
+  /// prompt 1 to max_length ids inside the vocabulary.
+  genrt::Status startScore(std::vector<std::vector<int64_t>> prompts, int64_t k, std::shared_ptr<Job> &job);
 
   /// The checks generate() needs before it runs anything (checkGeneration),
   /// made in the caller's thread so that a bad request fails there with a

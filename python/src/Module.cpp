@@ -114,6 +114,26 @@ public:
     return out;
   }
 
+  /// Per prompt, a (token, logprob, rank, [(token, logprob)...]) for each
+  /// of its tokens after the first.
+  py::list score(const std::vector<std::vector<int64_t>> &ids, int64_t k) {
+    std::shared_ptr<Job> job;
+    if (Status s = engine().startScore(ids, k, job); !s)
+      throw py::value_error(s.message());
+    while (!job->isFinished())
+      waitForJob(*job);
+    if (!job->status)
+      throw GencError(job->status.message());
+    py::list out;
+    for (const std::vector<search::TokenScore> &prompt : job->scores) {
+      py::list p;
+      for (const search::TokenScore &sc : prompt)
+        p.append(py::make_tuple(sc.token, sc.logprob, sc.rank, py::cast(sc.top)));
+      out.append(std::move(p));
+    }
+    return out;
+  }
+
   std::unique_ptr<PyStream> stream(const std::vector<std::vector<int64_t>> &ids,
                                    const std::vector<std::vector<int64_t>> &masks, const GenerationConfig &cfg);
 
@@ -296,6 +316,7 @@ PYBIND11_MODULE(_genc, m) {
   py::class_<PyGenerator>(m, "_Generator")
       .def(py::init<const std::string &, const std::string &>(), py::arg("plan"), py::arg("device"))
       .def("generate", &PyGenerator::generate)
+      .def("score", &PyGenerator::score)
       // The stream keeps its generator alive: `for e in Generator(p).stream(x)` works.
       .def("stream", &PyGenerator::stream, py::keep_alive<0, 1>())
       .def("close", &PyGenerator::close)

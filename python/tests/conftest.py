@@ -2,8 +2,10 @@
 from the bundled tiny-gpt2 (with and without its tokenizer). ctest runs
 this suite with PYTHONPATH set to the build's staged package."""
 import os
+import subprocess
 import tempfile
 
+import numpy as np
 import pytest
 
 import genc
@@ -46,3 +48,20 @@ def genrun():
     if not os.access(path, os.X_OK):
         pytest.skip("GENC_BUILD_DIR/tools/genrun not found")
     return path
+
+
+def reference_logprobs(ids, workdir):
+    """log_softmax of the logits genc's reference interpreter computes for
+    `ids` from the ONNX file (genc eval, not the runtime), in float64."""
+    genc_bin = os.path.join(os.environ.get("GENC_BUILD_DIR", ""), "tools", "genc")
+    if not os.access(genc_bin, os.X_OK):
+        pytest.skip("GENC_BUILD_DIR/tools/genc not found")
+    d = os.path.join(workdir, "echo-eval")
+    os.makedirs(d, exist_ok=True)
+    np.save(os.path.join(d, "ids.npy"), np.array([ids], dtype=np.int64))
+    np.save(os.path.join(d, "mask.npy"), np.ones((1, len(ids)), dtype=np.int64))
+    subprocess.run([genc_bin, "eval", os.path.join(TINY, "model.onnx"), "--input", "input_ids=" + d + "/ids.npy",
+                    "--input", "attention_mask=" + d + "/mask.npy", "--output-dir", d], check=True)
+    x = np.load(os.path.join(d, "logits.npy"))[0].astype(np.float64)
+    x -= x.max(axis=-1, keepdims=True)
+    return x - np.log(np.exp(x).sum(axis=-1, keepdims=True))

@@ -19,7 +19,7 @@ import openai
 import pytest
 
 import genc
-from conftest import TINY
+from conftest import TINY, reference_logprobs
 from serve_util import ServerProcess, model_with_template
 
 STAGE = os.environ.get("PYTHONPATH", "")
@@ -155,24 +155,6 @@ def test_logprob_bytes_are_the_tokens_own(client):
     for e in entries:
         assert bytes(e.bytes).decode("utf-8", "replace") == e.token
     assert all(bytes(e.bytes) != "\ufffd".encode() for e in partial)
-
-
-def reference_logprobs(ids, workdir):
-    """log_softmax of the logits genc's reference interpreter computes for
-    `ids` from the ONNX file (genc eval, not the runtime), in float64."""
-    import numpy as np
-    genc_bin = os.path.join(os.environ.get("GENC_BUILD_DIR", ""), "tools", "genc")
-    if not os.access(genc_bin, os.X_OK):
-        pytest.skip("GENC_BUILD_DIR/tools/genc not found")
-    d = os.path.join(workdir, "echo-eval")
-    os.makedirs(d, exist_ok=True)
-    np.save(os.path.join(d, "ids.npy"), np.array([ids], dtype=np.int64))
-    np.save(os.path.join(d, "mask.npy"), np.ones((1, len(ids)), dtype=np.int64))
-    subprocess.run([genc_bin, "eval", os.path.join(TINY, "model.onnx"), "--input", "input_ids=" + d + "/ids.npy",
-                    "--input", "attention_mask=" + d + "/mask.npy", "--output-dir", d], check=True)
-    x = np.load(os.path.join(d, "logits.npy"))[0].astype(np.float64)
-    x -= x.max(axis=-1, keepdims=True)
-    return x - np.log(np.exp(x).sum(axis=-1, keepdims=True))
 
 
 # Longer than a step's 24 tokens and than the plan's 16 rows a run: its

@@ -1,7 +1,7 @@
 #include "runtime/serve/Scheduler.h"
 
-#include "runtime/choice/Beams.h"
 #include "runtime/search/LogitsProcessors.h"
+#include "runtime/search/PromptScores.h"
 
 #include <algorithm>
 #include <limits>
@@ -260,39 +260,26 @@ void Scheduler::timeTokens(Running &r, size_t firstEvent, const std::vector<Even
 }
 
 // The log-probability of each prompt token this step's chunks predicted
-// (row i of a chunk: the logits after its token i, predicting token i + 1),
-// as the generated tokens' are reported: the model's log-softmax, before
-// any processor, and the likeliest `promptLogprobs` at the position.
+// (row i of a chunk: the logits after its token i, predicting token i + 1;
+// runtime/search/PromptScores.h).
 void Scheduler::scorePrompt(Running &r, std::vector<Event> &events) const {
   const std::vector<int64_t> &prompt = r.search->item().decoderPrompt;
-  const int64_t V = dec_.info().vocabSize, k = std::min<int64_t>(r.request.promptLogprobs, V);
+  const int64_t V = dec_.info().vocabSize;
   Event ev;
   ev.request = r.id;
   ev.kind = Event::Kind::PromptLogprobs;
-  std::vector<float> row(size_t(V), 0.f);
-  std::vector<int32_t> topTokens(size_t(k), 0);
-  std::vector<float> topScores(size_t(k), 0.f);
   for (const auto &[chunk, first] : r.scored) {
     const search::StepIO::Entry &e = io_.entries[chunk];
     const int64_t n = int64_t(io_.chunks[chunk].tokens.size());
     for (int64_t i = 0; i < n && first + i + 1 < int64_t(prompt.size()); ++i) {
       if (ev.ids.empty())
         ev.sequence = first + i + 1;
-      const float *logits = io_.logits.data() + (e.firstRow + i) * V;
-      row.assign(logits, logits + V);
-      logSoftmax(row.data(), V);
-      const int64_t token = prompt[size_t(first + i + 1)];
-      ev.ids.push_back(token);
-      const float lp = row[size_t(token)];
-      ev.logprobs.push_back(lp);
-      ev.ranks.push_back(1 + std::count_if(row.begin(), row.end(), [lp](float x) { return x > lp; }));
-      std::vector<std::pair<int64_t, float>> top;
-      if (k > 0) {
-        topCandidates(row.data(), V, k, topTokens.data(), topScores.data());
-        for (int64_t j = 0; j < k; ++j)
-          top.emplace_back(topTokens[size_t(j)], topScores[size_t(j)]);
-      }
-      ev.tops.push_back(std::move(top));
+      search::TokenScore sc = search::scoreRow(io_.logits.data() + (e.firstRow + i) * V, V,
+                                               prompt[size_t(first + i + 1)], r.request.promptLogprobs);
+      ev.ids.push_back(sc.token);
+      ev.logprobs.push_back(sc.logprob);
+      ev.ranks.push_back(sc.rank);
+      ev.tops.push_back(std::move(sc.top));
     }
   }
   r.scored.clear();
