@@ -298,7 +298,11 @@ bool Session::chooses(const ChoiceRequest &request) const { return exec_->choose
 Status Session::eachRun(const std::vector<Chunk> &chunks,
                         const std::function<Status(const std::vector<Piece> &)> &run) const {
   const int64_t budget = plan_->maxTokens;
-  const int64_t maxRows = maxSlots(); // @prefill's rows (runtime/plan: maxSymbols)
+  // The logit rows a run may give: @prefill's bound (the plan's slots).
+  int64_t maxRows = maxSlots();
+  if (const Program *prefill = plan_->program("prefill"))
+    if (auto it = prefill->maxSymbols.find("rows"); it != prefill->maxSymbols.end())
+      maxRows = std::max<int64_t>(1, it->second);
   std::vector<int64_t> rowOf(chunks.size(), -1);
   std::vector<size_t> order;
   int64_t outputs = 0, decodeRows = 0;
@@ -337,7 +341,7 @@ Status Session::eachRun(const std::vector<Chunk> &chunks,
     const int64_t row = rowOf[order[k]];
     size_t done = 0;
     while (done < c.tokens.size()) {
-      if (pieceTokens == budget || (c.everyToken ? pieceRows == maxRows : c.output && pieceRows == maxRows))
+      if (pieceTokens == budget || (c.output && pieceRows == maxRows))
         if (Status s = flush(); !s)
           return s;
       const size_t rest = c.tokens.size() - done;
