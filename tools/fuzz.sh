@@ -4,13 +4,21 @@
 # runs it for SECONDS on its corpus:
 #
 #   tools/fuzz.sh TARGET SECONDS [libFuzzer flags...]
-#   TARGET: plan | onnx | prompt_lines | genrun_options | gguf | all (each in turn: CI's smoke run)
+#   TARGET: plan | onnx | prompt_lines | genrun_options | gguf | serve | all (each in turn: CI's smoke run)
 #
 # gguf is the GGUF converter (tools/gguf_to_onnx.py, Python over the gguf
 # package): tests/tools/gguf_fuzz.py mutates a small GGUF file the tests
 # make until SECONDS have passed (a new seed each run, printed); any error
 # but the converter's one line fails it, the input kept in
 # build-fuzz/crashes/gguf/.
+#
+# serve is the HTTP server (python3 -m genc.serve, the regular build's
+# package): tests/tools/serve_fuzz.py mutates valid completion and chat
+# bodies (fields of every type and edge value, fields dropped and added,
+# messages and prompt items changed) until SECONDS have passed, on the bundled
+# model with a chat template; any 5xx, dropped connection, stream cut short,
+# 4xx without OpenAI's error body or failed generation fails it, the bodies
+# kept in build-fuzz/crashes/serve/.
 #
 # The corpus (build-fuzz/corpus/TARGET) grows across runs; it starts from
 # seeds made from the fixtures (plans compiled by the regular build's genc,
@@ -23,7 +31,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ $# -lt 2 ]; then
-  echo "usage: tools/fuzz.sh plan|onnx|prompt_lines|genrun_options|gguf|all SECONDS [libFuzzer flags...]" >&2
+  echo "usage: tools/fuzz.sh plan|onnx|prompt_lines|genrun_options|gguf|serve|all SECONDS [libFuzzer flags...]" >&2
   exit 2
 fi
 TARGET=$1
@@ -31,7 +39,7 @@ SECS=$2
 shift 2
 if [ "$TARGET" = all ]; then
   rc=0
-  for t in plan onnx prompt_lines genrun_options gguf; do
+  for t in plan onnx prompt_lines genrun_options gguf serve; do
     bash tools/fuzz.sh "$t" "$SECS" "$@" || rc=1
   done
   exit $rc
@@ -50,6 +58,25 @@ if [ "$TARGET" = gguf ]; then
   fi
   echo "fuzz gguf: FAILED; the inputs are in $FUZZ/crashes/gguf/, the report in $LOG:" >&2
   grep -E "not a one-line error|the input is|Error" "$LOG" | head -n 5 >&2
+  exit 1
+fi
+
+if [ "$TARGET" = serve ]; then
+  PY=${PYTHON:-python3}
+  mkdir -p "$FUZZ/serve" "$FUZZ/logs" "$FUZZ/crashes/serve"
+  [ -f "$BUILD/python/genc/.files" ] || BUILD_DIR=$BUILD bash tools/build.sh >/dev/null
+  export PYTHONPATH="$PWD/$BUILD/python${PYTHONPATH:+:$PYTHONPATH}"
+  "$PY" -c "import sys; sys.path.insert(0, 'python/tests'); import genc; from serve_util import model_with_template
+genc.compile(model_with_template('models/tiny-gpt2', sys.argv[1] + '/tiny-chat'), sys.argv[1] + '/chat.plan',
+             max_batch=4, max_beams=4, max_length=64, progress=False)" "$FUZZ/serve"
+  LOG=$FUZZ/logs/serve.log
+  if "$PY" tests/tools/serve_fuzz.py "$FUZZ/serve/chat.plan" --seconds "$SECS" --crashes "$FUZZ/crashes/serve" \
+       >"$LOG" 2>&1; then
+    sed -n '1p;$p' "$LOG" | sed "s/^/fuzz serve: /"
+    exit 0
+  fi
+  echo "fuzz serve: FAILED; the bodies are in $FUZZ/crashes/serve/, the report in $LOG:" >&2
+  grep -E "^request|serve_fuzz:" "$LOG" | head -n 5 >&2
   exit 1
 fi
 
