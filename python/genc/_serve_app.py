@@ -395,6 +395,8 @@ async def handle(srv: Server, chat: bool, request: Request) -> Union[Response, S
             echo_top = top if echo else -1
         if top >= 0 and s.beams:
             raise bad("logprobs are not available with beam search", "logprobs")
+        if s.prompt_only and s.beams:
+            raise bad("'max_tokens' 0 (the prompt alone) is not available with beam search", "max_tokens")
         vllm_top = get(body, "prompt_logprobs", "int", -1)
         if not -1 <= vllm_top <= 20:
             raise bad("'prompt_logprobs' must be in [0, 20]", "prompt_logprobs")
@@ -429,6 +431,8 @@ def answer(srv: Server, r: Started, events: List[Event]) -> Response:
     out = []
     completion_tokens = 0
     for c, text, reason, ids, raw in choices.final():
+        if s.prompt_only:  # max_tokens 0: the token generated to run the prompt is dropped
+            text, reason, ids, raw = "", "length", [], -1
         completion_tokens += len(ids)
         lp = choices.logprobs.get(raw)
         if chat:
@@ -524,7 +528,11 @@ async def stream(srv: Server, send: Send, r: Started) -> None:
         errors = []
         for ev in evs:
             kind = ev.kind
-            if kind == TOKEN:
+            if kind == TOKEN and s.prompt_only:  # max_tokens 0: the prompt alone, then its end
+                c, _ = choices.token(ev)
+                if ev.last:
+                    out.append(chunk(c, "", "length"))
+            elif kind == TOKEN:
                 c, piece = choices.token(ev)
                 pieces.setdefault(c, []).append(piece)
                 if want_ids:
@@ -568,7 +576,8 @@ async def stream(srv: Server, send: Send, r: Started) -> None:
                 "message": "generation failed: " + message, "type": "server_error", "param": None,
                 "code": None}}).encode())
     if s.include_usage:
-        out.append(head + b'],"usage":%s}\n\n' % json.dumps(usage(r.prompt_tokens, choices.tokens)).encode())
+        generated = 0 if s.prompt_only else choices.tokens
+        out.append(head + b'],"usage":%s}\n\n' % json.dumps(usage(r.prompt_tokens, generated)).encode())
     out.append(b"data: [DONE]\n\n")
     await send({"type": "http.response.body", "body": b"".join(out), "more_body": False})
 

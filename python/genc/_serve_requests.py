@@ -47,6 +47,7 @@ class Sampling:
     max_tokens_given: bool = False
     stream: bool = False
     include_usage: bool = False
+    prompt_only: bool = False       # max_tokens 0 with echo: the prompt (and its scores) alone
 
 
 # Fields each endpoint accepts; anything else is a 400 naming it (a typo
@@ -125,8 +126,15 @@ def sampling(body: Dict[str, Any], chat: bool, defaults: Optional[Dict[str, Any]
     if chat:
         max_tokens = get(body, "max_completion_tokens", "int", max_tokens)
     if max_tokens is not None:
+        # 0 with echo: the prompt scored, nothing generated (the old way to
+        # score a text with OpenAI's completions); one token is generated
+        # and dropped, so the prompt runs as any other.
+        if max_tokens == 0 and not chat and body.get("echo") is True:
+            s.prompt_only = True
+            max_tokens = 1
         if max_tokens < 1:
-            raise bad("'max_tokens' must be at least 1, got %d" % max_tokens, "max_tokens")
+            raise bad("'max_tokens' must be at least 1 (0 only with echo: the prompt alone), got %d" % max_tokens,
+                      "max_tokens")
         hf["max_new_tokens"] = max_tokens
         s.max_tokens_given = True
 

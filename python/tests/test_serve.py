@@ -197,6 +197,25 @@ def test_echo_with_logprobs_scores_the_prompt(client, local, workdir):
     assert text == r.choices[0].text and toks == lp.tokens
     assert lps[0] is None and all(abs(a - b) < 1e-6 for a, b in zip(lps[1:], lp.token_logprobs[1:]))
 
+    # max_tokens 0 with echo: the prompt alone and its scores (GPT-3's way to score a text).
+    z = client.completions.create(model="tiny", prompt=LONG, max_tokens=0, logprobs=3, echo=True)
+    assert z.choices[0].text == LONG and z.choices[0].finish_reason == "length"
+    assert z.choices[0].logprobs.tokens == lp.tokens[:T] and z.usage.completion_tokens == 0
+    assert z.choices[0].logprobs.token_logprobs[1:] == lp.token_logprobs[1:T]
+    text, toks, reasons = "", [], []
+    for ch in client.completions.create(model="tiny", prompt=LONG, max_tokens=0, logprobs=3, echo=True,
+                                        stream=True, stream_options={"include_usage": True}):
+        if ch.choices:
+            text += ch.choices[0].text
+            toks += ch.choices[0].logprobs.tokens if ch.choices[0].logprobs else []
+            reasons.append(ch.choices[0].finish_reason)
+        else:
+            assert ch.usage.completion_tokens == 0
+    assert text == LONG and toks == lp.tokens[:T] and reasons[-1] == "length"
+    for bad in ({"prompt": "x", "max_tokens": 0}, {"prompt": "x", "max_tokens": 0, "echo": True, "use_beam_search": True,
+                                                   "n": 2}):
+        assert httpx.post(str(client.base_url) + "completions", json=bad, timeout=30).status_code == 400
+
     # Two prompts, two samples each: every choice starts with its own prompt's scores.
     m = client.completions.create(model="tiny", prompt=[LONG, PROMPT], max_tokens=3, temperature=1, seed=3, n=2,
                                   logprobs=1, echo=True)
