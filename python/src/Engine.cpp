@@ -57,9 +57,7 @@ Status Engine::check(GenerationConfig cfg, std::vector<Prompt> prompts, CheckedG
 
 std::shared_ptr<Job> Engine::start(CheckedGeneration request, bool stream) {
   auto job = std::make_shared<Job>();
-  jobs_.erase(std::remove_if(jobs_.begin(), jobs_.end(), [](const std::weak_ptr<Job> &w) { return w.expired(); }),
-              jobs_.end());
-  jobs_.push_back(job);
+  track(job);
   // The job, not the engine, owns what the task needs beyond the decoder,
   // and the decoder outlives every task (~Engine queues behind them).
   thread_.post([this, job, stream, request = std::move(request)] {
@@ -89,6 +87,12 @@ std::shared_ptr<Job> Engine::start(CheckedGeneration request, bool stream) {
   return job;
 }
 
+void Engine::track(const std::shared_ptr<Job> &job) {
+  jobs_.erase(std::remove_if(jobs_.begin(), jobs_.end(), [](const std::weak_ptr<Job> &w) { return w.expired(); }),
+              jobs_.end());
+  jobs_.push_back(job);
+}
+
 Status Engine::startScore(std::vector<std::vector<int64_t>> prompts, int64_t k, std::shared_ptr<Job> &job) {
   if (info_.encoderDecoder)
     return Status::error("score() is for decoder-only models (an encoder-decoder's prompt is its encoder's source)");
@@ -108,9 +112,7 @@ Status Engine::startScore(std::vector<std::vector<int64_t>> prompts, int64_t k, 
                              std::to_string(info_.vocabSize) + ")");
   }
   job = std::make_shared<Job>();
-  jobs_.erase(std::remove_if(jobs_.begin(), jobs_.end(), [](const std::weak_ptr<Job> &w) { return w.expired(); }),
-              jobs_.end());
-  jobs_.push_back(job);
+  track(job);
   thread_.post([this, job, k, prompts = std::move(prompts)] {
     std::vector<std::vector<search::TokenScore>> scores(prompts.size());
     Status s = Status::ok();

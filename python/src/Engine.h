@@ -75,6 +75,8 @@ public:
 
 private:
   Engine() = default;
+  /// Keeps `job` among those ~Engine stops (and forgets the finished ones).
+  void track(const std::shared_ptr<Job> &job);
   DeviceThread thread_;
   std::unique_ptr<genrt::Decoder> decoder_; // touched only on thread_
   std::unique_ptr<genrt::text::Tokenizer> tokenizer_;

@@ -91,14 +91,13 @@ public:
       if (ev.kind == serve::Event::Kind::Sequence)
         ids = py::cast(ev.ids);
       if (ev.kind == serve::Event::Kind::PromptLogprobs) {
-        ids = py::cast(ev.ids);
-        py::list l(ev.ids.size());
-        for (size_t i = 0; i < ev.ids.size(); ++i) {
-          py::list t(ev.tops[i].size());
-          for (size_t j = 0; j < ev.tops[i].size(); ++j)
-            t[j] = py::make_tuple(ev.tops[i][j].first, ev.tops[i][j].second);
-          l[i] = py::make_tuple(ev.logprobs[i], ev.ranks[i], t);
+        py::list tokens(ev.prompt.size()), l(ev.prompt.size());
+        for (size_t i = 0; i < ev.prompt.size(); ++i) {
+          const search::TokenScore &sc = ev.prompt[i];
+          tokens[i] = sc.token;
+          l[i] = py::make_tuple(sc.logprob, sc.rank, py::cast(sc.top));
         }
+        ids = std::move(tokens);
         top = std::move(l);
       }
       out[k++] = py::make_tuple(ev.request, int(ev.kind), ev.sequence, ev.token, utf8(ev.text), ev.last, ev.stopped,

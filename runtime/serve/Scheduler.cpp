@@ -272,18 +272,14 @@ void Scheduler::scorePrompt(Running &r, std::vector<Event> &events) const {
     const search::StepIO::Entry &e = io_.entries[chunk];
     const int64_t n = int64_t(io_.chunks[chunk].tokens.size());
     for (int64_t i = 0; i < n && first + i + 1 < int64_t(prompt.size()); ++i) {
-      if (ev.ids.empty())
+      if (ev.prompt.empty())
         ev.sequence = first + i + 1;
-      search::TokenScore sc = search::scoreRow(io_.logits.data() + (e.firstRow + i) * V, V,
-                                               prompt[size_t(first + i + 1)], r.request.promptLogprobs);
-      ev.ids.push_back(sc.token);
-      ev.logprobs.push_back(sc.logprob);
-      ev.ranks.push_back(sc.rank);
-      ev.tops.push_back(std::move(sc.top));
+      ev.prompt.push_back(search::scoreRow(io_.logits.data() + (e.firstRow + i) * V, V,
+                                           prompt[size_t(first + i + 1)], r.request.promptLogprobs));
     }
   }
   r.scored.clear();
-  if (!ev.ids.empty())
+  if (!ev.prompt.empty())
     events.push_back(std::move(ev));
 }
 

@@ -5,6 +5,7 @@
 // when asked, why each sequence ended.
 #pragma once
 #include "runtime/search/Generate.h"
+#include "runtime/search/PromptScores.h"
 #include "runtime/text/Tokenizer.h"
 
 #include <cstdint>
@@ -22,7 +23,7 @@ struct Event {
     Sequence, // sequence `sequence` is complete (beam search: rank, best first)
     Done,     // the request is complete; nothing follows
     Error,    // the request failed (`text`: the message); nothing follows
-    PromptLogprobs, // the prompt's tokens `ids`, from position `sequence` on, each as the tokens before predict it
+    PromptLogprobs, // `prompt`: the prompt's tokens from position `sequence` on, each as the tokens before predict it
   };
   uint64_t request = 0;
   Kind kind = Kind::Token;
@@ -36,10 +37,8 @@ struct Event {
   bool haveLogprobs = false; // Token: log-probabilities were asked for
   float logprob = 0.f;   // Token, with log-probabilities asked for
   std::vector<std::pair<int64_t, float>> top; // Token: the likeliest tokens and theirs
-  std::vector<int64_t> ids; // Sequence: its tokens; PromptLogprobs: the prompt tokens scored
-  std::vector<float> logprobs; // PromptLogprobs: each one's log-probability
-  std::vector<int64_t> ranks;  // PromptLogprobs: each one's rank at its position (1: the likeliest)
-  std::vector<std::vector<std::pair<int64_t, float>>> tops; // PromptLogprobs: each position's likeliest
+  std::vector<int64_t> ids; // Sequence: its tokens
+  std::vector<search::TokenScore> prompt; // PromptLogprobs
   double score = 0;         // Sequence
 };
 
