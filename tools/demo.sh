@@ -8,14 +8,24 @@
 # the Python package genc, and a chat turn through the model's chat template.
 # Safe to run again: what is there already is not fetched or converted twice.
 # (The tiny random models under models/ and tests/ are the tests' models.)
+#
+# DEMO_BIN=DIR takes genc and genrun from DIR (tools/pack.sh's tarball,
+# unpacked) instead of building them: a GPU machine without the build's
+# packages runs the demo so, with the genc package on PYTHONPATH and the
+# GGUF file at GENC_SMOLLM2_GGUF.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash tools/build.sh
 BUILD=${BUILD_DIR:-build}
 PY=${PYTHON:-python3}
 OUT="$BUILD/demo"
-GENC="$BUILD/tools/genc"
-GENRUN="$BUILD/tools/genrun"
+if [ -n "${DEMO_BIN:-}" ]; then
+  GENC="$DEMO_BIN/genc"
+  GENRUN="$DEMO_BIN/genrun"
+else
+  bash tools/build.sh
+  GENC="$BUILD/tools/genc"
+  GENRUN="$BUILD/tools/genrun"
+fi
 mkdir -p "$OUT"
 # The build's Python package, whether or not tools/build.sh installed it.
 export PYTHONPATH="$PWD/$BUILD/python${PYTHONPATH:+:$PYTHONPATH}"
