@@ -7,11 +7,17 @@
 #
 #   bash bench/ncu_step.sh                               # there, from the repo root
 #   NCU_DETAIL=attn_0_attend NCU_SKIP=13 bash bench/ncu_step.sh
+#   NCU_BATCH=32 bash bench/ncu_step.sh                  # 32 prompts of 128 tokens (default 1)
 set -u
 cd "$(dirname "$0")/.."
 . bench/profile_model.sh
+if [ "${NCU_BATCH:-1}" != 1 ]; then
+  python3 -c "
+import json,random; random.seed(1)
+for i in range(${NCU_BATCH}): print(json.dumps({'input_ids':[random.randrange(3,32000) for _ in range(128)]}))" > "$W/p.jsonl"
+fi
 if [ -z "${NCU_DETAIL-}" ]; then
-ncu --cache-control none --clock-control none --metrics gpu__time_duration.sum,launch__grid_size,launch__registers_per_thread --csv \
+ncu --cache-control none --clock-control none --print-units base --metrics gpu__time_duration.sum,launch__grid_size,launch__registers_per_thread,dram__bytes.sum --csv \
   $BIN/genrun $W/m.plan --device cuda --input $W/p.jsonl --max-new-tokens 4 --output /dev/null > $W/ncu.csv 2> $W/ncu.err
 tail -3 $W/ncu.err
 python3 - $W/ncu.csv <<'PY'
@@ -26,7 +32,9 @@ print(len(ks), "kernels")
 # the last decode step: the last quarter of what came after the prefill
 n = len(ks)
 for x in ks[-40:]:
-    print(f"{x['name']:60} grid {x.get('launch__grid_size','?'):>6} regs {x.get('launch__registers_per_thread','?'):>4} {float(x['gpu__time_duration.sum'].replace(',',''))/1e3:8.2f} us")
+    us = float(x['gpu__time_duration.sum'].replace(',', '')) / 1e3
+    mb = float(x.get('dram__bytes.sum', '0').replace(',', '') or 0) / 1e6
+    print(f"{x['name']:60} grid {x.get('launch__grid_size','?'):>6} regs {x.get('launch__registers_per_thread','?'):>4} {us:8.2f} us {mb:8.2f} MB {mb / us if us else 0:6.2f} TB/s")
 PY
 fi
 # One kernel in detail (NCU_DETAIL=regex): speed of light, warp stalls, the
