@@ -264,7 +264,8 @@ def run(args, root):
             if p:
                 log(f"{m} b{b} ctx {ctx}: torch peer {p['ms']:.3f} ms/token (mean {p['mean_ms']:.3f}); "
                     f"{p['attention']}; compile and capture {p['compile_s']:.0f} s; cudagraph skips "
-                    f"{p['cudagraph_skips']}" + "".join(f"; {a}: {ms * 1e3:.0f} us" for a, ms in p["choices"])
+                    f"{p['cudagraph_skips']}; the two passes agree on {p['repeat'][0]}/{p['repeat'][1]} tokens"
+                    + "".join(f"; {a}: {ms * 1e3:.0f} us" for a, ms in p["choices"])
                     + f" ({elapsed():.0f} s into the run)")
             if p and ctx == P and m not in checked:  # the peer's first tokens against HF generate()'s
                 checked[m] = torch_peer.check(hf, ids.cuda(), CHECK_TOKENS, torch, True, 0.05, got=p["tokens"])

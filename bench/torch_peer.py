@@ -396,7 +396,8 @@ def measure(hf, ids, new, torch, context=None, compile=True, tune=True, before_t
     decoding from position `context` (default P; longer: random K/V before
     the prompt). Two identical passes, the second timed (on the GPU; after
     before_timed() where given). Returns
-    dict(ms, mean_ms, compile_s, attention, choices, tokens, cudagraph_skips)."""
+    dict(ms, mean_ms, compile_s, attention, choices, tokens, cudagraph_skips,
+    repeat: (tokens in the two passes' rows' common prefixes, tokens))."""
     from torch._dynamo.utils import counters
     B, P = ids.shape
     context = context or P
@@ -428,9 +429,15 @@ def measure(hf, ids, new, torch, context=None, compile=True, tune=True, before_t
         before_timed()
     toks2, iv = decode(peer, step, ids, context - P, new, torch, timed=True,
                        step_context=None if compile else tracing)
-    if not torch.equal(toks, toks2):
-        raise RuntimeError("the peer's two identical passes gave different tokens")
+    # The first pass compiles (and, with `tune`, autotunes) as it goes, so at
+    # many rows of random weights, whose logits are full of f16 near-ties, a
+    # step of it can part from the timed pass (H200, 2026-12-06: the 1.1B at
+    # batch 8 and 32, GPT-2 at 32). The timed pass stands; how far the two
+    # agree is reported.
+    same = sum(int((toks[r] != toks2[r]).nonzero()[0]) if not torch.equal(toks[r], toks2[r]) else toks.shape[1]
+               for r in range(toks.shape[0]))
     res = dict(compile_s=compile_s, attention=str(peer.attention), choices=choices, tokens=toks2,
+               repeat=(same, toks.numel()),
                cudagraph_skips=counters["inductor"]["cudagraph_skips"] - skips if compile else None,
                ms=None, mean_ms=None)
     if iv:

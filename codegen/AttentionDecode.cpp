@@ -257,6 +257,80 @@ static __device__ void genc_attn_merge(const GencAttnParams &p) {
   genc_attn_mark(9, 4);
 }
 
+// ---- merge by rows: a warp a (token, head), few splits ------------------------
+// The same sums as genc_attn_merge, bit for bit, where a run has many rows
+// and each few splits (S <= MRS): at batch 32 the block merge's 1,024 blocks
+// of 512 threads took 12.8 µs a layer for 70 KB (H100, Nsight Compute,
+// 2026-12-06), a block's fixed stages times two waves. Here a block of
+// kMergeThreads holds 16 rows; a lane takes columns lane, lane + 32, ...
+// and adds, for each column, the block merge's SG group sums in its order
+// (group g holds split g alone when used <= SG), so the output does not
+// depend on which merge ran (a request's tokens, not on its batch).
+//   grid: ceil(T * H / 16) blocks of kMergeThreads; rows (t, h) = t * H + h
+//   partial [T, H, S, D] f32, lse [T, H, S] f32 -> out (t, h, :)
+template <typename C, int MRS>
+static __device__ void genc_attn_merge_rows(const GencAttnParams &p) {
+  typedef typename C::Out O;
+  constexpr int D = C::D, KT = C::DKT, SMAX = 256, MT = C::MTHREADS;
+  constexpr int VD = D % 4 == 0 ? 4 : 1, COLS = D / VD, SG = MT / COLS, LPER = SMAX / 32, DL = (D + 31) / 32;
+  static_assert(SG >= MRS, "merge by rows: a split a group");
+  const int lane = threadIdx.x & 31, S = (int)p.splits;
+  const long long row = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  const bool live = row < p.tokens * C::H;
+  const long long t = live ? row / C::H : 0;
+  const int h = live ? (int)(row % C::H) : 0;
+  const GencTokenPlace pl = ((const GencTokenPlace *)p.places)[t];
+  const GencDecodeRange<C, KT> r(p, pl, h / C::GROUP_ALL, 0, S);
+  genc_pdl_wait();
+  genc_pdl_launch();
+  if (!live || r.used == 1 || S > MRS) return;
+  const int used = (int)r.used;
+  const float *lse = (const float *)p.lse + (t * C::H + h) * (long long)S;
+  const float *part = (const float *)p.partial + (t * C::H + h) * (long long)S * D;
+  float v[MRS][DL];
+#pragma unroll
+  for (int s = 0; s < MRS; ++s)
+#pragma unroll
+    for (int j = 0; j < DL; ++j)
+      v[s][j] = s < used && lane + 32 * j < D ? part[(long long)s * D + lane + 32 * j] : 0.f;
+  // The weights as the block merge's warp 0 makes them.
+  float lv[LPER], M = -__int_as_float(0x7f800000);
+#pragma unroll
+  for (int i = 0; i < LPER; ++i) {
+    lv[i] = lane + 32 * i < used ? lse[lane + 32 * i] : -__int_as_float(0x7f800000);
+    M = fmaxf(M, lv[i]);
+  }
+#pragma unroll
+  for (int x = 16; x > 0; x >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, x));
+  float sum = 0.f, w0 = 0.f;
+#pragma unroll
+  for (int i = 0; i < LPER; ++i) {
+    const float w = lv[i] == -__int_as_float(0x7f800000) ? 0.f : expf(lv[i] - M);
+    if (i == 0) w0 = w;
+    sum += w;
+  }
+#pragma unroll
+  for (int x = 16; x > 0; x >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, x);
+  if (lane == 0 && p.lseOut)
+    ((float *)p.lseOut)[t * C::H + h] = sum > 0.f ? M + logf(sum) : -__int_as_float(0x7f800000);
+  float w[MRS];
+#pragma unroll
+  for (int s = 0; s < MRS; ++s) w[s] = __shfl_sync(0xffffffffu, w0, s);
+#pragma unroll
+  for (int j = 0; j < DL; ++j) {
+    const int d = lane + 32 * j;
+    if (d >= D) break;
+    // Group g's sum is round(w_g * v_g) (one split, added to 0); the groups
+    // past `used` add +0, which leaves o (never -0) as it is. The intrinsics
+    // keep the compiler from contracting the two into one fma.
+    float o = 0.f;
+#pragma unroll
+    for (int g = 0; g < MRS; ++g)
+      if (g < used) o = __fadd_rn(o, __fmul_rn(w[g], v[g][j]));
+    ((typename O::S *)p.out)[genc_attn_out_at<C>(p, t, h, d)] = O::st(sum > 0.f ? o / sum : 0.f);
+  }
+}
+
 // ---- f32 caches: CUDA cores ------------------------------------------------
 // Block (t, y, s), 128 threads: token t's single query row; KV head
 // kh = y / DPARTS and its query heads [hb, hb + DGROUP); split s of the

@@ -204,6 +204,10 @@ AttentionKernels emitAttentionKernels(Module &m, DType activation, const Attenti
               code << "  genc_attn_mark(9, 1);\n";
             // It reads its place before its own wait.
             code << "  genc_attn_merge<" << cfg << ">(p);\n}\n";
+            // The same sums a warp a row, for runs of many rows and few splits.
+            code << "extern \"C\" __global__ void __launch_bounds__(" << genrt::cuda::kMergeThreads << ") " << name
+                 << "_merge_rows(const GencAttnParams p) {\n  genc_attn_merge_rows<" << cfg << ", "
+                 << genrt::cuda::kMergeRowsSplits << ">(p);\n}\n";
             continue;
           }
           code << "  genc_pdl_wait();\n";

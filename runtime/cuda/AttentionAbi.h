@@ -141,6 +141,8 @@ constexpr int kAttnThreads = 128;
 /// attn_N_merge's threads: 16 groups summing a D-128 row's splits, so that a
 /// thread's loads of a 64k step's 65 splits go out at once.
 constexpr int kMergeThreads = 512;
+/// attn_N_merge_rows takes runs of at most this many splits (its MRS).
+constexpr int kMergeRowsSplits = 8;
 
 /// The decode kernel's shape (codegen/AttentionDecode.cpp), which genc
 /// compiles it for and the executor sizes its launch by: the query heads of

@@ -123,6 +123,7 @@ Status CudaExecutor::init(NcclChannel *channel) {
   ctx_.decodeKernel = options_.debug.decodeKernel;
   ctx_.prefillKernel = options_.debug.prefillKernel;
   ctx_.streamKernel = options_.streamKernel;
+  ctx_.mergeRows = options_.mergeRows;
   ctx_.weightTransposed.assign(plan_->weights.size(), 0);
   if (ctx_.gemv)
     chooseTransposedWeights(*plan_, ctx_.weightTransposed);

@@ -33,6 +33,10 @@ Status readCudaOptions(CudaOptions &out) {
     out.nbitsGemvRows = std::clamp<int64_t>(std::atoll(nr), 0, kNBitsMmaRows);
   if (const char *nc = given("GENC_CUDA_NBITS_GEMV_ROWS"))
     out.nbitsCoreRows = std::clamp<int64_t>(std::atoll(nc), 0, kNBitsGemvRows);
+  if (is("GENC_CUDA_MERGE_ROWS", "0"))
+    out.mergeRows = 0;
+  else if (is("GENC_CUDA_MERGE_ROWS", "1"))
+    out.mergeRows = 1;
   if (is("GENC_CUDA_STREAM", "0"))
     out.streamKernel = 0;
   else if (is("GENC_CUDA_STREAM", "1"))

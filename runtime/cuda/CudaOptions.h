@@ -93,6 +93,11 @@ struct CudaOptions {
   /// plan has one, never (0) or always (1); -1 (unset): where a sequence
   /// holds kStreamMinKeys keys or more, on sm_90 and newer.
   int streamKernel = -1;
+  /// GENC_CUDA_MERGE_ROWS: the decode splits' merge a warp a (token, head)
+  /// (attn_N_merge_rows, where the plan has it and a run takes at most 8
+  /// splits) never (0), always (1), or, unset (-1), where a run has more
+  /// rows (tokens x heads) than the GPU has SMs: the same sums either way.
+  int mergeRows = -1;
   /// GENC_CUDA_STEP=1: decode steps the plan's step kernel takes run as one
   /// launch (sm_90 and newer); 0, the default: kernel by kernel.
   int stepKernel = 0;

@@ -65,6 +65,8 @@ struct StepContext {
   /// kStreamMinKeys keys or more, 0 never, 1 always).
   bool decodeKernel = true, prefillKernel = true;
   int streamKernel = -1;
+  /// The merge by rows (CudaOptions::mergeRows): -1 where rows > SMs, 0, 1.
+  int mergeRows = -1;
   /// Tree attention (--gpus N): this GPU is shard `shard` of `shards`; after
   /// each self-attention op its output is combined with the other GPUs'
   /// through the channel's communicator (lse -> max, then [w·o | w] -> sum,

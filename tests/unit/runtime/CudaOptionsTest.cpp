@@ -21,7 +21,7 @@ using genrt::cuda::readCudaOptions;
 const char *const kNames[] = {
     "GENC_CUBLASLT",          "GENC_CUDA_ATTN_TRACE",     "GENC_CUDA_BEAMS",      "GENC_CUDA_DECODE",
     "GENC_CUDA_GEMV",         "GENC_CUDA_GEMV_FUSION",    "GENC_CUDA_GEMV_ROWS",  "GENC_CUDA_GRAPHS",
-    "GENC_CUDA_NBITS_GEMV_ROWS", "GENC_CUDA_NBITS_ROWS",
+    "GENC_CUDA_MERGE_ROWS",   "GENC_CUDA_NBITS_GEMV_ROWS", "GENC_CUDA_NBITS_ROWS",
     "GENC_CUDA_PREFILL",      "GENC_CUDA_PROFILE",        "GENC_CUDA_SHARED_PROMPTS", "GENC_CUDA_SKIP",
     "GENC_CUDA_STREAM",       "GENC_CUDA_SYNC",           "GENC_CUDA_TOKENS",     "GENC_CUDA_TOKENS_CHECK",
     "GENC_NCCL_FIRST_RANK",   "GENC_NCCL_ID_FILE",        "GENC_NCCL_LIB",        "GENC_NCCL_RANKS",
@@ -97,6 +97,10 @@ TEST(CudaOptions, GemvChoices) {
   EXPECT_EQ(read({{"GENC_CUDA_GEMV_ROWS", "0"}}).gemvRows, 1);
   EXPECT_EQ(read({{"GENC_CUDA_GEMV_ROWS", ""}}).gemvRows, 1);
   EXPECT_EQ(read({}).nbitsCoreRows, 3);
+  EXPECT_EQ(read({}).mergeRows, -1); // unset: by the run's rows
+  EXPECT_EQ(read({{"GENC_CUDA_MERGE_ROWS", "0"}}).mergeRows, 0);
+  EXPECT_EQ(read({{"GENC_CUDA_MERGE_ROWS", "1"}}).mergeRows, 1);
+  EXPECT_EQ(read({{"GENC_CUDA_MERGE_ROWS", "2"}}).mergeRows, -1); // neither 0 nor 1: as unset
   EXPECT_EQ(read({{"GENC_CUDA_NBITS_GEMV_ROWS", "0"}}).nbitsCoreRows, 0); // the tensor cores from one row
   EXPECT_EQ(read({{"GENC_CUDA_NBITS_GEMV_ROWS", "20"}}).nbitsCoreRows, 8);
   EXPECT_EQ(read({{"GENC_CUDA_GEMV_FUSION", "0"}}).debug.gemvFusion, 0);
