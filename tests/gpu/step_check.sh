@@ -139,7 +139,7 @@ EOF
 
 FIXTURES="llama:f16:24 llama:bf16:24 llama:f16:300 gpt2:f16:24 mistral:f16:24 mistral:f16:300 qwen3:f16:24
   qwen2:bf16:24 processors:f16:24 falcon:f16:24 olmo2:f16:24 llama:f16:24:4 gpt2:f16:24:8 qwen3:f16:300:3
-  llama:f16:24:1:4 gpt2:f16:24:2:4"
+  llama:f16:24:8 llama:f16:24:1:4 gpt2:f16:24:2:4"
 case "${STEP_FIXTURES-1}" in 0) FIXTURES= ;; 1) ;; *) FIXTURES=$STEP_FIXTURES ;; esac
 for spec in $FIXTURES; do
   IFS=: read -r m dt len b nb <<< "$spec"
