@@ -64,6 +64,8 @@ const char *attentionTemplates();
 /// array it writes; without, marks that compile to nothing.
 std::string attentionTraceSource(bool trace);
 const char *attentionDecodeTemplates();
+/// The merge of the decode's splits (codegen/AttentionMerge.cpp), after the decode's.
+const char *attentionMergeTemplates();
 /// The TMA decode kernel's (codegen/AttentionStream.cpp), after the decode's.
 const char *attentionStreamTemplates();
 /// The prefill kernel's (codegen/AttentionPrefill.cpp), after the decode's.

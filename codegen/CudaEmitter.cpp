@@ -546,8 +546,8 @@ static std::string attentionSource(const CudaModule &cm) {
   if (cm.attentionKernels.empty())
     return out;
   return out + "\n" + genrt::cuda::kGencAttnAbiSource + "\n" + attentionTraceSource(cm.attentionTrace) + attentionTemplates() +
-         attentionDecodeTemplates() + attentionStreamTemplates() + attentionPrefillTemplates() + cm.attentionCode +
-         cm.stepCode;
+         attentionDecodeTemplates() + attentionMergeTemplates() + attentionStreamTemplates() +
+         attentionPrefillTemplates() + cm.attentionCode + cm.stepCode;
 }
 
 std::string cudaModuleSource(const CudaModule &cm) {
