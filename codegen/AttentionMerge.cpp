@@ -18,6 +18,34 @@ const char *attentionMergeTemplates() {
 // exp(lse_s - max) in shared memory, then SG groups of threads each sum
 // every SG-th split over VD-wide columns of the row (SG = 16 at D 128: a
 // thread's few loads issued at once), the groups' sums added in group order.
+// A warp's share of a (token, head)'s merge weights: lane holds w[i] =
+// exp(lse_s - max) of split s = lane + 32 i (0 past `used`); returns their
+// sum over the warp and writes its log-sum-exp to lseOut at `row` where asked.
+// Both merges weigh here, so they weigh alike, bit for bit.
+template <int LPER>
+static __device__ __forceinline__ float genc_attn_merge_weights(const GencAttnParams &p, const float *lse, int used,
+                                                                long long row, float (&w)[LPER]) {
+  const int lane = threadIdx.x & 31;
+  float lv[LPER], M = -__int_as_float(0x7f800000);
+#pragma unroll
+  for (int i = 0; i < LPER; ++i) {
+    lv[i] = lane + 32 * i < used ? lse[lane + 32 * i] : -__int_as_float(0x7f800000);
+    M = fmaxf(M, lv[i]);
+  }
+#pragma unroll
+  for (int x = 16; x > 0; x >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, x));
+  float sum = 0.f;
+#pragma unroll
+  for (int i = 0; i < LPER; ++i) {
+    w[i] = lv[i] == -__int_as_float(0x7f800000) ? 0.f : expf(lv[i] - M);
+    sum += w[i];
+  }
+#pragma unroll
+  for (int x = 16; x > 0; x >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, x);
+  if (lane == 0 && p.lseOut) ((float *)p.lseOut)[row] = sum > 0.f ? M + logf(sum) : -__int_as_float(0x7f800000);
+  return sum;
+}
+
 template <typename C, typename B = GencHwBlock>
 static __device__ void genc_attn_merge(const GencAttnParams &p) {
   typedef typename C::Out O;
@@ -49,27 +77,12 @@ static __device__ void genc_attn_merge(const GencAttnParams &p) {
     for (int i = 0; i < PRE; ++i)
       if (sg + i * SG < used) genc_attn_load<genc_f32, VD>(v[i], part + (long long)(sg + i * SG) * D);
   if (tid < 32) {
-    float lv[LPER], M = -__int_as_float(0x7f800000);
+    float w[LPER];
+    const float sum = genc_attn_merge_weights<LPER>(p, lse, used, t * C::H + h, w);
 #pragma unroll
-    for (int i = 0; i < LPER; ++i) {
-      lv[i] = lane + 32 * i < used ? lse[lane + 32 * i] : -__int_as_float(0x7f800000);
-      M = fmaxf(M, lv[i]);
-    }
-#pragma unroll
-    for (int x = 16; x > 0; x >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, x));
-    float sum = 0.f;
-#pragma unroll
-    for (int i = 0; i < LPER; ++i) {
-      const float w = lv[i] == -__int_as_float(0x7f800000) ? 0.f : expf(lv[i] - M);
-      if (lane + 32 * i < used) wS[lane + 32 * i] = w;
-      sum += w;
-    }
-#pragma unroll
-    for (int x = 16; x > 0; x >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, x);
-    if (lane == 0) {
-      lS = sum;
-      if (p.lseOut) ((float *)p.lseOut)[t * C::H + h] = sum > 0.f ? M + logf(sum) : -__int_as_float(0x7f800000);
-    }
+    for (int i = 0; i < LPER; ++i)
+      if (lane + 32 * i < used) wS[lane + 32 * i] = w[i];
+    if (lane == 0) lS = sum;
   }
   B::msync();
   if (sg < SG) {
@@ -137,29 +150,12 @@ static __device__ void genc_attn_merge_rows(const GencAttnParams &p) {
 #pragma unroll
     for (int j = 0; j < DL; ++j)
       v[s][j] = s < used && lane + 32 * j < D ? part[(long long)s * D + lane + 32 * j] : 0.f;
-  // The weights as the block merge's warp 0 makes them.
-  float lv[LPER], M = -__int_as_float(0x7f800000);
-#pragma unroll
-  for (int i = 0; i < LPER; ++i) {
-    lv[i] = lane + 32 * i < used ? lse[lane + 32 * i] : -__int_as_float(0x7f800000);
-    M = fmaxf(M, lv[i]);
-  }
-#pragma unroll
-  for (int x = 16; x > 0; x >>= 1) M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, x));
-  float sum = 0.f, w0 = 0.f;
-#pragma unroll
-  for (int i = 0; i < LPER; ++i) {
-    const float w = lv[i] == -__int_as_float(0x7f800000) ? 0.f : expf(lv[i] - M);
-    if (i == 0) w0 = w;
-    sum += w;
-  }
-#pragma unroll
-  for (int x = 16; x > 0; x >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, x);
-  if (lane == 0 && p.lseOut)
-    ((float *)p.lseOut)[t * C::H + h] = sum > 0.f ? M + logf(sum) : -__int_as_float(0x7f800000);
+  // The weights as the block merge's warp 0 makes them; split s < 32 is lane s's w[0].
+  float lw[LPER];
+  const float sum = genc_attn_merge_weights<LPER>(p, lse, used, t * C::H + h, lw);
   float w[MRS];
 #pragma unroll
-  for (int s = 0; s < MRS; ++s) w[s] = __shfl_sync(0xffffffffu, w0, s);
+  for (int s = 0; s < MRS; ++s) w[s] = __shfl_sync(0xffffffffu, lw[0], s);
 #pragma unroll
   for (int j = 0; j < DL; ++j) {
     const int d = lane + 32 * j;

@@ -92,9 +92,8 @@ public:
   /// bytes.
   CUfunction decode = nullptr, merge = nullptr;
   /// The merge a warp a row (none in plans from an older genc): taken where
-  /// S <= kMergeRowsSplits and mergeRows (-1: T x heads > SMs).
+  /// S <= kMergeRowsSplits and the context's mergeRows (-1: T x heads > SMs).
   CUfunction mergeRows = nullptr;
-  int mergeRowsRule = -1;
   /// The TMA decode kernel (sm_90, long contexts; kStreamThreads threads,
   /// one block an SM), which decode steps take instead where `useStream`.
   CUfunction stream = nullptr;
@@ -173,7 +172,7 @@ public:
       // (2026-11-29; docs/performance.md, "the merge's L2 prefetch off").
       const int64_t rows = T * heads;
       if (mergeRows && S <= kMergeRowsSplits &&
-          (mergeRowsRule == 1 || (mergeRowsRule == -1 && rows > ctx.dev->smCount))) {
+          (ctx.mergeRows == 1 || (ctx.mergeRows == -1 && rows > ctx.dev->smCount))) {
         const int64_t perBlock = kMergeThreads / 32;
         return launch(ctx, mergeRows, static_cast<unsigned>((rows + perBlock - 1) / perBlock), 1, 1, args,
                       what + " (merge by rows)", 0, kMergeThreads);
@@ -323,7 +322,6 @@ Status attentionStep(const OpInfo &op, const ValueMap &vm, const KernelModule &m
       return s;
     if (!mod.function(family + "_merge_rows", st->mergeRows))
       st->mergeRows = nullptr;
-    st->mergeRowsRule = vm.ctx.mergeRows;
     st->decode = fn;
     st->decodeRows = attrInt(at, "gpu_decode_rows", 0) == 1;
     st->decodeGridY = st->kvHeads * (st->heads / st->kvHeads / decodePerBlock);
