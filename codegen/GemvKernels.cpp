@@ -145,6 +145,155 @@ static __device__ void genc_gemv(const GencGemvParams &p, const GencGemvPrologue
     }
 }
 
+// ---- 2 to 64 rows on tensor cores -------------------------------------------
+// y[M, N] = act(a[M, K] . w[N, K]^T + bias) for 16-bit a and w of one type
+// (mma.m16n8k16, f32 sums), M <= 16 MR, K a multiple of 32.
+//   grid (ceil(N / 32)) (a GLU: ceil(N / 2 / 16)), block 256 = 8 warps.
+// A block takes CG = 4 groups of 8 weight rows over all of K; its 8 warps
+// split K in rounds of 32 (warp w: rounds w, w + 8, ...), so each block reads
+// a once (M / 32 of its weight bytes, from L2) and has 8 x U x 2 KiB of
+// weights in flight (U = 4 rounds a warp, 2 for 64 rows: registers), and
+// the same rounds of a (loaded with them: its latency from L2 is a round's). In a round lane (g, q) = (lane / 4, lane % 4) reads 8
+// weights at k 32r + 8q of its group's row g as the mma's B column g, and the
+// same k of a's rows g and g + 8 of each 16-row tile as A: a dot product does
+// not care in what order its k come, so both operands take k in that order
+// and each is one 16-byte load. D's (row, column) is (a's row, weight row).
+// A GLU (EPI::ROWS == 2) takes gate and up rows alternately as a group's
+// columns (column 2j: gate row o + j, 2j + 1: up row NO + o + j), so a lane's
+// two D columns are one output's gate and up.
+// The sums of a row never meet another row's: a row's y is the same whatever
+// else the launch holds. The warps' partials meet in shared memory and are
+// added in warp order.
+template <typename A> struct genc_gemv_mma_op;
+template <> struct genc_gemv_mma_op<genc_f16> {
+  static __device__ __forceinline__ void run(float (&d)[4], const uint4 &xl, const uint4 &xh, unsigned b0, unsigned b1,
+                                             int half) {
+    const unsigned a0 = half ? xl.z : xl.x, a1 = half ? xh.z : xh.x, a2 = half ? xl.w : xl.y, a3 = half ? xh.w : xh.y;
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  }
+};
+template <> struct genc_gemv_mma_op<genc_bf16> {
+  static __device__ __forceinline__ void run(float (&d)[4], const uint4 &xl, const uint4 &xh, unsigned b0, unsigned b1,
+                                             int half) {
+    const unsigned a0 = half ? xl.z : xl.x, a1 = half ? xh.z : xh.x, a2 = half ? xl.w : xl.y, a3 = half ? xh.w : xh.y;
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  }
+};
+
+// Row m of a at k .. k + 7 as stored; zeros past M.
+static __device__ __forceinline__ uint4 genc_gemv_mma_arow(const GencGemvParams &p, long long m, long long k) {
+  return m < p.M ? *(const uint4 *)((const unsigned short *)p.a + m * p.K + k) : make_uint4(0u, 0u, 0u, 0u);
+}
+
+template <typename A, typename W, typename Y, typename B, int BIAS, int ACT, int MR, typename EPI = GencGemvStore>
+static __device__ void genc_gemv_mma(const GencGemvParams &p) {
+  constexpr int WARPS = 8, CG = 4, U = MR == 4 ? 2 : 4, R = EPI::ROWS;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, q = lane & 3;
+  const long long NO = p.N / R;                                   // outputs a row
+  const long long o0 = (long long)blockIdx.x * (CG * 8 / R);      // the block's first output
+  const long long rounds = p.K >> 5;
+  const unsigned short *wrow[CG];
+#pragma unroll
+  for (int c = 0; c < CG; ++c) {
+    long long o = o0 + c * (8 / R) + (R == 2 ? (g >> 1) : g);
+    o = o < NO ? o : NO - 1; // columns past the outputs read the last one; not stored
+    wrow[c] = (const unsigned short *)p.w + (R == 2 && (g & 1) ? NO + o : o) * p.K + q * 8;
+  }
+  float acc[MR][CG][4];
+#pragma unroll
+  for (int t = 0; t < MR; ++t)
+#pragma unroll
+    for (int c = 0; c < CG; ++c)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[t][c][i] = 0.f;
+  // U rounds of weights and of a in flight a warp (slot u: rounds u mod U);
+  // the first rounds' weights load before the wait: they stream while the
+  // kernel before (whose output is a) finishes.
+  uint4 wr[U][CG], xr[U][MR][2];
+#pragma unroll
+  for (int u = 0; u < U; ++u)
+#pragma unroll
+    for (int c = 0; c < CG; ++c)
+      if (warp + u * WARPS < rounds) wr[u][c] = *(const uint4 *)(wrow[c] + (long long)(warp + u * WARPS) * 32);
+  genc_pdl_wait();
+  genc_pdl_launch();
+#pragma unroll
+  for (int u = 0; u < U; ++u)
+#pragma unroll
+    for (int t = 0; t < MR; ++t)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        xr[u][t][h] = warp + u * WARPS < rounds
+                          ? genc_gemv_mma_arow(p, 16 * t + 8 * h + g, (long long)(warp + u * WARPS) * 32 + q * 8)
+                          : make_uint4(0u, 0u, 0u, 0u);
+  for (long long r0 = warp; r0 < rounds; r0 += U * WARPS) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const long long r = r0 + (long long)u * WARPS;
+      if (r >= rounds) break;
+#pragma unroll
+      for (int t = 0; t < MR; ++t)
+#pragma unroll
+        for (int c = 0; c < CG; ++c) {
+          genc_gemv_mma_op<A>::run(acc[t][c], xr[u][t][0], xr[u][t][1], wr[u][c].x, wr[u][c].y, 0);
+          genc_gemv_mma_op<A>::run(acc[t][c], xr[u][t][0], xr[u][t][1], wr[u][c].z, wr[u][c].w, 1);
+        }
+      // This slot's next round: U x WARPS rounds on.
+      const long long rn = r + U * WARPS;
+      if (rn < rounds) {
+#pragma unroll
+        for (int c = 0; c < CG; ++c) wr[u][c] = *(const uint4 *)(wrow[c] + rn * 32);
+#pragma unroll
+        for (int t = 0; t < MR; ++t)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) xr[u][t][h] = genc_gemv_mma_arow(p, 16 * t + 8 * h + g, rn * 32 + q * 8);
+      }
+    }
+  }
+  // The warps' partials, a 16-row tile at a time: thread (c, h, lane) adds
+  // D elements 2h, 2h + 1 of group c and lane over the 8 warps in order.
+  __shared__ float part[WARPS][CG][4][32];
+  const int ec = threadIdx.x >> 6, eh = (threadIdx.x >> 5) & 1, el = lane, eg = el >> 2, eq = el & 3;
+#pragma unroll
+  for (int t = 0; t < MR; ++t) {
+    if (16 * t >= p.M) break;
+    if (t) __syncthreads(); // the last tile's sums are read
+#pragma unroll
+    for (int c = 0; c < CG; ++c)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) part[warp][c][i][lane] = acc[t][c][i];
+    __syncthreads();
+    float s[2] = {0.f, 0.f};
+#pragma unroll
+    for (int w = 0; w < WARPS; ++w) {
+      s[0] += part[w][ec][2 * eh][el];
+      s[1] += part[w][ec][2 * eh + 1][el];
+    }
+    const long long m = 16 * t + eg + 8 * eh;
+    if (m < p.M) {
+      if (R == 2) {
+        const long long o = o0 + ec * 4 + eq;
+        if (o < NO) {
+          float v[R];
+          v[0] = s[0];
+          v[R - 1] = s[1];
+          EPI::template store<Y, B, BIAS, ACT>(p, o, NO, (int)m, v);
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          const long long n = o0 + ec * 8 + 2 * eq + j;
+          float v[R];
+          v[0] = s[j];
+          if (n < NO) EPI::template store<Y, B, BIAS, ACT>(p, n, NO, (int)m, v);
+        }
+      }
+    }
+  }
+}
+
 // src [rows, cols] -> dst [cols, rows], 32 x 32 tiles through shared memory.
 template <typename T>
 static __device__ void genc_transpose(const GencTransposeParams &p) {
@@ -312,6 +461,17 @@ std::string fusedEntry(const std::string &name, const std::string &args, bool wi
   return (glu ? gluPolicy(name, *glu) : std::string()) + gemvEntryLine(form, name, args, withBefore, glu, K);
 }
 
+// The tensor-core entries of 16 x MR rows (GemvAbi.h: `name`_mma{16,32,64}),
+// storing through `store` (GencGemvStore, or a GLU's `name`_then).
+std::string mmaEntries(const std::string &name, const std::string &args, const std::string &store) {
+  std::ostringstream c;
+  for (int mr : {1, 2, 4})
+    c << "extern \"C\" __global__ void __launch_bounds__(" << genrt::cuda::kGemvThreads << ") "
+      << genrt::cuda::gemvMmaName(name, 16 * mr) << "(const GencGemvParams p) { genc_gemv_mma<" << args << ", "
+      << mr << ", " << store << ">(p); }\n";
+  return c.str();
+}
+
 } // namespace
 
 std::string gemvEntryLine(const GemvEntryForm &form, const std::string &name, const std::string &args,
@@ -393,6 +553,8 @@ GemvKernels emitGemvKernels(Module &m, DType activation, const std::vector<CudaK
       if (!isFloatStorage(a) || !isFloatStorage(w) || !isFloatStorage(y) || !isFloatStorage(b))
         continue;
       const int act = e.activation == "relu" ? 1 : e.activation == "gelu_tanh" ? 2 : 0;
+      // The tensor-core entries: a and w of one 16-bit type (the mma's).
+      const bool mma = a == w && (a == DType::F16 || a == DType::BF16);
       std::ostringstream args;
       args << storageStruct(a) << ", " << storageStruct(w) << ", " << storageStruct(y) << ", "
            << storageStruct(b) << ", " << e.bias << ", " << act;
@@ -406,10 +568,21 @@ GemvKernels emitGemvKernels(Module &m, DType activation, const std::vector<CudaK
           code << "extern \"C\" __global__ void __launch_bounds__(" << genrt::cuda::kGemvThreads << ") " << name
                << "(const GencGemvParams p) { genc_gemv<" << args.str() << ", " << mt << ">(p); }\n";
         }
+        if (mma) {
+          code << mmaEntries(it->second, args.str(), "GencGemvStore");
+          for (int mr : {1, 2, 4})
+            out.names.push_back(genrt::cuda::gemvMmaName(it->second, 16 * mr));
+        }
       }
       pro << gemvFusedEntries(m, *f, before, op, next, kernels, a, y, "GEMV " + it->second, it->second, prologues,
                               out.names, [&](const std::string &name, bool withBefore, const GemvGlu *glu, int64_t K) {
-                                return fusedEntry(name, args.str(), withBefore, glu, K);
+                                std::string c = fusedEntry(name, args.str(), withBefore, glu, K);
+                                if (mma && glu && !withBefore) { // a GLU after 2 to 64 rows
+                                  c += mmaEntries(name, args.str(), name + "_then");
+                                  for (int mr : {1, 2, 4})
+                                    out.names.push_back(genrt::cuda::gemvMmaName(name, 16 * mr));
+                                }
+                                return c;
                               });
     }
   }

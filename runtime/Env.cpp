@@ -19,6 +19,8 @@ const std::vector<Variable> &variables() {
       {"GENC_CUDA_GEMV", "genrun", "0 / 1: one-row products on cuBLASLt / the GEMV kernels (default: GEMV on sm_90)"},
       {"GENC_CUDA_GEMV_FUSION", "genrun",
        "0, 1, norm or glu: which neighbours a one-row GEMV runs itself (default 1: both)"},
+      {"GENC_CUDA_GEMV_MMA", "genrun",
+       "0..64: products of more rows than the GEMV's and at most that many take the tensor-core GEMV entries of 16-bit plans (default 16; 0: cuBLASLt)"},
       {"GENC_CUDA_GEMV_ROWS", "genrun", "1..8: products of up to that many rows take the GEMV kernels (default 1)"},
       {"GENC_CUDA_GRAPHS", "genrun", "0: no CUDA graphs (every step launched kernel by kernel)"},
       {"GENC_CUDA_MERGE_ROWS", "genrun",

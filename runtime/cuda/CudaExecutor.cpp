@@ -111,6 +111,12 @@ Status CudaExecutor::init(NcclChannel *channel) {
   // (docs/performance.md, "The GEMV kernels were slower than cuBLASLt from
   // two rows on"). GENC_CUDA_GEMV_ROWS=N (1..8) sets the limit.
   ctx_.gemvRows = options_.gemvRows;
+  // From there up to 16 rows (decode batches, beams, a server's slots), the
+  // 16-bit products take the tensor-core GEMV entries: the weights read
+  // once, the SwiGLU in their epilogue (docs/cuda.md, "GEMV on tensor
+  // cores"); more rows go to cuBLASLt, which won from 32 on an H100
+  // (2026-12-07). GENC_CUDA_GEMV_MMA=N (up to 64) moves the line.
+  ctx_.gemvMmaRows = options_.gemvMmaRows;
   // 4/8-bit products: the GEMV up to 3 rows, the tensor cores up to 64
   // (decode batches), the tiled kernel above; GENC_CUDA_NBITS_GEMV_ROWS and
   // GENC_CUDA_NBITS_ROWS move the lines for A/B runs.

@@ -29,6 +29,8 @@ Status readCudaOptions(CudaOptions &out) {
     out.gemv = std::string(gv) == "1" ? 1 : 0;
   if (const char *gr = given("GENC_CUDA_GEMV_ROWS"))
     out.gemvRows = std::clamp<int64_t>(std::atoll(gr), 1, kGemvMaxRows);
+  if (const char *gm = given("GENC_CUDA_GEMV_MMA"))
+    out.gemvMmaRows = std::clamp<int64_t>(std::atoll(gm), 0, kGemvMmaRows);
   if (const char *nr = given("GENC_CUDA_NBITS_ROWS"))
     out.nbitsGemvRows = std::clamp<int64_t>(std::atoll(nr), 0, kNBitsMmaRows);
   if (const char *nc = given("GENC_CUDA_NBITS_GEMV_ROWS"))

@@ -13,6 +13,11 @@
 
 namespace genrt::cuda {
 
+/// The tensor-core GEMV entries' default row limit: on an H100 (the 1.1B's
+/// 22 layers, 2026-12-07) they beat cuBLASLt by 1-1.5% at 2-8 rows, tied it
+/// at 16 and lost 8% at 32 (docs/decode-experiments.md).
+constexpr int64_t kGemvMmaRowsDefault = 16;
+
 /// Diagnostics and the switches that GPU checks and A/B runs turn (tools/
 /// gpu_test.sh, tools/attn_check.sh, tools/profile_gpu.sh, ...). The
 /// defaults are the product's paths; each other value takes a path that is
@@ -79,6 +84,9 @@ struct CudaOptions {
   /// GENC_CUDA_GEMV_ROWS (1..8): the most rows a product takes the GEMV
   /// kernels for.
   int64_t gemvRows = 1;
+  /// GENC_CUDA_GEMV_MMA (0..64): the most rows a 16-bit product takes the
+  /// tensor-core GEMV entries for (from gemvRows + 1; default 16); 0: cuBLASLt.
+  int64_t gemvMmaRows = kGemvMmaRowsDefault;
   /// GENC_CUDA_NBITS_ROWS (0..64): the most rows a 4/8-bit product takes
   /// the GEMV or tensor-core kernels for; more go to the tiled kernel
   /// (NBitsAbi.h).

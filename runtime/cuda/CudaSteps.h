@@ -47,6 +47,9 @@ struct StepContext {
   /// The most rows a product takes the GEMV kernel for (1 by default:
   /// cuBLASLt wins from 2 rows; GENC_CUDA_GEMV_ROWS=N, at most 8).
   int64_t gemvRows = 1;
+  /// The most rows a 16-bit product takes the tensor-core GEMV entries for,
+  /// above gemvRows (GENC_CUDA_GEMV_MMA; 0: none, cuBLASLt).
+  int64_t gemvMmaRows = 16;
   /// The most rows a 4/8-bit product takes its GEMV or tensor-core
   /// kernels for, the tiled kernel above (GENC_CUDA_NBITS_ROWS; NBitsSteps.cpp).
   int64_t nbitsGemvRows = 64;

@@ -24,6 +24,12 @@ Status prepareGemv(const OpInfo &op, const KernelModule &mod, GemmStep &g) {
   for (int i = 0; i < 4; ++i)
     if (Status s = mod.function(family + rows[i], g.gemv[i]); !s)
       return s;
+  // The tensor-core entries (16-bit a and w of one type; a plan from an
+  // older genc has none): rounds of 32 k, 16-byte loads of a and w.
+  if (g.shape.K % 32 == 0 && g.shape.a == g.shape.b && (g.shape.a == DType::F16 || g.shape.a == DType::BF16))
+    for (int i = 0; i < 3; ++i)
+      if (!mod.function(gemvMmaName(family, 16 << i), g.mma[i]))
+        g.mma[i] = nullptr;
   return Status::ok();
 }
 
@@ -32,7 +38,9 @@ Status prepareGemv(const OpInfo &op, const KernelModule &mod, GemmStep &g) {
 std::string GemmStep::profileKind(const StepContext &ctx, const ProgramRun &run) const {
   auto [withBefore, withThen] = choice(ctx, run);
   const std::string f = fusedKind(withBefore, withThen);
-  return f.empty() ? kind : "gemm " + f;
+  const int64_t n = elementsAt(aShape, run.symbols);
+  const bool tc = n > 0 && mmaEntry(ctx, n / std::max<int64_t>(1, K), withThen ? thenMma : mma) >= 0;
+  return (tc ? "gemm mma" : kind) + (f.empty() ? "" : " " + f);
 }
 
 Status GemmStep::launchFused(StepContext &ctx, CUfunction fn, CUdeviceptr out, unsigned grid, GencGemvPrologue &q,
@@ -48,7 +56,14 @@ Status GemmStep::run(StepContext &ctx, const ProgramRun &run) {
     return Status::error(what + ": the input's shape does not evaluate");
   const int64_t M = n / shape.K;
   Status s = Status::ok();
-  if (auto [withBefore, withThen] = choice(ctx, run); withBefore || withThen) {
+  auto [withBefore, withThen] = choice(ctx, run);
+  if (const int e = mmaEntry(ctx, M, withThen ? thenMma : mma); e >= 0) {
+    GencGemvParams p{a, b, bias, withThen ? thenOut : y, M, shape.K, shape.N};
+    void *args[] = {&p};
+    const unsigned grid = static_cast<unsigned>((shape.N + kGemvMmaOutputs - 1) / kGemvMmaOutputs);
+    s = ctx.dev->launch(withThen ? thenMma[e] : mma[e], grid, 1, 1, kGemvThreads, 1, 0, ctx.stream, args,
+                        "the tensor-core GEMV of " + what + (withThen ? " then '" + then->kernel.info().name + "'" : ""));
+  } else if (withBefore || withThen) {
     return runFused(ctx, run, withBefore, withThen);
   } else if (M >= 1 && M <= ctx.gemvRows && gemv[0]) {
     GencGemvParams p{a, b, bias, y, M, shape.K, shape.N};

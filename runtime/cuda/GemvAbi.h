@@ -25,6 +25,13 @@
 //       n and h + n and writes the body's element n to p.y (the body's
 //       result; y is not written), N = 2h weight rows, grid ceil(h / 8).
 //       The executor then skips the body's own launch.
+//   <entry>_mma{16,32,64}  for gemv_N and gemv_N_then_<glu> where a and w
+//       are both f16 or both bf16: up to 16, 32, 64 rows on tensor cores
+//       (mma.m16n8k16, f32 sums), grid (ceil(N / 32)) (a GLU: ceil(N / 32)
+//       as well, 16 outputs a block), block 256; K a multiple of 32. A
+//       row's sums never meet another row's: its y does not depend on the
+//       launch's other rows. The executor takes them for 2 to 16 rows
+//       (GENC_CUDA_GEMV_MMA: up to 64), cuBLASLt beyond.
 //   genc_transpose_{2,4}  grid (ceil(cols / 32), ceil(rows / 32)), block
 //       (32, 8): src [rows, cols] -> dst [cols, rows] for 2- or 4-byte
 //       elements. The executor turns [K, N] weights that only matmuls read
@@ -65,6 +72,13 @@ constexpr int kGemvMaxRows = 8;    // M above this goes to cuBLASLt
 constexpr size_t kGemvPrologueSymbols = 4, kGemvProloguePointers = 12;
 constexpr int64_t kGemvPrologueBytes = 32 * 1024; // the row of a, in shared memory
 constexpr int64_t kGemvSharedLimit = 48 * 1024;   // static + dynamic, without opting in
+
+constexpr int kGemvMmaRows = 64;   // the tensor-core entries' most rows
+constexpr int kGemvMmaOutputs = 32; // weight rows a block of them takes
+
+/// The tensor-core entry of `entry` (a family, or its GLU entry) for up to
+/// `rows` rows (16, 32 or 64).
+inline std::string gemvMmaName(const std::string &entry, int rows) { return entry + "_mma" + std::to_string(rows); }
 
 /// The one-row GEMV of family `family` that first runs fused row body
 /// `before`'s row and reads its result `result`, and/or ends in the

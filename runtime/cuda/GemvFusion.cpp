@@ -88,7 +88,13 @@ Status prepareBefore(const ValueMap &vm, const OpInfo &op, const OpInfo &prev, F
 }
 
 std::pair<bool, bool> GemvStep::choice(const StepContext &ctx, const ProgramRun &run) const {
-  if (!ctx.gemvFusion || !oneRow || (!before && !then) || elementsAt(aShape, run.symbols) != K)
+  if (!ctx.gemvFusion || (!before && !then))
+    return {false, false};
+  if (const int64_t n = elementsAt(aShape, run.symbols); n != K) { // rows on the tensor cores
+    const bool glu = then && (ctx.gemvFusion & 2) && n > 0 && n % K == 0 && mmaEntry(ctx, n / K, thenMma) >= 0;
+    return {false, glu};
+  }
+  if (!oneRow)
     return {false, false};
   bool withBefore = before && (ctx.gemvFusion & 1), withThen = then && (ctx.gemvFusion & 2);
   if (withBefore) {
@@ -151,7 +157,7 @@ Status prepareThen(const ValueMap &vm, const OpInfo &mm, const OpInfo &op, Fused
                    GemvStep &g) {
   const Program &prog = vm.prog;
   const int32_t y = mm.results.at(0);
-  if (!g.oneRow || g.N % 2 || op.operands.size() != 1 || op.operands[0] != y || op.results.size() != 1 ||
+  if ((!g.oneRow && !g.mma[0]) || g.N % 2 || op.operands.size() != 1 || op.operands[0] != y || op.results.size() != 1 ||
       std::count(prog.outputs.begin(), prog.outputs.end(), y))
     return Status::ok();
   size_t uses = 0;
@@ -175,16 +181,20 @@ Status prepareThen(const ValueMap &vm, const OpInfo &mm, const OpInfo &op, Fused
       return Status::ok();
   const std::string fam = attrStr(mm.attrs, "gpu_gemv", "");
   CUfunction fn = nullptr;
-  if (mod.function(gemvEntryName(fam, "", 0, k.name), fn))
+  if (g.oneRow && mod.function(gemvEntryName(fam, "", 0, k.name), fn))
     g.fused[0][1] = fn;
-  if (g.before) {
+  if (g.mma[0])
+    for (int i = 0; i < 3; ++i)
+      if (mod.function(gemvMmaName(gemvEntryName(fam, "", 0, k.name), 16 << i), fn))
+        g.thenMma[i] = fn;
+  if (g.before && g.oneRow) {
     const KernelInfo &kb = g.before->kernel.info();
     const size_t r = std::find(g.beforeOp->results.begin(), g.beforeOp->results.end(), mm.operands[0]) -
                      g.beforeOp->results.begin();
     if (mod.function(gemvEntryName(fam, kb.name, r, k.name), fn))
       g.fused[1][1] = fn;
   }
-  if (!g.fused[0][1] && !g.fused[1][1])
+  if (!g.fused[0][1] && !g.fused[1][1] && !g.thenMma[0])
     return Status::ok(); // a plan from a genc without these entries
   g.then = &f;
   g.thenOut = vm.ptr(out);

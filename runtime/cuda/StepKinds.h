@@ -86,9 +86,23 @@ public:
   const OpInfo *beforeOp = nullptr;
   CUdeviceptr thenOut = 0;
   int64_t staticShared = 0; // the static shared bytes of the entries with `before`
+  /// The tensor-core entries of 16, 32 and 64 rows (GemvAbi.h): the
+  /// product's, and the one ending in the GLU `then`.
+  CUfunction mma[3] = {}, thenMma[3] = {};
+
+  /// Which of `entries` a run of M rows takes (0, 1, 2: up to 16, 32, 64
+  /// rows), -1 for none: M above the one-row GEMV's rows, within
+  /// ctx.gemvMmaRows, an entry there.
+  int mmaEntry(const StepContext &ctx, int64_t M, const CUfunction (&entries)[3]) const {
+    if (M < 2 || M <= ctx.gemvRows || M > ctx.gemvMmaRows || M > kGemvMmaRows)
+      return -1;
+    const int i = M <= 16 ? 0 : M <= 32 ? 1 : 2;
+    return entries[i] ? i : -1;
+  }
 
   /// Which neighbours this run takes into its GEMV: one row, every result
-  /// of the body before one row too, an entry for the pair.
+  /// of the body before one row too, an entry for the pair; or, of 2 to 64
+  /// rows, the GLU after where the tensor-core entry that ends in it runs.
   std::pair<bool, bool> choice(const StepContext &ctx, const ProgramRun &run) const;
   /// The profile's kind of a run with those neighbours; "" for none.
   static std::string fusedKind(bool withBefore, bool withThen);

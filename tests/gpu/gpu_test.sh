@@ -25,6 +25,8 @@
 #   GPU_TEST_JOBS=1 bash tests/gpu/gpu_test.sh     # one check at a time (default 8 side by side)
 #   bash tests/gpu/gpu_test.sh --nbits             # 4/8-bit weights alone: int4 / int8 plans against the
 #                                              # CPU, gpucheck on their kernels
+#   bash tests/gpu/gpu_test.sh --mma               # the tensor-core GEMVs of 2-64 rows alone (batches and
+#                                              # beams of 16-bit plans against cuBLASLt and the CPU)
 #   bash tests/gpu/gpu_test.sh --beams             # beam search alone: the fixtures' beam goldens (llama,
 #                                              # processors, t5, bart), shared prompts and the beam rows
 #                                              # of --tokens
@@ -38,6 +40,7 @@ TOKENS_ONLY=0
 BEAMS_ONLY=0
 FUSION_ONLY=0
 NBITS_ONLY=0
+MMA_ONLY=0
 case "${1-}" in
 --sanitize) SANITIZE=1 ;;
 --sanitize-only) SANITIZE=1; PARITY=0 ;;
@@ -47,8 +50,9 @@ case "${1-}" in
 --beams) BEAMS_ONLY=1 ;;
 --fusion) FUSION_ONLY=1 ;;
 --nbits) NBITS_ONLY=1 ;;
+--mma) MMA_ONLY=1 ;;
 "") ;;
-*) echo "usage: tests/gpu/gpu_test.sh [--sanitize | --sanitize-only | --quick | --rest | --tokens | --beams | --fusion | --nbits]" >&2; exit 2 ;;
+*) echo "usage: tests/gpu/gpu_test.sh [--sanitize | --sanitize-only | --quick | --rest | --tokens | --beams | --fusion | --nbits | --mma]" >&2; exit 2 ;;
 esac
 . tools/packed.sh
 W=$(mktemp -d)
@@ -321,6 +325,56 @@ fusion_checks() {
   job fusion_check llama f32 int8
 }
 
+# The tensor-core GEMV entries (GemvAbi.h, _mma16/32/64) take a 16-bit plan's
+# products of 2 to 64 rows: a batch of 4 prompts (decode 4 rows; the prefill
+# 10) and 4 beams of them (16 rows). Against cuBLASLt on the same plan
+# (GENC_CUDA_GEMV_MMA=0) and the CPU's f32 tokens: the sequences equal to the
+# CPU's must be at least as many as cuBLASLt's (f16 near-ties part both from
+# f32 alike), and the profile must show the entries ran (with the SwiGLU
+# after them on the SwiGLU models). gpucheck checks each entry element by
+# element (GemvMmaCheck.cpp).
+mma_check() {
+  local fx=$1 dt=$2 plan base cfg cname args on off cpu n s
+  plan="$W/mma-$fx-$dt.plan"
+  if ! "$BIN/genc" compile "tests/fixtures/$fx/model.onnx" --dtype "$dt" --max-batch 4 --max-beams 4 --step-blocks 0 \
+         -o "$plan" > "$OUT/mma-compile-$fx-$dt.log" 2>&1; then
+    row "gemv mma $fx $dt|FAIL|$(tail -c 300 "$OUT/mma-compile-$fx-$dt.log" | tr '\n' ' ')"
+    failed
+    return
+  fi
+  for cfg in "batch 4|" "4 beams|--num-beams 4"; do
+    IFS='|' read -r cname args <<< "$cfg"
+    base="$W/mma-$fx-$dt-${cname// /}"
+    # shellcheck disable=SC2086
+    "$BIN/genrun" "$plan" --device cuda --input "$W/mma.jsonl" --max-new-tokens 12 $args > "$base.on" 2> "$base.on.err"
+    # shellcheck disable=SC2086
+    GENC_CUDA_GEMV_MMA=0 "$BIN/genrun" "$plan" --device cuda --input "$W/mma.jsonl" --max-new-tokens 12 $args \
+      > "$base.off" 2> "$base.off.err"
+    # shellcheck disable=SC2086
+    GENC_CUDA_PROFILE=1 "$BIN/genrun" "$plan" --device cuda --input "$W/mma.jsonl" --max-new-tokens 12 $args \
+      > /dev/null 2> "$base.prof"
+    # shellcheck disable=SC2086
+    "$BIN/genrun" "$plan" --device cpu --input "$W/mma.jsonl" --max-new-tokens 12 $args > "$base.cpu" 2>/dev/null
+    read -r on off <<< "$(python3 -c "import json,sys
+ids=lambda f:[s['output_ids'] for l in open(f) for s in json.loads(l)['sequences']]
+c=ids(sys.argv[3]); g=lambda f: sum(x==y for x,y in zip(ids(f),c)) if len(ids(f))==len(c)==4 else -1
+print(g(sys.argv[1]), g(sys.argv[2]))" "$base.on" "$base.off" "$base.cpu" 2>/dev/null)"
+    n=$(grep -c "profile: decode gemm mma" "$base.prof")
+    s=ok
+    [ "${on:--1}" -ge 0 ] && [ "$on" -ge "${off:-0}" ] && [ "$n" -gt 0 ] || s=FAIL
+    case $fx in llama | qwen3) grep -q "profile: decode gemm mma then fused" "$base.prof" || s=FAIL ;; esac
+    [ $s = ok ] || failed
+    row "gemv mma $fx $dt $cname|$s|sequences equal to the CPU's: tensor cores ${on:-none}/4, cuBLASLt ${off:-none}/4; decode kinds on the entries: $n"
+  done
+}
+mma_checks() {
+  printf '{"input_ids": [5, 6, 7]}\n{"input_ids": [9, 10]}\n{"input_ids": [11, 12, 13, 14]}\n{"input_ids": [20]}\n' > "$W/mma.jsonl"
+  job mma_check llama f16
+  job mma_check llama bf16
+  job mma_check gpt2 f16
+  job mma_check qwen3 f16
+}
+
 # Beams sharing their prompt (genc --max-new-tokens): the GPU reads the
 # prompt through (region, index) pairs (GENC_CUDA_SHARED_PROMPTS=0: copies). The
 # f32 fixtures against HF's goldens (the attend kernel too: GENC_CUDA_DECODE=0);
@@ -534,6 +588,7 @@ quick_set() {
   job ppl_check
   token_checks
   fusion_checks
+  mma_checks
 }
 if [ $QUICK = 1 ]; then
   quick_set
@@ -545,9 +600,14 @@ if [ $TOKENS_ONLY = 1 ]; then
 fi
 if [ $FUSION_ONLY = 1 ]; then
   fusion_checks
+  mma_checks
   job check llama llama model.onnx
   job check t5 t5 encoder.onnx,decoder.onnx
   job check bart bart encoder.onnx,decoder.onnx
+  PARITY=0
+fi
+if [ $MMA_ONLY = 1 ]; then
+  mma_checks
   PARITY=0
 fi
 if [ $NBITS_ONLY = 1 ]; then

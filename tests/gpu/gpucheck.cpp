@@ -25,6 +25,7 @@
 // Then the 4/8-bit weight kernels of each matmul_nbits (NBitsCheck.h): the
 // GEMV entries and the tiled kernel at several row counts against the CPU
 // executor's kernel, each element within its own bound (NBitsCheck.cpp).
+#include "GemvMmaCheck.h"
 #include "NBitsCheck.h"
 
 #include "runtime/plan/Program.h"
@@ -312,9 +313,10 @@ int main(int argc, char **argv) {
         std::printf("  %-26s  no kernel (runs on the CPU executor)\n", name.c_str());
       }
     std::vector<gpucheck::NBitsRow> nbits;
-    const bool nbitsRan = gpucheck::checkNBitsKernels(dev, plan, mod, rng, nbits);
+    bool nbitsRan = gpucheck::checkNBitsKernels(dev, plan, mod, rng, nbits);
+    nbitsRan = nbitsRan && gpucheck::checkGemvMmaKernels(dev, plan, mod, rng, nbits);
     if (!nbits.empty())
-      std::printf("  4/8-bit weights: max abs = max|gpu - cpu|, ratio = max of |gpu - cpu| / the element's bound\n"
+      std::printf("  4/8-bit weights and tensor-core GEMVs: max abs = max|gpu - cpu|, ratio = max of |gpu - cpu| / the element's bound\n"
                   "  %-60s %10s %12s %10s  %s\n", "kernel", "elements", "max abs", "ratio", "ok");
     for (const gpucheck::NBitsRow &r : nbits) {
       ++checked;
@@ -324,7 +326,7 @@ int main(int argc, char **argv) {
     }
     if (!nbitsRan) {
       ++bad;
-      std::printf("  4/8-bit weights: a CUDA error ended the check\n");
+      std::printf("  4/8-bit weights / tensor-core GEMVs: a CUDA error ended the check\n");
     }
     mod.unload();
   }

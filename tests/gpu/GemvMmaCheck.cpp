@@ -1,0 +1,191 @@
+// The tensor-core GEMV entries against the host (GemvMmaCheck.h).
+//
+// Each matmul with a `gpu_gemv` family whose a and weight are both f16 or both
+// bf16 and whose K is a multiple of 32 (what the executor asks of them): a
+// random weight [N, K] and bias (normal, rounded to their storage; the
+// entries read any weight the same way), a random a [M, K] rounded to its
+// storage, y poisoned with 0xff bytes (NaN) so an unwritten element fails.
+// M runs over 2, 3, 9, 16 on _mma16, 17, 32 on _mma32 and 33, 50, 64 on
+// _mma64. The bound, per element: the GPU sums K products of exact 16-bit
+// numbers in f32 (K u Σ|a w| at most, u = 2^-24), the host in double; then
+// y's rounding (relative u_y: 2^-11 f16, 2^-8 bf16, 0 f32), and a GELU's
+// slope (at most 1.13) on the sum's error. |gpu - host| <= u_y |host| +
+// 1.2 (K u Σ|a w| + 2^-24). A wrong row, column or k order of one operand is
+// off by a sizeable part of Σ|a w| and fails it.
+//
+// Then "rows alone": the first 3 rows of the M = 50 run on _mma64 must equal,
+// bit for bit, the M = 3 run on _mma16 (the executor relies on a row's
+// result not depending on the batch it shares a launch with).
+#include "GemvMmaCheck.h"
+
+#include "runtime/plan/Attr.h"
+#include "runtime/plan/Epilogue.h"
+#include "runtime/cuda/GemvAbi.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace gpucheck {
+namespace {
+
+using genrt::DType;
+using genrt::Tensor;
+
+double roundingOf(DType t) {
+  return t == DType::F16 ? std::ldexp(1.0, -11) : t == DType::BF16 ? std::ldexp(1.0, -8) : 0.0;
+}
+
+double activate(const std::string &act, double x) {
+  if (act == "relu")
+    return x > 0 ? x : 0;
+  if (act == "gelu_tanh")
+    return 0.5 * x * (1 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+  return x;
+}
+
+struct Buffers {
+  const genrt::cuda::Device &dev;
+  std::vector<CUdeviceptr> all;
+  ~Buffers() {
+    for (CUdeviceptr p : all)
+      dev.api->cuMemFree(p);
+  }
+  bool alloc(size_t bytes, CUdeviceptr &out) {
+    if (dev.api->cuMemAlloc(&out, std::max<size_t>(bytes, 16)) != CUDA_SUCCESS)
+      return false;
+    all.push_back(out);
+    return true;
+  }
+  bool upload(const void *data, size_t bytes, CUdeviceptr &out) {
+    return alloc(bytes, out) && (!bytes || dev.api->cuMemcpyHtoD(out, data, bytes) == CUDA_SUCCESS);
+  }
+};
+
+Tensor randomTensor(std::mt19937 &rng, std::vector<int64_t> shape, DType stored) {
+  std::normal_distribution<float> g(0.f, 1.f);
+  Tensor t(DType::F32, shape);
+  for (int64_t i = 0; i < t.numElements(); ++i)
+    t.data<float>()[i] = g(rng);
+  return t.castTo(stored);
+}
+
+bool checkOp(const genrt::cuda::Device &dev, const genrt::Plan &plan, const genrt::Program &prog,
+             const genrt::OpInfo &op, const genrt::cuda::KernelModule &mod, std::mt19937 &rng,
+             std::vector<NBitsRow> &rows) {
+  const std::string family = genrt::attrStr(op.attrs, "gpu_gemv", "");
+  const std::string where = " (" + prog.name + " \"" + op.loc + "\")";
+  const genrt::ValueInfo &av = prog.values.at(op.operands[0]), &yv = prog.values.at(op.results.at(0));
+  const Tensor &wPlan = plan.weights.at(prog.values.at(op.operands[1]).index);
+  genrt::Epilogue e;
+  if (!genrt::parseEpilogue(genrt::attrStr(op.attrs, "epilogue", ""), e) || av.shape.empty() ||
+      !av.shape.back().isConstant() || yv.shape.empty() || !yv.shape.back().isConstant())
+    return true;
+  const int64_t K = av.shape.back().constant(), N = yv.shape.back().constant();
+  const DType aStored = av.stored, yStored = yv.stored;
+  if (aStored != wPlan.dtype() || (aStored != DType::F16 && aStored != DType::BF16) || K % 32)
+    return true; // no tensor-core entries (GemvAbi.h)
+  CUfunction probe = nullptr;
+  if (!mod.function(genrt::cuda::gemvMmaName(family, 16), probe))
+    return true;
+  const DType bStored = e.bias ? prog.values.at(op.operands[2]).stored : DType::F32;
+
+  const Tensor wDev = randomTensor(rng, {N, K}, aStored), wHost = wDev.castTo(DType::F32);
+  const Tensor biasDev = e.bias ? randomTensor(rng, {N}, bStored) : Tensor();
+  const Tensor biasHost = e.bias ? biasDev.castTo(DType::F32) : Tensor();
+  Buffers b{dev, {}};
+  genrt::cuda::GencGemvParams p{};
+  if (!b.upload(wDev.rawData(), wDev.numBytes(), p.w) ||
+      (e.bias && !b.upload(biasDev.rawData(), biasDev.numBytes(), p.bias)))
+    return false;
+  p.K = K;
+  p.N = N;
+  struct Run {
+    int rows;
+    int64_t M;
+  };
+  const Run runs[] = {{16, 2}, {16, 3}, {16, 9}, {16, 16}, {32, 17}, {32, 32}, {64, 33}, {64, 50}, {64, 64}};
+  std::vector<char> firstRows[2]; // y's first 3 rows: of M = 3 on _mma16, of M = 50 on _mma64
+  const Tensor a50 = randomTensor(rng, {50, K}, aStored); // the M = 50 run's a; M = 3 takes its first rows
+  for (const Run &r : runs) {
+    NBitsRow row;
+    row.name = genrt::cuda::gemvMmaName(family, r.rows) + " M=" + std::to_string(r.M) + where;
+    CUfunction fn = nullptr;
+    if (genrt::Status st = mod.function(genrt::cuda::gemvMmaName(family, r.rows), fn); !st) {
+      row.status = st.message();
+      rows.push_back(row);
+      continue;
+    }
+    const int64_t M = r.M;
+    Tensor aDev = M == 50 || M == 3 ? Tensor(aStored, {M, K}) : randomTensor(rng, {M, K}, aStored);
+    if (M == 50 || M == 3)
+      std::memcpy(aDev.data<char>(), a50.rawData(), aDev.numBytes());
+    const Tensor aHost = aDev.castTo(DType::F32);
+    Tensor yDev(yStored, {M, N});
+    CUdeviceptr y = 0;
+    if (!b.upload(aDev.rawData(), aDev.numBytes(), p.a) || !b.alloc(yDev.numBytes(), y) ||
+        dev.api->cuMemsetD8(y, 0xff, yDev.numBytes()) != CUDA_SUCCESS)
+      return false;
+    p.y = y;
+    p.M = M;
+    void *args[] = {&p};
+    const unsigned grid = static_cast<unsigned>((N + genrt::cuda::kGemvMmaOutputs - 1) / genrt::cuda::kGemvMmaOutputs);
+    if (genrt::Status st = dev.launch(fn, grid, 1, 1, genrt::cuda::kGemvThreads, 1, 0, nullptr, args, row.name);
+        !st || dev.api->cuCtxSynchronize() != CUDA_SUCCESS ||
+        dev.api->cuMemcpyDtoH(yDev.data<char>(), y, yDev.numBytes()) != CUDA_SUCCESS) {
+      row.status = "cuda error";
+      rows.push_back(row);
+      return false;
+    }
+    if (M == 3 || M == 50) {
+      const char *bytes = yDev.data<char>();
+      firstRows[M == 50].assign(bytes, bytes + 3 * N * static_cast<int64_t>(genrt::dtypeSize(yStored)));
+    }
+    const Tensor got = yDev.castTo(DType::F32);
+    const double uy = roundingOf(yStored), u = std::ldexp(1.0, -24);
+    row.ok = true;
+    const float *ah = aHost.data<float>(), *wh = wHost.data<float>();
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        double sum = e.bias ? biasHost.data<float>()[n] : 0.0, sumAbs = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          const double t = static_cast<double>(ah[m * K + k]) * wh[n * K + k];
+          sum += t;
+          sumAbs += std::fabs(t);
+        }
+        const double c = activate(e.activation, sum), gv = got.data<float>()[m * N + n];
+        const double bound = uy * std::fabs(c) + 1.2 * (K * u * sumAbs + u);
+        const double d = std::isnan(gv) ? INFINITY : std::fabs(gv - c);
+        row.maxAbs = std::max(row.maxAbs, d);
+        row.maxRatio = std::max(row.maxRatio, d / bound);
+        row.ok &= d <= bound;
+      }
+    row.elements = M * N;
+    row.status = row.ok ? "ok" : "MISMATCH";
+    rows.push_back(row);
+  }
+  if (!firstRows[0].empty() && !firstRows[1].empty()) {
+    NBitsRow row;
+    row.name = family + " rows alone (M=3 on _mma16 vs the first 3 of M=50 on _mma64)" + where;
+    row.elements = 3 * N;
+    row.ok = firstRows[0] == firstRows[1];
+    row.status = row.ok ? "ok" : "MISMATCH";
+    rows.push_back(row);
+  }
+  return true;
+}
+
+} // namespace
+
+bool checkGemvMmaKernels(const genrt::cuda::Device &dev, const genrt::Plan &plan, const genrt::cuda::KernelModule &mod,
+                         std::mt19937 &rng, std::vector<NBitsRow> &rows) {
+  for (const auto &[name, prog] : plan.programs)
+    for (const genrt::OpInfo &op : prog.ops)
+      if (op.kind == "matmul" && op.operands.size() >= 2 && !genrt::attrStr(op.attrs, "gpu_gemv", "").empty() &&
+          prog.values.at(op.operands[1]).storage == genrt::Storage::Weight)
+        if (!checkOp(dev, plan, prog, op, mod, rng, rows))
+          return false;
+  return true;
+}
+
+} // namespace gpucheck
