@@ -18,6 +18,7 @@
 // result not depending on the batch it shares a launch with).
 #include "GemvMmaCheck.h"
 
+#include "DeviceBuffers.h"
 #include "runtime/plan/Attr.h"
 #include "runtime/plan/Epilogue.h"
 #include "runtime/cuda/GemvAbi.h"
@@ -32,10 +33,6 @@ namespace {
 using genrt::DType;
 using genrt::Tensor;
 
-double roundingOf(DType t) {
-  return t == DType::F16 ? std::ldexp(1.0, -11) : t == DType::BF16 ? std::ldexp(1.0, -8) : 0.0;
-}
-
 double activate(const std::string &act, double x) {
   if (act == "relu")
     return x > 0 ? x : 0;
@@ -43,24 +40,6 @@ double activate(const std::string &act, double x) {
     return 0.5 * x * (1 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
   return x;
 }
-
-struct Buffers {
-  const genrt::cuda::Device &dev;
-  std::vector<CUdeviceptr> all;
-  ~Buffers() {
-    for (CUdeviceptr p : all)
-      dev.api->cuMemFree(p);
-  }
-  bool alloc(size_t bytes, CUdeviceptr &out) {
-    if (dev.api->cuMemAlloc(&out, std::max<size_t>(bytes, 16)) != CUDA_SUCCESS)
-      return false;
-    all.push_back(out);
-    return true;
-  }
-  bool upload(const void *data, size_t bytes, CUdeviceptr &out) {
-    return alloc(bytes, out) && (!bytes || dev.api->cuMemcpyHtoD(out, data, bytes) == CUDA_SUCCESS);
-  }
-};
 
 Tensor randomTensor(std::mt19937 &rng, std::vector<int64_t> shape, DType stored) {
   std::normal_distribution<float> g(0.f, 1.f);

@@ -19,6 +19,7 @@
 // sizeable part of Σ|a w| and fails it.
 #include "NBitsCheck.h"
 
+#include "DeviceBuffers.h"
 #include "runtime/plan/Attr.h"
 #include "runtime/plan/NBitsLayout.h"
 #include "runtime/cpu/MatmulNBits.h"
@@ -33,28 +34,6 @@ namespace {
 
 using genrt::DType;
 using genrt::Tensor;
-
-double roundingOf(DType t) {
-  return t == DType::F16 ? std::ldexp(1.0, -11) : t == DType::BF16 ? std::ldexp(1.0, -8) : 0.0;
-}
-
-struct Buffers {
-  const genrt::cuda::Device &dev;
-  std::vector<CUdeviceptr> all;
-  ~Buffers() {
-    for (CUdeviceptr p : all)
-      dev.api->cuMemFree(p);
-  }
-  bool alloc(size_t bytes, CUdeviceptr &out) {
-    if (dev.api->cuMemAlloc(&out, std::max<size_t>(bytes, 16)) != CUDA_SUCCESS)
-      return false;
-    all.push_back(out);
-    return true;
-  }
-  bool upload(const void *data, size_t bytes, CUdeviceptr &out) {
-    return alloc(bytes, out) && (!bytes || dev.api->cuMemcpyHtoD(out, data, bytes) == CUDA_SUCCESS);
-  }
-};
 
 // One op: its weights on the device, then a row per (entry, M).
 bool checkOp(const genrt::cuda::Device &dev, const genrt::Plan &plan, const genrt::Program &prog,
