@@ -173,9 +173,11 @@ def hyperparameters(meta):
     if arch not in ARCHS:
         raise ConvertError(f"key general.architecture = {arch!r} is not supported (llama, mistral, qwen2)")
     d = need(meta, f"{arch}.embedding_length")
-    heads = need(meta, f"{arch}.attention.head_count")
+    # head counts divide: a zero one is refused by name before any division
+    heads = positive(meta, f"{arch}.attention.head_count", int)
     cfg = {"arch": arch, "hidden_size": d, "heads": heads,
-           "kv_heads": need(meta, f"{arch}.attention.head_count_kv") if f"{arch}.attention.head_count_kv" in meta else heads,
+           "kv_heads": positive(meta, f"{arch}.attention.head_count_kv", int)
+           if f"{arch}.attention.head_count_kv" in meta else heads,
            "layers": need(meta, f"{arch}.block_count"), "ffn": need(meta, f"{arch}.feed_forward_length"),
            "rms_eps": positive(meta, f"{arch}.attention.layer_norm_rms_epsilon"),
            "rope_theta": positive(meta, f"{arch}.rope.freq_base") if f"{arch}.rope.freq_base" in meta else 10000.0,
