@@ -153,7 +153,8 @@ static __device__ void genc_gemv(const GencGemvParams &p, const GencGemvPrologue
 // split K in rounds of 32 (warp w: rounds w, w + 8, ...), so each block reads
 // a once (M / 32 of its weight bytes, from L2) and has 8 x U x 2 KiB of
 // weights in flight (U = 4 rounds a warp, 2 for 64 rows: registers), and
-// the same rounds of a (loaded with them: its latency from L2 is a round's). In a round lane (g, q) = (lane / 4, lane % 4) reads 8
+// the same rounds of a (loaded with them: its latency from L2 is a round's).
+// In a round lane (g, q) = (lane / 4, lane % 4) reads 8
 // weights at k 32r + 8q of its group's row g as the mma's B column g, and the
 // same k of a's rows g and g + 8 of each 16-row tile as A: a dot product does
 // not care in what order its k come, so both operands take k in that order
@@ -462,9 +463,13 @@ std::string fusedEntry(const std::string &name, const std::string &args, bool wi
 }
 
 // The tensor-core entries of 16 x MR rows (GemvAbi.h: `name`_mma{16,32,64}),
-// storing through `store` (GencGemvStore, or a GLU's `name`_then).
-std::string mmaEntries(const std::string &name, const std::string &args, const std::string &store) {
+// storing through `store` (GencGemvStore, or a GLU's `name`_then); their
+// names go to `names`.
+std::string mmaEntries(const std::string &name, const std::string &args, const std::string &store,
+                       std::vector<std::string> &names) {
   std::ostringstream c;
+  for (int mr : {1, 2, 4})
+    names.push_back(genrt::cuda::gemvMmaName(name, 16 * mr));
   for (int mr : {1, 2, 4})
     c << "extern \"C\" __global__ void __launch_bounds__(" << genrt::cuda::kGemvThreads << ") "
       << genrt::cuda::gemvMmaName(name, 16 * mr) << "(const GencGemvParams p) { genc_gemv_mma<" << args << ", "
@@ -568,20 +573,14 @@ GemvKernels emitGemvKernels(Module &m, DType activation, const std::vector<CudaK
           code << "extern \"C\" __global__ void __launch_bounds__(" << genrt::cuda::kGemvThreads << ") " << name
                << "(const GencGemvParams p) { genc_gemv<" << args.str() << ", " << mt << ">(p); }\n";
         }
-        if (mma) {
-          code << mmaEntries(it->second, args.str(), "GencGemvStore");
-          for (int mr : {1, 2, 4})
-            out.names.push_back(genrt::cuda::gemvMmaName(it->second, 16 * mr));
-        }
+        if (mma)
+          code << mmaEntries(it->second, args.str(), "GencGemvStore", out.names);
       }
       pro << gemvFusedEntries(m, *f, before, op, next, kernels, a, y, "GEMV " + it->second, it->second, prologues,
                               out.names, [&](const std::string &name, bool withBefore, const GemvGlu *glu, int64_t K) {
                                 std::string c = fusedEntry(name, args.str(), withBefore, glu, K);
-                                if (mma && glu && !withBefore) { // a GLU after 2 to 64 rows
-                                  c += mmaEntries(name, args.str(), name + "_then");
-                                  for (int mr : {1, 2, 4})
-                                    out.names.push_back(genrt::cuda::gemvMmaName(name, 16 * mr));
-                                }
+                                if (mma && glu && !withBefore) // a GLU after 2 to 64 rows
+                                  c += mmaEntries(name, args.str(), name + "_then", out.names);
                                 return c;
                               });
     }

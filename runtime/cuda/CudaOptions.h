@@ -5,6 +5,7 @@
 // table (`genrun --help-env`); docs/cuda.md says what each path does.
 #pragma once
 #include "runtime/Status.h"
+#include "runtime/cuda/GemvAbi.h"
 
 #include <cstdint>
 #include <optional>
@@ -12,11 +13,6 @@
 #include <string>
 
 namespace genrt::cuda {
-
-/// The tensor-core GEMV entries' default row limit: on an H100 (the 1.1B's
-/// 22 layers, 2026-12-07) they beat cuBLASLt by 1-1.5% at 2-8 rows, tied it
-/// at 16 and lost 8% at 32 (docs/decode-experiments.md).
-constexpr int64_t kGemvMmaRowsDefault = 16;
 
 /// Diagnostics and the switches that GPU checks and A/B runs turn (tools/
 /// gpu_test.sh, tools/attn_check.sh, tools/profile_gpu.sh, ...). The

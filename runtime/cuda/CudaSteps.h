@@ -9,6 +9,7 @@
 #include "runtime/Executor.h"
 #include "runtime/cuda/Device.h"
 #include "runtime/cuda/Gemm.h"
+#include "runtime/cuda/GemvAbi.h"
 #include "runtime/cuda/Nccl.h"
 
 #include <map>
@@ -49,7 +50,7 @@ struct StepContext {
   int64_t gemvRows = 1;
   /// The most rows a 16-bit product takes the tensor-core GEMV entries for,
   /// above gemvRows (GENC_CUDA_GEMV_MMA; 0: none, cuBLASLt).
-  int64_t gemvMmaRows = 16;
+  int64_t gemvMmaRows = kGemvMmaRowsDefault;
   /// The most rows a 4/8-bit product takes its GEMV or tensor-core
   /// kernels for, the tiled kernel above (GENC_CUDA_NBITS_ROWS; NBitsSteps.cpp).
   int64_t nbitsGemvRows = 64;

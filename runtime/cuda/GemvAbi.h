@@ -74,6 +74,10 @@ constexpr int64_t kGemvPrologueBytes = 32 * 1024; // the row of a, in shared mem
 constexpr int64_t kGemvSharedLimit = 48 * 1024;   // static + dynamic, without opting in
 
 constexpr int kGemvMmaRows = 64;   // the tensor-core entries' most rows
+/// The most rows the executor gives them by default: on an H100 (the 1.1B's
+/// 22 layers, 2026-12-07) they beat cuBLASLt by 1-1.5% at 2-8 rows, tied it
+/// at 16 and lost 8% at 32 (docs/decode-experiments.md).
+constexpr int64_t kGemvMmaRowsDefault = 16;
 constexpr int kGemvMmaOutputs = 32; // weight rows a block of them takes
 
 /// The tensor-core entry of `entry` (a family, or its GLU entry) for up to
