@@ -148,12 +148,15 @@ static __device__ void genc_gemv(const GencGemvParams &p, const GencGemvPrologue
 // ---- 2 to 64 rows on tensor cores -------------------------------------------
 // y[M, N] = act(a[M, K] . w[N, K]^T + bias) for 16-bit a and w of one type
 // (mma.m16n8k16, f32 sums), M <= 16 MR, K a multiple of 32.
-//   grid (ceil(N / 32)) (a GLU: ceil(N / 2 / 16)), block 256 = 8 warps.
-// A block takes CG = 4 groups of 8 weight rows over all of K; its 8 warps
-// split K in rounds of 32 (warp w: rounds w, w + 8, ...), so each block reads
-// a once (M / 32 of its weight bytes, from L2) and has 8 x U x 2 KiB of
-// weights in flight (U = 4 rounds a warp, 2 for 64 rows: registers), and
-// the same rounds of a (loaded with them: its latency from L2 is a round's).
+//   grid (S ceil(N / 8 CG)) (a GLU: S ceil(N / 2 / 4 CG)), block 256 = 8
+//   warps, clusters of S blocks along x (S = 1 where the launch makes none).
+// A block takes CG groups of 8 weight rows (4: GemvAbi.h's kGemvMmaOutputs;
+// 8 at 32 rows, with 2 rounds in flight, halved the blocks and lost 15%);
+// its 8 warps split K in rounds of 32 (warp w: rounds w, w + 8, ...), so
+// each block reads a once (from L2: M / 8 CG of its weight bytes) and has
+// 8 x U x CG x 512 bytes of weights in flight (U = 4 rounds a warp, 2 at 64
+// rows: registers), and the same rounds of a (loaded with them: its latency
+// from L2 is a round's).
 // In a round lane (g, q) = (lane / 4, lane % 4) reads 8
 // weights at k 32r + 8q of its group's row g as the mma's B column g, and the
 // same k of a's rows g and g + 8 of each 16-row tile as A: a dot product does
@@ -162,9 +165,14 @@ static __device__ void genc_gemv(const GencGemvParams &p, const GencGemvPrologue
 // A GLU (EPI::ROWS == 2) takes gate and up rows alternately as a group's
 // columns (column 2j: gate row o + j, 2j + 1: up row NO + o + j), so a lane's
 // two D columns are one output's gate and up.
-// The sums of a row never meet another row's: a row's y is the same whatever
-// else the launch holds. The warps' partials meet in shared memory and are
-// added in warp order.
+// In a cluster (sm_90; GENC_CUDA_GEMV_MMA_SPLIT, never by M) the S blocks
+// take the same weight rows and split K: warp w of rank j takes rounds 8j +
+// w, 8j + w + 8S, ... — a 2,048-wide product's 64 groups on 128 SMs at S =
+// 2. Measured slower (the 1.1B's step 22-39%, H100), so off by default.
+// The sums (genc_mma_sums): the warps' partials added in warp order through
+// shared memory, then the blocks' in rank order through distributed shared
+// memory. A row's sums never meet another row's: its y is the same whatever
+// else the launch holds.
 template <typename A> struct genc_gemv_mma_op;
 template <> struct genc_gemv_mma_op<genc_f16> {
   static __device__ __forceinline__ void run(float (&d)[4], const uint4 &xl, const uint4 &xh, unsigned b0, unsigned b1,
@@ -188,12 +196,81 @@ static __device__ __forceinline__ uint4 genc_gemv_mma_arow(const GencGemvParams 
   return m < p.M ? *(const uint4 *)((const unsigned short *)p.a + m * p.K + k) : make_uint4(0u, 0u, 0u, 0u);
 }
 
-template <typename A, typename W, typename Y, typename B, int BIAS, int ACT, int MR, typename EPI = GencGemvStore>
+// The sums of the tensor-core GEMV: a block of 8 warps, each holding f32
+// partials acc[t][c] of mma.m16n8k16 D tiles (16-row tile t, group c of 8
+// columns; CG a multiple of 4) over its own k, added in warp order through
+// shared memory; in a cluster (sm_90),
+// then the blocks' sums in rank order through distributed shared memory: an
+// order set by the shapes alone. store(t, c, s) gets tile t's D elements
+// 2h, 2h + 1 of group c at lane (h = threadIdx.x / 32 % 2; thread x takes
+// the groups c = x / 64 + 4v): row 16t + lane / 4 + 8h, columns 2 (lane % 4)
+// and + 1 of the group; each element once over the cluster (rank j stores
+// the groups c with c % S = j).
+template <int MR, int CG, typename F>
+static __device__ __forceinline__ void genc_mma_sums(const float (&acc)[MR][CG][4], long long M, F &&store) {
+  constexpr int WARPS = 8, V = CG / 4; // a thread's pairs of D elements a tile
+  static_assert(CG % 4 == 0, "four groups a pass of the block's threads");
+  __shared__ float part[WARPS][CG][4][32];
+  __shared__ float2 mine[MR][V][WARPS * 32]; // in a cluster: this block's sums, for the other ranks
+  const unsigned S = genc_cluster_size(), rank = genc_cluster_rank();
+  const int lane = threadIdx.x & 31, lw = threadIdx.x >> 5, ec = threadIdx.x >> 6, eh = lw & 1;
+#pragma unroll
+  for (int t = 0; t < MR; ++t) {
+    if (16 * t >= M) break;
+    if (t) __syncthreads(); // the last tile's partials are read
+#pragma unroll
+    for (int c = 0; c < CG; ++c)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) part[lw][c][i][lane] = acc[t][c][i];
+    __syncthreads();
+#pragma unroll
+    for (int v = 0; v < V; ++v) {
+      const int c = ec + 4 * v;
+      float s[2] = {0.f, 0.f};
+#pragma unroll
+      for (int w = 0; w < WARPS; ++w) {
+        s[0] += part[w][c][2 * eh][lane];
+        s[1] += part[w][c][2 * eh + 1][lane];
+      }
+      if (S == 1)
+        store(t, c, s);
+      else
+        mine[t][v][threadIdx.x] = make_float2(s[0], s[1]);
+    }
+  }
+  if (S > 1) {
+    genc_cluster_sync(); // every rank's sums are in its `mine`
+#pragma unroll
+    for (int t = 0; t < MR; ++t) {
+      if (16 * t >= M) break;
+#pragma unroll
+      for (int v = 0; v < V; ++v) {
+        const int c = ec + 4 * v;
+        if ((unsigned)c % S != rank)
+          continue;
+        float s[2] = {0.f, 0.f};
+        for (unsigned j = 0; j < S; ++j) {
+          const float2 e = genc_cluster_ld2(&mine[t][v][threadIdx.x], j);
+          s[0] += e.x;
+          s[1] += e.y;
+        }
+        store(t, c, s);
+      }
+    }
+    genc_cluster_sync(); // no block leaves while another reads its `mine`
+  }
+}
+
+template <typename A, typename W, typename Y, typename B, int BIAS, int ACT, int MR, int CG,
+          typename EPI = GencGemvStore>
 static __device__ void genc_gemv_mma(const GencGemvParams &p) {
-  constexpr int WARPS = 8, CG = 4, U = MR == 4 ? 2 : 4, R = EPI::ROWS;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, q = lane & 3;
+  constexpr int WARPS = 8, U = MR == 4 ? 2 : 4, R = EPI::ROWS;
+  const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+  const unsigned S = genc_cluster_size(), rank = genc_cluster_rank(); // clusters split K
+  // warp: this warp's first round; SW: the warps over the cluster
+  const int warp = (int)(rank * WARPS) + (threadIdx.x >> 5), SW = (int)S * WARPS;
   const long long NO = p.N / R;                                   // outputs a row
-  const long long o0 = (long long)blockIdx.x * (CG * 8 / R);      // the block's first output
+  const long long o0 = (long long)(blockIdx.x / S) * (CG * 8 / R); // the cluster's first output
   const long long rounds = p.K >> 5;
   const unsigned short *wrow[CG];
 #pragma unroll
@@ -217,7 +294,7 @@ static __device__ void genc_gemv_mma(const GencGemvParams &p) {
   for (int u = 0; u < U; ++u)
 #pragma unroll
     for (int c = 0; c < CG; ++c)
-      if (warp + u * WARPS < rounds) wr[u][c] = *(const uint4 *)(wrow[c] + (long long)(warp + u * WARPS) * 32);
+      if (warp + u * SW < rounds) wr[u][c] = *(const uint4 *)(wrow[c] + (long long)(warp + u * SW) * 32);
   genc_pdl_wait();
   genc_pdl_launch();
 #pragma unroll
@@ -226,13 +303,13 @@ static __device__ void genc_gemv_mma(const GencGemvParams &p) {
     for (int t = 0; t < MR; ++t)
 #pragma unroll
       for (int h = 0; h < 2; ++h)
-        xr[u][t][h] = warp + u * WARPS < rounds
-                          ? genc_gemv_mma_arow(p, 16 * t + 8 * h + g, (long long)(warp + u * WARPS) * 32 + q * 8)
+        xr[u][t][h] = warp + u * SW < rounds
+                          ? genc_gemv_mma_arow(p, 16 * t + 8 * h + g, (long long)(warp + u * SW) * 32 + q * 8)
                           : make_uint4(0u, 0u, 0u, 0u);
-  for (long long r0 = warp; r0 < rounds; r0 += U * WARPS) {
+  for (long long r0 = warp; r0 < rounds; r0 += U * SW) {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      const long long r = r0 + (long long)u * WARPS;
+      const long long r = r0 + (long long)u * SW;
       if (r >= rounds) break;
 #pragma unroll
       for (int t = 0; t < MR; ++t)
@@ -241,8 +318,8 @@ static __device__ void genc_gemv_mma(const GencGemvParams &p) {
           genc_gemv_mma_op<A>::run(acc[t][c], xr[u][t][0], xr[u][t][1], wr[u][c].x, wr[u][c].y, 0);
           genc_gemv_mma_op<A>::run(acc[t][c], xr[u][t][0], xr[u][t][1], wr[u][c].z, wr[u][c].w, 1);
         }
-      // This slot's next round: U x WARPS rounds on.
-      const long long rn = r + U * WARPS;
+      // This slot's next round: U x SW rounds on.
+      const long long rn = r + U * SW;
       if (rn < rounds) {
 #pragma unroll
         for (int c = 0; c < CG; ++c) wr[u][c] = *(const uint4 *)(wrow[c] + rn * 32);
@@ -253,46 +330,31 @@ static __device__ void genc_gemv_mma(const GencGemvParams &p) {
       }
     }
   }
-  // The warps' partials, a 16-row tile at a time: thread (c, h, lane) adds
-  // D elements 2h, 2h + 1 of group c and lane over the 8 warps in order.
-  __shared__ float part[WARPS][CG][4][32];
-  const int ec = threadIdx.x >> 6, eh = (threadIdx.x >> 5) & 1, el = lane, eg = el >> 2, eq = el & 3;
-#pragma unroll
-  for (int t = 0; t < MR; ++t) {
-    if (16 * t >= p.M) break;
-    if (t) __syncthreads(); // the last tile's sums are read
-#pragma unroll
-    for (int c = 0; c < CG; ++c)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) part[warp][c][i][lane] = acc[t][c][i];
-    __syncthreads();
-    float s[2] = {0.f, 0.f};
-#pragma unroll
-    for (int w = 0; w < WARPS; ++w) {
-      s[0] += part[w][ec][2 * eh][el];
-      s[1] += part[w][ec][2 * eh + 1][el];
-    }
+  // The warps' sums, then the cluster's (genc_mma_sums): D elements 2h,
+  // 2h + 1 of group c and lane.
+  const int eh = (threadIdx.x >> 5) & 1, eg = lane >> 2, eq = lane & 3;
+  genc_mma_sums<MR, CG>(acc, p.M, [&](int t, int ec, const float (&s)[2]) {
     const long long m = 16 * t + eg + 8 * eh;
-    if (m < p.M) {
-      if (R == 2) {
-        const long long o = o0 + ec * 4 + eq;
-        if (o < NO) {
-          float v[R];
-          v[0] = s[0];
-          v[R - 1] = s[1];
-          EPI::template store<Y, B, BIAS, ACT>(p, o, NO, (int)m, v);
-        }
-      } else {
+    if (m >= p.M)
+      return;
+    if (R == 2) {
+      const long long o = o0 + ec * 4 + eq;
+      if (o < NO) {
+        float v[R];
+        v[0] = s[0];
+        v[R - 1] = s[1];
+        EPI::template store<Y, B, BIAS, ACT>(p, o, NO, (int)m, v);
+      }
+    } else {
 #pragma unroll
-        for (int j = 0; j < 2; ++j) {
-          const long long n = o0 + ec * 8 + 2 * eq + j;
-          float v[R];
-          v[0] = s[j];
-          if (n < NO) EPI::template store<Y, B, BIAS, ACT>(p, n, NO, (int)m, v);
-        }
+      for (int j = 0; j < 2; ++j) {
+        const long long n = o0 + ec * 8 + 2 * eq + j;
+        float v[R];
+        v[0] = s[j];
+        if (n < NO) EPI::template store<Y, B, BIAS, ACT>(p, n, NO, (int)m, v);
       }
     }
-  }
+  });
 }
 
 // src [rows, cols] -> dst [cols, rows], 32 x 32 tiles through shared memory.
@@ -473,7 +535,7 @@ std::string mmaEntries(const std::string &name, const std::string &args, const s
   for (int mr : {1, 2, 4})
     c << "extern \"C\" __global__ void __launch_bounds__(" << genrt::cuda::kGemvThreads << ") "
       << genrt::cuda::gemvMmaName(name, 16 * mr) << "(const GencGemvParams p) { genc_gemv_mma<" << args << ", "
-      << mr << ", " << store << ">(p); }\n";
+      << mr << ", " << genrt::cuda::kGemvMmaOutputs / 8 << ", " << store << ">(p); }\n";
   return c.str();
 }
 

@@ -21,6 +21,8 @@ const std::vector<Variable> &variables() {
        "0, 1, norm or glu: which neighbours a one-row GEMV runs itself (default 1: both)"},
       {"GENC_CUDA_GEMV_MMA", "genrun",
        "0..64: products of more rows than the GEMV's and at most that many take the tensor-core GEMV entries of 16-bit plans (default 16; 0: cuBLASLt)"},
+      {"GENC_CUDA_GEMV_MMA_SPLIT", "genrun",
+       "1 to 4: the blocks of a cluster that split K in the 16-bit tensor-core GEMV entries (default 1: no clusters; sm_90; A/B runs)"},
       {"GENC_CUDA_GEMV_ROWS", "genrun", "1..8: products of up to that many rows take the GEMV kernels (default 1)"},
       {"GENC_CUDA_GRAPHS", "genrun", "0: no CUDA graphs (every step launched kernel by kernel)"},
       {"GENC_CUDA_MERGE_ROWS", "genrun",

@@ -117,6 +117,7 @@ Status CudaExecutor::init(NcclChannel *channel) {
   // cores"); more rows go to cuBLASLt, which won from 32 on an H100
   // (2026-12-07). GENC_CUDA_GEMV_MMA=N (up to 64) moves the line.
   ctx_.gemvMmaRows = options_.gemvMmaRows;
+  ctx_.gemvMmaSplit = options_.gemvMmaSplit;
   // 4/8-bit products: the GEMV up to 3 rows, the tensor cores up to 64
   // (decode batches), the tiled kernel above; GENC_CUDA_NBITS_GEMV_ROWS and
   // GENC_CUDA_NBITS_ROWS move the lines for A/B runs.

@@ -51,6 +51,9 @@ struct StepContext {
   /// The most rows a 16-bit product takes the tensor-core GEMV entries for,
   /// above gemvRows (GENC_CUDA_GEMV_MMA; 0: none, cuBLASLt).
   int64_t gemvMmaRows = kGemvMmaRowsDefault;
+  /// The blocks of a cluster that split K in them (GENC_CUDA_GEMV_MMA_SPLIT,
+  /// 1 to 4; sm_90).
+  int gemvMmaSplit = 1;
   /// The most rows a 4/8-bit product takes its GEMV or tensor-core
   /// kernels for, the tiled kernel above (GENC_CUDA_NBITS_ROWS; NBitsSteps.cpp).
   int64_t nbitsGemvRows = 64;

@@ -30,6 +30,7 @@ Status prepareGemv(const OpInfo &op, const KernelModule &mod, GemmStep &g) {
     for (int i = 0; i < 3; ++i)
       if (!mod.function(gemvMmaName(family, 16 << i), g.mma[i]))
         g.mma[i] = nullptr;
+  g.mmaClusters = mod.arch() >= 90;
   return Status::ok();
 }
 
@@ -60,9 +61,11 @@ Status GemmStep::run(StepContext &ctx, const ProgramRun &run) {
   if (const int e = mmaEntry(ctx, M, withThen ? thenMma : mma); e >= 0) {
     GencGemvParams p{a, b, bias, withThen ? thenOut : y, M, shape.K, shape.N};
     void *args[] = {&p};
-    const unsigned grid = static_cast<unsigned>((shape.N + kGemvMmaOutputs - 1) / kGemvMmaOutputs);
+    const int split = mmaClusters ? ctx.gemvMmaSplit : 1; // clusters: sm_90 code
+    const unsigned grid = static_cast<unsigned>((shape.N + kGemvMmaOutputs - 1) / kGemvMmaOutputs * split);
     s = ctx.dev->launch(withThen ? thenMma[e] : mma[e], grid, 1, 1, kGemvThreads, 1, 0, ctx.stream, args,
-                        "the tensor-core GEMV of " + what + (withThen ? " then '" + then->kernel.info().name + "'" : ""));
+                        "the tensor-core GEMV of " + what + (withThen ? " then '" + then->kernel.info().name + "'" : ""),
+                        static_cast<unsigned>(split));
   } else if (withBefore || withThen) {
     return runFused(ctx, run, withBefore, withThen);
   } else if (M >= 1 && M <= ctx.gemvRows && gemv[0]) {

@@ -78,7 +78,7 @@ constexpr int kGemvMmaRows = 64;   // the tensor-core entries' most rows
 /// 22 layers, 2026-12-07) they beat cuBLASLt by 1-1.5% at 2-8 rows, tied it
 /// at 16 and lost 8% at 32 (docs/decode-experiments.md).
 constexpr int64_t kGemvMmaRowsDefault = 16;
-constexpr int kGemvMmaOutputs = 32; // weight rows a block of them takes
+constexpr int kGemvMmaOutputs = 32; // weight rows a block (or cluster) of them takes
 
 /// The tensor-core entry of `entry` (a family, or its GLU entry) for up to
 /// `rows` rows (16, 32 or 64).

@@ -16,6 +16,8 @@
 // Then "rows alone": the first 3 rows of the M = 50 run on _mma64 must equal,
 // bit for bit, the M = 3 run on _mma16 (the executor relies on a row's
 // result not depending on the batch it shares a launch with).
+// On sm_90 the same again for M = 3, 17, 50 in clusters of 2, 3 and 4 blocks
+// that split K (GENC_CUDA_GEMV_MMA_SPLIT), rows alone within each.
 #include "GemvMmaCheck.h"
 
 #include "DeviceBuffers.h"
@@ -84,72 +86,81 @@ bool checkOp(const genrt::cuda::Device &dev, const genrt::Plan &plan, const genr
     int64_t M;
   };
   const Run runs[] = {{16, 2}, {16, 3}, {16, 9}, {16, 16}, {32, 17}, {32, 32}, {64, 33}, {64, 50}, {64, 64}};
-  std::vector<char> firstRows[2]; // y's first 3 rows: of M = 3 on _mma16, of M = 50 on _mma64
   const Tensor a50 = randomTensor(rng, {50, K}, aStored); // the M = 50 run's a; M = 3 takes its first rows
-  for (const Run &r : runs) {
-    NBitsRow row;
-    row.name = genrt::cuda::gemvMmaName(family, r.rows) + " M=" + std::to_string(r.M) + where;
-    CUfunction fn = nullptr;
-    if (genrt::Status st = mod.function(genrt::cuda::gemvMmaName(family, r.rows), fn); !st) {
-      row.status = st.message();
-      rows.push_back(row);
-      continue;
-    }
-    const int64_t M = r.M;
-    Tensor aDev = M == 50 || M == 3 ? Tensor(aStored, {M, K}) : randomTensor(rng, {M, K}, aStored);
-    if (M == 50 || M == 3)
-      std::memcpy(aDev.data<char>(), a50.rawData(), aDev.numBytes());
-    const Tensor aHost = aDev.castTo(DType::F32);
-    Tensor yDev(yStored, {M, N});
-    CUdeviceptr y = 0;
-    if (!b.upload(aDev.rawData(), aDev.numBytes(), p.a) || !b.alloc(yDev.numBytes(), y) ||
-        dev.api->cuMemsetD8(y, 0xff, yDev.numBytes()) != CUDA_SUCCESS)
-      return false;
-    p.y = y;
-    p.M = M;
-    void *args[] = {&p};
-    const unsigned grid = static_cast<unsigned>((N + genrt::cuda::kGemvMmaOutputs - 1) / genrt::cuda::kGemvMmaOutputs);
-    if (genrt::Status st = dev.launch(fn, grid, 1, 1, genrt::cuda::kGemvThreads, 1, 0, nullptr, args, row.name);
-        !st || dev.api->cuCtxSynchronize() != CUDA_SUCCESS ||
-        dev.api->cuMemcpyDtoH(yDev.data<char>(), y, yDev.numBytes()) != CUDA_SUCCESS) {
-      row.status = "cuda error";
-      rows.push_back(row);
-      return false;
-    }
-    if (M == 3 || M == 50) {
-      const char *bytes = yDev.data<char>();
-      firstRows[M == 50].assign(bytes, bytes + 3 * N * static_cast<int64_t>(genrt::dtypeSize(yStored)));
-    }
-    const Tensor got = yDev.castTo(DType::F32);
-    const double uy = roundingOf(yStored), u = std::ldexp(1.0, -24);
-    row.ok = true;
-    const float *ah = aHost.data<float>(), *wh = wHost.data<float>();
-    for (int64_t m = 0; m < M; ++m)
-      for (int64_t n = 0; n < N; ++n) {
-        double sum = e.bias ? biasHost.data<float>()[n] : 0.0, sumAbs = 0;
-        for (int64_t k = 0; k < K; ++k) {
-          const double t = static_cast<double>(ah[m * K + k]) * wh[n * K + k];
-          sum += t;
-          sumAbs += std::fabs(t);
-        }
-        const double c = activate(e.activation, sum), gv = got.data<float>()[m * N + n];
-        const double bound = uy * std::fabs(c) + 1.2 * (K * u * sumAbs + u);
-        const double d = std::isnan(gv) ? INFINITY : std::fabs(gv - c);
-        row.maxAbs = std::max(row.maxAbs, d);
-        row.maxRatio = std::max(row.maxRatio, d / bound);
-        row.ok &= d <= bound;
+  for (unsigned split : {1u, 2u, 3u, 4u}) {
+    if (split > 1 && mod.arch() < 90)
+      break; // the code has no cluster path
+    std::vector<char> firstRows[2]; // y's first 3 rows: of M = 3 on _mma16, of M = 50 on _mma64
+    const std::string inSplit = split > 1 ? " in clusters of " + std::to_string(split) : "";
+    for (const Run &r : runs) {
+      if (split > 1 && r.M != 3 && r.M != 17 && r.M != 50)
+        continue;
+      NBitsRow row;
+      row.name = genrt::cuda::gemvMmaName(family, r.rows) + " M=" + std::to_string(r.M) + inSplit + where;
+      CUfunction fn = nullptr;
+      if (genrt::Status st = mod.function(genrt::cuda::gemvMmaName(family, r.rows), fn); !st) {
+        row.status = st.message();
+        rows.push_back(row);
+        continue;
       }
-    row.elements = M * N;
-    row.status = row.ok ? "ok" : "MISMATCH";
-    rows.push_back(row);
-  }
-  if (!firstRows[0].empty() && !firstRows[1].empty()) {
-    NBitsRow row;
-    row.name = family + " rows alone (M=3 on _mma16 vs the first 3 of M=50 on _mma64)" + where;
-    row.elements = 3 * N;
-    row.ok = firstRows[0] == firstRows[1];
-    row.status = row.ok ? "ok" : "MISMATCH";
-    rows.push_back(row);
+      const int64_t M = r.M;
+      Tensor aDev = M == 50 || M == 3 ? Tensor(aStored, {M, K}) : randomTensor(rng, {M, K}, aStored);
+      if (M == 50 || M == 3)
+        std::memcpy(aDev.data<char>(), a50.rawData(), aDev.numBytes());
+      const Tensor aHost = aDev.castTo(DType::F32);
+      Tensor yDev(yStored, {M, N});
+      CUdeviceptr y = 0;
+      if (!b.upload(aDev.rawData(), aDev.numBytes(), p.a) || !b.alloc(yDev.numBytes(), y) ||
+          dev.api->cuMemsetD8(y, 0xff, yDev.numBytes()) != CUDA_SUCCESS)
+        return false;
+      p.y = y;
+      p.M = M;
+      void *args[] = {&p};
+      const unsigned grid =
+          static_cast<unsigned>((N + genrt::cuda::kGemvMmaOutputs - 1) / genrt::cuda::kGemvMmaOutputs * split);
+      if (genrt::Status st =
+              dev.launch(fn, grid, 1, 1, genrt::cuda::kGemvThreads, 1, 0, nullptr, args, row.name, split);
+          !st || dev.api->cuCtxSynchronize() != CUDA_SUCCESS ||
+          dev.api->cuMemcpyDtoH(yDev.data<char>(), y, yDev.numBytes()) != CUDA_SUCCESS) {
+        row.status = "cuda error";
+        rows.push_back(row);
+        return false;
+      }
+      if (M == 3 || M == 50) {
+        const char *bytes = yDev.data<char>();
+        firstRows[M == 50].assign(bytes, bytes + 3 * N * static_cast<int64_t>(genrt::dtypeSize(yStored)));
+      }
+      const Tensor got = yDev.castTo(DType::F32);
+      const double uy = roundingOf(yStored), u = std::ldexp(1.0, -24);
+      row.ok = true;
+      const float *ah = aHost.data<float>(), *wh = wHost.data<float>();
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n) {
+          double sum = e.bias ? biasHost.data<float>()[n] : 0.0, sumAbs = 0;
+          for (int64_t k = 0; k < K; ++k) {
+            const double t = static_cast<double>(ah[m * K + k]) * wh[n * K + k];
+            sum += t;
+            sumAbs += std::fabs(t);
+          }
+          const double c = activate(e.activation, sum), gv = got.data<float>()[m * N + n];
+          const double bound = uy * std::fabs(c) + 1.2 * (K * u * sumAbs + u);
+          const double d = std::isnan(gv) ? INFINITY : std::fabs(gv - c);
+          row.maxAbs = std::max(row.maxAbs, d);
+          row.maxRatio = std::max(row.maxRatio, d / bound);
+          row.ok &= d <= bound;
+        }
+      row.elements = M * N;
+      row.status = row.ok ? "ok" : "MISMATCH";
+      rows.push_back(row);
+    }
+    if (!firstRows[0].empty() && !firstRows[1].empty()) {
+      NBitsRow row;
+      row.name = family + " rows alone (M=3 on _mma16 vs the first 3 of M=50 on _mma64)" + inSplit + where;
+      row.elements = 3 * N;
+      row.ok = firstRows[0] == firstRows[1];
+      row.status = row.ok ? "ok" : "MISMATCH";
+      rows.push_back(row);
+    }
   }
   return true;
 }

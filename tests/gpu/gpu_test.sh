@@ -330,7 +330,9 @@ fusion_checks() {
 # 10) and 4 beams of them (16 rows). Against cuBLASLt on the same plan
 # (GENC_CUDA_GEMV_MMA=0) and the CPU's f32 tokens: the sequences equal to the
 # CPU's must be at least as many as cuBLASLt's (f16 near-ties part both from
-# f32 alike), and the profile must show the entries ran (with the SwiGLU
+# f32 alike), so must the entries' in clusters of 3 blocks that split K
+# (GENC_CUDA_GEMV_MMA_SPLIT=3, the GLU entries too), and the profile must
+# show the entries ran (with the SwiGLU
 # after them on the SwiGLU models). gpucheck checks each entry element by
 # element (GemvMmaCheck.cpp).
 mma_check() {
@@ -350,21 +352,26 @@ mma_check() {
     # shellcheck disable=SC2086
     GENC_CUDA_GEMV_MMA=0 "$BIN/genrun" "$plan" --device cuda --input "$W/mma.jsonl" --max-new-tokens 12 $args \
       > "$base.off" 2> "$base.off.err"
+    # shellcheck disable=SC2086 # clusters of 3 blocks splitting K (the GLU entries too)
+    GENC_CUDA_GEMV_MMA_SPLIT=3 "$BIN/genrun" "$plan" --device cuda --input "$W/mma.jsonl" --max-new-tokens 12 $args \
+      > "$base.cl" 2> "$base.cl.err"
     # shellcheck disable=SC2086
     GENC_CUDA_PROFILE=1 "$BIN/genrun" "$plan" --device cuda --input "$W/mma.jsonl" --max-new-tokens 12 $args \
       > /dev/null 2> "$base.prof"
     # shellcheck disable=SC2086
     "$BIN/genrun" "$plan" --device cpu --input "$W/mma.jsonl" --max-new-tokens 12 $args > "$base.cpu" 2>/dev/null
-    read -r on off <<< "$(python3 -c "import json,sys
-ids=lambda f:[s['output_ids'] for l in open(f) for s in json.loads(l)['sequences']]
+    read -r on off cl <<< "$(python3 -c "import json,sys
+def ids(f):
+    try: return [s['output_ids'] for l in open(f) for s in json.loads(l)['sequences']]
+    except (OSError, ValueError, KeyError): return []
 c=ids(sys.argv[3]); g=lambda f: sum(x==y for x,y in zip(ids(f),c)) if len(ids(f))==len(c)==4 else -1
-print(g(sys.argv[1]), g(sys.argv[2]))" "$base.on" "$base.off" "$base.cpu" 2>/dev/null)"
+print(g(sys.argv[1]), g(sys.argv[2]), g(sys.argv[4]))" "$base.on" "$base.off" "$base.cpu" "$base.cl" 2>/dev/null)"
     n=$(grep -c "profile: decode gemm mma" "$base.prof")
     s=ok
-    [ "${on:--1}" -ge 0 ] && [ "$on" -ge "${off:-0}" ] && [ "$n" -gt 0 ] || s=FAIL
+    [ "${on:--1}" -ge 0 ] && [ "$on" -ge "${off:-0}" ] && [ "${cl:--1}" -ge "${off:-0}" ] && [ "$n" -gt 0 ] || s=FAIL
     case $fx in llama | qwen3) grep -q "profile: decode gemm mma then fused" "$base.prof" || s=FAIL ;; esac
     [ $s = ok ] || failed
-    row "gemv mma $fx $dt $cname|$s|sequences equal to the CPU's: tensor cores ${on:-none}/4, cuBLASLt ${off:-none}/4; decode kinds on the entries: $n"
+    row "gemv mma $fx $dt $cname|$s|sequences equal to the CPU's: tensor cores ${on:-none}/4, in clusters of 3 ${cl:-none}/4, cuBLASLt ${off:-none}/4; decode kinds on the entries: $n"
   done
 }
 mma_checks() {

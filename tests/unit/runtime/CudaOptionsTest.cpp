@@ -4,6 +4,7 @@
 // else keeps the default, as the executor read them before they were
 // gathered here), and a bad GENC_CUDA_GEMV_FUSION is one clear error.
 #include "runtime/cuda/CudaOptions.h"
+#include "runtime/cuda/GemvAbi.h"
 
 #include <gtest/gtest.h>
 
@@ -20,7 +21,8 @@ using genrt::cuda::readCudaOptions;
 
 const char *const kNames[] = {
     "GENC_CUBLASLT",          "GENC_CUDA_ATTN_TRACE",     "GENC_CUDA_BEAMS",      "GENC_CUDA_DECODE",
-    "GENC_CUDA_GEMV",         "GENC_CUDA_GEMV_FUSION",    "GENC_CUDA_GEMV_ROWS",  "GENC_CUDA_GRAPHS",
+    "GENC_CUDA_GEMV",         "GENC_CUDA_GEMV_FUSION",    "GENC_CUDA_GEMV_MMA",   "GENC_CUDA_GEMV_MMA_SPLIT",
+    "GENC_CUDA_GEMV_ROWS",    "GENC_CUDA_GRAPHS",
     "GENC_CUDA_MERGE_ROWS",   "GENC_CUDA_NBITS_GEMV_ROWS", "GENC_CUDA_NBITS_ROWS",
     "GENC_CUDA_PREFILL",      "GENC_CUDA_PROFILE",        "GENC_CUDA_SHARED_PROMPTS", "GENC_CUDA_SKIP",
     "GENC_CUDA_STREAM",       "GENC_CUDA_SYNC",           "GENC_CUDA_TOKENS",     "GENC_CUDA_TOKENS_CHECK",
@@ -107,6 +109,21 @@ TEST(CudaOptions, GemvChoices) {
   EXPECT_EQ(read({{"GENC_CUDA_GEMV_FUSION", "1"}}).debug.gemvFusion, 3);
   EXPECT_EQ(read({{"GENC_CUDA_GEMV_FUSION", "norm"}}).debug.gemvFusion, 1);
   EXPECT_EQ(read({{"GENC_CUDA_GEMV_FUSION", "glu"}}).debug.gemvFusion, 2);
+}
+
+TEST(CudaOptions, TensorCoreGemvRowsAndSplit) {
+  EXPECT_EQ(read({}).gemvMmaRows, genrt::cuda::kGemvMmaRowsDefault);
+  EXPECT_EQ(read({{"GENC_CUDA_GEMV_MMA", "0"}}).gemvMmaRows, 0); // cuBLASLt
+  EXPECT_EQ(read({{"GENC_CUDA_GEMV_MMA", "100"}}).gemvMmaRows, genrt::cuda::kGemvMmaRows);
+  EXPECT_EQ(read({}).gemvMmaSplit, 1); // no clusters
+  EXPECT_EQ(read({{"GENC_CUDA_GEMV_MMA_SPLIT", "1"}}).gemvMmaSplit, 1);
+  EXPECT_EQ(read({{"GENC_CUDA_GEMV_MMA_SPLIT", "2"}}).gemvMmaSplit, 2);
+  EXPECT_EQ(read({{"GENC_CUDA_GEMV_MMA_SPLIT", "3"}}).gemvMmaSplit, 3);
+  EXPECT_EQ(read({{"GENC_CUDA_GEMV_MMA_SPLIT", "4"}}).gemvMmaSplit, 4);
+  EXPECT_EQ(read({{"GENC_CUDA_GEMV_MMA_SPLIT", "5"}}).gemvMmaSplit, 1); // not a cluster size it takes
+  EXPECT_EQ(read({{"GENC_CUDA_GEMV_MMA_SPLIT", "two"}}).gemvMmaSplit, 1);
+  EXPECT_EQ(read({{"GENC_CUDA_GEMV_MMA_SPLIT", "0"}}).gemvMmaSplit, 1);
+  EXPECT_EQ(read({{"GENC_CUDA_GEMV_MMA_SPLIT", ""}}).gemvMmaSplit, 1);
 }
 
 TEST(CudaOptions, ABadGemvFusionIsAnError) {
