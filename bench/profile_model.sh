@@ -9,7 +9,9 @@ W=$(mktemp -d)
 python3 tools/export.py --arch llama --set hidden_size=2048 --set intermediate_size=5632 \
   --set num_hidden_layers="${LAYERS:-4}" --set num_attention_heads=32 --set num_key_value_heads=4 --set head_dim=64 \
   --set vocab_size=32000 --set max_position_embeddings=2048 --seed 3 --no-check --out "$W/m" > "$W/export.log" 2>&1
-GENC_FLAGS=(--dtype f16 --max-batch 32 --max-beams 1 --max-length "${MAXLEN:-256}")
+# PLAN_FLAGS: more genc flags (e.g. "--weights int4")
+# shellcheck disable=SC2206 # PLAN_FLAGS is several words
+GENC_FLAGS=(--dtype f16 --max-batch 32 --max-beams 1 --max-length "${MAXLEN:-256}" ${PLAN_FLAGS-})
 "$BIN/genc" compile "$W/m/model.onnx" -o "$W/m.plan" "${GENC_FLAGS[@]}" \
   --stats-json "$W/stats.json" > /dev/null
 python3 -c "import json,random; random.seed(1); print(json.dumps({'input_ids':[random.randrange(3,32000) for _ in range(128)]}))" > "$W/p.jsonl"
