@@ -57,7 +57,7 @@ def unpack_tools(root, into=None):
     unpacked into `into` (a fresh folder by default): that folder."""
     d = into or tempfile.mkdtemp()
     os.makedirs(d, exist_ok=True)
-    with tarfile.open(os.path.join(root, "dist", "genc-linux-x86_64.tar.gz")) as t:
+    with tarfile.open(os.path.join(root, "dist", "genc-linux-x86_64.tar.xz")) as t:
         t.extractall(d)
     return d
 

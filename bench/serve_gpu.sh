@@ -7,7 +7,7 @@
 #       downloads the server's wheels for Python 3.12 into dist/serve-wheels
 #       (starlette, uvicorn and their small dependencies, pure Python; and
 #       httptools' cp312 manylinux wheel); carry dist/serve-wheels, and
-#       dist/genc-linux-x86_64.tar.gz from tools/pack.sh for genc itself.
+#       dist/genc-linux-x86_64.tar.xz from tools/pack.sh for genc itself.
 #   here, optional:  PYTHON=python3.12 bash bench/serve_gpu.sh --prebuild
 #       builds the genc package for that Python into build-serve/ (4-5 minutes
 #       on 2 cores, saved there) and packs it as dist/genc-python.tar.gz, which
@@ -51,7 +51,7 @@ WORK=${SERVE_BENCH_DIR:-/tmp/serve-bench}
 mkdir -p "$WORK"
 GENRUN=build-serve/tools/genrun
 if [ "${1:-}" != "--prebuild" ] && "$PY" -c "import genc._genc" 2>/dev/null && [ ! -x "$GENRUN" ]; then
-  [ -x "$WORK/genrun" ] || tar -xzf dist/genc-linux-x86_64.tar.gz -C "$WORK"
+  [ -x "$WORK/genrun" ] || tar -xJf dist/genc-linux-x86_64.tar.xz -C "$WORK"
   GENRUN=$WORK/genrun
 else
   cmake -S . -B build-serve -G Ninja -DCMAKE_BUILD_TYPE=Release -DGENC_RUNTIME_ONLY=ON -DGENC_PYTHON=ON \
@@ -70,7 +70,7 @@ PLAN=$WORK/llama1b-f16.plan
 if [ ! -f "$PLAN" ]; then
   GENC=${GENC:-}
   if [ -z "$GENC" ]; then
-    tar -xzf dist/genc-linux-x86_64.tar.gz -C "$WORK"
+    tar -xJf dist/genc-linux-x86_64.tar.xz -C "$WORK"
     GENC=$WORK/genc
   fi
   EXPORT=tools/export.py

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Packs the built tools for the GPU machine (Ubuntu 24.04, CUDA 13, no LLVM or
 # protobuf installed): checks they link neither dynamically, then tars them.
-# --no-nvrtc leaves NVRTC out (~45 MB packed) for a machine whose CUDA toolkit
+# --no-nvrtc leaves NVRTC out (~45 MB gzipped, less in xz) for a machine whose CUDA toolkit
 # has it (run there with LD_LIBRARY_PATH=/usr/local/cuda/lib64).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,7 +34,10 @@ if [ ${#libs[@]} -gt 0 ]; then
     [ -n "$builtins" ] && [[ " ${libs[*]} " != *" $builtins "* ]] && libs+=("$builtins")
   done
 fi
-tar -czf dist/genc-linux-x86_64.tar.gz --transform 's|.*/||' "${bins[@]}" ${libs[@]+"${libs[@]}"}
+# xz: the four tools take 12 MB rather than gzip's 34 (2026-12-07), a third of
+# what the GPU machine's 64 MiB of carried files allows.
+rm -f dist/genc-linux-x86_64.tar.gz
+tar -cf dist/genc-linux-x86_64.tar.xz -I 'xz -T0' --transform 's|.*/||' "${bins[@]}" ${libs[@]+"${libs[@]}"}
 # bench/trace_step.sh's kernel tracer (a CUPTI injection library, with the
 # CUPTI it was built against), where the toolkit has CUPTI.
 CUDA=${CUDA_HOME:-/usr/local/cuda}
@@ -50,4 +53,4 @@ fi
 # fetch it.
 python3 -m pip download -q --no-deps -d dist/wheels "gguf>=0.10" 2>/dev/null ||
   echo "pack: no gguf wheel (no network?): gpu_test.sh's GGUF row will say skipped" >&2
-echo "pack: dist/genc-linux-x86_64.tar.gz (${bins[*]##*/} ${libs[*]+${libs[*]##*/}})"
+echo "pack: dist/genc-linux-x86_64.tar.xz (${bins[*]##*/} ${libs[*]+${libs[*]##*/}})"

@@ -5,7 +5,7 @@
 # checks every generated kernel on the GPU (gpucheck). The fixtures are toys
 # (d=64); this is the same path at Llama / GPT-2 sizes.
 #
-#   bash tools/pack.sh                          # here: dist/genc-linux-x86_64.tar.gz
+#   bash tools/pack.sh                          # here: dist/genc-linux-x86_64.tar.xz
 #   bash tests/gpu/scale_check.sh [OUT_DIR]         # there
 set -euo pipefail
 cd "$(dirname "$0")/../.."
