@@ -199,13 +199,12 @@ static __device__ __forceinline__ uint4 genc_gemv_mma_arow(const GencGemvParams 
 // The sums of the tensor-core GEMV: a block of 8 warps, each holding f32
 // partials acc[t][c] of mma.m16n8k16 D tiles (16-row tile t, group c of 8
 // columns; CG a multiple of 4) over its own k, added in warp order through
-// shared memory; in a cluster (sm_90),
-// then the blocks' sums in rank order through distributed shared memory: an
-// order set by the shapes alone. store(t, c, s) gets tile t's D elements
-// 2h, 2h + 1 of group c at lane (h = threadIdx.x / 32 % 2; thread x takes
-// the groups c = x / 64 + 4v): row 16t + lane / 4 + 8h, columns 2 (lane % 4)
-// and + 1 of the group; each element once over the cluster (rank j stores
-// the groups c with c % S = j).
+// shared memory; in a cluster (sm_90), then the blocks' sums in rank order
+// through distributed shared memory: an order set by the shapes alone.
+// store(t, c, s) gets tile t's D elements 2h, 2h + 1 of group c at lane (h =
+// threadIdx.x / 32 % 2; thread x takes the groups c = x / 64 + 4v): row 16t
+// + lane / 4 + 8h, columns 2 (lane % 4) and + 1 of the group; each element
+// once over the cluster (rank j stores the groups c with c % S = j).
 template <int MR, int CG, typename F>
 static __device__ __forceinline__ void genc_mma_sums(const float (&acc)[MR][CG][4], long long M, F &&store) {
   constexpr int WARPS = 8, V = CG / 4; // a thread's pairs of D elements a tile
