@@ -105,42 +105,6 @@ static __device__ __forceinline__ void genc_pdl_launch() {
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
-// ---- genc clusters (sm_90) ---------------------------------------------------
-// This block's rank in its cluster and the cluster's size (0 and 1 where the
-// launch made no cluster, and below sm_90).
-static __device__ __forceinline__ unsigned genc_cluster_size() {
-  unsigned n = 1;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
-#endif
-  return n;
-}
-static __device__ __forceinline__ unsigned genc_cluster_rank() {
-  unsigned r = 0;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-#endif
-  return r;
-}
-// Every thread of the cluster's blocks arrives; this block's earlier shared
-// writes are visible to the others after it.
-static __device__ __forceinline__ void genc_cluster_sync() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-#endif
-}
-// The float2 at `at` (this block's shared memory) in the shared memory of
-// the cluster's block `rank`.
-static __device__ __forceinline__ float2 genc_cluster_ld2(const float2 *at, unsigned rank) {
-  float2 v = *at;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  unsigned r, s = (unsigned)__cvta_generic_to_shared(at);
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(s), "r"(rank));
-  asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "r"(r) : "memory");
-#endif
-  return v;
-}
-
 // This block's share of [at, at + bytes) into L2 (a hint: no data comes
 // back), slices of 4 KB issued by the first warp's lanes in turn.
 static __device__ __forceinline__ void genc_l2_prefetch(unsigned long long at, long long bytes) {

@@ -149,7 +149,8 @@ static __device__ void genc_gemv(const GencGemvParams &p, const GencGemvPrologue
 // y[M, N] = act(a[M, K] . w[N, K]^T + bias) for 16-bit a and w of one type
 // (mma.m16n8k16, f32 sums), M <= 16 MR, K a multiple of 32.
 //   grid (S ceil(N / 8 CG)) (a GLU: S ceil(N / 2 / 4 CG)), block 256 = 8
-//   warps, clusters of S blocks along x (S = 1 where the launch makes none).
+//   warps; block x takes group x / S's columns over part x % S of K (S =
+//   p.split, 1 to 4; parts and tickets as genc_mma_sums says).
 // A block takes CG groups of 8 weight rows (4: GemvAbi.h's kGemvMmaOutputs;
 // 8 at 32 rows, with 2 rounds in flight, halved the blocks and lost 15%);
 // its 8 warps split K in rounds of 32 (warp w: rounds w, w + 8, ...), so
@@ -165,14 +166,16 @@ static __device__ void genc_gemv(const GencGemvParams &p, const GencGemvPrologue
 // A GLU (EPI::ROWS == 2) takes gate and up rows alternately as a group's
 // columns (column 2j: gate row o + j, 2j + 1: up row NO + o + j), so a lane's
 // two D columns are one output's gate and up.
-// In a cluster (sm_90; GENC_CUDA_GEMV_MMA_SPLIT, never by M) the S blocks
-// take the same weight rows and split K: warp w of rank j takes rounds 8j +
-// w, 8j + w + 8S, ... — a 2,048-wide product's 64 groups on 128 SMs at S =
-// 2. Measured slower (the 1.1B's step 22-39%, H100), so off by default.
+// Where a product has few groups for the SMs (p.split = S > 1, chosen by its
+// shape, never by M) S blocks take the same weight rows and split K: warp w
+// of part j takes rounds 8j + w, 8j + w + 8S, ... — a 2,048-wide product's
+// 64 groups on 128 SMs at S = 2. (In a thread-block cluster, the parts
+// added through distributed shared memory, this made the 1.1B's step
+// 22-39% slower on an H100: docs/decode-experiments.md.)
 // The sums (genc_mma_sums): the warps' partials added in warp order through
-// shared memory, then the blocks' in rank order through distributed shared
-// memory. A row's sums never meet another row's: its y is the same whatever
-// else the launch holds.
+// shared memory, then the parts in part order through global memory. A
+// row's sums never meet another row's: its y is the same whatever else the
+// launch holds.
 template <typename A> struct genc_gemv_mma_op;
 template <> struct genc_gemv_mma_op<genc_f16> {
   static __device__ __forceinline__ void run(float (&d)[4], const uint4 &xl, const uint4 &xh, unsigned b0, unsigned b1,
@@ -199,23 +202,28 @@ static __device__ __forceinline__ uint4 genc_gemv_mma_arow(const GencGemvParams 
 // The sums of the tensor-core GEMV: a block of 8 warps, each holding f32
 // partials acc[t][c] of mma.m16n8k16 D tiles (16-row tile t, group c of 8
 // columns; CG a multiple of 4) over its own k, added in warp order through
-// shared memory; in a cluster (sm_90), then the blocks' sums in rank order
-// through distributed shared memory: an order set by the shapes alone.
+// shared memory. Where S = p.split > 1 blocks split K (block x: columns of
+// group x / S, part x % S of K), each block puts its sums in p.parts and the
+// last of a group's blocks to finish (a ticket a group in p.tickets, zero
+// between launches) adds the S parts in part order: an order set by the
+// shapes alone, whichever block comes last.
 // store(t, c, s) gets tile t's D elements 2h, 2h + 1 of group c at lane (h =
 // threadIdx.x / 32 % 2; thread x takes the groups c = x / 64 + 4v): row 16t
-// + lane / 4 + 8h, columns 2 (lane % 4) and + 1 of the group; each element
-// once over the cluster (rank j stores the groups c with c % S = j).
+// + lane / 4 + 8h, columns 2 (lane % 4) and + 1 of the group.
+//   parts: f32 pairs [groups, S, MR, CG / 4, 256]; tickets: u32 [groups]
 template <int MR, int CG, typename F>
-static __device__ __forceinline__ void genc_mma_sums(const float (&acc)[MR][CG][4], long long M, F &&store) {
+static __device__ __forceinline__ void genc_mma_sums(const float (&acc)[MR][CG][4], const GencGemvParams &p, F &&store) {
   constexpr int WARPS = 8, V = CG / 4; // a thread's pairs of D elements a tile
   static_assert(CG % 4 == 0, "four groups a pass of the block's threads");
   __shared__ float part[WARPS][CG][4][32];
-  __shared__ float2 mine[MR][V][WARPS * 32]; // in a cluster: this block's sums, for the other ranks
-  const unsigned S = genc_cluster_size(), rank = genc_cluster_rank();
+  __shared__ bool last;
+  const long long S = p.split > 1 ? p.split : 1, group = blockIdx.x / S;
   const int lane = threadIdx.x & 31, lw = threadIdx.x >> 5, ec = threadIdx.x >> 6, eh = lw & 1;
+  float2 *parts = (float2 *)p.parts + group * S * (MR * V * WARPS * 32) + threadIdx.x; // this thread's, part 0
+  constexpr long long PART = MR * V * WARPS * 32;                                         // pairs a part
 #pragma unroll
   for (int t = 0; t < MR; ++t) {
-    if (16 * t >= M) break;
+    if (16 * t >= p.M) break;
     if (t) __syncthreads(); // the last tile's partials are read
 #pragma unroll
     for (int c = 0; c < CG; ++c)
@@ -234,29 +242,37 @@ static __device__ __forceinline__ void genc_mma_sums(const float (&acc)[MR][CG][
       if (S == 1)
         store(t, c, s);
       else
-        mine[t][v][threadIdx.x] = make_float2(s[0], s[1]);
+        __stcg(parts + blockIdx.x % S * PART + (t * V + v) * WARPS * 32, make_float2(s[0], s[1]));
     }
   }
-  if (S > 1) {
-    genc_cluster_sync(); // every rank's sums are in its `mine`
+  if (S == 1)
+    return;
+  // The last block's reads see every block's parts: each block's writes are
+  // fenced before its ticket.
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    unsigned *ticket = (unsigned *)p.tickets + group;
+    last = atomicAdd(ticket, 1u) == (unsigned)(S - 1);
+    if (last) *ticket = 0u; // zero again for the next launch
+  }
+  __syncthreads();
+  if (!last)
+    return;
+  __threadfence();
 #pragma unroll
-    for (int t = 0; t < MR; ++t) {
-      if (16 * t >= M) break;
+  for (int t = 0; t < MR; ++t) {
+    if (16 * t >= p.M) break;
 #pragma unroll
-      for (int v = 0; v < V; ++v) {
-        const int c = ec + 4 * v;
-        if ((unsigned)c % S != rank)
-          continue;
-        float s[2] = {0.f, 0.f};
-        for (unsigned j = 0; j < S; ++j) {
-          const float2 e = genc_cluster_ld2(&mine[t][v][threadIdx.x], j);
-          s[0] += e.x;
-          s[1] += e.y;
-        }
-        store(t, c, s);
+    for (int v = 0; v < V; ++v) {
+      float s[2] = {0.f, 0.f};
+      for (long long j = 0; j < S; ++j) {
+        const float2 e = __ldcg(parts + j * PART + (t * V + v) * WARPS * 32);
+        s[0] += e.x;
+        s[1] += e.y;
       }
+      store(t, ec + 4 * v, s);
     }
-    genc_cluster_sync(); // no block leaves while another reads its `mine`
   }
 }
 
@@ -265,11 +281,11 @@ template <typename A, typename W, typename Y, typename B, int BIAS, int ACT, int
 static __device__ void genc_gemv_mma(const GencGemvParams &p) {
   constexpr int WARPS = 8, U = MR == 4 ? 2 : 4, R = EPI::ROWS;
   const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
-  const unsigned S = genc_cluster_size(), rank = genc_cluster_rank(); // clusters split K
-  // warp: this warp's first round; SW: the warps over the cluster
-  const int warp = (int)(rank * WARPS) + (threadIdx.x >> 5), SW = (int)S * WARPS;
+  const int S = p.split > 1 ? (int)p.split : 1; // blocks splitting K
+  // warp: this warp's first round; SW: the warps over the group's blocks
+  const int warp = (int)(blockIdx.x % S) * WARPS + (threadIdx.x >> 5), SW = S * WARPS;
   const long long NO = p.N / R;                                   // outputs a row
-  const long long o0 = (long long)(blockIdx.x / S) * (CG * 8 / R); // the cluster's first output
+  const long long o0 = (long long)(blockIdx.x / S) * (CG * 8 / R); // the group's first output
   const long long rounds = p.K >> 5;
   const unsigned short *wrow[CG];
 #pragma unroll
@@ -329,10 +345,10 @@ static __device__ void genc_gemv_mma(const GencGemvParams &p) {
       }
     }
   }
-  // The warps' sums, then the cluster's (genc_mma_sums): D elements 2h,
-  // 2h + 1 of group c and lane.
+  // The warps' sums, then the group's blocks' (genc_mma_sums): D elements
+  // 2h, 2h + 1 of group c and lane.
   const int eh = (threadIdx.x >> 5) & 1, eg = lane >> 2, eq = lane & 3;
-  genc_mma_sums<MR, CG>(acc, p.M, [&](int t, int ec, const float (&s)[2]) {
+  genc_mma_sums<MR, CG>(acc, p, [&](int t, int ec, const float (&s)[2]) {
     const long long m = 16 * t + eg + 8 * eh;
     if (m >= p.M)
       return;

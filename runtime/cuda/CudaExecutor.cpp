@@ -92,7 +92,8 @@ Status CudaExecutor::init(NcclChannel *channel) {
   // The tickets start at zero; each launch leaves them so. The caches too:
   // rows a run never wrote hold zeros, not whatever the memory held
   // (a benchmark that skips the prefill reads them).
-  for (const char *t : {"attention tickets", "greedy tickets", "beam tickets", "token tickets", "token hist", "kv cache"})
+  for (const char *t : {"attention tickets", "gemv tickets", "greedy tickets", "beam tickets", "token tickets",
+                        "token hist", "kv cache"})
     if (mem_.bytes(t) > 0)
       if (Status s = dev_.check(dev_.api->cuMemsetD8(mem_.at(t), 0, static_cast<size_t>(mem_.bytes(t))), "zeroing tickets");
           !s)
@@ -117,7 +118,13 @@ Status CudaExecutor::init(NcclChannel *channel) {
   // cores"); more rows go to cuBLASLt, which won from 32 on an H100
   // (2026-12-07). GENC_CUDA_GEMV_MMA=N (up to 64) moves the line.
   ctx_.gemvMmaRows = options_.gemvMmaRows;
+  // Where a product's groups of 32 weight rows leave SMs idle (the 1.1B's
+  // 2,048-wide O and down: 64 groups for 132 SMs), 2 to 4 blocks split K,
+  // the last to finish adding the parts (GENC_CUDA_GEMV_MMA_SPLIT=N for
+  // every product).
   ctx_.gemvMmaSplit = options_.gemvMmaSplit;
+  ctx_.gemvParts = mem_.at("gemv parts");
+  ctx_.gemvTickets = mem_.at("gemv tickets");
   // 4/8-bit products: the GEMV up to 3 rows, the tensor cores up to 64
   // (decode batches), the tiled kernel above; GENC_CUDA_NBITS_GEMV_ROWS and
   // GENC_CUDA_NBITS_ROWS move the lines for A/B runs.

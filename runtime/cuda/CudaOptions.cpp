@@ -31,7 +31,7 @@ Status readCudaOptions(CudaOptions &out) {
     out.gemvRows = std::clamp<int64_t>(std::atoll(gr), 1, kGemvMaxRows);
   if (const char *gm = given("GENC_CUDA_GEMV_MMA"))
     out.gemvMmaRows = std::clamp<int64_t>(std::atoll(gm), 0, kGemvMmaRows);
-  for (const char *v : {"1", "2", "3", "4"})
+  for (const char *v : {"1", "2", "3", "4"}) // else 0: by shape
     if (is("GENC_CUDA_GEMV_MMA_SPLIT", v))
       out.gemvMmaSplit = std::atoi(v);
   if (const char *nr = given("GENC_CUDA_NBITS_ROWS"))

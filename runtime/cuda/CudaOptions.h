@@ -83,11 +83,10 @@ struct CudaOptions {
   /// GENC_CUDA_GEMV_MMA (0..64): the most rows a 16-bit product takes the
   /// tensor-core GEMV entries for (from gemvRows + 1; default 16); 0: cuBLASLt.
   int64_t gemvMmaRows = kGemvMmaRowsDefault;
-  /// GENC_CUDA_GEMV_MMA_SPLIT (1 to 4): the blocks of a cluster that split
-  /// K in those entries (sm_90; A/B runs). 1: no
-  /// clusters — on an H100 (2026-12-07) clusters of 2-3 blocks made the
-  /// 1.1B's step 22-39% slower (docs/decode-experiments.md).
-  int gemvMmaSplit = 1;
+  /// GENC_CUDA_GEMV_MMA_SPLIT (1 to 4): the blocks that split K in those
+  /// entries, for every product (A/B runs); 0, unset: by each product's
+  /// shape (gemvMmaSplit in GemvAbi.h).
+  int gemvMmaSplit = 0;
   /// GENC_CUDA_NBITS_ROWS (0..64): the most rows a 4/8-bit product takes
   /// the GEMV or tensor-core kernels for; more go to the tiled kernel
   /// (NBitsAbi.h).

@@ -51,9 +51,11 @@ struct StepContext {
   /// The most rows a 16-bit product takes the tensor-core GEMV entries for,
   /// above gemvRows (GENC_CUDA_GEMV_MMA; 0: none, cuBLASLt).
   int64_t gemvMmaRows = kGemvMmaRowsDefault;
-  /// The blocks of a cluster that split K in them (GENC_CUDA_GEMV_MMA_SPLIT,
-  /// 1 to 4; sm_90).
-  int gemvMmaSplit = 1;
+  /// The blocks that split K in them: 1 to 4 for every product
+  /// (GENC_CUDA_GEMV_MMA_SPLIT), 0 by each product's shape; their parts
+  /// ([blocks, 64, 32] f32) and tickets (u32 a group, zero between launches).
+  int gemvMmaSplit = 0;
+  CUdeviceptr gemvParts = 0, gemvTickets = 0;
   /// The most rows a 4/8-bit product takes its GEMV or tensor-core
   /// kernels for, the tiled kernel above (GENC_CUDA_NBITS_ROWS; NBitsSteps.cpp).
   int64_t nbitsGemvRows = 64;

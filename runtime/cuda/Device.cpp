@@ -51,20 +51,10 @@ Status Device::open(int ordinal, Device &out) {
 }
 
 Status Device::launch(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                      unsigned shared, CUstream stream, void **args, const std::string &what,
-                      unsigned cluster) const {
-  CUlaunchAttribute attr[2]{};
-  unsigned n = 0;
-  if (pdl) {
-    attr[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-    attr[n++].value.programmaticStreamSerializationAllowed = 1;
-  }
-  if (cluster > 1) {
-    attr[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attr[n].value.clusterDim.x = cluster;
-    attr[n].value.clusterDim.y = 1;
-    attr[n++].value.clusterDim.z = 1;
-  }
+                      unsigned shared, CUstream stream, void **args, const std::string &what) const {
+  CUlaunchAttribute attr{};
+  attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  attr.value.programmaticStreamSerializationAllowed = 1;
   CUlaunchConfig cfg{};
   cfg.gridDimX = gx;
   cfg.gridDimY = gy;
@@ -74,8 +64,8 @@ Status Device::launch(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsi
   cfg.blockDimZ = 1;
   cfg.sharedMemBytes = shared;
   cfg.hStream = stream;
-  cfg.attrs = n ? attr : nullptr;
-  cfg.numAttrs = n;
+  cfg.attrs = pdl ? &attr : nullptr;
+  cfg.numAttrs = pdl ? 1 : 0;
   return check(api->cuLaunchKernelEx(&cfg, fn, args, nullptr), ("launching " + what).c_str());
 }
 
@@ -134,7 +124,6 @@ Status KernelModule::load(const Device &dev, const Plan &plan) {
       !s)
     return s;
   source_ = jit ? "PTX " + code->arch + " (JIT)" : "cubin " + code->arch;
-  arch_ = best;
   return Status::ok();
 }
 

@@ -34,10 +34,8 @@ struct Device {
   /// the previous kernel's last blocks run, reads only weights until that
   /// kernel has finished, and its wait makes that kernel's writes visible.
   /// Never for a kernel that is not genc's (cuBLASLt's go through it).
-  /// With cluster > 1 (sm_90 and newer) the blocks run in clusters of that
-  /// many along x.
   Status launch(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned shared,
-                CUstream stream, void **args, const std::string &what, unsigned cluster = 1) const;
+                CUstream stream, void **args, const std::string &what) const;
   /// A driver call's result as a Status naming the call.
   Status check(CUresult r, const char *what) const {
     return r == CUDA_SUCCESS ? Status::ok() : Status::error(cuError(*api, r, what));
@@ -54,9 +52,6 @@ public:
   void unload();
   /// Where the code came from: "cubin sm_90", "PTX compute_80 (JIT)".
   const std::string &source() const { return source_; }
-  /// The architecture the loaded code was built for (90 for sm_90 or
-  /// compute_90): a kernel's sm_90-only paths exist where this is 90 or more.
-  int arch() const { return arch_; }
   Status function(const std::string &name, CUfunction &out) const;
   /// A `__device__` variable of the module (diagnostics); 0 where none.
   CUdeviceptr global(const std::string &name, size_t &bytes) const;
@@ -65,7 +60,6 @@ private:
   const DriverApi *api_ = nullptr;
   CUmodule mod_ = nullptr;
   std::string source_;
-  int arch_ = 0;
 };
 
 /// How a generated fused-body kernel is launched (codegen/CudaEmitter.h):

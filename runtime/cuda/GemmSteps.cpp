@@ -30,7 +30,6 @@ Status prepareGemv(const OpInfo &op, const KernelModule &mod, GemmStep &g) {
     for (int i = 0; i < 3; ++i)
       if (!mod.function(gemvMmaName(family, 16 << i), g.mma[i]))
         g.mma[i] = nullptr;
-  g.mmaClusters = mod.arch() >= 90;
   return Status::ok();
 }
 
@@ -46,7 +45,7 @@ std::string GemmStep::profileKind(const StepContext &ctx, const ProgramRun &run)
 
 Status GemmStep::launchFused(StepContext &ctx, CUfunction fn, CUdeviceptr out, unsigned grid, GencGemvPrologue &q,
                              unsigned shared, const std::string &name) {
-  GencGemvParams p{a, b, bias, out ? out : y, 1, shape.K, shape.N};
+  GencGemvParams p{a, b, bias, out ? out : y, 1, shape.K, shape.N, 0, 0, 1};
   void *args[] = {&p, &q};
   return ctx.dev->launch(fn, grid, 1, 1, kGemvThreads, 1, shared, ctx.stream, args, name);
 }
@@ -59,17 +58,16 @@ Status GemmStep::run(StepContext &ctx, const ProgramRun &run) {
   Status s = Status::ok();
   auto [withBefore, withThen] = choice(ctx, run);
   if (const int e = mmaEntry(ctx, M, withThen ? thenMma : mma); e >= 0) {
-    GencGemvParams p{a, b, bias, withThen ? thenOut : y, M, shape.K, shape.N};
+    GencGemvParams p{a, b, bias, withThen ? thenOut : y, M, shape.K, shape.N, ctx.gemvParts, ctx.gemvTickets, mmaSplit};
     void *args[] = {&p};
-    const int split = mmaClusters ? ctx.gemvMmaSplit : 1; // clusters: sm_90 code
-    const unsigned grid = static_cast<unsigned>((shape.N + kGemvMmaOutputs - 1) / kGemvMmaOutputs * split);
+    const unsigned grid = static_cast<unsigned>((shape.N + kGemvMmaOutputs - 1) / kGemvMmaOutputs * mmaSplit);
     s = ctx.dev->launch(withThen ? thenMma[e] : mma[e], grid, 1, 1, kGemvThreads, 1, 0, ctx.stream, args,
-                        "the tensor-core GEMV of " + what + (withThen ? " then '" + then->kernel.info().name + "'" : ""),
-                        static_cast<unsigned>(split));
+                        "the tensor-core GEMV of " + what +
+                            (withThen ? " then '" + then->kernel.info().name + "'" : ""));
   } else if (withBefore || withThen) {
     return runFused(ctx, run, withBefore, withThen);
   } else if (M >= 1 && M <= ctx.gemvRows && gemv[0]) {
-    GencGemvParams p{a, b, bias, y, M, shape.K, shape.N};
+    GencGemvParams p{a, b, bias, y, M, shape.K, shape.N, 0, 0, 1};
     void *args[] = {&p};
     int which = M <= 1 ? 0 : M <= 2 ? 1 : M <= 4 ? 2 : 3;
     unsigned grid = static_cast<unsigned>((shape.N + kGemvThreads / 32 - 1) / (kGemvThreads / 32));
@@ -127,6 +125,10 @@ Status gemmStep(const OpInfo &op, const ValueMap &vm, const KernelModule &mod, c
     if (Status s = prepareGemv(op, mod, *g); !s)
       return Status::error("plan op " + where + ": " + s.message());
   g->oneRow = g->gemv[0] != nullptr;
+  // Blocks splitting K where the product's groups leave SMs idle, with
+  // parts planned for every such product (planMemory).
+  if (g->mma[0] || g->mma[1] || g->mma[2])
+    g->mmaSplit = gemvMmaSplit(g->shape.N, g->shape.K, ctx.dev->smCount, ctx.gemvMmaSplit);
   if (ctx.gemv && fusedBefore)
     if (Status s = prepareBefore(vm, op, *fusedBefore, *fusedStepBefore, mod, *ctx.dev, *g); !s)
       return Status::error("plan op " + where + ": " + s.message());

@@ -52,6 +52,8 @@
   struct GencGemvParams {                                                                          \
     unsigned long long a, w, bias, y; /* a [M, K], w [N, K], bias [N], y [M, N] */                 \
     long long M, K, N;                                                                             \
+    unsigned long long parts, tickets; /* the tensor-core entries' K split: f32, u32 zero */      \
+    long long split;                  /* blocks splitting K (those entries; 0 or 1: none) */       \
   };                                                                                               \
   struct GencGemvPrologue {          /* the fused row kernel's symbols, then its pointers */     \
     long long sym[4];                                                                              \
@@ -78,7 +80,27 @@ constexpr int kGemvMmaRows = 64;   // the tensor-core entries' most rows
 /// 22 layers, 2026-12-07) they beat cuBLASLt by 1-1.5% at 2-8 rows, tied it
 /// at 16 and lost 8% at 32 (docs/decode-experiments.md).
 constexpr int64_t kGemvMmaRowsDefault = 16;
-constexpr int kGemvMmaOutputs = 32; // weight rows a block (or cluster) of them takes
+constexpr int kGemvMmaOutputs = 32; // weight rows a block (or the blocks splitting K) of them takes
+constexpr int kGemvMmaMaxSplit = 4;  // blocks splitting K at most
+/// A block's part of the sums where blocks split K: 64 rows x 32 f32 columns.
+constexpr int64_t kGemvMmaPartBytes = int64_t(kGemvMmaRows) * kGemvMmaOutputs * 4;
+
+/// The blocks that split K in a tensor-core GEMV of N weight rows (a GLU's
+/// gate and up together) and depth K on `sms` SMs — the shape's, never the
+/// rows': a row's sums must not depend on the batch. As many as fill the
+/// SMs at one block each (the entries take 158-206 registers a thread),
+/// leaving every warp at least 2 rounds of 32 k; `forced` (1 to 4,
+/// GENC_CUDA_GEMV_MMA_SPLIT: A/B runs and checks) for every product.
+inline int gemvMmaSplit(int64_t N, int64_t K, int sms, int forced) {
+  if (forced >= 1 && forced <= kGemvMmaMaxSplit)
+    return forced;
+  const int64_t groups = (N + kGemvMmaOutputs - 1) / kGemvMmaOutputs;
+  int64_t s = groups > 0 ? sms / groups : 1;
+  s = s < 1 ? 1 : s > kGemvMmaMaxSplit ? kGemvMmaMaxSplit : s;
+  while (s > 1 && K / 32 < 16 * s)
+    --s;
+  return static_cast<int>(s);
+}
 
 /// The tensor-core entry of `entry` (a family, or its GLU entry) for up to
 /// `rows` rows (16, 32 or 64).

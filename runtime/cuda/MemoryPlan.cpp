@@ -6,6 +6,7 @@
 #include "runtime/cuda/CudaExecutorImpl.h"
 
 #include "runtime/cuda/AttentionAbi.h"
+#include "runtime/cuda/GemvAbi.h"
 
 #include <algorithm>
 
@@ -69,6 +70,21 @@ Status CudaExecutor::planMemory(bool tree) {
     copier_.maxRecords = 2 * static_cast<int64_t>(kv.layers.size()) * std::max<int64_t>(kv.slots, 1);
     mem_.plan("reorder records", copier_.maxRecords * static_cast<int64_t>(sizeof(GencKvCopy)));
   }
+  // The tensor-core GEMVs' parts where blocks split K: for the split any
+  // 2-D weight would get, either way round (gemmStep picks by shape).
+  int64_t splitBlocks = 0, splitGroups = 0;
+  for (const Tensor &w : p.weights)
+    if (w.rank() == 2)
+      for (int n = 0; n < 2; ++n) {
+        const int64_t N = w.shape()[n], K = w.shape()[1 - n], groups = (N + kGemvMmaOutputs - 1) / kGemvMmaOutputs;
+        const int s = gemvMmaSplit(N, K, dev_.smCount, options_.gemvMmaSplit);
+        if (s > 1) {
+          splitBlocks = std::max(splitBlocks, groups * s);
+          splitGroups = std::max(splitGroups, groups);
+        }
+      }
+  mem_.plan("gemv parts", splitBlocks * kGemvMmaPartBytes);
+  mem_.plan("gemv tickets", splitGroups * 4);
   mem_.plan("greedy choices", maxRows * 12);
   greedyParts_ = std::clamp<int64_t>((p.model.vocabSize + kGreedyPartElements - 1) / kGreedyPartElements, 1,
                                      kGreedyMaxParts);

@@ -89,9 +89,8 @@ public:
   /// The tensor-core entries of 16, 32 and 64 rows (GemvAbi.h): the
   /// product's, and the one ending in the GLU `then`.
   CUfunction mma[3] = {}, thenMma[3] = {};
-  /// The module's code has the entries' cluster path (sm_90 code): else a
-  /// launch in clusters would run every block over all of K.
-  bool mmaClusters = false;
+  /// The blocks that split K in those entries (gemvMmaSplit, GemvAbi.h).
+  int mmaSplit = 1;
 
   /// Which of `entries` a run of M rows takes (0, 1, 2: up to 16, 32, 64
   /// rows), -1 for none: M above the one-row GEMV's rows, within

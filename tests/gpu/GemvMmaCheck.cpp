@@ -16,8 +16,9 @@
 // Then "rows alone": the first 3 rows of the M = 50 run on _mma64 must equal,
 // bit for bit, the M = 3 run on _mma16 (the executor relies on a row's
 // result not depending on the batch it shares a launch with).
-// On sm_90 the same again for M = 3, 17, 50 in clusters of 2, 3 and 4 blocks
-// that split K (GENC_CUDA_GEMV_MMA_SPLIT), rows alone within each.
+// The same again for M = 3, 17, 50 with 2, 3 and 4 blocks splitting K
+// (GemvAbi.h's gemvMmaSplit), rows alone within each, and every group's
+// ticket back at zero after the launch (the next launch counts from it).
 #include "GemvMmaCheck.h"
 
 #include "DeviceBuffers.h"
@@ -87,11 +88,14 @@ bool checkOp(const genrt::cuda::Device &dev, const genrt::Plan &plan, const genr
   };
   const Run runs[] = {{16, 2}, {16, 3}, {16, 9}, {16, 16}, {32, 17}, {32, 32}, {64, 33}, {64, 50}, {64, 64}};
   const Tensor a50 = randomTensor(rng, {50, K}, aStored); // the M = 50 run's a; M = 3 takes its first rows
+  const int64_t groups = (N + genrt::cuda::kGemvMmaOutputs - 1) / genrt::cuda::kGemvMmaOutputs;
+  if (!b.alloc(groups * genrt::cuda::kGemvMmaMaxSplit * genrt::cuda::kGemvMmaPartBytes, p.parts) ||
+      !b.alloc(groups * 4, p.tickets) || dev.api->cuMemsetD8(p.tickets, 0, groups * 4) != CUDA_SUCCESS)
+    return false;
   for (unsigned split : {1u, 2u, 3u, 4u}) {
-    if (split > 1 && mod.arch() < 90)
-      break; // the code has no cluster path
     std::vector<char> firstRows[2]; // y's first 3 rows: of M = 3 on _mma16, of M = 50 on _mma64
-    const std::string inSplit = split > 1 ? " in clusters of " + std::to_string(split) : "";
+    const std::string inSplit = split > 1 ? ", K split over " + std::to_string(split) + " blocks" : "";
+    p.split = split;
     for (const Run &r : runs) {
       if (split > 1 && r.M != 3 && r.M != 17 && r.M != 50)
         continue;
@@ -118,14 +122,16 @@ bool checkOp(const genrt::cuda::Device &dev, const genrt::Plan &plan, const genr
       void *args[] = {&p};
       const unsigned grid =
           static_cast<unsigned>((N + genrt::cuda::kGemvMmaOutputs - 1) / genrt::cuda::kGemvMmaOutputs * split);
-      if (genrt::Status st =
-              dev.launch(fn, grid, 1, 1, genrt::cuda::kGemvThreads, 1, 0, nullptr, args, row.name, split);
+      std::vector<unsigned> tickets(static_cast<size_t>(groups), 1u);
+      if (genrt::Status st = dev.launch(fn, grid, 1, 1, genrt::cuda::kGemvThreads, 1, 0, nullptr, args, row.name);
           !st || dev.api->cuCtxSynchronize() != CUDA_SUCCESS ||
-          dev.api->cuMemcpyDtoH(yDev.data<char>(), y, yDev.numBytes()) != CUDA_SUCCESS) {
+          dev.api->cuMemcpyDtoH(yDev.data<char>(), y, yDev.numBytes()) != CUDA_SUCCESS ||
+          dev.api->cuMemcpyDtoH(tickets.data(), p.tickets, groups * 4) != CUDA_SUCCESS) {
         row.status = "cuda error";
         rows.push_back(row);
         return false;
       }
+      const bool ticketsZero = std::all_of(tickets.begin(), tickets.end(), [](unsigned t) { return t == 0; });
       if (M == 3 || M == 50) {
         const char *bytes = yDev.data<char>();
         firstRows[M == 50].assign(bytes, bytes + 3 * N * static_cast<int64_t>(genrt::dtypeSize(yStored)));
@@ -150,7 +156,8 @@ bool checkOp(const genrt::cuda::Device &dev, const genrt::Plan &plan, const genr
           row.ok &= d <= bound;
         }
       row.elements = M * N;
-      row.status = row.ok ? "ok" : "MISMATCH";
+      row.ok &= ticketsZero;
+      row.status = row.ok ? "ok" : !ticketsZero ? "TICKETS NOT ZERO" : "MISMATCH";
       rows.push_back(row);
     }
     if (!firstRows[0].empty() && !firstRows[1].empty()) {

@@ -330,10 +330,10 @@ fusion_checks() {
 # 10) and 4 beams of them (16 rows). Against cuBLASLt on the same plan
 # (GENC_CUDA_GEMV_MMA=0) and the CPU's f32 tokens: the sequences equal to the
 # CPU's must be at least as many as cuBLASLt's (f16 near-ties part both from
-# f32 alike), so must the entries' in clusters of 3 blocks that split K
-# (GENC_CUDA_GEMV_MMA_SPLIT=3, the GLU entries too), and the profile must
-# show the entries ran (with the SwiGLU
-# after them on the SwiGLU models). gpucheck checks each entry element by
+# f32 alike), so must the entries' with K split over 3 blocks in every product
+# (GENC_CUDA_GEMV_MMA_SPLIT=3, the GLU entries too; the fixtures' shapes get
+# no split of their own), and the profile must show the entries ran (with
+# the SwiGLU after them on the SwiGLU models). gpucheck checks each entry element by
 # element (GemvMmaCheck.cpp).
 mma_check() {
   local fx=$1 dt=$2 plan base cfg cname args on off cpu n s
@@ -352,7 +352,7 @@ mma_check() {
     # shellcheck disable=SC2086
     GENC_CUDA_GEMV_MMA=0 "$BIN/genrun" "$plan" --device cuda --input "$W/mma.jsonl" --max-new-tokens 12 $args \
       > "$base.off" 2> "$base.off.err"
-    # shellcheck disable=SC2086 # clusters of 3 blocks splitting K (the GLU entries too)
+    # shellcheck disable=SC2086 # 3 blocks splitting K (the GLU entries too)
     GENC_CUDA_GEMV_MMA_SPLIT=3 "$BIN/genrun" "$plan" --device cuda --input "$W/mma.jsonl" --max-new-tokens 12 $args \
       > "$base.cl" 2> "$base.cl.err"
     # shellcheck disable=SC2086
@@ -371,7 +371,7 @@ print(g(sys.argv[1]), g(sys.argv[2]), g(sys.argv[4]))" "$base.on" "$base.off" "$
     [ "${on:--1}" -ge 0 ] && [ "$on" -ge "${off:-0}" ] && [ "${cl:--1}" -ge "${off:-0}" ] && [ "$n" -gt 0 ] || s=FAIL
     case $fx in llama | qwen3) grep -q "profile: decode gemm mma then fused" "$base.prof" || s=FAIL ;; esac
     [ $s = ok ] || failed
-    row "gemv mma $fx $dt $cname|$s|sequences equal to the CPU's: tensor cores ${on:-none}/4, in clusters of 3 ${cl:-none}/4, cuBLASLt ${off:-none}/4; decode kinds on the entries: $n"
+    row "gemv mma $fx $dt $cname|$s|sequences equal to the CPU's: tensor cores ${on:-none}/4, K split over 3 blocks ${cl:-none}/4, cuBLASLt ${off:-none}/4; decode kinds on the entries: $n"
   done
 }
 mma_checks() {

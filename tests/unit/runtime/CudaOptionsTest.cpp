@@ -115,15 +115,32 @@ TEST(CudaOptions, TensorCoreGemvRowsAndSplit) {
   EXPECT_EQ(read({}).gemvMmaRows, genrt::cuda::kGemvMmaRowsDefault);
   EXPECT_EQ(read({{"GENC_CUDA_GEMV_MMA", "0"}}).gemvMmaRows, 0); // cuBLASLt
   EXPECT_EQ(read({{"GENC_CUDA_GEMV_MMA", "100"}}).gemvMmaRows, genrt::cuda::kGemvMmaRows);
-  EXPECT_EQ(read({}).gemvMmaSplit, 1); // no clusters
+  EXPECT_EQ(read({}).gemvMmaSplit, 0); // by the product's shape
   EXPECT_EQ(read({{"GENC_CUDA_GEMV_MMA_SPLIT", "1"}}).gemvMmaSplit, 1);
   EXPECT_EQ(read({{"GENC_CUDA_GEMV_MMA_SPLIT", "2"}}).gemvMmaSplit, 2);
   EXPECT_EQ(read({{"GENC_CUDA_GEMV_MMA_SPLIT", "3"}}).gemvMmaSplit, 3);
   EXPECT_EQ(read({{"GENC_CUDA_GEMV_MMA_SPLIT", "4"}}).gemvMmaSplit, 4);
-  EXPECT_EQ(read({{"GENC_CUDA_GEMV_MMA_SPLIT", "5"}}).gemvMmaSplit, 1); // not a cluster size it takes
-  EXPECT_EQ(read({{"GENC_CUDA_GEMV_MMA_SPLIT", "two"}}).gemvMmaSplit, 1);
-  EXPECT_EQ(read({{"GENC_CUDA_GEMV_MMA_SPLIT", "0"}}).gemvMmaSplit, 1);
-  EXPECT_EQ(read({{"GENC_CUDA_GEMV_MMA_SPLIT", ""}}).gemvMmaSplit, 1);
+  EXPECT_EQ(read({{"GENC_CUDA_GEMV_MMA_SPLIT", "5"}}).gemvMmaSplit, 0); // not a split it takes: as unset
+  EXPECT_EQ(read({{"GENC_CUDA_GEMV_MMA_SPLIT", "two"}}).gemvMmaSplit, 0);
+  EXPECT_EQ(read({{"GENC_CUDA_GEMV_MMA_SPLIT", "0"}}).gemvMmaSplit, 0);
+  EXPECT_EQ(read({{"GENC_CUDA_GEMV_MMA_SPLIT", ""}}).gemvMmaSplit, 0);
+}
+
+// The split by shape: the 1.1B Llama's products on 132 SMs (an H100 or
+// H200) — the 2,048-wide O and down on 2 blocks a group, the rest alone —
+// a 576-wide model's within its rounds, the SMs' count never past 4, and a
+// forced split whatever the shape (the checks split the fixtures' products).
+TEST(CudaOptions, TensorCoreGemvSplitByShape) {
+  using genrt::cuda::gemvMmaSplit;
+  EXPECT_EQ(gemvMmaSplit(2048, 2048, 132, 0), 2);  // O: 64 groups
+  EXPECT_EQ(gemvMmaSplit(2048, 5632, 132, 0), 2);  // down
+  EXPECT_EQ(gemvMmaSplit(2560, 2048, 132, 0), 1);  // QKV: 80 groups
+  EXPECT_EQ(gemvMmaSplit(11264, 2048, 132, 0), 1); // gate and up
+  EXPECT_EQ(gemvMmaSplit(576, 576, 132, 0), 1);    // 18 rounds of 32 k: too few for 2 parts
+  EXPECT_EQ(gemvMmaSplit(576, 1536, 132, 0), 3);   // 48 rounds: 3 parts of 16
+  EXPECT_EQ(gemvMmaSplit(64, 8192, 132, 0), 4);    // 2 groups: at most 4
+  EXPECT_EQ(gemvMmaSplit(2560, 2048, 132, 3), 3);  // forced
+  EXPECT_EQ(gemvMmaSplit(2560, 64, 132, 3), 3);    // forced: even over 2 rounds
 }
 
 TEST(CudaOptions, ABadGemvFusionIsAnError) {
