@@ -302,6 +302,22 @@ def main() -> int:
             len(later), percentile(later, 50) * 1e3, percentile(later, 99) * 1e3))
     print("scheduler steps: %d (%.3f ms a step on average); ITL p99 / p50: %.2f" % (
         steps, wall / steps * 1e3 if steps else float("nan"), percentile(itl, 99) / percentile(itl, 50)))
+    # Where a step's time goes: decode rows only against steps with prompt
+    # pieces (the server's per-kind step histogram), and the engine's host
+    # work between forwards.
+    def delta(key: str) -> float:
+        return after.get(key, 0) - before.get(key, 0)
+    parts = []
+    for kind in ("decode", "prompt"):
+        n = delta('genc_step_seconds_count{kind="%s"}' % kind)
+        secs = delta('genc_step_seconds_sum{kind="%s"}' % kind)
+        part = "%s %d steps, %.3f ms each" % (
+            "decode rows only:" if kind == "decode" else "with prompt pieces:", n, secs / n * 1e3 if n else float("nan"))
+        if kind == "prompt" and n:
+            part += " (%.0f prompt tokens each)" % (delta("genc_step_prompt_tokens_total") / n)
+        parts.append(part)
+    print("steps by kind: %s; %s; host work after the forwards %.3f ms a step" % (
+        parts[0], parts[1], delta("genc_step_host_seconds_total") / steps * 1e3 if steps else float("nan")))
     if errors:
         print("errors (%d): %s" % (len(errors), errors[:5]))
         return 1

@@ -45,5 +45,15 @@ def prometheus_text(m: Dict[str, Any], http: Dict[Tuple[str, int], int], model: 
                       m["time_to_first_token"], label)
     out += _histogram("genc_inter_token_latency_seconds", "Between a request's steps that gave it tokens.",
                       m["inter_token_latency"], label)
-    out += _histogram("genc_step_seconds", "One scheduler step.", m["step_seconds"], label)
+    metric("genc_step_prompt_tokens_total", "counter", "Prompt tokens the steps ran beside the decode rows.",
+           [("", m["step_prompt_tokens"])])
+    metric("genc_step_host_seconds_total", "counter",
+           "The engine's host work after the steps' forwards (the searches' answers, the events).",
+           [("", "%.6f" % m["after_step_seconds"])])
+    # One family, by kind: a step of decode rows only (on the GPU a CUDA
+    # graph's replay) or one with prompt pieces (a prefill forward).
+    help_ = "One scheduler step, from its inputs to its forward's end, by kind."
+    for i, kind in enumerate(("decode", "prompt")):
+        lines = _histogram("genc_step_seconds", help_, m["step_seconds"][i], label + 'kind="%s",' % kind)
+        out += lines if i == 0 else lines[2:]
     return "\n".join(out) + "\n"

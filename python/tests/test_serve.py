@@ -348,6 +348,29 @@ def test_client_leaving_mid_stream_frees_its_slot(server):
         time.sleep(0.05)
 
 
+def test_step_metrics_by_kind(server):
+    """A greedy request of a 60-token prompt at 24 tokens a step: its prompt
+    in three steps with prompt pieces (24 + 24 + 12 tokens), then its 5 new
+    tokens' 4 decode steps (the first comes with the prompt's last piece);
+    the kinds add up to genc_steps_total."""
+    ids = list(range(100, 160))
+    m0 = server.metrics()
+    r = httpx.post(server.base + "/v1/completions", timeout=60,
+                   json={"prompt": ids, "max_tokens": 5, "temperature": 0, "ignore_eos": True})
+    assert r.status_code == 200 and r.json()["usage"]["completion_tokens"] == 5
+    m1 = server.metrics()
+
+    def d(key):
+        return m1.get(key, 0) - m0.get(key, 0)
+    kind = 'genc_step_seconds_count{model="tiny",kind="%s"}'
+    assert d(kind % "prompt") == 3 and d(kind % "decode") == 4, (d(kind % "prompt"), d(kind % "decode"))
+    assert d('genc_step_prompt_tokens_total{model="tiny"}') == 60
+    assert d('genc_steps_total{model="tiny"}') == 7
+    assert d('genc_step_seconds_sum{model="tiny",kind="prompt"}') > 0
+    assert d('genc_step_host_seconds_total{model="tiny"}') >= 0
+    assert m1['genc_step_seconds_bucket{model="tiny",kind="decode",le="+Inf"}'] == m1[kind % "decode"]
+
+
 def test_sigterm_drains(chat_plan):
     s = ServerProcess(chat_plan, "--step-tokens", "8", "--served-model-name", "tiny", env_path=STAGE)
     try:

@@ -344,9 +344,13 @@ bool Scheduler::step(std::vector<Event> &events) {
     metrics_.running.store(int64_t(running_.size()), std::memory_order_relaxed);
     return false;
   }
-  int64_t tokens = 0;
-  for (const Chunk &c : io_.chunks)
-    tokens += int64_t(c.tokens.size());
+  // (The decode rows' chunks come first, one each.)
+  int64_t tokens = 0, promptTokens = 0;
+  for (size_t c = 0; c < io_.chunks.size(); ++c) {
+    tokens += int64_t(io_.chunks[c].tokens.size());
+    if (int64_t(c) >= decodeTokens)
+      promptTokens += int64_t(io_.chunks[c].tokens.size());
+  }
 
   if (Status s = search::runStep(dec_, io_); !s) {
     // A failed forward leaves no request of the step in a known state.
@@ -385,7 +389,13 @@ bool Scheduler::step(std::vector<Event> &events) {
   }
   metrics_.steps.fetch_add(1, std::memory_order_relaxed);
   metrics_.stepTokens.fetch_add(uint64_t(tokens), std::memory_order_relaxed);
-  metrics_.stepSeconds.observe(std::chrono::duration<double>(now - t0).count());
+  const int kind = promptTokens > 0 ? 1 : 0;
+  metrics_.stepsByKind[kind].fetch_add(1, std::memory_order_relaxed);
+  metrics_.stepPromptTokens[kind].fetch_add(uint64_t(promptTokens), std::memory_order_relaxed);
+  metrics_.stepSeconds[kind].observe(std::chrono::duration<double>(now - t0).count());
+  metrics_.afterMicros.fetch_add(
+      uint64_t(std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - now).count()),
+      std::memory_order_relaxed);
   metrics_.running.store(int64_t(running_.size()), std::memory_order_relaxed);
   metrics_.slotsInUse.store(totalSlots_ - int64_t(free_.size()), std::memory_order_relaxed);
   {

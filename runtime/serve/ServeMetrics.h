@@ -43,7 +43,15 @@ struct ServeMetrics {
   std::atomic<uint64_t> promptTokens{0}, generatedTokens{0};
   std::atomic<int64_t> waiting{0}, running{0}, slotsInUse{0};
   std::atomic<uint64_t> steps{0}, stepTokens{0};
-  Histogram timeToFirstToken, interTokenLatency, stepSeconds;
+  Histogram timeToFirstToken, interTokenLatency;
+  /// The steps by kind: [0] decode rows only (on the GPU, a replayed CUDA
+  /// graph), [1] with prompt pieces (a @prefill forward over all the step's
+  /// tokens). A step's seconds run from its inputs' building to its
+  /// forward's end; `afterMicros` is the engine's host work after the
+  /// forwards (the searches' answers, the events), summed over every step.
+  std::array<Histogram, 2> stepSeconds;
+  std::array<std::atomic<uint64_t>, 2> stepsByKind{}, stepPromptTokens{};
+  std::atomic<uint64_t> afterMicros{0};
 };
 
 } // namespace serve
