@@ -253,4 +253,17 @@ int64_t CudaExecutor::graphKey(ChoiceKind choice) const {
          (choice == ChoiceKind::Beams ? beams : choice == ChoiceKind::Tokens ? tokenPasses_ : 0);
 }
 
+// A @prefill run's graph key (CudaGraphs.h's PrefillGraphs): what its
+// launches and copies take from the host beside the fixed buffers' contents
+// — the program, the decode key's token count and choice, the logit rows,
+// the attention tiles, the cross lengths and every symbol (in name order).
+std::vector<int64_t> CudaExecutor::prefillKey(const CompiledProgram &cp, const ProgramRun &run,
+                                              ChoiceKind choice) const {
+  std::vector<int64_t> key = {static_cast<int64_t>(reinterpret_cast<uintptr_t>(&cp)), graphKey(choice),
+                              staged_.rowCount, ctx_.tileCount, staged_.crossCount};
+  for (const auto &[name, value] : run.symbols)
+    key.push_back(value);
+  return key;
+}
+
 } // namespace genrt::cuda

@@ -35,10 +35,11 @@ constexpr int64_t kGemmWorkspace = 32 << 20;
 } // namespace
 
 CudaExecutor::CudaExecutor(std::shared_ptr<const Plan> plan, const CudaOptions &options)
-    : plan_(std::move(plan)), options_(options), mem_(dev_), graphs_(dev_) {}
+    : plan_(std::move(plan)), options_(options), mem_(dev_), graphs_(dev_), prefillGraphs_(dev_) {}
 
 CudaExecutor::~CudaExecutor() {
   graphs_.clear();
+  prefillGraphs_.clear();
   if (channel_)
     channel_->close();
   if (stream_)
@@ -225,12 +226,16 @@ Status CudaExecutor::init(NcclChannel *channel) {
     return Status::error("the plan holds its cross-attention cache as i8 but has no genc_cross_store_i8 kernel; "
                          "recompile it with this genc");
   useGraphs_ = options_.debug.graphs && !report_.stepCheck;
+  // (Not in a tree-attention group: its collectives were verified in the
+  // decode steps' graphs only.)
+  prefillGraphs_.enabled = useGraphs_ && options_.debug.prefillGraphs && !channel_;
   ctx_.syncEachStep = options_.debug.sync;
   ctx_.skipKinds = options_.debug.skipKinds;
   if (options_.debug.profile) {
     report_.profile = std::make_unique<StepProfile>();
     ctx_.profile = report_.profile.get();
     useGraphs_ = false;
+    prefillGraphs_.enabled = false;
   }
   return Status::ok();
 }
@@ -245,7 +250,10 @@ std::string CudaExecutor::choiceReport() const {
   return std::to_string(choiceRuns_) + " runs chose their tokens on the device, " + std::to_string(logitRuns_) +
          " copied their logits to the host; " +
          (step_.ready() ? "the step kernel ran " + std::to_string(step_.steps()) + " decode steps, one launch each"
-                        : "decode steps kernel by kernel: " + step_.why());
+                        : "decode steps kernel by kernel: " + step_.why()) +
+         (prefillGraphs_.enabled ? "; @prefill graphs: " + std::to_string(prefillGraphs_.captures) + " captured, " +
+                                       std::to_string(prefillGraphs_.replays) + " replayed"
+                                 : "");
 }
 
 // Whether every self-attention op's kernels read rows through the pairs
@@ -311,8 +319,12 @@ Status CudaExecutor::execute(const ProgramRun &run, ChoiceKind choice) {
   if (R > 0) // a prefill run that ends no chunk returns nothing
     ++(choice == ChoiceKind::Logits ? logitRuns_ : choiceRuns_);
   Status s = Status::ok();
+  const auto enqueueRun = [&] { return enqueue(cp, run, R, choice); };
   if (run.kind == ProgramKind::Decode && useGraphs_ && !ctx_.syncEachStep)
-    s = graphs_.replayOrCapture(graphKey(choice), stream_, [&] { return enqueue(cp, run, R, choice); });
+    s = graphs_.replayOrCapture({graphKey(choice)}, stream_, enqueueRun);
+  else if (std::vector<int64_t> key; prefillGraphs_.wants(run.kind == ProgramKind::Prefill, ctx_.syncEachStep) &&
+                                     prefillGraphs_.take(prefillKey(cp, run, choice), key))
+    s = prefillGraphs_.replayOrCapture(key, stream_, enqueueRun);
   else
     s = enqueue(cp, run, R, choice);
   if (s)

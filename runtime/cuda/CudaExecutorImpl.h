@@ -86,6 +86,7 @@ private:
   void takeChoices(int64_t R, int64_t *tokens, float *logprobs) const;
   Status enqueueChoice(const CompiledProgram &cp, int64_t R, ChoiceKind choice);
   int64_t graphKey(ChoiceKind choice) const;
+  std::vector<int64_t> prefillKey(const CompiledProgram &cp, const ProgramRun &run, ChoiceKind choice) const;
 
   // The run's host-side inputs as stage() laid them out in `staging_`.
   struct Staged {
@@ -107,6 +108,7 @@ private:
   std::vector<CUdeviceptr> weightPtr_;
   std::map<std::string, CompiledProgram> programs_;
   GraphCache graphs_;
+  PrefillGraphs prefillGraphs_;
   bool useGraphs_ = true;
   int64_t decodeReplays_ = 0; // decode steps replayed (the attention trace prints at the 8th)
   CUfunction greedyFn_ = nullptr, beamFn_ = nullptr, beamNormFn_ = nullptr, tokenFn_ = nullptr;

@@ -1,10 +1,9 @@
-// The decode steps' CUDA graphs (CudaGraphs.h): capture, instantiation,
-// replay.
+// The steps' CUDA graphs (CudaGraphs.h): capture, instantiation, replay.
 #include "runtime/cuda/CudaGraphs.h"
 
 namespace genrt::cuda {
 
-Status GraphCache::replayOrCapture(int64_t key, CUstream stream, const std::function<Status()> &enqueue) {
+Status GraphCache::replayOrCapture(const std::vector<int64_t> &key, CUstream stream, const std::function<Status()> &enqueue) {
   const DriverApi &a = *dev_.api;
   auto it = graphs_.find(key);
   if (it == graphs_.end()) {
@@ -14,19 +13,19 @@ Status GraphCache::replayOrCapture(int64_t key, CUstream stream, const std::func
       return s;
     Status s = enqueue();
     CUgraph graph = nullptr;
-    Status e = dev_.check(a.cuStreamEndCapture(stream, &graph), "capturing the decode step");
+    Status e = dev_.check(a.cuStreamEndCapture(stream, &graph), "capturing a step");
     if (!s)
       return s;
     if (!e)
       return e;
     CUgraphExec exec = nullptr;
-    Status i = dev_.check(a.cuGraphInstantiate(&exec, graph, 0), "instantiating the decode step's graph");
+    Status i = dev_.check(a.cuGraphInstantiate(&exec, graph, 0), "instantiating a step's graph");
     a.cuGraphDestroy(graph);
     if (!i)
       return i;
     it = graphs_.emplace(key, exec).first;
   }
-  return dev_.check(a.cuGraphLaunch(it->second, stream), "launching the decode step's graph");
+  return dev_.check(a.cuGraphLaunch(it->second, stream), "launching a step's graph");
 }
 
 void GraphCache::clear() {

@@ -69,6 +69,7 @@ Status readCudaOptions(CudaOptions &out) {
     out.cublasLt = v;
 
   d.graphs = !is("GENC_CUDA_GRAPHS", "0");
+  d.prefillGraphs = is("GENC_CUDA_PREFILL_GRAPHS", "1");
   d.sync = is("GENC_CUDA_SYNC", "1");
   d.profile = is("GENC_CUDA_PROFILE", "1");
   if (const char *skip = genrt::env::get("GENC_CUDA_SKIP")) {

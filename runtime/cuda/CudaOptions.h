@@ -22,6 +22,12 @@ struct CudaDebugOptions {
   /// GENC_CUDA_GRAPHS=0: every decode step launched kernel by kernel, not
   /// captured once per token count and replayed.
   bool graphs = true;
+  /// GENC_CUDA_PREFILL_GRAPHS=1: a @prefill run whose shape (its symbols,
+  /// logit rows, attention tiles and the token choice) came before is
+  /// captured as a graph and replayed after that (CudaExecutor.cpp): the
+  /// server's steps of decode rows with prompt pieces beside them repeat a
+  /// few shapes thousands of times.
+  bool prefillGraphs = false;
   /// GENC_CUDA_SYNC=1: a synchronisation after every step, so that an
   /// asynchronous error names its kernel (no graphs either).
   bool sync = false;

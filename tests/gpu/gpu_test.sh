@@ -27,6 +27,8 @@
 #                                              # CPU, gpucheck on their kernels
 #   bash tests/gpu/gpu_test.sh --mma               # the tensor-core GEMVs of 2-64 rows alone (batches and
 #                                              # beams of 16-bit plans against cuBLASLt and the CPU)
+#   bash tests/gpu/gpu_test.sh --prefill-graphs    # @prefill runs replayed from CUDA graphs
+#                                              # (GENC_CUDA_PREFILL_GRAPHS=1) against kernel by kernel
 #   bash tests/gpu/gpu_test.sh --beams             # beam search alone: the fixtures' beam goldens (llama,
 #                                              # processors, t5, bart), shared prompts and the beam rows
 #                                              # of --tokens
@@ -41,6 +43,7 @@ BEAMS_ONLY=0
 FUSION_ONLY=0
 NBITS_ONLY=0
 MMA_ONLY=0
+PGRAPH_ONLY=0
 case "${1-}" in
 --sanitize) SANITIZE=1 ;;
 --sanitize-only) SANITIZE=1; PARITY=0 ;;
@@ -51,8 +54,9 @@ case "${1-}" in
 --fusion) FUSION_ONLY=1 ;;
 --nbits) NBITS_ONLY=1 ;;
 --mma) MMA_ONLY=1 ;;
+--prefill-graphs) PGRAPH_ONLY=1 ;;
 "") ;;
-*) echo "usage: tests/gpu/gpu_test.sh [--sanitize | --sanitize-only | --quick | --rest | --tokens | --beams | --fusion | --nbits | --mma]" >&2; exit 2 ;;
+*) echo "usage: tests/gpu/gpu_test.sh [--sanitize | --sanitize-only | --quick | --rest | --tokens | --beams | --fusion | --nbits | --mma | --prefill-graphs]" >&2; exit 2 ;;
 esac
 . tools/packed.sh
 W=$(mktemp -d)
@@ -382,6 +386,42 @@ mma_checks() {
   job mma_check qwen3 f16
 }
 
+# @prefill runs from CUDA graphs (GENC_CUDA_PREFILL_GRAPHS=1): gpucheck's
+# server-like schedule (decode rows beside a prompt's pieces, one shape at
+# new positions) bit for bit against kernel by kernel; and genrun's batches
+# of equal prompts (a batch's prefill the shape of the one before), greedy
+# and seeded sampling, the same bytes out with the graphs on and off.
+pgraph_check() { # fixture dtype
+  local fx=$1 dt=$2 plan="$W/pg-$1-$2.plan" g a b n
+  "$BIN/genc" compile "tests/fixtures/$fx/model.onnx" --dtype "$dt" -o "$plan" --max-batch 4 --max-beams 1 \
+    --max-length 128 > "$OUT/pg-compile-$fx-$dt.log" 2>&1 || { row "prefill graphs $fx $dt|FAIL|genc compile"; failed; return; }
+  if g=$("$BIN/gpucheck" --prefill-graphs "$plan" 2>&1); then a=ok; else a=FAIL; failed; fi
+  row "prefill graphs $fx $dt, mixed steps|$a|$(echo "$g" | tail -1 | sed "s|$W/||")"
+  python3 -c "
+import random; random.seed(5)
+for i in range(12): print('{\"input_ids\": %s}' % [random.randrange(3, 900) for _ in range(21)])" > "$W/pg.jsonl"
+  for mode in greedy sample; do
+    local args=(--max-new-tokens 12)
+    [ $mode = sample ] && args+=(--do-sample --temperature 0.9 --top-k 40 --seed 7)
+    a=$(GENC_CUDA_PREFILL_GRAPHS=0 "$BIN/genrun" "$plan" --device cuda --input "$W/pg.jsonl" "${args[@]}" 2>&1 | md5sum)
+    b=$(GENC_CUDA_PREFILL_GRAPHS=1 "$BIN/genrun" "$plan" --device cuda --input "$W/pg.jsonl" "${args[@]}" 2>&1 | md5sum)
+    n=$(GENC_CUDA_PREFILL_GRAPHS=1 "$BIN/genrun" "$plan" --device cuda --input "$W/pg.jsonl" "${args[@]}" --stats 2>&1 \
+      >/dev/null | sed -n 's/.*@prefill graphs: \([0-9]* captured, [0-9]* replayed\).*/\1/p')
+    if [ "$a" = "$b" ] && [[ "$n" == "1 captured, 1 replayed" ]]; then
+      row "prefill graphs $fx $dt, batches $mode|ok|3 batches of 4 equal prompts: the same bytes on and off ($n)"
+    else
+      row "prefill graphs $fx $dt, batches $mode|FAIL|on ${b:0:8} off ${a:0:8} (${n:-no report})"; failed
+    fi
+  done
+}
+pgraph_checks() {
+  job pgraph_check llama f16
+  job pgraph_check llama f32
+  job pgraph_check qwen3 bf16
+  job pgraph_check gpt2 f16
+  job pgraph_check mistral f16
+}
+
 # Beams sharing their prompt (genc --max-new-tokens): the GPU reads the
 # prompt through (region, index) pairs (GENC_CUDA_SHARED_PROMPTS=0: copies). The
 # f32 fixtures against HF's goldens (the attend kernel too: GENC_CUDA_DECODE=0);
@@ -596,6 +636,7 @@ quick_set() {
   token_checks
   fusion_checks
   mma_checks
+  pgraph_checks
 }
 if [ $QUICK = 1 ]; then
   quick_set
@@ -615,6 +656,10 @@ if [ $FUSION_ONLY = 1 ]; then
 fi
 if [ $MMA_ONLY = 1 ]; then
   mma_checks
+  PARITY=0
+fi
+if [ $PGRAPH_ONLY = 1 ]; then
+  pgraph_checks
   PARITY=0
 fi
 if [ $NBITS_ONLY = 1 ]; then

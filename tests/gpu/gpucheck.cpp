@@ -27,6 +27,7 @@
 // executor's kernel, each element within its own bound (NBitsCheck.cpp).
 #include "GemvMmaCheck.h"
 #include "NBitsCheck.h"
+#include "PrefillGraphsCheck.h"
 
 #include "runtime/plan/Program.h"
 #include "runtime/cpu/FusedBody.h"
@@ -57,6 +58,7 @@ struct Options {
   int64_t tokens = 7, rows = 3;
   unsigned seed = 1;
   double tol = 1e-5;
+  bool prefillGraphs = false; // --prefill-graphs (PrefillGraphsCheck.h)
 };
 
 using genrt::Dim;
@@ -249,15 +251,28 @@ int main(int argc, char **argv) {
       o.rows = std::atoll(a.c_str() + 7);
     else if (a.rfind("--seed=", 0) == 0)
       o.seed = static_cast<unsigned>(std::atoll(a.c_str() + 7));
+    else if (a == "--prefill-graphs")
+      o.prefillGraphs = true;
     else if (a == "-h" || a == "--help") {
-      std::printf("usage: gpucheck MODEL.plan... [--tokens=7] [--rows=3] [--seed=1]\n");
+      std::printf("usage: gpucheck MODEL.plan... [--tokens=7] [--rows=3] [--seed=1]\n"
+                  "       gpucheck --prefill-graphs MODEL.plan...  (@prefill from CUDA graphs against kernel by "
+                  "kernel)\n");
       return 0;
+    } else if (a.rfind("--", 0) == 0) {
+      std::fprintf(stderr, "gpucheck: error: unknown option '%s' (see --help)\n", a.c_str());
+      return 2;
     } else
       models.push_back(a);
   }
   if (models.empty()) {
     std::fprintf(stderr, "gpucheck: error: give one or more plans (genc compile ... -o MODEL.plan)\n");
     return 2;
+  }
+  if (o.prefillGraphs) {
+    bool ok = true;
+    for (const std::string &path : models)
+      ok = gpucheck::checkPrefillGraphs(path) && ok;
+    return ok ? 0 : 1;
   }
   genrt::cuda::Device dev;
   if (genrt::Status st = genrt::cuda::Device::open(0, dev); !st) {

@@ -24,7 +24,7 @@ const char *const kNames[] = {
     "GENC_CUDA_GEMV",         "GENC_CUDA_GEMV_FUSION",    "GENC_CUDA_GEMV_MMA",   "GENC_CUDA_GEMV_MMA_SPLIT",
     "GENC_CUDA_GEMV_ROWS",    "GENC_CUDA_GRAPHS",
     "GENC_CUDA_MERGE_ROWS",   "GENC_CUDA_NBITS_GEMV_ROWS", "GENC_CUDA_NBITS_ROWS",
-    "GENC_CUDA_PREFILL",      "GENC_CUDA_PROFILE",        "GENC_CUDA_SHARED_PROMPTS", "GENC_CUDA_SKIP",
+    "GENC_CUDA_PREFILL",      "GENC_CUDA_PREFILL_GRAPHS", "GENC_CUDA_PROFILE",        "GENC_CUDA_SHARED_PROMPTS", "GENC_CUDA_SKIP",
     "GENC_CUDA_STREAM",       "GENC_CUDA_SYNC",           "GENC_CUDA_TOKENS",     "GENC_CUDA_TOKENS_CHECK",
     "GENC_NCCL_FIRST_RANK",   "GENC_NCCL_ID_FILE",        "GENC_NCCL_LIB",        "GENC_NCCL_RANKS",
     "GENC_NCCL_TIMEOUT_S",    "GENC_TREE_COMBINE",        "GENC_TREE_FORCE"};
@@ -163,6 +163,8 @@ TEST(CudaOptions, KernelPathsTakeOnlyTheirListedValues) {
   EXPECT_FALSE(read({{"GENC_CUDA_SHARED_PROMPTS", "0"}}).debug.sharedPrompts);
   EXPECT_FALSE(read({{"GENC_CUDA_GRAPHS", "0"}}).debug.graphs);
   EXPECT_TRUE(read({{"GENC_CUDA_GRAPHS", "1"}}).debug.graphs);
+  EXPECT_FALSE(read({}).debug.prefillGraphs);
+  EXPECT_TRUE(read({{"GENC_CUDA_PREFILL_GRAPHS", "1"}}).debug.prefillGraphs);
   EXPECT_TRUE(read({{"GENC_CUDA_SYNC", "1"}}).debug.sync);
   EXPECT_FALSE(read({{"GENC_CUDA_SYNC", "0"}}).debug.sync);
   EXPECT_TRUE(read({{"GENC_CUDA_PROFILE", "1"}}).debug.profile);
