@@ -273,9 +273,14 @@ def main() -> int:
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
-            proc.wait(60)
+            _, server_err = proc.communicate(timeout=60)
         except subprocess.TimeoutExpired:
             proc.kill()
+            server_err = ""
+    # What the server's executor said at close (A/B switches' reports).
+    for line in (server_err or "").splitlines():
+        if line.startswith("genrun: "):
+            print("server: " + line)
     steps = after.get("genc_steps_total", 0) - before.get("genc_steps_total", 0)
     rows = [("genrun serve", done, a.clients, tokens, wall, tokens / wall, percentile(ttft, 50) * 1e3,
              percentile(ttft, 99) * 1e3, percentile(itl, 50) * 1e3, percentile(itl, 99) * 1e3)]

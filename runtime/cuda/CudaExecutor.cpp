@@ -17,6 +17,7 @@
 #include "runtime/cuda/TreeExecutor.h"
 #include "runtime/cuda/WeightUpload.h"
 
+#include <cstdio>
 #include <cstring>
 
 namespace genrt {
@@ -38,6 +39,10 @@ CudaExecutor::CudaExecutor(std::shared_ptr<const Plan> plan, const CudaOptions &
     : plan_(std::move(plan)), options_(options), mem_(dev_), graphs_(dev_), prefillGraphs_(dev_) {}
 
 CudaExecutor::~CudaExecutor() {
+  if (prefillGraphs_.enabled) // an A/B switch: what it did goes to stderr, as GENC_CUDA_PROFILE's table
+    std::fprintf(stderr, "genrun: @prefill graphs: %lld captured, %lld replayed, %lld runs kernel by kernel\n",
+                 static_cast<long long>(prefillGraphs_.captures), static_cast<long long>(prefillGraphs_.replays),
+                 static_cast<long long>(prefillGraphs_.eager));
   graphs_.clear();
   prefillGraphs_.clear();
   if (channel_)

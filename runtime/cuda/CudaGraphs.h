@@ -41,7 +41,7 @@ private:
 /// are kept; past that a new shape runs kernel by kernel.
 class PrefillGraphs {
 public:
-  static constexpr size_t kMaxGraphs = 32, kMaxSeen = 4096;
+  static constexpr size_t kMaxGraphs = 64, kMaxSeen = 4096;
   explicit PrefillGraphs(const Device &dev) : graphs_(dev) {}
   bool enabled = false;
 
@@ -52,8 +52,10 @@ public:
     if (!graphs_.has(key)) {
       if (seen_.size() >= kMaxSeen)
         seen_.clear();
-      if (++seen_[key] < 2 || graphs_.size() >= kMaxGraphs)
+      if (++seen_[key] < 2 || graphs_.size() >= kMaxGraphs) {
+        ++eager;
         return false;
+      }
       seen_.erase(key);
     }
     out = std::move(key);
@@ -67,7 +69,9 @@ public:
     return s;
   }
   size_t size() const { return graphs_.size(); }
-  int64_t captures = 0, replays = 0; // runs that captured a graph, that replayed one (--stats)
+  // Runs that captured a graph, that replayed one, that ran kernel by
+  // kernel (--stats; printed at close).
+  int64_t captures = 0, replays = 0, eager = 0;
   void clear() { graphs_.clear(); }
 
 private:
