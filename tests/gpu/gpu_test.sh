@@ -399,13 +399,13 @@ pgraph_check() { # fixture dtype
   row "prefill graphs $fx $dt, mixed steps|$a|$(echo "$g" | tail -1 | sed "s|$W/||")"
   python3 -c "
 import random; random.seed(5)
-for i in range(12): print('{\"input_ids\": %s}' % [random.randrange(3, 900) for _ in range(21)])" > "$W/pg.jsonl"
+for i in range(12): print('{\"input_ids\": %s}' % [random.randrange(3, 900) for _ in range(21)])" > "$W/pg-$fx-$dt.jsonl"
   for mode in greedy sample; do
     local args=(--max-new-tokens 12)
     [ $mode = sample ] && args+=(--do-sample --temperature 0.9 --top-k 40 --seed 7)
-    a=$(GENC_CUDA_PREFILL_GRAPHS=0 "$BIN/genrun" "$plan" --device cuda --input "$W/pg.jsonl" "${args[@]}" 2>/dev/null | md5sum)
-    b=$(GENC_CUDA_PREFILL_GRAPHS=1 "$BIN/genrun" "$plan" --device cuda --input "$W/pg.jsonl" "${args[@]}" 2>/dev/null | md5sum)
-    n=$(GENC_CUDA_PREFILL_GRAPHS=1 "$BIN/genrun" "$plan" --device cuda --input "$W/pg.jsonl" "${args[@]}" --stats 2>&1 \
+    a=$(GENC_CUDA_PREFILL_GRAPHS=0 "$BIN/genrun" "$plan" --device cuda --input "$W/pg-$fx-$dt.jsonl" "${args[@]}" 2>/dev/null | md5sum)
+    b=$(GENC_CUDA_PREFILL_GRAPHS=1 "$BIN/genrun" "$plan" --device cuda --input "$W/pg-$fx-$dt.jsonl" "${args[@]}" 2>/dev/null | md5sum)
+    n=$(GENC_CUDA_PREFILL_GRAPHS=1 "$BIN/genrun" "$plan" --device cuda --input "$W/pg-$fx-$dt.jsonl" "${args[@]}" --stats 2>&1 \
       >/dev/null | sed -n 's/.*@prefill graphs: \([0-9]* captured, [0-9]* replayed\).*/\1/p')
     if [ "$a" = "$b" ] && [[ "$n" == "1 captured, 1 replayed" ]]; then
       row "prefill graphs $fx $dt, batches $mode|ok|3 batches of 4 equal prompts: the same bytes on and off ($n)"
