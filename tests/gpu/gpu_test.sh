@@ -406,7 +406,7 @@ for i in range(12): print('{\"input_ids\": %s}' % [random.randrange(3, 900) for 
     a=$(GENC_CUDA_PREFILL_GRAPHS=0 "$BIN/genrun" "$plan" --device cuda --input "$W/pg-$fx-$dt.jsonl" "${args[@]}" 2>/dev/null | md5sum)
     b=$(GENC_CUDA_PREFILL_GRAPHS=1 "$BIN/genrun" "$plan" --device cuda --input "$W/pg-$fx-$dt.jsonl" "${args[@]}" 2>/dev/null | md5sum)
     n=$(GENC_CUDA_PREFILL_GRAPHS=1 "$BIN/genrun" "$plan" --device cuda --input "$W/pg-$fx-$dt.jsonl" "${args[@]}" --stats 2>&1 \
-      >/dev/null | sed -n 's/.*@prefill graphs: \([0-9]* captured, [0-9]* replayed\).*/\1/p')
+      >/dev/null | sed -n 's/.*@prefill graphs: \([0-9]* captured, [0-9]* replayed\).*/\1/p' | head -1)
     if [ "$a" = "$b" ] && [[ "$n" == "1 captured, 1 replayed" ]]; then
       row "prefill graphs $fx $dt, batches $mode|ok|3 batches of 4 equal prompts: the same bytes on and off ($n)"
     else
