@@ -131,8 +131,7 @@ public:
     d["inter_token_latency"] = hist(m.interTokenLatency);
     // By kind: decode rows only, with prompt pieces (ServeMetrics.h).
     d["step_seconds"] = py::make_tuple(hist(m.stepSeconds[0]), hist(m.stepSeconds[1]));
-    d["steps_by_kind"] = py::make_tuple(m.stepsByKind[0].load(), m.stepsByKind[1].load());
-    d["step_prompt_tokens"] = m.stepPromptTokens[1].load();
+    d["step_prompt_tokens"] = m.stepPromptTokens.load();
     d["after_step_seconds"] = double(m.afterMicros.load()) * 1e-6;
     return d;
   }

@@ -389,10 +389,8 @@ bool Scheduler::step(std::vector<Event> &events) {
   }
   metrics_.steps.fetch_add(1, std::memory_order_relaxed);
   metrics_.stepTokens.fetch_add(uint64_t(tokens), std::memory_order_relaxed);
-  const int kind = promptTokens > 0 ? 1 : 0;
-  metrics_.stepsByKind[kind].fetch_add(1, std::memory_order_relaxed);
-  metrics_.stepPromptTokens[kind].fetch_add(uint64_t(promptTokens), std::memory_order_relaxed);
-  metrics_.stepSeconds[kind].observe(std::chrono::duration<double>(now - t0).count());
+  metrics_.stepPromptTokens.fetch_add(uint64_t(promptTokens), std::memory_order_relaxed);
+  metrics_.stepSeconds[promptTokens > 0 ? 1 : 0].observe(std::chrono::duration<double>(now - t0).count());
   metrics_.afterMicros.fetch_add(
       uint64_t(std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - now).count()),
       std::memory_order_relaxed);

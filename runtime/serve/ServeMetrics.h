@@ -47,11 +47,12 @@ struct ServeMetrics {
   /// The steps by kind: [0] decode rows only (on the GPU, a replayed CUDA
   /// graph), [1] with prompt pieces (a @prefill forward over all the step's
   /// tokens). A step's seconds run from its inputs' building to its
-  /// forward's end; `afterMicros` is the engine's host work after the
-  /// forwards (the searches' answers, the events), summed over every step.
+  /// forward's end (their counts are the steps of each kind);
+  /// `stepPromptTokens` the prompt tokens the [1] steps ran; `afterMicros`
+  /// the engine's host work after the forwards (the searches' answers, the
+  /// events), summed over every step.
   std::array<Histogram, 2> stepSeconds;
-  std::array<std::atomic<uint64_t>, 2> stepsByKind{}, stepPromptTokens{};
-  std::atomic<uint64_t> afterMicros{0};
+  std::atomic<uint64_t> stepPromptTokens{0}, afterMicros{0};
 };
 
 } // namespace serve

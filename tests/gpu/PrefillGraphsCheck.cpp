@@ -2,6 +2,7 @@
 #include "PrefillGraphsCheck.h"
 
 #include "runtime/Runtime.h"
+#include "tests/serve/SeededTokens.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -15,18 +16,7 @@ using genrt::ChoiceAnswer;
 using genrt::ChoiceRequest;
 using genrt::Chunk;
 using genrt::Status;
-
-std::vector<int64_t> ids(int64_t n, uint64_t seed, int64_t vocab) {
-  std::vector<int64_t> t;
-  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
-  for (int64_t i = 0; i < n; ++i) {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 29;
-    t.push_back(int64_t(x % uint64_t(vocab - 4)) + 3);
-  }
-  return t;
-}
+using genc_tests::seededTokens;
 
 // The schedule's logits, step after step, on a decoder opened with the
 // graphs on or off; `report` gets the decoder's choice report.
@@ -53,18 +43,20 @@ Status runSchedule(const std::string &path, bool graphs, std::vector<std::vector
   };
   for (int32_t s = 0; s < dec.maxSlots(); ++s)
     dec.resetSlot(s);
-  if (Status s = forward({Chunk{0, ids(5, 1, V)}, Chunk{1, ids(4, 2, V)}, Chunk{2, ids(3, 3, V)}}); !s)
+  if (Status s = forward({Chunk{0, seededTokens(5, 1, V)}, Chunk{1, seededTokens(4, 2, V)},
+                          Chunk{2, seededTokens(3, 3, V)}});
+      !s)
     return s;
   // Two prompts in slot 3, one after the other, each in 6 pieces beside the
   // three decode rows: 12 runs of one shape (3 + P tokens, 4 logit rows).
   uint64_t seed = 100;
   for (int prompt = 0; prompt < 2; ++prompt) {
     dec.resetSlot(3);
-    const std::vector<int64_t> p = ids(6 * P, 50 + prompt, V);
+    const std::vector<int64_t> p = seededTokens(6 * P, 50 + prompt, V);
     for (int64_t piece = 0; piece < 6; ++piece) {
       std::vector<Chunk> cs;
       for (int32_t slot = 0; slot < 3; ++slot)
-        cs.push_back(Chunk{slot, ids(1, seed++, V)});
+        cs.push_back(Chunk{slot, seededTokens(1, seed++, V)});
       cs.push_back(Chunk{3, {p.begin() + piece * P, p.begin() + (piece + 1) * P}});
       if (Status s = forward(cs); !s)
         return s;

@@ -10,6 +10,7 @@
 // logits compared bit for bit. Prints the first differing value and exits
 // 1, or one line per plan and exits 0.
 #include "runtime/Runtime.h"
+#include "tests/serve/SeededTokens.h"
 
 #include <cstdio>
 #include <cstring>
@@ -21,15 +22,7 @@ using namespace genrt;
 namespace {
 
 std::vector<int64_t> tokens(int64_t n, int64_t seed, int64_t vocab) {
-  std::vector<int64_t> t;
-  uint64_t x = uint64_t(seed) * 0x9E3779B97F4A7C15ull + 1;
-  for (int64_t i = 0; i < n; ++i) {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 29;
-    t.push_back(int64_t(x % uint64_t(vocab - 4)) + 3);
-  }
-  return t;
+  return genc_tests::seededTokens(n, uint64_t(seed), vocab);
 }
 
 int64_t argmax(const float *row, int64_t v) {
