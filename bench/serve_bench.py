@@ -27,6 +27,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from typing import Dict, List, Tuple
@@ -74,6 +75,12 @@ def start_server(a: argparse.Namespace, port: int) -> subprocess.Popen:
         try:
             with urllib.request.urlopen("http://127.0.0.1:%d/health" % port, timeout=2) as r:
                 if r.status == 200:
+                    # Drained as it comes: a server that writes much to stderr must
+                    # never block on a full pipe while the clients wait for it.
+                    proc.err_lines = []
+                    proc.err_reader = threading.Thread(target=lambda: proc.err_lines.extend(proc.stderr),
+                                                       daemon=True)
+                    proc.err_reader.start()
                     return proc
         except OSError:
             time.sleep(0.2)
@@ -273,14 +280,14 @@ def main() -> int:
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
-            _, server_err = proc.communicate(timeout=60)
+            proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
             proc.kill()
-            server_err = ""
+        proc.err_reader.join(timeout=5)
     # What the server's executor said at close (A/B switches' reports).
-    for line in (server_err or "").splitlines():
+    for line in proc.err_lines:
         if line.startswith("genrun: "):
-            print("server: " + line)
+            print("server: " + line.rstrip("\n"))
     steps = after.get("genc_steps_total", 0) - before.get("genc_steps_total", 0)
     rows = [("genrun serve", done, a.clients, tokens, wall, tokens / wall, percentile(ttft, 50) * 1e3,
              percentile(ttft, 99) * 1e3, percentile(itl, 50) * 1e3, percentile(itl, 99) * 1e3)]
