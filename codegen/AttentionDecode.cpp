@@ -334,15 +334,9 @@ static __device__ void genc_attn_decode_fma(const GencAttnParams &p) {
 template <int BF16>
 static __device__ __forceinline__ void genc_mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
   if (BF16)
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                 "{%0,%1,%2,%3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    genc_mma<genc_bf16>::run(d, a[0], a[1], a[2], a[3], b0, b1);
   else
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                 "{%0,%1,%2,%3};\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    genc_mma<genc_f16>::run(d, a[0], a[1], a[2], a[3], b0, b1);
 }
 
 // ---- decode from registers (C::DREG) -------------------------------------

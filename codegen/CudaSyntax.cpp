@@ -20,6 +20,26 @@ struct genc_f16 { typedef unsigned short S; static __device__ __forceinline__ fl
                   static __device__ __forceinline__ S st(float f) { return genc_f2h(f); } };
 struct genc_bf16 { typedef unsigned short S; static __device__ __forceinline__ float ld(S v) { return genc_bf2f(v); }
                    static __device__ __forceinline__ S st(float f) { return genc_f2bf(f); } };
+// d += A . B on the tensor cores (sm_80+): mma.m16n8k16 of T (genc_f16 or
+// genc_bf16) with f32 sums, every kernel's one form of it. a0..a3, b0, b1 as
+// PTX lays them out: a0 row g, k 2q, 2q + 1; a1 row g + 8; a2, a3 the same at
+// k + 8; b0 k 2q, 2q + 1 of column g; b1 at k + 8; d rows g, g + 8, columns
+// 2q, 2q + 1 (g = lane / 4, q = lane % 4).
+template <typename T> struct genc_mma;
+template <> struct genc_mma<genc_f16> {
+  static __device__ __forceinline__ void run(float (&d)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3,
+                                             unsigned b0, unsigned b1) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  }
+};
+template <> struct genc_mma<genc_bf16> {
+  static __device__ __forceinline__ void run(float (&d)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3,
+                                             unsigned b0, unsigned b1) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  }
+};
 // An i8 cross cache's codes (runtime/kv/Int8Rows.h): ld gives the code, which
 // the reader multiplies by its row's scale; st is unused (the cache is
 // written by genc_cross_store_i8).

@@ -176,21 +176,13 @@ static __device__ void genc_gemv(const GencGemvParams &p, const GencGemvPrologue
 // shared memory, then the parts in part order through global memory. A
 // row's sums never meet another row's: its y is the same whatever else the
 // launch holds.
-template <typename A> struct genc_gemv_mma_op;
-template <> struct genc_gemv_mma_op<genc_f16> {
+// One k16 tile of rows g, g + 8 (xl, xh: k 0..7) against b0, b1: half 0
+// takes A's words of k 2q.., half 1 the next.
+template <typename A> struct genc_gemv_mma_op {
   static __device__ __forceinline__ void run(float (&d)[4], const uint4 &xl, const uint4 &xh, unsigned b0, unsigned b1,
                                              int half) {
     const unsigned a0 = half ? xl.z : xl.x, a1 = half ? xh.z : xh.x, a2 = half ? xl.w : xl.y, a3 = half ? xh.w : xh.y;
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-  }
-};
-template <> struct genc_gemv_mma_op<genc_bf16> {
-  static __device__ __forceinline__ void run(float (&d)[4], const uint4 &xl, const uint4 &xh, unsigned b0, unsigned b1,
-                                             int half) {
-    const unsigned a0 = half ? xl.z : xl.x, a1 = half ? xh.z : xh.x, a2 = half ? xl.w : xl.y, a3 = half ? xh.w : xh.y;
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+    genc_mma<A>::run(d, a0, a1, a2, a3, b0, b1);
   }
 };
 

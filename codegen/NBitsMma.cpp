@@ -20,24 +20,6 @@ static __device__ __forceinline__ unsigned genc_fbits(float f) {
   asm("mov.b32 %0, %1;" : "=r"(u) : "f"(f));
   return u;
 }
-// d += A . B, mma.m16n8k16 with f32 sums: a0..a3 and b0, b1 as PTX lays
-// them out (a0: row g, k 2q, 2q + 1; a1: row g + 8; a2, a3: k + 8; b0: k 2q,
-// 2q + 1 of column g; b1: k + 8; d: rows g, g + 8, columns 2q, 2q + 1).
-template <typename A> struct genc_nbits_mma;
-template <> struct genc_nbits_mma<genc_f16> {
-  static __device__ __forceinline__ void run(float (&d)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3,
-                                             unsigned b0, unsigned b1) {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-  }
-};
-template <> struct genc_nbits_mma<genc_bf16> {
-  static __device__ __forceinline__ void run(float (&d)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3,
-                                             unsigned b0, unsigned b1) {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-  }
-};
 )";
 }
 
@@ -131,8 +113,8 @@ static __device__ __forceinline__ void genc_nbits_tile(float (&acc)[4], uint4 xl
                     genc_prmt(xh.y, xh.w, 0x7632u));
   }
   float d[4] = {0.f, 0.f, 0.f, 0.f};
-  genc_nbits_mma<A>::run(d, xl.x, xh.x, xl.y, xh.y, b.x, b.y);
-  genc_nbits_mma<A>::run(d, xl.z, xh.z, xl.w, xh.w, b.z, b.w);
+  genc_mma<A>::run(d, xl.x, xh.x, xl.y, xh.y, b.x, b.y);
+  genc_mma<A>::run(d, xl.z, xh.z, xl.w, xh.w, b.z, b.w);
   acc[0] += d[0] * s0;
   acc[1] += d[1] * s1;
   acc[2] += d[2] * s0;

@@ -5,9 +5,10 @@
 
 namespace genc {
 
-/// The device-only primitives the template calls (an mma, prmt, an f16x2
-/// subtraction): emitted before the ABI, where a host emulation of the
-/// templates (tests/tools/emulate_nbits_kernels.py) puts its own.
+/// The device-only primitives the template calls besides the prelude's
+/// genc_mma (prmt, an f16x2 subtraction): emitted before the ABI, where a
+/// host emulation of the templates (tests/tools/emulate_nbits_kernels.py)
+/// puts its own, genc_mma's too.
 const char *nbitsMmaPrimitives();
 
 /// The template genc_gemvq_mma and its helpers, portable C++ over the

@@ -327,16 +327,14 @@ template <> struct genc_mma_of<genc_f16> {
   static constexpr bool OK = true;
   static __device__ __forceinline__ void tile(float (&d)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0,
                                               unsigned b1) {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+    genc_mma<genc_f16>::run(d, a0, a1, a2, a3, b0, b1);
   }
 };
 template <> struct genc_mma_of<genc_bf16> {
   static constexpr bool OK = true;
   static __device__ __forceinline__ void tile(float (&d)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0,
                                               unsigned b1) {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+    genc_mma<genc_bf16>::run(d, a0, a1, a2, a3, b0, b1);
   }
 };
 template <typename A, typename B> struct genc_same { static constexpr bool V = false; };

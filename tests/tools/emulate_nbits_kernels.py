@@ -100,10 +100,10 @@ static float __shfl_xor_sync(unsigned, float v, int o) {
 }
 static void __syncthreads() { gBlock->arrive_and_wait(); }
 static uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return uint4{x, y, z, w}; }
-// The tensor-core primitives (codegen/NBitsMma.cpp's device ones): prmt's
-// default mode, an f16x2 subtraction, a float's bits, and the warp's
-// m16n8k16 mma from every lane's fragments (PTX's layout; sums in double,
-// then added to d in f32).
+// The tensor-core primitives (codegen/NBitsMma.cpp's device ones and the
+// prelude's genc_mma): prmt's default mode, an f16x2 subtraction, a float's
+// bits, and the warp's m16n8k16 mma from every lane's fragments (PTX's
+// layout; sums in double, then added to d in f32).
 static unsigned genc_prmt(unsigned x, unsigned y, unsigned s) {
   const unsigned long long b = (unsigned long long)y << 32 | x;
   unsigned d = 0;
@@ -116,7 +116,7 @@ static unsigned genc_hsub2(unsigned x, unsigned y) {
   return lo | hi << 16;
 }
 static unsigned genc_fbits(float f) { unsigned u; std::memcpy(&u, &f, 4); return u; }
-template <typename A> struct genc_nbits_mma {
+template <typename A> struct genc_mma {
   static void run(float (&d)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1) {
     Warp &w = gWarps[threadIdx.x >> 5];
     const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
