@@ -121,81 +121,157 @@ static __device__ __forceinline__ void genc_nbits_tile(float (&acc)[4], uint4 xl
   acc[3] += d[3] * s1;
 }
 
-// y[M, N] for 9 to 16 MR rows on tensor cores (grid (ceil(N / 8), ceil(M /
-// (16 MR))), block 256): block (x, y) runs columns 8x .. 8x + 7 for rows 16 MR
-// y on; its 8 warps split K in rounds of 32 (warp w: rounds w, w + 8, ...).
-// In a round lane (g, q) = (lane / 4, lane % 4) takes codes 32r + 8q .. + 7 of
-// column 8x + g as B and the same k of rows g and g + 8 of each 16-row tile
-// as A: two mma sum one block's 32 products exactly, and the block's scales
-// of the lane's D columns (2q, 2q + 1) multiply that partial in f32. The
-// warps' sums meet in shared memory, added in warp order.
+// y[M, N] for up to 16 MR rows on tensor cores.
+//   grid (S ceil(N / 64)), block 256 = 8 warps: block x takes columns
+//   64 (x / S) .. + 63 over part x % S of K (S = p.split, by the product's
+//   shape, never by M), warp w its columns 64 (x / S) + 8w .. + 7.
+//   parts: f32 [groups, S, MR, 256, 4]; tickets: u32 [groups], zero.
+// The block puts a's rows of CH = 4 rounds (128 k) in shared memory (two
+// buffers: the next chunk loads while this one computes), so a comes from
+// L2 once per 64 columns — M / 16 of the codes' bytes at 4 bits — where a
+// block of 8 columns read it once per 8 (16x the codes at 32 rows). A warp
+// runs every round of its part in order, U rounds of codes, scales and zero
+// points in flight. In a round lane (g, q) = (lane / 4, lane % 4) takes codes
+// 32r + 8q .. + 7 of its column g as B and the same k of rows g and g + 8 of
+// each 16-row tile as A: two mma sum one block's 32 products exactly, and
+// the block's scales of the lane's D columns (2q, 2q + 1) multiply that
+// partial in f32. A warp's columns are its own (no sums between warps);
+// where S > 1 each block puts its sums in p.parts and the last of a group's
+// blocks to finish (a ticket) adds them in part order, so a row's sums never
+// depend on the rows beside it or on which block ends last.
 template <typename A, typename S, typename Y, int BITS, int BS, int ZP, int MR>
 static __device__ void genc_gemvq_mma(const GencNBitsParams &p) {
-  constexpr int WARPS = 8, BLOB = BS * BITS / 8, U = 4;
-  __shared__ float part[WARPS - 1][MR][4][32];
+  constexpr int WARPS = 8, BLOB = BS * BITS / 8, CH = 4, U = BITS == 4 ? 16 : 8, NCH = U / CH;
+  constexpr int AST = CH * 32 + 32; // a chunk row: 128 values and 32 of padding (rows g, g + 1 on other banks)
+  typedef typename A::S AS;
+  __shared__ uint4 asw[2][16 * MR * AST * sizeof(AS) / 16];
+  __shared__ bool last;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, q = lane & 3;
-  const long long n0 = (long long)blockIdx.x * 8, m0 = (long long)blockIdx.y * 16 * MR;
-  const long long blocks = (p.K + BS - 1) / BS, rounds = (p.K + 31) / 32;
+  const long long SP = p.split > 1 ? p.split : 1, group = blockIdx.x / SP, part = blockIdx.x % SP;
+  const long long n0 = group * 64 + warp * 8;
+  const long long blocks = (p.K + BS - 1) / BS, rounds = (p.K + 31) / 32, chunks = (rounds + CH - 1) / CH;
+  const long long c0 = part * chunks / SP, c1 = (part + 1) * chunks / SP; // this block's chunks
+  const long long r0 = c0 * CH, r1 = c1 * CH < rounds ? c1 * CH : rounds;  // and rounds
   // columns past N read column N - 1; their sums are not stored
   const long long nb = n0 + g < p.N ? n0 + g : p.N - 1;
   const long long ns0 = n0 + 2 * q < p.N ? n0 + 2 * q : p.N - 1, ns1 = n0 + 2 * q + 1 < p.N ? n0 + 2 * q + 1 : p.N - 1;
   const unsigned char *col = (const unsigned char *)p.codes + nb * blocks * BLOB;
   const typename S::S *sc = (const typename S::S *)p.scales;
-  const bool vec = ((p.a | (unsigned long long)(p.K * sizeof(typename A::S))) & 15) == 0;
+  const bool vec = ((p.a | (unsigned long long)(p.K * sizeof(AS))) & 15) == 0;
   float acc[MR][4];
 #pragma unroll
   for (int t = 0; t < MR; ++t)
 #pragma unroll
     for (int i = 0; i < 4; ++i) acc[t][i] = 0.f;
-  bool waited = false;
-  for (long long r0 = warp; r0 < rounds; r0 += WARPS * U) {
-    unsigned c[U][2] = {};
+  // The ring: slot u holds the rounds r0 + u, r0 + u + U, ...
+  unsigned cr[U][2];
+  float s0r[U], s1r[U];
+  int zr[U];
 #pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const long long r = r0 + (long long)u * WARPS;
-      if (r < rounds)
-        genc_nbits_codes<BITS, BS>(col, r, q, c[u]);
+  for (int u = 0; u < U; ++u) {
+    const long long r = r0 + u;
+    if (r < r1) { // the weights stream before the wait: the kernel before writes only a
+      const long long j = (r * 32) / BS;
+      genc_nbits_codes<BITS, BS>(col, r, q, cr[u]);
+      zr[u] = (int)genc_nbits_zero<S, BITS, ZP>(p, nb, j, blocks);
+      s0r[u] = S::ld(sc[ns0 * blocks + j]);
+      s1r[u] = S::ld(sc[ns1 * blocks + j]);
     }
-    if (!waited) { // the codes stream before the wait: the kernel before writes only a
-      genc_pdl_wait();
-      genc_pdl_launch();
-      waited = true;
-    }
+  }
+  genc_pdl_wait();
+  genc_pdl_launch();
+  // Thread x loads word x % 16 of chunk row x / 16 + 16 t (t < MR): rows past M are zeros.
+  const int lr = threadIdx.x >> 4, lk = (threadIdx.x & 15) * 8;
+  if (c0 < c1) {
+    AS *as = (AS *)asw[0];
 #pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const long long r = r0 + (long long)u * WARPS;
-      if (r >= rounds) break;
-      const long long k0 = r * 32 + q * 8, j = (r * 32) / BS;
-      const uint4 b = genc_nbits_pairs<A, BITS>(c[u], (int)genc_nbits_zero<S, BITS, ZP>(p, nb, j, blocks));
-      const float s0 = S::ld(sc[ns0 * blocks + j]), s1 = S::ld(sc[ns1 * blocks + j]);
+    for (int t = 0; t < MR; ++t)
+      *(uint4 *)(as + (16 * t + lr) * AST + lk) = genc_nbits_arow<A>(p, 16 * t + lr, r0 * 32 + lk, vec);
+  }
+  for (long long cc = c0; cc < c1; cc += NCH) {
 #pragma unroll
-      for (int t = 0; t < MR; ++t) {
-        const long long m = m0 + 16 * t + g;
-        genc_nbits_tile<A, BITS>(acc[t], genc_nbits_arow<A>(p, m, k0, vec), genc_nbits_arow<A>(p, m + 8, k0, vec), b,
-                                 s0, s1);
+    for (int h = 0; h < NCH; ++h) {
+      const long long c = cc + h;
+      if (c >= c1) break;
+      __syncthreads(); // chunk c is in buffer h % 2; every warp is done with chunk c - 1, whose buffer takes c + 1
+      const AS *as = (const AS *)asw[h & 1];
+      const bool more = c + 1 < c1;
+      uint4 xn[MR];
+      if (more)
+#pragma unroll
+        for (int t = 0; t < MR; ++t) xn[t] = genc_nbits_arow<A>(p, 16 * t + lr, (c + 1) * CH * 32 + lk, vec);
+#pragma unroll
+      for (int rr = 0; rr < CH; ++rr) {
+        const long long r = c * CH + rr;
+        if (r >= r1) break;
+        const int u = h * CH + rr; // == (r - r0) % U
+        const uint4 b = genc_nbits_pairs<A, BITS>(cr[u], zr[u]);
+#pragma unroll
+        for (int t = 0; t < MR; ++t)
+          genc_nbits_tile<A, BITS>(acc[t], *(const uint4 *)(as + (16 * t + g) * AST + rr * 32 + q * 8),
+                                   *(const uint4 *)(as + (16 * t + g + 8) * AST + rr * 32 + q * 8), b, s0r[u], s1r[u]);
+        const long long rn = r + U; // this slot's next round
+        if (rn < r1) {
+          const long long j = (rn * 32) / BS;
+          genc_nbits_codes<BITS, BS>(col, rn, q, cr[u]);
+          zr[u] = (int)genc_nbits_zero<S, BITS, ZP>(p, nb, j, blocks);
+          s0r[u] = S::ld(sc[ns0 * blocks + j]);
+          s1r[u] = S::ld(sc[ns1 * blocks + j]);
+        }
+      }
+      if (more) {
+        AS *an = (AS *)asw[(h + 1) & 1];
+#pragma unroll
+        for (int t = 0; t < MR; ++t) *(uint4 *)(an + (16 * t + lr) * AST + lk) = xn[t];
       }
     }
   }
-  if (!waited) {
-    genc_pdl_wait();
-    genc_pdl_launch();
-  }
-  if (warp > 0)
+  // D element i of tile t at lane: row 16t + g + 8 (i / 2), column n0 + 2q + i % 2.
+  if (SP == 1) {
 #pragma unroll
     for (int t = 0; t < MR; ++t)
 #pragma unroll
-      for (int i = 0; i < 4; ++i) part[warp - 1][t][i][lane] = acc[t][i];
-  __syncthreads();
-  if (warp > 0) return;
+      for (int i = 0; i < 4; ++i) {
+        const long long m = 16 * t + g + 8 * (i >> 1), n = n0 + 2 * q + (i & 1);
+        if (m < p.M && n < p.N) ((typename Y::S *)p.y)[m * p.N + n] = Y::st(acc[t][i]);
+      }
+    return;
+  }
+  constexpr long long PART = MR * WARPS * 32; // float4 a part
+  float4 *parts = (float4 *)p.parts + group * SP * PART + threadIdx.x;
 #pragma unroll
   for (int t = 0; t < MR; ++t)
+    if (16 * t < p.M) __stcg(parts + part * PART + t * WARPS * 32, make_float4(acc[t][0], acc[t][1], acc[t][2], acc[t][3]));
+  // The last block's reads see every block's parts: each block's writes are
+  // fenced before its ticket.
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    unsigned *ticket = (unsigned *)p.tickets + group;
+    last = atomicAdd(ticket, 1u) == (unsigned)(SP - 1);
+    if (last) *ticket = 0u; // zero again for the next launch
+  }
+  __syncthreads();
+  if (!last)
+    return;
+  __threadfence();
+#pragma unroll
+  for (int t = 0; t < MR; ++t) {
+    if (16 * t >= p.M) break;
+    float v[4] = {0.f, 0.f, 0.f, 0.f};
+    for (long long j = 0; j < SP; ++j) {
+      const float4 e = __ldcg(parts + j * PART + t * WARPS * 32);
+      v[0] += e.x;
+      v[1] += e.y;
+      v[2] += e.z;
+      v[3] += e.w;
+    }
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      float v = acc[t][i];
-      for (int w = 0; w < WARPS - 1; ++w) v += part[w][t][i][lane];
-      const long long m = m0 + 16 * t + g + 8 * (i >> 1), n = n0 + 2 * q + (i & 1);
-      if (m < p.M && n < p.N) ((typename Y::S *)p.y)[m * p.N + n] = Y::st(v);
+      const long long m = 16 * t + g + 8 * (i >> 1), n = n0 + 2 * q + (i & 1);
+      if (m < p.M && n < p.N) ((typename Y::S *)p.y)[m * p.N + n] = Y::st(v[i]);
     }
+  }
 }
 
 // y[M, N] for any M on tensor cores (prefill; grid (ceil(N / 64), ceil(M /

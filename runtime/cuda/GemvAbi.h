@@ -91,10 +91,11 @@ constexpr int64_t kGemvMmaPartBytes = int64_t(kGemvMmaRows) * kGemvMmaOutputs * 
 /// SMs at one block each (the entries take 158-206 registers a thread),
 /// leaving every warp at least 2 rounds of 32 k; `forced` (1 to 4,
 /// GENC_CUDA_GEMV_MMA_SPLIT: A/B runs and checks) for every product.
-inline int gemvMmaSplit(int64_t N, int64_t K, int sms, int forced) {
+/// (The 4/8-bit entries take groups of 64 columns: `columns`.)
+inline int gemvMmaSplit(int64_t N, int64_t K, int sms, int forced, int64_t columns = kGemvMmaOutputs) {
   if (forced >= 1 && forced <= kGemvMmaMaxSplit)
     return forced;
-  const int64_t groups = (N + kGemvMmaOutputs - 1) / kGemvMmaOutputs;
+  const int64_t groups = (N + columns - 1) / columns;
   int64_t s = groups > 0 ? sms / groups : 1;
   s = s < 1 ? 1 : s > kGemvMmaMaxSplit ? kGemvMmaMaxSplit : s;
   while (s > 1 && K / 32 < 16 * s)

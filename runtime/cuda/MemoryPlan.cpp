@@ -7,6 +7,7 @@
 
 #include "runtime/cuda/AttentionAbi.h"
 #include "runtime/cuda/GemvAbi.h"
+#include "runtime/cuda/NBitsAbi.h"
 
 #include <algorithm>
 
@@ -71,19 +72,24 @@ Status CudaExecutor::planMemory(bool tree) {
     mem_.plan("reorder records", copier_.maxRecords * static_cast<int64_t>(sizeof(GencKvCopy)));
   }
   // The tensor-core GEMVs' parts where blocks split K: for the split any
-  // 2-D weight would get, either way round (gemmStep picks by shape).
-  int64_t splitBlocks = 0, splitGroups = 0;
-  for (const Tensor &w : p.weights)
+  // 2-D weight would get, either way round (gemmStep picks by shape), and
+  // any 4/8-bit codes [N, blocks, blob] (K at most blocks x blob x 2).
+  int64_t splitBytes = 0, splitGroups = 0;
+  auto need = [&](int64_t N, int64_t K, int64_t columns, int64_t partBytes) {
+    const int64_t groups = (N + columns - 1) / columns;
+    if (const int s = gemvMmaSplit(N, K, dev_.smCount, options_.gemvMmaSplit, columns); s > 1) {
+      splitBytes = std::max(splitBytes, groups * s * partBytes);
+      splitGroups = std::max(splitGroups, groups);
+    }
+  };
+  for (const Tensor &w : p.weights) {
     if (w.rank() == 2)
-      for (int n = 0; n < 2; ++n) {
-        const int64_t N = w.shape()[n], K = w.shape()[1 - n], groups = (N + kGemvMmaOutputs - 1) / kGemvMmaOutputs;
-        const int s = gemvMmaSplit(N, K, dev_.smCount, options_.gemvMmaSplit);
-        if (s > 1) {
-          splitBlocks = std::max(splitBlocks, groups * s);
-          splitGroups = std::max(splitGroups, groups);
-        }
-      }
-  mem_.plan("gemv parts", splitBlocks * kGemvMmaPartBytes);
+      for (int n = 0; n < 2; ++n)
+        need(w.shape()[n], w.shape()[1 - n], kGemvMmaOutputs, kGemvMmaPartBytes);
+    if (w.rank() == 3 && w.dtype() == DType::U8)
+      need(w.shape()[0], w.shape()[1] * w.shape()[2] * 2, kNBitsMmaColumns, kNBitsMmaPartBytes);
+  }
+  mem_.plan("gemv parts", splitBytes);
   mem_.plan("gemv tickets", splitGroups * 4);
   mem_.plan("greedy choices", maxRows * 12);
   greedyParts_ = std::clamp<int64_t>((p.model.vocabSize + kGreedyPartElements - 1) / kGreedyPartElements, 1,

@@ -34,14 +34,17 @@
 //       N / 2 + n and writes the body's element n to p.y).
 //   gemvq_N_mma{1,2,4}  up to 16, 32, 64 rows on tensor cores (from 4 rows: the GEMV takes 1 to 3), in families
 //       whose a is f16 or bf16, blocks of 32 codes or more and no float zero
-//       points (the op carries gpu_gemv_mma = 1). Grid (ceil(N / 8),
-//       ceil(M / (16 MR))), block 256 (8 warps): block (x, y) runs columns
-//       8x .. 8x + 7 for rows 16 MR y .. + 16 MR - 1; the warps split K in
-//       rounds of 32 (warp w: rounds w, w + 8, ...). A round: lane (g, q)
-//       widens codes 32r + 8q .. + 7 of column 8x + g to (q - z) in a's type
-//       (exact), two mma.m16n8k16 against the same k of each 16-row tile of
-//       a, the block's scales times that partial in f32; the warps' sums
-//       added in warp order through shared memory.
+//       points (the op carries gpu_gemv_mma = 1). Grid (S ceil(N / 64)),
+//       block 256 (8 warps): block x runs columns 64 (x / S) .. + 63 over
+//       part x % S of K (S = split: GemvAbi.h's gemvMmaSplit for 64
+//       columns a group), warp w its 8 columns 64 (x / S) + 8w .., every
+//       round of 32 k of the part in order, a's rows of 4 rounds at a time
+//       in shared memory. A round: lane (g, q) widens codes 32r + 8q .. + 7
+//       of its column g to (q - z) in a's type (exact), two mma.m16n8k16
+//       against the same k of each 16-row tile of a, the block's scales
+//       times that partial in f32. Where S > 1 the parts ([groups, S, MR,
+//       256] f32x4 in `parts`) are added in part order by the last block of
+//       a group (a u32 ticket a group in `tickets`, left at zero).
 //   gemvq_N_mma_tiles  any M (prefill), in the same families. Grid
 //       (ceil(N / 64), ceil(M / 64)), block 256: a 64 x 64 tile of y a block,
 //       warp w its columns 8w .. 8w + 7 over all of K and all 64 rows (four
@@ -66,6 +69,8 @@
   struct GencNBitsParams {                                                                         \
     unsigned long long a, codes, scales, zp, y; /* a [M, K], y [M, N]; zp 0: none */               \
     long long M, K, N;                                                                             \
+    unsigned long long parts, tickets; /* the tensor-core entries' K split: f32, u32 zero */      \
+    long long split;                  /* blocks splitting K (those entries; 0 or 1: none) */       \
   };
 // clang-format on
 
@@ -83,5 +88,8 @@ constexpr int kNBitsTile = 64;     // rows and columns of y a tiles block
 /// The tensor-core entries take up to this many rows (GENC_CUDA_NBITS_ROWS
 /// lowers it), the tiled kernel more.
 constexpr int kNBitsMmaRows = 64;
+constexpr int kNBitsMmaColumns = 64; // columns a tensor-core block (or the blocks splitting K) takes
+/// A block's part of the sums where blocks split K: 64 rows x 64 f32 columns.
+constexpr int64_t kNBitsMmaPartBytes = int64_t(kNBitsMmaRows) * kNBitsMmaColumns * 4;
 
 } // namespace genrt::cuda

@@ -11,6 +11,7 @@
 #include "runtime/cuda/StepKinds.h"
 
 #include "runtime/plan/NBitsLayout.h"
+#include "runtime/cuda/GemvAbi.h"
 #include "runtime/cuda/NBitsAbi.h"
 
 namespace genrt::cuda {
@@ -39,9 +40,8 @@ public:
     const Entry e = entry(p.M, ctx);
     if (e == Entry::Mma) {
       const int which = p.M <= 16 ? 0 : p.M <= 32 ? 1 : 2;
-      const unsigned grid = static_cast<unsigned>((p.N + 7) / 8);
-      const unsigned ys = static_cast<unsigned>((p.M + (16 << which) - 1) / (16 << which));
-      s = ctx.dev->launch(mma[which], grid, ys, 1, kNBitsThreads, 1, 0, ctx.stream, args,
+      const unsigned grid = static_cast<unsigned>((p.N + kNBitsMmaColumns - 1) / kNBitsMmaColumns * p.split);
+      s = ctx.dev->launch(mma[which], grid, 1, 1, kNBitsThreads, 1, 0, ctx.stream, args,
                           "the 4/8-bit tensor-core product of " + what);
     } else if (e == Entry::Gemv) {
       const int which = p.M <= 1 ? 0 : p.M <= 2 ? 1 : p.M <= 4 ? 2 : 3;
@@ -148,8 +148,20 @@ Status nbitsGemmStep(const OpInfo &op, const ValueMap &vm, const KernelModule &m
     if (Status st = mod.function(family + "_mma_tiles", step->mmaTiles); !st)
       return bad(st.message());
   }
-  step->params = GencNBitsParams{vm.ptr(op.operands[0]), vm.ptr(op.operands[1]), vm.ptr(op.operands[2]),
-                                 zp ? vm.ptr(op.operands[3]) : 0, vm.ptr(op.results[0]), 0, s.K, s.N};
+  // The tensor-core entries' blocks split K where the product's groups of
+  // 64 columns leave SMs idle (planMemory sized the parts for it).
+  const int split = step->mma[0] ? gemvMmaSplit(s.N, s.K, vm.ctx.dev->smCount, vm.ctx.gemvMmaSplit, kNBitsMmaColumns) : 1;
+  step->params = GencNBitsParams{vm.ptr(op.operands[0]),
+                                 vm.ptr(op.operands[1]),
+                                 vm.ptr(op.operands[2]),
+                                 zp ? vm.ptr(op.operands[3]) : 0,
+                                 vm.ptr(op.results[0]),
+                                 0,
+                                 s.K,
+                                 s.N,
+                                 vm.ctx.gemvParts,
+                                 vm.ctx.gemvTickets,
+                                 split};
   step->aShape = as;
   step->K = s.K;
   step->N = s.N;

@@ -9,7 +9,11 @@
 // the 8-row entry in chunks, 3, 70, 130 on the tiled kernel (one and
 // several tiles of rows), and 4, 5, 9, 16, 17, 32, 50, 64 on the tensor-core
 // entries and 3, 70, 130 on the tensor-core tiles where the family has them
-// (gpu_gemv_mma).
+// (gpu_gemv_mma); the tensor-core entries again at 5, 32, 50 rows with K
+// split over 2, 3 and 4 blocks (GencNBitsParams::split), each group's ticket
+// back at zero after the launch. Rows alone: within each split, M = 5 on
+// _mma1 must equal the first 5 rows of M = 50 on _mma4 bit for bit (a row's
+// result does not depend on the batch it shares a launch with).
 //
 // The bound, per element: both sides sum K products in f32 in their own
 // order, so each is within K u Σ|a w| of the exact sum (u = 2^-24); the GPU
@@ -23,11 +27,13 @@
 #include "runtime/plan/Attr.h"
 #include "runtime/plan/NBitsLayout.h"
 #include "runtime/cpu/MatmulNBits.h"
+#include "runtime/cuda/GemvAbi.h"
 #include "runtime/cuda/NBitsAbi.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 
 namespace gpucheck {
 namespace {
@@ -83,16 +89,28 @@ bool checkOp(const genrt::cuda::Device &dev, const genrt::Plan &plan, const genr
       return false;
   p.K = s.K;
   p.N = s.N;
+  const int64_t groups = (s.N + genrt::cuda::kNBitsMmaColumns - 1) / genrt::cuda::kNBitsMmaColumns;
+  if (!b.alloc(groups * genrt::cuda::kGemvMmaMaxSplit * genrt::cuda::kNBitsMmaPartBytes, p.parts) ||
+      !b.alloc(groups * 4, p.tickets) || dev.api->cuMemsetD8(p.tickets, 0, groups * 4) != CUDA_SUCCESS)
+    return false;
   const DType aStored = av.stored, yStored = yv.stored;
   struct Run {
     const char *entry;
     int64_t M;
+    int split = 1;
   };
   const Run runs[] = {{"_m1", 1},      {"_m2", 2},      {"_m4", 3},      {"_m8", 5},      {"_m8", 8},
                       {"_m8", 13},     {"_m8", 32},     {"_tiles", 3},   {"_tiles", 70},  {"_tiles", 130},
                       {"_mma1", 4},    {"_mma1", 5},    {"_mma1", 9},    {"_mma1", 16},   {"_mma2", 17},   {"_mma2", 32},   {"_mma4", 50},
-                      {"_mma4", 64},   {"_mma_tiles", 3}, {"_mma_tiles", 70}, {"_mma_tiles", 130}};
+                      {"_mma4", 64},   {"_mma_tiles", 3}, {"_mma_tiles", 70}, {"_mma_tiles", 130},
+                      {"_mma1", 5, 2}, {"_mma2", 32, 2}, {"_mma4", 50, 2}, {"_mma1", 5, 3}, {"_mma2", 32, 3},
+                      {"_mma4", 50, 3}, {"_mma1", 5, 4}, {"_mma2", 32, 4}, {"_mma4", 50, 4}};
   const bool hasMma = genrt::attrInt(op.attrs, "gpu_gemv_mma", 0) != 0;
+  std::normal_distribution<float> g50(0.f, 1.f);
+  Tensor a50(DType::F32, {50, s.K}); // the M = 50 runs' a; the M = 5 tensor-core runs take its first rows
+  for (int64_t i = 0; i < 50 * s.K; ++i)
+    a50.data<float>()[i] = g50(rng);
+  std::map<int, std::vector<char>> firstRows[2]; // by split: y's first 5 rows of M = 5 on _mma1, of M = 50 on _mma4
   for (const Run &r : runs) {
     const int mr = std::strcmp(r.entry, "_mma1") == 0 ? 1 : std::strcmp(r.entry, "_mma2") == 0 ? 2
                  : std::strcmp(r.entry, "_mma4") == 0 ? 4 : 0;
@@ -100,7 +118,8 @@ bool checkOp(const genrt::cuda::Device &dev, const genrt::Plan &plan, const genr
     if ((mr || mmaTiles) && !hasMma)
       continue; // a family without the tensor-core entries (NBitsAbi.h)
     NBitsRow row;
-    row.name = family + r.entry + " M=" + std::to_string(r.M) + where;
+    row.name = family + r.entry + " M=" + std::to_string(r.M) +
+               (r.split > 1 ? ", K split over " + std::to_string(r.split) + " blocks" : "") + where;
     CUfunction fn = nullptr;
     if (genrt::Status st = mod.function(family + r.entry, fn); !st) {
       row.status = st.message();
@@ -110,8 +129,9 @@ bool checkOp(const genrt::cuda::Device &dev, const genrt::Plan &plan, const genr
     const int64_t M = r.M;
     std::normal_distribution<float> g(0.f, 1.f);
     Tensor a32(DType::F32, {M, s.K});
+    const bool shared = mr && (M == 5 || M == 50);
     for (int64_t i = 0; i < M * s.K; ++i)
-      a32.data<float>()[i] = g(rng);
+      a32.data<float>()[i] = shared ? a50.data<float>()[i] : g(rng);
     const Tensor aDev = a32.castTo(aStored);
     const Tensor aCpu = aDev.castTo(DType::F32);
     Tensor ref(DType::F32, {M, s.N});
@@ -123,20 +143,29 @@ bool checkOp(const genrt::cuda::Device &dev, const genrt::Plan &plan, const genr
       return false;
     p.y = y;
     p.M = M;
+    p.split = r.split;
     void *args[] = {&p};
     using namespace genrt::cuda;
     const bool tiles = std::strcmp(r.entry, "_tiles") == 0 || mmaTiles;
     const unsigned gx = static_cast<unsigned>(tiles ? (s.N + kNBitsTile - 1) / kNBitsTile
+                                              : mr  ? groups * r.split
                                                     : (s.N + kNBitsThreads / 32 - 1) / (kNBitsThreads / 32));
     const unsigned gy = static_cast<unsigned>(tiles ? (M + kNBitsTile - 1) / kNBitsTile
-                                              : mr  ? (M + 16 * mr - 1) / (16 * mr)
+                                              : mr  ? 1
                                                     : (M + kNBitsGemvRows - 1) / kNBitsGemvRows);
+    std::vector<unsigned> tickets(static_cast<size_t>(groups), 1u);
     if (genrt::Status st = dev.launch(fn, gx, gy, 1, kNBitsThreads, 1, 0, nullptr, args, row.name); !st ||
         dev.api->cuCtxSynchronize() != CUDA_SUCCESS ||
-        dev.api->cuMemcpyDtoH(yDev.data<char>(), y, yDev.numBytes()) != CUDA_SUCCESS) {
+        dev.api->cuMemcpyDtoH(yDev.data<char>(), y, yDev.numBytes()) != CUDA_SUCCESS ||
+        dev.api->cuMemcpyDtoH(tickets.data(), p.tickets, groups * 4) != CUDA_SUCCESS) {
       row.status = "cuda error";
       rows.push_back(row);
       return false;
+    }
+    const bool ticketsZero = std::all_of(tickets.begin(), tickets.end(), [](unsigned t) { return t == 0; });
+    if (shared) {
+      const char *bytes = yDev.data<char>();
+      firstRows[M == 50][r.split].assign(bytes, bytes + 5 * s.N * static_cast<int64_t>(genrt::dtypeSize(yStored)));
     }
     const Tensor got = yDev.castTo(DType::F32);
     const double uy = roundingOf(yStored), u = std::ldexp(1.0, -24);
@@ -154,9 +183,20 @@ bool checkOp(const genrt::cuda::Device &dev, const genrt::Plan &plan, const genr
         row.ok &= d <= bound;
       }
     row.elements = M * s.N;
-    row.status = row.ok ? "ok" : "MISMATCH";
+    row.ok &= ticketsZero;
+    row.status = row.ok ? "ok" : !ticketsZero ? "TICKETS NOT ZERO" : "MISMATCH";
     rows.push_back(row);
   }
+  for (const auto &[split, bytes] : firstRows[0])
+    if (auto it = firstRows[1].find(split); it != firstRows[1].end()) {
+      NBitsRow row;
+      row.name = family + " rows alone (M=5 on _mma1 vs the first 5 of M=50 on _mma4)" +
+                 (split > 1 ? ", K split over " + std::to_string(split) + " blocks" : "") + where;
+      row.elements = 5 * s.N;
+      row.ok = bytes == it->second;
+      row.status = row.ok ? "ok" : "MISMATCH";
+      rows.push_back(row);
+    }
   return true;
 }
 

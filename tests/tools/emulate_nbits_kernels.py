@@ -11,13 +11,13 @@ weights (runtime/plan/NBitsLayout.h, written out again here):
 Every family the files name (and each --family: forms the fixtures' plans do
 not make, such as float zero points) runs on random codes, scales, zero
 points and rows of a: K 64, 100, 160 and 300 (blocks cut short, rows of a at
-and off 16-byte multiples), N 13 (a part block of warps), the GEMV entries at
+and off 16-byte multiples; 1,100 too on the tensor-core entries), N 13 (a part block of warps), the GEMV entries at
 M 1, 2, 3, 5 and 8 (13 and 32: the 8-row entry in chunks; at 1 also with a
 prologue's row staged in shared memory and as a GLU's pair of columns n and
 N/2 + n, through stand-in policies), the tiles at 3,
 8 and 70 and, in the families that have them, the tensor-core entries at 9,
 13, 17, 32, 50 and 64 (and 5, 8: rows the GEMV leaves to them) and their tiles at 3, 8 and 70 (the mma emulated from the warp's fragments as PTX
-lays them out), y poisoned with 0xff. Each
+lays them out; K split over 1 to 4 blocks, case by case in turn), y poisoned with 0xff. Each
 element within u_y |ref| + 3 K 2^-24 sum|a w| + 2^-24 (gpucheck's bound,
 tests/gpu/NBitsCheck.cpp). Prints a line a family and the total; exit 1 when
 any case is off. What it cannot show: the GPU's own scheduling, memory
@@ -49,6 +49,13 @@ thread_local Dim3 threadIdx, blockIdx;
 Dim3 blockDim{256, 1, 1};
 struct alignas(8) uint2 { unsigned x, y; };
 struct alignas(16) uint4 { unsigned x, y, z, w; };
+struct alignas(16) float4 { float x, y, z, w; };
+static float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
+// The K split's parts and tickets (blocks run one after another here).
+static void __stcg(float4 *p, float4 v) { *p = v; }
+static float4 __ldcg(const float4 *p) { return *p; }
+static void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+static unsigned atomicAdd(unsigned *p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
 // f16 and bf16 by their bit patterns, rounding to nearest even.
 static float genc_h2f(unsigned short h) {
   const unsigned e = (h >> 10) & 31, m = h & 1023;
@@ -206,7 +213,7 @@ static void run(const char *name) {
   std::normal_distribution<float> g(0.f, 1.f);
   int cases = 0, off = 0;
   double worst = 0;
-  for (long long K : {64LL, 100LL, 160LL, 300LL}) {
+  for (long long K : {64LL, 100LL, 160LL, 300LL, 1100LL}) { // 1100: the tensor cores' ring refilled, 9 chunks of a
     const long long N = 13, blocks = (K + BS - 1) / BS, blob = BS * BITS / 8, zpb = (blocks * BITS + 7) / 8;
     std::vector<unsigned char> codes(N * blocks * blob), zp(N * zpb);
     std::vector<typename S::S> sc(N * blocks), zf(N * blocks);
@@ -229,6 +236,7 @@ static void run(const char *name) {
       for (int mode = 0; mode < 6; ++mode) { // the GEMV entries, the tiles, the tensor cores, their tiles,
                                              // one row staged by a prologue, one row into a GLU's pair
         const bool tiles = mode == 1;
+        if (K == 1100 && mode != 2) continue;
         if (mode == 0 && (M > 32 || M == 9 || M == 17)) continue;
         if (mode >= 4 && M != 1) continue;
         if ((tiles || mode == 3) && M != 3 && M != 8 && M != 70) continue;
@@ -241,7 +249,8 @@ static void run(const char *name) {
         GencNBitsParams p{(unsigned long long)a.data(), (unsigned long long)codes.data(), (unsigned long long)sc.data(),
                           ZP == 1 ? (unsigned long long)zp.data() : ZP == 2 ? (unsigned long long)zf.data() : 0ull,
                           (unsigned long long)y.data(), M, K, N};
-        std::vector<float> y2(2 * (N / 2), NAN);
+        std::vector<float> y2(2 * (N / 2), NAN), parts(4 * 64 * 64, NAN);
+        unsigned ticket = 0;
         if (mode == 4) {
           gPrologue.sym[0] = K;
           gPrologue.ptr[0] = p.a;
@@ -259,7 +268,15 @@ static void run(const char *name) {
           const int mr = M <= 16 ? 1 : M <= 32 ? 2 : 4;
           auto f = mr == 1 ? mmaEntry<A, S, Y, BITS, BS, ZP, 1> : mr == 2 ? mmaEntry<A, S, Y, BITS, BS, ZP, 2>
                                                                     : mmaEntry<A, S, Y, BITS, BS, ZP, 4>;
-          emulate(f, p, (unsigned)((N + 7) / 8), (unsigned)((M + 16 * mr - 1) / (16 * mr)));
+          // K split over 1 to 4 blocks, case by case in turn (N 13: one group of 64 columns)
+          p.split = 1 + cases % 4;
+          p.parts = (unsigned long long)parts.data();
+          p.tickets = (unsigned long long)&ticket;
+          emulate(f, p, (unsigned)(((N + 63) / 64) * p.split), 1);
+          if (ticket != 0) {
+            std::printf("  %s mma K=%lld M=%d split %lld: the ticket left at %u\n", name, K, M, p.split, ticket);
+            ++off;
+          }
         } else {
           auto f = M <= 1 ? gemvEntry<A, S, Y, BITS, BS, ZP, 1> : M <= 2 ? gemvEntry<A, S, Y, BITS, BS, ZP, 2>
                  : M <= 4 ? gemvEntry<A, S, Y, BITS, BS, ZP, 4> : gemvEntry<A, S, Y, BITS, BS, ZP, 8>;
