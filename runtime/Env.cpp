@@ -32,6 +32,8 @@ const std::vector<Variable> &variables() {
       {"GENC_CUDA_NBITS_ROWS", "genrun",
        "0..64: 4/8-bit products of up to that many rows take the GEMV or tensor-core kernels, more the tiled kernel (default 64)"},
       {"GENC_CUDA_PREFILL", "genrun", "0: runs of many tokens take the attend kernel (A/B runs)"},
+      {"GENC_CUDA_PREFILL_DECODE", "genrun",
+       "0: in a run of many tokens, a slot's lone token (a server's decode row) takes the prefill kernel, not the decode kernel (A/B runs)"},
       {"GENC_CUDA_PREFILL_GRAPHS", "genrun",
        "1: a @prefill run of a shape that came before replays a CUDA graph (the server's mixed steps; A/B runs)"},
       {"GENC_CUDA_PROFILE", "genrun", "1: each kernel's time, graphs off"},

@@ -112,6 +112,25 @@ public:
   /// Self-attention whose cache rows a later token of a run may need: a
   /// rolling window shorter than the plan's length.
   bool selfAttention = false, rolling = false;
+  /// Tokens 0 .. lone - 1 of a many-token run (p: the run's parameters, its
+  /// k, v in the cache) on the decode kernel, with its splits' merge.
+  Status loneTokens(StepContext &ctx, const GencAttnParams &run, int64_t lone) const {
+    GencAttnParams p = run;
+    p.append = 0; // the prologue appended them
+    const int64_t S = decodeSplits(
+        lone, ctx.dev->smCount,
+        std::max<int64_t>(1, std::min<int64_t>(256, ctx.partialRows / std::max<int64_t>(1, lone * heads))),
+        decodePerSm);
+    p.splits = S;
+    void *args[] = {&p};
+    if (Status s = launch(ctx, decode, static_cast<unsigned>(lone), static_cast<unsigned>(decodeGridY),
+                          static_cast<unsigned>(S), args, what + " (decode, lone tokens)", decodeShared);
+        !s || S == 1)
+      return s;
+    // The merge a block a token (the merge by rows walks every token of p.tokens).
+    return launch(ctx, merge, static_cast<unsigned>(lone), static_cast<unsigned>(heads), 1, args,
+                  what + " (merge, lone tokens)", 0, kMergeThreads);
+  }
   Status run(StepContext &ctx, const ProgramRun &run) override {
     GencAttnParams p = base;
     const int64_t T = static_cast<int64_t>(run.inputIds.size());
@@ -179,9 +198,23 @@ public:
       }
       return launch(ctx, merge, tx, static_cast<unsigned>(heads), 1, args, what + " (merge)", 0, kMergeThreads);
     }
-    if (usePrefill)
-      return launch(ctx, prefill, static_cast<unsigned>(ctx.tileCount), static_cast<unsigned>(heads), 1, args,
+    if (usePrefill) {
+      // A slot's lone token (a server's decode row beside prompt pieces)
+      // through the prefill kernel is a tile of one row for each query head,
+      // which reads its whole context for one row (H100, 2026-12-07: 0.115 ms
+      // a layer of a 256-token mixed step, most of the step's extra cost).
+      // The decode kernel takes those tokens as a decode step does; the
+      // prologue has put their k, v in the cache.
+      const int64_t lone = selfAttention && decode && ctx.prefillDecode ? ctx.loneTokens : 0;
+      if (lone > 0)
+        if (Status s = loneTokens(ctx, p, lone); !s)
+          return s;
+      if (lone == ctx.tileCount)
+        return Status::ok();
+      p.tiles = ctx.tiles + static_cast<CUdeviceptr>(lone) * 8;
+      return launch(ctx, prefill, static_cast<unsigned>(ctx.tileCount - lone), static_cast<unsigned>(heads), 1, args,
                     what + " (prefill)", prefillShared);
+    }
     if (Status s = launch(ctx, attend, tx, static_cast<unsigned>(gridY), static_cast<unsigned>(S), args,
                           what + " (attend)");
         !s)

@@ -260,7 +260,7 @@ int64_t CudaExecutor::graphKey(ChoiceKind choice) const {
 std::vector<int64_t> CudaExecutor::prefillKey(const CompiledProgram &cp, const ProgramRun &run,
                                               ChoiceKind choice) const {
   std::vector<int64_t> key = {static_cast<int64_t>(reinterpret_cast<uintptr_t>(&cp)), graphKey(choice),
-                              staged_.rowCount, ctx_.tileCount, staged_.crossCount};
+                              staged_.rowCount, ctx_.tileCount, ctx_.loneTokens, staged_.crossCount};
   for (const auto &[name, value] : run.symbols)
     key.push_back(value);
   return key;

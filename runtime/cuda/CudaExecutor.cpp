@@ -142,6 +142,7 @@ Status CudaExecutor::init(NcclChannel *channel) {
   ctx_.gemvFusion = options_.debug.gemvFusion;
   ctx_.decodeKernel = options_.debug.decodeKernel;
   ctx_.prefillKernel = options_.debug.prefillKernel;
+  ctx_.prefillDecode = options_.debug.prefillDecode;
   ctx_.streamKernel = options_.streamKernel;
   ctx_.mergeRows = options_.mergeRows;
   ctx_.weightTransposed.assign(plan_->weights.size(), 0);

@@ -91,6 +91,7 @@ Status readCudaOptions(CudaOptions &out) {
   d.sharedPrompts = !is("GENC_CUDA_SHARED_PROMPTS", "0");
   d.decodeKernel = !is("GENC_CUDA_DECODE", "0");
   d.prefillKernel = !is("GENC_CUDA_PREFILL", "0");
+  d.prefillDecode = !is("GENC_CUDA_PREFILL_DECODE", "0");
   d.beamsOnDevice = !is("GENC_CUDA_BEAMS", "0");
   d.tokensOnDevice = !is("GENC_CUDA_TOKENS", "0");
   d.treeForce = is("GENC_TREE_FORCE", "1");

@@ -57,6 +57,11 @@ struct CudaDebugOptions {
   /// GENC_CUDA_PREFILL=0: runs of many tokens take the attend kernel, not
   /// the tensor-core prefill kernel.
   bool prefillKernel = true;
+  /// GENC_CUDA_PREFILL_DECODE=0: in a run of many tokens, the tokens that
+  /// are their slot's only one (the server's decode rows beside prompt
+  /// pieces) take the prefill kernel's one-token tiles, one block a query
+  /// head, rather than the decode kernel (AttentionSteps.cpp).
+  bool prefillDecode = true;
   /// GENC_CUDA_BEAMS=0: beam candidates ranked on the host from copied logits.
   bool beamsOnDevice = true;
   /// GENC_CUDA_TOKENS=0: greedy with processors and sampling on the host

@@ -40,6 +40,12 @@ struct StepContext {
   /// count), and how many.
   CUdeviceptr tiles = 0;
   int64_t tileCount = 0;
+  /// Of those, the leading tiles of one token each: tokens 0 .. loneTokens - 1
+  /// are each their slot's only token in the run (a server's decode rows come
+  /// first in a mixed step), which the decode kernel takes where
+  /// `prefillDecode` (CudaOptions.h).
+  int64_t loneTokens = 0;
+  bool prefillDecode = true;
   CUdeviceptr tickets = 0;  // u32 per (token, attention block row), zero between launches
   /// Per plan weight: laid out [N, K] at load for the GEMV kernels (it was
   /// [K, N] and only matmuls read it); its GEMMs then read it transposed.

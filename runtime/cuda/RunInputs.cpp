@@ -63,6 +63,14 @@ void CudaExecutor::stage(const ProgramRun &run) {
   ctx_.tileCount = prefillTiles(
       T, [&](int64_t t) { return encode ? pl[t].segStart : static_cast<long long>(pl[t].slot); },
       reinterpret_cast<int32_t *>(s));
+  ctx_.loneTokens = 0;
+  // (A tile of one token that follows one of one token starts a slot; the
+  // token is its slot's last in the run, so it attends to the cache alone.)
+  if (!encode)
+    for (const int32_t *tile = reinterpret_cast<const int32_t *>(s);
+         ctx_.loneTokens < ctx_.tileCount && tile[2 * ctx_.loneTokens + 1] == 1 &&
+         pl[ctx_.loneTokens].runEnd == pl[ctx_.loneTokens].position + 1;)
+      ++ctx_.loneTokens;
   s += T * 8;
   staged_.crossLengths = s;
   std::memcpy(s, run.attention.crossLengths.data(), run.attention.crossLengths.size() * 8);

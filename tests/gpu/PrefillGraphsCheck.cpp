@@ -4,6 +4,8 @@
 #include "runtime/Runtime.h"
 #include "tests/serve/SeededTokens.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -19,10 +21,12 @@ using genrt::Status;
 using genc_tests::seededTokens;
 
 // The schedule's logits, step after step, on a decoder opened with the
-// graphs on or off; `report` gets the decoder's choice report.
-Status runSchedule(const std::string &path, bool graphs, std::vector<std::vector<float>> &steps,
+// graphs on or off and the lone tokens on the decode kernel or not;
+// `report` gets the decoder's choice report.
+Status runSchedule(const std::string &path, bool graphs, bool loneDecode, std::vector<std::vector<float>> &steps,
                    std::string &report) {
   setenv("GENC_CUDA_PREFILL_GRAPHS", graphs ? "1" : "0", 1);
+  setenv("GENC_CUDA_PREFILL_DECODE", loneDecode ? "1" : "0", 1);
   genrt::OpenedPlan opened;
   if (Status s = genrt::openPlan(path, "cuda", opened); !s)
     return s;
@@ -66,15 +70,75 @@ Status runSchedule(const std::string &path, bool graphs, std::vector<std::vector
   return Status::ok();
 }
 
+// The mixed steps' decode rows (rows 0-2 of steps 1-12: each its slot's
+// lone token) on the decode kernel against the prefill kernel's one-token
+// tiles: the sums run in another order, so within 1% of the row's largest
+// logit, the same argmax unless the two lead by less than that difference;
+// every other row (the first step's prompts, the piece's row) the same bits.
+bool checkLoneTokens(const std::string &path, const std::vector<std::vector<float>> &decodeKernel,
+                     const std::vector<std::vector<float>> &prefillKernel) {
+  double worst = 0;
+  int64_t rows = 0;
+  for (size_t k = 0; k < decodeKernel.size(); ++k) {
+    const std::vector<float> &a = decodeKernel[k], &b = prefillKernel.at(k);
+    const size_t V = a.size() / (k == 0 ? 3 : 4);
+    if (b.size() != a.size() || V == 0) {
+      std::printf("%s: lone tokens: step %zu gave %zu logits on the decode kernel, %zu on the prefill kernel  FAIL\n",
+                  path.c_str(), k, a.size(), b.size());
+      return false;
+    }
+    for (size_t r = 0; r * V < a.size(); ++r) {
+      const float *x = a.data() + r * V, *y = b.data() + r * V;
+      if (k == 0 || r == 3) {
+        if (std::memcmp(x, y, V * sizeof(float)) != 0) {
+          std::printf("%s: lone tokens: step %zu, row %zu (not a lone token) differs  FAIL\n", path.c_str(), k, r);
+          return false;
+        }
+        continue;
+      }
+      double top = 0, diff = 0;
+      size_t ax = 0, ay = 0;
+      for (size_t v = 0; v < V; ++v) {
+        if (!std::isfinite(x[v]) || !std::isfinite(y[v])) {
+          std::printf("%s: lone tokens: step %zu, row %zu, logit %zu not finite  FAIL\n", path.c_str(), k, r, v);
+          return false;
+        }
+        top = std::max(top, static_cast<double>(std::fabs(y[v])));
+        diff = std::max(diff, static_cast<double>(std::fabs(x[v] - y[v])));
+        ax = x[v] > x[ax] ? v : ax;
+        ay = y[v] > y[ay] ? v : ay;
+      }
+      const double ratio = diff / std::max(top, 1e-6);
+      worst = std::max(worst, ratio);
+      ++rows;
+      if (ratio > 0.01 || (ax != ay && y[ay] - y[ax] > diff)) {
+        std::printf("%s: lone tokens: step %zu, row %zu: max |decode - prefill| %.3g (%.3g of the largest), argmax "
+                    "%zu / %zu  FAIL\n",
+                    path.c_str(), k, r, diff, ratio, ax, ay);
+        return false;
+      }
+    }
+  }
+  std::printf("%s: lone tokens: %lld decode rows of mixed steps on the decode kernel within %.3g of the largest "
+              "logit of the prefill kernel's, argmax equal; every other row the same bits  ok\n",
+              path.c_str(), static_cast<long long>(rows), worst);
+  return true;
+}
+
 } // namespace
 
 bool checkPrefillGraphs(const std::string &path) {
   std::vector<std::vector<float>> off, on;
   std::string offReport, onReport;
-  Status s = runSchedule(path, false, off, offReport);
+  std::vector<std::vector<float>> tiles;
+  std::string tilesReport;
+  Status s = runSchedule(path, false, true, off, offReport);
   if (s)
-    s = runSchedule(path, true, on, onReport);
+    s = runSchedule(path, true, true, on, onReport);
+  if (s)
+    s = runSchedule(path, false, false, tiles, tilesReport);
   unsetenv("GENC_CUDA_PREFILL_GRAPHS");
+  unsetenv("GENC_CUDA_PREFILL_DECODE");
   if (!s) {
     std::printf("%s: prefill graphs: %s  FAIL\n", path.c_str(), s.message().c_str());
     return false;
@@ -107,7 +171,7 @@ bool checkPrefillGraphs(const std::string &path) {
   std::printf("%s: prefill graphs: %zu steps, %zu logits the same bits with and without (%lld captured, %lld "
               "replayed)  ok\n",
               path.c_str(), off.size(), values, captured, replayed);
-  return true;
+  return checkLoneTokens(path, off, tiles);
 }
 
 } // namespace gpucheck
