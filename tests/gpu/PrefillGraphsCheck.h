@@ -10,7 +10,11 @@ namespace gpucheck {
 /// with a fourth slot's prompt in pieces beside them, every step the same
 /// shape at new positions, then a second prompt) run twice, with the graphs
 /// off and on; every step's logits must be the same bits and the second run
-/// must have replayed graphs. Prints one line; false on any difference.
+/// must have replayed graphs; then again with the decode rows (each its
+/// slot's lone token in a run of many) on the prefill kernel's one-token
+/// tiles rather than the decode kernel (GENC_CUDA_PREFILL_DECODE=0): those
+/// rows within 1% of the largest logit with the same argmax, every other row
+/// the same bits. Prints a line each; false on any difference.
 bool checkPrefillGraphs(const std::string &planPath);
 
 } // namespace gpucheck

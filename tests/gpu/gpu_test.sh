@@ -390,7 +390,8 @@ mma_checks() {
 # server-like schedule (decode rows beside a prompt's pieces, one shape at
 # new positions) bit for bit against kernel by kernel; and genrun's batches
 # of equal prompts (a batch's prefill the shape of the one before), greedy
-# and seeded sampling, the same bytes out with the graphs on and off.
+# and seeded sampling, the same bytes out with the graphs on and off; and the
+# mixed steps' decode rows on the decode kernel against the prefill kernel.
 pgraph_check() { # fixture dtype
   local fx=$1 dt=$2 plan="$W/pg-$1-$2.plan" g a b n
   "$BIN/genc" compile "tests/fixtures/$fx/model.onnx" --dtype "$dt" -o "$plan" --max-batch 4 --max-beams 1 \
