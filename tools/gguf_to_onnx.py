@@ -247,6 +247,11 @@ def convert_weights(reader, cfg, vocab, dequantize, notes):
             raise ConvertError(f"tensor {printable(t.name)} is not part of a {cfg['arch']} model genc converts")
         if not isinstance(t.tensor_type, gguf.GGMLQuantizationType):
             raise ConvertError(f"tensor {t.name}: unknown block type {t.tensor_type}")
+        if name not in shapes:  # a layer past the block count
+            raise ConvertError(f"tensor {printable(t.name)} is not part of this {cfg['arch']} model "
+                               f"({cfg['arch']}.block_count = {cfg['layers']})")
+        if name in tensors:
+            raise ConvertError(f"tensor {printable(t.name)} appears twice")
         shape = [int(x) for x in reversed(t.shape)]
         if shape != shapes[name]:
             raise ConvertError(f"tensor {t.name} has shape {shape}, expected {shapes[name]} for this {cfg['arch']} "
