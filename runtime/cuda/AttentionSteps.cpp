@@ -112,24 +112,45 @@ public:
   /// Self-attention whose cache rows a later token of a run may need: a
   /// rolling window shorter than the plan's length.
   bool selfAttention = false, rolling = false;
+  /// The most splits the partials workspace holds for T tokens, at most `cap`.
+  int64_t fitSplits(const StepContext &ctx, int64_t T, int64_t cap) const {
+    return std::max<int64_t>(1, std::min<int64_t>(cap, ctx.partialRows / std::max<int64_t>(1, T * heads)));
+  }
+  /// The decode kernel (or the TMA one, `streams`) over tokens 0 .. n - 1 in
+  /// S splits, then their merge: a warp a row where `byRows` allows and the
+  /// context asks for it, else a block a token.
+  Status decodeAndMerge(StepContext &ctx, void **args, int64_t n, int64_t S, bool streams, bool byRows,
+                        const std::string &tag) const {
+    const unsigned tx = static_cast<unsigned>(n);
+    if (Status s = streams ? launch(ctx, stream, tx, static_cast<unsigned>(decodeGridY), static_cast<unsigned>(S),
+                                    args, what + " (stream" + tag + ")", streamShared, kStreamThreads)
+                           : launch(ctx, decode, tx, static_cast<unsigned>(decodeGridY), static_cast<unsigned>(S),
+                                    args, what + " (decode" + tag + ")", decodeShared);
+        !s || S == 1)
+      return s;
+    // The merge's L2 prefetch of the next GEMVs' weights (p.pf, p.pfBytes)
+    // stays empty: with the 512-thread merge, 32 MiB of it made the 1.1B's
+    // batch-1 step on an H200 1.014-1.026 ms against 0.992-0.995 without
+    // (2026-11-29; docs/performance.md, "the merge's L2 prefetch off").
+    const int64_t rows = n * heads;
+    if (byRows && mergeRows && S <= kMergeRowsSplits &&
+        (ctx.mergeRows == 1 || (ctx.mergeRows == -1 && rows > ctx.dev->smCount))) {
+      const int64_t perBlock = kMergeThreads / 32;
+      return launch(ctx, mergeRows, static_cast<unsigned>((rows + perBlock - 1) / perBlock), 1, 1, args,
+                    what + " (merge by rows" + tag + ")", 0, kMergeThreads);
+    }
+    return launch(ctx, merge, tx, static_cast<unsigned>(heads), 1, args, what + " (merge" + tag + ")", 0,
+                  kMergeThreads);
+  }
   /// Tokens 0 .. lone - 1 of a many-token run (p: the run's parameters, its
-  /// k, v in the cache) on the decode kernel, with its splits' merge.
+  /// k, v in the cache) on the decode kernel, with its splits' merge a block
+  /// a token (the merge by rows walks every token of p.tokens).
   Status loneTokens(StepContext &ctx, const GencAttnParams &run, int64_t lone) const {
     GencAttnParams p = run;
     p.append = 0; // the prologue appended them
-    const int64_t S = decodeSplits(
-        lone, ctx.dev->smCount,
-        std::max<int64_t>(1, std::min<int64_t>(256, ctx.partialRows / std::max<int64_t>(1, lone * heads))),
-        decodePerSm);
-    p.splits = S;
+    p.splits = decodeSplits(lone, ctx.dev->smCount, fitSplits(ctx, lone, 256), decodePerSm);
     void *args[] = {&p};
-    if (Status s = launch(ctx, decode, static_cast<unsigned>(lone), static_cast<unsigned>(decodeGridY),
-                          static_cast<unsigned>(S), args, what + " (decode, lone tokens)", decodeShared);
-        !s || S == 1)
-      return s;
-    // The merge a block a token (the merge by rows walks every token of p.tokens).
-    return launch(ctx, merge, static_cast<unsigned>(lone), static_cast<unsigned>(heads), 1, args,
-                  what + " (merge, lone tokens)", 0, kMergeThreads);
+    return decodeAndMerge(ctx, args, lone, p.splits, false, false, ", lone tokens");
   }
   Status run(StepContext &ctx, const ProgramRun &run) override {
     GencAttnParams p = base;
@@ -146,8 +167,7 @@ public:
     // no other GPU holds part of it.
     const bool usePrefill = prefill && run.kind != ProgramKind::Decode && ctx.tileCount > 0 &&
                             (!selfAttention || (!rolling && !ctx.tree.nccl && ctx.tree.shards <= 1));
-    const int64_t maxS = std::max<int64_t>(
-        1, std::min<int64_t>(useDecode ? 256 : 64, ctx.partialRows / std::max<int64_t>(1, T * heads)));
+    const int64_t maxS = fitSplits(ctx, T, useDecode ? 256 : 64);
     int64_t S = 1;
     // (Not over a sharded cache: tree attention's runs were verified on the
     // decode kernel only.)
@@ -178,26 +198,8 @@ public:
                             args, what + " (prologue)");
           !s)
         return s;
-    if (useDecode) {
-      if (Status s = streams ? launch(ctx, stream, tx, static_cast<unsigned>(decodeGridY), static_cast<unsigned>(S),
-                                      args, what + " (stream)", streamShared, kStreamThreads)
-                             : launch(ctx, decode, tx, static_cast<unsigned>(decodeGridY), static_cast<unsigned>(S),
-                                      args, what + " (decode)", decodeShared);
-          !s || S == 1)
-        return s;
-      // The merge's L2 prefetch of the next GEMVs' weights (p.pf, p.pfBytes)
-      // stays empty: with the 512-thread merge, 32 MiB of it made the 1.1B's
-      // batch-1 step on an H200 1.014-1.026 ms against 0.992-0.995 without
-      // (2026-11-29; docs/performance.md, "the merge's L2 prefetch off").
-      const int64_t rows = T * heads;
-      if (mergeRows && S <= kMergeRowsSplits &&
-          (ctx.mergeRows == 1 || (ctx.mergeRows == -1 && rows > ctx.dev->smCount))) {
-        const int64_t perBlock = kMergeThreads / 32;
-        return launch(ctx, mergeRows, static_cast<unsigned>((rows + perBlock - 1) / perBlock), 1, 1, args,
-                      what + " (merge by rows)", 0, kMergeThreads);
-      }
-      return launch(ctx, merge, tx, static_cast<unsigned>(heads), 1, args, what + " (merge)", 0, kMergeThreads);
-    }
+    if (useDecode)
+      return decodeAndMerge(ctx, args, T, S, streams, true, "");
     if (usePrefill) {
       // A slot's lone token (a server's decode row beside prompt pieces)
       // through the prefill kernel is a tile of one row for each query head,
@@ -480,7 +482,7 @@ bool attentionDecodeParams(const Step &step, const StepContext &ctx, int64_t T, 
   p.shards = 1;
   p.shard = 0;
   p.lseOut = 0;
-  const int64_t fit = std::max<int64_t>(1, std::min<int64_t>(256, ctx.partialRows / std::max<int64_t>(1, T * a.heads)));
+  const int64_t fit = a.fitSplits(ctx, T, 256);
   splits = a.decodeSplits(T, ctx.dev->smCount, maxSplits > 0 ? std::min(fit, maxSplits) : fit, a.decodePerSm);
   p.splits = splits;
   bindWorkspace(p, ctx);
