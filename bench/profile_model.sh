@@ -3,7 +3,7 @@
 # profile — a Llama at real width (d 2048, 32 heads, 4 KV heads, FFN 5632,
 # vocab 32000; random weights), LAYERS layers (default 4; 22 is the 1.1B
 # config), its f16 plan W/m.plan (stats in W/stats.json; --max-length MAXLEN,
-# default 256) and a 128-token prompt W/p.jsonl.
+# default 256; --max-batch MAXBATCH, default 32) and a 128-token prompt W/p.jsonl.
 . tools/packed.sh
 W=$(mktemp -d)
 python3 tools/export.py --arch llama --set hidden_size=2048 --set intermediate_size=5632 \
@@ -11,7 +11,7 @@ python3 tools/export.py --arch llama --set hidden_size=2048 --set intermediate_s
   --set vocab_size=32000 --set max_position_embeddings=2048 --seed 3 --no-check --out "$W/m" > "$W/export.log" 2>&1
 # PLAN_FLAGS: more genc flags (e.g. "--weights int4")
 # shellcheck disable=SC2206 # PLAN_FLAGS is several words
-GENC_FLAGS=(--dtype f16 --max-batch 32 --max-beams 1 --max-length "${MAXLEN:-256}" ${PLAN_FLAGS-})
+GENC_FLAGS=(--dtype f16 --max-batch "${MAXBATCH:-32}" --max-beams 1 --max-length "${MAXLEN:-256}" ${PLAN_FLAGS-})
 "$BIN/genc" compile "$W/m/model.onnx" -o "$W/m.plan" "${GENC_FLAGS[@]}" \
   --stats-json "$W/stats.json" > /dev/null
 python3 -c "import json,random; random.seed(1); print(json.dumps({'input_ids':[random.randrange(3,32000) for _ in range(128)]}))" > "$W/p.jsonl"

@@ -2,6 +2,7 @@
 
 #include "codegen/CudaEmitter.h"
 #include "codegen/CudaSyntax.h"
+#include "codegen/GemvMma.h"
 #include "passes/analysis/GemvNeighbours.h"
 #include "passes/analysis/Storage.h"
 #include "runtime/plan/Epilogue.h"
@@ -143,225 +144,6 @@ static __device__ void genc_gemv(const GencGemvParams &p, const GencGemvPrologue
       for (int r = 0; r < R; ++r) s[r] = acc[r][m];
       EPI::template store<Y, B, BIAS, ACT>(p, n, NO, m, s);
     }
-}
-
-// ---- 2 to 64 rows on tensor cores -------------------------------------------
-// y[M, N] = act(a[M, K] . w[N, K]^T + bias) for 16-bit a and w of one type
-// (mma.m16n8k16, f32 sums), M <= 16 MR, K a multiple of 32.
-//   grid (S ceil(N / 8 CG)) (a GLU: S ceil(N / 2 / 4 CG)), block 256 = 8
-//   warps; block x takes group x / S's columns over part x % S of K (S =
-//   p.split, 1 to 4; parts and tickets as genc_mma_sums says).
-// A block takes CG groups of 8 weight rows (4: GemvAbi.h's kGemvMmaOutputs;
-// 8 at 32 rows, with 2 rounds in flight, halved the blocks and lost 15%);
-// its 8 warps split K in rounds of 32 (warp w: rounds w, w + 8, ...), so
-// each block reads a once (from L2: M / 8 CG of its weight bytes) and has
-// 8 x U x CG x 512 bytes of weights in flight (U = 4 rounds a warp, 2 at 64
-// rows: registers), and the same rounds of a (loaded with them: its latency
-// from L2 is a round's).
-// In a round lane (g, q) = (lane / 4, lane % 4) reads 8
-// weights at k 32r + 8q of its group's row g as the mma's B column g, and the
-// same k of a's rows g and g + 8 of each 16-row tile as A: a dot product does
-// not care in what order its k come, so both operands take k in that order
-// and each is one 16-byte load. D's (row, column) is (a's row, weight row).
-// A GLU (EPI::ROWS == 2) takes gate and up rows alternately as a group's
-// columns (column 2j: gate row o + j, 2j + 1: up row NO + o + j), so a lane's
-// two D columns are one output's gate and up.
-// Where a product has few groups for the SMs (p.split = S > 1, chosen by its
-// shape, never by M) S blocks take the same weight rows and split K: warp w
-// of part j takes rounds 8j + w, 8j + w + 8S, ... — a 2,048-wide product's
-// 64 groups on 128 SMs at S = 2. (In a thread-block cluster, the parts
-// added through distributed shared memory, this made the 1.1B's step
-// 22-39% slower on an H100: docs/decode-experiments.md.)
-// The sums (genc_mma_sums): the warps' partials added in warp order through
-// shared memory, then the parts in part order through global memory. A
-// row's sums never meet another row's: its y is the same whatever else the
-// launch holds.
-// One k16 tile of rows g, g + 8 (xl, xh: k 0..7) against b0, b1: half 0
-// takes A's words of k 2q.., half 1 the next.
-template <typename A> struct genc_gemv_mma_op {
-  static __device__ __forceinline__ void run(float (&d)[4], const uint4 &xl, const uint4 &xh, unsigned b0, unsigned b1,
-                                             int half) {
-    const unsigned a0 = half ? xl.z : xl.x, a1 = half ? xh.z : xh.x, a2 = half ? xl.w : xl.y, a3 = half ? xh.w : xh.y;
-    genc_mma<A>::run(d, a0, a1, a2, a3, b0, b1);
-  }
-};
-
-// Row m of a at k .. k + 7 as stored; zeros past M.
-static __device__ __forceinline__ uint4 genc_gemv_mma_arow(const GencGemvParams &p, long long m, long long k) {
-  return m < p.M ? *(const uint4 *)((const unsigned short *)p.a + m * p.K + k) : make_uint4(0u, 0u, 0u, 0u);
-}
-
-// The sums of the tensor-core GEMV: a block of 8 warps, each holding f32
-// partials acc[t][c] of mma.m16n8k16 D tiles (16-row tile t, group c of 8
-// columns; CG a multiple of 4) over its own k, added in warp order through
-// shared memory. Where S = p.split > 1 blocks split K (block x: columns of
-// group x / S, part x % S of K), each block puts its sums in p.parts and the
-// last of a group's blocks to finish (a ticket a group in p.tickets, zero
-// between launches) adds the S parts in part order: an order set by the
-// shapes alone, whichever block comes last.
-// store(t, c, s) gets tile t's D elements 2h, 2h + 1 of group c at lane (h =
-// threadIdx.x / 32 % 2; thread x takes the groups c = x / 64 + 4v): row 16t
-// + lane / 4 + 8h, columns 2 (lane % 4) and + 1 of the group.
-//   parts: f32 pairs [groups, S, MR, CG / 4, 256]; tickets: u32 [groups]
-template <int MR, int CG, typename F>
-static __device__ __forceinline__ void genc_mma_sums(const float (&acc)[MR][CG][4], const GencGemvParams &p, F &&store) {
-  constexpr int WARPS = 8, V = CG / 4; // a thread's pairs of D elements a tile
-  static_assert(CG % 4 == 0, "four groups a pass of the block's threads");
-  __shared__ float part[WARPS][CG][4][32];
-  __shared__ bool last;
-  const long long S = p.split > 1 ? p.split : 1, group = blockIdx.x / S;
-  const int lane = threadIdx.x & 31, lw = threadIdx.x >> 5, ec = threadIdx.x >> 6, eh = lw & 1;
-  float2 *parts = (float2 *)p.parts + group * S * (MR * V * WARPS * 32) + threadIdx.x; // this thread's, part 0
-  constexpr long long PART = MR * V * WARPS * 32;                                         // pairs a part
-#pragma unroll
-  for (int t = 0; t < MR; ++t) {
-    if (16 * t >= p.M) break;
-    if (t) __syncthreads(); // the last tile's partials are read
-#pragma unroll
-    for (int c = 0; c < CG; ++c)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) part[lw][c][i][lane] = acc[t][c][i];
-    __syncthreads();
-#pragma unroll
-    for (int v = 0; v < V; ++v) {
-      const int c = ec + 4 * v;
-      float s[2] = {0.f, 0.f};
-#pragma unroll
-      for (int w = 0; w < WARPS; ++w) {
-        s[0] += part[w][c][2 * eh][lane];
-        s[1] += part[w][c][2 * eh + 1][lane];
-      }
-      if (S == 1)
-        store(t, c, s);
-      else
-        __stcg(parts + blockIdx.x % S * PART + (t * V + v) * WARPS * 32, make_float2(s[0], s[1]));
-    }
-  }
-  if (S == 1)
-    return;
-  // The last block's reads see every block's parts: each block's writes are
-  // fenced before its ticket.
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    unsigned *ticket = (unsigned *)p.tickets + group;
-    last = atomicAdd(ticket, 1u) == (unsigned)(S - 1);
-    if (last) *ticket = 0u; // zero again for the next launch
-  }
-  __syncthreads();
-  if (!last)
-    return;
-  __threadfence();
-#pragma unroll
-  for (int t = 0; t < MR; ++t) {
-    if (16 * t >= p.M) break;
-#pragma unroll
-    for (int v = 0; v < V; ++v) {
-      float s[2] = {0.f, 0.f};
-      for (long long j = 0; j < S; ++j) {
-        const float2 e = __ldcg(parts + j * PART + (t * V + v) * WARPS * 32);
-        s[0] += e.x;
-        s[1] += e.y;
-      }
-      store(t, ec + 4 * v, s);
-    }
-  }
-}
-
-template <typename A, typename W, typename Y, typename B, int BIAS, int ACT, int MR, int CG,
-          typename EPI = GencGemvStore>
-static __device__ void genc_gemv_mma(const GencGemvParams &p) {
-  constexpr int WARPS = 8, U = MR == 4 ? 2 : 4, R = EPI::ROWS;
-  const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
-  const int S = p.split > 1 ? (int)p.split : 1; // blocks splitting K
-  // warp: this warp's first round; SW: the warps over the group's blocks
-  const int warp = (int)(blockIdx.x % S) * WARPS + (threadIdx.x >> 5), SW = S * WARPS;
-  const long long NO = p.N / R;                                   // outputs a row
-  const long long o0 = (long long)(blockIdx.x / S) * (CG * 8 / R); // the group's first output
-  const long long rounds = p.K >> 5;
-  const unsigned short *wrow[CG];
-#pragma unroll
-  for (int c = 0; c < CG; ++c) {
-    long long o = o0 + c * (8 / R) + (R == 2 ? (g >> 1) : g);
-    o = o < NO ? o : NO - 1; // columns past the outputs read the last one; not stored
-    wrow[c] = (const unsigned short *)p.w + (R == 2 && (g & 1) ? NO + o : o) * p.K + q * 8;
-  }
-  float acc[MR][CG][4];
-#pragma unroll
-  for (int t = 0; t < MR; ++t)
-#pragma unroll
-    for (int c = 0; c < CG; ++c)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) acc[t][c][i] = 0.f;
-  // U rounds of weights and of a in flight a warp (slot u: rounds u mod U);
-  // the first rounds' weights load before the wait: they stream while the
-  // kernel before (whose output is a) finishes.
-  uint4 wr[U][CG], xr[U][MR][2];
-#pragma unroll
-  for (int u = 0; u < U; ++u)
-#pragma unroll
-    for (int c = 0; c < CG; ++c)
-      if (warp + u * SW < rounds) wr[u][c] = *(const uint4 *)(wrow[c] + (long long)(warp + u * SW) * 32);
-  genc_pdl_wait();
-  genc_pdl_launch();
-#pragma unroll
-  for (int u = 0; u < U; ++u)
-#pragma unroll
-    for (int t = 0; t < MR; ++t)
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-        xr[u][t][h] = warp + u * SW < rounds
-                          ? genc_gemv_mma_arow(p, 16 * t + 8 * h + g, (long long)(warp + u * SW) * 32 + q * 8)
-                          : make_uint4(0u, 0u, 0u, 0u);
-  for (long long r0 = warp; r0 < rounds; r0 += U * SW) {
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const long long r = r0 + (long long)u * SW;
-      if (r >= rounds) break;
-#pragma unroll
-      for (int t = 0; t < MR; ++t)
-#pragma unroll
-        for (int c = 0; c < CG; ++c) {
-          genc_gemv_mma_op<A>::run(acc[t][c], xr[u][t][0], xr[u][t][1], wr[u][c].x, wr[u][c].y, 0);
-          genc_gemv_mma_op<A>::run(acc[t][c], xr[u][t][0], xr[u][t][1], wr[u][c].z, wr[u][c].w, 1);
-        }
-      // This slot's next round: U x SW rounds on.
-      const long long rn = r + U * SW;
-      if (rn < rounds) {
-#pragma unroll
-        for (int c = 0; c < CG; ++c) wr[u][c] = *(const uint4 *)(wrow[c] + rn * 32);
-#pragma unroll
-        for (int t = 0; t < MR; ++t)
-#pragma unroll
-          for (int h = 0; h < 2; ++h) xr[u][t][h] = genc_gemv_mma_arow(p, 16 * t + 8 * h + g, rn * 32 + q * 8);
-      }
-    }
-  }
-  // The warps' sums, then the group's blocks' (genc_mma_sums): D elements
-  // 2h, 2h + 1 of group c and lane.
-  const int eh = (threadIdx.x >> 5) & 1, eg = lane >> 2, eq = lane & 3;
-  genc_mma_sums<MR, CG>(acc, p, [&](int t, int ec, const float (&s)[2]) {
-    const long long m = 16 * t + eg + 8 * eh;
-    if (m >= p.M)
-      return;
-    if (R == 2) {
-      const long long o = o0 + ec * 4 + eq;
-      if (o < NO) {
-        float v[R];
-        v[0] = s[0];
-        v[R - 1] = s[1];
-        EPI::template store<Y, B, BIAS, ACT>(p, o, NO, (int)m, v);
-      }
-    } else {
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        const long long n = o0 + ec * 8 + 2 * eq + j;
-        float v[R];
-        v[0] = s[j];
-        if (n < NO) EPI::template store<Y, B, BIAS, ACT>(p, n, NO, (int)m, v);
-      }
-    }
-  });
 }
 
 // src [rows, cols] -> dst [cols, rows], 32 x 32 tiles through shared memory.
@@ -531,18 +313,23 @@ std::string fusedEntry(const std::string &name, const std::string &args, bool wi
   return (glu ? gluPolicy(name, *glu) : std::string()) + gemvEntryLine(form, name, args, withBefore, glu, K);
 }
 
-// The tensor-core entries of 16 x MR rows (GemvAbi.h: `name`_mma{16,32,64}),
-// storing through `store` (GencGemvStore, or a GLU's `name`_then); their
-// names go to `names`.
+// The tensor-core entries (GemvAbi.h): `name`_mma16 (32 weight rows a
+// block, warps splitting K) and `name`_mmaw{16,32,64} (64 a block, a's rows
+// in shared memory), storing through `store` (GencGemvStore, or a GLU's
+// `name`_then); their names go to `names`.
 std::string mmaEntries(const std::string &name, const std::string &args, const std::string &store,
                        std::vector<std::string> &names) {
   std::ostringstream c;
-  for (int mr : {1, 2, 4})
-    names.push_back(genrt::cuda::gemvMmaName(name, 16 * mr));
-  for (int mr : {1, 2, 4})
-    c << "extern \"C\" __global__ void __launch_bounds__(" << genrt::cuda::kGemvThreads << ") "
-      << genrt::cuda::gemvMmaName(name, 16 * mr) << "(const GencGemvParams p) { genc_gemv_mma<" << args << ", "
-      << mr << ", " << genrt::cuda::kGemvMmaOutputs / 8 << ", " << store << ">(p); }\n";
+  const std::string head =
+      "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(genrt::cuda::kGemvThreads) + ") ";
+  names.push_back(genrt::cuda::gemvMmaName(name, 16));
+  c << head << names.back() << "(const GencGemvParams p) { genc_gemv_mma<" << args << ", 1, "
+    << genrt::cuda::kGemvMmaOutputs / 8 << ", " << store << ">(p); }\n";
+  for (int mr : {1, 2, 4}) {
+    names.push_back(genrt::cuda::gemvMmaWideName(name, 16 * mr));
+    c << head << names.back() << "(const GencGemvParams p) { genc_gemv_mma_wide<" << args << ", " << mr << ", "
+      << store << ">(p); }\n";
+  }
   return c.str();
 }
 
@@ -658,7 +445,8 @@ GemvKernels emitGemvKernels(Module &m, DType activation, const std::vector<CudaK
     return out;
   out.names.push_back("genc_transpose_2");
   out.names.push_back("genc_transpose_4");
-  out.code = std::string("\n") + genrt::cuda::kGencGemvAbiSource + "\n" + kTemplates + code.str() + pro.str();
+  out.code = std::string("\n") + genrt::cuda::kGencGemvAbiSource + "\n" + kTemplates + gemvMmaTemplates() +
+             code.str() + pro.str();
   return out;
 }
 

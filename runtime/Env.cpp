@@ -23,6 +23,8 @@ const std::vector<Variable> &variables() {
        "0..64: products of more rows than the GEMV's and at most that many take the tensor-core GEMV entries of 16-bit plans (default 16; 0: cuBLASLt)"},
       {"GENC_CUDA_GEMV_MMA_SPLIT", "genrun",
        "1 to 4: the blocks that split K in every 16-bit tensor-core GEMV (A/B runs; default: by each product's shape, to fill the SMs)"},
+      {"GENC_CUDA_GEMV_MMA_WIDE", "genrun",
+       "0, 1, 2: the 16-bit tensor-core GEMV entries of 64 weight rows a block (a's rows in shared memory) for none, above 16 rows (default), or every count"},
       {"GENC_CUDA_GEMV_ROWS", "genrun", "1..8: products of up to that many rows take the GEMV kernels (default 1)"},
       {"GENC_CUDA_GRAPHS", "genrun", "0: no CUDA graphs (every step launched kernel by kernel)"},
       {"GENC_CUDA_MERGE_ROWS", "genrun",

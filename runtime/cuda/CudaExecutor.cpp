@@ -129,6 +129,7 @@ Status CudaExecutor::init(NcclChannel *channel) {
   // the last to finish adding the parts (GENC_CUDA_GEMV_MMA_SPLIT=N for
   // every product).
   ctx_.gemvMmaSplit = options_.gemvMmaSplit;
+  ctx_.gemvMmaWide = options_.gemvMmaWide;
   ctx_.gemvParts = mem_.at("gemv parts");
   ctx_.gemvTickets = mem_.at("gemv tickets");
   // 4/8-bit products: the GEMV up to 3 rows, the tensor cores up to 64

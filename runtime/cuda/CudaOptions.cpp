@@ -34,6 +34,9 @@ Status readCudaOptions(CudaOptions &out) {
   for (const char *v : {"1", "2", "3", "4"}) // else 0: by shape
     if (is("GENC_CUDA_GEMV_MMA_SPLIT", v))
       out.gemvMmaSplit = std::atoi(v);
+  for (const char *v : {"0", "1", "2"})
+    if (is("GENC_CUDA_GEMV_MMA_WIDE", v))
+      out.gemvMmaWide = std::atoi(v);
   if (const char *nr = given("GENC_CUDA_NBITS_ROWS"))
     out.nbitsGemvRows = std::clamp<int64_t>(std::atoll(nr), 0, kNBitsMmaRows);
   if (const char *nc = given("GENC_CUDA_NBITS_GEMV_ROWS"))

@@ -98,6 +98,9 @@ struct CudaOptions {
   /// entries, for every product (A/B runs); 0, unset: by each product's
   /// shape (gemvMmaSplit in GemvAbi.h).
   int gemvMmaSplit = 0;
+  /// GENC_CUDA_GEMV_MMA_WIDE (0, 1, 2): which tensor-core entries take
+  /// those rows (StepContext::gemvMmaWide); default 1.
+  int gemvMmaWide = 1;
   /// GENC_CUDA_NBITS_ROWS (0..64): the most rows a 4/8-bit product takes
   /// the GEMV or tensor-core kernels for; more go to the tiled kernel
   /// (NBitsAbi.h).

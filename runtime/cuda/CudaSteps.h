@@ -57,6 +57,10 @@ struct StepContext {
   /// The most rows a 16-bit product takes the tensor-core GEMV entries for,
   /// above gemvRows (GENC_CUDA_GEMV_MMA; 0: none, cuBLASLt).
   int64_t gemvMmaRows = kGemvMmaRowsDefault;
+  /// Which tensor-core entries (GENC_CUDA_GEMV_MMA_WIDE): 1 the _mma16 up
+  /// to 16 rows and the _mmaw entries of 64 weight rows a block above; 2
+  /// _mmaw at every count; 0 _mma16 alone.
+  int gemvMmaWide = 1;
   /// The blocks that split K in them: 1 to 4 for every product
   /// (GENC_CUDA_GEMV_MMA_SPLIT), 0 by each product's shape; their parts
   /// ([blocks, 64, 32] f32) and tickets (u32 a group, zero between launches).

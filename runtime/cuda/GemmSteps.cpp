@@ -27,8 +27,8 @@ Status prepareGemv(const OpInfo &op, const KernelModule &mod, GemmStep &g) {
   // The tensor-core entries (16-bit a and w of one type; a plan from an
   // older genc has none): rounds of 32 k, 16-byte loads of a and w.
   if (g.shape.K % 32 == 0 && g.shape.a == g.shape.b && (g.shape.a == DType::F16 || g.shape.a == DType::BF16))
-    for (int i = 0; i < 3; ++i)
-      if (!mod.function(gemvMmaName(family, 16 << i), g.mma[i]))
+    for (int i = 0; i < 4; ++i)
+      if (!mod.function(i ? gemvMmaWideName(family, 8 << i) : gemvMmaName(family, 16), g.mma[i]))
         g.mma[i] = nullptr;
   return Status::ok();
 }
@@ -58,10 +58,10 @@ Status GemmStep::run(StepContext &ctx, const ProgramRun &run) {
   Status s = Status::ok();
   auto [withBefore, withThen] = choice(ctx, run);
   if (const int e = mmaEntry(ctx, M, withThen ? thenMma : mma); e >= 0) {
-    GencGemvParams p{a, b, bias, withThen ? thenOut : y, M, shape.K, shape.N, ctx.gemvParts, ctx.gemvTickets, mmaSplit};
+    GencGemvParams p{a, b, bias, withThen ? thenOut : y, M, shape.K, shape.N, ctx.gemvParts, ctx.gemvTickets,
+                     mmaSplitOf(e)};
     void *args[] = {&p};
-    const unsigned grid = static_cast<unsigned>((shape.N + kGemvMmaOutputs - 1) / kGemvMmaOutputs * mmaSplit);
-    s = ctx.dev->launch(withThen ? thenMma[e] : mma[e], grid, 1, 1, kGemvThreads, 1, 0, ctx.stream, args,
+    s = ctx.dev->launch(withThen ? thenMma[e] : mma[e], mmaGrid(e), 1, 1, kGemvThreads, 1, 0, ctx.stream, args,
                         "the tensor-core GEMV of " + what +
                             (withThen ? " then '" + then->kernel.info().name + "'" : ""));
   } else if (withBefore || withThen) {
@@ -127,8 +127,10 @@ Status gemmStep(const OpInfo &op, const ValueMap &vm, const KernelModule &mod, c
   g->oneRow = g->gemv[0] != nullptr;
   // Blocks splitting K where the product's groups leave SMs idle, with
   // parts planned for every such product (planMemory).
-  if (g->mma[0] || g->mma[1] || g->mma[2])
+  if (g->hasMma()) {
     g->mmaSplit = gemvMmaSplit(g->shape.N, g->shape.K, ctx.dev->smCount, ctx.gemvMmaSplit);
+    g->mmaSplitWide = gemvMmaSplit(g->shape.N, g->shape.K, ctx.dev->smCount, ctx.gemvMmaSplit, kGemvMmaWideOutputs);
+  }
   if (ctx.gemv && fusedBefore)
     if (Status s = prepareBefore(vm, op, *fusedBefore, *fusedStepBefore, mod, *ctx.dev, *g); !s)
       return Status::error("plan op " + where + ": " + s.message());

@@ -25,13 +25,18 @@
 //       n and h + n and writes the body's element n to p.y (the body's
 //       result; y is not written), N = 2h weight rows, grid ceil(h / 8).
 //       The executor then skips the body's own launch.
-//   <entry>_mma{16,32,64}  for gemv_N and gemv_N_then_<glu> where a and w
-//       are both f16 or both bf16: up to 16, 32, 64 rows on tensor cores
-//       (mma.m16n8k16, f32 sums), grid (ceil(N / 32)) (a GLU: ceil(N / 32)
-//       as well, 16 outputs a block), block 256; K a multiple of 32. A
-//       row's sums never meet another row's: its y does not depend on the
-//       launch's other rows. The executor takes them for 2 to 16 rows
-//       (GENC_CUDA_GEMV_MMA: up to 64), cuBLASLt beyond.
+//   <entry>_mma16, <entry>_mmaw{16,32,64}  for gemv_N and gemv_N_then_<glu>
+//       where a and w are both f16 or both bf16: up to 16 (32, 64) rows on
+//       tensor cores (mma.m16n8k16, f32 sums), block 256, K a multiple of
+//       32, S blocks splitting K (gemvMmaSplit, by the shape). _mma16:
+//       grid (S ceil(N / 32)), a block's warps split K (a GLU: N / 32
+//       blocks as well, 16 outputs a block); _mmaw: grid (S ceil(N / 64)),
+//       a's rows in shared memory, a block's warps split its 64 weight
+//       rows (codegen/GemvMma.cpp). A row's sums never meet another row's:
+//       its y does not depend on the launch's other rows. The executor
+//       takes _mma16 for 2 to 16 rows (GENC_CUDA_GEMV_MMA: up to 64 with
+//       _mmaw32, _mmaw64; GENC_CUDA_GEMV_MMA_WIDE=2: _mmaw16 at 2-16 too),
+//       cuBLASLt beyond.
 //   genc_transpose_{2,4}  grid (ceil(cols / 32), ceil(rows / 32)), block
 //       (32, 8): src [rows, cols] -> dst [cols, rows] for 2- or 4-byte
 //       elements. The executor turns [K, N] weights that only matmuls read
@@ -81,9 +86,11 @@ constexpr int kGemvMmaRows = 64;   // the tensor-core entries' most rows
 /// at 16 and lost 8% at 32 (docs/decode-experiments.md).
 constexpr int64_t kGemvMmaRowsDefault = 16;
 constexpr int kGemvMmaOutputs = 32; // weight rows a block (or the blocks splitting K) of them takes
+constexpr int kGemvMmaWideOutputs = 64; // the same of the _mmaw entries
 constexpr int kGemvMmaMaxSplit = 4;  // blocks splitting K at most
 /// A block's part of the sums where blocks split K: 64 rows x 32 f32 columns.
 constexpr int64_t kGemvMmaPartBytes = int64_t(kGemvMmaRows) * kGemvMmaOutputs * 4;
+constexpr int64_t kGemvMmaWidePartBytes = int64_t(kGemvMmaRows) * kGemvMmaWideOutputs * 4;
 
 /// The blocks that split K in a tensor-core GEMV of N weight rows (a GLU's
 /// gate and up together) and depth K on `sms` SMs — the shape's, never the
@@ -104,8 +111,12 @@ inline int gemvMmaSplit(int64_t N, int64_t K, int sms, int forced, int64_t colum
 }
 
 /// The tensor-core entry of `entry` (a family, or its GLU entry) for up to
-/// `rows` rows (16, 32 or 64).
+/// `rows` rows (16: 32 weight rows a block, warps splitting K).
 inline std::string gemvMmaName(const std::string &entry, int rows) { return entry + "_mma" + std::to_string(rows); }
+/// The tensor-core entry of 64 weight rows a block (_mmaw) for up to `rows`.
+inline std::string gemvMmaWideName(const std::string &entry, int rows) {
+  return entry + "_mmaw" + std::to_string(rows);
+}
 
 /// The one-row GEMV of family `family` that first runs fused row body
 /// `before`'s row and reads its result `result`, and/or ends in the

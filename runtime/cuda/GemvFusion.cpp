@@ -157,7 +157,7 @@ Status prepareThen(const ValueMap &vm, const OpInfo &mm, const OpInfo &op, Fused
                    GemvStep &g) {
   const Program &prog = vm.prog;
   const int32_t y = mm.results.at(0);
-  if ((!g.oneRow && !g.mma[0]) || g.N % 2 || op.operands.size() != 1 || op.operands[0] != y || op.results.size() != 1 ||
+  if ((!g.oneRow && !g.hasMma()) || g.N % 2 || op.operands.size() != 1 || op.operands[0] != y || op.results.size() != 1 ||
       std::count(prog.outputs.begin(), prog.outputs.end(), y))
     return Status::ok();
   size_t uses = 0;
@@ -183,10 +183,12 @@ Status prepareThen(const ValueMap &vm, const OpInfo &mm, const OpInfo &op, Fused
   CUfunction fn = nullptr;
   if (g.oneRow && mod.function(gemvEntryName(fam, "", 0, k.name), fn))
     g.fused[0][1] = fn;
-  if (g.mma[0])
-    for (int i = 0; i < 3; ++i)
-      if (mod.function(gemvMmaName(gemvEntryName(fam, "", 0, k.name), 16 << i), fn))
+  if (g.hasMma()) {
+    const std::string glu = gemvEntryName(fam, "", 0, k.name);
+    for (int i = 0; i < 4; ++i)
+      if (mod.function(i ? gemvMmaWideName(glu, 8 << i) : gemvMmaName(glu, 16), fn))
         g.thenMma[i] = fn;
+  }
   if (g.before && g.oneRow) {
     const KernelInfo &kb = g.before->kernel.info();
     const size_t r = std::find(g.beforeOp->results.begin(), g.beforeOp->results.end(), mm.operands[0]) -
@@ -194,7 +196,7 @@ Status prepareThen(const ValueMap &vm, const OpInfo &mm, const OpInfo &op, Fused
     if (mod.function(gemvEntryName(fam, kb.name, r, k.name), fn))
       g.fused[1][1] = fn;
   }
-  if (!g.fused[0][1] && !g.fused[1][1] && !g.thenMma[0])
+  if (!g.fused[0][1] && !g.fused[1][1] && !g.thenMma[0] && !g.thenMma[1] && !g.thenMma[2] && !g.thenMma[3])
     return Status::ok(); // a plan from a genc without these entries
   g.then = &f;
   g.thenOut = vm.ptr(out);

@@ -84,8 +84,10 @@ Status CudaExecutor::planMemory(bool tree) {
   };
   for (const Tensor &w : p.weights) {
     if (w.rank() == 2)
-      for (int n = 0; n < 2; ++n)
+      for (int n = 0; n < 2; ++n) {
         need(w.shape()[n], w.shape()[1 - n], kGemvMmaOutputs, kGemvMmaPartBytes);
+        need(w.shape()[n], w.shape()[1 - n], kGemvMmaWideOutputs, kGemvMmaWidePartBytes);
+      }
     if (w.rank() == 3 && w.dtype() == DType::U8)
       need(w.shape()[0], w.shape()[1] * w.shape()[2] * 2, kNBitsMmaColumns, kNBitsMmaPartBytes);
   }

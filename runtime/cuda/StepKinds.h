@@ -86,21 +86,33 @@ public:
   const OpInfo *beforeOp = nullptr;
   CUdeviceptr thenOut = 0;
   int64_t staticShared = 0; // the static shared bytes of the entries with `before`
-  /// The tensor-core entries of 16, 32 and 64 rows (GemvAbi.h): the
-  /// product's, and the one ending in the GLU `then`.
-  CUfunction mma[3] = {}, thenMma[3] = {};
-  /// The blocks that split K in those entries (gemvMmaSplit, GemvAbi.h).
-  int mmaSplit = 1;
+  /// The tensor-core entries (GemvAbi.h): _mma16 (32 weight rows a block),
+  /// _mmaw16, _mmaw32, _mmaw64 (64 a block); the product's, and the ones
+  /// ending in the GLU `then`.
+  CUfunction mma[4] = {}, thenMma[4] = {};
+  /// The blocks that split K in _mma16 and in the _mmaw entries
+  /// (gemvMmaSplit, GemvAbi.h: by the shape and the block's weight rows).
+  int mmaSplit = 1, mmaSplitWide = 1;
 
-  /// Which of `entries` a run of M rows takes (0, 1, 2: up to 16, 32, 64
-  /// rows), -1 for none: M above the one-row GEMV's rows, within
-  /// ctx.gemvMmaRows, an entry there.
-  int mmaEntry(const StepContext &ctx, int64_t M, const CUfunction (&entries)[3]) const {
+  bool hasMma() const { return mma[0] || mma[1] || mma[2] || mma[3]; }
+  /// Which of `entries` a run of M rows takes, -1 for none: M above the
+  /// one-row GEMV's rows and within ctx.gemvMmaRows; up to 16 rows _mma16
+  /// (_mmaw16 where ctx.gemvMmaWide is 2), then _mmaw32 and _mmaw64 (none
+  /// where ctx.gemvMmaWide is 0).
+  int mmaEntry(const StepContext &ctx, int64_t M, const CUfunction (&entries)[4]) const {
     if (M < 2 || M <= ctx.gemvRows || M > ctx.gemvMmaRows || M > kGemvMmaRows)
       return -1;
-    const int i = M <= 16 ? 0 : M <= 32 ? 1 : 2;
-    return entries[i] ? i : -1;
+    if (M <= 16 && entries[0] && (ctx.gemvMmaWide < 2 || !entries[1]))
+      return 0;
+    const int i = M <= 16 ? 1 : M <= 32 ? 2 : 3;
+    return ctx.gemvMmaWide > 0 && entries[i] ? i : -1;
   }
+  /// The blocks of entry e's launch, and the split they carry.
+  unsigned mmaGrid(int e) const {
+    const int64_t cols = e == 0 ? kGemvMmaOutputs : kGemvMmaWideOutputs;
+    return static_cast<unsigned>((N + cols - 1) / cols * (e == 0 ? mmaSplit : mmaSplitWide));
+  }
+  int64_t mmaSplitOf(int e) const { return e == 0 ? mmaSplit : mmaSplitWide; }
 
   /// Which neighbours this run takes into its GEMV: one row, every result
   /// of the body before one row too, an entry for the pair; or, of 2 to 64

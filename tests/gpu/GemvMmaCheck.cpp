@@ -5,17 +5,17 @@
 // random weight [N, K] and bias (normal, rounded to their storage; the
 // entries read any weight the same way), a random a [M, K] rounded to its
 // storage, y poisoned with 0xff bytes (NaN) so an unwritten element fails.
-// M runs over 2, 3, 9, 16 on _mma16, 17, 32 on _mma32 and 33, 50, 64 on
-// _mma64. The bound, per element: the GPU sums K products of exact 16-bit
+// M runs over 2, 3, 9, 16 on _mma16 (32 weight rows a block), 2, 3, 16 on
+// _mmaw16, 17, 32 on _mmaw32 and 33, 50, 64 on _mmaw64 (64 a block). The bound, per element: the GPU sums K products of exact 16-bit
 // numbers in f32 (K u Σ|a w| at most, u = 2^-24), the host in double; then
 // y's rounding (relative u_y: 2^-11 f16, 2^-8 bf16, 0 f32), and a GELU's
 // slope (at most 1.13) on the sum's error. |gpu - host| <= u_y |host| +
 // 1.2 (K u Σ|a w| + 2^-24). A wrong row, column or k order of one operand is
 // off by a sizeable part of Σ|a w| and fails it.
 //
-// Then "rows alone": the first 3 rows of the M = 50 run on _mma64 must equal,
-// bit for bit, the M = 3 run on _mma16 (the executor relies on a row's
-// result not depending on the batch it shares a launch with).
+// Then "rows alone": the first 3 rows of the M = 50 run on _mmaw64 must
+// equal, bit for bit, the M = 3 run on _mmaw16 (the executor relies on a
+// row's result not depending on the batch it shares a launch with).
 // The same again for M = 3, 17, 50 with 2, 3 and 4 blocks splitting K
 // (GemvAbi.h's gemvMmaSplit), rows alone within each, and every group's
 // ticket back at zero after the launch (the next launch counts from it).
@@ -70,6 +70,8 @@ bool checkOp(const genrt::cuda::Device &dev, const genrt::Plan &plan, const genr
   CUfunction probe = nullptr;
   if (!mod.function(genrt::cuda::gemvMmaName(family, 16), probe))
     return true;
+  using genrt::cuda::kGemvMmaOutputs;
+  using genrt::cuda::kGemvMmaWideOutputs;
   const DType bStored = e.bias ? prog.values.at(op.operands[2]).stored : DType::F32;
 
   const Tensor wDev = randomTensor(rng, {N, K}, aStored), wHost = wDev.castTo(DType::F32);
@@ -84,25 +86,33 @@ bool checkOp(const genrt::cuda::Device &dev, const genrt::Plan &plan, const genr
   p.N = N;
   struct Run {
     int rows;
+    bool wide; // _mmaw: 64 weight rows a block
     int64_t M;
   };
-  const Run runs[] = {{16, 2}, {16, 3}, {16, 9}, {16, 16}, {32, 17}, {32, 32}, {64, 33}, {64, 50}, {64, 64}};
+  const Run runs[] = {{16, false, 2}, {16, false, 3}, {16, false, 9}, {16, false, 16}, {16, true, 2},
+                      {16, true, 3},  {16, true, 16},  {32, true, 17},  {32, true, 32},  {64, true, 33},
+                      {64, true, 50}, {64, true, 64}};
   const Tensor a50 = randomTensor(rng, {50, K}, aStored); // the M = 50 run's a; M = 3 takes its first rows
-  const int64_t groups = (N + genrt::cuda::kGemvMmaOutputs - 1) / genrt::cuda::kGemvMmaOutputs;
-  if (!b.alloc(groups * genrt::cuda::kGemvMmaMaxSplit * genrt::cuda::kGemvMmaPartBytes, p.parts) ||
-      !b.alloc(groups * 4, p.tickets) || dev.api->cuMemsetD8(p.tickets, 0, groups * 4) != CUDA_SUCCESS)
+  const int64_t groups = (N + kGemvMmaOutputs - 1) / kGemvMmaOutputs;
+  const int64_t wideGroups = (N + kGemvMmaWideOutputs - 1) / kGemvMmaWideOutputs;
+  const int64_t partBytes = std::max(groups * genrt::cuda::kGemvMmaPartBytes,
+                                     wideGroups * genrt::cuda::kGemvMmaWidePartBytes);
+  if (!b.alloc(genrt::cuda::kGemvMmaMaxSplit * partBytes, p.parts) || !b.alloc(groups * 4, p.tickets) ||
+      dev.api->cuMemsetD8(p.tickets, 0, groups * 4) != CUDA_SUCCESS)
     return false;
   for (unsigned split : {1u, 2u, 3u, 4u}) {
-    std::vector<char> firstRows[2]; // y's first 3 rows: of M = 3 on _mma16, of M = 50 on _mma64
+    std::vector<char> firstRows[2]; // y's first 3 rows: of M = 3 on _mmaw16, of M = 50 on _mmaw64
     const std::string inSplit = split > 1 ? ", K split over " + std::to_string(split) + " blocks" : "";
     p.split = split;
     for (const Run &r : runs) {
       if (split > 1 && r.M != 3 && r.M != 17 && r.M != 50)
         continue;
+      const std::string entry =
+          r.wide ? genrt::cuda::gemvMmaWideName(family, r.rows) : genrt::cuda::gemvMmaName(family, r.rows);
       NBitsRow row;
-      row.name = genrt::cuda::gemvMmaName(family, r.rows) + " M=" + std::to_string(r.M) + inSplit + where;
+      row.name = entry + " M=" + std::to_string(r.M) + inSplit + where;
       CUfunction fn = nullptr;
-      if (genrt::Status st = mod.function(genrt::cuda::gemvMmaName(family, r.rows), fn); !st) {
+      if (genrt::Status st = mod.function(entry, fn); !st) {
         row.status = st.message();
         rows.push_back(row);
         continue;
@@ -120,8 +130,7 @@ bool checkOp(const genrt::cuda::Device &dev, const genrt::Plan &plan, const genr
       p.y = y;
       p.M = M;
       void *args[] = {&p};
-      const unsigned grid =
-          static_cast<unsigned>((N + genrt::cuda::kGemvMmaOutputs - 1) / genrt::cuda::kGemvMmaOutputs * split);
+      const unsigned grid = static_cast<unsigned>((r.wide ? wideGroups : groups) * split);
       std::vector<unsigned> tickets(static_cast<size_t>(groups), 1u);
       if (genrt::Status st = dev.launch(fn, grid, 1, 1, genrt::cuda::kGemvThreads, 1, 0, nullptr, args, row.name);
           !st || dev.api->cuCtxSynchronize() != CUDA_SUCCESS ||
@@ -132,7 +141,7 @@ bool checkOp(const genrt::cuda::Device &dev, const genrt::Plan &plan, const genr
         return false;
       }
       const bool ticketsZero = std::all_of(tickets.begin(), tickets.end(), [](unsigned t) { return t == 0; });
-      if (M == 3 || M == 50) {
+      if (r.wide && (M == 3 || M == 50)) {
         const char *bytes = yDev.data<char>();
         firstRows[M == 50].assign(bytes, bytes + 3 * N * static_cast<int64_t>(genrt::dtypeSize(yStored)));
       }
@@ -162,7 +171,7 @@ bool checkOp(const genrt::cuda::Device &dev, const genrt::Plan &plan, const genr
     }
     if (!firstRows[0].empty() && !firstRows[1].empty()) {
       NBitsRow row;
-      row.name = family + " rows alone (M=3 on _mma16 vs the first 3 of M=50 on _mma64)" + inSplit + where;
+      row.name = family + " rows alone (M=3 on _mmaw16 vs the first 3 of M=50 on _mmaw64)" + inSplit + where;
       row.elements = 3 * N;
       row.ok = firstRows[0] == firstRows[1];
       row.status = row.ok ? "ok" : "MISMATCH";

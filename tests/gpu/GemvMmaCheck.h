@@ -1,5 +1,5 @@
 // gpucheck's rows for the tensor-core GEMV entries of 16-bit plans
-// (runtime/cuda/GemvAbi.h, <family>_mma{16,32,64}): every matmul of a plan's
+// (runtime/cuda/GemvAbi.h, <family>_mma16, _mmaw{16,32,64}): every matmul of a plan's
 // programs that has them, at several row counts, against a double-precision
 // product on the host of the same rounded a, w and bias, the output poisoned;
 // and a row's result the same bits whatever else the launch holds.

@@ -329,14 +329,16 @@ fusion_checks() {
   job fusion_check llama f32 int8
 }
 
-# The tensor-core GEMV entries (GemvAbi.h, _mma16/32/64) take a 16-bit plan's
-# products of 2 to 64 rows: a batch of 4 prompts (decode 4 rows; the prefill
-# 10) and 4 beams of them (16 rows). Against cuBLASLt on the same plan
-# (GENC_CUDA_GEMV_MMA=0) and the CPU's f32 tokens: the sequences equal to the
-# CPU's must be at least as many as cuBLASLt's (f16 near-ties part both from
-# f32 alike), so must the entries' with K split over 3 blocks in every product
-# (GENC_CUDA_GEMV_MMA_SPLIT=3, the GLU entries too; the fixtures' shapes get
-# no split of their own), and the profile must show the entries ran (with
+# The tensor-core GEMV entries (GemvAbi.h, _mma16 and _mmaw16/32/64) take a
+# 16-bit plan's products of 2 to 64 rows: a batch of 4 prompts (decode 4
+# rows; the prefill 10) and 4 beams of them (16 rows). Against cuBLASLt on
+# the same plan (GENC_CUDA_GEMV_MMA=0) and the CPU's f32 tokens: the
+# sequences equal to the CPU's must be at least as many as cuBLASLt's (f16
+# near-ties part both from f32 alike), so must the entries' with K split over
+# 3 blocks in every product (GENC_CUDA_GEMV_MMA_SPLIT=3, the GLU entries too;
+# the fixtures' shapes get no split of their own), and the _mmaw entries'
+# at every row count (GENC_CUDA_GEMV_MMA_WIDE=2, alone and with K split over
+# 3 blocks), and the profile must show the entries ran (with
 # the SwiGLU after them on the SwiGLU models). gpucheck checks each entry element by
 # element (GemvMmaCheck.cpp).
 mma_check() {
@@ -359,23 +361,31 @@ mma_check() {
     # shellcheck disable=SC2086 # 3 blocks splitting K (the GLU entries too)
     GENC_CUDA_GEMV_MMA_SPLIT=3 "$BIN/genrun" "$plan" --device cuda --input "$W/mma.jsonl" --max-new-tokens 12 $args \
       > "$base.cl" 2> "$base.cl.err"
+    # shellcheck disable=SC2086 # 64 weight rows a block at every row count
+    GENC_CUDA_GEMV_MMA_WIDE=2 "$BIN/genrun" "$plan" --device cuda --input "$W/mma.jsonl" --max-new-tokens 12 $args \
+      > "$base.w" 2> "$base.w.err"
+    # shellcheck disable=SC2086
+    GENC_CUDA_GEMV_MMA_WIDE=2 GENC_CUDA_GEMV_MMA_SPLIT=3 "$BIN/genrun" "$plan" --device cuda --input "$W/mma.jsonl" \
+      --max-new-tokens 12 $args > "$base.wcl" 2> "$base.wcl.err"
     # shellcheck disable=SC2086
     GENC_CUDA_PROFILE=1 "$BIN/genrun" "$plan" --device cuda --input "$W/mma.jsonl" --max-new-tokens 12 $args \
       > /dev/null 2> "$base.prof"
     # shellcheck disable=SC2086
     "$BIN/genrun" "$plan" --device cpu --input "$W/mma.jsonl" --max-new-tokens 12 $args > "$base.cpu" 2>/dev/null
-    read -r on off cl <<< "$(python3 -c "import json,sys
+    read -r on off cl w wcl <<< "$(python3 -c "import json,sys
 def ids(f):
     try: return [s['output_ids'] for l in open(f) for s in json.loads(l)['sequences']]
     except (OSError, ValueError, KeyError): return []
 c=ids(sys.argv[3]); g=lambda f: sum(x==y for x,y in zip(ids(f),c)) if len(ids(f))==len(c)==4 else -1
-print(g(sys.argv[1]), g(sys.argv[2]), g(sys.argv[4]))" "$base.on" "$base.off" "$base.cpu" "$base.cl" 2>/dev/null)"
+print(g(sys.argv[1]), g(sys.argv[2]), g(sys.argv[4]), g(sys.argv[5]), g(sys.argv[6]))" "$base.on" "$base.off" "$base.cpu" \
+      "$base.cl" "$base.w" "$base.wcl" 2>/dev/null)"
     n=$(grep -c "profile: decode gemm mma" "$base.prof")
     s=ok
-    [ "${on:--1}" -ge 0 ] && [ "$on" -ge "${off:-0}" ] && [ "${cl:--1}" -ge "${off:-0}" ] && [ "$n" -gt 0 ] || s=FAIL
+    [ "${on:--1}" -ge 0 ] && [ "$on" -ge "${off:-0}" ] && [ "${cl:--1}" -ge "${off:-0}" ] && [ "${w:--1}" -ge "${off:-0}" ] &&
+      [ "${wcl:--1}" -ge "${off:-0}" ] && [ "$n" -gt 0 ] || s=FAIL
     case $fx in llama | qwen3) grep -q "profile: decode gemm mma then fused" "$base.prof" || s=FAIL ;; esac
     [ $s = ok ] || failed
-    row "gemv mma $fx $dt $cname|$s|sequences equal to the CPU's: tensor cores ${on:-none}/4, K split over 3 blocks ${cl:-none}/4, cuBLASLt ${off:-none}/4; decode kinds on the entries: $n"
+    row "gemv mma $fx $dt $cname|$s|sequences equal to the CPU's: tensor cores ${on:-none}/4, K split over 3 blocks ${cl:-none}/4, _mmaw ${w:-none}/4 (split over 3 ${wcl:-none}/4), cuBLASLt ${off:-none}/4; decode kinds on the entries: $n"
   done
 }
 mma_checks() {

@@ -22,7 +22,7 @@ using genrt::cuda::readCudaOptions;
 const char *const kNames[] = {
     "GENC_CUBLASLT",          "GENC_CUDA_ATTN_TRACE",     "GENC_CUDA_BEAMS",      "GENC_CUDA_DECODE",
     "GENC_CUDA_GEMV",         "GENC_CUDA_GEMV_FUSION",    "GENC_CUDA_GEMV_MMA",   "GENC_CUDA_GEMV_MMA_SPLIT",
-    "GENC_CUDA_GEMV_ROWS",    "GENC_CUDA_GRAPHS",
+    "GENC_CUDA_GEMV_MMA_WIDE", "GENC_CUDA_GEMV_ROWS",   "GENC_CUDA_GRAPHS",
     "GENC_CUDA_MERGE_ROWS",   "GENC_CUDA_NBITS_GEMV_ROWS", "GENC_CUDA_NBITS_ROWS",
     "GENC_CUDA_PREFILL",      "GENC_CUDA_PREFILL_GRAPHS", "GENC_CUDA_PROFILE",        "GENC_CUDA_SHARED_PROMPTS", "GENC_CUDA_SKIP",
     "GENC_CUDA_STREAM",       "GENC_CUDA_SYNC",           "GENC_CUDA_TOKENS",     "GENC_CUDA_TOKENS_CHECK",
@@ -124,6 +124,10 @@ TEST(CudaOptions, TensorCoreGemvRowsAndSplit) {
   EXPECT_EQ(read({{"GENC_CUDA_GEMV_MMA_SPLIT", "two"}}).gemvMmaSplit, 0);
   EXPECT_EQ(read({{"GENC_CUDA_GEMV_MMA_SPLIT", "0"}}).gemvMmaSplit, 0);
   EXPECT_EQ(read({{"GENC_CUDA_GEMV_MMA_SPLIT", ""}}).gemvMmaSplit, 0);
+  EXPECT_EQ(read({}).gemvMmaWide, 1); // _mma16 to 16 rows, _mmaw above
+  EXPECT_EQ(read({{"GENC_CUDA_GEMV_MMA_WIDE", "0"}}).gemvMmaWide, 0);
+  EXPECT_EQ(read({{"GENC_CUDA_GEMV_MMA_WIDE", "2"}}).gemvMmaWide, 2);
+  EXPECT_EQ(read({{"GENC_CUDA_GEMV_MMA_WIDE", "3"}}).gemvMmaWide, 1); // not one it takes: as unset
 }
 
 // The split by shape: the 1.1B Llama's products on 132 SMs (an H100 or

@@ -1,0 +1,13 @@
+// The tensor-core entries of the 16-bit GEMV families (GemvKernels.cpp
+// emits them per family; runtime/cuda/GemvAbi.h says what each takes).
+#pragma once
+
+namespace genc {
+
+/// The templates genc_gemv_mma (warps splitting K, 32 weight rows a block:
+/// the `_mma16n` entries) and genc_gemv_mma_wide (a's rows in shared memory
+/// for 64 weight rows a block: `_mma16`, `_mma32`, `_mma64`), after the GEMV
+/// templates they store through.
+const char *gemvMmaTemplates();
+
+} // namespace genc
