@@ -112,6 +112,10 @@ public:
   /// Self-attention whose cache rows a later token of a run may need: a
   /// rolling window shorter than the plan's length.
   bool selfAttention = false, rolling = false;
+  /// The kernels' rows are token-major wherever they read or write them
+  /// (q, k, v packed in x; the output merged over heads): the first n
+  /// tokens of a run are then a run of n tokens of their own.
+  bool tokenMajor = false;
   /// The most splits the partials workspace holds for T tokens, at most `cap`.
   int64_t fitSplits(const StepContext &ctx, int64_t T, int64_t cap) const {
     return std::max<int64_t>(1, std::min<int64_t>(cap, ctx.partialRows / std::max<int64_t>(1, T * heads)));
@@ -143,14 +147,20 @@ public:
                   kMergeThreads);
   }
   /// Tokens 0 .. lone - 1 of a many-token run (p: the run's parameters, its
-  /// k, v in the cache) on the decode kernel, with its splits' merge a block
-  /// a token (the merge by rows walks every token of p.tokens).
+  /// k, v in the cache) on the decode kernel, then its splits' merge. Where
+  /// the rows are token-major those tokens are a run of `lone` tokens of
+  /// their own, and the merge may go by rows as a decode step's does (64 of
+  /// a server's decode rows: 2,048 blocks of the block merge a layer); else
+  /// p.tokens stays the run's (its rows' stride) and the merge a block a
+  /// token, which walks only the tokens of its grid.
   Status loneTokens(StepContext &ctx, const GencAttnParams &run, int64_t lone) const {
     GencAttnParams p = run;
     p.append = 0; // the prologue appended them
+    if (tokenMajor)
+      p.tokens = lone;
     p.splits = decodeSplits(lone, ctx.dev->smCount, fitSplits(ctx, lone, 256), decodePerSm);
     void *args[] = {&p};
-    return decodeAndMerge(ctx, args, lone, p.splits, false, false, ", lone tokens");
+    return decodeAndMerge(ctx, args, lone, p.splits, false, tokenMajor, ", lone tokens");
   }
   Status run(StepContext &ctx, const ProgramRun &run) override {
     GencAttnParams p = base;
@@ -399,6 +409,7 @@ Status attentionStep(const OpInfo &op, const ValueMap &vm, const KernelModule &m
   st->cross = cross;
   st->headDim = D;
   const bool packedIo = at.count("qkv_offsets") != 0;
+  st->tokenMajor = packedIo && attrInt(at, "merge_heads", 0) != 0;
   GencAttnParams &p = st->base;
   p.shards = 1;
   size_t next = 0;
