@@ -5,6 +5,7 @@
 #include "codegen/GemvMma.h"
 #include "passes/analysis/GemvNeighbours.h"
 #include "passes/analysis/Storage.h"
+#include "runtime/Env.h"
 #include "runtime/plan/Epilogue.h"
 #include "runtime/cuda/GemvAbi.h"
 
@@ -314,9 +315,11 @@ std::string fusedEntry(const std::string &name, const std::string &args, bool wi
 }
 
 // The tensor-core entries (GemvAbi.h): `name`_mma16 (32 weight rows a
-// block, warps splitting K) and `name`_mmaw{16,32,64} (64 a block, a's rows
-// in shared memory), storing through `store` (GencGemvStore, or a GLU's
-// `name`_then); their names go to `names`.
+// block, warps splitting K) and, with GENC_GEMV_MMA_WIDE=1 at compile time,
+// `name`_mmaw{16,32,64} (64 a block, a's rows in shared memory: half as
+// fast as cuBLASLt at 32 and 64 rows on an H200, 2026-12-07, so plans
+// leave them out and NVRTC's time with them), storing through `store`
+// (GencGemvStore, or a GLU's `name`_then); their names go to `names`.
 std::string mmaEntries(const std::string &name, const std::string &args, const std::string &store,
                        std::vector<std::string> &names) {
   std::ostringstream c;
@@ -325,6 +328,8 @@ std::string mmaEntries(const std::string &name, const std::string &args, const s
   names.push_back(genrt::cuda::gemvMmaName(name, 16));
   c << head << names.back() << "(const GencGemvParams p) { genc_gemv_mma<" << args << ", 1, "
     << genrt::cuda::kGemvMmaOutputs / 8 << ", " << store << ">(p); }\n";
+  if (genrt::env::choice("GENC_GEMV_MMA_WIDE", {0, 1}, 0) == 0)
+    return c.str();
   for (int mr : {1, 2, 4}) {
     names.push_back(genrt::cuda::gemvMmaWideName(name, 16 * mr));
     c << head << names.back() << "(const GencGemvParams p) { genc_gemv_mma_wide<" << args << ", " << mr << ", "

@@ -64,6 +64,9 @@ const std::vector<Variable> &variables() {
       {"GENC_DECODE_MIN_TILES", "genc",
        "1, 2, 3, 4, 6, 8 or 16: the least key tiles a decode attention split takes, so that short contexts take "
        "fewer splits and the merge has less or nothing to do (A/B runs; default 1)"},
+      {"GENC_GEMV_MMA_WIDE", "genc",
+       "1: 16-bit plans also get the tensor-core GEMV entries of 64 weight rows a block (_mmaw16/32/64; A/B runs: "
+       "half as fast as cuBLASLt at 32-64 rows on an H200, 2026-12-07)"},
       {"GENC_KERNEL_CACHE", "genc",
        "a folder, or off: where NVRTC's code is kept (default $XDG_CACHE_HOME/genc/kernels or "
        "~/.cache/genc/kernels; --kernel-cache wins)"},

@@ -5,8 +5,9 @@
 // random weight [N, K] and bias (normal, rounded to their storage; the
 // entries read any weight the same way), a random a [M, K] rounded to its
 // storage, y poisoned with 0xff bytes (NaN) so an unwritten element fails.
-// M runs over 2, 3, 9, 16 on _mma16 (32 weight rows a block), 2, 3, 16 on
-// _mmaw16, 17, 32 on _mmaw32 and 33, 50, 64 on _mmaw64 (64 a block). The bound, per element: the GPU sums K products of exact 16-bit
+// M runs over 2, 3, 9, 16 on _mma16 (32 weight rows a block) and, where the
+// plan has them (genc with GENC_GEMV_MMA_WIDE=1), 2, 3, 16 on _mmaw16, 17, 32
+// on _mmaw32 and 33, 50, 64 on _mmaw64 (64 a block). The bound, per element: the GPU sums K products of exact 16-bit
 // numbers in f32 (K u Σ|a w| at most, u = 2^-24), the host in double; then
 // y's rounding (relative u_y: 2^-11 f16, 2^-8 bf16, 0 f32), and a GELU's
 // slope (at most 1.13) on the sum's error. |gpu - host| <= u_y |host| +
@@ -112,6 +113,8 @@ bool checkOp(const genrt::cuda::Device &dev, const genrt::Plan &plan, const genr
       NBitsRow row;
       row.name = entry + " M=" + std::to_string(r.M) + inSplit + where;
       CUfunction fn = nullptr;
+      if (r.wide && !mod.function(entry, fn))
+        continue; // a plan compiled without GENC_GEMV_MMA_WIDE=1
       if (genrt::Status st = mod.function(entry, fn); !st) {
         row.status = st.message();
         rows.push_back(row);

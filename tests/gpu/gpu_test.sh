@@ -337,15 +337,15 @@ fusion_checks() {
 # near-ties part both from f32 alike), so must the entries' with K split over
 # 3 blocks in every product (GENC_CUDA_GEMV_MMA_SPLIT=3, the GLU entries too;
 # the fixtures' shapes get no split of their own), and the _mmaw entries'
-# at every row count (GENC_CUDA_GEMV_MMA_WIDE=2, alone and with K split over
-# 3 blocks), and the profile must show the entries ran (with
+# (the plan compiled with GENC_GEMV_MMA_WIDE=1) at every row count
+# (GENC_CUDA_GEMV_MMA_WIDE=2, alone and with K split over 3 blocks), and the profile must show the entries ran (with
 # the SwiGLU after them on the SwiGLU models). gpucheck checks each entry element by
 # element (GemvMmaCheck.cpp).
 mma_check() {
   local fx=$1 dt=$2 plan base cfg cname args on off cpu n s
   plan="$W/mma-$fx-$dt.plan"
-  if ! "$BIN/genc" compile "tests/fixtures/$fx/model.onnx" --dtype "$dt" --max-batch 4 --max-beams 4 --step-blocks 0 \
-         -o "$plan" > "$OUT/mma-compile-$fx-$dt.log" 2>&1; then
+  if ! GENC_GEMV_MMA_WIDE=1 "$BIN/genc" compile "tests/fixtures/$fx/model.onnx" --dtype "$dt" --max-batch 4 --max-beams 4 \
+         --step-blocks 0 -o "$plan" > "$OUT/mma-compile-$fx-$dt.log" 2>&1; then
     row "gemv mma $fx $dt|FAIL|$(tail -c 300 "$OUT/mma-compile-$fx-$dt.log" | tr '\n' ' ')"
     failed
     return
