@@ -450,7 +450,7 @@ GemvKernels emitGemvKernels(Module &m, DType activation, const std::vector<CudaK
     return out;
   out.names.push_back("genc_transpose_2");
   out.names.push_back("genc_transpose_4");
-  out.code = std::string("\n") + genrt::cuda::kGencGemvAbiSource + "\n" + kTemplates + gemvMmaTemplates() +
+  out.code = std::string(gemvMmaPrimitives()) + "\n" + genrt::cuda::kGencGemvAbiSource + "\n" + kTemplates + gemvMmaTemplates() +
              code.str() + pro.str();
   return out;
 }

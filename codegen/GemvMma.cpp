@@ -5,6 +5,23 @@
 
 namespace genc {
 
+const char *gemvMmaPrimitives() {
+  return R"(
+// ---- genc GEMV tensor-core primitives (device) ---------------------------------
+// 16 bytes from global to shared memory on the async copy path, zeros where
+// !valid; the copies a thread issued since its last commit form a group;
+// wait until at most N of its groups are in flight.
+static __device__ __forceinline__ void genc_gemv_cp16(void *dst, const void *src, bool valid) {
+  const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(valid ? 16 : 0));
+}
+static __device__ __forceinline__ void genc_gemv_cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> static __device__ __forceinline__ void genc_gemv_cp_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+)";
+}
+
 const char *gemvMmaTemplates() {
   return R"(// ---- 2 to 16 rows on tensor cores, 32 weight rows a block -----------------------
 // y[M, N] = act(a[M, K] . w[N, K]^T + bias) for 16-bit a and w of one type
@@ -230,7 +247,8 @@ static __device__ void genc_gemv_mma(const GencGemvParams &p) {
 // ---- 2 to 64 rows on tensor cores, 64 weight rows a block -----------------------
 // y[M, N] = act(a[M, K] . w[N, K]^T + bias) for 16-bit a and w of one type
 // (mma.m16n8k16, f32 sums), M <= 16 MR, K a multiple of 32 (the entries
-// `_mma16`, `_mma32`, `_mma64`: MR 1, 2, 4).
+// `_mmaw16`, `_mmaw32`, `_mmaw64`: MR 1, 2, 4; genc emits them with
+// GENC_GEMV_MMA_WIDE=1).
 //   grid (S ceil(N / 64)), block 256 = 8 warps: block x takes weight rows
 //   64 (x / S) .. + 63 over part x % S of K (S = p.split, by the product's
 //   shape, never by M), warp w 8 of them as its mma's 8 columns; a GLU
@@ -242,30 +260,38 @@ static __device__ void genc_gemv_mma(const GencGemvParams &p) {
 // genc_gemv_mma's warps split K, so its block reads each round of a's rows
 // once per 32 weight rows: as many bytes from L2 as the weights at 32 rows.
 // Here the warps split the columns instead and share a through shared
-// memory: the block puts a's rows of CH = 4 rounds (128 k) there (two
-// buffers: the next chunk loads while this one computes), a read once per
-// 64 weight rows (M / 64 of the weights' bytes). A warp runs its part's
-// rounds in order with U = 8 rounds of its weights in flight (4 KiB a warp,
-// 32 a block): in a round lane (g, q) = (lane / 4, lane % 4) reads 8 weights
-// at k 32r + 8q of its row g as the mma's B column g and the same k of a's
-// rows g and g + 8 of each 16-row tile as A (genc_gemv_mma's order of k).
+// memory, read once per 64 weight rows (M / 64 of the weights' bytes): a
+// ring of NS = 3 chunks of CH rounds (128 k; 64 at 64 rows, for the ring to
+// fit 48 KiB) that cp.async fills two chunks ahead of the one the warps
+// compute, so a's L2 latency is not waited for chunk by chunk. (The first
+// form staged one chunk ahead through registers, stored after the chunk's
+// mma: on an H200 it ran half as fast as cuBLASLt at 32 and 64 rows,
+// docs/performance.md run AG.) A warp runs its part's rounds in order with
+// U = 8 rounds of its weights in flight (4 KiB a warp, 32 a block): in a
+// round lane (g, q) = (lane / 4, lane % 4) reads 8 weights at k 32r + 8q
+// of its row g as the mma's B column g and the same k of a's rows g and
+// g + 8 of each 16-row tile as A (genc_gemv_mma's order of k).
 // A warp's columns are its own (no sums between warps); where S > 1 each
 // block puts its sums in p.parts and the last of a group's blocks (a
 // ticket) adds them in part order: a row's sums never meet another row's,
 // and their order is the shape's, whatever else the launch holds.
 template <typename A, typename W, typename Y, typename B, int BIAS, int ACT, int MR, typename EPI = GencGemvStore>
 static __device__ void genc_gemv_mma_wide(const GencGemvParams &p) {
-  constexpr int WARPS = 8, CH = 4, U = 8, NCH = U / CH, R = EPI::ROWS;
-  constexpr int AST = CH * 32 + 32; // a chunk row: 128 values and 32 of padding (rows g, g + 1 on other banks)
+  constexpr int WARPS = 8, CH = MR == 4 ? 2 : 4, NS = 3, U = 8, NCH = U / CH, R = EPI::ROWS;
+  constexpr int AST = CH * 32 + 32; // a chunk row: CH rounds and 32 values of padding (rows g, g + 1 on other banks)
+  constexpr int ROWS = 16 * MR, WPR = CH * 4, PER = ROWS * WPR / 256; // a chunk's 16-byte words: PER a thread
+  static_assert(ROWS * WPR % 256 == 0, "a chunk's words over the block's threads");
   typedef typename A::S AS;
-  __shared__ uint4 asw[2][16 * MR * AST * sizeof(AS) / 16];
+  __shared__ uint4 asw[NS][ROWS * AST * sizeof(AS) / 16];
   __shared__ bool last;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, q = lane & 3;
   const long long SP = p.split > 1 ? p.split : 1, group = blockIdx.x / SP, part = blockIdx.x % SP;
   const long long NO = p.N / R; // outputs a row (p.N: the weight's rows)
-  const long long rounds = p.K >> 5, chunks = (rounds + CH - 1) / CH;
-  const long long c0 = part * chunks / SP, c1 = (part + 1) * chunks / SP; // this block's chunks
-  const long long r0 = c0 * CH, r1 = c1 * CH < rounds ? c1 * CH : rounds;  // and rounds
+  // This block's rounds: its part of K in units of 4 rounds whatever CH, so
+  // that a row's sums have one order at every MR; then its chunks.
+  const long long rounds = p.K >> 5, quads = (rounds + 3) / 4;
+  const long long r0 = part * quads / SP * 4, r1e = (part + 1) * quads / SP * 4, r1 = r1e < rounds ? r1e : rounds;
+  const long long c0 = r0 / CH, c1 = (r1 + CH - 1) / CH;
   // This lane's weight row; columns past the outputs read the last one and are not stored.
   long long ow = group * (64 / R) + warp * (8 / R) + (R == 2 ? g >> 1 : g);
   ow = ow < NO ? ow : NO - 1;
@@ -284,30 +310,32 @@ static __device__ void genc_gemv_mma_wide(const GencGemvParams &p) {
     if (r0 + u < r1) wr[u] = *(const uint4 *)(wrow + (r0 + u) * 32);
   genc_pdl_wait();
   genc_pdl_launch();
-  // Thread x loads word x % 16 of chunk row x / 16 + 16 t (t < MR): rows
-  // past M and k past K are zeros.
-  const int lr = threadIdx.x >> 4, lk = (threadIdx.x & 15) * 8;
-  auto arow = [&](int t, long long c) {
-    const long long m = 16 * t + lr, k = c * CH * 32 + lk;
-    return m < p.M && k < p.K ? *(const uint4 *)((const AS *)p.a + m * p.K + k) : make_uint4(0u, 0u, 0u, 0u);
-  };
-  if (c0 < c1) {
-    AS *as = (AS *)asw[0];
+  // Chunk c into stage s (rows past M and k past K as zeros), then a commit
+  // (empty past the part, so the wait's count holds at its end).
+  auto issue = [&](long long c, int s) {
+    if (c < c1) {
+      AS *as = (AS *)asw[s];
 #pragma unroll
-    for (int t = 0; t < MR; ++t) *(uint4 *)(as + (16 * t + lr) * AST + lk) = arow(t, c0);
-  }
+      for (int i = 0; i < PER; ++i) {
+        const int e = threadIdx.x + 256 * i, row = e / WPR, w = e % WPR;
+        const long long k = c * CH * 32 + w * 8;
+        const bool ok = row < p.M && k < p.K;
+        genc_gemv_cp16(as + row * AST + w * 8, (const AS *)p.a + (ok ? row * p.K + k : 0), ok);
+      }
+    }
+    genc_gemv_cp_commit();
+  };
+#pragma unroll
+  for (int s = 0; s < NS - 1; ++s) issue(c0 + s, s);
   for (long long cc = c0; cc < c1; cc += NCH) {
 #pragma unroll
     for (int h = 0; h < NCH; ++h) {
       const long long c = cc + h;
       if (c >= c1) break;
-      __syncthreads(); // chunk c is in buffer h % 2; every warp is done with chunk c - 1, whose buffer takes c + 1
-      const AS *as = (const AS *)asw[h & 1];
-      const bool more = c + 1 < c1;
-      uint4 xn[MR];
-      if (more)
-#pragma unroll
-        for (int t = 0; t < MR; ++t) xn[t] = arow(t, c + 1);
+      genc_gemv_cp_wait<NS - 2>(); // this thread's copies of chunk c are in
+      __syncthreads();             // and everyone's; every warp is done with chunk c - 1
+      issue(c + NS - 1, (int)((c + NS - 1 - c0) % NS)); // into chunk c - 1's stage
+      const AS *as = (const AS *)asw[(c - c0) % NS];
 #pragma unroll
       for (int rr = 0; rr < CH; ++rr) {
         const long long r = c * CH + rr;
@@ -322,11 +350,6 @@ static __device__ void genc_gemv_mma_wide(const GencGemvParams &p) {
           genc_mma<A>::run(acc[t], xl.z, xh.z, xl.w, xh.w, wr[u].z, wr[u].w);
         }
         if (r + U < r1) wr[u] = *(const uint4 *)(wrow + (r + U) * 32); // this slot's next round
-      }
-      if (more) {
-        AS *an = (AS *)asw[(h + 1) & 1];
-#pragma unroll
-        for (int t = 0; t < MR; ++t) *(uint4 *)(an + (16 * t + lr) * AST + lk) = xn[t];
       }
     }
   }

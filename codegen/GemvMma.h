@@ -10,4 +10,9 @@ namespace genc {
 /// templates they store through.
 const char *gemvMmaTemplates();
 
+/// The device-only primitives genc_gemv_mma_wide calls (cp.async), emitted
+/// before the GEMV ABI, where a host emulation of the templates
+/// (tests/tools/emulate_gemv_mma_kernels.py) puts its own.
+const char *gemvMmaPrimitives();
+
 } // namespace genc

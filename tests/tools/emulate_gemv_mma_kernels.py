@@ -38,6 +38,13 @@ struct alignas(8) float2 { float x, y; };
 static float2 make_float2(float x, float y) { return float2{x, y}; }
 static void __stcg(float2 *p, float2 v) { *p = v; }
 static float2 __ldcg(const float2 *p) { return *p; }
+// The async copies as plain ones (a block's threads meet at its barriers
+// before any reads what another copied), zeros where not valid.
+static void genc_gemv_cp16(void *dst, const void *src, bool valid) {
+  if (valid) std::memcpy(dst, src, 16); else std::memset(dst, 0, 16);
+}
+static void genc_gemv_cp_commit() {}
+template <int N> static void genc_gemv_cp_wait() {}
 '''
 
 DRIVER = r'''
