@@ -147,17 +147,18 @@ public:
                   kMergeThreads);
   }
   /// Tokens 0 .. lone - 1 of a many-token run (p: the run's parameters, its
-  /// k, v in the cache) on the decode kernel, then its splits' merge. Where
-  /// the rows are token-major those tokens are a run of `lone` tokens of
-  /// their own, and the merge goes by rows as a decode step's does (past the
-  /// SMs' rows, or GENC_CUDA_MERGE_ROWS=1; 64 of a server's decode rows are
-  /// 2,048 blocks of the block merge a layer). Else p.tokens stays the
-  /// run's (its rows' stride) and the merge a block a token, which walks
-  /// only the tokens of its grid.
+  /// k, v in the cache) on the decode kernel, then its splits' merge: a
+  /// block a token, which walks only the tokens of its grid (p.tokens stays
+  /// the run's: its rows' stride). With GENC_CUDA_MERGE_ROWS=1 and
+  /// token-major rows, those tokens are a run of `lone` tokens of their own
+  /// and the merge goes by rows as a decode step's does (64 of a server's
+  /// decode rows: 2,048 blocks of the block merge a layer). That is to be
+  /// the default past the SMs' rows once a GPU has run gpu_test's check of
+  /// it (written 2026-12-07, not yet run).
   Status loneTokens(StepContext &ctx, const GencAttnParams &run, int64_t lone) const {
     GencAttnParams p = run;
     p.append = 0; // the prologue appended them
-    const bool byRows = tokenMajor;
+    const bool byRows = tokenMajor && ctx.mergeRows == 1;
     if (byRows)
       p.tokens = lone;
     p.splits = decodeSplits(lone, ctx.dev->smCount, fitSplits(ctx, lone, 256), decodePerSm);

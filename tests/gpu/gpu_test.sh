@@ -408,7 +408,7 @@ pgraph_check() { # fixture dtype
     --max-length 128 > "$OUT/pg-compile-$fx-$dt.log" 2>&1 || { row "prefill graphs $fx $dt|FAIL|genc compile"; failed; return; }
   if g=$("$BIN/gpucheck" --prefill-graphs "$plan" 2>&1); then a=ok; else a=FAIL; failed; fi
   row "prefill graphs $fx $dt, mixed steps|$a|$(echo "$g" | tail -1 | sed "s|$W/||")"
-  # The lone tokens' merge by rows (taken past the SMs' rows; the fixtures' few rows need GENC_CUDA_MERGE_ROWS=1).
+  # The lone tokens' merge by rows (GENC_CUDA_MERGE_ROWS=1 asks for it; AttentionSteps.cpp, loneTokens).
   if g=$(GENC_CUDA_MERGE_ROWS=1 "$BIN/gpucheck" --prefill-graphs "$plan" 2>&1); then a=ok; else a=FAIL; failed; fi
   row "prefill graphs $fx $dt, mixed steps, merge by rows|$a|$(echo "$g" | tail -1 | sed "s|$W/||")"
   python3 -c "
