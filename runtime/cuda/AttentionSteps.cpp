@@ -153,8 +153,9 @@ public:
   /// token-major rows, those tokens are a run of `lone` tokens of their own
   /// and the merge goes by rows as a decode step's does (64 of a server's
   /// decode rows: 2,048 blocks of the block merge a layer). That is to be
-  /// the default past the SMs' rows once a GPU has run gpu_test's check of
-  /// it (written 2026-12-07, not yet run).
+  /// the default past the SMs' rows once a GPU check shows the merge ran
+  /// (gpu_test's fixtures on an H200, 2026-12-07: ok, but perhaps with one
+  /// split).
   Status loneTokens(StepContext &ctx, const GencAttnParams &run, int64_t lone) const {
     GencAttnParams p = run;
     p.append = 0; // the prologue appended them
