@@ -1,5 +1,5 @@
 // The tensor-core GEMV templates of 16-bit products (runtime/cuda/GemvAbi.h,
-// `<entry>_mma{16n,16,32,64}`): 2 to 64 rows of a against weights [N, K] of
+// `<entry>_mma16`, `<entry>_mmaw{16,32,64}`): 2 to 64 rows of a against weights [N, K] of
 // a's type on mma.m16n8k16, f32 sums.
 #include "codegen/GemvMma.h"
 
@@ -26,7 +26,7 @@ const char *gemvMmaTemplates() {
   return R"(// ---- 2 to 16 rows on tensor cores, 32 weight rows a block -----------------------
 // y[M, N] = act(a[M, K] . w[N, K]^T + bias) for 16-bit a and w of one type
 // (mma.m16n8k16, f32 sums), M <= 16 MR, K a multiple of 32 (the entry
-// `_mma16n`: MR 1).
+// `_mma16`: MR 1).
 //   grid (S ceil(N / 8 CG)) (a GLU: S ceil(N / 2 / 4 CG)), block 256 = 8
 //   warps; block x takes group x / S's columns over part x % S of K (S =
 //   p.split, 1 to 4; parts and tickets as genc_mma_sums says).

@@ -5,8 +5,8 @@
 namespace genc {
 
 /// The templates genc_gemv_mma (warps splitting K, 32 weight rows a block:
-/// the `_mma16n` entries) and genc_gemv_mma_wide (a's rows in shared memory
-/// for 64 weight rows a block: `_mma16`, `_mma32`, `_mma64`), after the GEMV
+/// the `_mma16` entries) and genc_gemv_mma_wide (a's rows in shared memory
+/// for 64 weight rows a block: `_mmaw16`, `_mmaw32`, `_mmaw64`), after the GEMV
 /// templates they store through.
 const char *gemvMmaTemplates();
 

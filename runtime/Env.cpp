@@ -20,7 +20,7 @@ const std::vector<Variable> &variables() {
       {"GENC_CUDA_GEMV_FUSION", "genrun",
        "0, 1, norm or glu: which neighbours a one-row GEMV runs itself (default 1: both)"},
       {"GENC_CUDA_GEMV_MMA", "genrun",
-       "0..64: products of more rows than the GEMV's and at most that many take the tensor-core GEMV entries of 16-bit plans (default 16; 0: cuBLASLt)"},
+       "0..64: products of more rows than the GEMV's and at most that many take the tensor-core GEMV entries of 16-bit plans (default 16; 0: cuBLASLt; above 16 only plans compiled with GENC_GEMV_MMA_WIDE=1 have entries)"},
       {"GENC_CUDA_GEMV_MMA_SPLIT", "genrun",
        "1 to 4: the blocks that split K in every 16-bit tensor-core GEMV (A/B runs; default: by each product's shape, to fill the SMs)"},
       {"GENC_CUDA_GEMV_MMA_WIDE", "genrun",

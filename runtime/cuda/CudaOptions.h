@@ -93,6 +93,9 @@ struct CudaOptions {
   int64_t gemvRows = 1;
   /// GENC_CUDA_GEMV_MMA (0..64): the most rows a 16-bit product takes the
   /// tensor-core GEMV entries for (from gemvRows + 1; default 16); 0: cuBLASLt.
+  /// Above 16 rows only plans compiled with GENC_GEMV_MMA_WIDE=1 have entries
+  /// (_mmaw32, _mmaw64); the _mma32 / _mma64 of plans from an older genc are
+  /// not taken.
   int64_t gemvMmaRows = kGemvMmaRowsDefault;
   /// GENC_CUDA_GEMV_MMA_SPLIT (1 to 4): the blocks that split K in those
   /// entries, for every product (A/B runs); 0, unset: by each product's

@@ -72,8 +72,10 @@ Status CudaExecutor::planMemory(bool tree) {
     mem_.plan("reorder records", copier_.maxRecords * static_cast<int64_t>(sizeof(GencKvCopy)));
   }
   // The tensor-core GEMVs' parts where blocks split K: for the split any
-  // 2-D weight would get, either way round (gemmStep picks by shape), and
-  // any 4/8-bit codes [N, blocks, blob] (K at most blocks x blob x 2).
+  // 2-D weight would get, either way round (gemmStep picks by shape), in
+  // either entry's groups (32 or 64 weight rows; the 64's planned whether
+  // or not the plan has those entries: a few MiB), and any 4/8-bit codes
+  // [N, blocks, blob] (K at most blocks x blob x 2).
   int64_t splitBytes = 0, splitGroups = 0;
   auto need = [&](int64_t N, int64_t K, int64_t columns, int64_t partBytes) {
     const int64_t groups = (N + columns - 1) / columns;

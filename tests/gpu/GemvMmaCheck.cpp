@@ -14,9 +14,10 @@
 // 1.2 (K u Σ|a w| + 2^-24). A wrong row, column or k order of one operand is
 // off by a sizeable part of Σ|a w| and fails it.
 //
-// Then "rows alone": the first 3 rows of the M = 50 run on _mmaw64 must
-// equal, bit for bit, the M = 3 run on _mmaw16 (the executor relies on a
-// row's result not depending on the batch it shares a launch with).
+// Then "rows alone": the first 3 rows of the M = 16 run on _mma16 must
+// equal, bit for bit, its M = 3 run, and the first 3 of the M = 50 run on
+// _mmaw64 the M = 3 run on _mmaw16 (the executor relies on a row's result
+// not depending on the batch it shares a launch with).
 // The same again for M = 3, 17, 50 with 2, 3 and 4 blocks splitting K
 // (GemvAbi.h's gemvMmaSplit), rows alone within each, and every group's
 // ticket back at zero after the launch (the next launch counts from it).
@@ -103,10 +104,11 @@ bool checkOp(const genrt::cuda::Device &dev, const genrt::Plan &plan, const genr
     return false;
   for (unsigned split : {1u, 2u, 3u, 4u}) {
     std::vector<char> firstRows[2]; // y's first 3 rows: of M = 3 on _mmaw16, of M = 50 on _mmaw64
+    std::vector<char> narrowRows[2]; // and of M = 3 and M = 16 on _mma16
     const std::string inSplit = split > 1 ? ", K split over " + std::to_string(split) + " blocks" : "";
     p.split = split;
     for (const Run &r : runs) {
-      if (split > 1 && r.M != 3 && r.M != 17 && r.M != 50)
+      if (split > 1 && r.M != 3 && r.M != 17 && r.M != 50 && (r.M != 16 || r.wide))
         continue;
       const std::string entry =
           r.wide ? genrt::cuda::gemvMmaWideName(family, r.rows) : genrt::cuda::gemvMmaName(family, r.rows);
@@ -121,8 +123,9 @@ bool checkOp(const genrt::cuda::Device &dev, const genrt::Plan &plan, const genr
         continue;
       }
       const int64_t M = r.M;
-      Tensor aDev = M == 50 || M == 3 ? Tensor(aStored, {M, K}) : randomTensor(rng, {M, K}, aStored);
-      if (M == 50 || M == 3)
+      const bool fromA50 = M == 50 || M == 3 || (M == 16 && !r.wide);
+      Tensor aDev = fromA50 ? Tensor(aStored, {M, K}) : randomTensor(rng, {M, K}, aStored);
+      if (fromA50)
         std::memcpy(aDev.data<char>(), a50.rawData(), aDev.numBytes());
       const Tensor aHost = aDev.castTo(DType::F32);
       Tensor yDev(yStored, {M, N});
@@ -144,9 +147,10 @@ bool checkOp(const genrt::cuda::Device &dev, const genrt::Plan &plan, const genr
         return false;
       }
       const bool ticketsZero = std::all_of(tickets.begin(), tickets.end(), [](unsigned t) { return t == 0; });
-      if (r.wide && (M == 3 || M == 50)) {
+      if (fromA50) { // y's first 3 rows
         const char *bytes = yDev.data<char>();
-        firstRows[M == 50].assign(bytes, bytes + 3 * N * static_cast<int64_t>(genrt::dtypeSize(yStored)));
+        (r.wide ? firstRows : narrowRows)[M != 3].assign(bytes,
+                                                         bytes + 3 * N * static_cast<int64_t>(genrt::dtypeSize(yStored)));
       }
       const Tensor got = yDev.castTo(DType::F32);
       const double uy = roundingOf(yStored), u = std::ldexp(1.0, -24);
@@ -177,6 +181,14 @@ bool checkOp(const genrt::cuda::Device &dev, const genrt::Plan &plan, const genr
       row.name = family + " rows alone (M=3 on _mmaw16 vs the first 3 of M=50 on _mmaw64)" + inSplit + where;
       row.elements = 3 * N;
       row.ok = firstRows[0] == firstRows[1];
+      row.status = row.ok ? "ok" : "MISMATCH";
+      rows.push_back(row);
+    }
+    if (!narrowRows[0].empty() && !narrowRows[1].empty()) {
+      NBitsRow row;
+      row.name = family + " rows alone (M=3 on _mma16 vs the first 3 of M=16)" + inSplit + where;
+      row.elements = 3 * N;
+      row.ok = narrowRows[0] == narrowRows[1];
       row.status = row.ok ? "ok" : "MISMATCH";
       rows.push_back(row);
     }

@@ -387,6 +387,10 @@ print(g(sys.argv[1]), g(sys.argv[2]), g(sys.argv[4]), g(sys.argv[5]), g(sys.argv
     [ $s = ok ] || failed
     row "gemv mma $fx $dt $cname|$s|sequences equal to the CPU's: tensor cores ${on:-none}/4, K split over 3 blocks ${cl:-none}/4, _mmaw ${w:-none}/4 (split over 3 ${wcl:-none}/4), cuBLASLt ${off:-none}/4; decode kinds on the entries: $n"
   done
+  # Every entry of the plan, _mmaw32 and _mmaw64 too, element by element (GemvMmaCheck.cpp).
+  local g
+  if g=$("$BIN/gpucheck" "$plan" 2>&1) && echo "$g" | grep -q '_mmaw64 M=50.* ok$'; then s=ok; else s=FAIL; failed; fi
+  row "gemv mma $fx $dt gpucheck|$s|$(echo "$g" | grep -c '_mmaw[0-9]* .* ok$') _mmaw rows ok, $(echo "$g" | grep -c 'rows alone.* ok$') rows alone ok; $(echo "$g" | tail -1)"
 }
 mma_checks() {
   printf '{"input_ids": [5, 6, 7]}\n{"input_ids": [9, 10]}\n{"input_ids": [11, 12, 13, 14]}\n{"input_ids": [20]}\n' > "$W/mma.jsonl"

@@ -19,7 +19,8 @@ split for every entry of a K and form, the next for the next), y poisoned with 0
 that keeps the two sums). Each element within u_y |ref| + 1.2 (K 2^-24
 sum|a w| + 2^-24) (gpucheck's bound, tests/gpu/GemvMmaCheck.cpp); every
 ticket back at zero; and _mmaw16's 3 rows the same bits as the first 3 of
-_mmaw64's 50 (a row's sums do not depend on the launch's other rows).
+_mmaw64's 50, _mma16's 3 as the first 3 of its 16 (a row's sums do not
+depend on the launch's other rows).
 Prints a line a family and the total; exit 1 when any case is off. What it
 cannot show: the GPU's own scheduling, memory ordering and launch limits
 (gpucheck on the GPU).
@@ -108,11 +109,13 @@ static void run(const char *name) {
     for (auto &x : a50) x = A::st(g(rng));
     for (int pair = 0; pair < 2; ++pair) {
       std::vector<unsigned char> rows3, rows50; // y's first 3 rows: _mmaw16 at M 3, _mmaw64 at M 50
+      std::vector<unsigned char> narrow3, narrow16; // _mma16 at M 3 and 16
       for (const Run &r : runs) {
         const Form &f = forms[r.form];
         const int M = r.M;
         std::vector<typename A::S> a(M * K);
-        if (M == 3 || M == 50) std::copy(a50.begin(), a50.begin() + M * K, a.begin());
+        const bool fromA50 = M == 3 || M == 50 || (r.form == 0 && M == 16);
+        if (fromA50) std::copy(a50.begin(), a50.begin() + M * K, a.begin());
         else for (auto &x : a) x = A::st(g(rng));
         const long long NO = pair ? N / 2 : N;
         std::vector<typename Y::S> y(M * N);
@@ -157,12 +160,19 @@ static void run(const char *name) {
         }
         if (!pair && r.form == 1 && M == 3) rows3.assign((unsigned char *)y.data(), (unsigned char *)(y.data() + 3 * N));
         if (!pair && r.form == 3 && M == 50) rows50.assign((unsigned char *)y.data(), (unsigned char *)(y.data() + 3 * N));
+        if (!pair && r.form == 0 && M == 3) narrow3.assign((unsigned char *)y.data(), (unsigned char *)(y.data() + 3 * N));
+        if (!pair && r.form == 0 && M == 16) narrow16.assign((unsigned char *)y.data(), (unsigned char *)(y.data() + 3 * N));
       }
       if (!pair) {
         ++cases;
         if (rows3.empty() || rows3 != rows50) {
           ++off;
           std::printf("  %s K=%lld: _mmaw16's 3 rows are not the first 3 of _mmaw64's 50\n", name, K);
+        }
+        ++cases;
+        if (narrow3.empty() || narrow3 != narrow16) {
+          ++off;
+          std::printf("  %s K=%lld: _mma16's 3 rows are not the first 3 of its 16\n", name, K);
         }
       }
     }
