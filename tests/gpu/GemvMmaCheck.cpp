@@ -176,22 +176,19 @@ bool checkOp(const genrt::cuda::Device &dev, const genrt::Plan &plan, const genr
       row.status = row.ok ? "ok" : !ticketsZero ? "TICKETS NOT ZERO" : "MISMATCH";
       rows.push_back(row);
     }
-    if (!firstRows[0].empty() && !firstRows[1].empty()) {
+    // y's first 3 rows of two runs, the same bits (where both ran).
+    auto alone = [&](const std::vector<char> (&pair)[2], const std::string &runs) {
+      if (pair[0].empty() || pair[1].empty())
+        return;
       NBitsRow row;
-      row.name = family + " rows alone (M=3 on _mmaw16 vs the first 3 of M=50 on _mmaw64)" + inSplit + where;
+      row.name = family + " rows alone (" + runs + ")" + inSplit + where;
       row.elements = 3 * N;
-      row.ok = firstRows[0] == firstRows[1];
+      row.ok = pair[0] == pair[1];
       row.status = row.ok ? "ok" : "MISMATCH";
       rows.push_back(row);
-    }
-    if (!narrowRows[0].empty() && !narrowRows[1].empty()) {
-      NBitsRow row;
-      row.name = family + " rows alone (M=3 on _mma16 vs the first 3 of M=16)" + inSplit + where;
-      row.elements = 3 * N;
-      row.ok = narrowRows[0] == narrowRows[1];
-      row.status = row.ok ? "ok" : "MISMATCH";
-      rows.push_back(row);
-    }
+    };
+    alone(firstRows, "M=3 on _mmaw16 vs the first 3 of M=50 on _mmaw64");
+    alone(narrowRows, "M=3 on _mma16 vs the first 3 of M=16");
   }
   return true;
 }
