@@ -267,7 +267,8 @@ static __device__ void genc_gemv_mma(const GencGemvParams &p) {
 // form staged one chunk ahead through registers, stored after the chunk's
 // mma: on an H200 it ran half as fast as cuBLASLt at 32 and 64 rows,
 // docs/performance.md run AG.) A warp runs its part's rounds in order with
-// U = 8 rounds of its weights in flight (4 KiB a warp, 32 a block): in a
+// U rounds of its weights in flight (8: 4 KiB a warp, 32 a block; genc's
+// GENC_GEMV_MMA_WIDE_ROUNDS=16 at compile time: twice that): in a
 // round lane (g, q) = (lane / 4, lane % 4) reads 8 weights at k 32r + 8q
 // of its row g as the mma's B column g and the same k of a's rows g and
 // g + 8 of each 16-row tile as A (genc_gemv_mma's order of k).
@@ -275,9 +276,11 @@ static __device__ void genc_gemv_mma(const GencGemvParams &p) {
 // block puts its sums in p.parts and the last of a group's blocks (a
 // ticket) adds them in part order: a row's sums never meet another row's,
 // and their order is the shape's, whatever else the launch holds.
-template <typename A, typename W, typename Y, typename B, int BIAS, int ACT, int MR, typename EPI = GencGemvStore>
+template <typename A, typename W, typename Y, typename B, int BIAS, int ACT, int MR, typename EPI = GencGemvStore,
+          int U = 8>
 static __device__ void genc_gemv_mma_wide(const GencGemvParams &p) {
-  constexpr int WARPS = 8, CH = MR == 4 ? 2 : 4, NS = 3, U = 8, NCH = U / CH, R = EPI::ROWS;
+  constexpr int WARPS = 8, CH = MR == 4 ? 2 : 4, NS = 3, NCH = U / CH, R = EPI::ROWS;
+  static_assert(U % CH == 0, "a whole number of chunks of weight rounds in flight");
   constexpr int AST = CH * 32 + 32; // a chunk row: CH rounds and 32 values of padding (rows g, g + 1 on other banks)
   constexpr int ROWS = 16 * MR, WPR = CH * 4, PER = ROWS * WPR / 256; // a chunk's 16-byte words: PER a thread
   static_assert(ROWS * WPR % 256 == 0, "a chunk's words over the block's threads");

@@ -182,7 +182,7 @@ a,b=ids(sys.argv[1]),ids(sys.argv[2]); print('same' if a==b and len(a)==6 else '
   # fall between them (seen once in 16 configurations, 1 of 276 rows);
   # what must hold is that the GPU repeats itself and that every choice
   # it makes is the host rule's on its own logits.
-  if [ $same = yes ] && echo "$check" | grep -qE "check: [1-9][0-9]* rows, 0 tokens differ.*, 0 outside"; then
+  if [ $same = yes ] && grep -qE "check: [1-9][0-9]* rows, 0 tokens differ.*, 0 outside" <<< "$check"; then
     s=ok
   else
     s=FAIL
@@ -389,7 +389,7 @@ print(g(sys.argv[1]), g(sys.argv[2]), g(sys.argv[4]), g(sys.argv[5]), g(sys.argv
   done
   # Every entry of the plan, _mmaw32 and _mmaw64 too, element by element (GemvMmaCheck.cpp).
   local g
-  if g=$("$BIN/gpucheck" "$plan" 2>&1) && echo "$g" | grep -q '_mmaw64 M=50.* ok$'; then s=ok; else s=FAIL; failed; fi
+  if g=$("$BIN/gpucheck" "$plan" 2>&1) && grep -q '_mmaw64 M=50.* ok$' <<< "$g"; then s=ok; else s=FAIL; failed; fi
   row "gemv mma $fx $dt gpucheck|$s|$(echo "$g" | grep -c '_mmaw[0-9]* .* ok$') _mmaw rows ok, $(echo "$g" | grep -c 'rows alone.* ok$') rows alone ok; $(echo "$g" | tail -1)"
 }
 mma_checks() {

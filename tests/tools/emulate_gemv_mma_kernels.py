@@ -82,15 +82,15 @@ static double act(int a, double x) {
 }
 static int gCases = 0, gOff = 0;
 
-template <typename A, typename W, typename Y, typename B, int BIAS, int ACT>
+template <typename A, typename W, typename Y, typename B, int BIAS, int ACT, int U>
 static void run(const char *name) {
   typedef void (*Entry)(const GencGemvParams &);
   struct Form { const char *label; int rows, cols; Entry store, pair; };
   const Form forms[] = {
     {"_mma16", 16, 32, genc_gemv_mma<A, W, Y, B, BIAS, ACT, 1, 4, GencGemvStore>, genc_gemv_mma<A, W, Y, B, BIAS, ACT, 1, 4, HostPair>},
-    {"_mmaw16", 16, 64, genc_gemv_mma_wide<A, W, Y, B, BIAS, ACT, 1, GencGemvStore>, genc_gemv_mma_wide<A, W, Y, B, BIAS, ACT, 1, HostPair>},
-    {"_mmaw32", 32, 64, genc_gemv_mma_wide<A, W, Y, B, BIAS, ACT, 2, GencGemvStore>, genc_gemv_mma_wide<A, W, Y, B, BIAS, ACT, 2, HostPair>},
-    {"_mmaw64", 64, 64, genc_gemv_mma_wide<A, W, Y, B, BIAS, ACT, 4, GencGemvStore>, genc_gemv_mma_wide<A, W, Y, B, BIAS, ACT, 4, HostPair>},
+    {"_mmaw16", 16, 64, genc_gemv_mma_wide<A, W, Y, B, BIAS, ACT, 1, GencGemvStore, U>, genc_gemv_mma_wide<A, W, Y, B, BIAS, ACT, 1, HostPair, U>},
+    {"_mmaw32", 32, 64, genc_gemv_mma_wide<A, W, Y, B, BIAS, ACT, 2, GencGemvStore, U>, genc_gemv_mma_wide<A, W, Y, B, BIAS, ACT, 2, HostPair, U>},
+    {"_mmaw64", 64, 64, genc_gemv_mma_wide<A, W, Y, B, BIAS, ACT, 4, GencGemvStore, U>, genc_gemv_mma_wide<A, W, Y, B, BIAS, ACT, 4, HostPair, U>},
   };
   struct Run { int form; int M; };
   const Run runs[] = {{0, 2}, {0, 3}, {0, 9}, {0, 16}, {1, 2}, {1, 3}, {1, 16}, {2, 17}, {2, 32}, {3, 33}, {3, 50}, {3, 64}};
@@ -198,9 +198,10 @@ def main():
             sys.exit(f"emulate_gemv_mma_kernels: {path} holds no GEMV kernels")
         # `static alignas(16)` is no declaration in host C++: the attribute first.
         section = section or text[start:end].replace("__shared__ alignas(16)", "alignas(16) __shared__")
-        for name, targs in re.findall(r'void __launch_bounds__\(\d+\) (gemv_\d+)_mmaw16\(const GencGemvParams p\) '
-                                      r'\{ genc_gemv_mma_wide<([^>]*), 1, GencGemvStore>\(p\); \}', text):
-            families.append((f"{os.path.basename(path)} {name} <{targs}>", targs))
+        # The entries' weight rounds in flight (GENC_GEMV_MMA_WIDE_ROUNDS) ride on the label.
+        for name, targs, rounds in re.findall(r'void __launch_bounds__\(\d+\) (gemv_\d+)_mmaw16\(const GencGemvParams p\) '
+                                              r'\{ genc_gemv_mma_wide<([^>]*), 1, GencGemvStore, (\d+)>\(p\); \}', text):
+            families.append((f"{os.path.basename(path)} {name} <{targs}> U={rounds}", f"{targs}, {rounds}"))
     if not families:
         sys.exit("emulate_gemv_mma_kernels: no tensor-core GEMV entries in " + " ".join(files))
     os.makedirs(work, exist_ok=True)
