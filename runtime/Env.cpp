@@ -28,7 +28,8 @@ const std::vector<Variable> &variables() {
       {"GENC_CUDA_GEMV_ROWS", "genrun", "1..8: products of up to that many rows take the GEMV kernels (default 1)"},
       {"GENC_CUDA_GRAPHS", "genrun", "0: no CUDA graphs (every step launched kernel by kernel)"},
       {"GENC_CUDA_MERGE_ROWS", "genrun",
-       "0 / 1: the decode splits' merge a block a row / a warp a row (default: a warp a row where rows > SMs, up to 8 splits)"},
+       "0 / 1: the decode splits' merge, of decode steps and of a mixed step's lone tokens, a block a token / a warp a "
+       "row (default: a warp a row where rows > SMs, up to 8 splits)"},
       {"GENC_CUDA_NBITS_GEMV_ROWS", "genrun",
        "0..8: 4/8-bit products of up to that many rows take the CUDA-core GEMV, more the tensor-core entries where the plan has them (default 3)"},
       {"GENC_CUDA_NBITS_ROWS", "genrun",

@@ -149,17 +149,16 @@ public:
   /// Tokens 0 .. lone - 1 of a many-token run (p: the run's parameters, its
   /// k, v in the cache) on the decode kernel, then its splits' merge: a
   /// block a token, which walks only the tokens of its grid (p.tokens stays
-  /// the run's: its rows' stride). With GENC_CUDA_MERGE_ROWS=1 and
-  /// token-major rows, those tokens are a run of `lone` tokens of their own
-  /// and the merge goes by rows as a decode step's does (64 of a server's
-  /// decode rows: 2,048 blocks of the block merge a layer). That is to be
-  /// the default past the SMs' rows once a GPU check shows the merge ran
-  /// (gpu_test's fixtures on an H200, 2026-12-07: ok, but perhaps with one
-  /// split).
+  /// the run's: its rows' stride). Where the rows are token-major, those
+  /// tokens are a run of `lone` tokens of their own and the merge goes by
+  /// rows as a decode step's does, past the SMs' rows (GENC_CUDA_MERGE_ROWS
+  /// as there): 64 of a server's decode rows were 2,048 blocks of the block
+  /// merge a layer; by rows, the server's mixed steps took 2.789 ms against
+  /// 3.043 (H100, 2026-12-07, docs/serving.md).
   Status loneTokens(StepContext &ctx, const GencAttnParams &run, int64_t lone) const {
     GencAttnParams p = run;
     p.append = 0; // the prologue appended them
-    const bool byRows = tokenMajor && ctx.mergeRows == 1;
+    const bool byRows = tokenMajor && ctx.mergeRows != 0;
     if (byRows)
       p.tokens = lone;
     p.splits = decodeSplits(lone, ctx.dev->smCount, fitSplits(ctx, lone, 256), decodePerSm);

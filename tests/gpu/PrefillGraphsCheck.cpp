@@ -47,8 +47,13 @@ Status runSchedule(const std::string &path, bool graphs, bool loneDecode, std::v
   };
   for (int32_t s = 0; s < dec.maxSlots(); ++s)
     dec.resetSlot(s);
-  if (Status s = forward({Chunk{0, seededTokens(5, 1, V)}, Chunk{1, seededTokens(4, 2, V)},
-                          Chunk{2, seededTokens(3, 3, V)}});
+  // Slots 0-2's prompts fill half the plan, so that their lone tokens'
+  // keys span several of the decode kernel's key tiles: the splits' merge
+  // then adds splits that each hold keys (short prompts left all but one
+  // split empty).
+  const int64_t C = std::max<int64_t>(5, L / 2);
+  if (Status s = forward({Chunk{0, seededTokens(C, 1, V)}, Chunk{1, seededTokens(C - 1, 2, V)},
+                          Chunk{2, seededTokens(C - 2, 3, V)}});
       !s)
     return s;
   // Two prompts in slot 3, one after the other, each in 6 pieces beside the
