@@ -120,9 +120,16 @@ public:
   int64_t fitSplits(const StepContext &ctx, int64_t T, int64_t cap) const {
     return std::max<int64_t>(1, std::min<int64_t>(cap, ctx.partialRows / std::max<int64_t>(1, T * heads)));
   }
+  /// Whether the merge of n tokens' S splits goes a warp a row: the plan
+  /// has the kernel, S within its splits, and GENC_CUDA_MERGE_ROWS (1) or,
+  /// unset, more rows than SMs ask for it.
+  bool mergesByRows(const StepContext &ctx, int64_t n, int64_t S) const {
+    return mergeRows && S > 1 && S <= kMergeRowsSplits &&
+           (ctx.mergeRows == 1 || (ctx.mergeRows == -1 && n * heads > ctx.dev->smCount));
+  }
   /// The decode kernel (or the TMA one, `streams`) over tokens 0 .. n - 1 in
-  /// S splits, then their merge: a warp a row where `byRows` allows and the
-  /// context asks for it, else a block a token.
+  /// S splits, then their merge: a warp a row where `byRows` allows and
+  /// mergesByRows says so, else a block a token.
   Status decodeAndMerge(StepContext &ctx, void **args, int64_t n, int64_t S, bool streams, bool byRows,
                         const std::string &tag) const {
     const unsigned tx = static_cast<unsigned>(n);
@@ -136,10 +143,8 @@ public:
     // stays empty: with the 512-thread merge, 32 MiB of it made the 1.1B's
     // batch-1 step on an H200 1.014-1.026 ms against 0.992-0.995 without
     // (2026-11-29; docs/performance.md, "the merge's L2 prefetch off").
-    const int64_t rows = n * heads;
-    if (byRows && mergeRows && S <= kMergeRowsSplits &&
-        (ctx.mergeRows == 1 || (ctx.mergeRows == -1 && rows > ctx.dev->smCount))) {
-      const int64_t perBlock = kMergeThreads / 32;
+    if (byRows && mergesByRows(ctx, n, S)) {
+      const int64_t rows = n * heads, perBlock = kMergeThreads / 32;
       return launch(ctx, mergeRows, static_cast<unsigned>((rows + perBlock - 1) / perBlock), 1, 1, args,
                     what + " (merge by rows" + tag + ")", 0, kMergeThreads);
     }
@@ -158,10 +163,12 @@ public:
   Status loneTokens(StepContext &ctx, const GencAttnParams &run, int64_t lone) const {
     GencAttnParams p = run;
     p.append = 0; // the prologue appended them
-    const bool byRows = tokenMajor && ctx.mergeRows != 0;
+    p.splits = decodeSplits(lone, ctx.dev->smCount, fitSplits(ctx, lone, 256), decodePerSm);
+    // A run of their own only where the merge then goes by rows: the block
+    // merge keeps the run's stride, as before.
+    const bool byRows = tokenMajor && mergesByRows(ctx, lone, p.splits);
     if (byRows)
       p.tokens = lone;
-    p.splits = decodeSplits(lone, ctx.dev->smCount, fitSplits(ctx, lone, 256), decodePerSm);
     void *args[] = {&p};
     return decodeAndMerge(ctx, args, lone, p.splits, false, byRows, ", lone tokens");
   }
