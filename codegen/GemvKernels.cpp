@@ -330,7 +330,7 @@ std::string mmaEntries(const std::string &name, const std::string &args, const s
     << genrt::cuda::kGemvMmaOutputs / 8 << ", " << store << ">(p); }\n";
   if (genrt::env::choice("GENC_GEMV_MMA_WIDE", {0, 1}, 0) == 0)
     return c.str();
-  const int rounds = genrt::env::choice("GENC_GEMV_MMA_WIDE_ROUNDS", {8, 16}, 8);
+  const int rounds = genrt::env::choice("GENC_GEMV_MMA_WIDE_ROUNDS", {4, 8}, 4);
   for (int mr : {1, 2, 4}) {
     names.push_back(genrt::cuda::gemvMmaWideName(name, 16 * mr));
     c << head << names.back() << "(const GencGemvParams p) { genc_gemv_mma_wide<" << args << ", " << mr << ", "

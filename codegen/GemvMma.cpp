@@ -251,86 +251,124 @@ static __device__ void genc_gemv_mma(const GencGemvParams &p) {
 // GENC_GEMV_MMA_WIDE=1).
 //   grid (S ceil(N / 64)), block 256 = 8 warps: block x takes weight rows
 //   64 (x / S) .. + 63 over part x % S of K (S = p.split, by the product's
-//   shape, never by M), warp w 8 of them as its mma's 8 columns; a GLU
-//   (EPI::ROWS == 2) takes outputs 32 (x / S) .. + 31, a warp's columns
-//   gate and up rows of its 4 outputs alternately (column 2j: gate row
-//   o + j, 2j + 1: up row NO + o + j), so a lane's two D columns are one
-//   output's pair.
-//   parts: f32 [groups, S, MR, 256, 4]; tickets: u32 [groups], zero.
-// genc_gemv_mma's warps split K, so its block reads each round of a's rows
-// once per 32 weight rows: as many bytes from L2 as the weights at 32 rows.
-// Here the warps split the columns instead and share a through shared
-// memory, read once per 64 weight rows (M / 64 of the weights' bytes): a
-// ring of NS = 3 chunks of CH rounds (128 k; 64 at 64 rows, for the ring to
-// fit 48 KiB) that cp.async fills two chunks ahead of the one the warps
-// compute, so a's L2 latency is not waited for chunk by chunk. (The first
-// form staged one chunk ahead through registers, stored after the chunk's
-// mma: on an H200 it ran half as fast as cuBLASLt at 32 and 64 rows,
-// docs/performance.md run AG.) A warp runs its part's rounds in order with
-// U rounds of its weights in flight (8: 4 KiB a warp, 32 a block; genc's
-// GENC_GEMV_MMA_WIDE_ROUNDS=16 at compile time: twice that): in a
-// round lane (g, q) = (lane / 4, lane % 4) reads 8 weights at k 32r + 8q
-// of its row g as the mma's B column g and the same k of a's rows g and
-// g + 8 of each 16-row tile as A (genc_gemv_mma's order of k).
-// A warp's columns are its own (no sums between warps); where S > 1 each
-// block puts its sums in p.parts and the last of a group's blocks (a
-// ticket) adds them in part order: a row's sums never meet another row's,
-// and their order is the shape's, whatever else the launch holds.
+//   shape, never by M); warp w takes 16 of them (w % 4) over half of the
+//   part's rounds of 32 k (w / 4: rounds r0 + w / 4, + 2, ...). A GLU
+//   (EPI::ROWS == 2) takes outputs 32 (x / S) .. + 31, a warp 8 of them:
+//   its rows g are their gate rows o, rows g + 8 their up rows NO + o, so a
+//   lane's D elements 0 and 2 (1 and 3) are one output's pair.
+//   parts: f32 [groups, S, 2 MR, 128, 4]; tickets: u32 [groups], zero.
+// The weights are the mma's A (16 weight rows, m) and a's rows its B (8 a
+// tile, n): B's two registers are one row's, so a lane's 16-byte load of a
+// row from shared memory is its B fragment for both k halves of a round,
+// with no moves (a as A, the first form of this entry, interleaved rows g
+// and g + 8 of a into its fragment: 16 of its 44 SASS instructions a round,
+// and it ran at half cuBLASLt's speed at 32 and 64 rows on an H100, bound
+// by issue: docs/performance.md run AH). The interleaving moves to the
+// weights' registers (rows g, g + 8), once for all of a's 8-row tiles.
+// In a round lane (g, q) = (lane / 4, lane % 4) reads 8 weights at k 32r +
+// 8q of its rows g and g + 8 and the same k of a's row g of each tile: a
+// dot product does not care in what order its k come, so both operands
+// take k in that order and each is one 16-byte load (genc_gemv_mma's order).
+// a's rows pass through shared memory, read once per 64 weight rows (M / 64
+// of the weights' bytes from L2): a ring of NS = 3 chunks of CH rounds (128
+// k; 64 at 64 rows, for the ring to fit 48 KiB) that cp.async fills two
+// chunks ahead of the one the warps compute. A warp has U rounds of its
+// weights in flight (4: 4 KiB a warp, 32 a block; genc's
+// GENC_GEMV_MMA_WIDE_ROUNDS=8 at compile time: twice that).
+// The sums: each warp's over its rounds in order, then the two warps' of a
+// column group (w + 4 onto w, through shared memory), then the blocks'
+// parts in part order (where S > 1: the last of a group's blocks, a
+// ticket, adds them). Each of those orders is the shape's: a row's sums
+// never meet another row's and are the same bits whatever M, MR and the
+// launch's other rows.
 template <typename A, typename W, typename Y, typename B, int BIAS, int ACT, int MR, typename EPI = GencGemvStore,
-          int U = 8>
+          int U = 4>
 static __device__ void genc_gemv_mma_wide(const GencGemvParams &p) {
-  constexpr int WARPS = 8, CH = MR == 4 ? 2 : 4, NS = 3, NCH = U / CH, R = EPI::ROWS;
-  static_assert(U % CH == 0, "a whole number of chunks of weight rounds in flight");
+  constexpr int CH = MR == 4 ? 2 : 4, NS = 3, R = EPI::ROWS, NT = 2 * MR;
+  constexpr int RPW = CH / 2, NCH = U / RPW; // a warp's rounds a chunk; chunks a turn of its weight slots
+  static_assert(U % RPW == 0, "a whole number of chunks of weight rounds in flight");
   constexpr int AST = CH * 32 + 32; // a chunk row: CH rounds and 32 values of padding (rows g, g + 1 on other banks)
   constexpr int ROWS = 16 * MR, WPR = CH * 4, PER = ROWS * WPR / 256; // a chunk's 16-byte words: PER a thread
   static_assert(ROWS * WPR % 256 == 0, "a chunk's words over the block's threads");
   typedef typename A::S AS;
-  __shared__ uint4 asw[NS][ROWS * AST * sizeof(AS) / 16];
+  constexpr int RING = NS * ROWS * AST * (int)sizeof(AS) / 16;  // uint4
+  constexpr int RED = 4 * NT * 4 * 32 / 4;                       // uint4: the second warps' sums
+  __shared__ uint4 asw[RING > RED ? RING : RED];
   __shared__ bool last;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, q = lane & 3;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wc = warp & 3, kk = warp >> 2, g = lane >> 2,
+            q = lane & 3;
   const long long SP = p.split > 1 ? p.split : 1, group = blockIdx.x / SP, part = blockIdx.x % SP;
   const long long NO = p.N / R; // outputs a row (p.N: the weight's rows)
   // This block's rounds: its part of K in units of 4 rounds whatever CH, so
-  // that a row's sums have one order at every MR; then its chunks.
+  // that a round's warp (r - r0) % 2 is the same at every MR; then its chunks.
   const long long rounds = p.K >> 5, quads = (rounds + 3) / 4;
   const long long r0 = part * quads / SP * 4, r1e = (part + 1) * quads / SP * 4, r1 = r1e < rounds ? r1e : rounds;
   const long long c0 = r0 / CH, c1 = (r1 + CH - 1) / CH;
-  // This lane's weight row; columns past the outputs read the last one and are not stored.
-  long long ow = group * (64 / R) + warp * (8 / R) + (R == 2 ? g >> 1 : g);
-  ow = ow < NO ? ow : NO - 1;
-  const AS *wrow = (const AS *)p.w + (R == 2 && (g & 1) ? NO + ow : ow) * p.K + q * 8;
-  float acc[MR][4];
+  // This lane's weight rows (A's rows g and g + 8); rows past the outputs
+  // read the last one and are not stored.
+  long long nl, nh;
+  if (R == 2) {
+    long long o = group * 32 + wc * 8 + g;
+    o = o < NO ? o : NO - 1;
+    nl = o;
+    nh = NO + o;
+  } else {
+    nl = group * 64 + wc * 16 + g;
+    nh = nl + 8;
+    nl = nl < NO ? nl : NO - 1;
+    nh = nh < NO ? nh : NO - 1;
+  }
+  const AS *wlo = (const AS *)p.w + nl * p.K + q * 8, *whi = (const AS *)p.w + nh * p.K + q * 8;
+  float acc[NT][4];
 #pragma unroll
-  for (int t = 0; t < MR; ++t)
+  for (int t = 0; t < NT; ++t)
 #pragma unroll
     for (int i = 0; i < 4; ++i) acc[t][i] = 0.f;
-  // The ring: slot u holds the rounds r0 + u, r0 + u + U, ...; the first
-  // load before the wait: the weights stream while the kernel before (whose
-  // output is a) finishes.
-  uint4 wr[U];
+  // The weights' ring: slot u holds this warp's rounds r0 + kk + 2u,
+  // + 2U, ...; the first load before the wait: the weights stream while the
+  // kernel before (whose output is a) finishes.
+  uint4 wl[U], wh[U];
 #pragma unroll
   for (int u = 0; u < U; ++u)
-    if (r0 + u < r1) wr[u] = *(const uint4 *)(wrow + (r0 + u) * 32);
-  const AS *wnext = wrow + (r0 + U) * 32; // round r + U's weights, the round after r's compute
+    if (r0 + kk + 2 * u < r1) {
+      wl[u] = *(const uint4 *)(wlo + (r0 + kk + 2 * u) * 32);
+      wh[u] = *(const uint4 *)(whi + (r0 + kk + 2 * u) * 32);
+    }
+  // Round r + 2U's weights, loaded after round r's mma: walking pointers
+  // (an address made from the row each round costs instructions, and the
+  // form is bound by issue).
+  const AS *nlo = wlo + (r0 + kk + 2 * U) * 32, *nhi = whi + (r0 + kk + 2 * U) * 32;
   genc_pdl_wait();
   genc_pdl_launch();
   // Chunk c into stage s (rows past M and k past K as zeros), then a commit
-  // (empty past the part, so the wait's count holds at its end).
+  // (empty past the part, so the wait's count holds at its end). A thread
+  // copies the same rows and words of every chunk; the stages are counted
+  // in ints (a 64-bit remainder a chunk was ~30 SASS instructions).
+  const AS *asrc[PER]; // this thread's words of chunk 0 (a's row 0 for rows past M)
+  int adst[PER];
+  bool arow[PER];
+#pragma unroll
+  for (int i = 0; i < PER; ++i) {
+    const int e = threadIdx.x + 256 * i, row = e / WPR, w = e % WPR;
+    arow[i] = row < p.M;
+    asrc[i] = (const AS *)p.a + (arow[i] ? row * p.K : 0) + w * 8;
+    adst[i] = row * AST + w * 8;
+  }
   auto issue = [&](long long c, int s) {
     if (c < c1) {
-      AS *as = (AS *)asw[s];
+      AS *as = (AS *)asw + s * ROWS * AST;
+      const long long kc = c * CH * 32;
 #pragma unroll
       for (int i = 0; i < PER; ++i) {
-        const int e = threadIdx.x + 256 * i, row = e / WPR, w = e % WPR;
-        const long long k = c * CH * 32 + w * 8;
-        const bool ok = row < p.M && k < p.K;
-        genc_gemv_cp16(as + row * AST + w * 8, (const AS *)p.a + (ok ? row * p.K + k : 0), ok);
+        const bool ok = arow[i] && kc + (adst[i] % AST) < p.K;
+        genc_gemv_cp16(as + adst[i], ok ? asrc[i] + kc : (const AS *)p.a, ok);
       }
     }
     genc_gemv_cp_commit();
   };
 #pragma unroll
   for (int s = 0; s < NS - 1; ++s) issue(c0 + s, s);
+  int sc = 0; // chunk c's stage: (c - c0) % NS
   for (long long cc = c0; cc < c1; cc += NCH) {
 #pragma unroll
     for (int h = 0; h < NCH; ++h) {
@@ -338,63 +376,91 @@ static __device__ void genc_gemv_mma_wide(const GencGemvParams &p) {
       if (c >= c1) break;
       genc_gemv_cp_wait<NS - 2>(); // this thread's copies of chunk c are in
       __syncthreads();             // and everyone's; every warp is done with chunk c - 1
-      issue(c + NS - 1, (int)((c + NS - 1 - c0) % NS)); // into chunk c - 1's stage
-      const AS *as = (const AS *)asw[(c - c0) % NS];
+      issue(c + NS - 1, sc == 0 ? NS - 1 : sc - 1); // into chunk c - 1's stage
+      const AS *as = (const AS *)asw + sc * ROWS * AST;
+      sc = sc == NS - 1 ? 0 : sc + 1;
 #pragma unroll
-      for (int rr = 0; rr < CH; ++rr) {
+      for (int j = 0; j < RPW; ++j) {
+        const int rr = kk + 2 * j;
         const long long r = c * CH + rr;
         if (r >= r1) break;
-        const int u = h * CH + rr; // == (r - r0) % U
+        const int u = h * RPW + j; // this warp's round (r - r0 - kk) / 2, mod U
+        // The round's A fragments (k halves 0 and 1: rows g, g + 8 interleaved),
+        // made once for all of a's tiles; tiles past M are zeros in the ring,
+        // computed rather than branched around.
+        const unsigned f0[4] = {wl[u].x, wh[u].x, wl[u].y, wh[u].y}, f1[4] = {wl[u].z, wh[u].z, wl[u].w, wh[u].w};
 #pragma unroll
-        for (int t = 0; t < MR; ++t) {
-          if (16 * t >= p.M) break;
-          const uint4 xl = *(const uint4 *)(as + (16 * t + g) * AST + rr * 32 + q * 8);
-          const uint4 xh = *(const uint4 *)(as + (16 * t + g + 8) * AST + rr * 32 + q * 8);
-          genc_mma<A>::run(acc[t], xl.x, xh.x, xl.y, xh.y, wr[u].x, wr[u].y);
-          genc_mma<A>::run(acc[t], xl.z, xh.z, xl.w, xh.w, wr[u].z, wr[u].w);
+        for (int t = 0; t < NT; ++t) {
+          const uint4 x = *(const uint4 *)(as + (8 * t + g) * AST + rr * 32 + q * 8);
+          genc_mma<A>::run(acc[t], f0[0], f0[1], f0[2], f0[3], x.x, x.y);
+          genc_mma<A>::run(acc[t], f1[0], f1[1], f1[2], f1[3], x.z, x.w);
         }
-        // This slot's next round, through a pointer that walks the row (an
-        // address made from the row each round: 47 SASS instructions a
-        // round against 44, sm_90; the form is bound by issue).
-        if (r + U < r1) wr[u] = *(const uint4 *)wnext;
-        wnext += 32;
+        if (r + 2 * U < r1) {
+          wl[u] = *(const uint4 *)nlo;
+          wh[u] = *(const uint4 *)nhi;
+        }
+        nlo += 64;
+        nhi += 64;
       }
     }
   }
-  // D element i of tile t at lane: row 16t + g + 8 (i / 2), column 2q + i % 2 of the warp's 8.
+  // The second warps' sums onto the first's (the ring is free: every copy
+  // landed, every warp past its last chunk).
+  genc_gemv_cp_wait<0>();
+  __syncthreads();
+  float *red = (float *)asw + wc * NT * 4 * 32 + lane; // [wc][t][i][lane]
+  if (kk == 1) {
+#pragma unroll
+    for (int t = 0; t < NT; ++t)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) red[(t * 4 + i) * 32] = acc[t][i];
+  }
+  __syncthreads();
+  if (kk == 0) {
+#pragma unroll
+    for (int t = 0; t < NT; ++t)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[t][i] += red[(t * 4 + i) * 32];
+  }
+  // D element i of tile t at lane: weight row g + 8 (i / 2) of the warp's
+  // 16, a's row 8t + 2q + i % 2.
   auto store = [&](int t, const float (&d)[4]) {
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const long long m = 16 * t + g + 8 * h;
+    for (int j = 0; j < 2; ++j) {
+      const long long m = 8 * t + 2 * q + j;
       if (m >= p.M) continue;
       if (R == 2) {
-        const long long o = group * 32 + warp * 4 + q;
+        const long long o = group * 32 + wc * 8 + g;
         float v[R];
-        v[0] = d[2 * h];
-        v[R - 1] = d[2 * h + 1];
+        v[0] = d[j];
+        v[R - 1] = d[2 + j];
         if (o < NO) EPI::template store<Y, B, BIAS, ACT>(p, o, NO, (int)m, v);
       } else {
 #pragma unroll
-        for (int j = 0; j < 2; ++j) {
-          const long long n = group * 64 + warp * 8 + 2 * q + j;
+        for (int hh = 0; hh < 2; ++hh) {
+          const long long n = group * 64 + wc * 16 + g + 8 * hh;
           float v[R];
-          v[0] = d[2 * h + j];
+          v[0] = d[2 * hh + j];
           if (n < NO) EPI::template store<Y, B, BIAS, ACT>(p, n, NO, (int)m, v);
         }
       }
     }
   };
   if (SP == 1) {
+    if (kk == 0) {
 #pragma unroll
-    for (int t = 0; t < MR; ++t)
-      if (16 * t < p.M) store(t, acc[t]);
+      for (int t = 0; t < NT; ++t)
+        if (8 * t < p.M) store(t, acc[t]);
+    }
     return;
   }
-  constexpr long long PART = MR * WARPS * 32; // float4 a part
-  float4 *parts = (float4 *)p.parts + group * SP * PART + threadIdx.x;
+  constexpr long long PART = NT * 128; // float4 a part
+  float4 *parts = (float4 *)p.parts + group * SP * PART + wc * 32 + lane;
+  if (kk == 0) {
 #pragma unroll
-  for (int t = 0; t < MR; ++t)
-    if (16 * t < p.M) __stcg(parts + part * PART + t * WARPS * 32, make_float4(acc[t][0], acc[t][1], acc[t][2], acc[t][3]));
+    for (int t = 0; t < NT; ++t)
+      if (8 * t < p.M) __stcg(parts + part * PART + t * 128, make_float4(acc[t][0], acc[t][1], acc[t][2], acc[t][3]));
+  }
   // The last block's reads see every block's parts: each block's writes are
   // fenced before its ticket.
   __threadfence();
@@ -405,15 +471,15 @@ static __device__ void genc_gemv_mma_wide(const GencGemvParams &p) {
     if (last) *ticket = 0u; // zero again for the next launch
   }
   __syncthreads();
-  if (!last)
+  if (!last || kk != 0)
     return;
   __threadfence();
 #pragma unroll
-  for (int t = 0; t < MR; ++t) {
-    if (16 * t >= p.M) break;
+  for (int t = 0; t < NT; ++t) {
+    if (8 * t >= p.M) break;
     float v[4] = {0.f, 0.f, 0.f, 0.f};
     for (long long j = 0; j < SP; ++j) {
-      const float4 e = __ldcg(parts + j * PART + t * WARPS * 32);
+      const float4 e = __ldcg(parts + j * PART + t * 128);
       v[0] += e.x;
       v[1] += e.y;
       v[2] += e.z;

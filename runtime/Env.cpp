@@ -69,7 +69,7 @@ const std::vector<Variable> &variables() {
        "1: 16-bit plans also get the tensor-core GEMV entries of 64 weight rows a block (_mmaw16/32/64; A/B runs: "
        "half as fast as cuBLASLt at 32-64 rows on an H200, 2026-12-07)"},
       {"GENC_GEMV_MMA_WIDE_ROUNDS", "genc",
-       "8 or 16: the rounds of 32 k of its weights a warp of the _mmaw entries keeps in flight (A/B runs; default 8)"},
+       "4 or 8: the rounds of 32 k of its 16 weight rows a warp of the _mmaw entries keeps in flight (A/B runs; default 4)"},
       {"GENC_KERNEL_CACHE", "genc",
        "a folder, or off: where NVRTC's code is kept (default $XDG_CACHE_HOME/genc/kernels or "
        "~/.cache/genc/kernels; --kernel-cache wins)"},

@@ -2,6 +2,7 @@
 #include "PrefillGraphsCheck.h"
 
 #include "runtime/Runtime.h"
+#include "runtime/plan/Program.h"
 #include "tests/serve/SeededTokens.h"
 
 #include <algorithm>
@@ -77,11 +78,12 @@ Status runSchedule(const std::string &path, bool graphs, bool loneDecode, std::v
 
 // The mixed steps' decode rows (rows 0-2 of steps 1-12: each its slot's
 // lone token) on the decode kernel against the prefill kernel's one-token
-// tiles: the sums run in another order, so within 1% of the row's largest
-// logit, the same argmax unless the two lead by less than that difference;
-// every other row (the first step's prompts, the piece's row) the same bits.
+// tiles: the sums run in another order, so within `bound` of the row's
+// largest logit, the same argmax unless the two lead by less than that
+// difference; every other row (the first step's prompts, the piece's row)
+// the same bits.
 bool checkLoneTokens(const std::string &path, const std::vector<std::vector<float>> &decodeKernel,
-                     const std::vector<std::vector<float>> &prefillKernel) {
+                     const std::vector<std::vector<float>> &prefillKernel, double bound) {
   double worst = 0;
   int64_t rows = 0;
   for (size_t k = 0; k < decodeKernel.size(); ++k) {
@@ -116,7 +118,7 @@ bool checkLoneTokens(const std::string &path, const std::vector<std::vector<floa
       const double ratio = diff / std::max(top, 1e-6);
       worst = std::max(worst, ratio);
       ++rows;
-      if (ratio > 0.01 || (ax != ay && y[ay] - y[ax] > diff)) {
+      if (ratio > bound || (ax != ay && y[ay] - y[ax] > diff)) {
         std::printf("%s: lone tokens: step %zu, row %zu: max |decode - prefill| %.3g (%.3g of the largest), argmax "
                     "%zu / %zu  FAIL\n",
                     path.c_str(), k, r, diff, ratio, ax, ay);
@@ -176,7 +178,20 @@ bool checkPrefillGraphs(const std::string &path) {
   std::printf("%s: prefill graphs: %zu steps, %zu logits the same bits with and without (%lld captured, %lld "
               "replayed)  ok\n",
               path.c_str(), off.size(), values, captured, replayed);
-  return checkLoneTokens(path, off, tiles);
+  // 1% of the largest logit, or 8 roundings of the activations' type where
+  // that is more: the two kernels' attention outputs round differently, and
+  // the difference grows through the layers with the type's unit (an H100,
+  // 2026-12-08, prompts of half a 64-position plan: f16 0.0017 of the
+  // largest, 3.4 units; bf16 0.012, 3.1 units).
+  genrt::Plan plan;
+  if (Status ps = genrt::loadPlan(path, plan); !ps) {
+    std::printf("%s: prefill graphs: %s  FAIL\n", path.c_str(), ps.message().c_str());
+    return false;
+  }
+  const double unit = plan.activationDType == genrt::DType::BF16  ? 1.0 / 256
+                      : plan.activationDType == genrt::DType::F16 ? 1.0 / 2048
+                                                                  : 0.0;
+  return checkLoneTokens(path, off, tiles, std::max(0.01, 8 * unit));
 }
 
 } // namespace gpucheck
