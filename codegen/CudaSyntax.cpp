@@ -40,6 +40,24 @@ template <> struct genc_mma<genc_bf16> {
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
   }
 };
+// Split K's hand-over: true in every thread of the last of `blocks` blocks
+// to take a ticket (the blocks that split one group's K). Each block's
+// writes are fenced before its ticket, and the last fences again before it
+// reads, so it sees every block's parts; it zeroes the ticket for the next
+// launch. Every thread of the block calls it (two barriers).
+static __device__ __forceinline__ bool genc_last_block(unsigned *ticket, unsigned blocks) {
+  __shared__ bool last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    last = atomicAdd(ticket, 1u) == blocks - 1;
+    if (last) *ticket = 0u;
+  }
+  __syncthreads();
+  const bool mine = last;
+  if (mine) __threadfence();
+  return mine;
+}
 // An i8 cross cache's codes (runtime/kv/Int8Rows.h): ld gives the code, which
 // the reader multiplies by its row's scale; st is unused (the cache is
 // written by genc_cross_store_i8).

@@ -87,7 +87,6 @@ static __device__ __forceinline__ void genc_mma_sums(const float (&acc)[MR][CG][
   constexpr int WARPS = 8, V = CG / 4; // a thread's pairs of D elements a tile
   static_assert(CG % 4 == 0, "four groups a pass of the block's threads");
   __shared__ float part[WARPS][CG][4][32];
-  __shared__ bool last;
   const long long S = p.split > 1 ? p.split : 1, group = blockIdx.x / S;
   const int lane = threadIdx.x & 31, lw = threadIdx.x >> 5, ec = threadIdx.x >> 6, eh = lw & 1;
   float2 *parts = (float2 *)p.parts + group * S * (MR * V * WARPS * 32) + threadIdx.x; // this thread's, part 0
@@ -118,19 +117,8 @@ static __device__ __forceinline__ void genc_mma_sums(const float (&acc)[MR][CG][
   }
   if (S == 1)
     return;
-  // The last block's reads see every block's parts: each block's writes are
-  // fenced before its ticket.
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    unsigned *ticket = (unsigned *)p.tickets + group;
-    last = atomicAdd(ticket, 1u) == (unsigned)(S - 1);
-    if (last) *ticket = 0u; // zero again for the next launch
-  }
-  __syncthreads();
-  if (!last)
+  if (!genc_last_block((unsigned *)p.tickets + group, (unsigned)S))
     return;
-  __threadfence();
 #pragma unroll
   for (int t = 0; t < MR; ++t) {
     if (16 * t >= p.M) break;
@@ -294,7 +282,6 @@ static __device__ void genc_gemv_mma_wide(const GencGemvParams &p) {
   constexpr int RING = NS * ROWS * AST * (int)sizeof(AS) / 16;  // uint4
   constexpr int RED = 4 * NT * 4 * 32 / 4;                       // uint4: the second warps' sums
   __shared__ uint4 asw[RING > RED ? RING : RED];
-  __shared__ bool last;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wc = warp & 3, kk = warp >> 2, g = lane >> 2,
             q = lane & 3;
   const long long SP = p.split > 1 ? p.split : 1, group = blockIdx.x / SP, part = blockIdx.x % SP;
@@ -342,26 +329,26 @@ static __device__ void genc_gemv_mma_wide(const GencGemvParams &p) {
   genc_pdl_launch();
   // Chunk c into stage s (rows past M and k past K as zeros), then a commit
   // (empty past the part, so the wait's count holds at its end). A thread
-  // copies the same rows and words of every chunk; the stages are counted
-  // in ints (a 64-bit remainder a chunk was ~30 SASS instructions).
-  const AS *asrc[PER]; // this thread's words of chunk 0 (a's row 0 for rows past M)
-  int adst[PER];
-  bool arow[PER];
+  // copies the same 16 bytes of every chunk: a's row e / WPR (row 0 past M),
+  // k w % WPR * 8 on, through 32-bit offsets and stages counted in ints (64-bit
+  // addresses and remainders took ~70 SASS instructions a chunk and warp, sm_90).
+  const AS *asrc[PER];
+  AS *adst[PER];
+  int klim[PER]; // the copy is valid while the chunk's first k is below this (never past M)
 #pragma unroll
   for (int i = 0; i < PER; ++i) {
     const int e = threadIdx.x + 256 * i, row = e / WPR, w = e % WPR;
-    arow[i] = row < p.M;
-    asrc[i] = (const AS *)p.a + (arow[i] ? row * p.K : 0) + w * 8;
-    adst[i] = row * AST + w * 8;
+    asrc[i] = (const AS *)p.a + (row < p.M ? row * p.K : 0) + w * 8;
+    adst[i] = (AS *)asw + row * AST + w * 8;
+    klim[i] = row < p.M ? (int)p.K - w * 8 : 0;
   }
   auto issue = [&](long long c, int s) {
     if (c < c1) {
-      AS *as = (AS *)asw + s * ROWS * AST;
-      const long long kc = c * CH * 32;
+      const int kc = (int)c * CH * 32;
 #pragma unroll
       for (int i = 0; i < PER; ++i) {
-        const bool ok = arow[i] && kc + (adst[i] % AST) < p.K;
-        genc_gemv_cp16(as + adst[i], ok ? asrc[i] + kc : (const AS *)p.a, ok);
+        const bool ok = kc < klim[i];
+        genc_gemv_cp16(adst[i] + s * ROWS * AST, ok ? asrc[i] + kc : (const AS *)p.a, ok);
       }
     }
     genc_gemv_cp_commit();
@@ -461,19 +448,8 @@ static __device__ void genc_gemv_mma_wide(const GencGemvParams &p) {
     for (int t = 0; t < NT; ++t)
       if (8 * t < p.M) __stcg(parts + part * PART + t * 128, make_float4(acc[t][0], acc[t][1], acc[t][2], acc[t][3]));
   }
-  // The last block's reads see every block's parts: each block's writes are
-  // fenced before its ticket.
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    unsigned *ticket = (unsigned *)p.tickets + group;
-    last = atomicAdd(ticket, 1u) == (unsigned)(SP - 1);
-    if (last) *ticket = 0u; // zero again for the next launch
-  }
-  __syncthreads();
-  if (!last || kk != 0)
+  if (!genc_last_block((unsigned *)p.tickets + group, (unsigned)SP) || kk != 0)
     return;
-  __threadfence();
 #pragma unroll
   for (int t = 0; t < NT; ++t) {
     if (8 * t >= p.M) break;

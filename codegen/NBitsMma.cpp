@@ -145,7 +145,6 @@ static __device__ void genc_gemvq_mma(const GencNBitsParams &p) {
   constexpr int AST = CH * 32 + 32; // a chunk row: 128 values and 32 of padding (rows g, g + 1 on other banks)
   typedef typename A::S AS;
   __shared__ uint4 asw[2][16 * MR * AST * sizeof(AS) / 16];
-  __shared__ bool last;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, q = lane & 3;
   const long long SP = p.split > 1 ? p.split : 1, group = blockIdx.x / SP, part = blockIdx.x % SP;
   const long long n0 = group * 64 + warp * 8;
@@ -242,19 +241,8 @@ static __device__ void genc_gemvq_mma(const GencNBitsParams &p) {
 #pragma unroll
   for (int t = 0; t < MR; ++t)
     if (16 * t < p.M) __stcg(parts + part * PART + t * WARPS * 32, make_float4(acc[t][0], acc[t][1], acc[t][2], acc[t][3]));
-  // The last block's reads see every block's parts: each block's writes are
-  // fenced before its ticket.
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    unsigned *ticket = (unsigned *)p.tickets + group;
-    last = atomicAdd(ticket, 1u) == (unsigned)(SP - 1);
-    if (last) *ticket = 0u; // zero again for the next launch
-  }
-  __syncthreads();
-  if (!last)
+  if (!genc_last_block((unsigned *)p.tickets + group, (unsigned)SP))
     return;
-  __threadfence();
 #pragma unroll
   for (int t = 0; t < MR; ++t) {
     if (16 * t >= p.M) break;

@@ -107,6 +107,20 @@ static float __shfl_xor_sync(unsigned, float v, int o) {
 }
 static void __syncthreads() { gBlock->arrive_and_wait(); }
 static uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return uint4{x, y, z, w}; }
+// The prelude's genc_last_block (codegen/CudaSyntax.cpp), as it is.
+static bool genc_last_block(unsigned *ticket, unsigned blocks) {
+  __shared__ bool last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    last = atomicAdd(ticket, 1u) == blocks - 1;
+    if (last) *ticket = 0u;
+  }
+  __syncthreads();
+  const bool mine = last;
+  if (mine) __threadfence();
+  return mine;
+}
 // The tensor-core primitives (codegen/NBitsMma.cpp's device ones and the
 // prelude's genc_mma): prmt's default mode, an f16x2 subtraction, a float's
 // bits, and the warp's m16n8k16 mma from every lane's fragments (PTX's
