@@ -118,6 +118,22 @@ bool is(const char *name, const char *value) {
   return v && std::strcmp(v, value) == 0;
 }
 
+std::vector<std::string> unknownExecutorVariables(char **envp) {
+  std::vector<std::string> out;
+  for (char **e = envp; e && *e; ++e) {
+    const char *eq = std::strchr(*e, '=');
+    const std::string name(*e, eq ? static_cast<size_t>(eq - *e) : std::strlen(*e));
+    if (name.rfind("GENC_CPU_", 0) != 0 && name.rfind("GENC_CUDA_", 0) != 0)
+      continue;
+    bool known = false;
+    for (const Variable &v : variables())
+      known = known || name == v.name;
+    if (!known)
+      out.push_back(name);
+  }
+  return out;
+}
+
 int choice(const char *name, std::initializer_list<int> allowed, int fallback) {
   const char *v = get(name);
   if (!v)

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <initializer_list>
+#include <string>
 #include <vector>
 
 namespace genrt::env {
@@ -32,5 +33,12 @@ bool is(const char *name, const char *value);
 
 /// `name`'s value where it is one of `allowed` (as a decimal), else `fallback`.
 int choice(const char *name, std::initializer_list<int> allowed, int fallback);
+
+/// The GENC_CPU_* and GENC_CUDA_* names in `envp` ("NAME=value" strings,
+/// null-terminated) that the table lacks: those prefixes are the executors'
+/// alone, so such a name is a misspelling that would otherwise change
+/// nothing, silently (an A/B run that set GENC_CUDA_GEMV_MMA_ROWS measured
+/// one path twice, 2026-12-08).
+std::vector<std::string> unknownExecutorVariables(char **envp);
 
 } // namespace genrt::env

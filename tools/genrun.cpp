@@ -248,6 +248,9 @@ static int run(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+  for (const std::string &name : genrt::env::unknownExecutorVariables(environ))
+    std::fprintf(stderr, "genrun: warning: %s is set, but genrun reads no such variable (genrun --help-env lists them)\n",
+                 name.c_str());
   if (argc >= 2 && std::strcmp(argv[1], "serve") == 0)
     return genrun::execServe(argc, argv);
   // Nothing of an out-of-memory failure reaches the user as an abort: the
