@@ -316,9 +316,10 @@ std::string fusedEntry(const std::string &name, const std::string &args, bool wi
 
 // The tensor-core entries (GemvAbi.h): `name`_mma16 (32 weight rows a
 // block, warps splitting K) and, with GENC_GEMV_MMA_WIDE=1 at compile time,
-// `name`_mmaw{16,32,64} (64 a block, a's rows in shared memory: half as
-// fast as cuBLASLt at 32 and 64 rows on an H200, 2026-12-07, so plans
-// leave them out and NVRTC's time with them), storing through `store`
+// `name`_mmaw{16,32,64} (64 a block, a's rows in shared memory; their
+// form of 2026-12-07 was half as fast as cuBLASLt at 32 and 64 rows, and
+// the form since is not yet timed there, so plans leave them out and
+// NVRTC's time with them), storing through `store`
 // (GencGemvStore, or a GLU's `name`_then); their names go to `names`.
 std::string mmaEntries(const std::string &name, const std::string &args, const std::string &store,
                        std::vector<std::string> &names) {

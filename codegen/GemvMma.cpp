@@ -252,7 +252,10 @@ static __device__ void genc_gemv_mma(const GencGemvParams &p) {
 // and g + 8 of a into its fragment: 16 of its 44 SASS instructions a round,
 // and it ran at half cuBLASLt's speed at 32 and 64 rows on an H100, bound
 // by issue: docs/performance.md run AH). The interleaving moves to the
-// weights' registers (rows g, g + 8), once for all of a's 8-row tiles.
+// weights' registers (rows g, g + 8), meant once for all of a's 8-row
+// tiles; in sm_90 SASS ptxas copies some fragments twice (16-20 moves a
+// round), and a round of 1 KiB a warp is ~53 instructions plus ~22 of its
+// chunk's copies and barrier, where the first form took 88 for those bytes.
 // In a round lane (g, q) = (lane / 4, lane % 4) reads 8 weights at k 32r +
 // 8q of its rows g and g + 8 and the same k of a's row g of each tile: a
 // dot product does not care in what order its k come, so both operands

@@ -67,7 +67,8 @@ const std::vector<Variable> &variables() {
        "fewer splits and the merge has less or nothing to do (A/B runs; default 1)"},
       {"GENC_GEMV_MMA_WIDE", "genc",
        "1: 16-bit plans also get the tensor-core GEMV entries of 64 weight rows a block (_mmaw16/32/64; A/B runs: "
-       "half as fast as cuBLASLt at 32-64 rows on an H200, 2026-12-07)"},
+       "their form of 2026-12-07 was half as fast as cuBLASLt at 32-64 rows; 2026-12-08's, the weights as the mma's A, "
+       "is checked on an H100 but not yet timed there)"},
       {"GENC_GEMV_MMA_WIDE_ROUNDS", "genc",
        "4 or 8: the rounds of 32 k of its 16 weight rows a warp of the _mmaw entries keeps in flight (A/B runs; default 4)"},
       {"GENC_KERNEL_CACHE", "genc",

@@ -124,7 +124,7 @@ Status CudaExecutor::init(NcclChannel *channel) {
   // cores"); more rows go to cuBLASLt, which won from 32 on an H100
   // (2026-12-07). GENC_CUDA_GEMV_MMA=N (up to 64) moves the line, for
   // plans that have entries above 16 rows (GENC_GEMV_MMA_WIDE=1 at compile
-  // time: _mmaw32, _mmaw64, half as fast as cuBLASLt on an H200).
+  // time: _mmaw32, _mmaw64; the form of 2026-12-08 not yet timed, docs/cuda.md).
   ctx_.gemvMmaRows = options_.gemvMmaRows;
   // Where a product's groups of 32 weight rows leave SMs idle (the 1.1B's
   // 2,048-wide O and down: 64 groups for 132 SMs), 2 to 4 blocks split K,
