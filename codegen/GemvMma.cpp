@@ -254,8 +254,10 @@ static __device__ void genc_gemv_mma(const GencGemvParams &p) {
 // by issue: docs/performance.md run AH). The interleaving moves to the
 // weights' registers (rows g, g + 8), meant once for all of a's 8-row
 // tiles; in sm_90 SASS ptxas copies some fragments twice (16-20 moves a
-// round), and a round of 1 KiB a warp is ~53 instructions plus ~22 of its
-// chunk's copies and barrier, where the first form took 88 for those bytes.
+// round), and at 32 rows a chunk (a warp's 2 rounds of 1 KiB) is 177
+// instructions from one wait to the next, ~89 a KiB, where the first
+// form's rounds alone took 88: the chunk's copy addresses and the moves are
+// what is left to trim (32-bit copy offsets made it 189: not kept).
 // In a round lane (g, q) = (lane / 4, lane % 4) reads 8 weights at k 32r +
 // 8q of its rows g and g + 8 and the same k of a's row g of each tile: a
 // dot product does not care in what order its k come, so both operands
@@ -332,26 +334,26 @@ static __device__ void genc_gemv_mma_wide(const GencGemvParams &p) {
   genc_pdl_launch();
   // Chunk c into stage s (rows past M and k past K as zeros), then a commit
   // (empty past the part, so the wait's count holds at its end). A thread
-  // copies the same 16 bytes of every chunk: a's row e / WPR (row 0 past M),
-  // k w % WPR * 8 on, through 32-bit offsets and stages counted in ints (64-bit
-  // addresses and remainders took ~70 SASS instructions a chunk and warp, sm_90).
-  const AS *asrc[PER];
-  AS *adst[PER];
-  int klim[PER]; // the copy is valid while the chunk's first k is below this (never past M)
+  // copies the same rows and words of every chunk; the stages are counted
+  // in ints (a 64-bit remainder a chunk was ~30 SASS instructions).
+  const AS *asrc[PER]; // this thread's words of chunk 0 (a's row 0 for rows past M)
+  int adst[PER];
+  bool arow[PER];
 #pragma unroll
   for (int i = 0; i < PER; ++i) {
     const int e = threadIdx.x + 256 * i, row = e / WPR, w = e % WPR;
-    asrc[i] = (const AS *)p.a + (row < p.M ? row * p.K : 0) + w * 8;
-    adst[i] = (AS *)asw + row * AST + w * 8;
-    klim[i] = row < p.M ? (int)p.K - w * 8 : 0;
+    arow[i] = row < p.M;
+    asrc[i] = (const AS *)p.a + (arow[i] ? row * p.K : 0) + w * 8;
+    adst[i] = row * AST + w * 8;
   }
   auto issue = [&](long long c, int s) {
     if (c < c1) {
-      const int kc = (int)c * CH * 32;
+      AS *as = (AS *)asw + s * ROWS * AST;
+      const long long kc = c * CH * 32;
 #pragma unroll
       for (int i = 0; i < PER; ++i) {
-        const bool ok = kc < klim[i];
-        genc_gemv_cp16(adst[i] + s * ROWS * AST, ok ? asrc[i] + kc : (const AS *)p.a, ok);
+        const bool ok = arow[i] && kc + (adst[i] % AST) < p.K;
+        genc_gemv_cp16(as + adst[i], ok ? asrc[i] + kc : (const AS *)p.a, ok);
       }
     }
     genc_gemv_cp_commit();
