@@ -31,7 +31,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from emulate_nbits_kernels import HOST_PRELUDE  # noqa: E402
+from emulate_nbits_kernels import HOST_PRELUDE, last_block  # noqa: E402
 
 EXTRA_PRELUDE = r'''
 #include <algorithm>
@@ -197,7 +197,8 @@ def main():
         if start < 0 or end < 0:
             sys.exit(f"emulate_gemv_mma_kernels: {path} holds no GEMV kernels")
         # `static alignas(16)` is no declaration in host C++: the attribute first.
-        section = section or text[start:end].replace("__shared__ alignas(16)", "alignas(16) __shared__")
+        section = section or last_block(text, path) + text[start:end].replace("__shared__ alignas(16)",
+                                                                                "alignas(16) __shared__")
         # The entries' weight rounds in flight (GENC_GEMV_MMA_WIDE_ROUNDS) ride on the label.
         for name, targs, rounds in re.findall(r'void __launch_bounds__\(\d+\) (gemv_\d+)_mmaw16\(const GencGemvParams p\) '
                                               r'\{ genc_gemv_mma_wide<([^>]*), 1, GencGemvStore, (\d+)>\(p\); \}', text):

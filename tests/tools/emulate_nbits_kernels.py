@@ -107,20 +107,6 @@ static float __shfl_xor_sync(unsigned, float v, int o) {
 }
 static void __syncthreads() { gBlock->arrive_and_wait(); }
 static uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return uint4{x, y, z, w}; }
-// The prelude's genc_last_block (codegen/CudaSyntax.cpp), as it is.
-static bool genc_last_block(unsigned *ticket, unsigned blocks) {
-  __shared__ bool last;
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    last = atomicAdd(ticket, 1u) == blocks - 1;
-    if (last) *ticket = 0u;
-  }
-  __syncthreads();
-  const bool mine = last;
-  if (mine) __threadfence();
-  return mine;
-}
 // The tensor-core primitives (codegen/NBitsMma.cpp's device ones and the
 // prelude's genc_mma): prmt's default mode, an f16x2 subtraction, a float's
 // bits, and the warp's m16n8k16 mma from every lane's fragments (PTX's
@@ -328,6 +314,15 @@ static void run(const char *name) {
 '''
 
 
+def last_block(text, path):
+    """The prelude's genc_last_block (codegen/CudaSyntax.cpp) as the file
+    has it: HOST_PRELUDE's macros and primitives make it host C++."""
+    m = re.search(r"static __device__ __forceinline__ bool genc_last_block\(.*?\n\}\n", text, re.S)
+    if not m:
+        sys.exit(f"{os.path.basename(sys.argv[0])}: {path} holds no genc_last_block")
+    return m.group(0)
+
+
 def main():
     args = sys.argv[1:]
     if len(args) < 3:
@@ -350,7 +345,7 @@ def main():
         pro = re.search(r"struct GencGemvPrologue \{.*?\};", text, re.S)
         if not pro:
             sys.exit(f"emulate_nbits_kernels: {path} holds no GencGemvPrologue")
-        section = section or pro.group(0) + "\n" + text[start:end]
+        section = section or last_block(text, path) + pro.group(0) + "\n" + text[start:end]
         for name, targs in re.findall(r'void __launch_bounds__\(\d+\) (gemvq_\d+)_tiles\(const GencNBitsParams p\) '
                                       r'\{ genc_gemvq_tiles<([^>]*)>\(p\); \}', text):
             families.append((f"{os.path.basename(path)} {name} <{targs}>", targs))
